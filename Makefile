@@ -1,0 +1,43 @@
+# The two set-up commands are `make demo` and `make test`; both create .venv and install
+# everything on a fresh machine. torch==2.13.0 is installed first when no torch is present:
+# on the development machines it is a CPU wheel on disk, while a plain `torch` requirement
+# would pull a multi-GB CUDA build.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export OMP_NUM_THREADS ?= 1
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export TOKENIZERS_PARALLELISM := false
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup demo test test-all lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	bash scripts/install-system-deps.sh
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/rlvr demo
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-all: setup
+	$(BIN)/python -m pytest -q -m "slow or not slow"
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+
+bench: setup
+	$(BIN)/python bench/train_overhead.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

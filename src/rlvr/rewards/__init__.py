@@ -1,0 +1,173 @@
+"""Reward terms: the verifiers a task composes its reward from, and the TRL adapter.
+
+Built-in verifiers live in ``BUILTINS`` (name -> "module:Class", imported on first use so that
+``rlvr --help`` and light verifiers stay fast). Anything else is a dotted import path to a
+verifier class, a verifier instance, a ``fn(sample) -> Verdict | float | None`` or a TRL-style
+batch function ``fn(prompts, completions, **kwargs) -> list[float | None]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import VerifierError
+from .base import BaseVerifier, Outcome, Sample, Verdict, Verifier
+from .format import AnswerFormat, Extraction, extract
+
+BUILTINS: dict[str, str] = {
+    "format": "rlvr.rewards.format:FormatVerifier",
+    "exact": "rlvr.rewards.exact:ExactMatch",
+}
+
+
+def _import(path: str, search: Path | None = None) -> Any:
+    if search is not None and str(search) not in sys.path:
+        sys.path.insert(0, str(search))
+    if ":" in path:
+        mod_name, _, attr = path.partition(":")
+    else:
+        mod_name, _, attr = path.rpartition(".")
+    if not mod_name or not attr:
+        raise VerifierError(f"{path!r} is neither a built-in verifier ({', '.join(sorted(BUILTINS))}) nor a dotted path 'module.attr'")
+    try:
+        module = importlib.import_module(mod_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is a bad term
+        raise VerifierError(f"cannot import {mod_name!r} for reward {path!r}: {type(exc).__name__}: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise VerifierError(f"module {mod_name!r} has no attribute {attr!r} (reward {path!r})") from None
+
+
+def source_module(name: str) -> str:
+    """The module that defines verifier ``name`` (built-in or dotted), for hashing its code."""
+    path = BUILTINS.get(name, name)
+    return path.partition(":")[0] if ":" in path else path.rpartition(".")[0]
+
+
+class FunctionVerifier(BaseVerifier):
+    """Wraps ``fn(sample) -> Verdict | float | None``. A float > 0 is ``correct``, <= 0 ``wrong``
+    (an approximation: a plain float carries no outcome); ``None`` is ``error``."""
+
+    def __init__(self, fn: Callable[..., Any], kind: str = "custom") -> None:
+        self.fn = fn
+        self.kind = getattr(fn, "kind", kind)
+
+    def verify(self, sample: Sample) -> Verdict:
+        return as_verdict(self.fn(sample))
+
+
+class TrlFunctionVerifier(BaseVerifier):
+    """Wraps a TRL-style batch reward function (keyword contract, one value per completion)."""
+
+    def __init__(self, fn: Callable[..., Any], options: Mapping[str, Any] | None = None, kind: str = "custom") -> None:
+        self.fn = fn
+        self.options = dict(options or {})
+        self.kind = getattr(fn, "kind", kind)
+
+    def verify(self, sample: Sample) -> Verdict:
+        return self.verify_batch([sample])[0]
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        cols: dict[str, list[Any]] = {}
+        for s in samples:
+            for k in s.row:
+                cols.setdefault(k, [])
+        for s in samples:
+            for k in cols:
+                cols[k].append(s.row.get(k))
+        cols.pop("prompt", None)
+        try:
+            values = self.fn(
+                prompts=[s.prompt for s in samples],
+                completions=[s.completion for s in samples],
+                completion_ids=[list(s.completion_ids or []) for s in samples],
+                **cols,
+                **self.options,
+            )
+            values = list(values)
+        except Exception as exc:  # noqa: BLE001
+            return [Verdict.error(f"{type(exc).__name__}: {exc}") for _ in samples]
+        if len(values) != len(samples):
+            return [Verdict.error(f"returned {len(values)} values for {len(samples)} completions") for _ in samples]
+        return [as_verdict(v) for v in values]
+
+
+def as_verdict(value: Any) -> Verdict:
+    if isinstance(value, Verdict):
+        return value
+    if value is None:
+        return Verdict.error("the reward function returned None")
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        return Verdict.error(f"the reward function returned {type(value).__name__}, not a number")
+    if score != score:  # NaN
+        return Verdict.error("the reward function returned NaN")
+    return Verdict.correct(score) if score > 0 else Verdict.wrong(score)
+
+
+def build_verifier(
+    name: str,
+    options: Mapping[str, Any] | None = None,
+    answer_format: AnswerFormat | None = None,
+    search: Path | None = None,
+) -> Verifier:
+    """Build the verifier a reward term names: a built-in or a dotted path.
+
+    ``answer_format`` (the task's) is passed to verifiers whose constructor takes it, unless the
+    term's options set their own. Raises ``VerifierError`` with the reason.
+    """
+    options = dict(options or {})
+    target = _import(BUILTINS.get(name, name), None if name in BUILTINS else search)
+    if inspect.isclass(target):
+        params = inspect.signature(target).parameters
+        if "answer_format" in params and answer_format is not None and "answer_format" not in options:
+            options["answer_format"] = answer_format
+        elif isinstance(options.get("answer_format"), Mapping):
+            options["answer_format"] = AnswerFormat(**options["answer_format"])
+        try:
+            obj = target(**options)
+        except VerifierError:
+            raise
+        except TypeError as exc:
+            raise VerifierError(f"bad options for reward {name!r}: {exc}") from exc
+        if not hasattr(obj, "verify"):
+            raise VerifierError(f"{name!r} built an object without a verify() method")
+        if not hasattr(obj, "verify_batch"):
+            raise VerifierError(f"{name!r} has no verify_batch(); derive it from rlvr.rewards.BaseVerifier")
+        return obj
+    if hasattr(target, "verify") and hasattr(target, "verify_batch"):
+        return target
+    if callable(target):
+        params = inspect.signature(target).parameters
+        batch = "completions" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        if batch:
+            return TrlFunctionVerifier(target, options)
+        if options:
+            raise VerifierError(f"reward {name!r} is a plain function and takes no options (got {sorted(options)})")
+        return FunctionVerifier(target)
+    raise VerifierError(f"{name!r} is not a verifier class, instance or function")
+
+
+__all__ = [
+    "AnswerFormat",
+    "BUILTINS",
+    "BaseVerifier",
+    "Extraction",
+    "FunctionVerifier",
+    "Outcome",
+    "Sample",
+    "TrlFunctionVerifier",
+    "Verdict",
+    "Verifier",
+    "as_verdict",
+    "build_verifier",
+    "extract",
+    "source_module",
+]

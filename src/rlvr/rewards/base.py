@@ -1,0 +1,140 @@
+"""What every verifier returns, and what it is given.
+
+A verifier answers one question about one completion and says *how sure it is* through the
+outcome, not just the score:
+
+- ``correct`` / ``wrong``: it decided.
+- ``unparseable``: the completion has no answer span to judge (a format failure of the policy).
+- ``error``: the verifier could not decide (timeout, crash, sandbox failure, a ground truth that
+  does not parse). This is never a wrong answer: the TRL adapter masks such a sample out of its
+  group's baseline instead of scoring it 0 (see ``rlvr.rewards.combine``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol, runtime_checkable
+
+
+class Outcome(str, Enum):
+    CORRECT = "correct"
+    WRONG = "wrong"
+    UNPARSEABLE = "unparseable"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One verifier's judgement of one completion.
+
+    ``score`` is ``None`` exactly when the outcome is ``error``. ``answer`` is the extracted
+    answer text and ``span`` its (start, end) character offsets in the completion, when the
+    verifier extracts one (the review page highlights it). ``error_kind`` is ``timeout``,
+    ``crash``, ``ground_truth``, ``sandbox`` or ``memory`` for errors.
+    """
+
+    outcome: Outcome
+    score: float | None
+    detail: str = ""
+    answer: str | None = None
+    span: tuple[int, int] | None = None
+    error_kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.outcome is Outcome.ERROR) != (self.score is None):
+            raise ValueError(f"a verdict's score is None exactly when it is an error: {self}")
+
+    @classmethod
+    def correct(cls, score: float = 1.0, **kw: Any) -> Verdict:
+        return cls(Outcome.CORRECT, float(score), **kw)
+
+    @classmethod
+    def wrong(cls, score: float = 0.0, **kw: Any) -> Verdict:
+        return cls(Outcome.WRONG, float(score), **kw)
+
+    @classmethod
+    def unparseable(cls, detail: str, score: float = 0.0, **kw: Any) -> Verdict:
+        return cls(Outcome.UNPARSEABLE, float(score), detail=detail, **kw)
+
+    @classmethod
+    def error(cls, detail: str, kind: str = "crash", **kw: Any) -> Verdict:
+        return cls(Outcome.ERROR, None, detail=detail, error_kind=kind, **kw)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"outcome": self.outcome.value, "score": self.score}
+        if self.detail:
+            out["detail"] = self.detail
+        if self.answer is not None:
+            out["answer"] = self.answer
+        if self.span is not None:
+            out["span"] = list(self.span)
+        if self.error_kind:
+            out["error_kind"] = self.error_kind
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        span = data.get("span")
+        return cls(
+            Outcome(data["outcome"]),
+            None if data.get("score") is None else float(data["score"]),
+            detail=data.get("detail", ""),
+            answer=data.get("answer"),
+            span=tuple(span) if span else None,  # type: ignore[arg-type]
+            error_kind=data.get("error_kind"),
+        )
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What a verifier sees: the prompt, the completion text, the dataset row, the token ids."""
+
+    completion: str
+    row: Mapping[str, Any] = field(default_factory=dict)
+    prompt: str = ""
+    completion_ids: Sequence[int] | None = None
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """A reward term's judge. ``kind`` tells the audit which exploits apply to it:
+    ``format``, ``answer`` (exact/math), ``json``, ``tool_call``, ``code``, ``length``, ``judge``
+    or ``custom``."""
+
+    kind: str
+
+    def verify(self, sample: Sample) -> Verdict: ...
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]: ...
+
+
+class BaseVerifier:
+    """Convenience base: ``verify_batch`` loops over ``verify``; override it to parallelise.
+
+    A crash inside ``verify`` becomes an ``error`` verdict, never a wrong answer.
+    """
+
+    kind: str = "custom"
+
+    def verify(self, sample: Sample) -> Verdict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        out = []
+        for s in samples:
+            try:
+                out.append(self.verify(s))
+            except Exception as exc:  # noqa: BLE001 - a crash is an undecided sample, not a 0
+                out.append(Verdict.error(f"{type(exc).__name__}: {exc}", kind="crash"))
+        return out
+
+
+def ground_truth(row: Mapping[str, Any], column: str) -> str | None:
+    """The row's expected answer as text, or None when it is missing (an ``error`` verdict)."""
+    value = row.get(column)
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None

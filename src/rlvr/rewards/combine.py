@@ -1,0 +1,145 @@
+"""The TRL adapter: a task's reward terms as ``GRPOTrainer`` reward functions.
+
+Each term becomes one TRL reward function named after the term, so TRL logs
+``rewards/<term>/mean`` and ``/std`` separately and weighs them with ``reward_weights``.
+All terms of a batch are scored together once (TRL calls the functions one after another with
+the same batch; the first call scores every term and the others read the cache), because
+masking needs every term's verdict for a row:
+
+- When any term could not decide a row (outcome ``error``), *every* term returns ``None`` for it.
+  TRL then leaves the row out of its group's baseline and forces its advantage to 0. Masking only
+  the failing term would not do: TRL sums weighted rewards with ``nansum``, so a missing
+  correctness term would count as 0 -- the silent zero the rules forbid.
+- Per-term rates are logged through TRL's ``log_metric``: ``rewards/<term>/error_rate``,
+  ``/timeout_rate``, ``/unparseable_rate``, and ``rewards/masked_rate`` for the whole batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .base import Outcome, Sample, Verdict, Verifier
+
+
+@dataclass(frozen=True)
+class Term:
+    """One reward term of a task: a name (the metric key), its verifier and its weight."""
+
+    name: str
+    verifier: Verifier
+    weight: float = 1.0
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes plain strings, or for conversational data a list of messages: use the text of
+    the assistant's messages."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Mapping):
+        return str(completion.get("content") or "")
+    if isinstance(completion, Sequence):
+        return "".join(str(m.get("content") or "") for m in completion if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant")
+    return str(completion)
+
+
+def prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, Sequence):
+        return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in prompt if isinstance(m, Mapping))
+    return str(prompt)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """All terms' verdicts for one sample, and whether the sample is masked."""
+
+    verdicts: dict[str, Verdict]
+
+    @property
+    def masked(self) -> bool:
+        return any(v.outcome is Outcome.ERROR for v in self.verdicts.values())
+
+    def rewards(self) -> dict[str, float | None]:
+        if self.masked:
+            return dict.fromkeys(self.verdicts)
+        return {k: v.score for k, v in self.verdicts.items()}
+
+
+class RewardSet:
+    """A task's terms, scored together. ``score`` for files and probes, ``trl_functions`` for
+    ``GRPOTrainer``."""
+
+    def __init__(self, terms: Sequence[Term]) -> None:
+        names = [t.name for t in terms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"reward term names must be unique: {names}")
+        self.terms = list(terms)
+        self._cache_key: tuple[Any, ...] | None = None
+        self._cache: list[Scored] = []
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.terms]
+
+    @property
+    def weights(self) -> list[float]:
+        return [t.weight for t in self.terms]
+
+    def score(self, samples: Sequence[Sample]) -> list[Scored]:
+        per_term = {t.name: t.verifier.verify_batch(samples) for t in self.terms}
+        return [Scored({name: per_term[name][i] for name in per_term}) for i in range(len(samples))]
+
+    def total(self, scored: Scored) -> float | None:
+        """The weighted reward TRL would compute for this sample (None when masked)."""
+        if scored.masked:
+            return None
+        return sum(t.weight * (scored.verdicts[t.name].score or 0.0) for t in self.terms)
+
+    # -- TRL ---------------------------------------------------------------------------------
+    def _score_trl_batch(self, kwargs: Mapping[str, Any]) -> list[Scored]:
+        prompts = kwargs.get("prompts") or []
+        completions = kwargs["completions"]
+        texts = [completion_text(c) for c in completions]
+        key = (tuple(texts), tuple(prompt_text(p) for p in prompts), id(kwargs.get("trainer_state")))
+        if key == self._cache_key:
+            return self._cache
+        ids = kwargs.get("completion_ids") or [None] * len(texts)
+        skip = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+        columns = {k: v for k, v in kwargs.items() if k not in skip and isinstance(v, list) and len(v) == len(texts)}
+        samples = [
+            Sample(
+                completion=texts[i],
+                row={k: v[i] for k, v in columns.items()},
+                prompt=prompt_text(prompts[i]) if i < len(prompts) else "",
+                completion_ids=ids[i],
+            )
+            for i in range(len(texts))
+        ]
+        scored = self.score(samples)
+        log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
+        if log_metric is not None and scored:
+            n = len(scored)
+            for name in self.names:
+                vs = [s.verdicts[name] for s in scored]
+                log_metric(f"rewards/{name}/error_rate", sum(v.outcome is Outcome.ERROR for v in vs) / n)
+                log_metric(f"rewards/{name}/timeout_rate", sum(v.error_kind == "timeout" for v in vs) / n)
+                log_metric(f"rewards/{name}/unparseable_rate", sum(v.outcome is Outcome.UNPARSEABLE for v in vs) / n)
+            log_metric("rewards/masked_rate", sum(s.masked for s in scored) / n)
+        self._cache_key, self._cache = key, scored
+        return scored
+
+    def trl_functions(self) -> list[Callable[..., list[float | None]]]:
+        """One TRL reward function per term, in order, each named after its term."""
+        funcs = []
+        for name in self.names:
+            def fn(prompts: Any = None, completions: Any = None, _name: str = name, **kwargs: Any) -> list[float | None]:
+                scored = self._score_trl_batch({"prompts": prompts, "completions": completions, **kwargs})
+                return [s.rewards()[_name] for s in scored]
+
+            fn.__name__ = name
+            fn.__qualname__ = name
+            funcs.append(fn)
+        return funcs

@@ -1,0 +1,189 @@
+"""Answer spans and the format term.
+
+Extraction is anchored: the answer is what stands inside *the* answer span (``<answer>…</answer>``
+or ``\\boxed{…}``), searched over the whole completion, never "the token appears somewhere".
+Exactly one span is required by default, because repeating the block to collect reward several
+times, or hedging with ``\\boxed{a}\\boxed{b}``, is a known hack. A ``<think>`` block can be
+required, optional or *prefilled*: chat templates of reasoning models (DeepSeek-R1 distills,
+Qwen3) open ``<think>`` in the prompt, so the completion starts inside the block and only its
+``</think>`` is visible. An answer span inside the think block never counts.
+
+All scanning is linear in the completion's length (plain ``str.find`` and a brace counter, no
+backtracking regex), so a 1 MB completion costs milliseconds, not a timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .base import BaseVerifier, Sample, Verdict
+
+ThinkPolicy = Literal["none", "optional", "required", "prefilled"]
+BoxedPolicy = Literal["only", "first", "last"]
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """Where the answer lives in a completion.
+
+    style: ``tags`` (``<tag>…</tag>``) or ``boxed`` (``\\boxed{…}`` with brace matching).
+    tag: the tag name for ``tags``.
+    think: ``none`` (no think block expected; one is tolerated before the answer), ``optional``,
+        ``required`` (``<think>…</think>`` must precede the answer), ``prefilled`` (the template
+        opened ``<think>``; the completion must close it once and answer after it).
+    boxed: which box counts when there are several: ``only`` (several is unparseable: a hedge),
+        ``first`` or ``last``.
+    allow_multiple: accept repeated answer tags (then the last one counts). Off by default.
+    """
+
+    style: Literal["tags", "boxed"] = "tags"
+    tag: str = "answer"
+    think: ThinkPolicy = "none"
+    boxed: BoxedPolicy = "only"
+    allow_multiple: bool = False
+
+    @property
+    def open_tag(self) -> str:
+        return f"<{self.tag}>"
+
+    @property
+    def close_tag(self) -> str:
+        return f"</{self.tag}>"
+
+    def wrap(self, answer: str) -> str:
+        """A minimal well-formed completion carrying ``answer`` (used by SFT targets and the audit)."""
+        body = f"{self.open_tag}{answer}{self.close_tag}" if self.style == "tags" else f"\\boxed{{{answer}}}"
+        if self.think == "required":
+            return f"<think></think>{body}"
+        if self.think == "prefilled":
+            return f"</think>{body}"
+        return body
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The answer span found in a completion, or why there is none."""
+
+    answer: str | None
+    span: tuple[int, int] | None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def _find_all(text: str, needle: str, start: int = 0) -> list[int]:
+    out, i = [], text.find(needle, start)
+    while i != -1:
+        out.append(i)
+        i = text.find(needle, i + len(needle))
+    return out
+
+
+def _think_end(text: str, fmt: AnswerFormat) -> tuple[int, str | None]:
+    """Offset where the answer may start, after the think block, or a problem."""
+    opens, closes = _find_all(text, "<think>"), _find_all(text, "</think>")
+    if fmt.think == "prefilled":
+        if opens:
+            return 0, "a <think> tag inside a completion whose template already opened it"
+        if len(closes) != 1:
+            return 0, f"expected one </think> closing the prefilled block, found {len(closes)}"
+        return closes[0] + len("</think>"), None
+    if not opens and not closes:
+        if fmt.think == "required":
+            return 0, "no <think> block"
+        return 0, None
+    if len(opens) != 1 or len(closes) != 1:
+        return 0, f"expected one <think> block, found {len(opens)} <think> and {len(closes)} </think>"
+    if closes[0] < opens[0]:
+        return 0, "</think> before <think>"
+    return closes[0] + len("</think>"), None
+
+
+def _match_brace(text: str, i: int) -> int:
+    """Index just past the ``}`` matching the ``{`` at ``i``, or -1."""
+    depth = 0
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return -1
+
+
+def extract(completion: str, fmt: AnswerFormat) -> Extraction:
+    """The answer span of ``completion`` under ``fmt``; ``problem`` says why there is none."""
+    start, problem = _think_end(completion, fmt)
+    if problem:
+        return Extraction(None, None, problem)
+    if fmt.style == "tags":
+        opens = _find_all(completion, fmt.open_tag)
+        closes = _find_all(completion, fmt.close_tag)
+        if not opens and not closes:
+            return Extraction(None, None, f"no {fmt.open_tag} span")
+        before = [i for i in opens if i < start]
+        if before:
+            return Extraction(None, None, f"{fmt.open_tag} inside the think block")
+        if len(opens) != len(closes):
+            return Extraction(None, None, f"unbalanced tags: {len(opens)} {fmt.open_tag}, {len(closes)} {fmt.close_tag}")
+        if len(opens) > 1 and not fmt.allow_multiple:
+            return Extraction(None, None, f"{len(opens)} {fmt.open_tag} spans (exactly one is allowed)")
+        for k in range(len(opens)):
+            if closes[k] < opens[k] or (k + 1 < len(opens) and opens[k + 1] < closes[k]):
+                return Extraction(None, None, "answer tags out of order or nested")
+        o, c = opens[-1], closes[-1]
+        a, b = o + len(fmt.open_tag), c
+        inner = completion[a:b]
+    else:
+        marks = [i for i in _find_all(completion, "\\boxed{") if i >= start]
+        if not marks:
+            inside = _find_all(completion, "\\boxed{")
+            return Extraction(None, None, "\\boxed{} inside the think block" if inside else "no \\boxed{} span")
+        spans = []
+        for m in marks:
+            brace = m + len("\\boxed")
+            end = _match_brace(completion, brace)
+            if end == -1:
+                return Extraction(None, None, "unbalanced braces in \\boxed{}")
+            spans.append((brace + 1, end - 1))
+        # Boxes nested inside another box are part of it, not extra answers.
+        top = [s for s in spans if not any(o[0] < s[0] and s[1] <= o[1] for o in spans if o != s)]
+        if len(top) > 1 and fmt.boxed == "only":
+            return Extraction(None, None, f"{len(top)} \\boxed{{}} answers (exactly one is allowed)")
+        a, b = top[0] if fmt.boxed == "first" else top[-1]
+        inner = completion[a:b]
+    # Trim surrounding whitespace but keep offsets pointing at the trimmed text.
+    stripped = inner.strip()
+    if not stripped:
+        return Extraction(None, None, "empty answer span")
+    a += len(inner) - len(inner.lstrip())
+    return Extraction(stripped, (a, a + len(stripped)))
+
+
+class FormatVerifier(BaseVerifier):
+    """1.0 when the completion has exactly one well-formed answer span (and the think block the
+    format asks for), else 0.0 with the reason. Text after the answer span is allowed unless
+    ``strict_end`` is set (then only whitespace may follow the closing tag)."""
+
+    kind = "format"
+
+    def __init__(self, answer_format: AnswerFormat | None = None, strict_end: bool = True) -> None:
+        self.fmt = answer_format or AnswerFormat()
+        self.strict_end = strict_end
+
+    def verify(self, sample: Sample) -> Verdict:
+        ex = extract(sample.completion, self.fmt)
+        if not ex.ok:
+            return Verdict.wrong(detail=ex.problem or "")
+        assert ex.span is not None
+        if self.strict_end:
+            close = self.fmt.close_tag if self.fmt.style == "tags" else "}"
+            end = sample.completion.find(close, ex.span[1])
+            if end == -1 or sample.completion[end + len(close):].strip():
+                return Verdict.wrong(detail="text after the answer span", answer=ex.answer, span=ex.span)
+        return Verdict.correct(answer=ex.answer, span=ex.span)

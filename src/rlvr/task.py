@@ -1,0 +1,543 @@
+"""The task file: one YAML file describes a task end to end.
+
+```yaml
+name: arithmetic
+model: builtin:tiny                 # a local path, a hub id, or builtin:<name>
+data:
+  train: data/train.jsonl           # JSONL or Parquet next to the task file, or hf:<name>[:<config>]
+  eval: data/eval.jsonl             # held-out split: the only honest check for reward hacking
+prompt:
+  template: "{question}="           # plain text, {column} placeholders
+  # or chat: a system prompt and a user template, rendered with the tokenizer's chat template
+  # system: "You are a careful calculator."
+  # user: "{question}"
+answer:
+  column: answer                    # ground truth column
+  format: tags                      # tags | boxed
+  tag: answer
+  think: none                       # none | optional | required | prefilled
+rewards:                            # composite: a format term plus a correctness term
+  - {name: format, weight: 0.1}
+  - {name: correct, verifier: exact, weight: 1.0}
+generation: {temperature: 0.7, max_completion_length: 16}
+grpo: {...}                         # any TRL GRPOConfig field, on top of the recipe
+sft: {...}                          # settings of the supervised warm start
+probe: {...}                        # routing thresholds
+```
+
+``load_task`` validates everything that can be checked without a model -- keys, types, files,
+columns, null answers, reward names and options, weights -- and raises one ``ConfigError`` that
+lists every problem with where, what and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, DataError, Problem, VerifierError
+from .rewards import AnswerFormat, build_verifier
+from .rewards.combine import RewardSet, Term
+
+MAX_ROW_PROBLEMS = 5
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    train: str
+    eval: str | None = None
+    eval_size: int | None = None
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    template: str | None = None
+    system: str | None = None
+    user: str | None = None
+
+    @property
+    def chat(self) -> bool:
+        return self.template is None
+
+    def columns(self) -> list[str]:
+        out: list[str] = []
+        for text in (self.template, self.system, self.user):
+            if text:
+                out += [f for _, f, _, _ in string.Formatter().parse(text) if f]
+        return sorted(set(out))
+
+
+@dataclass(frozen=True)
+class TermSpec:
+    name: str
+    verifier: str
+    weight: float = 1.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GenerationSpec:
+    temperature: float = 0.7
+    max_completion_length: int = 256
+    top_p: float = 1.0
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """Routing thresholds: ``sft`` when no sample succeeds, ``too-easy`` at or above
+    ``too_easy``; a sample succeeds when its correctness term's outcome is ``correct``."""
+
+    k: int = 8
+    max_prompts: int = 64
+    too_easy: float = 0.9
+    success_term: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """The held-out verified-accuracy eval during training."""
+
+    every: int = 50
+    max_prompts: int = 200
+    temperature: float = 0.0
+    term: str | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    path: Path
+    name: str
+    model: str
+    data: DataSpec
+    prompt: PromptSpec
+    answer: AnswerFormat
+    answer_column: str
+    rewards: tuple[TermSpec, ...]
+    generation: GenerationSpec = GenerationSpec()
+    grpo: Mapping[str, Any] = field(default_factory=dict)
+    sft: Mapping[str, Any] = field(default_factory=dict)
+    probe: ProbeSpec = ProbeSpec()
+    eval: EvalSpec = EvalSpec()
+    seed: int = 3407
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def correctness_term(self) -> str:
+        """The term that decides success (probe, held-out eval): ``probe.success_term``, else the
+        last term whose verifier is not ``format``."""
+        if self.probe.success_term:
+            return self.probe.success_term
+        for t in reversed(self.rewards):
+            if t.verifier != "format":
+                return t.name
+        return self.rewards[-1].name
+
+    def resolve(self, ref: str) -> str:
+        """A data or model reference relative to the task file."""
+        if ref.startswith(("hf:", "builtin:")):
+            return ref
+        p = Path(ref)
+        if not p.is_absolute():
+            candidate = self.root / p
+            if candidate.exists() or not _looks_like_hub_id(ref):
+                return str(candidate)
+        return ref
+
+    def load_split(self, split: str) -> list[dict[str, Any]]:
+        ref = self.data.train if split == "train" else self.data.eval
+        if ref is None:
+            raise DataError(f"{self.path}: data.{split} is not set")
+        rows = read_rows(self.resolve(ref))
+        if split == "eval" and self.data.eval_size:
+            rows = rows[: self.data.eval_size]
+        return rows
+
+    def render_prompt(self, row: Mapping[str, Any], tokenizer: Any = None) -> Any:
+        """The prompt for a row: a string for plain templates; for chat prompts a list of messages,
+        or (given a tokenizer) the text its chat template renders with the generation prompt."""
+        if self.prompt.template is not None:
+            return self.prompt.template.format_map(_Row(row))
+        messages = []
+        if self.prompt.system:
+            messages.append({"role": "system", "content": self.prompt.system.format_map(_Row(row))})
+        messages.append({"role": "user", "content": (self.prompt.user or "").format_map(_Row(row))})
+        if tokenizer is None:
+            return messages
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def reward_set(self) -> RewardSet:
+        terms = []
+        for t in self.rewards:
+            verifier = build_verifier(t.verifier, {**_default_options(t, self), **t.options}, self.answer, search=self.root)
+            terms.append(Term(t.name, verifier, t.weight))
+        return RewardSet(terms)
+
+    def with_overrides(self, **changes: Any) -> Task:
+        return replace(self, **changes)
+
+
+class _Row(dict):
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def _default_options(term: TermSpec, task: Task) -> dict[str, Any]:
+    """Options every answer-checking verifier gets from the task unless the term sets them."""
+    if term.verifier in ("format",):
+        return {}
+    try:
+        from .rewards import BUILTINS, _import
+
+        cls = _import(BUILTINS[term.verifier]) if term.verifier in BUILTINS else None
+    except VerifierError:
+        cls = None
+    if cls is not None:
+        import inspect
+
+        if "column" in inspect.signature(cls).parameters:
+            return {"column": task.answer_column}
+    return {}
+
+
+def _looks_like_hub_id(ref: str) -> bool:
+    parts = ref.split("/")
+    return len(parts) == 2 and all(parts) and not ref.startswith((".", "/"))
+
+
+# -- reading data -----------------------------------------------------------------------------
+def read_rows(ref: str) -> list[dict[str, Any]]:
+    """Rows of a JSONL or Parquet file, or of a Hugging Face dataset (``hf:name[:config][@split]``,
+    needs the network unless cached). Errors name the file and line."""
+    if ref.startswith("hf:"):
+        name, _, split = ref[3:].partition("@")
+        name, _, config = name.partition(":")
+        try:
+            import datasets
+
+            ds = datasets.load_dataset(name, config or None, split=split or "train")
+        except Exception as exc:  # noqa: BLE001
+            raise DataError(f"{ref}: cannot load the Hugging Face dataset: {type(exc).__name__}: {exc}") from exc
+        return [dict(r) for r in ds]
+    path = Path(ref)
+    if not path.exists():
+        raise DataError(f"{ref}: no such file")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as exc:  # noqa: BLE001
+            raise DataError(f"{ref}: not a readable Parquet file: {exc}") from exc
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{ref}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{ref}:{lineno}: each line must be a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    return rows
+
+
+# -- validation --------------------------------------------------------------------------------
+_TOP_KEYS = {"name", "model", "data", "prompt", "answer", "rewards", "generation", "grpo", "sft", "probe", "eval", "seed", "description"}
+_SECTION_KEYS = {
+    "data": {"train", "eval", "eval_size"},
+    "prompt": {"template", "system", "user"},
+    "answer": {"column", "format", "tag", "think", "boxed", "allow_multiple"},
+    "generation": {"temperature", "max_completion_length", "top_p"},
+    "probe": {"k", "max_prompts", "too_easy", "success_term"},
+    "eval": {"every", "max_prompts", "temperature", "term"},
+}
+_TERM_KEYS = {"name", "verifier", "weight", "options"}
+
+
+class _Checker:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+
+    def add(self, where: str, what: str, fix: str = "") -> None:
+        self.problems.append(Problem(f"{self.source}: {where}" if where else self.source, what, fix))
+
+    def keys(self, where: str, data: Mapping[str, Any], allowed: set[str]) -> None:
+        for key in data:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+                fix = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(sorted(allowed))}"
+                self.add(f"{where}{key}" if where else str(key), "unknown key", fix)
+
+    def typed(self, where: str, value: Any, kind: type | tuple[type, ...], what: str) -> bool:
+        if isinstance(value, bool) and kind in (int, float, (int, float)):
+            self.add(where, f"must be {what}, got a boolean {value!r}", f"write {what}")
+            return False
+        if not isinstance(value, kind):
+            self.add(where, f"must be {what}, got {type(value).__name__} {value!r}", f"write {what}")
+            return False
+        return True
+
+    def section(self, raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+        value = raw.get(key) or {}
+        if not isinstance(value, Mapping):
+            self.add(key, f"must be a mapping, got {type(value).__name__}", f"write '{key}:' followed by indented keys")
+            return {}
+        if key in _SECTION_KEYS:
+            self.keys(f"{key}.", value, _SECTION_KEYS[key])
+        return dict(value)
+
+
+def load_task(path: str | Path, *, check_data: bool = True) -> Task:
+    """Read and validate a task file. Raises ``ConfigError`` listing every problem found."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "task.yaml"
+    if not path.exists():
+        raise ConfigError(Problem(str(path), "no such task file", "pass the path of a task.yaml"))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise ConfigError(Problem(f"{path}: {where}".rstrip(": "), f"not valid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax")) from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(Problem(str(path), "a task file must be a YAML mapping", "see examples/arithmetic/task.yaml"))
+    c = _Checker(str(path))
+    c.keys("", raw, _TOP_KEYS)
+
+    name = raw.get("name", path.parent.name)
+    model = raw.get("model")
+    if model is None:
+        c.add("model", "missing", "set model: to a local path, a hub id or builtin:tiny")
+        model = ""
+    elif c.typed("model", model, str, "a string"):
+        if model.startswith("builtin:"):
+            from .models import BUILTIN_MODELS
+
+            if model.split(":", 1)[1] not in BUILTIN_MODELS:
+                c.add("model", f"unknown built-in model {model!r}", f"known: {', '.join('builtin:' + k for k in BUILTIN_MODELS)}")
+
+    data_raw = c.section(raw, "data")
+    train = data_raw.get("train")
+    if train is None:
+        c.add("data.train", "missing", "set data.train to a JSONL or Parquet file, or hf:<dataset>")
+        train = ""
+    else:
+        c.typed("data.train", train, str, "a path string")
+    eval_ref = data_raw.get("eval")
+    if eval_ref is not None:
+        c.typed("data.eval", eval_ref, str, "a path string")
+    eval_size = data_raw.get("eval_size")
+    if eval_size is not None and c.typed("data.eval_size", eval_size, int, "an integer"):
+        if eval_size < 1:
+            c.add("data.eval_size", f"must be at least 1, got {eval_size}", "remove it to use the whole split")
+    data = DataSpec(str(train), eval_ref if isinstance(eval_ref, str) else None, eval_size if isinstance(eval_size, int) else None)
+
+    p = c.section(raw, "prompt")
+    for k in ("template", "system", "user"):
+        if k in p and p[k] is not None:
+            c.typed(f"prompt.{k}", p[k], str, "a string")
+    if p.get("template") is not None and (p.get("user") or p.get("system")):
+        c.add("prompt", "has both template and chat messages (system/user)", "use template for plain prompts, or system + user for chat prompts")
+    if p.get("template") is None and not p.get("user"):
+        c.add("prompt", "no prompt: set prompt.template, or prompt.user (and optionally prompt.system)", "for example template: '{question}='")
+    prompt = PromptSpec(**{k: p.get(k) for k in ("template", "system", "user") if isinstance(p.get(k), str)})
+    for text in (prompt.template, prompt.system, prompt.user):
+        try:
+            if text:
+                list(string.Formatter().parse(text))
+        except ValueError as exc:
+            c.add("prompt", f"bad template {text!r}: {exc}", "use {column} placeholders; write {{ and }} for literal braces")
+
+    a = c.section(raw, "answer")
+    answer_column = a.get("column", "answer")
+    c.typed("answer.column", answer_column, str, "a column name")
+    fmt_kw: dict[str, Any] = {}
+    choices = {"format": ("tags", "boxed"), "think": ("none", "optional", "required", "prefilled"), "boxed": ("only", "first", "last")}
+    for key, allowed in choices.items():
+        if key in a:
+            if a[key] not in allowed:
+                c.add(f"answer.{key}", f"must be one of {', '.join(allowed)}, got {a[key]!r}", f"write one of {', '.join(allowed)}")
+            else:
+                fmt_kw["style" if key == "format" else key] = a[key]
+    if "tag" in a and c.typed("answer.tag", a["tag"], str, "a tag name"):
+        if not a["tag"].replace("_", "").replace("-", "").isalnum():
+            c.add("answer.tag", f"{a['tag']!r} is not a plain tag name", "write the name without brackets, e.g. answer")
+        else:
+            fmt_kw["tag"] = a["tag"]
+    if "allow_multiple" in a and c.typed("answer.allow_multiple", a["allow_multiple"], bool, "true or false"):
+        fmt_kw["allow_multiple"] = a["allow_multiple"]
+    answer = AnswerFormat(**fmt_kw)
+
+    g = c.section(raw, "generation")
+    gen = GenerationSpec()
+    if "temperature" in g and c.typed("generation.temperature", g["temperature"], (int, float), "a number"):
+        if not 0 <= g["temperature"] <= 5:
+            c.add("generation.temperature", f"must be between 0 and 5, got {g['temperature']}", "the recipe samples at 0.7")
+        gen = replace(gen, temperature=float(g["temperature"]))
+    if "top_p" in g and c.typed("generation.top_p", g["top_p"], (int, float), "a number"):
+        gen = replace(gen, top_p=float(g["top_p"]))
+    if "max_completion_length" in g and c.typed("generation.max_completion_length", g["max_completion_length"], int, "an integer"):
+        if g["max_completion_length"] < 1:
+            c.add("generation.max_completion_length", "must be at least 1", "a token budget such as 256")
+        gen = replace(gen, max_completion_length=g["max_completion_length"])
+
+    terms = _check_rewards(c, raw.get("rewards"))
+    grpo = c.section(raw, "grpo")
+    _check_grpo_overrides(c, grpo, len(terms))
+    sft = c.section(raw, "sft")
+    probe = _dataclass_section(c, "probe", c.section(raw, "probe"), ProbeSpec)
+    ev = _dataclass_section(c, "eval", c.section(raw, "eval"), EvalSpec)
+    seed = raw.get("seed", 3407)
+    c.typed("seed", seed, int, "an integer")
+    term_names = {t.name for t in terms}
+    for where, ref in (("probe.success_term", probe.success_term), ("eval.term", ev.term)):
+        if ref is not None and ref not in term_names:
+            c.add(where, f"names no reward term ({ref!r})", f"one of {', '.join(sorted(term_names))}")
+
+    task = Task(
+        path=path.resolve(),
+        name=str(name),
+        model=model if isinstance(model, str) else "",
+        data=data,
+        prompt=prompt,
+        answer=answer,
+        answer_column=answer_column if isinstance(answer_column, str) else "answer",
+        rewards=tuple(terms),
+        generation=gen,
+        grpo=grpo,
+        sft=sft,
+        probe=probe,
+        eval=ev,
+        seed=seed if isinstance(seed, int) else 3407,
+    )
+    _check_terms_build(c, task)
+    if check_data:
+        _check_data(c, task)
+    if c.problems:
+        raise ConfigError(c.problems, source=str(path))
+    weights = task.grpo.get("reward_weights")
+    if weights is not None:  # TRL-style weights list: validated above, applied to the terms here
+        task = replace(task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True)))
+    return task
+
+
+def _dataclass_section(c: _Checker, key: str, values: Mapping[str, Any], cls: type) -> Any:
+    obj = cls()
+    for k, v in values.items():
+        default = getattr(obj, k, None)
+        if k not in cls.__dataclass_fields__:
+            continue
+        kind: Any = str if default is None else type(default)
+        if kind is float:
+            kind = (int, float)
+        if c.typed(f"{key}.{k}", v, kind, "a number" if kind in ((int, float), int) else f"a {kind.__name__}"):
+            obj = replace(obj, **{k: float(v) if default.__class__ is float else v})
+    return obj
+
+
+def _check_rewards(c: _Checker, raw: Any) -> list[TermSpec]:
+    if raw is None:
+        c.add("rewards", "missing", "list at least a format term and a correctness term, e.g. [{name: format}, {name: correct, verifier: exact}]")
+        return []
+    if not isinstance(raw, Sequence) or isinstance(raw, str) or not raw:
+        c.add("rewards", "must be a non-empty list of terms", "e.g. rewards: [{name: format, weight: 0.1}, {name: correct, verifier: exact}]")
+        return []
+    terms = []
+    for i, item in enumerate(raw):
+        where = f"rewards[{i}]"
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, Mapping):
+            c.add(where, f"must be a name or a mapping, got {type(item).__name__}", "write {name: exact} or just exact")
+            continue
+        c.keys(f"{where}.", item, _TERM_KEYS)
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            c.add(f"{where}.name", "missing or not a string", "give each term a name; it is the metric key rewards/<name>/mean")
+            continue
+        verifier = item.get("verifier", name)
+        weight = item.get("weight", 1.0)
+        if not c.typed(f"{where}.weight", weight, (int, float), "a number"):
+            weight = 1.0
+        options = item.get("options") or {}
+        if not isinstance(options, Mapping):
+            c.add(f"{where}.options", "must be a mapping", "e.g. options: {normalize: [whitespace]}")
+            options = {}
+        terms.append(TermSpec(name, str(verifier), float(weight), dict(options)))
+    names = [t.name for t in terms]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        c.add("rewards", f"term name {dup!r} is used twice", "names are metric keys and must be unique")
+    return terms
+
+
+def _check_terms_build(c: _Checker, task: Task) -> None:
+    from .rewards import BUILTINS
+
+    for i, t in enumerate(task.rewards):
+        try:
+            build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
+        except VerifierError as exc:
+            if t.verifier not in BUILTINS and "." not in t.verifier and ":" not in t.verifier:
+                close = difflib.get_close_matches(t.verifier, sorted(BUILTINS), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                c.add(f"rewards[{i}].verifier", f"unknown reward {t.verifier!r}", f"{hint}built-ins: {', '.join(sorted(BUILTINS))}; or a dotted path module.function")
+            else:
+                c.add(f"rewards[{i}]", str(exc), "fix the term's verifier or options")
+
+
+def _check_grpo_overrides(c: _Checker, grpo: Mapping[str, Any], n_terms: int) -> None:
+    weights = grpo.get("reward_weights")
+    if weights is not None:
+        if not isinstance(weights, list) or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+            c.add("grpo.reward_weights", "must be a list of numbers", "or drop it and set weight: on each term")
+        elif len(weights) != n_terms:
+            c.add("grpo.reward_weights", f"has {len(weights)} weights for {n_terms} reward terms", "give one weight per term, or set weight: on each term instead")
+
+
+def _check_data(c: _Checker, task: Task) -> None:
+    needed = task.prompt.columns()
+    for split in ("train", "eval"):
+        ref = task.data.train if split == "train" else task.data.eval
+        if not ref:
+            continue
+        if ref.startswith("hf:"):
+            continue  # checked when loaded: needs the network
+        resolved = task.resolve(ref)
+        where = f"data.{split}"
+        if not Path(resolved).exists():
+            c.add(where, f"file not found: {resolved}", "check the path (relative to the task file)")
+            continue
+        try:
+            rows = read_rows(resolved)
+        except DataError as exc:
+            c.add(where, str(exc), "fix the file")
+            continue
+        if not rows:
+            c.add(where, f"dataset {resolved} is empty", "add rows, or point at another file")
+            continue
+        cols = set().union(*(r.keys() for r in rows))
+        for col in [*needed, task.answer_column]:
+            if col not in cols:
+                c.add(where, f"column {col!r} missing from {resolved} (columns: {', '.join(sorted(cols))})", "add the column or change prompt/answer.column")
+        bad = [i for i, r in enumerate(rows, 1) if task.answer_column in cols and (r.get(task.answer_column) is None or str(r.get(task.answer_column)).strip() == "")]
+        for i in bad[:MAX_ROW_PROBLEMS]:
+            c.add(f"{resolved}:{i}", f"row {i} has a null or empty {task.answer_column!r}", "fill in the answer or drop the row")
+        if len(bad) > MAX_ROW_PROBLEMS:
+            c.add(f"{resolved}", f"{len(bad) - MAX_ROW_PROBLEMS} more rows with a null {task.answer_column!r}", "fill in the answers or drop the rows")
+        missing_prompt = [i for i, r in enumerate(rows, 1) if any(col in cols and r.get(col) is None for col in needed)]
+        for i in missing_prompt[:MAX_ROW_PROBLEMS]:
+            c.add(f"{resolved}:{i}", f"row {i} has a null prompt column ({', '.join(col for col in needed if rows[i - 1].get(col) is None)})", "fill it in or drop the row")
