@@ -1,0 +1,342 @@
+"""Sampling: k completions per prompt from a model, with transformers (CPU or GPU) or vLLM (GPU).
+
+One interface for both backends::
+
+    sampler = make_sampler("builtin:tiny")            # or a local path / hub id
+    groups = sampler.sample(["37+58="], n=8, temperature=0.7, max_new_tokens=16, seed=0)
+    groups[0][0].text, groups[0][0].token_ids, groups[0][0].finish_reason
+
+Prompts are tokenized the way TRL's ``GRPOTrainer`` tokenizes them, so what the probe and the
+inspection gate score is what training will see:
+
+- a plain string is tokenized with the tokenizer's default special-token handling (a BOS is added
+  only when the tokenizer's post-processor adds one);
+- a chat prompt (a list of ``{"role", "content"}`` messages) is rendered with the tokenizer's chat
+  template and ``add_generation_prompt=True``, tokenized by the template (no extra specials).
+
+Completions are decoded with ``skip_special_tokens=True`` (as TRL does before calling reward
+functions); ``token_ids`` are cut after the first EOS, EOS included, like TRL's
+``completion_ids``. ``finish_reason`` is ``stop`` (EOS reached) or ``length`` (the budget ran out).
+
+Limits, stated honestly:
+
+- Seeding: ``seed`` makes a call reproducible *for the same prompts, batch size, backend and
+  device*. Results are not identical across batch compositions (padding changes the arithmetic
+  slightly) nor between transformers and vLLM. The transformers backend saves and restores the
+  global torch RNG around a seeded call, so sampling never reseeds a caller's training run.
+- ``temperature == 0`` means greedy decoding; ``n`` copies of the greedy completion are returned.
+- The vLLM backend needs vLLM installed and a CUDA GPU; ``backend="auto"`` uses it only then. It
+  loads the model from disk (a built-in model is materialised first), so it cannot sample from an
+  in-memory model that is being trained -- use ``TransformersSampler(model, tokenizer)`` for that.
+- No stop strings: generation stops at EOS or at ``max_new_tokens`` only, as in GRPO training.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from .errors import ConfigError, ModelError, Problem
+
+Prompt = str | Sequence[Mapping[str, Any]]
+Backend = Literal["auto", "transformers", "vllm"]
+BACKENDS = ("auto", "transformers", "vllm")
+
+# Sequences per transformers ``generate`` call. Generation memory is dominated by the KV cache
+# (batch x (prompt + new tokens) x layers x hidden); 64 fits a 0.5B model at 1k tokens on a GPU
+# and is fast for the tiny CPU models. Lower it for long completions on small GPUs.
+DEFAULT_BATCH_SIZE = 64
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled completion: decoded text, generated token ids, why generation stopped."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: Literal["stop", "length"]
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """Anything that samples ``n`` completions per prompt. ``sample`` returns one list of ``n``
+    completions per prompt, in prompt order."""
+
+    backend: str
+
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Completion]]: ...
+
+
+def _check_args(n: int, temperature: float, max_new_tokens: int, top_p: float) -> None:
+    problems = []
+    if not isinstance(n, int) or n < 1:
+        problems.append(Problem("n", f"must be a positive integer, got {n!r}", "ask for at least one completion per prompt"))
+    if temperature < 0:
+        problems.append(Problem("temperature", f"must be >= 0, got {temperature}", "0 is greedy; the recipe samples at 0.7"))
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        problems.append(Problem("max_new_tokens", f"must be a positive integer, got {max_new_tokens!r}", "a token budget such as 256"))
+    if not 0 < top_p <= 1:
+        problems.append(Problem("top_p", f"must be in (0, 1], got {top_p}", "1.0 disables nucleus sampling"))
+    if problems:
+        raise ConfigError(problems, source="sampling")
+
+
+def prompt_ids(tokenizer: Any, prompt: Prompt) -> list[int]:
+    """Token ids of one prompt, exactly as TRL's GRPOTrainer builds them (see module docstring)."""
+    if isinstance(prompt, str):
+        return list(tokenizer(prompt)["input_ids"])
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise ModelError("a chat prompt needs a tokenizer with a chat template; this tokenizer has none (use prompt.template for plain-text prompts)")
+    out = tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=True, return_dict=True)
+    ids = out["input_ids"]
+    if ids and isinstance(ids[0], list):  # some versions batch a single conversation
+        ids = ids[0]
+    return list(ids)
+
+
+def _eos_ids(tokenizer: Any, model: Any = None) -> set[int]:
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(gen_eos, int):
+        ids.add(gen_eos)
+    elif isinstance(gen_eos, (list, tuple)):
+        ids.update(int(i) for i in gen_eos)
+    return ids
+
+
+def _cut(ids: Sequence[int], eos: set[int], pad: int | None, max_new_tokens: int) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
+    """Generated ids up to and including the first EOS; padding after it dropped."""
+    for i, t in enumerate(ids):
+        if t in eos:
+            return tuple(int(x) for x in ids[: i + 1]), "stop"
+    out = [int(x) for x in ids]
+    # A sequence that finished early in a batch is padded with pad ids; with pad == eos that case
+    # was caught above, otherwise trailing pads can only follow an EOS, so none remain here.
+    return tuple(out[:max_new_tokens]), "length"
+
+
+class TransformersSampler:
+    """Batched ``model.generate`` with left padding on CPU or GPU.
+
+    Takes a loaded model and tokenizer so a trainer can sample from the model it is training;
+    ``make_sampler`` loads them from a reference.
+    """
+
+    backend = "transformers"
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = max(1, int(batch_size))
+        self.eos = _eos_ids(tokenizer, model)
+        if not self.eos:
+            raise ModelError("the tokenizer has no EOS token: generation could never stop before the budget")
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Completion]]:
+        _check_args(n, temperature, max_new_tokens, top_p)
+        import torch
+
+        encoded = [prompt_ids(self.tokenizer, p) for p in prompts]
+        # Whole prompts per generate call, so each prompt's n completions come out together.
+        per_call = max(1, self.batch_size // n)
+        was_training = self.model.training
+        self.model.eval()
+        out: list[list[Completion]] = []
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        try:
+            with torch.random.fork_rng(devices=devices, enabled=seed is not None):
+                if seed is not None:
+                    torch.manual_seed(seed)
+                for start in range(0, len(encoded), per_call):
+                    chunk = encoded[start : start + per_call]
+                    out.extend(self._generate(chunk, n, temperature, max_new_tokens, top_p))
+                    if progress is not None:
+                        progress(len(chunk))
+        finally:
+            if was_training:
+                self.model.train()
+        return out
+
+    def _generate(self, chunk: list[list[int]], n: int, temperature: float, max_new_tokens: int, top_p: float) -> list[list[Completion]]:
+        import torch
+
+        pad = self.tokenizer.pad_token_id
+        width = max(len(ids) for ids in chunk)
+        input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for i, ids in enumerate(chunk):  # left padding: the prompt ends where generation starts
+            if ids:
+                input_ids[i, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+                mask[i, width - len(ids) :] = 1
+        greedy = temperature == 0
+        copies = 1 if greedy else n  # greedy gives one answer; it is repeated n times below
+        kw: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens,
+            "do_sample": not greedy,
+            "num_return_sequences": copies,
+            "pad_token_id": pad,
+            "eos_token_id": sorted(self.eos),
+        }
+        if not greedy:
+            # top_k=0 and explicit values so a checkpoint's generation_config (often top_k=50,
+            # a tuned temperature) cannot silently change the distribution we measure.
+            kw.update(temperature=temperature, top_p=top_p, top_k=0)
+        with torch.inference_mode():
+            seqs = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kw)
+        gen = seqs[:, width:].tolist()
+        groups: list[list[Completion]] = []
+        for i in range(len(chunk)):
+            group = []
+            for j in range(n):
+                ids, reason = _cut(gen[i * copies + (j % copies)], self.eos, pad, max_new_tokens)
+                text = self.tokenizer.decode(list(ids), skip_special_tokens=True)
+                group.append(Completion(text, ids, reason))
+            groups.append(group)
+        return groups
+
+
+class VllmSampler:
+    """vLLM offline engine (GPU). Prompts are tokenized by our tokenizer and passed as token ids,
+    so both backends see identical prompts."""
+
+    backend = "vllm"
+
+    def __init__(self, model_path: str, tokenizer: Any, *, gpu_memory_utilization: float = 0.5, dtype: str = "auto", max_model_len: int | None = None) -> None:
+        try:
+            from vllm import LLM
+        except Exception as exc:  # noqa: BLE001 - an import of vLLM can fail in many ways
+            raise ModelError(f"the vllm backend needs vLLM installed and working: {type(exc).__name__}: {exc}") from exc
+        self.tokenizer = tokenizer
+        self.eos = _eos_ids(tokenizer)
+        kw: dict[str, Any] = {"model": model_path, "gpu_memory_utilization": gpu_memory_utilization, "dtype": dtype}
+        if max_model_len:
+            kw["max_model_len"] = max_model_len
+        try:
+            self.llm = LLM(**kw)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f"vLLM could not load {model_path!r}: {type(exc).__name__}: {exc}") from exc
+
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Completion]]:
+        _check_args(n, temperature, max_new_tokens, top_p)
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            n=n, temperature=temperature, top_p=top_p, top_k=-1 if temperature else 1, max_tokens=max_new_tokens,
+            seed=seed, skip_special_tokens=True,
+        )
+        inputs = [{"prompt_token_ids": prompt_ids(self.tokenizer, p)} for p in prompts]
+        results = self.llm.generate(inputs, params, use_tqdm=False)
+        groups = []
+        for res in results:
+            group = []
+            for o in res.outputs:
+                ids, reason = _cut(list(o.token_ids), self.eos, None, max_new_tokens)
+                group.append(Completion(o.text, ids, reason))
+            groups.append(group)
+        if progress is not None:
+            progress(len(prompts))
+        return groups
+
+
+def vllm_available() -> bool:
+    """vLLM is importable and a CUDA GPU is present (the condition for ``backend="auto"``)."""
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def make_sampler(
+    model_ref: str,
+    backend: Backend = "auto",
+    *,
+    device: str | None = None,
+    dtype: Any = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    gpu_memory_utilization: float = 0.5,
+) -> Sampler:
+    """A sampler for a model reference (local path, hub id, ``builtin:<name>``).
+
+    ``backend``: ``auto`` (vLLM when installed and a GPU is present, else transformers),
+    ``transformers`` or ``vllm``. ``device`` defaults to CUDA when available. ``dtype`` defaults
+    to bfloat16 on a GPU that supports it and float32 otherwise.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(Problem("backend", f"unknown sampling backend {backend!r}", f"one of {', '.join(BACKENDS)}"))
+    from .models import load_model, load_tokenizer, resolve_model
+
+    if backend == "vllm" and not vllm_available():
+        reason = "vLLM is not installed" if importlib.util.find_spec("vllm") is None else "no CUDA GPU is visible"
+        raise ConfigError(Problem("backend", f"the vllm backend is unavailable: {reason}", "use backend transformers (or auto)"))
+    tokenizer = load_tokenizer(model_ref)
+    if backend == "vllm" or (backend == "auto" and vllm_available()):
+        return VllmSampler(resolve_model(model_ref), tokenizer, gpu_memory_utilization=gpu_memory_utilization)
+    import torch
+
+    device = device or default_device()
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") and torch.cuda.is_bf16_supported() else torch.float32
+    model = load_model(model_ref, dtype=dtype, device=device)
+    return TransformersSampler(model, tokenizer, batch_size=batch_size)
+
+
+__all__ = [
+    "BACKENDS",
+    "Completion",
+    "Prompt",
+    "Sampler",
+    "TransformersSampler",
+    "VllmSampler",
+    "default_device",
+    "make_sampler",
+    "prompt_ids",
+    "vllm_available",
+]
