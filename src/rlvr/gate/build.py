@@ -1,0 +1,276 @@
+"""Building and re-scoring the inspection set.
+
+``build_set`` samples a pool of completions from the base model at the run's temperature (or
+reuses ``rlvr probe`` samples taken with the same settings), scores the pool with every reward
+term, and picks the set a person will read:
+
+- every masked sample (a term could not decide) up to a quarter of the set: infrastructure
+  failures hide there;
+- the lowest quarter and the highest quarter of the weighted total (ties broken at random, so
+  the prompt order does not choose);
+- a seeded random draw from the rest: the middle.
+
+The set is then shuffled, so the reviewer does not read all failures in a row. With a binary
+reward the "tails" are simply the failing and the passing samples; the pool (``pool`` times the
+set size, default 2x) is what makes both tails reachable when the base rate is low or high. If
+the pool has no failures (or no passes) at all, no choice of set can show one: status and the
+record then report a kappa that is undefined, and the counts say why.
+
+``rescore`` re-scores the *same* samples with the reward code as it is now and replaces only the
+reward side; every reviewer verdict is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError, GateError
+from ..rewards.base import Sample, Verdict
+from ..rewards.combine import RewardSet, prompt_text
+from .agreement import sample_state
+from .store import NewSample, Store, reward_class
+
+DEFAULT_SIZE = 64
+MIN_SIZE, MAX_SIZE = 50, 100  # what the gate asks a person to read
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A scored completion from the pool, before selection."""
+
+    prompt_index: int
+    prompt: str
+    row: Mapping[str, Any]
+    completion: str
+    token_ids: tuple[int, ...]
+    finish_reason: str
+    verdicts: Mapping[str, Verdict]
+    total: float | None
+    reward_class: str
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """One sample whose reward changed in a rescore, and what that did to its review state."""
+
+    sample_id: int
+    old_total: float | None
+    new_total: float | None
+    old_class: str
+    new_class: str
+    state_before: str
+    state_after: str
+
+
+def score(task: Any, reward_set: RewardSet, samples: Sequence[Sample]) -> list[tuple[dict[str, Verdict], float | None, str]]:
+    """Each sample's verdicts per term, weighted total (None when masked), and reward class."""
+    out = []
+    for scored in reward_set.score(samples):
+        out.append((dict(scored.verdicts), reward_set.total(scored), reward_class(scored.verdicts, task.correctness_term)))
+    return out
+
+
+def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candidate, str]]:
+    """Pick ``size`` candidates covering both tails and a random middle (see the module doc)."""
+    rng = random.Random(seed)
+    if len(pool) <= size:
+        picked = [(c, "all") for c in pool]
+        rng.shuffle(picked)
+        return picked
+    masked = [c for c in pool if c.total is None]
+    rng.shuffle(masked)
+    chosen: list[tuple[Candidate, str]] = [(c, "masked") for c in masked[: size // 4]]
+    decided = [c for c in pool if c.total is not None]
+    rng.shuffle(decided)
+    decided.sort(key=lambda c: c.total)  # stable: equal totals stay in random order
+    room = size - len(chosen)
+    tail = min(room // 4, len(decided) // 2)
+    low, high = decided[:tail], decided[len(decided) - tail :]
+    middle = decided[tail : len(decided) - tail]
+    chosen += [(c, "low") for c in low] + [(c, "high") for c in high]
+    chosen += [(c, "middle") for c in rng.sample(middle, min(len(middle), size - len(chosen)))]
+    # Pool short of decided samples: fill with the remaining masked ones.
+    rest = masked[size // 4 :]
+    chosen += [(c, "masked") for c in rest[: size - len(chosen)]]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def sample_pool(task: Any, sampler: Any, *, n_prompts: int, per_prompt: int, temperature: float, max_new_tokens: int, top_p: float, seed: int, split: str = "train") -> list[tuple[int, str, dict[str, Any], Any]]:
+    """Sample ``per_prompt`` completions for ``n_prompts`` seeded-random prompts of ``split``."""
+    rows = task.load_split(split)
+    if not rows:
+        raise DataError(f"{task.path}: the {split} split is empty")
+    rng = random.Random(seed)
+    indices = sorted(rng.sample(range(len(rows)), min(n_prompts, len(rows))))
+    prompts = [task.render_prompt(rows[i]) for i in indices]
+    groups = sampler.sample(prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed)
+    out = []
+    for i, prompt, group in zip(indices, prompts, groups, strict=True):
+        for comp in group:
+            out.append((i, prompt_text(prompt), rows[i], comp))
+    return out
+
+
+def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: int) -> list[tuple[int, str, dict[str, Any], Any]]:
+    """Samples written by ``rlvr probe`` (``probe/samples.jsonl``), checked to have been taken at
+    ``temperature`` and ``max_new_tokens``; a set sampled at another temperature would show the
+    reviewer a different distribution from the one training will see."""
+    from types import SimpleNamespace
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "samples.jsonl"
+    if not path.exists():
+        raise GateError(f"no probe samples at {path}")
+    settings = _probe_settings(path)
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                row = rec.get("row") or {}
+                text = rec["completion"]
+                ids = tuple(rec.get("token_ids") or ())
+                temp = rec.get("temperature", settings.get("temperature"))
+                budget = rec.get("max_new_tokens", settings.get("max_new_tokens"))
+                comp = SimpleNamespace(text=text, token_ids=ids, finish_reason=rec.get("finish_reason", "unknown"), n_tokens=rec.get("token_count", len(ids)))
+                item = (int(rec.get("prompt_index", 0)), str(rec.get("prompt", "")), dict(row), comp)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc})") from None
+            if temp is None:
+                raise GateError(f"{path}:{lineno}: the probe samples do not record their temperature, so they cannot stand in for samples at {temperature}: sample afresh (drop --probe)")
+            if abs(float(temp) - temperature) > 1e-9:
+                raise GateError(f"{path}:{lineno}: probe samples were taken at temperature {temp}, the run samples at {temperature}: sample afresh (drop --probe) or re-run the probe at {temperature}")
+            if budget is not None and int(budget) != max_new_tokens:
+                raise GateError(f"{path}:{lineno}: probe samples had a budget of {budget} new tokens, the run has {max_new_tokens}: sample afresh (drop --probe)")
+            out.append(item)
+    if not out:
+        raise DataError(f"{path}: no samples")
+    return out
+
+
+def _probe_settings(samples_path: Path) -> dict[str, Any]:
+    """Sampling settings stored beside the samples (``probe.json`` or ``summary.json``)."""
+    for name in ("probe.json", "summary.json", "report.json"):
+        p = samples_path.parent / name
+        if p.exists():
+            try:
+                data = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            for src in (data, data.get("settings") or {}, data.get("generation") or {}, data.get("sampling") or {}):
+                if isinstance(src, Mapping) and "temperature" in src:
+                    return {"temperature": src["temperature"], "max_new_tokens": src.get("max_new_tokens", src.get("max_completion_length"))}
+    return {}
+
+
+def build_set(
+    task: Any,
+    db_path: str | Path,
+    *,
+    model: str | None = None,
+    sampler: Any = None,
+    probe_samples: str | Path | None = None,
+    size: int = DEFAULT_SIZE,
+    pool: int = 2,
+    seed: int | None = None,
+    backend: str = "auto",
+    overwrite: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Store:
+    """Sample, score and select the inspection set; write it to ``db_path`` and export JSONL.
+
+    ``sampler`` (anything with ``rlvr.generate.Sampler``'s ``sample``) overrides sampling from
+    ``model`` (default: the task's model). ``probe_samples`` reuses ``rlvr probe`` samples.
+    """
+    if size < 1:
+        raise GateError(f"the inspection set needs at least one sample, got size {size}")
+    gen = task.generation
+    seed = task.seed if seed is None else seed
+    model = model or task.model
+    say = progress or (lambda _msg: None)
+    if probe_samples is not None:
+        raw = read_probe_samples(probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length)
+        source = f"probe:{Path(probe_samples)}"
+    else:
+        if sampler is None:
+            from ..generate import make_sampler
+
+            say(f"loading {model}")
+            sampler = make_sampler(model, backend)  # type: ignore[arg-type]
+        per_prompt = 2
+        n_prompts = max(1, -(-size * pool // per_prompt))
+        say(f"sampling {n_prompts} prompts x {per_prompt} at temperature {gen.temperature}")
+        raw = sample_pool(task, sampler, n_prompts=n_prompts, per_prompt=per_prompt, temperature=gen.temperature,
+                          max_new_tokens=gen.max_completion_length, top_p=gen.top_p, seed=seed)
+        source = "sampled"
+    reward_set = task.reward_set()
+    samples = [Sample(completion=c.text, row=row, prompt=prompt, completion_ids=list(c.token_ids)) for _, prompt, row, c in raw]
+    say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
+    scored = score(task, reward_set, samples)
+    candidates = [
+        Candidate(i, prompt, row, c.text, tuple(c.token_ids), c.finish_reason, v, total, klass)
+        for (i, prompt, row, c), (v, total, klass) in zip(raw, scored, strict=True)
+    ]
+    picked = select(candidates, size, seed)
+    meta = {
+        "task": str(task.path),
+        "task_name": task.name,
+        "model": model,
+        "temperature": gen.temperature,
+        "top_p": gen.top_p,
+        "max_new_tokens": gen.max_completion_length,
+        "seed": seed,
+        "source": source,
+        "pool": len(candidates),
+        "terms": [{"name": t.name, "verifier": t.verifier, "weight": t.weight} for t in task.rewards],
+        "correctness_term": task.correctness_term,
+    }
+    new = [NewSample(c.prompt_index, c.prompt, c.row, c.completion, c.token_ids, c.finish_reason, bucket, c.verdicts, c.total, c.reward_class) for c, bucket in picked]
+    store = Store.create(db_path, meta, new, overwrite=overwrite)
+    export_jsonl(store)
+    return store
+
+
+def rescore(task: Any, store: Store) -> list[Rescored]:
+    """Re-score the same set with the reward code as it is now. Verdicts are kept; returns the
+    samples whose reward changed, with their review state before and after."""
+    store.check()
+    samples = store.samples()
+    latest = store.latest_reviews()
+    before = {s.id: s for s in samples}
+    reward_set = task.reward_set()
+    new = score(task, reward_set, [Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids)) for s in samples])
+    changed = set(store.replace_scores({s.id: n for s, n in zip(samples, new, strict=True)}))
+    after = {s.id: s for s in store.samples()}
+    export_jsonl(store)
+    return [
+        Rescored(sid, before[sid].total, after[sid].total, before[sid].reward_class, after[sid].reward_class,
+                 sample_state(before[sid], latest.get(sid)), sample_state(after[sid], latest.get(sid)))
+        for sid in sorted(changed)
+    ]
+
+
+def export_jsonl(store: Store, path: str | Path | None = None) -> Path:
+    """Write the set, with each sample's latest verdict, as JSONL beside the database (written
+    to a temporary file and renamed, so a reader never sees half a file)."""
+    path = Path(path) if path else store.path.with_suffix(".jsonl")
+    latest = store.latest_reviews()
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for s in store.samples():
+            rec = s.to_json()
+            review = latest.get(s.id)
+            rec["review"] = review.to_json() if review else None
+            rec["review_state"] = sample_state(s, review)
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path

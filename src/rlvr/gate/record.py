@@ -1,0 +1,435 @@
+"""The gate record (``gate.json``): signing it, and checking it before a run.
+
+Where the gate lives: ``<task dir>/.rlvr/gate/<task file stem>/`` by default (``--gate PATH``
+overrides it; a path ending in ``.json`` names the record itself, anything else the folder). It
+sits beside the task because it certifies the task's reward, and it is built before any run
+directory exists; ``rlvr train`` copies the summary into the run's ``config.yaml``. The folder
+holds ``inspection.db`` (the set and every verdict), ``inspection.jsonl`` (an export) and
+``gate.json``.
+
+``gate.json`` binds the reviewer's verdicts to SHA-256 hashes of
+
+- the reward code: the source file of every module that defines a term (user files included),
+  the modules they import from ``rlvr.rewards`` or from the task's folder (followed
+  transitively, by reading their ``import`` statements), and ``rlvr.rewards.base``, ``format`` and
+  ``combine``, which every term goes through;
+- the task file (its bytes: prompt, answer format, terms, weights, temperature, model);
+- the inspection set (prompts, rows, completions), the reward's current scores on it, and every
+  verdict given;
+- the record itself (``record_sha256``), so an edit to the record is caught.
+
+Threat model, honestly: this is tamper-*evident* against accidents and casual edits -- a changed
+reward module, an edited task file, a hand-edited database or record. It is not a signature: there
+is no secret key, and someone with write access who recomputes every hash can forge a record. Not
+covered: data files (the set keeps its own copy of the rows it shows), files a reward reads at run
+time (schemas, test files), modules imported dynamically, installed third-party packages.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import GateError
+from ..rewards import BUILTINS, source_module
+from .agreement import Agreement, agreement
+from .build import MIN_SIZE, export_jsonl, score
+from .store import Store, now, same_total
+
+RECORD_FORMAT = "rlvr-gate/1"
+DB_NAME = "inspection.db"
+RECORD_NAME = "gate.json"
+# Every term's verdict passes through these: extraction, the Verdict type, masking and weights.
+SHARED_MODULES = ("rlvr.rewards.base", "rlvr.rewards.format", "rlvr.rewards.combine")
+
+
+# -- where ------------------------------------------------------------------------------------
+def gate_dir(task: Any, gate_path: str | Path | None = None) -> Path:
+    """The gate folder of ``task``: ``gate_path`` (a folder, or a ``.json`` record inside one)
+    or ``<task dir>/.rlvr/gate/<task file stem>/``."""
+    if gate_path is not None:
+        p = Path(gate_path)
+        return p.parent if p.suffix == ".json" else p
+    return Path(task.path).parent / ".rlvr" / "gate" / Path(task.path).stem
+
+
+def record_path(task: Any, gate_path: str | Path | None = None) -> Path:
+    if gate_path is not None and Path(gate_path).suffix == ".json":
+        return Path(gate_path)
+    return gate_dir(task, gate_path) / RECORD_NAME
+
+
+def db_path(task: Any, gate_path: str | Path | None = None) -> Path:
+    return gate_dir(task, gate_path) / DB_NAME
+
+
+# -- hashing ----------------------------------------------------------------------------------
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_json(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def _module_file(name: str, search: Path) -> Path | None:
+    if str(search) not in sys.path:
+        sys.path.insert(0, str(search))  # user reward modules live beside the task file
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.has_location:
+        return None
+    return Path(spec.origin)
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Module names imported by the source at ``path`` (relative imports resolved)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                base_parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join(base_parts)
+            else:
+                base = ""
+            target = ".".join(p for p in (base, node.module or "") if p)
+            if target and node.module:
+                out.add(target)
+            for a in node.names:  # `from . import pool` imports a submodule (or a name)
+                if target:
+                    out.add(f"{target}.{a.name}")
+    return out
+
+
+def reward_modules(task: Any) -> dict[str, Path]:
+    """The modules whose source decides the reward (see the module doc), by name."""
+    search = Path(task.path).parent.resolve()
+    start = {source_module(t.verifier) for t in task.rewards} | set(SHARED_MODULES)
+    if any(t.verifier not in BUILTINS for t in task.rewards):
+        start.add("rlvr.rewards")  # wraps plain functions into verifiers
+    found: dict[str, Path] = {}
+    todo = sorted(start)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        path = _module_file(name, search)
+        if path is None:
+            if name in start:
+                raise GateError(f"cannot find the source of reward module {name!r} to hash it (searched {search} and sys.path)")
+            continue  # a name like `rlvr.rewards.base.Verdict`: an attribute, not a module
+        found[name] = path
+        for dep in _imports(path, name):
+            if dep in found:
+                continue
+            if dep.startswith("rlvr.rewards") or _is_local(dep, search):
+                todo.append(dep)
+    return dict(sorted(found.items()))
+
+
+def _is_local(name: str, search: Path) -> bool:
+    """Whether ``name`` is a module of the task's folder. Looks up only the top-level name, which
+    imports nothing (``find_spec("a.b")`` would import package ``a``)."""
+    try:
+        spec = importlib.util.find_spec(name.split(".")[0])
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    locations = [spec.origin] if spec.origin else list(spec.submodule_search_locations or [])
+    # A task folder that contains a virtual environment must not pull installed packages in.
+    installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    return any(
+        loc and _under(Path(loc), search) and "site-packages" not in Path(loc).parts and not any(_under(Path(loc), p) for p in installed)
+        for loc in locations
+    )
+
+
+def _under(path: Path | None, root: Path) -> bool:
+    if path is None:
+        return False
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def reward_code(task: Any) -> dict[str, dict[str, str]]:
+    return {name: {"path": str(path), "sha256": sha256_file(path)} for name, path in reward_modules(task).items()}
+
+
+def set_hashes(store: Store) -> dict[str, str]:
+    """Hashes of the sampled side of the set, the reward's scores on it, and every verdict."""
+    samples = store.samples()
+    meta = store.meta()
+    sampled = [[s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket] for s in samples]
+    scores = [[s.id, {k: v.to_json() for k, v in s.verdicts.items()}, s.total, s.reward_class] for s in samples]
+    return {
+        "inspection_set": sha256_json({"meta": meta, "samples": sampled}),
+        "scores": sha256_json(scores),
+        "verdicts": sha256_json([r.to_json() for r in store.reviews()]),
+    }
+
+
+def _terms(task: Any) -> list[dict[str, Any]]:
+    return [{"name": t.name, "verifier": t.verifier, "weight": t.weight, "options": dict(t.options)} for t in task.rewards]
+
+
+# -- signing ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AuditOutcome:
+    """What the audit found, as recorded in gate.json: the report, the exploitable terms and the
+    reviewer's reasons for accepting any of them."""
+
+    report: Mapping[str, Any]
+    exploitable: tuple[str, ...]
+
+
+def run_audit_hook(task: Any) -> AuditOutcome | None:
+    """The reward-hack audit (``rlvr.audit``, issue 7), imported lazily. ``None`` when that module
+    is not part of this build."""
+    if importlib.util.find_spec("rlvr.audit") is None:
+        return None
+    audit = importlib.import_module("rlvr.audit")
+    run_audit = getattr(audit, "run_audit", None)
+    if run_audit is None:  # the audit package is present but does not expose its entry point yet
+        return None
+    report = run_audit(task)
+    return AuditOutcome(report.to_json(), tuple(_exploitable(report)))
+
+
+def _exploitable(report: Any) -> list[str]:
+    for attr in ("exploitable_terms", "exploitable"):
+        value = getattr(report, attr, None)
+        if callable(value):
+            value = value()
+        if value is not None:
+            return sorted(str(v) for v in value)
+    return []
+
+
+def sign(
+    task: Any,
+    gate_path: str | Path | None = None,
+    *,
+    reviewer: str | None = None,
+    min_samples: int = MIN_SIZE,
+    accept_exploits: Mapping[str, str] | None = None,
+    audit: Callable[[Any], AuditOutcome | None] | None = run_audit_hook,
+) -> Path:
+    """Write ``gate.json`` for a passing gate. Raises ``GateError`` naming what is missing:
+    unreviewed or open samples, scores that the current reward code no longer gives, too small a
+    set, or an exploitable term without a recorded reason."""
+    store = Store(db_path(task, gate_path))
+    store.check()
+    samples = store.samples()
+    latest = store.latest_reviews()
+    a = agreement(samples, latest)
+    problems = []
+    if a.n < min_samples:
+        problems.append(f"the set has {a.n} samples; the gate asks a person to read at least {min_samples} (rlvr inspect build --size)")
+    if not a.passed:
+        unreviewed = [sid for sid in a.open_ids if sid not in latest]
+        disagree = [sid for sid in a.open_ids if sid in latest]
+        if unreviewed:
+            problems.append(f"{len(unreviewed)} samples have no verdict yet (ids {_ids(unreviewed)})")
+        if disagree:
+            problems.append(f"{len(disagree)} disagreements are open (ids {_ids(disagree)}): fix the reward and rlvr inspect rescore, or record why each is acceptable")
+    # The scores in the database must be what the reward code gives *now*: the record binds this
+    # code's hash to verdicts that were given on these scores.
+    from ..rewards.base import Sample
+
+    current = score(task, task.reward_set(), [Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids)) for s in samples])
+    stale = [s.id for s, (_, total, klass) in zip(samples, current, strict=True) if not same_total(s.total, total) or s.reward_class != klass]
+    if stale:
+        problems.append(f"{len(stale)} samples score differently with the current reward code (ids {_ids(stale)}): run rlvr inspect rescore and read them again")
+    meta = store.meta()
+    if [t["name"] for t in meta.get("terms", [])] != [t.name for t in task.rewards]:
+        problems.append(f"the set was built for terms {[t['name'] for t in meta.get('terms', [])]}, the task now has {[t.name for t in task.rewards]}: rlvr inspect rescore")
+    reviewers = sorted({r.reviewer for r in latest.values()})
+    if reviewer is None:
+        if len(reviewers) > 1:
+            problems.append(f"verdicts come from several reviewers ({', '.join(reviewers)}): name the one who signs with --reviewer")
+        reviewer = reviewers[0] if reviewers else ""
+    accept_exploits = {k: v.strip() for k, v in (accept_exploits or {}).items() if v and v.strip()}
+    audit_json: dict[str, Any]
+    outcome = audit(task) if audit is not None else None
+    if outcome is None:
+        audit_json = {"status": "unavailable", "reason": "rlvr.audit is not part of this build" if audit is not None else "audit disabled by the caller"}
+    else:
+        unexplained = [t for t in outcome.exploitable if t not in accept_exploits]
+        if unexplained:
+            problems.append(f"the audit found exploitable reward terms: {', '.join(unexplained)}; fix them, or record why each is acceptable (--accept-exploit TERM=REASON)")
+        audit_json = {"status": "ran", "exploitable": list(outcome.exploitable), "accepted": {t: accept_exploits[t] for t in outcome.exploitable if t in accept_exploits}, "report": dict(outcome.report)}
+    if problems:
+        raise GateError("cannot sign the gate:\n" + "\n".join(f"  - {p}" for p in problems))
+    hashes = set_hashes(store)
+    record: dict[str, Any] = {
+        "format": RECORD_FORMAT,
+        "reviewer": reviewer,
+        "reviewers": reviewers,
+        "signed_at": now(),
+        "task": {"name": task.name, "path": str(task.path), "sha256": sha256_file(task.path)},
+        "model": meta.get("model"),
+        "sampling": {k: meta.get(k) for k in ("temperature", "top_p", "max_new_tokens", "seed", "source", "pool")},
+        "terms": _terms(task),
+        "reward_code": reward_code(task),
+        "inspection_set": {"path": DB_NAME, "samples": a.n, "sha256": hashes["inspection_set"]},
+        "scores": {"sha256": hashes["scores"]},
+        "verdicts": {"count": store.count_reviews(), "sha256": hashes["verdicts"]},
+        "counts": _counts(a),
+        "kappa": a.kappa,
+        "confusion": a.to_json()["confusion"],
+        "accepted_disagreements": [{"sample_id": r.sample_id, "label": r.label, "reason": r.accepted} for r in latest.values() if r.accepted],
+        "audit": audit_json,
+    }
+    record["record_sha256"] = sha256_json(record)
+    path = record_path(task, gate_path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    export_jsonl(store)
+    return path
+
+
+def _counts(a: Agreement) -> dict[str, Any]:
+    return {"samples": a.n, "reviewed": a.reviewed, **{f"state_{k}": v for k, v in a.states.items()}, **{f"label_{k}": v for k, v in a.labels.items()}}
+
+
+def _ids(ids: list[int], limit: int = 20) -> str:
+    text = ", ".join(map(str, ids[:limit]))
+    return text + (f", ... {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+# -- checking ---------------------------------------------------------------------------------
+def verify(task: Any, gate_path: str | Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Check the gate record against what is about to run. Returns (record, problems); each
+    problem names what changed, where, and the old and new hash."""
+    path = record_path(task, gate_path)
+    if not path.exists():
+        raise GateError(f"no gate record at {path}: inspect the reward first (rlvr inspect build, serve or review, sign), or pass --gate PATH, or --no-gate REASON")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GateError(f"{path}: not a readable gate record ({exc})") from None
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        raise GateError(f"{path}: not a gate record (format {record.get('format') if isinstance(record, dict) else None!r}, expected {RECORD_FORMAT!r})")
+    problems: list[str] = []
+    claimed = record.get("record_sha256")
+    actual = sha256_json({k: v for k, v in record.items() if k != "record_sha256"})
+    if claimed != actual:
+        problems.append(f"{path} was edited after signing: record_sha256 says {claimed}, its content hashes to {actual}")
+    task_hash = sha256_file(task.path)
+    old_task = (record.get("task") or {}).get("sha256")
+    if old_task != task_hash:
+        problems.append(f"task file {task.path} changed: sha256 was {old_task}, now {task_hash}")
+    old_code: Mapping[str, Any] = record.get("reward_code") or {}
+    try:
+        new_code = reward_code(task)
+    except GateError as exc:
+        problems.append(str(exc))
+        new_code = {}
+    for name in sorted(set(old_code) | set(new_code)):
+        old, new = old_code.get(name), new_code.get(name)
+        if old is None:
+            problems.append(f"reward module {name} ({new['path']}) is new since the gate was signed: sha256 was none, now {new['sha256']}")  # type: ignore[index]
+        elif new is None:
+            if new_code:
+                problems.append(f"reward module {name} ({old.get('path')}) is no longer used by the task: sha256 was {old.get('sha256')}, now none")
+        elif old.get("sha256") != new["sha256"]:
+            problems.append(f"reward module {name} ({new['path']}) changed: sha256 was {old.get('sha256')}, now {new['sha256']}")
+    if record.get("terms") != _terms(task):
+        problems.append(f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, the run has {_term_text(_terms(task))}")
+    if record.get("model") != task.model:
+        problems.append(f"model changed: the set was sampled from {record.get('model')!r}, the run trains {task.model!r}")
+    sampling = record.get("sampling") or {}
+    for key, value in (("temperature", task.generation.temperature), ("max_new_tokens", task.generation.max_completion_length)):
+        if sampling.get(key) != value:
+            problems.append(f"{key} changed: the set was sampled with {sampling.get(key)}, the run uses {value}")
+    problems += _check_store(task, gate_path, record)
+    audit_rec = record.get("audit") or {}
+    unexplained = [t for t in audit_rec.get("exploitable", []) if t not in (audit_rec.get("accepted") or {})]
+    if unexplained:
+        problems.append(f"the record lists exploitable terms with no recorded reason: {', '.join(unexplained)}")
+    return record, problems
+
+
+def _term_text(terms: list[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{t.get('name')}={t.get('verifier')}x{t.get('weight')}" for t in terms) or "none"
+
+
+def _check_store(task: Any, gate_path: str | Path | None, record: Mapping[str, Any]) -> list[str]:
+    db = gate_dir(task, gate_path) / (record.get("inspection_set") or {}).get("path", DB_NAME)
+    store = Store(db)
+    try:
+        store.check()
+        hashes = set_hashes(store)
+        a = agreement(store.samples(), store.latest_reviews())
+    except (GateError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        return [f"inspection database {db} cannot be checked: {exc}"]
+    problems = []
+    for key, rec_key in (("inspection_set", "inspection_set"), ("scores", "scores"), ("verdicts", "verdicts")):
+        old = (record.get(rec_key) or {}).get("sha256")
+        if old != hashes[key]:
+            what = {"inspection_set": "the inspection set (samples)", "scores": "the reward scores stored in the set", "verdicts": "the reviewer verdicts"}[key]
+            problems.append(f"{what} in {db} changed since signing: sha256 was {old}, now {hashes[key]}")
+    if not a.passed:
+        problems.append(f"the inspection set in {db} no longer passes: {len(a.open_ids)} samples unreviewed or open")
+    return problems
+
+
+def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None) -> dict[str, Any]:
+    """What ``rlvr train`` calls before training. Returns the summary it writes into the run's
+    config; raises ``GateError`` listing exactly what changed when the record does not match.
+
+    ``no_gate_reason`` bypasses the gate; it must say why (it is written into the run's config
+    and metrics, so the run carries its reason).
+    """
+    path = record_path(task, gate_path)
+    if no_gate_reason is not None:
+        reason = no_gate_reason.strip()
+        if not reason:
+            raise GateError("--no-gate needs a reason (it is written into the run's config), e.g. --no-gate 'smoke test of the launcher'")
+        return {"status": "bypassed", "no_gate_reason": reason, "record": str(path) if path.exists() else None}
+    record, problems = verify(task, gate_path)
+    if problems:
+        raise GateError(f"the gate record {path} does not match this run:\n" + "\n".join(f"  - {p}" for p in problems)
+                        + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, and sign again (rlvr inspect sign))")
+    codes = record.get("reward_code") or {}
+    audit_rec = record.get("audit") or {}
+    return {
+        "status": "passed",
+        "record": str(path),
+        "record_sha256": record.get("record_sha256"),
+        "reviewer": record.get("reviewer"),
+        "signed_at": record.get("signed_at"),
+        "samples": (record.get("counts") or {}).get("samples"),
+        "kappa": record.get("kappa"),
+        "accepted_disagreements": len(record.get("accepted_disagreements") or []),
+        "task_sha256": (record.get("task") or {}).get("sha256"),
+        "reward_code_sha256": sha256_json({k: v.get("sha256") for k, v in codes.items()}),
+        "audit": audit_rec.get("status"),
+        "no_gate_reason": None,
+    }
