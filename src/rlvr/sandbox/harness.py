@@ -1,0 +1,672 @@
+"""The sandbox worker: runs *untrusted* code, one forked child per sample. Standard library only.
+
+This file is executed as a script (``python -I -S harness.py WORKER_CONFIG_JSON``) by an
+interpreter the pool chose, usually Debian's ``/usr/bin/python3``: the child drops to an
+unprivileged uid, and that uid must still be able to import the standard library (pyenv under a
+0700 ``/root`` fails that). It never imports rlvr, so it works whatever the trainer's environment.
+
+Lifecycle:
+
+1. The worker starts as root (or as the user, with a user namespace), unshares a network and a
+   mount namespace once, mounts tmpfs over /tmp, /run, /dev/shm, /home and /root, pre-imports the
+   modules samples commonly use, probes every layer and reports them in its hello message.
+2. For each job it clones one child into a new PID namespace (the child is its pid 1: when it
+   dies the kernel kills every process it left behind). The child closes every inherited fd,
+   sets rlimits, drops to the slot's uid, sets no-new-privileges, restricts itself with Landlock
+   and seccomp, runs the program and the test calls, and writes the *outputs* as tagged JSON to
+   a pipe. It never sees expected values, so it has nothing to compare: the pool decides.
+3. The worker enforces the wall-clock deadline, kills the child (and so its namespace), and
+   returns the raw result bytes, the exit status and why it stopped.
+
+Framing on stdin/stdout: 4-byte big-endian length, then UTF-8 JSON.
+"""
+
+import ctypes
+import ctypes.util
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+
+# Modules samples commonly import, loaded once here so the children inherit them (fast, and
+# importable even where the uid could not read the interpreter's files).
+PREIMPORT = (
+    "io math re collections itertools functools heapq bisect string typing random fractions "
+    "decimal operator copy statistics array datetime hashlib textwrap unicodedata dataclasses "
+    "enum numbers cmath queue threading types"
+).split()
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_THREAD = 0x00010000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_clone = 56
+SYS_landlock_create_ruleset, SYS_landlock_add_rule, SYS_landlock_restrict_self = 444, 445, 446
+HIDDEN_DIRS = ("/tmp", "/run", "/var/run", "/dev/shm", "/home", "/root")
+MAX_RESULT = 4 << 20
+SECCOMP_BPF = b""
+
+libc = ctypes.CDLL(None, use_errno=True)
+pylib = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL held across clone()
+libc.syscall.restype = ctypes.c_long
+pylib.syscall.restype = ctypes.c_long
+
+
+def _err(what):
+    e = ctypes.get_errno()
+    return OSError(e, f"{what}: {os.strerror(e)}")
+
+
+# -- framing ------------------------------------------------------------------------------------
+def read_msg(fd):
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    (n,) = struct.unpack(">I", head)
+    body = _read_exact(fd, n)
+    return None if body is None else json.loads(body.decode("utf-8"))
+
+
+def _read_exact(fd, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def write_msg(fd, obj):
+    data = json.dumps(obj).encode("utf-8")
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+# -- layers (worker side, once) ----------------------------------------------------------------
+def setup_namespaces(layers, hide):
+    """Network + mount namespace for the whole worker; tmpfs over the directories in ``hide``."""
+    flags = CLONE_NEWNET | CLONE_NEWNS
+    uid, gid = os.getuid(), os.getgid()
+    if os.geteuid() != 0:
+        flags |= CLONE_NEWUSER  # unprivileged: namespaces need a user namespace of our own
+    if libc.unshare(flags) != 0:
+        layers["netns"] = layers["mountns"] = "unavailable: " + str(_err("unshare"))
+        return
+    if flags & CLONE_NEWUSER:
+        try:
+            with open("/proc/self/setgroups", "w") as fh:
+                fh.write("deny")
+            with open("/proc/self/uid_map", "w") as fh:
+                fh.write(f"0 {uid} 1")
+            with open("/proc/self/gid_map", "w") as fh:
+                fh.write(f"0 {gid} 1")
+        except OSError as exc:
+            layers["netns"] = layers["mountns"] = f"unavailable: user namespace maps: {exc}"
+            return
+    layers["netns"] = "active"
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        layers["mountns"] = "unavailable: " + str(_err("make / private"))
+        return
+    hidden, failed = [], []
+    for d in hide:
+        if os.path.islink(d) or not os.path.isdir(d):
+            continue
+        if libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=256m,mode=1777") == 0:
+            hidden.append(d)
+        else:
+            failed.append(d)
+    layers["mountns"] = "active: tmpfs over " + " ".join(hidden) + (f"; failed {' '.join(failed)}" if failed else "")
+
+
+def landlock_abi():
+    abi = libc.syscall(SYS_landlock_create_ruleset, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return abi if abi > 0 else 0
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def apply_landlock(abi, readable, writable):
+    """Read-only ``readable``, read-write ``writable``, everything else denied; TCP bind/connect
+    denied (ABI >= 4); abstract UNIX sockets and signals scoped to the sandbox (ABI >= 6)."""
+    fs_all = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        fs_all |= 1 << 13  # REFER
+    if abi >= 3:
+        fs_all |= 1 << 14  # TRUNCATE
+    if abi >= 5:
+        fs_all |= 1 << 15  # IOCTL_DEV
+    attr = _RulesetAttr(fs_all, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    fd = libc.syscall(SYS_landlock_create_ruleset, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if fd < 0:
+        raise _err("landlock_create_ruleset")
+    read_dir = (1 << 0) | (1 << 2) | (1 << 3)
+    read_file = (1 << 0) | (1 << 2)
+    file_rw = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)
+    try:
+        for path, allowed in [(p, None) for p in readable] + [(p, fs_all) for p in writable]:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            is_dir = os.path.isdir(path)
+            if allowed is None:
+                allowed = read_dir if is_dir else read_file
+            elif not is_dir:
+                allowed = file_rw
+            rule = _PathBeneath(allowed, pfd)
+            rc = libc.syscall(SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
+            os.close(pfd)
+            if rc != 0:
+                raise _err(f"landlock_add_rule {path}")
+        if libc.syscall(SYS_landlock_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+            raise _err("landlock_restrict_self")
+    finally:
+        os.close(fd)
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
+
+
+_seccomp = None
+
+
+def seccomp_lib():
+    global _seccomp
+    if _seccomp is None:
+        name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+        try:
+            lib = ctypes.CDLL(name, use_errno=True)
+            lib.seccomp_init.restype = ctypes.c_void_p
+            lib.seccomp_init.argtypes = [ctypes.c_uint32]
+            lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_ArgCmp)]
+            lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+            lib.seccomp_load.argtypes = [ctypes.c_void_p]
+            lib.seccomp_release.argtypes = [ctypes.c_void_p]
+            _seccomp = lib
+        except OSError:
+            _seccomp = False
+    return _seccomp
+
+
+# Denied outright (EPERM): running programs, new processes (not threads), tracing, namespaces and
+# mounts, kernel-facing interfaces that have carried sandbox escapes.
+DENY = (
+    "execve execveat fork vfork ptrace process_vm_readv process_vm_writev mount umount2 "
+    "pivot_root chroot unshare setns bpf io_uring_setup io_uring_enter io_uring_register "
+    "keyctl add_key request_key perf_event_open userfaultfd kexec_load init_module finit_module "
+    "delete_module reboot swapon swapoff open_by_handle_at name_to_handle_at personality "
+    "fanotify_init move_mount open_tree fsopen fsmount fspick mount_setattr"
+).split()
+
+
+def build_seccomp_bpf():
+    """Compile the filter once per worker (libseccomp takes ~6 ms); children load the bytes."""
+    lib = seccomp_lib()
+    if not lib:
+        raise OSError("libseccomp not found")
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    ctx = lib.seccomp_init(allow)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+
+    def rule(action, name, *cmps):
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        if nr < 0:
+            return
+        arr = (_ArgCmp * max(1, len(cmps)))(*[_ArgCmp(*c) for c in cmps])
+        if lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), arr) != 0:
+            raise OSError(f"seccomp rule {name} failed")
+
+    try:
+        for name in DENY:
+            rule(eperm, name)
+        rule(eperm, "clone", (0, 7, CLONE_THREAD, 0))  # (flags & CLONE_THREAD) == 0: a process
+        rule(enosys, "clone3")  # glibc then falls back to clone(), which the rule above checks
+        rule(eperm, "socket", (0, 1, 1, 0))  # domain != AF_UNIX
+        rule(eperm, "socketpair", (0, 1, 1, 0))
+        rule(eperm, "kill", (0, 6, 1, 0))  # pid > 1 (unsigned, so -1 too): only itself (pid 1)
+        fd = os.memfd_create("seccomp")
+        try:
+            if lib.seccomp_export_bpf(ctx, fd) != 0:
+                raise OSError("seccomp_export_bpf failed")
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = b""
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+    finally:
+        lib.seccomp_release(ctx)
+    return data
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def apply_seccomp(bpf):
+    prog = _SockFprog(len(bpf) // 8, bpf)
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise _err("seccomp filter")
+
+
+# -- the child ---------------------------------------------------------------------------------
+def encode(x, depth=0):
+    """Tagged JSON with exact types: the pool decodes it into plain builtins, so nothing the
+    child defines (an always-equal object, a subclass) survives the trip."""
+    if depth > 60:
+        raise ValueError("nested too deeply")
+    t = type(x)
+    if x is None:
+        return ["n"]
+    if t is bool:
+        return ["b", x]
+    if t is int:
+        return ["i", str(x)] if abs(x) > 2**53 else ["i", x]
+    if t is float:
+        return ["f", repr(x)]
+    if t is str:
+        return ["s", x]
+    if t is list or t is tuple:
+        return ["l" if t is list else "t", [encode(v, depth + 1) for v in x]]
+    if t is set or t is frozenset:
+        return ["S" if t is set else "F", [encode(v, depth + 1) for v in x]]
+    if t is dict:
+        return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]]
+    if t is bytes:
+        return ["y", x.hex()]
+    if t is complex:
+        return ["c", repr(x.real), repr(x.imag)]
+    return ["?", t.__name__ if isinstance(t.__name__, str) else "object"]
+
+
+def _run_calls(job, ns):
+    out = []
+    for expr in job.get("calls", []):
+        try:
+            value = eval(compile(expr, "<test>", "eval"), ns)  # noqa: S307 - inside the sandbox
+            out.append(["ok", encode(value)])
+        except MemoryError:
+            out.append(["mem"])
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from a call is a failed call
+            out.append(["exc", type(exc).__name__])
+    return out
+
+
+def _run_stdio(job):
+    import io
+
+    out = []
+    real_in, real_out = sys.stdin, sys.stdout
+    cap = job.get("max_output", 1 << 20)
+    for text in job.get("inputs", []):
+        buf = io.BytesIO()
+        sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
+        status = "ok"
+        try:
+            exec(compile(job["code"], "<solution>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102
+        except SystemExit:
+            pass  # a program may end itself; its output so far is what it printed
+        except MemoryError:
+            status = "mem"
+        except BaseException as exc:  # noqa: BLE001
+            status = "exc:" + type(exc).__name__
+        try:
+            sys.stdout.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        data = buf.getvalue()
+        sys.stdin, sys.stdout = real_in, real_out
+        if status == "mem":
+            out.append(["mem"])
+        elif status != "ok":
+            out.append(["exc", status[4:]])
+        elif len(data) > cap:
+            out.append(["exc", "OutputLimit"])
+        else:
+            out.append(["ok", ["s", data.decode("utf-8", "replace")]])
+    return out
+
+
+def run_job(job):
+    if job["mode"] == "stdio":
+        return {"calls": _run_stdio(job)}
+    ns = {"__name__": "__sandbox__", "__builtins__": __builtins__}
+    try:
+        exec(compile(job["code"], "<solution>", "exec"), ns)  # noqa: S102 - inside the sandbox
+    except MemoryError:
+        return {"load": "mem"}
+    except BaseException as exc:  # noqa: BLE001 - includes SystemExit before the tests
+        return {"load": "exc:" + type(exc).__name__}
+    try:
+        if job.get("setup"):
+            exec(compile(job["setup"], "<test-setup>", "exec"), ns)  # noqa: S102
+    except BaseException as exc:  # noqa: BLE001
+        return {"load": "setup:" + type(exc).__name__}
+    result = {"calls": _run_calls(job, ns)}
+    if job.get("residual"):
+        try:
+            exec(compile(job["residual"], "<test>", "exec"), ns)  # noqa: S102
+            result["residual"] = "ok"
+        except MemoryError:
+            result["residual"] = "mem"
+        except BaseException as exc:  # noqa: BLE001
+            result["residual"] = "exc:" + type(exc).__name__
+    return result
+
+
+def child_main(cfg, job, wfd, workdir):
+    """Never returns. Order matters: rlimits and uid before no-new-privs, then Landlock, then
+    seccomp last (it forbids what the earlier steps need)."""
+    code = 70
+    try:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, wfd)
+        os.closerange(wfd + 1, 1 << 16)
+        if not cfg["pidns"]:
+            os.setpgid(0, 0)
+        lim = cfg["limits"]
+        cpu = int(job["timeout"]) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+        # Address space as a budget over what this process already maps: an absolute cap breaks
+        # every mmap in a large process (LiveBench PR #536).
+        size = 0
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    size = int(line.split()[1]) * 1024
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        want = size + lim["memory_bytes"]
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+        os.chdir(workdir)
+        if cfg["uid"] is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
+            os.setgroups([])
+            os.setresgid(cfg["uid"], cfg["uid"], cfg["uid"])
+            os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # a uid change clears it
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 and cfg["require_nnp"]:
+            raise _err("no_new_privs")
+        if cfg["landlock"]:
+            apply_landlock(cfg["landlock"], cfg["readable"], [workdir, "/dev/null"])
+        if cfg["seccomp"]:
+            apply_seccomp(SECCOMP_BPF)
+        os.environ.clear()
+        os.environ.update({"HOME": workdir, "PATH": "/nonexistent", "LANG": "C.UTF-8"})
+        result = run_job(job)
+        data = json.dumps(result).encode("utf-8")
+        while data:
+            data = data[os.write(wfd, data):]
+        code = 0
+    except MemoryError:
+        code = 71
+    except BaseException:  # noqa: BLE001 - the worker reports the exit code
+        code = 70
+    os._exit(code)
+
+
+def fork_sample(pidns):
+    """fork(), or a raw clone() into a new PID namespace (unshare(CLONE_NEWPID) works once per
+    process, so a per-sample namespace needs clone)."""
+    if not pidns:
+        return os.fork()
+    pylib.PyOS_BeforeFork()
+    pid = pylib.syscall(ctypes.c_long(SYS_clone), ctypes.c_ulong(CLONE_NEWPID | signal.SIGCHLD), None, None, None, ctypes.c_ulong(0))
+    errno = ctypes.get_errno()
+    if pid == 0:
+        pylib.PyOS_AfterFork_Child()
+    else:
+        pylib.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(errno, "clone(CLONE_NEWPID): " + os.strerror(errno))
+    return pid
+
+
+def run_sample(cfg, job, seq):
+    workdir = f"{cfg['workroot']}/s{seq}"
+    os.mkdir(workdir, 0o700)
+    if cfg["uid"] is not None:
+        os.chown(workdir, cfg["uid"], cfg["uid"])
+    rfd, wfd = os.pipe()
+    t0 = time.monotonic()
+    pid = fork_sample(cfg["pidns"])
+    if pid == 0:
+        os.close(rfd)
+        child_main(cfg, job, wfd, workdir)
+    os.close(wfd)
+    deadline = t0 + job["timeout"]
+    data, why = b"", None
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "timeout"
+                break
+            ready, _, _ = select.select([rfd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(rfd, 1 << 16)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_RESULT:
+                why = "output_limit"
+                break
+    finally:
+        os.close(rfd)
+    if why is not None:
+        _kill(pid, cfg["pidns"])
+    _, status = os.waitpid(pid, 0)
+    if not cfg["pidns"]:
+        _kill(pid, False)  # leftovers in its process group
+    shutil.rmtree(workdir, ignore_errors=True)
+    if why is None:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            why = "timeout" if sig in (signal.SIGXCPU, signal.SIGKILL) else f"signal:{signal.Signals(sig).name}"
+        elif os.WEXITSTATUS(status) == 71:
+            why = "memory"
+        elif os.WEXITSTATUS(status) != 0 or not data:
+            why = f"exit:{os.WEXITSTATUS(status)}"
+        else:
+            why = "done"
+    return {"why": why, "result": data.decode("utf-8", "replace") if why == "done" else "", "wall": time.monotonic() - t0}
+
+
+def _kill(pid, pidns):
+    try:
+        if pidns:
+            os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: the kernel kills the rest
+        else:
+            os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        os.kill(pid, signal.SIGKILL)
+
+
+# -- probing -----------------------------------------------------------------------------------
+def probe_in_child(cfg, fn):
+    """Run ``fn`` in a throwaway child; '' on success, else the reason."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            fn()
+            msg = b""
+        except BaseException as exc:  # noqa: BLE001
+            msg = (f"{type(exc).__name__}: {exc}" or "failed").encode()[:500] or b"failed"
+        os.write(w, msg or b"\0")
+        os._exit(0)
+    os.close(w)
+    msg = os.read(r, 1000)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return "" if msg == b"\0" else (msg.decode("utf-8", "replace") or "probe child died")
+
+
+def probe_layers(cfg, layers):
+    uid = cfg["uid"]
+    if uid is not None:
+        def as_uid():
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            import importlib
+
+            for name in ("fractions", "email.mime.text", "xml.dom.minidom", "json.tool"):
+                if name not in sys.modules:
+                    importlib.import_module(name)
+        why = probe_in_child(cfg, as_uid)
+        if why:
+            layers["uid"] = f"unavailable: uid {uid} cannot import this interpreter's standard library ({why})"
+            cfg["uid"] = None
+        else:
+            layers["uid"] = f"active: uid {uid}"
+    else:
+        layers["uid"] = "unavailable: " + ("not root" if os.geteuid() != 0 else "disabled")
+    layers["rlimits"] = "active: cpu, address space budget, file size, open files, no core" + (", processes" if cfg["uid"] is not None else "")
+    why = probe_in_child(cfg, lambda: libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 or (_ for _ in ()).throw(_err("prctl")))
+    layers["no_new_privs"] = "unavailable: " + why if why else "active"
+    abi = landlock_abi()
+    cfg["landlock"] = 0
+    if abi:
+        def ll():
+            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            apply_landlock(abi, cfg["readable"], [cfg["workroot"]])
+        why = probe_in_child(cfg, ll)
+        if why:
+            layers["landlock"] = "unavailable: " + why
+        else:
+            cfg["landlock"] = abi
+            extra = ("network" if abi >= 4 else "no network rules") + (", scope" if abi >= 6 else "")
+            layers["landlock"] = f"active: ABI {abi} (filesystem, {extra})"
+    else:
+        layers["landlock"] = "unavailable: the kernel has no Landlock"
+    cfg["seccomp"] = False
+    if not seccomp_lib():
+        layers["seccomp"] = "unavailable: libseccomp.so.2 not found (apt-get install libseccomp2)"
+    else:
+        global SECCOMP_BPF
+        try:
+            SECCOMP_BPF = build_seccomp_bpf()
+        except OSError as exc:
+            SECCOMP_BPF = b""
+            why = str(exc)
+
+        def sc():
+            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            apply_seccomp(SECCOMP_BPF)
+            try:
+                os.fork()
+            except PermissionError:
+                return
+            os._exit(0)
+        why = probe_in_child(cfg, sc) if SECCOMP_BPF else why
+        if why:
+            layers["seccomp"] = "unavailable: " + why
+        else:
+            cfg["seccomp"] = True
+            layers["seccomp"] = "active: no exec, no fork, only AF_UNIX sockets, no ptrace/mount/unshare/bpf/io_uring"
+    cfg["pidns"] = False
+    try:
+        pid = fork_sample(True)
+        if pid == 0:
+            os._exit(0 if os.getpid() == 1 else 3)
+        _, st = os.waitpid(pid, 0)
+        if os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0:
+            cfg["pidns"] = True
+            layers["pidns"] = "active: one per sample"
+        else:
+            layers["pidns"] = "unavailable: the clone child was not pid 1"
+    except OSError as exc:
+        layers["pidns"] = f"unavailable: {exc}"
+
+
+def readable_paths():
+    """What a sample may read: the interpreter's files and shared libraries, nothing else (no
+    /etc, /proc, /home, the repository or the data)."""
+    import sysconfig
+
+    out = {"/usr", "/lib", "/lib64", "/bin", "/dev/null", "/dev/urandom"}
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            out.add(os.path.realpath(p))
+    out.add(os.path.realpath(os.path.dirname(os.__file__)))
+    dyn = [p for p in sys.path if p.endswith("lib-dynload")]
+    out.update(os.path.realpath(p) for p in dyn)
+    return sorted(p for p in out if os.path.exists(p))
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    cfg.setdefault("workroot", f"/tmp/rlvr-sandbox-{os.getpid()}")
+    for name in PREIMPORT:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    layers = {}
+    cfg["readable"] = readable_paths()
+    # Never hide the directory the interpreter lives in (pyenv under /root): later imports would fail.
+    prefix = os.path.realpath(sys.prefix)
+    hide = [d for d in HIDDEN_DIRS if not (prefix + "/").startswith(d + "/")]
+    if cfg.get("namespaces", True):
+        setup_namespaces(layers, hide)
+    else:
+        layers["netns"] = layers["mountns"] = "unavailable: disabled"
+    os.makedirs(cfg["workroot"], exist_ok=True)
+    os.chmod(cfg["workroot"], 0o711)
+    probe_layers(cfg, layers)
+    layers["python"] = f"{sys.executable} {sys.version.split()[0]}"
+    write_msg(1, {"hello": layers, "pid": os.getpid()})
+    seq = 0
+    while True:
+        job = read_msg(0)
+        if job is None:
+            return
+        seq += 1
+        try:
+            reply = run_sample(cfg, job, seq)
+        except Exception as exc:  # noqa: BLE001 - the pool maps this to a sandbox error
+            reply = {"why": f"sandbox:{type(exc).__name__}: {exc}", "result": "", "wall": 0.0}
+        reply["id"] = job.get("id")
+        write_msg(1, reply)
+
+
+if __name__ == "__main__":
+    main()
