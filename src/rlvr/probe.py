@@ -409,7 +409,8 @@ def run_probe(
     settings_path.write_text(json.dumps(settings, indent=2) + "\n")
     records, done_chunks = _read_done(samples_path, k, chunk, indices) if resume else ([], 0)
 
-    if sampler is None:
+    n_chunks = math.ceil(len(indices) / chunk)
+    if sampler is None and done_chunks < n_chunks:  # a finished probe re-reports without a model
         from .generate import make_sampler
 
         sampler = make_sampler(model_ref, backend=backend)  # type: ignore[arg-type]
@@ -419,7 +420,7 @@ def run_probe(
     bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
     try:
         with samples_path.open("a", encoding="utf-8") as fh:
-            for c in range(done_chunks, math.ceil(len(indices) / chunk)):
+            for c in range(done_chunks, n_chunks):
                 chunk_idx = indices[c * chunk : (c + 1) * chunk]
                 raw_prompts = [task.render_prompt(rows[i]) for i in chunk_idx]
                 groups = sampler.sample(raw_prompts, n=k, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, top_p=gen.top_p, seed=seed + c)
