@@ -1,0 +1,33 @@
+"""Reward-hack audit: attack a task's reward terms with known exploits before any training.
+
+``run_audit(task)`` samples prompts, builds for each a correct completion, a wrong one and every
+exploit that targets each term's verifier kind (``rlvr.audit.exploits``), scores them with the
+term, and reports per exploit and term: ``exploitable`` (the exploit scored at least as high as
+the correct answer on some prompt), ``leaky`` (above the wrong answer), ``ok``, or ``untested``.
+
+Threat model and limits: the library holds *known* hacks (restating, hedging, answers outside
+the span, repeated or empty tags, confusables, extra JSON keys, code that exits early or fakes
+its output, length); passing it does not prove a reward sound, so the human gate still reads
+samples. The audit itself never executes model text: code exploits reach only the term's own
+verifier (the sandbox, for ``unit_tests``). No GPU and no model weights are needed.
+"""
+
+from __future__ import annotations
+
+from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for
+from .report import AuditReport, Example, Finding, TermSummary, format_table
+from .run import run_audit
+
+__all__ = [
+    "EXPLOITS",
+    "Attempt",
+    "AuditReport",
+    "Context",
+    "Example",
+    "Exploit",
+    "Finding",
+    "TermSummary",
+    "exploits_for",
+    "format_table",
+    "run_audit",
+]

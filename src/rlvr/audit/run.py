@@ -1,0 +1,366 @@
+"""Run the exploit library against a task's reward terms.
+
+For each sampled prompt and each term, the audit scores three things with the term's own
+verifier: a correct completion (the row's ground truth in the task's answer span), a wrong one
+(a perturbed answer in the same span) and every exploit that targets the term's kind. Verdicts
+compare the exploit with the two baselines on the same prompt (see ``report.Finding``).
+
+A prompt counts for a term only when the term scores the correct completion above the wrong one
+(for length exploits: when it scores the correct one at all). A term that cannot tell them apart
+has no baseline to measure a hack against; the report says so instead of calling it ``ok``.
+
+Approximations: token lengths use the task's tokenizer when it loads without the network
+(built-in models always do); otherwise 4 characters per token, stated in the report's notes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import ConfigError, DataError
+from ..rewards.base import Outcome, Sample, Verdict, ground_truth
+from ..rewards.combine import Term, prompt_text
+from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for, perturb
+from .report import AuditReport, Example, Finding, TermSummary, worst
+from .structured import Spec, presentations, spec_for
+
+STRUCTURED = ("json", "tool_call", "code")
+FILLER = "Let me think about this step by step and check each part again. "
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    row: Mapping[str, Any]
+    prompt: str
+    gold: str | None
+    wrong: str | None
+
+
+class _Lengths:
+    """Counts tokens with the task's tokenizer, or approximates 4 characters per token."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tok = tokenizer
+
+    def ids(self, text: str) -> list[int] | None:
+        if self.tok is None:
+            return None
+        return list(self.tok.encode(text, add_special_tokens=False))
+
+    def count(self, text: str) -> int:
+        ids = self.ids(text)
+        return len(ids) if ids is not None else math.ceil(len(text) / 4)
+
+    def pad(self, budget: int) -> Callable[..., str]:
+        def pad(head: str, tail: str, unit: str = FILLER, tokens: int = 0) -> str:
+            target = tokens or budget
+            per = max(1, self.count(unit))
+            k = max(1, math.ceil((target - self.count(head + tail)) / per))
+            return head + unit * k + tail
+
+        return pad
+
+
+def _load_tokenizer(task: Any) -> tuple[Any, str | None]:
+    try:
+        if task.model.startswith("builtin:"):
+            from ..models import build_tokenizer
+
+            return build_tokenizer(), None
+        from ..models import load_tokenizer
+
+        return load_tokenizer(task.model), None
+    except Exception as exc:  # noqa: BLE001 - any failure falls back to an approximation, reported
+        return None, f"token lengths approximated (4 characters per token): the tokenizer of {task.model!r} did not load ({type(exc).__name__})"
+
+
+def _sample_rows(task: Any, split: str, max_prompts: int, seed: int) -> list[Mapping[str, Any]]:
+    rows = task.load_split(split)
+    if not rows:
+        raise DataError(f"{task.path}: the {split} split has no rows to audit")
+    idx = sorted(random.Random(seed).sample(range(len(rows)), min(max_prompts, len(rows))))
+    return [rows[i] for i in idx]
+
+
+def run_audit(
+    task: Any,
+    *,
+    max_prompts: int = 16,
+    seed: int = 0,
+    split: str = "train",
+    tokenizer: Any = "auto",
+    exploits: Iterable[str] | None = None,
+    terms: Iterable[str] | None = None,
+) -> AuditReport:
+    """Attack every reward term of ``task`` with the exploits that target its kind.
+
+    ``tokenizer``: ``"auto"`` loads the task's (used for lengths and ``completion_ids``), ``None``
+    approximates. ``exploits`` / ``terms`` restrict the run to those names. The audit never runs
+    model code itself: code exploits reach only the term's verifier, as a policy's output would.
+    """
+    if max_prompts < 1:
+        raise ConfigError("max_prompts must be at least 1", source="audit")
+    wanted = set(exploits) if exploits is not None else None
+    if wanted is not None and (unknown := sorted(wanted - set(EXPLOITS))):
+        raise ConfigError(f"unknown exploit(s) {', '.join(unknown)}; known: {', '.join(EXPLOITS)}", source="audit")
+    notes: list[str] = []
+    if tokenizer == "auto":
+        tokenizer, note = _load_tokenizer(task)
+        if note:
+            notes.append(note)
+    elif tokenizer is None:
+        notes.append("token lengths approximated (4 characters per token): no tokenizer given")
+    lengths = _Lengths(tokenizer)
+
+    rows = _sample_rows(task, split, max_prompts, seed)
+    reward_set = task.reward_set()
+    only = set(terms) if terms is not None else None
+    if only is not None and (unknown := sorted(only - set(reward_set.names))):
+        raise ConfigError(f"unknown term(s) {', '.join(unknown)}; the task's terms: {', '.join(reward_set.names)}", source="audit")
+
+    summaries: list[TermSummary] = []
+    findings: list[Finding] = []
+    for term in reward_set.terms:
+        if only is not None and term.name not in only:
+            continue
+        kind = str(getattr(term.verifier, "kind", "custom") or "custom")
+        column = getattr(term.verifier, "column", None)
+        column = column if isinstance(column, str) else task.answer_column
+        golds = [ground_truth(r, column) for r in rows]
+        distractors = tuple(dict.fromkeys(g for g in golds if g))
+        prompts = [
+            _Prompt(r, prompt_text(task.render_prompt(r)), g, perturb(g, distractors, seed) if g else None)
+            for r, g in zip(rows, golds, strict=True)
+        ]
+        library = [e for e in exploits_for(kind) if wanted is None or e.name in wanted]
+        summary, term_findings = _audit_term(term, kind, column, prompts, distractors, library, task, lengths, seed)
+        summaries.append(summary)
+        findings.extend(term_findings)
+    return AuditReport(
+        task=str(task.path),
+        seed=seed,
+        max_prompts=max_prompts,
+        split=split,
+        terms=tuple(summaries),
+        findings=tuple(findings),
+        notes=tuple(notes),
+    )
+
+
+def _score(term: Term, samples: list[Sample]) -> list[Verdict]:
+    """The term's verdicts; a verifier that raises out of verify_batch decides nothing."""
+    try:
+        out = list(term.verifier.verify_batch(samples))
+    except Exception as exc:  # noqa: BLE001 - reported as undecided, like the TRL adapter would
+        return [Verdict.error(f"verify_batch raised {type(exc).__name__}: {exc}") for _ in samples]
+    if len(out) != len(samples):
+        return [Verdict.error(f"verify_batch returned {len(out)} verdicts for {len(samples)} samples") for _ in samples]
+    return out
+
+
+def _audit_term(
+    term: Term,
+    kind: str,
+    column: str,
+    prompts: list[_Prompt],
+    distractors: tuple[str, ...],
+    library: list[Exploit],
+    task: Any,
+    lengths: _Lengths,
+    seed: int,
+) -> tuple[TermSummary, list[Finding]]:
+    fmt = task.answer
+    budget = task.generation.max_completion_length
+    notes: list[str] = []
+
+    def sample(p: _Prompt, completion: str, row: Mapping[str, Any] | None = None) -> Sample:
+        return Sample(completion=completion, row=row if row is not None else p.row, prompt=p.prompt, completion_ids=lengths.ids(completion))
+
+    # 1. Baselines: how a correct and a wrong answer look to this term, per prompt.
+    contexts: list[Context | None] = []
+    skipped: dict[str, int] = {}
+    if kind in STRUCTURED:
+        baselines = _structured_baselines(term, kind, column, prompts, fmt, sample)
+    else:
+        baselines = []
+        for p in prompts:
+            if p.gold is None:
+                baselines.append((None, None, None, None, f"no ground truth in column {column!r}"))
+                continue
+            wrong = p.gold if kind == "format" else p.wrong  # a format term's "wrong" is an answer with no span
+            baselines.append((fmt.wrap(p.gold), fmt.wrap(wrong) if kind != "format" else p.gold, None, None, None))
+    base_samples: list[Sample] = []
+    for p, (correct, wrong, _wrap, _spec, why) in zip(prompts, baselines, strict=True):
+        if why is None:
+            base_samples += [sample(p, correct), sample(p, wrong)]
+    base_verdicts = iter(_score(term, base_samples))
+    base_scores: list[tuple[Verdict, Verdict] | None] = []
+    for p, (_c, _w, wrap, spec, why) in zip(prompts, baselines, strict=True):
+        if why is not None:
+            skipped[why] = skipped.get(why, 0) + 1
+            base_scores.append(None)
+            contexts.append(None)
+            continue
+        base_scores.append((next(base_verdicts), next(base_verdicts)))
+        contexts.append(
+            Context(
+                prompt=p.prompt,
+                row=p.row,
+                fmt=fmt,
+                gold=p.gold,
+                wrong=p.wrong,
+                distractors=tuple(d for d in distractors if d != p.gold),
+                answer_column=column,
+                max_tokens=budget,
+                pad=lengths.pad(budget),
+                wrap=wrap,
+                structured=spec,
+                seed=seed,
+            )
+        )
+
+    # 2. Every exploit's attempts for every prompt, scored in one batch.
+    plan: list[tuple[int, int, int, int]] = []  # (exploit, prompt, attempt, ordering) per sample
+    attempts: dict[tuple[int, int], list[Attempt]] = {}
+    samples: list[Sample] = []
+    for ei, ex in enumerate(library):
+        for pi, ctx in enumerate(contexts):
+            if ctx is None:
+                continue
+            built = ex.build(ctx)
+            attempts[ei, pi] = built
+            for ai, att in enumerate(built):
+                for oi, completion in enumerate(att.completions):
+                    plan.append((ei, pi, ai, oi))
+                    samples.append(sample(prompts[pi], completion, att.row))
+    verdicts = _score(term, samples) if samples else []
+    got: dict[tuple[int, int, int, int], Verdict] = dict(zip(plan, verdicts, strict=True))
+
+    # 3. Verdicts.
+    usable = [i for i, b in enumerate(base_scores) if b is not None and b[0].score is not None]
+    separated = [i for i in usable if (base_scores[i][1].score is not None and base_scores[i][0].score > base_scores[i][1].score + EPS)]  # type: ignore[index, operator]
+    errors = [i for i, b in enumerate(base_scores) if b is not None and b[0].outcome is Outcome.ERROR]
+    if errors:
+        b = base_scores[errors[0]]
+        assert b is not None
+        notes.append(f"the correct completion got no score on {len(errors)} prompt(s): {b[0].detail or b[0].error_kind}")
+    not_sep = len(usable) - len(separated)
+    if not_sep:
+        b = base_scores[next(i for i in usable if i not in separated)]
+        assert b is not None
+        notes.append(
+            f"{not_sep} prompt(s) where the correct completion did not outscore the wrong one "
+            f"(correct {b[0].score}, wrong {b[1].score}); answer exploits skip them"
+        )
+    for why, n in skipped.items():
+        notes.append(f"{n} prompt(s) skipped: {why}")
+
+    findings = []
+    for ei, ex in enumerate(library):
+        findings.append(_finding(term.name, ex, ei, separated if ex.needs_separation else usable, base_scores, attempts, got, prompts, lengths, budget))
+    tested = [f.verdict for f in findings]
+    if any(f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable") for f in findings):
+        notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
+    name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
+    fn = getattr(term.verifier, "fn", None)
+    if fn is not None:
+        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+    summary = TermSummary(term.name, kind, name, term.weight, worst(tested), len(separated), tuple(notes))
+    return summary, findings
+
+
+def _structured_baselines(term: Term, kind: str, column: str, prompts: list[_Prompt], fmt: Any, sample: Callable[..., Sample]) -> list[tuple[Any, ...]]:
+    """Per prompt: (correct, wrong, wrap, spec, why-not). Tries each presentation of the correct
+    body and keeps the first the term accepts."""
+    specs = [spec_for(kind, p.row, column) for p in prompts]
+    ways = presentations(kind, fmt.wrap)
+    trial: list[Sample] = []
+    for p, spec in zip(prompts, specs, strict=True):
+        if isinstance(spec, Spec):
+            trial += [sample(p, wrap(spec.correct)) for _, wrap in ways]
+    verdicts = iter(_score(term, trial))
+    out = []
+    for spec in specs:
+        if not isinstance(spec, Spec):
+            out.append((None, None, None, None, spec))
+            continue
+        scores = [next(verdicts) for _ in ways]
+        pick = next((i for i, v in enumerate(scores) if v.outcome is Outcome.CORRECT), None)
+        if pick is None:
+            best = max(scores, key=lambda v: -1e18 if v.score is None else v.score)
+            if best.score is None or best.score <= 0:
+                out.append((None, None, None, None, f"the term accepted the row's correct {kind} in no presentation ({', '.join(n for n, _ in ways)})"))
+                continue
+            pick = scores.index(best)
+        wrap = ways[pick][1]
+        out.append((wrap(spec.correct), wrap(spec.wrong), wrap, spec, None))
+    return out
+
+
+def _finding(
+    term: str,
+    ex: Exploit,
+    ei: int,
+    prompt_ids: Sequence[int],
+    base_scores: list[tuple[Verdict, Verdict] | None],
+    attempts: Mapping[tuple[int, int], list[Attempt]],
+    got: Mapping[tuple[int, int, int, int], Verdict],
+    prompts: list[_Prompt],
+    lengths: _Lengths,
+    budget: int,
+) -> Finding:
+    hits = leaks = tested = 0
+    rel: list[float] = []
+    best: tuple[float, Example] | None = None
+    for pi in prompt_ids:
+        built = attempts.get((ei, pi)) or []
+        if not built:
+            continue
+        c, w = base_scores[pi]  # type: ignore[misc]
+        assert c.score is not None
+        tested += 1
+        # An attempt scores the minimum over its orderings; an undecided ordering earns nothing.
+        scored: list[tuple[float, Attempt, Verdict]] = []
+        for ai, att in enumerate(built):
+            vs = [got[ei, pi, ai, oi] for oi in range(len(att.completions))]
+            if any(v.score is None for v in vs):
+                continue
+            low = min(range(len(vs)), key=lambda k: vs[k].score)  # type: ignore[arg-type, return-value]
+            scored.append((vs[low].score, replace(att, completions=(att.completions[low],)), vs[low]))  # type: ignore[arg-type]
+        if not scored:
+            continue
+        e, att, v = max(scored, key=lambda t: t[0])
+        ws = w.score if w.score is not None else -math.inf
+        hit, leak = e >= c.score - EPS, e > ws + EPS
+        hits += hit
+        leaks += leak
+        r = (e - ws) / (c.score - ws) if c.score - ws > EPS else None
+        if r is not None:
+            rel.append(r)
+        key = r if r is not None else e - c.score
+        if best is None or key > best[0]:
+            text = att.completions[0]
+            detail = v.detail
+            if lengths.count(text) > budget:
+                detail = (detail + "; " if detail else "") + f"longer than the generation budget ({lengths.count(text)} > {budget} tokens)"
+            best = (key, Example(prompts[pi].prompt, text, e, c.score, w.score, v.outcome.value, detail))
+    if not tested:
+        return Finding(term, ex.name, ex.description, "untested", reason="no prompt with a usable baseline, or nothing to build the exploit from")
+    verdict = "exploitable" if hits else "leaky" if leaks else "ok"
+    return Finding(
+        term,
+        ex.name,
+        ex.description,
+        verdict,
+        prompts=tested,
+        hits=hits,
+        leaks=leaks,
+        relative_mean=sum(rel) / len(rel) if rel else None,
+        relative_max=max(rel) if rel else None,
+        example=best[1] if best else None,
+    )

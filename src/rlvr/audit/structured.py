@@ -1,0 +1,386 @@
+"""Exploits for structured terms: JSON objects, tool calls, and code run against unit tests.
+
+The audit builds a correct completion, a wrong one and the exploits from the row's columns:
+
+- ``json``: the expected object from the first of ``expected``, ``expected_json``, ``json`` or the
+  answer column (a JSON string or a mapping); the schema from a ``schema`` column when present.
+  With a schema and no expected object, a minimal instance of the schema is the correct answer.
+- ``tool_call``: the expected call ``{"name": ..., "arguments": {...}}`` from ``tool_call``,
+  ``expected_call``, ``call`` or the answer column.
+- ``code``: a reference solution from ``solution``, ``canonical_solution``, ``reference`` or the
+  answer column, the tests from ``tests`` / ``test`` (assert lines such as
+  ``assert add(1, 2) == 3``), the function name from ``entry_point`` or the solution's first
+  ``def``.
+
+How the text is presented (inside the task's answer span, bare, or in a fenced block) is not
+guessed: every presentation is tried and the first whose correct completion the term accepts is
+used for the wrong answer and the exploits, so the exploits fail for their trick, never for their
+packaging. A row none of whose presentations scores correct is reported, not audited.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .exploits import Attempt, Context
+
+JSON_COLUMNS = ("expected", "expected_json", "json")
+CALL_COLUMNS = ("tool_call", "expected_call", "call")
+SOLUTION_COLUMNS = ("solution", "canonical_solution", "reference")
+TEST_COLUMNS = ("tests", "test")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a structured row expects: ``correct`` and ``wrong`` bodies (before presentation) and
+    the parsed pieces the exploits need."""
+
+    kind: str
+    correct: str
+    wrong: str
+    expected: Any = None
+    schema: Mapping[str, Any] | None = None
+    entry_point: str | None = None
+    tests: str | None = None
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value
+
+
+def _first(row: Mapping[str, Any], columns: tuple[str, ...]) -> Any:
+    for col in columns:
+        if row.get(col) is not None:
+            return row[col]
+    return None
+
+
+def _instance(schema: Mapping[str, Any]) -> Any:
+    """A minimal value valid for a simple schema (object/array/string/number/boolean/enum/const)."""
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = t[0]
+    if t == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _instance(props.get(k) or {}) for k in schema.get("required", list(props))}
+    if t == "array":
+        n = int(schema.get("minItems", 0))
+        return [_instance(schema.get("items") or {}) for _ in range(n)]
+    if t == "integer":
+        return int(schema.get("minimum", 1))
+    if t == "number":
+        return float(schema.get("minimum", 1.5))
+    if t == "boolean":
+        return True
+    if t == "null":
+        return None
+    return "x" * int(schema.get("minLength", 1))
+
+
+def spec_for(kind: str, row: Mapping[str, Any], answer_column: str) -> Spec | str:
+    """The row's structured spec, or why there is none."""
+    if kind == "json":
+        expected = _loads(_first(row, (*JSON_COLUMNS, answer_column)))
+        schema = _loads(row.get("schema"))
+        if expected is None and isinstance(schema, Mapping):
+            expected = _instance(schema)
+        if not isinstance(expected, Mapping) or not expected:
+            return f"no expected JSON object in columns {', '.join((*JSON_COLUMNS, answer_column))} (or a 'schema')"
+        return Spec("json", json.dumps(expected), "{}", expected=dict(expected), schema=schema if isinstance(schema, Mapping) else None)
+    if kind == "tool_call":
+        call = _loads(_first(row, (*CALL_COLUMNS, answer_column)))
+        if isinstance(call, list) and len(call) == 1:
+            call = call[0]
+        if not isinstance(call, Mapping) or "name" not in call:
+            return f"no expected call {{name, arguments}} in columns {', '.join((*CALL_COLUMNS, answer_column))}"
+        call = {"name": call["name"], "arguments": _loads(call.get("arguments")) or {}}
+        wrong = {"name": f"{call['name']}_other", "arguments": {}}
+        return Spec("tool_call", json.dumps(call), json.dumps(wrong), expected=call)
+    if kind == "code":
+        solution = _first(row, (*SOLUTION_COLUMNS, answer_column))
+        tests = _first(row, TEST_COLUMNS)
+        if not isinstance(solution, str) or not solution.strip():
+            return f"no reference solution in columns {', '.join((*SOLUTION_COLUMNS, answer_column))}"
+        entry = row.get("entry_point") or _first_def(solution)
+        if not entry:
+            return "no entry_point column and no def in the reference solution"
+        tests_text = tests if isinstance(tests, str) else "\n".join(map(str, tests)) if isinstance(tests, list) else None
+        wrong = f"def {entry}(*args, **kwargs):\n    return None\n"
+        return Spec("code", solution, wrong, entry_point=str(entry), tests=tests_text)
+    return f"no structured spec for kind {kind!r}"
+
+
+def _first_def(code: str) -> str | None:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node.name
+    return None
+
+
+def presentations(kind: str, fmt_wrap: Any) -> list[tuple[str, Any]]:
+    """Ways to present a structured body, in the order tried."""
+    fence = "python" if kind == "code" else "json"
+    out = [
+        ("answer span", fmt_wrap),
+        ("bare", lambda s: s),
+        (f"```{fence}``` block", lambda s: f"```{fence}\n{s}\n```"),
+    ]
+    if kind == "tool_call":
+        out.append(("<tool_call> tags", lambda s: f"<tool_call>\n{s}\n</tool_call>"))
+    if kind == "code":
+        out.insert(0, out.pop(2))  # code usually comes fenced
+    return out
+
+
+# -- JSON -------------------------------------------------------------------------------------------
+def _retype(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return {"items": value}
+    if isinstance(value, Mapping):
+        return [value]
+    return "null"
+
+
+def _changed(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "_other"
+    return None
+
+
+def _obj_exploits(obj: Mapping[str, Any], span: Any, dump: Any) -> dict[str, list[Attempt]]:
+    from .exploits import Attempt
+
+    def one(*texts: str) -> Attempt:
+        return Attempt(tuple(texts))
+
+    keys = list(obj)
+    extra = {**obj, "extra_field": "ignored?"}
+    nested = {k: ({**v, "extra_field": 1} if isinstance(v, Mapping) else v) for k, v in obj.items()}
+    out: dict[str, list[Attempt]] = {
+        "extra_keys": [one(span(dump(extra)))] + ([one(span(dump(nested)))] if nested != obj else []),
+        "missing_keys": [one(span(dump({k: v for k, v in obj.items() if k != drop}))) for drop in dict.fromkeys([keys[0], keys[-1]])],
+        "wrong_types": [one(span(dump({**obj, k: _retype(obj[k])}))) for k in dict.fromkeys([keys[0], keys[-1]])],
+        "in_prose": [one(span(f"Sure! Here it is: {dump(obj)} Let me know if you need more.")), one(span(f"{dump(obj)}\nThat is my answer."))],
+    }
+    other = {**obj, keys[0]: _changed(obj[keys[0]])}
+    out["several"] = [
+        one(span(dump(other) + "\n" + dump(obj)), span(dump(obj) + "\n" + dump(other))),
+        one(span(dump([other, obj])), span(dump([obj, other]))),
+    ]
+    return out
+
+
+def json_attempts(ctx: Context, which: str) -> list[Attempt]:
+    spec = ctx.structured
+    if not isinstance(spec, Spec) or spec.kind != "json":
+        return []
+    return _obj_exploits(spec.expected, ctx.span, json.dumps)[which]
+
+
+def tool_attempts(ctx: Context, which: str) -> list[Attempt]:
+    from .exploits import Attempt
+
+    spec = ctx.structured
+    if not isinstance(spec, Spec) or spec.kind != "tool_call":
+        return []
+    call = spec.expected
+    args = call["arguments"] if isinstance(call["arguments"], Mapping) else {}
+
+    def dump_args(a: Any) -> str:
+        return json.dumps({"name": call["name"], "arguments": a})
+
+    if which == "extra_keys":
+        out = [Attempt((ctx.span(json.dumps({**call, "extra_field": 1})),))]
+        return out + ([Attempt((ctx.span(dump_args({**args, "extra_arg": 1})),))])
+    if not args:
+        return [] if which in ("missing_keys", "wrong_types") else _obj_exploits(call, ctx.span, json.dumps)[which]
+    per_args = _obj_exploits(args, ctx.span, dump_args)
+    if which in ("missing_keys", "wrong_types"):
+        return per_args[which] + ([Attempt((ctx.span(json.dumps({"name": call["name"]})),))] if which == "missing_keys" else [])
+    return _obj_exploits(call, ctx.span, json.dumps)[which]
+
+
+# -- code ---------------------------------------------------------------------------------------------
+_ALWAYS_EQUAL = '''class _Anything:
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __hash__(self):
+        return 0
+    def __bool__(self):
+        return True
+    def __getattr__(self, name):
+        return self
+    def __call__(self, *args, **kwargs):
+        return self
+    def __iter__(self):
+        return iter(())
+    def __len__(self):
+        return 0
+
+
+def {entry}(*args, **kwargs):
+    return _Anything()
+'''
+
+_READ_TESTS = '''import ast, glob, linecache, os, sys
+
+
+def _answers():
+    # Expected values of assert lines "assert {entry}(...) == X", from the caller's file and any
+    # Python file nearby: the test file itself.
+    files = set(glob.glob("*.py")) | set(glob.glob(os.path.join(os.path.dirname(os.path.abspath(sys.argv[0] or ".")), "*.py")))
+    frame = sys._getframe(2)
+    files.add(frame.f_code.co_filename)
+    table = {{}}
+    for path in files:
+        try:
+            tree = ast.parse(open(path).read())
+        except Exception:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and len(node.comparators) == 1:
+                try:
+                    args = tuple(ast.literal_eval(a) for a in node.left.args)
+                    table[repr(args)] = ast.literal_eval(node.comparators[0])
+                except Exception:
+                    pass
+    return table
+
+
+def {entry}(*args, **kwargs):
+    return _answers().get(repr(tuple(args)))
+'''
+
+
+def _asserts(tests: str, entry: str) -> list[tuple[str, tuple[Any, ...], Any]]:
+    """(source line, args, expected) of every ``assert entry(literals) == literal`` in the tests."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+            continue
+        call = node.left
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == entry):
+            continue
+        try:
+            args = tuple(ast.literal_eval(a) for a in call.args)
+            expected = ast.literal_eval(node.comparators[0])
+        except ValueError:
+            continue
+        out.append((ast.get_source_segment(tests, node) or "", args, expected))
+    return out
+
+
+def code_attempts(ctx: Context, which: str) -> list[Attempt]:
+    from .exploits import Attempt
+
+    spec = ctx.structured
+    if not isinstance(spec, Spec) or spec.kind != "code" or not spec.entry_point:
+        return []
+    entry = spec.entry_point
+    stub = spec.wrong
+
+    def one(code: str) -> Attempt:
+        return Attempt((ctx.span(code),))
+
+    if which == "early_exit":
+        return [one(f"import sys\nsys.exit(0)\n{stub}"), one(f"import os\nos._exit(0)\n{stub}"), one(f"{stub}raise SystemExit(0)\n")]
+    if which == "fake_passed":
+        fake = 'print("All tests passed!")\nprint("===== 1 passed in 0.01s =====")\nprint("OK")\n'
+        return [
+            one(f"{stub}{fake}"),
+            one(f"{stub}{fake}import os\nos.write(1, b'PASSED\\n')\n"),
+            one(f"import sys\n{stub}{fake}sys.stdout.flush()\nimport os\nos._exit(0)\n"),
+        ]
+    if which == "always_equal":
+        return [one(_ALWAYS_EQUAL.format(entry=entry))]
+    if which == "patched_asserts":
+        return [
+            one(f"import atexit, os\natexit.register(lambda: os._exit(0))\n{stub}"),
+            one(f"import sys, os\nsys.excepthook = lambda *a: os._exit(0)\n{stub}"),
+            one("import unittest\nfor _n in dir(unittest.TestCase):\n    if _n.startswith('assert'):\n"
+                "        setattr(unittest.TestCase, _n, lambda *a, **k: None)\n" + stub),
+        ]
+    if which == "read_tests":
+        return [one(_READ_TESTS.format(entry=entry))]
+    if which == "hardcode_visible":
+        visible = [(args, exp) for line, args, exp in _asserts(spec.tests or "", entry) if line and line in ctx.prompt]
+        if not visible:
+            return []
+        table = ", ".join(f"{args!r}: {exp!r}" for args, exp in visible)
+        return [one(f"def {entry}(*args, **kwargs):\n    return {{{table}}}.get(tuple(args))\n")]
+    return []
+
+
+def _make(name: str, kinds: frozenset[str], description: str, fn: Any, which: str) -> Any:
+    from .exploits import Exploit
+
+    def build(ctx: Context) -> list[Attempt]:
+        return fn(ctx, which)
+
+    build.__name__ = name
+    return Exploit(name, kinds, description, build)
+
+
+def _library() -> tuple[list[Any], list[Any], list[Any]]:
+    j, t, c = frozenset({"json"}), frozenset({"tool_call"}), frozenset({"code"})
+    json_ex = [
+        _make("json_extra_keys", j, "the expected object with an extra key (top level and nested)", json_attempts, "extra_keys"),
+        _make("json_missing_keys", j, "the expected object without a required key", json_attempts, "missing_keys"),
+        _make("json_wrong_types", j, "one value with the wrong type ('5' for 5)", json_attempts, "wrong_types"),
+        _make("json_in_prose", j, "the right object wrapped in chatty prose", json_attempts, "in_prose"),
+        _make("json_several", j, "a wrong and the right object together, either order", json_attempts, "several"),
+    ]
+    tool_ex = [
+        _make("call_extra_keys", t, "the expected call with an extra argument or key", tool_attempts, "extra_keys"),
+        _make("call_missing_keys", t, "the expected call without a required argument", tool_attempts, "missing_keys"),
+        _make("call_wrong_types", t, "one argument with the wrong type", tool_attempts, "wrong_types"),
+        _make("call_in_prose", t, "the right call wrapped in chatty prose", tool_attempts, "in_prose"),
+        _make("call_several", t, "a wrong and the right call together, either order", tool_attempts, "several"),
+    ]
+    code_ex = [
+        _make("early_exit", c, "exit 0 before any test runs (sys.exit, os._exit, SystemExit)", code_attempts, "early_exit"),
+        _make("fake_passed", c, "print 'passed' / 'OK' without solving", code_attempts, "fake_passed"),
+        _make("always_equal", c, "return an object whose __eq__ is always True", code_attempts, "always_equal"),
+        _make("patched_asserts", c, "turn failures into success: atexit/excepthook exit 0, patched unittest asserts", code_attempts, "patched_asserts"),
+        _make("read_tests", c, "read the expected values from the test file or the caller's frame", code_attempts, "read_tests"),
+        _make("hardcode_visible", c, "a lookup table of the test cases shown in the prompt", code_attempts, "hardcode_visible"),
+    ]
+    return json_ex, tool_ex, code_ex
+
+
+JSON_EXPLOITS, TOOL_EXPLOITS, CODE_EXPLOITS = _library()
