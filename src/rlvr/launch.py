@@ -1,0 +1,203 @@
+"""Launch plan: the commands and accelerate config files that run a plan, and a rough duration.
+
+- One GPU (or CPU): ``rlvr train TASK --config PLAN.yaml``; vLLM, when used, is colocated.
+- Several GPUs or nodes: ``accelerate launch`` with a DeepSpeed ZeRO or FSDP config file written
+  beside the plan, running ``python -m rlvr.cli.main train``; in server mode the first GPU(s) of
+  node 0 run ``trl vllm-serve`` and training gets the rest (``CUDA_VISIBLE_DEVICES`` split).
+- CPU processes (the distributed smoke test): ``accelerate launch --multi_gpu --num_processes N``
+  with ``use_cpu: true`` in the GRPOConfig. accelerate's ``--cpu`` flag alone starts N
+  independent single processes; ``--multi_gpu`` starts them under torchrun, and with ``use_cpu``
+  accelerate then joins them with the gloo backend (checked with accelerate 1.15).
+
+The duration is a rough estimate, not a measurement: training FLOPs at 6 x active params x
+tokens (+2 x for the reference forward when beta > 0) at an assumed 35 % of the GPU's dense
+bf16 peak, plus bandwidth-bound decoding (each decode step reads the bf16 weights once). It
+ignores prefill, weight sync to vLLM, logging and evaluation. Treat it as an order of magnitude.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, PlanError, Problem
+
+# Assumptions of the duration estimate (H100 SXM-class numbers; override per GPU).
+GPU_BF16_FLOPS = 989e12
+GPU_BANDWIDTH = 3.35e12  # bytes/s
+MFU = 0.35
+
+
+@dataclass(frozen=True)
+class Cluster:
+    gpus: int = 1  # per node
+    nodes: int = 1
+    server_gpus: int = 0  # on node 0, for the vLLM server (server mode)
+    tensor_parallel: int = 1
+    zero: int = 0  # 0 (DDP), 1, 2, 3
+    fsdp: bool = False  # FSDP2 instead of DeepSpeed for sharding
+    bf16: bool = True
+    main_process_ip: str = "NODE0_IP"
+    main_process_port: int = 29500
+    vllm_port: int = 8000
+
+    @property
+    def train_processes(self) -> int:
+        return max(1, self.gpus * self.nodes - self.server_gpus)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    commands: tuple[str, ...]
+    files: Mapping[str, str] = field(default_factory=dict)  # file name (beside the plan) -> text
+    notes: tuple[str, ...] = ()
+
+
+def accelerate_config(cluster: Cluster, *, processes_per_node: int, cpu: bool = False) -> dict[str, Any]:
+    """An accelerate config file's mapping: DeepSpeed ZeRO-N, FSDP2 or plain multi-GPU (DDP)."""
+    cfg: dict[str, Any] = {
+        "compute_environment": "LOCAL_MACHINE",
+        "debug": False,
+        "machine_rank": 0,
+        "main_training_function": "main",
+        "mixed_precision": "bf16" if cluster.bf16 and not cpu else "no",
+        "num_machines": cluster.nodes,
+        "num_processes": processes_per_node * cluster.nodes,
+        "rdzv_backend": "static",
+        "same_network": True,
+        "use_cpu": cpu,
+    }
+    if cluster.nodes > 1:
+        cfg["main_process_ip"] = cluster.main_process_ip
+        cfg["main_process_port"] = cluster.main_process_port
+    if cpu or cluster.zero == 0 and not cluster.fsdp:
+        cfg["distributed_type"] = "MULTI_GPU"
+    elif cluster.fsdp:
+        cfg["distributed_type"] = "FSDP"
+        cfg["fsdp_config"] = {
+            "fsdp_version": 2,
+            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_reshard_after_forward": True,
+            "fsdp_state_dict_type": "FULL_STATE_DICT",
+            "fsdp_cpu_ram_efficient_loading": True,
+            "fsdp_offload_params": False,
+            "fsdp_activation_checkpointing": False,  # GRPOConfig.gradient_checkpointing does it
+        }
+    else:
+        cfg["distributed_type"] = "DEEPSPEED"
+        cfg["deepspeed_config"] = {
+            "deepspeed_multinode_launcher": "standard",
+            "offload_optimizer_device": "none",
+            "offload_param_device": "none",
+            "zero3_init_flag": cluster.zero == 3,
+            "zero3_save_16bit_model": cluster.zero == 3,
+            "zero_stage": cluster.zero,
+        }
+    return cfg
+
+
+def accelerate_config_name(cluster: Cluster) -> str:
+    if cluster.fsdp:
+        return "accelerate_fsdp2.yaml"
+    return f"accelerate_zero{cluster.zero}.yaml" if cluster.zero else "accelerate_ddp.yaml"
+
+
+def _q(parts: Sequence[str]) -> str:
+    return " ".join(shlex.quote(str(p)) for p in parts)
+
+
+def plan_launch(cluster: Cluster, *, task: str, config: str, model: str, run_dir: str = "runs/plan", use_vllm: bool = True, vllm_mode: str = "colocate") -> LaunchPlan:
+    """The commands that run ``config`` on ``cluster`` (files named relative to the plan)."""
+    plan_dir = str(Path(config).parent)
+    train_args = ["train", task, "--config", config, "--run-dir", run_dir]
+    if cluster.gpus * cluster.nodes <= 1:
+        return LaunchPlan((_q(["rlvr", *train_args]),),
+                          notes=("one GPU: vLLM colocated in the training process" if use_vllm else "one process, no vLLM",))
+    notes = []
+    server = use_vllm and vllm_mode == "server"
+    per_node = cluster.gpus - (cluster.server_gpus if server else 0)
+    if server and cluster.nodes > 1:
+        notes.append(f"node 0 gives GPUs 0..{cluster.server_gpus - 1} to the vLLM server; the other nodes train on all {cluster.gpus}: "
+                     "accelerate needs the same process count per node, so node 0 trains on fewer and the rest idle -- or run the server on a node of its own")
+    if per_node < 1:
+        raise PlanError(f"the vLLM server takes all {cluster.gpus} GPUs of the node; nothing is left to train on")
+    name = accelerate_config_name(cluster)
+    acc_path = str(Path(plan_dir) / name)
+    files = {name: _yaml(accelerate_config(cluster, processes_per_node=per_node))}
+    commands = []
+    train_devices = ""
+    if server:
+        server_devices = ",".join(str(i) for i in range(cluster.server_gpus))
+        train_devices = ",".join(str(i) for i in range(cluster.server_gpus, cluster.gpus))
+        tp = min(cluster.tensor_parallel, cluster.server_gpus) if cluster.tensor_parallel > 1 else cluster.server_gpus
+        dp = max(1, cluster.server_gpus // tp)
+        commands.append(f"CUDA_VISIBLE_DEVICES={server_devices} " + _q(["trl", "vllm-serve", "--model", model, "--tensor_parallel_size", str(tp),
+                                                                        "--data_parallel_size", str(dp), "--host", "0.0.0.0", "--port", str(cluster.vllm_port)]))
+        notes.append(f"start the vLLM server first (GPUs {server_devices}); training reaches it at vllm_server_host:{cluster.vllm_port} "
+                     "(trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags)")
+    for rank in range(cluster.nodes):
+        launch = ["accelerate", "launch", "--config_file", acc_path, "--num_processes", str(per_node * cluster.nodes)]
+        if cluster.nodes > 1:
+            launch += ["--num_machines", str(cluster.nodes), "--machine_rank", str(rank), "--main_process_ip", cluster.main_process_ip,
+                       "--main_process_port", str(cluster.main_process_port)]
+        prefix = f"CUDA_VISIBLE_DEVICES={train_devices} " if train_devices and rank == 0 else ""
+        commands.append(prefix + _q([*launch, "-m", "rlvr.cli.main", *train_args]))
+    if cluster.nodes > 1:
+        notes.append("run the accelerate command on every node, each with its --machine_rank; replace NODE0_IP with node 0's address")
+    return LaunchPlan(tuple(commands), files, tuple(notes))
+
+
+def accelerate_argv(num_processes: int, argv: Sequence[str], *, config_file: str | None = None, port: int | None = None) -> list[str]:
+    """The ``accelerate launch`` command line that reruns ``rlvr <argv>`` in N processes (used by
+    ``rlvr train --launch accelerate``). Without a config file, ``--multi_gpu`` starts the
+    processes under torchrun; on CPU (``use_cpu``) accelerate joins them with gloo."""
+    if num_processes < 1:
+        raise ConfigError(Problem("--num-processes", f"must be at least 1, got {num_processes}", "pass the number of training processes (GPUs)"))
+    cmd = [sys.executable, "-m", "accelerate.commands.launch"]
+    if config_file:
+        cmd += ["--config_file", config_file]
+    elif num_processes > 1:
+        cmd += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    else:
+        cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    cmd += ["--num_processes", str(num_processes)]
+    if port is not None:
+        cmd += ["--main_process_port", str(port)]
+    return [*cmd, "-m", "rlvr.cli.main", *argv]
+
+
+@dataclass(frozen=True)
+class Duration:
+    steps: int
+    tokens_per_step: int
+    seconds_per_step: float
+    hours: float
+    gpu_hours: float
+    basis: str
+
+
+def estimate_duration(*, active_params: int, params: int, prompt_tokens: int, completion_tokens: int, completions_per_step: int,
+                      steps: int, gpus: int, beta: float, concurrent_sequences: int, gpu_flops: float = GPU_BF16_FLOPS,
+                      bandwidth: float = GPU_BANDWIDTH, mfu: float = MFU) -> Duration:
+    """A rough duration: training compute plus bandwidth-bound decoding, per optimizer step."""
+    seq = prompt_tokens + completion_tokens
+    tokens = completions_per_step * seq
+    flops = (6 + (2 if beta > 0 else 0)) * active_params * tokens
+    train_s = flops / (gpus * gpu_flops * mfu)
+    waves = -(-completions_per_step // max(1, concurrent_sequences * gpus))
+    decode_s = waves * completion_tokens * (2.0 * params / bandwidth)
+    per_step = train_s + decode_s
+    hours = per_step * steps / 3600
+    basis = (f"{tokens} tokens/step ({completions_per_step} completions x {seq}); training {train_s:.1f} s at {mfu:.0%} of {gpu_flops / 1e12:.0f} TFLOP/s x {gpus} GPU(s), "
+             f"decoding {decode_s:.1f} s ({waves} wave(s) of {completion_tokens} bandwidth-bound steps at {bandwidth / 1e12:.2f} TB/s)")
+    return Duration(steps, tokens, per_step, hours, hours * gpus, basis)
+
+
+def _yaml(data: Mapping[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)

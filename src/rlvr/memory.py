@@ -1,0 +1,477 @@
+"""Memory planner: per-GPU memory of a GRPO run, from the model's config alone (no weights).
+
+What it counts, per training GPU (bytes; GB below means 1e9 bytes):
+
+- policy state: full fine-tuning keeps bf16 weights and gradients and fp32 AdamW master weights,
+  m and v (16 B/param); LoRA a frozen bf16 base (2 B/param) plus the adapters at 16 B/param;
+  QLoRA NF4 linears with double quantisation (~0.52 B/param) plus bf16 embeddings and lm_head.
+  ZeRO-3 / FSDP divide weights, gradients and optimizer states by the training GPUs; ZeRO-2
+  divides gradients and optimizer states; ZeRO-1 the optimizer states.
+- the reference model when beta > 0: +2 B/param with full fine-tuning (sharded like the policy
+  under ZeRO-3); nothing with PEFT (TRL disables the adapters instead) or with beta = 0.
+- vLLM colocated: ``vllm_gpu_memory_utilization`` x GPU memory, which must hold bf16 weights
+  (2 B/param over the tensor-parallel size) plus KV cache; KV bytes per token =
+  2 (K and V) x layers x kv_heads x head_dim x 2 (bf16). With sleep mode vLLM releases its share
+  during the training pass, so the peak is the larger of the two phases, not their sum.
+- activations with gradient checkpointing: tokens x layers x hidden x 2 B for the saved layer
+  inputs, plus one layer's working set (approximated as tokens x (6 x hidden + 3 x intermediate)
+  x 2 B -- an estimate, not a measurement).
+- the fp32 logits: tokens x vocab x 4 B (large at 150k-token vocabularies).
+- a fixed 2 GB for the CUDA context, allocator fragmentation and CUDA graphs.
+
+Limits, stated honestly: these are analytic estimates. Real runs add allocator fragmentation
+beyond the fixed allowance, temporary copies inside kernels, and framework buffers; a plan that
+fits with less than ~10 % headroom may not. MoE activations count the active experts only; LoRA
+adapters are counted on attention and dense MLP projections only (not on expert weights). The
+planner has not been checked against a GPU in this repository yet (bench/gpu_plan.sh does that).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, ModelError, PlanError, Problem
+
+GB = 1e9
+OVERHEAD_BYTES = 2 * GB  # CUDA context, fragmentation, CUDA graphs (notes: 1-2 GB context)
+VLLM_RUNTIME_BYTES = 1 * GB  # vLLM's own activations and buffers inside its share
+LORA_RANK = 16
+NF4_BYTES_PER_PARAM = 0.52  # 4-bit weights + double-quantised scales
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The numbers of a decoder-only transformer that memory depends on."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied_embeddings: bool = False
+    experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int = 0
+    shared_expert_intermediate: int = 0
+    qkv_bias: bool = False
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 1
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def attention_params(self) -> int:
+        q = self.hidden * self.heads * self.head_dim
+        kv = 2 * self.hidden * self.kv_heads * self.head_dim
+        o = self.heads * self.head_dim * self.hidden
+        bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.qkv_bias else 0
+        return q + kv + o + bias
+
+    @property
+    def mlp_params(self) -> int:
+        """Per layer, all experts (gated MLPs: gate, up, down)."""
+        if not self.moe:
+            return 3 * self.hidden * self.intermediate
+        experts = self.experts * 3 * self.hidden * self.moe_intermediate
+        shared = 3 * self.hidden * self.shared_expert_intermediate
+        return experts + shared + self.hidden * self.experts  # + router
+
+    @property
+    def active_mlp_params(self) -> int:
+        if not self.moe:
+            return self.mlp_params
+        return self.experts_per_token * 3 * self.hidden * self.moe_intermediate + 3 * self.hidden * self.shared_expert_intermediate
+
+    @property
+    def params(self) -> int:
+        per_layer = self.attention_params + self.mlp_params + 2 * self.hidden
+        return self.embedding_params + self.layers * per_layer + self.hidden
+
+    @property
+    def active_params(self) -> int:
+        per_layer = self.attention_params + self.active_mlp_params + 2 * self.hidden
+        return self.embedding_params + self.layers * per_layer + self.hidden
+
+    @property
+    def lora_params(self) -> int:
+        """Rank-16 adapters on every attention and dense MLP projection (not on experts)."""
+        r = LORA_RANK
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        attn = r * ((h + q) + 2 * (h + kv) + (q + h))
+        mlp = 0 if self.moe else r * 3 * (h + self.intermediate)
+        return self.layers * (attn + mlp)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return 2 * self.layers * self.kv_heads * self.head_dim * 2
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], name: str = "") -> Architecture:
+        """From a Hugging Face ``config.json`` (Llama, Qwen2/3, Mistral, Qwen-MoE, Mixtral style)."""
+        cfg = dict(cfg.get("text_config") or cfg) if isinstance(cfg.get("text_config"), Mapping) else dict(cfg)
+        problems = [Problem(f"config.{k}", "missing", "a decoder-only transformer config.json has it")
+                    for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size") if not cfg.get(k)]
+        if problems:
+            raise ConfigError(problems, source=name or "model config")
+        heads = int(cfg["num_attention_heads"])
+        hidden = int(cfg["hidden_size"])
+        experts = int(cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts") or 0)
+        return cls(
+            name=name or str(cfg.get("_name_or_path") or cfg.get("model_type") or "model"),
+            layers=int(cfg["num_hidden_layers"]),
+            hidden=hidden,
+            heads=heads,
+            kv_heads=int(cfg.get("num_key_value_heads") or heads),
+            head_dim=int(cfg.get("head_dim") or hidden // heads),
+            intermediate=int(cfg.get("intermediate_size") or 4 * hidden),
+            vocab=int(cfg["vocab_size"]),
+            tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            experts=experts,
+            experts_per_token=int(cfg.get("num_experts_per_tok") or 0),
+            moe_intermediate=int(cfg.get("moe_intermediate_size") or (cfg.get("intermediate_size") if experts else 0) or 0),
+            shared_expert_intermediate=int(cfg.get("shared_expert_intermediate_size") or 0),
+            qkv_bias=bool(cfg.get("attention_bias", cfg.get("model_type") == "qwen2")),
+        )
+
+
+def _arch(name: str, **kw: Any) -> Architecture:
+    return Architecture(name=name, **kw)
+
+
+# Published config.json numbers (no weights) of one model per size class.
+SIZE_CLASSES: dict[str, Architecture] = {
+    "0.5B": _arch("Qwen2.5-0.5B", layers=24, hidden=896, heads=14, kv_heads=2, head_dim=64, intermediate=4864, vocab=151936, tied_embeddings=True, qkv_bias=True),
+    "1.5B": _arch("Qwen2.5-1.5B", layers=28, hidden=1536, heads=12, kv_heads=2, head_dim=128, intermediate=8960, vocab=151936, tied_embeddings=True, qkv_bias=True),
+    "3B": _arch("Qwen2.5-3B", layers=36, hidden=2048, heads=16, kv_heads=2, head_dim=128, intermediate=11008, vocab=151936, tied_embeddings=True, qkv_bias=True),
+    "7B": _arch("Qwen2.5-7B", layers=28, hidden=3584, heads=28, kv_heads=4, head_dim=128, intermediate=18944, vocab=152064, qkv_bias=True),
+    "8B": _arch("Llama-3.1-8B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256),
+    "14B": _arch("Qwen2.5-14B", layers=48, hidden=5120, heads=40, kv_heads=8, head_dim=128, intermediate=13824, vocab=152064, qkv_bias=True),
+    "32B": _arch("Qwen2.5-32B", layers=64, hidden=5120, heads=40, kv_heads=8, head_dim=128, intermediate=27648, vocab=152064, qkv_bias=True),
+    "70B": _arch("Llama-3.1-70B", layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, intermediate=28672, vocab=128256),
+    # A mixture of experts, to show what GSPO is required for.
+    "30B-A3B": _arch("Qwen3-30B-A3B", layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, intermediate=6144, vocab=151936,
+                     experts=128, experts_per_token=8, moe_intermediate=768),
+}
+
+
+def load_architecture(ref: str) -> Architecture:
+    """A size class (``7B``), a model name from the table (``Llama-3.1-8B``), a config.json, a
+    model folder, ``builtin:<name>``, or a hub id already in the local cache."""
+    for key, arch in SIZE_CLASSES.items():
+        if ref.lower() in (key.lower(), arch.name.lower()):
+            return arch
+    path = Path(ref)
+    if path.is_file():
+        try:
+            return Architecture.from_config(json.loads(path.read_text()), name=str(path))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ModelError(f"{path}: not a readable config.json: {exc}") from None
+    if (path / "config.json").is_file() or ref.startswith("builtin:"):
+        from .models import model_config
+
+        return Architecture.from_config(model_config(ref), name=ref)
+    try:
+        from transformers import AutoConfig
+
+        cfg = AutoConfig.from_pretrained(ref)
+    except Exception as exc:  # noqa: BLE001 - offline, unknown id, not a model
+        known = ", ".join(f"{k} ({a.name})" for k, a in SIZE_CLASSES.items())
+        raise ModelError(f"cannot read the config of {ref!r} ({type(exc).__name__}); pass a config.json, a model folder or a size class: {known}") from None
+    return Architecture.from_config(cfg.to_dict(), name=ref)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to run: what the estimate depends on besides the model and the GPUs."""
+
+    gpus: int = 1
+    gpu_memory_gb: float = 80.0
+    peft: str = "none"  # none | lora | qlora
+    zero: int = 0  # 0 (plain DDP), 1, 2, 3 (FSDP counts as 3)
+    beta: float = 0.01
+    vllm: str = "colocate"  # colocate | server | none
+    vllm_util: float = 0.3
+    sleep_mode: bool = False
+    server_gpus: int = 0
+    tensor_parallel: int = 1
+    per_device_batch: int = 8
+    prompt_tokens: int = 256
+    completion_tokens: int = 256
+    gradient_checkpointing: bool = True
+
+    @property
+    def train_gpus(self) -> int:
+        return max(1, self.gpus - (self.server_gpus if self.vllm == "server" else 0))
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in one training micro-batch on one GPU."""
+        return self.per_device_batch * (self.prompt_tokens + self.completion_tokens)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Per-GPU bytes of each part, the peak and whether it fits."""
+
+    arch: Architecture
+    setting: Setting
+    parts: Mapping[str, float]
+    peak: float
+    capacity: float
+    notes: tuple[str, ...] = ()
+    kv_budget: float = 0.0
+    kv_tokens: int = 0
+    server_needs: float = 0.0
+
+    @property
+    def fits(self) -> bool:
+        return self.peak <= self.capacity and not any(n.startswith("does not fit") for n in self.notes)
+
+    def gb(self) -> dict[str, float]:
+        return {k: round(v / GB, 2) for k, v in self.parts.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.arch.name, "params": self.arch.params, "setting": self.setting.__dict__ | {},
+                "parts_gb": self.gb(), "peak_gb": round(self.peak / GB, 2), "capacity_gb": round(self.capacity / GB, 2),
+                "fits": self.fits, "kv_budget_gb": round(self.kv_budget / GB, 2), "kv_tokens": self.kv_tokens, "notes": list(self.notes)}
+
+
+def policy_bytes(arch: Architecture, s: Setting) -> dict[str, float]:
+    """Weights, gradients and optimizer states of the policy on one training GPU."""
+    p, n = arch.params, s.train_gpus
+    if s.peft == "none":
+        w, g, o = 2.0 * p, 2.0 * p, 12.0 * p
+        if s.zero >= 1:
+            o /= n
+        if s.zero >= 2:
+            g /= n
+        if s.zero >= 3:
+            w /= n
+        return {"weights": w, "gradients": g, "optimizer": o}
+    adapters = 16.0 * arch.lora_params
+    if s.peft == "lora":
+        base = 2.0 * p / (n if s.zero >= 3 else 1)
+    else:  # qlora: embeddings and lm_head stay in bf16
+        base = NF4_BYTES_PER_PARAM * (p - arch.embedding_params) + 2.0 * arch.embedding_params
+    return {"weights": base, "adapters": adapters}
+
+
+def reference_bytes(arch: Architecture, s: Setting) -> float:
+    if s.beta <= 0 or s.peft != "none":
+        return 0.0
+    return 2.0 * arch.params / (s.train_gpus if s.zero >= 3 else 1)
+
+
+def activation_bytes(arch: Architecture, s: Setting) -> float:
+    t = s.tokens
+    hidden_mlp = arch.intermediate if not arch.moe else arch.experts_per_token * arch.moe_intermediate
+    working = t * (6 * arch.hidden + 3 * hidden_mlp) * 2.0
+    if s.gradient_checkpointing:
+        return t * arch.layers * arch.hidden * 2.0 + working
+    return arch.layers * working
+
+
+def logits_bytes(arch: Architecture, s: Setting) -> float:
+    return s.tokens * arch.vocab * 4.0
+
+
+def kv_bytes(arch: Architecture, tokens: int) -> float:
+    return float(arch.kv_bytes_per_token) * tokens
+
+
+def estimate(arch: Architecture, s: Setting) -> Estimate:
+    """The per-GPU estimate of one setting. Server mode: the training GPUs' peak, with the server
+    GPUs' need reported apart (``server_needs``, per server GPU)."""
+    cap = s.gpu_memory_gb * GB
+    parts: dict[str, float] = dict(policy_bytes(arch, s))
+    parts["reference"] = reference_bytes(arch, s)
+    parts["activations"] = activation_bytes(arch, s)
+    parts["logits"] = logits_bytes(arch, s)
+    parts["overhead"] = OVERHEAD_BYTES
+    notes: list[str] = []
+    seq = s.prompt_tokens + s.completion_tokens
+    kv_budget, kv_tokens, server_needs = 0.0, 0, 0.0
+    resident = sum(v for k, v in parts.items() if k not in ("activations", "logits"))
+    training_peak = sum(parts.values())
+    if s.vllm == "colocate":
+        share = s.vllm_util * cap
+        vllm_weights = 2.0 * arch.params / s.tensor_parallel
+        kv_budget = share - vllm_weights - VLLM_RUNTIME_BYTES
+        parts["vllm"] = share
+        if s.sleep_mode:
+            # vLLM's weights and cache are offloaded during the training pass: two phases.
+            peak = max(resident + share, training_peak)
+        else:
+            peak = training_peak + share
+        if kv_budget < kv_bytes(arch, seq):
+            notes.append(f"does not fit: the vLLM share ({share / GB:.1f} GB) holds its weights ({vllm_weights / GB:.1f} GB) but not the KV cache of one {seq}-token sequence ({kv_bytes(arch, seq) / GB:.2f} GB)")
+    else:
+        peak = training_peak
+        if s.vllm == "server":
+            server_cap = s.server_gpus * cap * 0.9
+            server_weights = 2.0 * arch.params
+            kv_budget = server_cap - server_weights - VLLM_RUNTIME_BYTES * s.server_gpus
+            server_needs = (server_weights + VLLM_RUNTIME_BYTES * s.server_gpus + kv_bytes(arch, seq)) / max(s.server_gpus, 1)
+            if kv_budget < kv_bytes(arch, seq):
+                notes.append(f"does not fit: the vLLM server's {s.server_gpus} GPU(s) at 0.9 hold {server_cap / GB:.0f} GB, less than its weights ({server_weights / GB:.1f} GB) plus one sequence's KV cache")
+    if kv_budget > 0:
+        kv_tokens = int(kv_budget // arch.kv_bytes_per_token)
+        in_flight = s.per_device_batch * seq
+        if s.vllm != "none" and kv_tokens < in_flight:
+            notes.append(f"vLLM's KV budget holds {kv_tokens} tokens, fewer than a batch in flight ({in_flight}): vLLM pages and preempts, so generation is slower but does not fail")
+    if arch.moe:
+        notes.append("mixture of experts: use the gspo variant")
+    return Estimate(arch=arch, setting=s, parts=parts, peak=peak, capacity=cap, notes=tuple(notes),
+                    kv_budget=max(kv_budget, 0.0), kv_tokens=kv_tokens, server_needs=server_needs)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The first setting that fits, in order of preference, or why nothing does."""
+
+    estimate: Estimate | None
+    tried: int
+    reason: str = ""
+    closest: Estimate | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.estimate is not None
+
+    def config_patch(self) -> dict[str, Any]:
+        """The GRPOConfig values the recommendation sets."""
+        if self.estimate is None:
+            return {}
+        s = self.estimate.setting
+        patch: dict[str, Any] = {"per_device_train_batch_size": s.per_device_batch, "gradient_checkpointing": s.gradient_checkpointing}
+        if s.vllm == "none":
+            patch["use_vllm"] = False
+        else:
+            patch["use_vllm"] = True
+            patch["vllm_mode"] = s.vllm
+            if s.vllm == "colocate":
+                patch["vllm_gpu_memory_utilization"] = s.vllm_util
+                patch["vllm_enable_sleep_mode"] = s.sleep_mode
+                if s.tensor_parallel > 1:
+                    patch["vllm_tensor_parallel_size"] = s.tensor_parallel
+            else:
+                patch["vllm_server_host"] = "127.0.0.1"
+        return patch
+
+
+def candidates(base: Setting, *, fixed_peft: bool, vllm_available: bool = True) -> list[Setting]:
+    """Settings in order of preference: the recipe's batch first, full fine-tuning before PEFT,
+    no sharding before ZeRO, vLLM's share small before sleep mode (sleep mode costs step time)."""
+    pefts = [base.peft] if fixed_peft else ["none", "lora", "qlora"]
+    zeros = [0] if base.gpus == 1 else [0, 2, 3]
+    out = []
+    for peft in pefts:
+        for zero in zeros:
+            if peft == "qlora" and zero:
+                continue  # bitsandbytes 4-bit weights are not sharded by ZeRO-3 here: keep it simple
+            for batch in sorted({base.per_device_batch, 4, 2, 1}, reverse=True):
+                if batch > base.per_device_batch:
+                    continue
+                if not vllm_available:
+                    out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="none", server_gpus=0))
+                    continue
+                if base.gpus == 1:
+                    for util, sleep in ((0.3, False), (0.4, False), (0.3, True), (0.5, True), (0.7, True), (0.2, False), (0.2, True)):
+                        out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="colocate", vllm_util=util, sleep_mode=sleep, server_gpus=0))
+                else:
+                    for server in sorted({1, base.gpus // 4 or 1}):
+                        if server < base.gpus:
+                            out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="server", server_gpus=server))
+                    for util, sleep in ((0.3, False), (0.3, True), (0.5, True)):
+                        out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="colocate", vllm_util=util, sleep_mode=sleep, server_gpus=0))
+    return out
+
+
+HEADROOM = 0.9  # plan to 90 % of the GPU: the estimate leaves out fragmentation beyond 2 GB
+
+
+def recommend(arch: Architecture, base: Setting, *, fixed_peft: bool = False, vllm_available: bool = True) -> Recommendation:
+    """The first candidate whose peak stays under 90 % of the GPU, or the reason none does."""
+    tried = candidates(base, fixed_peft=fixed_peft, vllm_available=vllm_available)
+    closest: Estimate | None = None
+    for s in tried:
+        e = estimate(arch, s)
+        if closest is None or e.peak < closest.peak:
+            closest = e
+        blocked = [n for n in e.notes if n.startswith("does not fit")]
+        if e.peak <= HEADROOM * e.capacity and not blocked:
+            return Recommendation(e, len(tried))
+    assert closest is not None
+    biggest = max(closest.parts.items(), key=lambda kv: kv[1])
+    reason = (f"nothing fits {base.gpus} x {base.gpu_memory_gb:g} GB: the smallest of {len(tried)} settings needs {closest.peak / GB:.1f} GB per GPU "
+              f"({closest.setting.peft}, ZeRO-{closest.setting.zero}, batch {closest.setting.per_device_batch}); its largest part is {biggest[0]} "
+              f"at {biggest[1] / GB:.1f} GB. Add GPUs, use a smaller model, or shorten the completions")
+    blocked = [n for n in closest.notes if n.startswith("does not fit")]
+    if blocked:
+        reason += f"; {blocked[0]}"
+    return Recommendation(None, len(tried), reason, closest)
+
+
+def table(settings: Setting | None = None, classes: Mapping[str, Architecture] | None = None) -> list[dict[str, Any]]:
+    """One row per size class: parameters, state per regime, KV per token, logits, activations
+    (training micro-batch of ``settings.tokens`` tokens, 16,384 by default as in the notes)."""
+    s = settings or Setting(per_device_batch=8, prompt_tokens=0, completion_tokens=2048)
+    rows = []
+    for key, a in (classes or SIZE_CLASSES).items():
+        rows.append({
+            "class": key, "model": a.name, "params_b": round(a.params / 1e9, 2),
+            "full_ft_gb": round(16 * a.params / GB, 1), "lora_gb": round(sum(policy_bytes(a, replace(s, peft="lora")).values()) / GB, 1),
+            "qlora_gb": round(sum(policy_bytes(a, replace(s, peft="qlora")).values()) / GB, 1),
+            "copy_gb": round(2 * a.params / GB, 1), "kv_kib_per_token": a.kv_bytes_per_token / 1024,
+            "logits_gb": round(logits_bytes(a, s) / GB, 1), "activations_gb": round(s.tokens * a.layers * a.hidden * 2 / GB, 1),
+            "moe": a.moe,
+        })
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    cols = [("class", "class"), ("model", "model"), ("params_b", "params B"), ("full_ft_gb", "full FT"), ("lora_gb", "LoRA"),
+            ("qlora_gb", "QLoRA"), ("copy_gb", "+ref/vLLM"), ("kv_kib_per_token", "KV KiB/tok"), ("logits_gb", "logits"), ("activations_gb", "ckpt acts")]
+    data = [[str(r[k]) + ("*" if k == "model" and r.get("moe") else "") for k, _ in cols] for r in rows]
+    widths = [max(len(h), *(len(d[i]) for d in data)) for i, (_, h) in enumerate(cols)]
+    lines = ["  ".join(h.ljust(w) for (_, h), w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(d, widths, strict=True)) for d in data]
+    return "\n".join(lines)
+
+
+def format_estimate(e: Estimate) -> str:
+    s = e.setting
+    head = (f"{e.arch.name}: {e.arch.params / 1e9:.2f} B params{' (MoE, ' + format(e.arch.active_params / 1e9, '.2f') + ' B active)' if e.arch.moe else ''}, "
+            f"{s.gpus} GPU(s) x {s.gpu_memory_gb:g} GB, peft {s.peft}, ZeRO-{s.zero}, beta {s.beta:g}, vLLM {s.vllm}"
+            + (f" ({s.vllm_util:g} of the GPU{', sleep mode' if s.sleep_mode else ''})" if s.vllm == "colocate" else "")
+            + (f" ({s.server_gpus} server GPU(s))" if s.vllm == "server" else "")
+            + f", micro-batch {s.per_device_batch} x {s.prompt_tokens + s.completion_tokens} tokens")
+    lines = [head] + [f"  {k:<12} {v / GB:8.2f} GB" for k, v in e.parts.items() if v]
+    lines.append(f"  {'peak':<12} {e.peak / GB:8.2f} GB of {e.capacity / GB:g} GB per training GPU -> {'fits' if e.fits else 'does not fit'}")
+    if e.kv_tokens:
+        lines.append(f"  vLLM KV budget {e.kv_budget / GB:.2f} GB = {e.kv_tokens} tokens ({e.arch.kv_bytes_per_token / 1024:g} KiB/token)")
+    if e.server_needs:
+        lines.append(f"  vLLM server needs ~{e.server_needs / GB:.1f} GB per server GPU")
+    lines += [f"  note: {n}" for n in e.notes]
+    return "\n".join(lines)
+
+
+def fits_or_raise(rec: Recommendation) -> Estimate:
+    if rec.estimate is None:
+        raise PlanError(rec.reason)
+    return rec.estimate
+
+
+__all__ = ["SIZE_CLASSES", "Architecture", "Estimate", "Recommendation", "Setting", "estimate", "load_architecture",
+           "recommend", "table", "format_table", "format_estimate", "fits_or_raise"]
