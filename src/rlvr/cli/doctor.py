@@ -1,0 +1,43 @@
+"""`rlvr doctor RUN`: name the failure mode from a run's metrics, and patch the config with one change."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "name a run's failure mode from its metrics; --patch writes a config with the one change it calls for"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL metric names")
+    parser.add_argument("--config", metavar="PATH", help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on TRL/CSV input)")
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of the readable report")
+    parser.add_argument("--patch", action="store_true", help="write a new config with exactly one change group: the fix for the most urgent finding (or --finding)")
+    parser.add_argument("--finding", metavar="CHECK", help="with --patch: act on this finding (e.g. entropy_collapse) instead of the most urgent one")
+    parser.add_argument("--out", metavar="PATH", help="with --patch: where to write the config (default: RUN/config.doctor-<finding>.yaml)")
+    parser.add_argument("--force", action="store_true", help="with --patch: replace --out if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..doctor import diagnose, format_text, load_run, write_patch
+    from ..errors import ConfigError, Problem
+
+    if not args.patch and (args.finding or args.out or args.force):
+        raise ConfigError(Problem("--finding/--out/--force", "only mean something with --patch", "add --patch"))
+    d = diagnose(load_run(args.run, config=args.config))
+    if args.json:
+        out = d.to_json()
+        if args.patch:
+            path, finding = write_patch(d, args.out, check=args.finding, force=args.force)
+            out["patch_written"] = {"path": str(path), "finding": finding.check}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    # The report first, so a refused patch still leaves the reader with the evidence.
+    sys.stdout.write(format_text(d) + "\n")
+    sys.stdout.flush()
+    if args.patch:
+        path, finding = write_patch(d, args.out, check=args.finding, force=args.force)
+        variant = finding.patch.variant if finding.patch else ""
+        sys.stdout.write(f"\nwrote {path}: {variant} for {finding.check} (one change group; the header says why)\n")
+    return 0

@@ -1,0 +1,212 @@
+"""The doctor: a run's metrics -> named findings with evidence -> one config change.
+
+Plain GRPO first; a variant only when its symptom shows, otherwise two things changed at once and
+nobody can tell what helped. So ``diagnose`` names every symptom it sees, and ``patch_config``
+applies exactly one change group: the one for the first finding in priority order (a broken run,
+then a reward that measures the wrong thing, then the variants of DESIGN.md's table:
+
+- entropy collapse -> DAPO (loss_type "dapo", epsilon 0.2, epsilon_high 0.28, beta 0,
+  mask_truncated_completions, plus a soft overlong punishment term);
+- length and reward climbing together, incorrect answers growing -> Dr. GRPO (loss_type
+  "dr_grpo", scale_rewards "none");
+- a mixture-of-experts model on plain GRPO -> GSPO (importance_sampling_level "sequence",
+  epsilon 3e-4, epsilon_high 4e-4, beta 0, steps_per_generation 4x gradient accumulation).
+
+Findings whose fix is not a config value (a broken verifier, prompts that are too easy or too
+hard) carry no patch: ``patch_config`` then refuses and says what to do instead, rather than
+turning a knob that cannot help.
+
+Limits: see ``rlvr.doctor.checks`` for what is approximate. Everything here runs on CPU and reads
+files only; nothing loads a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError, Problem, RunError
+from .checks import CHECKS, SEVERITY_ORDER, Finding, Note, Patch
+from .table import Run, Series, is_moe, load_run, read_config
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    run: Run
+    findings: tuple[Finding, ...]  # symptoms, most urgent first
+    notes: tuple[Note, ...]  # what the config explains, or what could not be judged
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        steps = self.run.steps()
+        return {
+            "source": self.run.source, "kind": self.run.kind, "config": self.run.config_path,
+            "model_config": self.run.model_config_path, "steps": list(steps) if steps else None,
+            "logged_steps": len(self.run.train), "evals": len(self.run.evals),
+            "findings": [f.to_json() for f in self.findings], "notes": [n.to_json() for n in self.notes],
+            "warnings": list(self.run.warnings),
+        }
+
+
+def diagnose(run: Run) -> Diagnosis:
+    """Run every check. Findings are ordered by severity, then by check priority."""
+    findings: list[tuple[int, int, Finding]] = []
+    notes: list[Note] = []
+    for i, check in enumerate(CHECKS):
+        for item in check(run):
+            if isinstance(item, Note):
+                notes.append(item)
+            else:
+                findings.append((SEVERITY_ORDER[item.severity], i, item))
+    findings.sort(key=lambda t: (t[0], t[1]))
+    return Diagnosis(run, tuple(f for _, _, f in findings), tuple(notes))
+
+
+def choose(diagnosis: Diagnosis, check: str | None = None) -> Finding:
+    """The finding to act on: ``check`` if named, else the most urgent. Raises ``ConfigError``
+    when there is none, or when its fix is not a config change."""
+    if not diagnosis.findings:
+        raise ConfigError(Problem(diagnosis.run.source, "no findings, so there is nothing to patch", "keep plain GRPO; a variant only when its symptom shows"))
+    if check is None:
+        finding = diagnosis.findings[0]
+    else:
+        named = [f for f in diagnosis.findings if f.check == check]
+        if not named:
+            have = ", ".join(sorted({f.check for f in diagnosis.findings}))
+            raise ConfigError(Problem("--finding", f"{check!r} is not among this run's findings", f"pick one of: {have}"))
+        finding = named[0]
+    if finding.patch is None:
+        raise ConfigError(Problem(
+            finding.check, "its fix is not a config change, so no patch was written",
+            finding.suggestion + (" (or pick another finding with --finding)" if len(diagnosis.findings) > 1 else ""),
+        ))
+    return finding
+
+
+def patched(config: Mapping[str, Any], patch: Patch) -> dict[str, Any]:
+    """``config`` (a config.yaml mapping) with the patch's change group applied; a ``None`` value
+    removes the key so TRL derives it."""
+    out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in config.items()}
+    grpo = dict(out.get("grpo") or {})
+    for k, v in patch.grpo.items():
+        if v is None:
+            grpo.pop(k, None)
+        else:
+            grpo[k] = v
+    out["grpo"] = grpo
+    if isinstance(out.get("trl_resolved"), dict):  # keep the record consistent with what will run
+        for k, v in patch.grpo.items():
+            out["trl_resolved"][k] = v
+    if patch.add_terms:
+        # Reward terms live in the task file, not in GRPOConfig: recorded here for the reader, and
+        # the header says to add them to the task's rewards: list (never applied silently).
+        rlvr = dict(out.get("rlvr") or {})
+        rlvr["add_rewards"] = [dict(t) for t in patch.add_terms]
+        out["rlvr"] = rlvr
+    return out
+
+
+def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) -> str:
+    """The patched config as YAML, with a header naming the finding and a comment on each changed line."""
+    assert finding.patch is not None
+    patch = finding.patch
+    new = patched(config, patch)
+    old_grpo = config.get("grpo") or {}
+    lines = [
+        f"# Patched by `rlvr doctor` from {source}: one change group, nothing else differs.",
+        f"# finding: {finding.check} ({finding.severity}) -- {finding.evidence}",
+        f"# change: {patch.variant} -- {patch.why}",
+    ]
+    removed = [k for k, v in patch.grpo.items() if v is None and k in old_grpo]
+    if removed:
+        lines.append(f"# removed (TRL derives them): {', '.join(removed)}")
+    if patch.add_terms:
+        lines.append("# this change also adds a reward term (rlvr.add_rewards below); put it in the task file's rewards: list:")
+        for t in patch.add_terms:
+            lines.append("#   - " + yaml.safe_dump(dict(t), default_flow_style=True, width=1_000_000).strip())
+    body = yaml.safe_dump(new, sort_keys=False, default_flow_style=False, width=1_000_000).splitlines()
+    changed = {k for k, v in patch.grpo.items() if v is not None}
+    section = None
+    for line in body:
+        if line and not line.startswith(" "):
+            section = line.rstrip(":")
+        key = line.strip().split(":", 1)[0]
+        if section == "grpo" and line.startswith("  ") and not line.startswith("   ") and key in changed:
+            was = old_grpo.get(key, "<unset>")
+            line += f"  # doctor: {finding.check} ({patch.variant}); was {was!r}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def write_patch(diagnosis: Diagnosis, out: str | Path | None = None, *, check: str | None = None, force: bool = False) -> tuple[Path, Finding]:
+    """Write the patched config for the chosen finding; never overwrite without ``force``."""
+    finding = choose(diagnosis, check)
+    run = diagnosis.run
+    if run.config_path is None:
+        raise RunError(f"{run.source}: no config.yaml found to patch (fix: pass --config PATH to the run's config)")
+    config = yaml.safe_load(Path(run.config_path).read_text())
+    base = Path(run.source) if Path(run.source).is_dir() else Path(run.source).parent
+    path = Path(out) if out is not None else base / f"config.doctor-{finding.check}.yaml"
+    if path.exists() and not force:
+        raise RunError(f"{path}: already exists (fix: pass --out elsewhere, or --force to replace it)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_patch(config, finding, source=run.config_path))
+    tmp.replace(path)  # atomic: a crash leaves the old file or the new one, never half of one
+    return path, finding
+
+
+def format_text(d: Diagnosis) -> str:
+    """The terminal report."""
+    run = d.run
+    steps = run.steps()
+    head = [f"run: {run.source} ({run.kind}; {len(run.train)} logged steps" + (f", steps {steps[0]}-{steps[1]}" if steps else "") + f", {len(run.evals)} held-out evals)"]
+    head.append(f"config: {run.config_path or 'not found (checks that need it say so; pass --config)'}")
+    lines = head + [""]
+    if d.healthy:
+        lines.append("No findings: nothing in the metrics calls for a change. Keep plain GRPO.")
+    for i, f in enumerate(d.findings, 1):
+        lines.append(f"{i}. [{f.severity.upper()}] {f.check} ({f.metric})")
+        lines.append(f"   evidence: {f.evidence}")
+        lines.append(f"   fix: {f.suggestion}")
+        if f.patch:
+            changes = ", ".join(f"{k}={v!r}" if v is not None else f"{k} removed" for k, v in f.patch.grpo.items())
+            extra = " + reward term " + ", ".join(str(t.get("name")) for t in f.patch.add_terms) if f.patch.add_terms else ""
+            lines.append(f"   patch ({f.patch.variant}): {changes}{extra}")
+        elif run.config_known:
+            lines.append("   patch: none (the fix is not a config value)")
+        else:
+            lines.append("   patch: none (no config found to patch; pass --config)")
+    if d.notes:
+        lines += ["", "notes (explained by the config, or not judged):"] + [f"  - {n.check}: {n.text}" for n in d.notes]
+    for w in run.warnings:
+        lines.append(f"warning: {w}")
+    if d.findings and d.findings[0].patch:
+        lines += ["", f"`rlvr doctor {run.source} --patch` writes the {d.findings[0].patch.variant} change for {d.findings[0].check}, and only that."]
+    return "\n".join(lines)
+
+
+__all__ = [
+    "Diagnosis",
+    "Finding",
+    "Note",
+    "Patch",
+    "Run",
+    "Series",
+    "choose",
+    "diagnose",
+    "format_text",
+    "is_moe",
+    "load_run",
+    "patched",
+    "read_config",
+    "render_patch",
+    "write_patch",
+]
