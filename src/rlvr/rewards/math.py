@@ -1,0 +1,153 @@
+"""The ``math`` term: symbolic and numeric equivalence of the answer span with the ground truth.
+
+What is compared and how is in ``rlvr.rewards.mathcore`` (policies, structures, tolerance).
+This module adds what a reward needs around it:
+
+- Extraction is the task's answer span (``<answer>`` tags or ``\\boxed{}``), never "a number
+  somewhere". A completion without one is ``unparseable``.
+- Plain rationals on both sides (most arithmetic and GSM8K-style answers) are decided in this
+  process with exact ``Fraction`` arithmetic: bounded by construction, no worker round trip.
+- Everything else runs in a worker process from ``rlvr.rewards.pool`` with a hard timeout
+  (default 5 s) that works from any thread or process. A timeout, a worker out of memory or a
+  crash is an ``error`` verdict (``error_kind`` ``timeout``/``memory``/``crash``), never
+  ``wrong``; a ground truth that does not parse is ``error`` with ``error_kind="ground_truth"``.
+- An answer that restates an expression from the prompt (``12+5`` for "What is 12+5?") is
+  ``wrong``: evaluating it would reward copying the question. Plain numbers are exempt, since
+  a correct number may well appear in the prompt.
+- An answer that does not parse as math is ``wrong`` (the policy wrote something, just not a
+  readable answer), with the parser's reason in ``detail``.
+
+Ground-truth parses are cached (an LRU in each worker) because every group of G completions
+shares one ground truth.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..errors import VerifierError
+from .base import BaseVerifier, Sample, Verdict, ground_truth
+from .format import AnswerFormat, extract
+from .mathcore import MathPolicy, fast_compare, fast_rational
+from .pool import Result, WorkerPool, shared_pool
+
+PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.mathcore")
+_SPACE = re.compile(r"\s+")
+_OPERATOR = re.compile(r"[-+*/^]|\\frac|\\times|\\cdot|\\sqrt")
+
+
+@dataclass(frozen=True)
+class _Job:
+    index: int
+    gold: str
+    answer: str
+    span: tuple[int, int] | None
+
+
+def _restates_prompt(answer: str, prompt: str) -> bool:
+    """An expression (not a plain number) that appears verbatim, spaces aside, in the prompt."""
+    a = _SPACE.sub("", answer)
+    if len(a) < 3 or fast_rational(a) is not None or not _OPERATOR.search(a):
+        return False
+    return a in _SPACE.sub("", prompt)
+
+
+class MathVerifier(BaseVerifier):
+    """1.0 when the answer is mathematically equal to the ground truth under the policy.
+
+    Options: every ``MathPolicy`` field (``ordered_lists``, ``rel_tol``, ``abs_tol``, ``form``,
+    ``angles``, ``percent``, ``assignment``), ``timeout`` (seconds per comparison), ``workers``
+    (worker processes; default min(4, cores)), ``reject_restated`` (default true), plus the
+    task's ``answer_format`` and ``column``.
+    """
+
+    kind = "answer"
+
+    def __init__(
+        self,
+        answer_format: AnswerFormat | None = None,
+        column: str = "answer",
+        timeout: float = 5.0,
+        workers: int | None = None,
+        reject_restated: bool = True,
+        pool: WorkerPool | None = None,
+        **policy: Any,
+    ) -> None:
+        known = {f.name for f in fields(MathPolicy)}
+        unknown = sorted(set(policy) - known)
+        if unknown:
+            raise VerifierError(f"unknown math option(s) {unknown}; known: {', '.join(sorted(known | {'timeout', 'workers', 'reject_restated', 'column'}))}")
+        try:
+            self.policy = MathPolicy(**policy)
+        except TypeError as exc:
+            raise VerifierError(f"bad math options: {exc}") from exc
+        problems = []
+        if self.policy.form not in ("equivalent", "structural"):
+            problems.append(f"form must be 'equivalent' or 'structural', got {self.policy.form!r}")
+        if self.policy.angles not in ("plain", "degrees"):
+            problems.append(f"angles must be 'plain' or 'degrees', got {self.policy.angles!r}")
+        if self.policy.percent not in ("strip", "fraction", "either"):
+            problems.append(f"percent must be 'strip', 'fraction' or 'either', got {self.policy.percent!r}")
+        if not timeout or timeout <= 0:
+            problems.append(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if problems:
+            raise VerifierError("; ".join(problems))
+        self.fmt = answer_format or AnswerFormat()
+        self.column = column
+        self.timeout = float(timeout)
+        self.workers = workers
+        self.reject_restated = reject_restated
+        self._pool = pool
+
+    @property
+    def pool(self) -> WorkerPool:
+        # Resolved on first use, so building a task (validation, --help) starts no process.
+        return self._pool or shared_pool(PRELOAD, self.workers)
+
+    def verify(self, sample: Sample) -> Verdict:
+        return self.verify_batch([sample])[0]
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        out: list[Verdict | None] = [None] * len(samples)
+        jobs: list[_Job] = []
+        for i, s in enumerate(samples):
+            gold = ground_truth(s.row, self.column)
+            if gold is None:
+                out[i] = Verdict.error(f"row has no ground truth in column {self.column!r}", kind="ground_truth")
+                continue
+            ex = extract(s.completion, self.fmt)
+            if not ex.ok or ex.answer is None:
+                out[i] = Verdict.unparseable(ex.problem or "no answer span")
+                continue
+            if self.reject_restated and _restates_prompt(ex.answer, s.prompt):
+                out[i] = Verdict.wrong(answer=ex.answer, span=ex.span, detail="the answer restates an expression from the prompt")
+                continue
+            fast = fast_compare(gold, ex.answer, self.policy)
+            if fast is not None:
+                out[i] = self._verdict(("equal" if fast else "unequal", ""), gold, ex.answer, ex.span)
+                continue
+            jobs.append(_Job(i, gold, ex.answer, ex.span))
+        if jobs:
+            results = self.pool.map("rlvr.rewards.mathcore:compare_texts", [(j.gold, j.answer, self.policy) for j in jobs], timeout=self.timeout)
+            for job, res in zip(jobs, results, strict=True):
+                out[job.index] = self._from_result(res, job)
+        return [v for v in out if v is not None]
+
+    def _from_result(self, res: Result, job: _Job) -> Verdict:
+        if not res.ok:
+            return Verdict.error(res.detail, kind=res.error_kind or "crash", answer=job.answer, span=job.span)
+        return self._verdict(res.value, job.gold, job.answer, job.span)
+
+    @staticmethod
+    def _verdict(status: tuple[str, str], gold: str, answer: str, span: tuple[int, int] | None) -> Verdict:
+        code, detail = status
+        if code == "equal":
+            return Verdict.correct(answer=answer, span=span)
+        if code == "gold_unparseable":
+            return Verdict.error(f"ground truth {gold[:80]!r} does not parse: {detail}", kind="ground_truth", answer=answer, span=span)
+        if code == "pred_unparseable":
+            return Verdict.wrong(answer=answer, span=span, detail=f"answer does not parse as math: {detail}")
+        return Verdict.wrong(answer=answer, span=span, detail=f"expected {gold[:80]!r}" + (f" ({detail})" if detail else ""))

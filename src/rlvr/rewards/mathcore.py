@@ -1,0 +1,581 @@
+"""Math answer equivalence: text clean-up, structure, parsing and comparison.
+
+This module is what the worker processes of ``rlvr.rewards.math`` run; the parent process only
+uses the cheap part (``clean`` and ``fast_compare``, pure string and ``Fraction`` work with
+linear-time regexes), so sympy is imported lazily, inside the functions that need it.
+
+Pipeline for one (gold, prediction) pair:
+
+1. ``clean``: strip ``$``/``\\(\\)``, ``\\left``/``\\right``, spacing commands, a wrapping
+   ``\\boxed{}``, trailing periods, ``\\$``; note and strip degree marks (``^\\circ``, ``°``) and
+   percent signs; drop text units (``5 \\text{ cm}``, ``12 dollars``); remove thousands
+   separators from plain numbers; flag hedges (``3 \\text{ or } 5``, ``3 or 5``).
+2. ``structure``: split at the top level into a matrix, a set ``\\{…\\}``, a union of intervals,
+   a bracketed sequence (tuple or interval: the brackets are kept and must match), a bare comma
+   list, or a scalar. Structures of different kinds are never equal.
+3. Scalars: plain rationals (``-12``, ``3.25``, ``1e-3``, ``7/8``, ``\\frac{7}{8}``) become
+   ``Fraction`` and compare exactly; everything else is parsed by ``latex2sympy2_extended``
+   (its ANTLR grammar; nothing is ever ``eval``-ed) after a few plain-text rewrites (``sqrt(2)``,
+   ``pi``, ``**``, ``3e5``).
+4. Comparison of two sympy values: numbers are evaluated to 30 significant digits and compared
+   *relatively* (``|a-b| <= max(abs_tol, rel_tol*max(|a|,|b|))``, default ``rel_tol=1e-9``),
+   so 1/2^99 and 1/2^98 differ however small both are. Expressions with symbols are first
+   evaluated at fixed sample points (fast rejection), then ``simplify(a - b) == 0`` decides;
+   if simplify cannot prove it but all sample points agree to 1e-12, they count as equal
+   (a numerical identity test: this is the one approximate step). Equations are equal when
+   ``(lhs1 - rhs1) / (lhs2 - rhs2)`` is a nonzero constant -- not because both end in ``= 0``.
+
+Policies (``MathPolicy``): ordered vs unordered bare lists, tolerance, structural form
+(``x^2-1`` is not ``(x-1)(x+1)`` for a "factor" task), degrees (45° equals π/4 only when
+``angles="degrees"``), percent handling, and whether ``x = 3`` counts as ``3``.
+
+Known limits: text units are dropped, not converted (``1 km`` equals ``1`` and ``1 m``);
+``lowercase_symbols`` is on in the LaTeX parser, so ``X`` and ``x`` are the same symbol;
+intervals written with parentheses and 2-tuples are the same structure; no chemistry, no
+multiple-choice letters beyond exact text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Literal
+
+MAX_ANSWER_CHARS = 1000
+MAX_DEPTH = 40
+
+
+@dataclass(frozen=True)
+class MathPolicy:
+    """How two answers are compared. Every field is a task-file option of the ``math`` term.
+
+    ordered_lists: a bare list ``1, 2, 3`` must match in order (hendrycks MATH's convention);
+        False compares bare lists as multisets. Sets ``\\{…\\}`` are always unordered, tuples and
+        intervals always ordered.
+    rel_tol / abs_tol: numeric tolerance; the default is exact up to 30-digit evaluation noise.
+        Raise ``rel_tol`` (e.g. 1e-4) only when the task accepts rounded decimals.
+    form: ``equivalent`` (any equal value counts) or ``structural`` (the parsed expressions must
+        be identical after sympy's automatic canonicalisation: ``x^2-1`` does not match
+        ``(x-1)(x+1)``; ``2x+1`` matches ``1+2x``).
+    angles: ``plain`` (a degree sign is dropped: 45° equals 45) or ``degrees`` (a degree sign
+        means ×π/180: 45° equals π/4).
+    percent: ``strip`` (50% equals 50), ``fraction`` (50% equals 0.5) or ``either``.
+    assignment: ``x = 3`` counts as ``3`` (a single symbol on the left).
+    """
+
+    ordered_lists: bool = True
+    rel_tol: float = 1e-9
+    abs_tol: float = 0.0
+    form: Literal["equivalent", "structural"] = "equivalent"
+    angles: Literal["plain", "degrees"] = "plain"
+    percent: Literal["strip", "fraction", "either"] = "strip"
+    assignment: bool = True
+
+
+class ParseFailure(Exception):
+    """An answer is not math we can read."""
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    text: str
+    degrees: bool = False
+    percent: bool = False
+    hedged: bool = False
+
+
+# -- 1. clean ----------------------------------------------------------------------------------
+_DROP = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|\\!|\\,|\\;|\\:|\\ |\\q?quad(?![a-zA-Z])|~")
+_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
+_PERCENT = re.compile(r"\\?%\s*$")
+_TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
+_TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
+_PLAIN_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*\.?$")
+_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
+_HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
+_AND = re.compile(r"\s+and\s+|\\text\{\s*and\s*\}")
+
+
+def clean(text: str) -> Cleaned:
+    s = text.strip()
+    if len(s) > MAX_ANSWER_CHARS:
+        raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
+    for pre, post in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+        if len(s) >= len(pre) + len(post) and s.startswith(pre) and s.endswith(post):
+            s = s[len(pre) : len(s) - len(post)].strip()
+            break
+    if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
+        s = s[len("\\boxed{") : -1].strip()
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\$", "").replace("−", "-")
+    s = _DROP.sub(" ", s).strip()
+    hedged = bool(_HEDGE.search(s.replace("\\text{", " ").replace("}", " ")))
+    degrees = bool(_DEGREE.search(s))
+    s = _DEGREE.sub("", s).strip()
+    percent = bool(_PERCENT.search(s))
+    s = _PERCENT.sub("", s).strip()
+    while s.endswith(".") and not s.endswith(".."):
+        s = s[:-1].rstrip()
+    # A trailing \text{...} after something else is a unit ("5 \text{ cm}"); a lone \text{A} is
+    # the answer itself.
+    m = _TEXT_UNIT_END.search(s)
+    if m and s[: m.start()].strip():
+        s = s[: m.start()].strip()
+    s = _TEXT.sub(lambda mm: mm.group(1), s).strip()
+    m2 = _PLAIN_UNIT.match(s)
+    if m2 and not hedged:
+        s = m2.group(1)
+    if _THOUSANDS.match(s):
+        s = s.replace("{,}", "").replace(",", "")
+    s = _AND.sub(", ", s)
+    return Cleaned(s, degrees, percent, hedged)
+
+
+def _closing(s: str, i: int) -> int:
+    """Index of the bracket closing the one at ``i`` (any of ([{ closes with any of )]}), or -1."""
+    depth = 0
+    for j in range(i, len(s)):
+        c = s[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+            if depth < 0:
+                return -1
+    return -1
+
+
+def _depth(s: str) -> int:
+    depth = best = 0
+    for c in s:
+        if c in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif c in ")]}":
+            depth -= 1
+    return best
+
+
+def split_top(s: str, sep: str) -> list[str]:
+    """Split at ``sep`` outside brackets."""
+    parts, depth, start, i, n = [], 0, 0, 0, len(sep)
+    while i < len(s):
+        c = s[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and s.startswith(sep, i):
+            parts.append(s[start:i])
+            start = i + n
+            i += n
+            continue
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+# -- 2. structure ------------------------------------------------------------------------------
+_MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
+
+
+@dataclass(frozen=True)
+class Node:
+    """``kind`` is scalar, matrix, set, seq, list or union; ``items`` hold child nodes (rows of
+    a matrix are seq nodes) and ``value`` a scalar's text."""
+
+    kind: str
+    items: tuple[Node, ...] = ()
+    value: str = ""
+    brackets: str = ""
+
+
+def structure(s: str) -> Node:
+    s = s.strip()
+    if not s:
+        raise ParseFailure("empty answer")
+    if _depth(s) > MAX_DEPTH:
+        raise ParseFailure(f"brackets nested more than {MAX_DEPTH} deep")
+    m = _MATRIX.match(s)
+    if m:
+        rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+        return Node("matrix", tuple(Node("seq", tuple(structure(c) for c in r.split("&")), brackets="[]") for r in rows))
+    if s.startswith("\\{") and s.endswith("\\}"):
+        inner = s[2:-2]
+        return Node("set", tuple(structure(p) for p in split_top(inner, ",") if p))
+    parts = split_top(s, "\\cup")
+    if len(parts) > 1:
+        return Node("union", tuple(structure(p) for p in parts))
+    if s[0] in "([" and s[-1] in ")]" and _closing(s, 0) == len(s) - 1:
+        items = split_top(s[1:-1], ",")
+        if len(items) == 1:
+            return structure(items[0]) if s[0] == "(" or s[-1] == "]" else Node("scalar", value=s)
+        return Node("seq", tuple(structure(p) for p in items), brackets=s[0] + s[-1])
+    if s[0] == "{" and _closing(s, 0) == len(s) - 1:
+        items = split_top(s[1:-1], ",")
+        if len(items) > 1:
+            return Node("set", tuple(structure(p) for p in items))
+    items = split_top(s, ",")
+    if len(items) > 1:
+        if any(not p for p in items):
+            raise ParseFailure("empty item in a list")
+        return Node("list", tuple(structure(p) for p in items))
+    items = split_top(s, ";")
+    if len(items) > 1:
+        return Node("list", tuple(structure(p) for p in items if p))
+    return Node("scalar", value=s)
+
+
+# -- 3. scalars --------------------------------------------------------------------------------
+_DECIMAL = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?$")
+_SLASH = re.compile(r"^([+-]?\d+)\s*/\s*(\d+)$")
+_FRAC = re.compile(r"^([+-]?)\\frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))$")
+
+
+def fast_rational(s: str) -> Fraction | None:
+    """A plain rational literal as an exact ``Fraction``, or None (then sympy parses it)."""
+    s = s.strip()
+    if len(s) > 200:
+        return None
+    if _DECIMAL.match(s):
+        return Fraction(s)
+    m = _SLASH.match(s)
+    if m and int(m.group(2)) != 0:
+        return Fraction(int(m.group(1)), int(m.group(2)))
+    m = _FRAC.match(s)
+    if m:
+        num, den = int(m.group(2) or m.group(3)), int(m.group(4) or m.group(5))
+        if den:
+            return Fraction(-num if m.group(1) == "-" else num, den)
+    return None
+
+
+_SQRT_PAREN = re.compile(r"\\?sqrt\s*\(([^()]*)\)")
+_SQRT_BARE = re.compile(r"\\sqrt\s*(\d|[a-zA-Z](?![a-zA-Z]))")
+_FRAC_BARE = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
+_INF = re.compile(r"(?<![\\a-zA-Z])(?:inf|infty|infinity)(?![a-zA-Z])")
+_SCI = re.compile(r"^([+-]?\d+(?:\.\d+)?)[eE]([+-]?\d+)$")
+_FUNCS = re.compile(r"(?<![\\a-zA-Z])(sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)(?![a-zA-Z])")
+
+
+def to_latex(s: str) -> str:
+    """Plain-text math to the LaTeX the parser reads."""
+    s = s.replace("**", "^").replace("×", "\\times ").replace("·", "\\cdot ").replace("√", "\\sqrt")
+    s = s.replace("≤", "\\leq ").replace("≥", "\\geq ").replace("≠", "\\neq ").replace("π", "\\pi ")
+    m = _SCI.match(s)
+    if m:
+        return f"{m.group(1)}\\times 10^{{{m.group(2)}}}"
+    s = _SQRT_PAREN.sub(lambda mm: "\\sqrt{" + mm.group(1) + "}", s)
+    s = _SQRT_BARE.sub(lambda mm: "\\sqrt{" + mm.group(1) + "}", s)
+    s = _FRAC_BARE.sub(lambda mm: "\\frac{" + mm.group(1) + "}{" + mm.group(2) + "}", s)
+    s = _PI.sub(r"\\pi ", s)
+    s = _INF.sub(r"\\infty ", s)
+    s = _FUNCS.sub(lambda mm: "\\" + mm.group(1) + " ", s)
+    return s
+
+
+@lru_cache(maxsize=8192)
+def parse_scalar(s: str) -> Any:
+    """A scalar's value: a ``Fraction`` or a sympy object. Cached: ground truths repeat."""
+    q = fast_rational(s)
+    if q is not None:
+        return q
+    from latex2sympy2_extended import latex2sympy
+    from latex2sympy2_extended.math_normalization import NormalizationConfig
+
+    config = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False)
+    try:
+        value = latex2sympy(to_latex(s), normalization_config=config)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the grammar raises plain Exception
+        raise ParseFailure(f"cannot parse {s[:80]!r}: {str(exc).splitlines()[0][:120]}") from None
+    if value is None:
+        raise ParseFailure(f"cannot parse {s[:80]!r}")
+    return value
+
+
+# -- 4. comparison -----------------------------------------------------------------------------
+_POINTS = (Fraction(37, 100), Fraction(171, 100), Fraction(-53, 100), Fraction(29, 10), Fraction(-13, 7))
+
+
+def _sym(v: Any) -> Any:
+    import sympy
+
+    return sympy.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else v
+
+
+def _num_close(a: Any, b: Any, policy: MathPolicy) -> bool | None:
+    """Numeric closeness of two sympy numbers; None when they do not evaluate to numbers."""
+    import sympy
+
+    try:
+        x, y = sympy.N(a, 30), sympy.N(b, 30)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001
+        return None
+    if not (x.is_number and y.is_number):
+        return None
+    xr, xi = x.as_real_imag()
+    yr, yi = y.as_real_imag()
+    vals = [xr, xi, yr, yi]
+    if not all(v.is_finite and v.is_Number for v in vals):
+        if all(v.is_Number or v.is_infinite for v in vals):
+            return bool(xr == yr and xi == yi)
+        return None
+    diff = abs(sympy.Float(xr - yr, 30)) + abs(sympy.Float(xi - yi, 30))
+    scale = max(abs(xr) + abs(xi), abs(yr) + abs(yi))
+    return bool(diff <= max(policy.abs_tol, policy.rel_tol * scale))
+
+
+def _points_agree(d: Any, symbols: list[Any]) -> bool | None:
+    """Whether expression ``d`` is (numerically) zero at every sample point; None if undefined."""
+    import sympy
+
+    seen = False
+    for k in range(len(_POINTS)):
+        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
+        try:
+            val = sympy.N(d.subs(subs), 30)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception:  # noqa: BLE001
+            continue
+        if not val.is_number or val.has(sympy.zoo, sympy.nan):
+            continue
+        seen = True
+        if abs(val) > sympy.Float("1e-12"):
+            return False
+    return True if seen else None
+
+
+def _too_big(expr: Any) -> bool:
+    """Whether a power in ``expr`` has a numeric exponent over 10^5 in size (its value would
+    have more digits than we can evaluate within a timeout)."""
+    import sympy
+
+    for node in sympy.preorder_traversal(expr):
+        if isinstance(node, sympy.Pow) and node.exp.is_number and node.base not in (0, 1, -1):
+            if node.exp.has(sympy.Pow) and _too_big(node.exp):
+                return True
+            try:
+                if abs(float(node.exp)) > 1e5:
+                    return True
+            except (TypeError, ValueError, OverflowError):
+                return True
+        if isinstance(node, sympy.factorial) and node.args[0].is_number:
+            try:
+                if abs(float(node.args[0])) > 1e5:
+                    return True
+            except (TypeError, ValueError, OverflowError):
+                return True
+    return False
+
+
+def _expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
+    import sympy
+
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a == b
+    a, b = _sym(a), _sym(b)
+    if isinstance(a, sympy.Basic) and isinstance(b, sympy.Basic) and (a.is_Relational or b.is_Relational):
+        return _relation_equal(a, b, policy)
+    if isinstance(a, sympy.MatrixBase) or isinstance(b, sympy.MatrixBase):
+        if not (isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase)) or a.shape != b.shape:
+            return False
+        return all(_expr_equal(x, y, policy) for x, y in zip(a, b, strict=True))
+    if isinstance(a, sympy.Set) or isinstance(b, sympy.Set):
+        return bool(a == b)
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return bool(a == b)
+    if policy.form == "structural":
+        if a == b:
+            return True
+        if a.is_number and b.is_number and not a.free_symbols and a.is_Rational and b.is_Rational:
+            return bool(a == b)
+        return False
+    if a == b:
+        return True
+    symbols = sorted(a.free_symbols | b.free_symbols, key=str)
+    if _too_big(a) or _too_big(b):
+        # 10^{10^{10}} and friends: evaluating them would not finish; only identical
+        # expressions are equal.
+        return False
+    if not symbols:
+        close = _num_close(a, b, policy)
+        if close is not None:
+            return close
+        return bool(sympy.simplify(a - b) == 0)
+    d = a - b
+    agree = _points_agree(d, symbols)
+    if agree is False:
+        return False
+    if sympy.simplify(d) == 0:
+        return True
+    return bool(agree)
+
+
+def _relation_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
+    import sympy
+
+    if not (a.is_Relational and b.is_Relational):
+        return False  # assignments were unwrapped in text already; an equation is not a value
+    if type(a) is not type(b):
+        if isinstance(a, sympy.Equality) or isinstance(b, sympy.Equality):
+            return False
+        b = b.reversed  # x < 3 is 3 > x
+        if type(a) is not type(b):
+            return False
+    d1, d2 = a.lhs - a.rhs, b.lhs - b.rhs
+    if d1 == 0 or d2 == 0:
+        return bool(d1 == d2 and a == b)
+    if policy.form == "structural":
+        return bool(a == b)
+    # Equal as equations/inequalities when one difference is a constant multiple of the other
+    # (positive for inequalities). Two equations that both end in "= 0" are therefore compared
+    # by their left sides, never by the zero they share.
+    ratio = sympy.simplify(d1 / d2)
+    if ratio.free_symbols or not ratio.is_number or ratio == 0 or not ratio.is_finite:
+        return False
+    if not isinstance(a, sympy.Equality) and not (ratio.is_positive):
+        return False
+    return True
+
+
+def _apply_flags(value: Any, c: Cleaned, policy: MathPolicy, percent_mode: str) -> Any:
+    if c.degrees and policy.angles == "degrees":
+        import sympy
+
+        value = _sym(value) * sympy.pi / 180
+    if c.percent and percent_mode == "fraction":
+        value = value / 100 if isinstance(value, Fraction) else _sym(value) / 100
+    return value
+
+
+_ASSIGN = re.compile(r"^\s*([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?|\\[a-zA-Z]+)\s*=\s*([^=<>]+)$")
+
+
+def _scalar_text(s: str, policy: MathPolicy) -> str:
+    if policy.assignment:
+        m = _ASSIGN.match(s)
+        if m:
+            return m.group(2).strip()
+    return s
+
+
+def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
+    cg, cp = clean(g), clean(p)
+    if cp.hedged:
+        return False
+    gv = parse_scalar(_scalar_text(cg.text, policy))
+    pv = parse_scalar(_scalar_text(cp.text, policy))
+    modes = ("strip", "fraction") if policy.percent == "either" else (policy.percent,)
+    for mode in modes:
+        if _expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
+            return True
+    return False
+
+
+def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPolicy) -> bool:
+    if len(gs) != len(ps):
+        return False
+    used = [False] * len(ps)
+    for g in gs:
+        for j, p in enumerate(ps):
+            if not used[j] and _node_equal(g, p, policy):
+                used[j] = True
+                break
+        else:
+            return False
+    return True
+
+
+def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
+    if g.kind != p.kind:
+        return False
+    if g.kind == "scalar":
+        return _scalar_equal(g.value, p.value, policy)
+    if len(g.items) != len(p.items):
+        return False
+    if g.kind in ("set", "union") or (g.kind == "list" and not policy.ordered_lists):
+        return _match_unordered(g.items, p.items, policy)
+    if g.kind == "seq" and g.brackets != p.brackets:
+        return False
+    return all(_node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True))
+
+
+@lru_cache(maxsize=8192)
+def parse_answer(text: str) -> Node:
+    """Clean and structure an answer, parsing every scalar (so a bad ground truth fails here,
+    once, and is cached)."""
+    c = clean(text)
+    node = structure(c.text) if not (c.degrees or c.percent) else Node("scalar", value=text.strip())
+    _parse_leaves(node)
+    return node
+
+
+def _parse_leaves(node: Node) -> None:
+    if node.kind == "scalar":
+        c = clean(node.value)
+        parse_scalar(_scalar_text(c.text, MathPolicy()))
+        parse_scalar(c.text)
+        return
+    for child in node.items:
+        _parse_leaves(child)
+
+
+def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
+    """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
+    ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
+    try:
+        g = parse_answer(gold)
+    except ParseFailure as exc:
+        return "gold_unparseable", str(exc)
+    try:
+        cp = clean(pred)
+    except ParseFailure as exc:
+        return "pred_unparseable", str(exc)
+    if cp.hedged:
+        return "unequal", "hedged answer (several alternatives)"
+    try:
+        p = parse_answer(pred)
+    except ParseFailure as exc:
+        return "pred_unparseable", str(exc)
+    try:
+        equal = _node_equal(g, p, policy)
+    except ParseFailure as exc:
+        return "pred_unparseable", str(exc)
+    if equal:
+        return "equal", ""
+    if g.kind != p.kind:
+        return "unequal", f"expected a {g.kind}, got a {p.kind}"
+    return "unequal", ""
+
+
+def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
+    """Decide cheaply in the calling process when both sides are plain rationals (integers,
+    decimals, ``a/b``, ``\\frac{a}{b}``); None means "ask a worker". Bounded: linear regexes on
+    at most ``MAX_ANSWER_CHARS`` characters and ``Fraction`` arithmetic on at most 200 digits."""
+    try:
+        cg, cp = clean(gold), clean(pred)
+    except ParseFailure:
+        return None
+    if cg.degrees or cp.degrees or cg.percent or cp.percent or cp.hedged:
+        return None
+    g, p = fast_rational(_scalar_text(cg.text, policy)), fast_rational(_scalar_text(cp.text, policy))
+    if g is None or p is None:
+        return None
+    if policy.rel_tol > 1e-9 or policy.abs_tol > 0:
+        return abs(g - p) <= max(Fraction(policy.abs_tol), Fraction(policy.rel_tol) * max(abs(g), abs(p)))
+    return g == p
+
+
+def warm() -> None:
+    """Import sympy and the LaTeX grammar and parse once, so the first real call is fast."""
+    compare_texts("\\frac{1}{2}", "0.5", MathPolicy())
+    compare_texts("x^2", "x \\cdot x", MathPolicy())
