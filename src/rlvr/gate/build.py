@@ -117,7 +117,7 @@ def sample_pool(task: Any, sampler: Any, *, n_prompts: int, per_prompt: int, tem
     return out
 
 
-def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: int) -> list[tuple[int, str, dict[str, Any], Any]]:
+def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: int, model: str | None = None) -> list[tuple[int, str, dict[str, Any], Any]]:
     """Samples written by ``rlvr probe`` (``probe/samples.jsonl``), checked to have been taken at
     ``temperature`` and ``max_new_tokens``; a set sampled at another temperature would show the
     reviewer a different distribution from the one training will see."""
@@ -129,6 +129,8 @@ def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: 
     if not path.exists():
         raise GateError(f"no probe samples at {path}")
     settings = _probe_settings(path)
+    if model is not None and settings.get("model") not in (None, model):
+        raise GateError(f"{path.parent}: the probe sampled {settings['model']!r}, the gate is for {model!r}: sample afresh (drop --probe)")
     out = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -138,10 +140,10 @@ def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: 
                 rec = json.loads(line)
                 row = rec.get("row") or {}
                 text = rec["completion"]
-                ids = tuple(rec.get("token_ids") or ())
+                ids = tuple(rec.get("completion_ids") or rec.get("token_ids") or ())
                 temp = rec.get("temperature", settings.get("temperature"))
                 budget = rec.get("max_new_tokens", settings.get("max_new_tokens"))
-                comp = SimpleNamespace(text=text, token_ids=ids, finish_reason=rec.get("finish_reason", "unknown"), n_tokens=rec.get("token_count", len(ids)))
+                comp = SimpleNamespace(text=text, token_ids=ids, finish_reason=rec.get("finish_reason", "unknown"), n_tokens=rec.get("n_tokens", len(ids)))
                 item = (int(rec.get("prompt_index", 0)), str(rec.get("prompt", "")), dict(row), comp)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc})") from None
@@ -168,7 +170,7 @@ def _probe_settings(samples_path: Path) -> dict[str, Any]:
                 continue
             for src in (data, data.get("settings") or {}, data.get("generation") or {}, data.get("sampling") or {}):
                 if isinstance(src, Mapping) and "temperature" in src:
-                    return {"temperature": src["temperature"], "max_new_tokens": src.get("max_new_tokens", src.get("max_completion_length"))}
+                    return {"temperature": src["temperature"], "max_new_tokens": src.get("max_new_tokens", src.get("max_completion_length")), "model": data.get("model")}
     return {}
 
 
@@ -198,7 +200,7 @@ def build_set(
     model = model or task.model
     say = progress or (lambda _msg: None)
     if probe_samples is not None:
-        raw = read_probe_samples(probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length)
+        raw = read_probe_samples(probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model)
         source = f"probe:{Path(probe_samples)}"
     else:
         if sampler is None:
@@ -233,6 +235,7 @@ def build_set(
         "pool": len(candidates),
         "terms": [{"name": t.name, "verifier": t.verifier, "weight": t.weight} for t in task.rewards],
         "correctness_term": task.correctness_term,
+        "answer_column": task.answer_column,
     }
     new = [NewSample(c.prompt_index, c.prompt, c.row, c.completion, c.token_ids, c.finish_reason, bucket, c.verdicts, c.total, c.reward_class) for c, bucket in picked]
     store = Store.create(db_path, meta, new, overwrite=overwrite)

@@ -1,0 +1,146 @@
+"""What the web page and the terminal review share: filters, navigation, how a sample is shown.
+
+A completion is shown so that nothing in it can hide from the reviewer: invisible and control
+characters (zero-width spaces, bidi overrides, soft hyphens, NUL...) are drawn as ``⟨U+200B⟩``
+markers, because a reward that accepts ``4\u200b2`` as ``42`` -- or rejects it -- must be visible
+to the person judging it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .agreement import SampleStatus
+
+SHOW = ("todo", "open", "unreviewed", "all")
+SHOW_HELP = {
+    "todo": "unreviewed or open",
+    "open": "open disagreements",
+    "unreviewed": "no verdict yet",
+    "all": "every sample",
+}
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which samples to step through: ``show`` (see ``SHOW``), optionally one term's outcome and
+    a range of the weighted total."""
+
+    show: str = "todo"
+    term: str = ""
+    outcome: str = ""
+    min_total: float | None = None
+    max_total: float | None = None
+
+    def matches(self, st: SampleStatus) -> bool:
+        if self.show == "todo" and not st.is_open:
+            return False
+        if self.show == "open" and not st.is_disagreement:
+            return False
+        if self.show == "unreviewed" and st.review is not None:
+            return False
+        if self.term:
+            v = st.sample.verdicts.get(self.term)
+            if v is None or (self.outcome and v.outcome.value != self.outcome):
+                return False
+        total = st.sample.total
+        if self.min_total is not None and (total is None or total < self.min_total):
+            return False
+        if self.max_total is not None and (total is None or total > self.max_total):
+            return False
+        return True
+
+    @classmethod
+    def from_query(cls, q: Mapping[str, str]) -> Filter:
+        show = q.get("show", "todo")
+        return cls(
+            show=show if show in SHOW else "todo",
+            term=q.get("term", ""),
+            outcome=q.get("outcome", ""),
+            min_total=_float(q.get("min")),
+            max_total=_float(q.get("max")),
+        )
+
+    def query(self) -> dict[str, str]:
+        out = {"show": self.show}
+        if self.term:
+            out["term"] = self.term
+        if self.outcome:
+            out["outcome"] = self.outcome
+        if self.min_total is not None:
+            out["min"] = f"{self.min_total:g}"
+        if self.max_total is not None:
+            out["max"] = f"{self.max_total:g}"
+        return out
+
+
+def _float(text: str | None) -> float | None:
+    if text is None or not str(text).strip():
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def step(statuses: Sequence[SampleStatus], current: int | None, flt: Filter, direction: int = 1) -> int | None:
+    """The id of the next (or previous) sample after ``current`` that matches, wrapping around;
+    ``None`` when nothing matches. ``current`` itself is chosen only when it is the only match."""
+    ids = [st.sample.id for st in statuses if flt.matches(st)]
+    if not ids:
+        return None
+    if current is None:
+        return ids[0] if direction > 0 else ids[-1]
+    later = [i for i in ids if (i > current if direction > 0 else i < current)]
+    if later:
+        return later[0] if direction > 0 else later[-1]
+    return ids[0] if direction > 0 else ids[-1]
+
+
+def marker(ch: str) -> str | None:
+    """The visible stand-in for an invisible or control character, or None for a plain one."""
+    if ch in "\n\t":
+        return None
+    cat = unicodedata.category(ch)
+    if cat in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp") or (cat == "Zs" and ch != " "):
+        return f"⟨U+{ord(ch):04X}⟩"
+    return None
+
+
+def segments(text: str, span: tuple[int, int] | None) -> list[tuple[str, str]]:
+    """``text`` cut into (kind, piece) with kind ``text``, ``span`` (the extracted answer) or
+    ``ctl`` (a marker for an invisible character), in order."""
+    out: list[tuple[str, str]] = []
+    bounds = [(0, span[0], "text"), (span[0], span[1], "span"), (span[1], len(text), "text")] if span else [(0, len(text), "text")]
+    for start, end, kind in bounds:
+        buf = []
+        for ch in text[max(0, start) : max(0, end)]:
+            m = marker(ch)
+            if m is None:
+                buf.append(ch)
+                continue
+            if buf:
+                out.append((kind, "".join(buf)))
+                buf = []
+            out.append(("ctl" if kind == "text" else "span-ctl", m))
+        if buf:
+            out.append((kind, "".join(buf)))
+    return out
+
+
+def plain(text: str) -> str:
+    """``text`` with every invisible character replaced by its marker."""
+    return "".join(marker(ch) or ch for ch in text)
+
+
+def answer_span(verdicts: Mapping[str, object], correctness_term: str) -> tuple[int, int] | None:
+    """The span to highlight: the correctness term's, else the first term that extracted one."""
+    order = [correctness_term, *[k for k in verdicts if k != correctness_term]]
+    for name in order:
+        v = verdicts.get(name)
+        span = getattr(v, "span", None)
+        if span:
+            return (int(span[0]), int(span[1]))
+    return None

@@ -1,0 +1,105 @@
+"""The review in a terminal: the same samples, verdicts and filters as the web page.
+
+One line per verdict: ``r`` (reward is right), ``h`` (should be higher) or ``l`` (should be
+lower), optionally followed by a note on the same line (``l accepts 4 2 as 42``); ``a REASON``
+accepts an open disagreement; ``j``/``k`` next/previous; ``s`` status; ``q`` (or end of input)
+quits. Each verdict is committed before the next sample is shown. The extracted answer is
+marked ``⟦…⟧`` (reverse video on a colour terminal) and invisible characters are drawn as
+``⟨U+200B⟩`` markers.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import IO
+
+from .agreement import agreement, format_agreement, statuses
+from .review import Filter, answer_span, segments, step
+from .store import Store
+
+PROMPT = "[r]ight [h]igher [l]ower (+ note) · a REASON accept · j/k next/prev · s status · q quit > "
+
+
+def render(store: Store, st: object, *, correctness_term: str, answer_column: str, color: bool = False) -> str:
+    s = st.sample  # type: ignore[attr-defined]
+    span = answer_span(s.verdicts, correctness_term)
+    on, off = ("\x1b[7m", "\x1b[0m") if color else ("⟦", "⟧")
+    parts = []
+    for kind, piece in segments(s.completion, span):
+        parts.append(f"{on}{piece}{off}" if kind.startswith("span") else piece)
+    lines = [
+        f"── sample {s.id} (prompt #{s.prompt_index}, {s.bucket}, {len(s.token_ids)} tokens, {s.finish_reason}) · state: {st.state}",  # type: ignore[attr-defined]
+        "prompt:",
+        "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
+        "completion:",
+        "  " + ("".join(parts) or "(empty)").replace("\n", "\n  "),
+        f"expected: {s.row.get(answer_column)}",
+    ]
+    for name, v in s.verdicts.items():
+        score = "None (masked)" if v.score is None else f"{v.score:g}"
+        extra = f" answer={v.answer!r}" if v.answer is not None else ""
+        detail = f" — {v.detail}" if v.detail else ""
+        lines.append(f"  {name:<12} {v.outcome.value:<11} {score}{extra}{detail}")
+    lines.append(f"total reward: {'None (masked)' if s.total is None else f'{s.total:g}'} ({s.reward_class})")
+    for r in store.reviews(s.id):
+        lines.append(f"  verdict {r.created} {r.reviewer}: {r.label}" + (f" — accepted: {r.accepted}" if r.accepted else (f" — {r.note}" if r.note else "")))
+    return "\n".join(lines)
+
+
+def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None, color: bool | None = None) -> int:
+    """Review interactively until nothing matches the filter or the reviewer quits. Returns the
+    number of verdicts recorded."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    flt = flt or Filter()
+    color = stdout.isatty() if color is None else color
+    meta = store.meta()
+    term, column = meta.get("correctness_term", ""), meta.get("answer_column", "answer")
+    given = 0
+    current: int | None = None
+    direction = 1
+    while True:
+        sts = statuses(store.samples(), store.latest_reviews())
+        if current is None or not any(x.sample.id == current and flt.matches(x) for x in sts) or direction:
+            nxt = step(sts, current, flt, direction or 1)
+        else:
+            nxt = current
+        if nxt is None:
+            stdout.write("nothing left to review with this filter\n" + format_agreement(agreement(store.samples(), store.latest_reviews())) + "\n")
+            return given
+        current, direction = nxt, 0
+        st = next(x for x in sts if x.sample.id == current)
+        stdout.write(render(store, st, correctness_term=term, answer_column=column, color=color) + "\n" + PROMPT)
+        stdout.flush()
+        line = stdin.readline()
+        if not line:
+            stdout.write("\n")
+            return given
+        cmd, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if cmd in ("q", "quit"):
+            return given
+        if cmd in ("r", "h", "l"):
+            label = {"r": "right", "h": "higher", "l": "lower"}[cmd]
+            store.add_review(current, label, reviewer=reviewer, note=rest)
+            given += 1
+            stdout.write(f"recorded: {label}\n")
+            direction = 1
+        elif cmd == "a":
+            if not (st.is_disagreement and st.review is not None and st.review.label != "right"):
+                stdout.write("nothing to accept: 'a' accepts an open higher/lower disagreement\n")
+            elif not rest:
+                stdout.write("accepting needs a reason: a REASON\n")
+            else:
+                store.add_review(current, st.review.label, reviewer=reviewer, accepted=rest)
+                given += 1
+                stdout.write("recorded: accepted\n")
+                direction = 1
+        elif cmd in ("j", ""):
+            direction = 1
+        elif cmd == "k":
+            direction = -1
+        elif cmd == "s":
+            stdout.write(format_agreement(agreement(store.samples(), store.latest_reviews())) + "\n")
+        else:
+            stdout.write(f"unknown command {cmd!r}\n")
