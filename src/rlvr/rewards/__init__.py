@@ -22,6 +22,7 @@ from .format import AnswerFormat, Extraction, extract
 BUILTINS: dict[str, str] = {
     "format": "rlvr.rewards.format:FormatVerifier",
     "exact": "rlvr.rewards.exact:ExactMatch",
+    "unit_tests": "rlvr.rewards.code:UnitTests",
     "math": "rlvr.rewards.math:MathVerifier",
 }
 

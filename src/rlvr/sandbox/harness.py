@@ -379,6 +379,26 @@ def run_job(job):
     return result
 
 
+def set_rlimits(lim, job):
+    cpu = int(job["timeout"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+    # Address space as a budget over what this process already maps: an absolute cap breaks
+    # every mmap in a large process (LiveBench PR #536).
+    size = 0
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                size = int(line.split()[1]) * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = size + lim["memory_bytes"]
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+
 def child_main(cfg, job, wfd, workdir):
     """Never returns. Order matters: rlimits and uid before no-new-privs, then Landlock, then
     seccomp last (it forbids what the earlier steps need)."""
@@ -393,23 +413,8 @@ def child_main(cfg, job, wfd, workdir):
         if not cfg["pidns"]:
             os.setpgid(0, 0)
         lim = cfg["limits"]
-        cpu = int(job["timeout"]) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
-        # Address space as a budget over what this process already maps: an absolute cap breaks
-        # every mmap in a large process (LiveBench PR #536).
-        size = 0
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmSize:"):
-                    size = int(line.split()[1]) * 1024
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        want = size + lim["memory_bytes"]
-        if hard != resource.RLIM_INFINITY:
-            want = min(want, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+        if cfg["rlimits"]:
+            set_rlimits(lim, job)
         os.chdir(workdir)
         if cfg["uid"] is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
@@ -417,7 +422,7 @@ def child_main(cfg, job, wfd, workdir):
             os.setresgid(cfg["uid"], cfg["uid"], cfg["uid"])
             os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # a uid change clears it
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 and cfg["require_nnp"]:
+        if cfg["nnp"] and libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _err("no_new_privs")
         if cfg["landlock"]:
             apply_landlock(cfg["landlock"], cfg["readable"], [workdir, "/dev/null"])
@@ -539,7 +544,9 @@ def probe_in_child(cfg, fn):
 
 
 def probe_layers(cfg, layers):
-    uid = cfg["uid"]
+    on = set(cfg["enable"])
+    uid = cfg["uid"] if "uid" in on else None
+    cfg["uid"] = uid
     if uid is not None:
         def as_uid():
             os.setgroups([])
@@ -557,13 +564,24 @@ def probe_layers(cfg, layers):
         else:
             layers["uid"] = f"active: uid {uid}"
     else:
-        layers["uid"] = "unavailable: " + ("not root" if os.geteuid() != 0 else "disabled")
-    layers["rlimits"] = "active: cpu, address space budget, file size, open files, no core" + (", processes" if cfg["uid"] is not None else "")
-    why = probe_in_child(cfg, lambda: libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 or (_ for _ in ()).throw(_err("prctl")))
-    layers["no_new_privs"] = "unavailable: " + why if why else "active"
-    abi = landlock_abi()
+        layers["uid"] = "unavailable: " + ("disabled" if "uid" not in on else "not root")
+    cfg["rlimits"] = "rlimits" in on
+    if cfg["rlimits"]:
+        layers["rlimits"] = "active: cpu, address space budget, file size, open files, no core" + (", processes" if cfg["uid"] is not None else "")
+    else:
+        layers["rlimits"] = "unavailable: disabled"
+    cfg["nnp"] = False
+    if "no_new_privs" in on:
+        why = probe_in_child(cfg, lambda: libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 or (_ for _ in ()).throw(_err("prctl")))
+        layers["no_new_privs"] = "unavailable: " + why if why else "active"
+        cfg["nnp"] = not why
+    else:
+        layers["no_new_privs"] = "unavailable: disabled"
+    abi = landlock_abi() if cfg["nnp"] or os.geteuid() == 0 else 0
     cfg["landlock"] = 0
-    if abi:
+    if "landlock" not in on:
+        layers["landlock"] = "unavailable: disabled"
+    elif abi:
         def ll():
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             apply_landlock(abi, cfg["readable"], [cfg["workroot"]])
@@ -577,7 +595,9 @@ def probe_layers(cfg, layers):
     else:
         layers["landlock"] = "unavailable: the kernel has no Landlock"
     cfg["seccomp"] = False
-    if not seccomp_lib():
+    if "seccomp" not in on:
+        layers["seccomp"] = "unavailable: disabled"
+    elif not seccomp_lib():
         layers["seccomp"] = "unavailable: libseccomp.so.2 not found (apt-get install libseccomp2)"
     else:
         global SECCOMP_BPF
@@ -602,6 +622,9 @@ def probe_layers(cfg, layers):
             cfg["seccomp"] = True
             layers["seccomp"] = "active: no exec, no fork, only AF_UNIX sockets, no ptrace/mount/unshare/bpf/io_uring"
     cfg["pidns"] = False
+    if "pidns" not in on:
+        layers["pidns"] = "unavailable: disabled"
+        return
     try:
         pid = fork_sample(True)
         if pid == 0:
@@ -645,7 +668,7 @@ def main():
     # Never hide the directory the interpreter lives in (pyenv under /root): later imports would fail.
     prefix = os.path.realpath(sys.prefix)
     hide = [d for d in HIDDEN_DIRS if not (prefix + "/").startswith(d + "/")]
-    if cfg.get("namespaces", True):
+    if "netns" in cfg["enable"] or "mountns" in cfg["enable"]:
         setup_namespaces(layers, hide)
     else:
         layers["netns"] = layers["mountns"] = "unavailable: disabled"

@@ -259,7 +259,19 @@ class SandboxPool:
     Otherwise the missing layers are printed once per process, on stderr.
     """
 
-    def __init__(self, workers: int = 2, limits: Limits | None = None, strict: bool = False, python: str | None = None, uid_base: int | None = UID_BASE) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        limits: Limits | None = None,
+        strict: bool = False,
+        python: str | None = None,
+        uid_base: int | None = UID_BASE,
+        enable: Sequence[str] = LAYERS,
+    ) -> None:
+        unknown = sorted(set(enable) - set(LAYERS))
+        if unknown:
+            raise SandboxError(f"unknown sandbox layer(s) {unknown}; known: {', '.join(LAYERS)}")
+        self.enable = tuple(enable)
         self.n = max(1, int(workers))
         self.limits = limits or Limits()
         self.strict = strict
@@ -285,7 +297,7 @@ class SandboxPool:
                 "open_files": lim.open_files,
                 "processes": lim.processes,
             },
-            "require_nnp": True,
+            "enable": list(self.enable),
         }
 
     def start(self) -> Layers:
@@ -295,11 +307,11 @@ class SandboxPool:
     def _start(self) -> Layers:
         if self._layers is not None:
             return self._layers
-        self._python, self._uid, self._note = choose_python(self.python_hint, self.uid_base)
+        self._python, self._uid, self._note = choose_python(self.python_hint, self.uid_base if "uid" in self.enable else None)
         first = _Worker(self._python, self._cfg(0))
         self._workers = [first] + [None] * (self.n - 1)
         status = dict(first.layers)
-        if self._note and not status.get("uid", "").startswith("active"):
+        if self._note and "uid" in self.enable and not status.get("uid", "").startswith("active"):
             status["uid"] = "unavailable: " + self._note
         layers = Layers({k: v for k, v in status.items() if k != "python"}, status.get("python", self._python))
         missing = layers.missing()

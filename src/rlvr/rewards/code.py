@@ -1,0 +1,222 @@
+"""The ``unit_tests`` reward term: run the sample's code against the row's tests in the sandbox.
+
+The code is taken from the answer span (when the completion has one; a fenced block inside it
+wins) or else from the last fenced code block; ``extract: whole`` takes the whole completion
+(HumanEval-style continuations, usually with ``prefix_column: prompt``). No code is
+``unparseable``.
+
+Tests come from one column (the task's answer column by default), in one of two styles:
+
+- **assert** (function calls): Python source with ``assert`` statements, either at module level
+  (MBPP) or inside HumanEval's ``def check(candidate)`` (then the entry point comes from
+  ``entry_point`` or the ``entry_point_column``);
+- **stdio**: a list of ``{"input": ..., "output": ...}`` (or a JSON string of one, or APPS-style
+  ``{"inputs": [...], "outputs": [...]}``); the whole stdout is compared line by line, with
+  trailing whitespace ignored.
+
+Verdicts are decided on the trusted side (``rlvr.sandbox.checks``): ``correct`` when every test
+passes; ``wrong`` otherwise, scored 0 or, with ``partial_credit``, the fraction passed. What the
+code prints, its exit code, ``sys.exit(0)`` or ``os._exit(0)`` never grant reward. A timeout,
+running out of memory or a sandbox failure is an ``error`` (kinds ``timeout``, ``memory``,
+``sandbox``), which the TRL adapter masks out of the group; a row whose tests do not parse is a
+``ground_truth`` error. Tests that could not be converted into (call, expected) pairs run inside
+the sandbox and the verdict's detail says so (weaker).
+
+Python only; the sandbox worker's interpreter has the standard library and nothing else.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import Problem, SandboxError, VerifierError
+from .base import BaseVerifier, Sample, Verdict
+from .format import AnswerFormat, extract
+
+STYLES = ("auto", "assert", "stdio")
+EXTRACT = ("auto", "answer", "fence", "whole")
+_POOLS: dict[tuple[Any, ...], Any] = {}
+
+
+def shared_pool(workers: int, timeout: float, memory_mb: int, strict: bool, python: str | None) -> Any:
+    """One pool per configuration per process, shared by every term that asks for it."""
+    from ..sandbox.pool import Limits, SandboxPool
+
+    key = (workers, timeout, memory_mb, strict, python)
+    if key not in _POOLS:
+        _POOLS[key] = SandboxPool(workers, Limits(timeout=timeout, memory_mb=memory_mb), strict=strict, python=python)
+    return _POOLS[key]
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in _POOLS.values():
+        pool.close()
+    _POOLS.clear()
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each complete ``` block, in order. Linear: plain ``str.find``."""
+    out, i = [], 0
+    while True:
+        start = text.find("```", i)
+        if start == -1:
+            return out
+        eol = text.find("\n", start)
+        if eol == -1:
+            return out
+        end = text.find("```", eol)
+        if end == -1:
+            return out
+        out.append((text[start + 3:eol].strip().lower(), text[eol + 1:end]))
+        i = end + 3
+
+
+def extract_code(completion: str, fmt: AnswerFormat, how: str = "auto") -> tuple[str | None, tuple[int, int] | None, str]:
+    """(code, span, problem)."""
+    if how == "whole":
+        return (completion, (0, len(completion)), "") if completion.strip() else (None, None, "empty completion")
+    if how in ("auto", "answer"):
+        ex = extract(completion, fmt)
+        if ex.ok and ex.answer is not None:
+            blocks = [b for lang, b in fenced_blocks(ex.answer) if lang in ("", "python", "py", "python3")]
+            return (blocks[-1] if blocks else ex.answer), ex.span, ""
+        if how == "answer":
+            return None, None, ex.problem or "no answer span"
+    blocks = [b for lang, b in fenced_blocks(completion) if lang in ("", "python", "py", "python3")]
+    if not blocks or not blocks[-1].strip():
+        return None, None, "no fenced Python code block"
+    return blocks[-1], None, ""
+
+
+class UnitTests(BaseVerifier):
+    """Runs the extracted code against the row's unit tests in ``rlvr.sandbox``."""
+
+    kind = "code"
+
+    def __init__(
+        self,
+        answer_format: AnswerFormat | None = None,
+        column: str = "tests",
+        style: str = "auto",
+        entry_point: str | None = None,
+        entry_point_column: str = "entry_point",
+        prefix_column: str | None = None,
+        extract: str = "auto",
+        timeout: float = 5.0,
+        memory_mb: int = 1024,
+        partial_credit: bool = False,
+        float_tolerance: float = 0.0,
+        workers: int = 2,
+        strict: bool = False,
+        python: str | None = None,
+    ) -> None:
+        problems = []
+        if style not in STYLES:
+            problems.append(Problem("unit_tests.style", f"unknown style {style!r}", f"one of {', '.join(STYLES)}"))
+        if extract not in EXTRACT:
+            problems.append(Problem("unit_tests.extract", f"unknown extraction {extract!r}", f"one of {', '.join(EXTRACT)}"))
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
+            problems.append(Problem("unit_tests.timeout", f"must be seconds in (0, 600], got {timeout!r}", "e.g. timeout: 5"))
+        if not isinstance(memory_mb, int) or isinstance(memory_mb, bool) or memory_mb < 16:
+            problems.append(Problem("unit_tests.memory_mb", f"must be an integer >= 16, got {memory_mb!r}", "e.g. memory_mb: 1024"))
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            problems.append(Problem("unit_tests.workers", f"must be a positive integer, got {workers!r}", "e.g. workers: 2 (one per core)"))
+        if not isinstance(float_tolerance, (int, float)) or float_tolerance < 0:
+            problems.append(Problem("unit_tests.float_tolerance", f"must be >= 0, got {float_tolerance!r}", "0 compares floats exactly"))
+        if problems:
+            raise VerifierError("; ".join(str(p) for p in problems))
+        self.fmt = answer_format or AnswerFormat()
+        self.column = column
+        self.style = style
+        self.entry_point = entry_point
+        self.entry_point_column = entry_point_column
+        self.prefix_column = prefix_column
+        self.how = extract
+        self.timeout = float(timeout)
+        self.memory_mb = memory_mb
+        self.partial_credit = partial_credit
+        self.float_tolerance = float(float_tolerance)
+        self.workers = workers
+        self.strict = strict
+        self.python = python
+
+    # -- per row -----------------------------------------------------------------------------
+    def plan(self, row: Mapping[str, Any]) -> Any:
+        """The row's test plan; raises ``TestFormatError`` (a ground-truth problem)."""
+        from ..sandbox.checks import TestFormatError, plan_asserts, plan_stdio
+
+        tests = row.get(self.column)
+        if tests is None or (isinstance(tests, str) and not tests.strip()):
+            raise TestFormatError(f"row has no tests in column {self.column!r}")
+        style = self.style
+        if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
+            try:
+                tests = json.loads(tests)
+                style = "stdio"
+            except ValueError:
+                if style == "stdio":
+                    raise TestFormatError(f"column {self.column!r} is not JSON stdin/stdout cases") from None
+        if style == "stdio" or not isinstance(tests, str):
+            return plan_stdio(tests)
+        entry = self.entry_point or row.get(self.entry_point_column)
+        return plan_asserts(tests, str(entry) if entry else None)
+
+    def _job(self, code: str, plan: Any) -> Any:
+        from ..sandbox.pool import Job
+
+        if plan.mode == "stdio":
+            return Job(code, mode="stdio", inputs=plan.inputs, timeout=self.timeout)
+        return Job(code, calls=tuple(p.call for p in plan.pairs), setup=plan.setup, residual=plan.residual, timeout=self.timeout)
+
+    def verify(self, sample: Sample) -> Verdict:
+        return self.verify_batch([sample])[0]
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        from ..sandbox.checks import TestFormatError, judge
+
+        out: list[Verdict | None] = [None] * len(samples)
+        todo: list[tuple[int, Any, Any, str | None, tuple[int, int] | None]] = []
+        for i, s in enumerate(samples):
+            code, span, problem = extract_code(s.completion, self.fmt, self.how)
+            if code is None:
+                out[i] = Verdict.unparseable(problem)
+                continue
+            try:
+                plan = self.plan(s.row)
+            except TestFormatError as exc:
+                out[i] = Verdict.error(str(exc), kind="ground_truth")
+                continue
+            prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
+            todo.append((i, plan, self._job(prefix + code, plan), code, span))
+        if todo:
+            pool = shared_pool(self.workers, self.timeout, self.memory_mb, self.strict, self.python)
+            try:
+                raws = pool.run([t[2] for t in todo])
+            except SandboxError:
+                raise  # a sandbox that cannot start is a setup problem: stop, do not mask it all
+            for (i, plan, _job, code, span), raw in zip(todo, raws):
+                out[i] = self._verdict(plan, raw, code, span, judge)
+        return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
+
+    def _verdict(self, plan: Any, raw: Any, code: str | None, span: tuple[int, int] | None, judge: Any) -> Verdict:
+        kw: dict[str, Any] = {"answer": code, "span": span}
+        if raw.why == "timeout":
+            return Verdict.error(f"timed out after {self.timeout:g}s", kind="timeout", **kw)
+        if raw.why == "memory":
+            return Verdict.error(f"exceeded the {self.memory_mb} MB memory budget", kind="memory", **kw)
+        if raw.why.startswith("sandbox"):
+            return Verdict.error(raw.why, kind="sandbox", **kw)
+        if raw.why != "done" or raw.payload is None:
+            # The child died or scribbled over its channel: its own doing, never a pass.
+            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally ({raw.why})", **kw)
+        j = judge(plan, raw.payload, self.float_tolerance)
+        if j.status == "memory":
+            return Verdict.error(j.detail, kind="memory", **kw)
+        if j.status == "passed":
+            return Verdict.correct(detail=j.detail, **kw)
+        score = j.passed / j.total if self.partial_credit and j.total else 0.0
+        return Verdict.wrong(score, detail=j.detail, **kw)
