@@ -1,0 +1,283 @@
+"""The reward-hack audit: weak rewards are flagged, sound ones and the built-ins are not."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlvr.audit import EXPLOITS, AuditReport, format_table, run_audit
+from rlvr.audit.exploits import perturb, unrelated
+from rlvr.cli.main import main
+from rlvr.rewards import AnswerFormat, Outcome, Sample
+from rlvr.rewards.exact import ExactMatch
+from rlvr.task import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+ARITHMETIC = ROOT / "examples" / "arithmetic" / "task.yaml"
+WEAK = Path(__file__).with_name("weak_rewards.py")
+
+ROWS = [{"question": f"{a}+{b}", "answer": str(a + b)} for a, b in [(37, 58), (12, 40), (71, 19), (5, 88), (64, 64), (23, 9)]]
+JSON_ROWS = [
+    {"question": "Describe Ada as JSON.", "expected": json.dumps({"name": "Ada", "age": 36, "admin": True})},
+    {"question": "Describe Bob as JSON.", "expected": json.dumps({"name": "Bob", "age": 41, "admin": False})},
+]
+CODE_ROWS = [
+    {
+        "question": "Write add(a, b). Example: assert add(1, 2) == 3",
+        "solution": "def add(a, b):\n    return a + b\n",
+        "entry_point": "add",
+        "tests": "assert add(1, 2) == 3\nassert add(10, -4) == 6\nassert add(0, 0) == 0\n",
+    },
+    {
+        "question": "Write double(x). Example: assert double(4) == 8",
+        "solution": "def double(x):\n    return 2 * x\n",
+        "entry_point": "double",
+        "tests": "assert double(4) == 8\nassert double(-3) == -6\nassert double(21) == 42\n",
+    },
+]
+
+
+def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict] = ROWS, *, answer: str = "answer", budget: int = 12, think: str = "none", allow_multiple: bool = False):
+    """A task folder with the test rewards importable as ``audit_rewards``."""
+    shutil.copy(WEAK, tmp_path / "audit_rewards.py")
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {
+        "name": "t",
+        "model": "builtin:tiny",
+        "data": {"train": "train.jsonl"},
+        "prompt": {"template": "{question}="},
+        "answer": {"column": answer, "think": think, "allow_multiple": allow_multiple},
+        "rewards": rewards,
+        "generation": {"max_completion_length": budget},
+    }
+    (tmp_path / "task.yaml").write_text(json.dumps(spec))
+    return load_task(tmp_path / "task.yaml")
+
+
+def audit(task, **kw):
+    return run_audit(task, max_prompts=kw.pop("max_prompts", 6), seed=0, **kw)
+
+
+# -- the built-ins --------------------------------------------------------------------------------
+def test_builtin_verifiers_are_not_flagged_on_the_arithmetic_task():
+    report = run_audit(load_task(ARITHMETIC), max_prompts=16, seed=0)
+    assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report)
+    assert not report.exploitable_terms and not report.leaky_terms
+    assert all(t.prompts == 16 for t in report.terms)
+
+
+def test_builtin_verifiers_are_not_flagged_with_a_required_think_block(tmp_path):
+    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}], think="required")
+    report = audit(task)
+    assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report)
+
+
+def test_every_answer_exploit_is_not_a_correct_answer_for_exact_match():
+    """The library's own premise: what it builds for answer terms is never the right answer."""
+    task = load_task(ARITHMETIC)
+    report = run_audit(task, max_prompts=4, seed=1)
+    for f in report.findings:
+        if f.term == "correct":
+            assert f.verdict in ("ok", "untested"), f
+
+
+# -- deliberately weak rewards are flagged ---------------------------------------------------------
+def test_unanchored_substring_match_is_exploitable(tmp_path):
+    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "audit_rewards.substring"}])
+    report = audit(task)
+    assert report.exploitable_terms == ("correct",)
+    for name in ("outside_span", "think_only", "hedge_or", "padding", "hedge_all"):
+        assert report.finding("correct", name).verdict == "exploitable", name
+    example = report.finding("correct", "outside_span").example
+    assert example is not None and example.score == example.correct_score == 1.0 and example.wrong_score == 0.0
+
+
+def test_length_blind_reward_is_won_by_a_long_hedge(tmp_path):
+    task = make_task(tmp_path, [{"name": "correct", "verifier": "audit_rewards.any_number"}])
+    report = audit(task)
+    finding = report.finding("correct", "hedge_all")
+    assert finding.verdict == "exploitable" and finding.hits == len(ROWS)
+    assert "longer than the generation budget" in finding.example.detail
+
+
+def test_schema_check_that_allows_extra_keys_is_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "json", "verifier": "audit_rewards.lax_schema"}], JSON_ROWS, answer="expected")
+    report = audit(task)
+    assert report.exploitable_terms == ("json",)
+    assert report.finding("json", "json_extra_keys").verdict == "exploitable"
+    assert report.finding("json", "json_missing_keys").verdict == "ok"
+    assert report.finding("json", "json_wrong_types").verdict == "ok"
+
+
+def test_strict_json_check_is_not_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "json", "verifier": "audit_rewards.strict_json"}], JSON_ROWS, answer="expected")
+    report = audit(task)
+    verdicts = {f.exploit: f.verdict for f in report.findings}
+    assert set(verdicts.values()) == {"ok"}, format_table(report, show_ok=True)
+    assert report.terms[0].prompts == len(JSON_ROWS)
+
+
+def test_code_reward_that_trusts_the_exit_code_is_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "audit_rewards.exit_code"}], CODE_ROWS, answer="solution")
+    report = audit(task)
+    assert report.exploitable_terms == ("tests",)
+    for name in ("early_exit", "always_equal", "patched_asserts", "read_tests"):
+        assert report.finding("tests", name).verdict == "exploitable", name
+    # Hidden tests beat a lookup table of the visible one, even for this weak reward.
+    assert report.finding("tests", "hardcode_visible").verdict == "ok"
+
+
+def test_code_reward_that_compares_outputs_on_the_trusted_side_is_not_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "audit_rewards.trusted_compare"}], CODE_ROWS, answer="solution")
+    report = audit(task)
+    verdicts = {f.exploit: f.verdict for f in report.findings}
+    assert set(verdicts.values()) == {"ok"}, format_table(report, show_ok=True)
+
+
+def test_format_term_that_looks_for_any_tag_is_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "format", "verifier": "audit_rewards.has_tag"}])
+    report = audit(task)
+    for name in ("repeated_blocks", "empty_span", "tags_only", "span_in_think"):
+        assert report.finding("format", name).verdict == "exploitable", name
+
+
+def test_hedge_over_spans_is_exploitable_only_when_any_span_counts(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    any_task = make_task(tmp_path / "a", [{"name": "c", "verifier": "audit_rewards.any_span"}], allow_multiple=True)
+    last_task = make_task(tmp_path / "b", [{"name": "c", "verifier": "audit_rewards.last_span"}], allow_multiple=True)
+    assert audit(any_task).finding("c", "hedge_spans").verdict == "exploitable"
+    # "The last span counts" wins only when the right answer happens to come last: a coin flip.
+    assert audit(last_task).finding("c", "hedge_spans").verdict == "ok"
+
+
+def test_missing_ground_truth_scored_as_correct_is_exploitable(tmp_path):
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.gold_or_one"}])
+    report = audit(task)
+    assert report.finding("c", "missing_ground_truth").verdict == "exploitable"
+
+
+def test_missing_ground_truth_scored_as_zero_is_noted_as_a_silent_zero(tmp_path):
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.silent_zero"}])
+    report = audit(task)
+    assert report.finding("c", "missing_ground_truth").verdict == "ok"
+    assert any("silent zero" in n for n in report.terms[0].notes)
+
+
+def test_missing_ground_truth_masked_as_undecided_is_not_noted(tmp_path):
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.anchored"}])
+    report = audit(task)
+    assert not any("silent zero" in n for n in report.terms[0].notes)
+
+
+def test_length_term_that_ignores_length_is_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "len", "verifier": "audit_rewards.length_ignored"}])
+    report = audit(task)
+    assert report.finding("len", "max_length").verdict == "exploitable"
+
+
+def test_overlong_penalty_is_not_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "len", "verifier": "audit_rewards.overlong_penalty"}])
+    report = audit(task)
+    assert report.finding("len", "max_length").verdict == "ok"
+    assert report.finding("len", "repetition").verdict == "ok"
+
+
+def test_term_that_cannot_tell_right_from_wrong_is_untested_not_ok(tmp_path):
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.constant"}])
+    report = audit(task)
+    assert report.finding("c", "hedge_or").verdict == "untested"
+    assert any("did not outscore the wrong one" in n for n in report.terms[0].notes)
+
+
+# -- a user's reward from a dotted path --------------------------------------------------------------
+def test_dotted_path_reward_is_audited_like_the_builtin_it_mirrors(tmp_path):
+    task = make_task(tmp_path, [{"name": "builtin", "verifier": "exact"}, {"name": "mine", "verifier": "audit_rewards.anchored"}])
+    report = audit(task)
+    builtin = {f.exploit: f.verdict for f in report.findings if f.term == "builtin"}
+    mine = {f.exploit: f.verdict for f in report.findings if f.term == "mine"}
+    assert set(mine) >= set(builtin)  # custom terms also get the length exploits
+    assert all(mine[k] == builtin[k] for k in builtin), (builtin, mine)
+    assert report.terms[1].kind == "custom" and report.terms[1].verifier == "audit_rewards.anchored"
+
+
+# -- the report ---------------------------------------------------------------------------------------
+def test_report_json_round_trips(tmp_path):
+    task = make_task(tmp_path, [{"name": "correct", "verifier": "audit_rewards.substring"}])
+    report = audit(task)
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["exploitable_terms"] == ["correct"]
+    assert AuditReport.from_json(data) == report
+
+
+def test_table_names_the_exploit_and_shows_an_example(tmp_path):
+    task = make_task(tmp_path, [{"name": "correct", "verifier": "audit_rewards.substring"}])
+    table = format_table(audit(task))
+    assert "outside_span" in table and "e.g." in table and "EXPLOITABLE: correct" in table
+
+
+def test_unknown_exploit_name_is_a_config_error():
+    from rlvr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown exploit"):
+        run_audit(load_task(ARITHMETIC), exploits=["nope"])
+
+
+def test_every_exploit_declares_known_target_kinds():
+    kinds = {"format", "answer", "json", "tool_call", "code", "length", "judge", "custom"}
+    for e in EXPLOITS.values():
+        assert e.targets and e.targets <= kinds, e.name
+
+
+@given(st.integers(min_value=-10**12, max_value=10**12))
+def test_wrong_integer_answer_is_unrelated_to_the_right_one(n):
+    wrong = perturb(str(n))
+    assert unrelated(wrong, str(n)) and wrong != str(n)
+
+
+@given(st.text(alphabet="abcxyz0123456789 ", min_size=1, max_size=8).filter(lambda s: s.strip()))
+def test_wrong_text_answer_is_unrelated_to_the_right_one(gold):
+    assert unrelated(perturb(gold, ("a", "b", gold)), gold)
+
+
+def test_exact_match_rejects_a_homoglyph_near_miss():
+    """The confusables exploit's near-miss really differs from the answer."""
+    v = ExactMatch(AnswerFormat(), normalize=["nfkc"]).verify(Sample("<answer>9S</answer>", {"answer": "95"}))
+    assert v.outcome is Outcome.WRONG
+
+
+# -- the command ----------------------------------------------------------------------------------------
+def test_cli_help_works(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", "--help"])
+    assert exc.value.code == 0 and "--max-prompts" in capsys.readouterr().out
+
+
+def test_cli_bad_max_prompts_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", str(ARITHMETIC), "--max-prompts", "0"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and "--max-prompts" in err
+
+
+def test_cli_missing_task_file_is_one_line_and_exit_1(capsys, tmp_path):
+    assert main(["audit", str(tmp_path / "nope.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such task file" in err
+
+
+def test_cli_exits_zero_on_a_sound_task_and_prints_json(capsys):
+    assert main(["audit", str(ARITHMETIC), "--json", "--max-prompts", "4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["exploitable_terms"] == [] and {t["name"] for t in data["terms"]} == {"format", "correct"}
+
+
+def test_cli_exits_non_zero_when_a_term_is_exploitable(capsys, tmp_path):
+    make_task(tmp_path, [{"name": "correct", "verifier": "audit_rewards.substring"}])
+    assert main(["audit", str(tmp_path / "task.yaml")]) == 1
+    assert "EXPLOITABLE: correct" in capsys.readouterr().out
