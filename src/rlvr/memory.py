@@ -165,11 +165,19 @@ SIZE_CLASSES: dict[str, Architecture] = {
 }
 
 
+# Where the weights of each size class live on the Hugging Face hub (used in launch commands).
+HUB_IDS: dict[str, str] = {
+    "0.5B": "Qwen/Qwen2.5-0.5B", "1.5B": "Qwen/Qwen2.5-1.5B", "3B": "Qwen/Qwen2.5-3B", "7B": "Qwen/Qwen2.5-7B",
+    "8B": "meta-llama/Llama-3.1-8B", "14B": "Qwen/Qwen2.5-14B", "32B": "Qwen/Qwen2.5-32B", "70B": "meta-llama/Llama-3.1-70B",
+    "30B-A3B": "Qwen/Qwen3-30B-A3B",
+}
+
+
 def load_architecture(ref: str) -> Architecture:
     """A size class (``7B``), a model name from the table (``Llama-3.1-8B``), a config.json, a
     model folder, ``builtin:<name>``, or a hub id already in the local cache."""
     for key, arch in SIZE_CLASSES.items():
-        if ref.lower() in (key.lower(), arch.name.lower()):
+        if ref.lower() in (key.lower(), arch.name.lower(), HUB_IDS[key].lower()):
             return arch
     path = Path(ref)
     if path.is_file():
@@ -315,7 +323,7 @@ def estimate(arch: Architecture, s: Setting) -> Estimate:
         else:
             peak = training_peak + share
         if kv_budget < kv_bytes(arch, seq):
-            notes.append(f"does not fit: the vLLM share ({share / GB:.1f} GB) holds its weights ({vllm_weights / GB:.1f} GB) but not the KV cache of one {seq}-token sequence ({kv_bytes(arch, seq) / GB:.2f} GB)")
+            notes.append(f"does not fit: the vLLM share ({share / GB:.1f} GB) cannot hold its bf16 weights ({vllm_weights / GB:.1f} GB) plus the KV cache of one {seq}-token sequence ({kv_bytes(arch, seq) / GB:.2f} GB)")
     else:
         peak = training_peak
         if s.vllm == "server":
@@ -324,7 +332,7 @@ def estimate(arch: Architecture, s: Setting) -> Estimate:
             kv_budget = server_cap - server_weights - VLLM_RUNTIME_BYTES * s.server_gpus
             server_needs = (server_weights + VLLM_RUNTIME_BYTES * s.server_gpus + kv_bytes(arch, seq)) / max(s.server_gpus, 1)
             if kv_budget < kv_bytes(arch, seq):
-                notes.append(f"does not fit: the vLLM server's {s.server_gpus} GPU(s) at 0.9 hold {server_cap / GB:.0f} GB, less than its weights ({server_weights / GB:.1f} GB) plus one sequence's KV cache")
+                notes.append(f"does not fit: the vLLM server's {s.server_gpus} GPU(s) at 0.9 hold {server_cap / GB:.0f} GB, less than its bf16 weights ({server_weights / GB:.1f} GB) plus one sequence's KV cache")
     if kv_budget > 0:
         kv_tokens = int(kv_budget // arch.kv_bytes_per_token)
         in_flight = s.per_device_batch * seq
