@@ -354,6 +354,17 @@ def _points_agree(d: Any, symbols: list[Any]) -> bool | None:
     return True if seen else None
 
 
+def _canonical(e: Any) -> Any:
+    """Rebuild with sympy's evaluation on (the parser builds unevaluated trees): orders sums
+    and products canonically without expanding or factoring anything."""
+    if not getattr(e, "args", None) or not hasattr(e, "func"):
+        return e
+    try:
+        return e.func(*[_canonical(x) for x in e.args])
+    except Exception:  # noqa: BLE001
+        return e
+
+
 def _too_big(expr: Any) -> bool:
     """Whether a power in ``expr`` has a numeric exponent over 10^5 in size (its value would
     have more digits than we can evaluate within a timeout)."""
@@ -394,6 +405,7 @@ def _expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
     if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
         return bool(a == b)
     if policy.form == "structural":
+        a, b = _canonical(a), _canonical(b)
         if a == b:
             return True
         if a.is_number and b.is_number and not a.free_symbols and a.is_Rational and b.is_Rational:
