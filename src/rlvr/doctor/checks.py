@@ -310,7 +310,7 @@ def check_moe(run: Run) -> Result:
         # GSPO's sequence ratio only acts off-policy; TRL's docs use 4x gradient accumulation.
         "steps_per_generation": 4 * ga,
     }
-    if _g(run, "generation_batch_size") is not None:
+    if _g(run, "generation_batch_size") is not None and "generation_batch_size" in run.explicit:
         grpo["generation_batch_size"] = None  # TRL refuses both set at once; it derives this one
     known = f"importance_sampling_level={level!r}" if level else "importance_sampling_level unknown (no config found; plain GRPO assumed)"
     return [Finding(
@@ -498,7 +498,7 @@ def check_off_policy(run: Run) -> Result:
         patch = Patch("on-policy updates", {"num_iterations": 1}, why="each generation batch is optimised once")
     else:
         grpo: dict[str, Any] = {"steps_per_generation": ga}
-        if _g(run, "generation_batch_size") is not None:
+        if _g(run, "generation_batch_size") is not None and "generation_batch_size" in run.explicit:
             grpo["generation_batch_size"] = None
         patch = Patch("on-policy updates", grpo, why="one optimizer step per generation batch")
     return [Finding(

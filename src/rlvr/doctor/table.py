@@ -63,6 +63,7 @@ class Run:
     grpo: Mapping[str, Any] = field(default_factory=dict)  # resolved GRPOConfig values ({} = unknown)
     rlvr: Mapping[str, Any] = field(default_factory=dict)
     config_path: str | None = None  # the config.yaml the grpo/rlvr values came from
+    explicit: frozenset[str] = frozenset()  # keys the config sets under grpo: (the rest TRL derived)
     model_config: Mapping[str, Any] | None = None  # the model's config.json, if found
     model_config_path: str | None = None
     warnings: tuple[str, ...] = ()  # things skipped while reading (a torn last line, ...)
@@ -153,12 +154,15 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
     cfg_path = Path(config) if config is not None else _find_config(base)
     grpo: Mapping[str, Any] = {}
     rlvr: Mapping[str, Any] = {}
+    explicit: frozenset[str] = frozenset()
     if cfg_path is not None:
         grpo, rlvr = read_config(cfg_path)
+        raw = yaml.safe_load(cfg_path.read_text())
+        explicit = frozenset(raw["grpo"])
     mc, mc_path = _find_model_config(base, rlvr)
     return Run(
         source=run.source, kind=run.kind, train=run.train, evals=run.evals, grpo=grpo, rlvr=rlvr,
-        config_path=str(cfg_path) if cfg_path is not None else None,
+        config_path=str(cfg_path) if cfg_path is not None else None, explicit=explicit,
         model_config=mc, model_config_path=mc_path, warnings=run.warnings,
     )
 

@@ -1,0 +1,176 @@
+"""Plots of a run and a self-contained HTML report (`rlvr report RUN`).
+
+Six plots, each a PNG written with matplotlib's Agg backend (no display needed): reward per term,
+held-out accuracy, entropy, completion length, the zero-std fraction and KL. A plot whose metrics
+the run did not log is left out and the report says so, rather than drawing an empty axis. The
+HTML file embeds the PNGs as base64 and has no external links, scripts or fonts, so it can be
+mailed or archived on its own; it also carries the doctor's findings and notes for the same run.
+
+Reads the same inputs as ``rlvr doctor`` (run directory, TRL ``trainer_state.json``, CSV).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .doctor import Diagnosis, Run, Series, diagnose
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str  # file stem
+    title: str
+    path: Path | None  # None when nothing to draw
+    missing: str = ""  # why it was left out
+
+
+@dataclass(frozen=True)
+class Report:
+    html: Path
+    plots: tuple[Plot, ...]
+    diagnosis: Diagnosis
+
+
+@dataclass(frozen=True)
+class _Line:
+    series: Series
+    label: str
+    marker: bool = False  # evals are sparse: draw points
+
+
+def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
+    """name -> (title, y label, lines)."""
+    terms = run.term_names()
+    rewards = [_Line(run.series("reward"), "reward (weighted sum)")] + [_Line(run.series(f"rewards/{t}/mean"), t) for t in terms]
+    acc = [_Line(run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
+    length = [
+        _Line(run.series("completions/mean_length"), "mean length (train)"),
+        _Line(run.series("completions/mean_terminated_length"), "mean terminated length (train)"),
+        _Line(run.series("eval/mean_length_correct", evals=True), "held-out correct", True),
+        _Line(run.series("eval/mean_length_incorrect", evals=True), "held-out incorrect", True),
+    ]
+    return {
+        "rewards": ("Reward per term", "mean reward", rewards),
+        "accuracy": ("Held-out verified accuracy", "accuracy", acc),
+        "entropy": ("Token entropy", "nats", [_Line(run.series("entropy"), "entropy")]),
+        "length": ("Completion length", "tokens", length),
+        "zero_std": ("Groups with zero reward variance", "fraction", [
+            _Line(run.series("frac_reward_zero_std"), "frac_reward_zero_std"),
+            _Line(run.series("completions/clipped_ratio"), "clipped (truncated) ratio"),
+        ]),
+        "kl": ("KL to the reference", "nats / token", [_Line(run.series("kl"), "kl")]),
+    }
+
+
+def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
+    """Write one PNG per plot that has data; return every plot, drawn or not."""
+    from matplotlib.figure import Figure  # Figure + savefig uses Agg for PNG, no pyplot global state
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = []
+    for name, (title, ylabel, lines) in _lines(run).items():
+        drawn = [ln for ln in lines if len(ln.series)]
+        path = out / f"{name}.png"
+        if not drawn:
+            keys = ", ".join(ln.series.key for ln in lines)
+            plots.append(Plot(name, title, None, f"not logged in this run ({keys})"))
+            continue
+        fig = Figure(figsize=(6.4, 3.4), dpi=100)
+        ax = fig.subplots()
+        for ln in drawn:
+            ax.plot(ln.series.steps, ln.series.values, label=ln.label, marker="o" if ln.marker or len(ln.series) == 1 else None, linewidth=1.4)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if len(drawn) > 1:
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        tmp = path.with_name(path.name + ".tmp")
+        fig.savefig(tmp, format="png")
+        tmp.replace(path)
+        plots.append(Plot(name, title, path))
+    return tuple(plots)
+
+
+def _table(rows: Sequence[Sequence[str]], head: Sequence[str]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4g}" if math.isfinite(v) else str(v)
+
+
+def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
+    run = d.run
+    steps = run.steps()
+    esc = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>rlvr report: {esc(run.source)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;text-align:left}"
+        ".error{color:#a00}.warning{color:#a60}img{max-width:100%}.missing{color:#777}</style></head><body>",
+        f"<h1>rlvr report</h1><p>run: <code>{esc(run.source)}</code> ({esc(run.kind)}); {len(run.train)} logged steps"
+        + (f" (steps {steps[0]}-{steps[1]})" if steps else "") + f"; {len(run.evals)} held-out evals; config: "
+        + (f"<code>{esc(run.config_path)}</code>" if run.config_path else "not found") + "</p>",
+        "<h2>Doctor</h2>",
+    ]
+    if d.healthy:
+        parts.append("<p>No findings: nothing in the metrics calls for a change. Keep plain GRPO.</p>")
+    else:
+        rows = []
+        for f in d.findings:
+            patch = "none"
+            if f.patch:
+                patch = f"{f.patch.variant}: " + ", ".join(f"{k}={v!r}" for k, v in f.patch.grpo.items())
+            rows.append([f.severity, f.check, f.metric, f.evidence, f.suggestion, patch])
+        table = _table(rows, ["severity", "finding", "metric", "evidence", "fix", "config patch"])
+        for sev in ("error", "warning"):  # colour the severity cell
+            table = table.replace(f"<td>{sev}</td>", f"<td class='{sev}'>{sev}</td>")
+        parts.append(table)
+    if d.notes:
+        parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{esc(n.check)}: {esc(n.text)}</li>" for n in d.notes) + "</ul>")
+    parts.append("<h2>Plots</h2>")
+    for p in plots:
+        if p.path is None:
+            parts.append(f"<h3>{esc(p.title)}</h3><p class='missing'>{esc(p.missing)}</p>")
+            continue
+        data = base64.b64encode(p.path.read_bytes()).decode("ascii")
+        parts.append(f"<h3>{esc(p.title)}</h3><img alt='{esc(p.title)}' src='data:image/png;base64,{data}'>")
+    if run.evals:
+        acc = run.series("eval/accuracy", evals=True)
+        n = run.series("eval/n", evals=True)
+        nmap = dict(zip(n.steps, n.values, strict=True))
+        rows = [[str(s), _fmt(v), _fmt(nmap.get(s))] for s, v in zip(acc.steps, acc.values, strict=True)]
+        if rows:
+            parts.append("<h2>Held-out evals</h2>" + _table(rows, ["step", "accuracy", "n"]))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(run: Run, out_dir: str | Path) -> Report:
+    """Plots as PNG files and ``report.html`` (PNGs embedded) in ``out_dir``."""
+    out = Path(out_dir)
+    plots = plot_run(run, out)
+    d = diagnose(run)
+    path = out / "report.html"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_html(d, plots), encoding="utf-8")
+    tmp.replace(path)
+    return Report(path, plots, d)
+
+
+def default_out_dir(run: Run) -> Path:
+    src = Path(run.source)
+    return (src if src.is_dir() else src.parent) / "report"

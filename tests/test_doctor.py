@@ -1,0 +1,480 @@
+"""The doctor: one planted symptom per synthetic log -> exactly that finding and its variant's
+patch; a healthy log -> no finding; TRL trainer_state.json and CSV inputs; bad input."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvr.cli.main import main
+from rlvr.doctor import choose, diagnose, is_moe, load_run, patched, write_patch
+from rlvr.doctor.checks import Patch
+from rlvr.errors import ConfigError, DataError, RunError
+
+DATA = Path(__file__).parent / "data" / "doctor"
+SYN = DATA / "synthetic"
+TRL = DATA / "trl_checkpoint"
+
+DAPO = {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True}
+DR_GRPO = {"loss_type": "dr_grpo", "scale_rewards": "none"}
+GSPO = {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0, "steps_per_generation": 16}
+
+# scenario -> (the one finding expected, the patch's grpo change group or None)
+PLANTED = {
+    "nan": ("nan", {"learning_rate": 5e-8}),
+    "no_signal": ("no_learning_signal", None),
+    "entropy_collapse": ("entropy_collapse", DAPO),
+    "dapo_entropy_collapse": ("entropy_collapse", None),  # checked separately: adaptive entropy
+    "entropy_blowup": ("entropy_blowup", {"learning_rate": 2.5e-7}),
+    "length_flat_reward": ("length_hacking", DR_GRPO),
+    "length_cotrend": ("length_hacking", DR_GRPO),
+    "truncation": ("truncation", {"max_completion_length": 512}),
+    "reward_hacking": ("reward_hacking", None),
+    "term_saturation": ("reward_hacking", None),
+    "kl_explosion": ("kl_explosion", {"learning_rate": 2.5e-7}),
+    "verifier_errors": ("verifier_errors", None),
+    "off_policy": ("off_policy_instability", {"num_iterations": 1}),
+    "moe": ("moe_plain_grpo", GSPO),
+}
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    dest = tmp_path / name
+    shutil.copytree(SYN / name, dest)
+    return dest
+
+
+def _write_metrics(run: Path, rows: list[dict]) -> None:
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _rows(name: str) -> list[dict]:
+    return [json.loads(line) for line in (SYN / name / "metrics.jsonl").read_text().splitlines()]
+
+
+# ---- fixtures are what the generator writes -------------------------------------------------
+
+
+def test_synthetic_fixtures_are_reproduced_by_their_generator(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("doctor_synth", DATA / "synth.py")
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    synth.main(tmp_path)
+    for f in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
+        rel = f.relative_to(tmp_path)
+        assert (SYN / rel).read_bytes() == f.read_bytes(), f"fixture {rel} differs from synth.py's output: rerun it"
+
+
+# ---- one planted symptom -> exactly that finding ---------------------------------------------
+
+
+def test_healthy_log_produces_no_finding() -> None:
+    d = diagnose(load_run(SYN / "healthy"))
+    assert d.findings == ()
+    assert d.healthy
+
+
+def test_small_clip_ratios_off_policy_are_not_a_finding() -> None:
+    assert diagnose(load_run(SYN / "healthy_off_policy")).findings == ()
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_each_planted_symptom_gives_exactly_its_finding(name: str) -> None:
+    d = diagnose(load_run(SYN / name))
+    assert [f.check for f in d.findings] == [PLANTED[name][0]]
+    f = d.findings[0]
+    assert f.evidence and any(ch.isdigit() for ch in f.evidence), "evidence must carry numbers and steps"
+    assert f.suggestion
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, p) in PLANTED.items() if p is not None))
+def test_patch_is_the_change_group_the_table_names_and_nothing_else(name: str) -> None:
+    f = diagnose(load_run(SYN / name)).findings[0]
+    assert f.patch is not None
+    assert dict(f.patch.grpo) == PLANTED[name][1]
+
+
+def test_entropy_collapse_patch_is_dapo_with_the_soft_overlong_term() -> None:
+    f = diagnose(load_run(SYN / "entropy_collapse")).findings[0]
+    assert f.patch.variant == "DAPO"
+    (term,) = f.patch.add_terms
+    assert term["verifier"] == "trl.rewards.get_soft_overlong_punishment"
+    assert term["options"] == {"max_completion_len": 256, "soft_punish_cache": 64}
+
+
+def test_length_hacking_patch_is_dr_grpo() -> None:
+    for name in ("length_flat_reward", "length_cotrend"):
+        assert diagnose(load_run(SYN / name)).findings[0].patch.variant == "Dr. GRPO"
+
+
+def test_moe_patch_is_gspo_and_clears_a_conflicting_generation_batch_size(tmp_path: Path) -> None:
+    run = _copy("moe", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"]["generation_batch_size"] = 32
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    f = diagnose(load_run(run)).findings[0]
+    assert f.patch.variant == "GSPO"
+    assert f.patch.grpo["generation_batch_size"] is None  # TRL refuses it together with steps_per_generation
+    assert "generation_batch_size" not in patched(cfg, f.patch)["grpo"]
+
+
+def test_moe_on_gspo_already_is_not_a_finding(tmp_path: Path) -> None:
+    run = _copy("moe", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"].update({"importance_sampling_level": "sequence", "steps_per_generation": 16})
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert diagnose(load_run(run)).findings == ()
+
+
+def test_entropy_collapse_under_dapo_asks_for_adaptive_entropy_not_dapo_again() -> None:
+    f = diagnose(load_run(SYN / "dapo_entropy_collapse")).findings[0]
+    assert set(f.patch.grpo) == {"use_adaptive_entropy", "entropy_target"}
+    assert f.patch.grpo["use_adaptive_entropy"] is True
+
+
+def test_entropy_is_judged_relative_to_the_runs_own_start(tmp_path: Path) -> None:
+    # The same shapes at ten times the entropy scale give the same verdicts.
+    for name, expected in (("healthy", []), ("entropy_collapse", ["entropy_collapse"])):
+        run = _copy(name, tmp_path)
+        rows = _rows(name)
+        for r in rows:
+            if "entropy" in r:
+                r["entropy"] *= 10
+        _write_metrics(run, rows)
+        assert [f.check for f in diagnose(load_run(run)).findings] == expected
+        shutil.rmtree(run)
+
+
+def test_an_entropy_level_that_is_low_in_absolute_terms_but_steady_is_not_a_collapse(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    rows = _rows("healthy")
+    for r in rows:
+        if "entropy" in r:
+            r["entropy"] = 0.05 + 0.002 * ((r["step"] * 7) % 5)
+    _write_metrics(run, rows)
+    assert diagnose(load_run(run)).findings == ()
+
+
+def test_reward_hacking_keeps_the_held_out_peak_step_in_its_advice() -> None:
+    f = diagnose(load_run(SYN / "reward_hacking")).findings[0]
+    assert f.numbers["acc_peak_step"] == 20
+    assert "step 20" in f.suggestion
+
+
+def test_reward_rise_with_only_two_evals_is_not_called_hacking(tmp_path: Path) -> None:
+    run = _copy("reward_hacking", tmp_path)
+    rows = [r for r in _rows("reward_hacking") if "eval/accuracy" not in r or r["step"] in (0, 60)]
+    _write_metrics(run, rows)
+    assert diagnose(load_run(run)).findings == ()
+
+
+def test_no_learning_signal_says_whether_prompts_are_too_easy() -> None:
+    f = diagnose(load_run(SYN / "no_signal")).findings[0]
+    assert f.severity == "error"
+    assert "too easy" in f.suggestion
+
+
+# ---- what the configuration explains is not a symptom ----------------------------------------
+
+
+def test_zero_clip_ratios_on_policy_are_a_note_not_a_finding() -> None:
+    d = diagnose(load_run(SYN / "healthy"))
+    assert any(n.check == "off_policy" and "by construction" in n.text for n in d.notes)
+
+
+def test_large_clip_ratios_on_policy_are_not_read_as_instability(tmp_path: Path) -> None:
+    run = _copy("off_policy", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"]["num_iterations"] = 1
+    cfg["trl_resolved"]["num_iterations"] = 1
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    d = diagnose(load_run(run))
+    assert d.findings == ()
+    assert any(n.check == "off_policy" and "on-policy" in n.text for n in d.notes)
+
+
+def test_steps_per_generation_above_accumulation_counts_as_off_policy(tmp_path: Path) -> None:
+    run = _copy("off_policy", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"]["num_iterations"] = 1
+    cfg["trl_resolved"].update(num_iterations=1, steps_per_generation=8, generation_batch_size=64)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "off_policy_instability"
+    assert dict(f.patch.grpo) == {"steps_per_generation": 4}
+
+
+def test_loss_near_zero_with_one_iteration_and_no_kl_is_a_note(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"]["beta"] = 0.0
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    rows = [r for r in _rows("healthy")]
+    for r in rows:
+        r.pop("kl", None)
+        if "loss" in r:
+            r["loss"] = 0.0
+    _write_metrics(run, rows)
+    d = diagnose(load_run(run))
+    assert d.findings == ()
+    assert any(n.check == "loss" and "expected" in n.text for n in d.notes)
+
+
+def test_nan_is_found_whichever_metric_carries_it(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    rows = _rows("healthy")
+    rows[-1]["eval/accuracy"] = float("inf") if "eval/accuracy" in rows[-1] else rows[-1].setdefault("entropy", float("inf"))
+    rows[30]["rewards/format/std"] = float("nan")
+    _write_metrics(run, rows)
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "nan"
+    assert f.numbers["metrics"] == 2
+
+
+def test_missing_metric_windows_are_not_read_as_zero(tmp_path: Path) -> None:
+    # TRL logs None when a metric had no valid value in a window; zero would fake "no signal".
+    run = _copy("healthy", tmp_path)
+    rows = _rows("healthy")
+    for r in rows[40:]:
+        for k in ("grad_norm", "reward_std", "frac_reward_zero_std"):
+            if k in r:
+                r[k] = None
+    _write_metrics(run, rows)
+    assert diagnose(load_run(run)).findings == ()
+
+
+def test_a_resumed_run_relogging_steps_is_merged_not_doubled(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    rows = _rows("healthy")
+    _write_metrics(run, rows + rows[-10:])
+    r = load_run(run)
+    assert len(r.train) == 60
+    assert diagnose(r).findings == ()
+
+
+# ---- MoE detection ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "mixtral", "num_local_experts": 8},
+    {"model_type": "deepseek_v3", "n_routed_experts": 256},
+    {"model_type": "qwen3_moe"},
+    {"model_type": "llava", "text_config": {"model_type": "x", "num_experts": 16}},
+])
+def test_moe_is_detected_from_the_model_config(cfg: dict) -> None:
+    assert is_moe(cfg)
+
+
+@pytest.mark.parametrize("cfg", [{"model_type": "qwen2"}, {"model_type": "x", "num_experts": 1}, {"model_type": "x", "num_experts": True}, None, {}])
+def test_dense_models_are_not_moe(cfg: dict | None) -> None:
+    assert is_moe(cfg) is None
+
+
+# ---- inputs: TRL trainer_state.json, CSV --------------------------------------------------------
+
+
+def test_trl_trainer_state_from_a_real_tiny_run_shows_no_learning_signal() -> None:
+    r = load_run(TRL)
+    assert r.kind == "trainer_state"
+    assert len(r.train) == 12 and not r.config_known
+    assert r.model_config["model_type"] == "qwen2"
+    d = diagnose(r)
+    checks = [f.check for f in d.findings]
+    assert checks[0] == "no_learning_signal"
+    assert "truncation" in checks  # 12 of 16 tokens was the cap: most completions hit it
+    assert all(f.patch is None for f in d.findings), "no config known: nothing to patch"
+
+
+def test_trainer_state_summary_entry_is_not_a_step() -> None:
+    r = load_run(TRL / "trainer_state.json")
+    assert all("train_runtime" not in row for row in r.train)
+    assert [int(row["step"]) for row in r.train] == list(range(1, 13))
+
+
+def test_config_passed_explicitly_enables_config_checks(tmp_path: Path) -> None:
+    r = load_run(TRL / "trainer_state.json", config=SYN / "healthy" / "config.yaml")
+    assert r.config_known
+    f = next(f for f in diagnose(r).findings if f.check == "truncation")
+    assert f.patch is not None
+
+
+def _to_csv(rows: list[dict], path: Path) -> None:
+    keys = sorted({k for r in rows for k in r})
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r[k]) for k in keys})
+
+
+@pytest.mark.parametrize("name", ["healthy", "entropy_collapse", "reward_hacking"])
+def test_csv_export_gives_the_same_findings_as_the_run(name: str, tmp_path: Path) -> None:
+    _to_csv(_rows(name), tmp_path / "m.csv")
+    got = [f.check for f in diagnose(load_run(tmp_path / "m.csv", config=SYN / name / "config.yaml")).findings]
+    assert got == [f.check for f in diagnose(load_run(SYN / name)).findings]
+
+
+# ---- bad input: clear errors naming file, line/row and field --------------------------------------
+
+
+def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    lines[5] = lines[5][:20]
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"metrics.jsonl, line 6: not valid JSON"):
+        load_run(run)
+
+
+def test_torn_last_line_of_a_live_run_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    with (run / "metrics.jsonl").open("a") as fh:
+        fh.write('{"step": 61, "reward": 0.')
+    r = load_run(run)
+    assert r.steps() == (1, 60)
+    assert "incomplete last line" in r.warnings[0]
+
+
+def test_missing_step_and_non_numeric_values_name_the_field(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    _write_metrics(run, [{"reward": 1.0}])
+    with pytest.raises(DataError, match=r"line 1: field 'step' is missing"):
+        load_run(run)
+    _write_metrics(run, [{"step": 1, "reward": True}])
+    with pytest.raises(DataError, match=r"line 1, field 'reward': expected a number"):
+        load_run(run)
+    _write_metrics(run, [{"step": 1.5, "reward": 1.0}])
+    with pytest.raises(DataError, match=r"'step' must be an integer"):
+        load_run(run)
+
+
+def test_csv_bad_cell_names_row_and_column(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_text("step,reward\n1,0.5\n2,lots\n")
+    with pytest.raises(DataError, match=r"row 3, column 'reward': 'lots' is not a number"):
+        load_run(tmp_path / "m.csv")
+    (tmp_path / "n.csv").write_text("reward\n0.5\n")
+    with pytest.raises(DataError, match="no 'step' column"):
+        load_run(tmp_path / "n.csv")
+
+
+def test_trainer_state_without_log_history_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "trainer_state.json").write_text('{"global_step": 3}')
+    with pytest.raises(DataError, match="log_history"):
+        load_run(tmp_path / "trainer_state.json")
+
+
+def test_missing_or_empty_runs_are_run_errors(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="no such run"):
+        load_run(tmp_path / "nope")
+    with pytest.raises(RunError, match="no metrics.jsonl"):
+        load_run(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text("")
+    with pytest.raises(RunError, match="no logged steps"):
+        load_run(tmp_path)
+
+
+def test_config_that_is_not_a_mapping_names_the_file_and_field(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    (run / "config.yaml").write_text("grpo: [1, 2]\n")
+    with pytest.raises(DataError, match=r"config.yaml: field 'grpo' must be a mapping"):
+        load_run(run, config=run / "config.yaml")
+
+
+# ---- the patch file --------------------------------------------------------------------------
+
+
+def test_patch_file_differs_from_the_run_config_in_exactly_one_change_group(tmp_path: Path) -> None:
+    run = _copy("entropy_collapse", tmp_path)
+    path, finding = write_patch(diagnose(load_run(run)))
+    assert path == run / "config.doctor-entropy_collapse.yaml"
+    old, new = yaml.safe_load((run / "config.yaml").read_text()), yaml.safe_load(path.read_text())
+    changed = {k for k in new["grpo"] if new["grpo"][k] != old["grpo"].get(k)}
+    assert changed == {"loss_type", "epsilon_high", "beta", "mask_truncated_completions"}  # epsilon was already 0.2
+    assert {k: new["grpo"][k] for k in DAPO} == DAPO
+    assert set(new["grpo"]) == set(old["grpo"])
+    assert {k: v for k, v in new["rlvr"].items() if k != "add_rewards"} == old["rlvr"]
+    text = path.read_text()
+    assert text.splitlines()[1].startswith("# finding: entropy_collapse")
+    assert "loss_type: dapo  # doctor: entropy_collapse (DAPO); was 'grpo'" in text
+
+
+def test_patch_never_overwrites_without_force(tmp_path: Path) -> None:
+    run = _copy("truncation", tmp_path)
+    out = tmp_path / "p.yaml"
+    out.write_text("keep me\n")
+    with pytest.raises(RunError, match="already exists"):
+        write_patch(diagnose(load_run(run)), out)
+    assert out.read_text() == "keep me\n"
+    write_patch(diagnose(load_run(run)), out, force=True)
+    assert yaml.safe_load(out.read_text())["grpo"]["max_completion_length"] == 512
+
+
+def test_patch_refuses_when_the_fix_is_not_a_config_value() -> None:
+    with pytest.raises(ConfigError, match="not a config change"):
+        choose(diagnose(load_run(SYN / "reward_hacking")))
+
+
+def test_patch_refuses_for_a_healthy_run() -> None:
+    with pytest.raises(ConfigError, match="no findings"):
+        choose(diagnose(load_run(SYN / "healthy")))
+
+
+def test_patched_none_removes_a_key_so_trl_derives_it() -> None:
+    cfg = {"grpo": {"a": 1, "generation_batch_size": 32}, "rlvr": {}}
+    assert patched(cfg, Patch("x", {"generation_batch_size": None, "a": 2}))["grpo"] == {"a": 2}
+    assert cfg["grpo"] == {"a": 1, "generation_batch_size": 32}, "the input is not modified"
+
+
+# ---- CLI ---------------------------------------------------------------------------------------
+
+
+def test_doctor_help_works(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["doctor", "--help"])
+    assert exc.value.code == 0
+    assert "--patch" in capsys.readouterr().out
+
+
+def test_doctor_bad_argument_is_one_line_and_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["doctor", str(SYN / "healthy"), "--bogus"])
+    assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_doctor_missing_run_is_one_line_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["doctor", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such run" in err[0]
+
+
+def test_doctor_json_lists_findings_with_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", str(SYN / "length_cotrend"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (f,) = out["findings"]
+    assert f["check"] == "length_hacking" and f["patch"]["grpo"] == DR_GRPO
+    assert math.isclose(f["numbers"]["length_late"] / f["numbers"]["length_early"], 1.78, abs_tol=0.05)
+
+
+def test_doctor_cli_patch_writes_the_file_and_names_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    run = _copy("moe", tmp_path)
+    assert main(["doctor", str(run), "--patch"]) == 0
+    out = capsys.readouterr().out
+    assert "GSPO" in out and "config.doctor-moe_plain_grpo.yaml" in out
+    assert yaml.safe_load((run / "config.doctor-moe_plain_grpo.yaml").read_text())["grpo"]["importance_sampling_level"] == "sequence"
+
+
+def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    run = _copy("moe", tmp_path)
+    assert main(["doctor", str(run), "--patch", "--finding", "entropy_collapse"]) == 1
+    assert "not among this run's findings" in capsys.readouterr().err
+    assert main(["doctor", str(run), "--out", str(tmp_path / "x.yaml")]) == 1
+    assert "only mean something with --patch" in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()
