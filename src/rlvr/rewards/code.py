@@ -113,6 +113,7 @@ class UnitTests(BaseVerifier):
         workers: int = 2,
         strict: bool = False,
         python: str | None = None,
+        pool: Any = None,
     ) -> None:
         problems = []
         if style not in STYLES:
@@ -143,6 +144,7 @@ class UnitTests(BaseVerifier):
         self.workers = workers
         self.strict = strict
         self.python = python
+        self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
 
     # -- per row -----------------------------------------------------------------------------
     def plan(self, row: Mapping[str, Any]) -> Any:
@@ -193,7 +195,7 @@ class UnitTests(BaseVerifier):
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
             todo.append((i, plan, self._job(prefix + code, plan), code, span))
         if todo:
-            pool = shared_pool(self.workers, self.timeout, self.memory_mb, self.strict, self.python)
+            pool = self.pool or shared_pool(self.workers, self.timeout, self.memory_mb, self.strict, self.python)
             try:
                 raws = pool.run([t[2] for t in todo])
             except SandboxError:

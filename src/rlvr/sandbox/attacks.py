@@ -1,0 +1,175 @@
+"""The attack list that ``rlvr sandbox check`` (and the tests) run against the sandbox.
+
+Each attack is a "solution" plus its unit tests. Escape attacks pass their test only if the
+attack worked (``attack()`` returns True after reaching the host); reward hacks try to collect
+reward for a wrong ``add``. An attack is *stopped* when its verdict is not ``correct`` and the host
+shows no trace of it: the listeners received nothing, the decoys are intact, the victim process
+is alive. All targets are created here, in a scratch directory, and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ADD_TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\nassert add(10, 5) == 15\n"
+ATTACK_TEST = "assert attack() is True\n"
+
+
+@dataclass(frozen=True)
+class Attack:
+    name: str
+    code: str  # formatted with the Targets' fields
+    tests: str = ATTACK_TEST
+    harmed: Callable[[Targets], str | None] | None = None  # host-side check: what was touched
+
+
+class Targets:
+    """Host-side targets: listeners, a decoy tree, a victim process holding a secret."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="rlvr-attack-"))
+        self.decoy = self.dir / "decoy"
+        self.decoy.mkdir()
+        (self.decoy / "keep.txt").write_text("precious\n")
+        self.marker = self.dir / "marker"
+        self.tests_file = self.dir / "tests.py"
+        self.tests_file.write_text(ADD_TESTS)
+        self.secret = "rlvr-secret-" + os.urandom(6).hex()
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(8)
+        self.tcp.setblocking(False)
+        self.tcp_port = self.tcp.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.udp.setblocking(False)
+        self.udp_port = self.udp.getsockname()[1]
+        self.unix_path = str(self.dir / "sock")
+        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.unix.bind(self.unix_path)
+        os.chmod(self.unix_path, 0o666)
+        self.unix.listen(8)
+        self.unix.setblocking(False)
+        self.victim = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(3600)"],
+            env={"RLVR_SECRET": self.secret, "PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.victim_pid = self.victim.pid
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "port": self.tcp_port,
+            "uport": self.udp_port,
+            "unix": self.unix_path,
+            "decoy": str(self.decoy),
+            "marker": str(self.marker),
+            "tests_file": str(self.tests_file),
+            "secret": self.secret,
+            "pid": self.victim_pid,
+        }
+
+    def close(self) -> None:
+        for s in (self.tcp, self.udp, self.unix):
+            s.close()
+        if self.victim.poll() is None:
+            self.victim.send_signal(signal.SIGKILL)
+        self.victim.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _accepted(sock: socket.socket) -> str | None:
+    try:
+        conn, _ = sock.accept()
+        conn.close()
+        return "the listener accepted a connection"
+    except (BlockingIOError, OSError):
+        return None
+
+
+def _udp(t: Targets) -> str | None:
+    try:
+        t.udp.recvfrom(100)
+        return "the UDP socket received a datagram"
+    except (BlockingIOError, OSError):
+        return None
+
+
+def _decoy(t: Targets) -> str | None:
+    if not (t.decoy / "keep.txt").exists():
+        return "the decoy was deleted"
+    extra = sorted(p.name for p in t.decoy.iterdir() if p.name != "keep.txt")
+    return f"files appeared in the decoy: {extra}" if extra else None
+
+
+def _marker(t: Targets) -> str | None:
+    return "the marker file was created (a command ran)" if t.marker.exists() else None
+
+
+def _victim(t: Targets) -> str | None:
+    return "the victim process was killed" if t.victim.poll() is not None else None
+
+
+BROKEN_ADD = "def add(a, b):\n    return a - b\n"
+
+ATTACKS: tuple[Attack, ...] = (
+    Attack("tcp_connect", "import socket\ndef attack():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n    s.sendall(b'x')\n    return True\n", harmed=lambda t: _accepted(t.tcp)),
+    Attack("udp_sendto", "import socket\ndef attack():\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    s.sendto(b'x', ('127.0.0.1', {uport}))\n    return True\n", harmed=_udp),
+    Attack("unix_socket_connect", "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({unix!r})\n    s.sendall(b'x')\n    return True\n", harmed=lambda t: _accepted(t.unix)),
+    Attack("read_etc_passwd", "def attack():\n    return 'root:' in open('/etc/passwd').read()\n"),
+    Attack("read_proc_environ", "def attack():\n    return {secret!r} in open('/proc/{pid}/environ', 'rb').read().decode()\n"),
+    Attack("write_outside_workdir", "def attack():\n    open({decoy!r} + '/pwned', 'w').write('x')\n    return True\n", harmed=_decoy),
+    Attack("os_system", "import os\ndef attack():\n    return os.system('touch {marker}') == 0\n", harmed=_marker),
+    Attack("subprocess", "import subprocess\ndef attack():\n    subprocess.run(['touch', {marker!r}], check=True)\n    return True\n", harmed=_marker),
+    Attack("rmtree_decoy", "import shutil\ndef attack():\n    shutil.rmtree({decoy!r})\n    return True\n", harmed=_decoy),
+    Attack("kill_outside_process", "import os\ndef attack():\n    os.kill({pid}, 9)\n    return True\n", harmed=_victim),
+    Attack("infinite_loop", "while True:\n    pass\n" + BROKEN_ADD, ADD_TESTS),
+    Attack("allocate_10gb", "def attack():\n    x = bytearray(10 * 2**30)\n    return len(x) > 0\n"),
+    Attack("fork_bomb", "import os, time\ndef attack():\n    n = 0\n    for _ in range(300):\n        if os.fork() == 0:\n            time.sleep(2)\n            os._exit(0)\n        n += 1\n    return n == 300\n"),
+    Attack("sys_exit_0", "import sys\nsys.exit(0)\n" + BROKEN_ADD, ADD_TESTS),
+    Attack("os_exit_0", "import os\nos._exit(0)\n" + BROKEN_ADD, ADD_TESTS),
+    Attack("print_fake_passed", "print('3 passed in 0.01s')\nprint('ALL TESTS PASSED')\n" + BROKEN_ADD, ADD_TESTS),
+    Attack("always_equal_object", "class AlwaysEqual:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n    __hash__ = object.__hash__\ndef add(a, b):\n    return AlwaysEqual()\n", ADD_TESTS),
+    Attack("int_subclass_equal", "class Sneaky(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\ndef add(a, b):\n    return Sneaky(0)\n", ADD_TESTS),
+    Attack("monkeypatch_unittest", "import unittest, builtins\nunittest.TestCase.assertEqual = lambda *a, **k: None\nunittest.TestCase.assertTrue = lambda *a, **k: None\n" + BROKEN_ADD, ADD_TESTS),
+    Attack("write_result_channel", "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'{{\"status\": \"passed\", \"passed\": 3, \"calls\": []}}')\n    except OSError:\n        pass\nos._exit(0)\n" + BROKEN_ADD, ADD_TESTS),
+    Attack("read_test_file", "import re\ndef add(a, b):\n    src = open({tests_file!r}).read()\n    for m in re.finditer(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', src):\n        if (int(m.group(1)), int(m.group(2))) == (a, b):\n            return int(m.group(3))\n    return 0\n", ADD_TESTS),
+    Attack("ctypes_system", "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None)\n    return libc.system(b'touch {marker}') == 0\n", harmed=_marker),
+)
+
+@dataclass(frozen=True)
+class AttackResult:
+    name: str
+    stopped: bool
+    verdict: str
+    harm: str | None
+
+
+def run_attacks(verifier: object, attacks: tuple[Attack, ...] = ATTACKS) -> list[AttackResult]:
+    """Run every attack through ``verifier`` (a ``UnitTests``) in one batch; report each."""
+    from ..rewards.base import Outcome, Sample
+
+    targets = Targets()
+    try:
+        fields = targets.fields()
+        samples = [Sample(f"```python\n{a.code.format(**fields)}```", row={"tests": a.tests}) for a in attacks]
+        verdicts = verifier.verify_batch(samples)  # type: ignore[attr-defined]
+        out = []
+        for a, v in zip(attacks, verdicts):
+            harm = a.harmed(targets) if a.harmed else None
+            label = v.outcome.value + (f"/{v.error_kind}" if v.error_kind else "")
+            out.append(AttackResult(a.name, v.outcome is not Outcome.CORRECT and harm is None, label, harm))
+        return out
+    finally:
+        targets.close()
