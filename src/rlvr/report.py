@@ -69,7 +69,9 @@ def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
 
 def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
     """Write one PNG per plot that has data; return every plot, drawn or not."""
-    from matplotlib.figure import Figure  # Figure + savefig uses Agg for PNG, no pyplot global state
+    # The Agg canvas directly, not pyplot: no display, no global figure state, safe in threads.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,6 +84,7 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
             plots.append(Plot(name, title, None, f"not logged in this run ({keys})"))
             continue
         fig = Figure(figsize=(6.4, 3.4), dpi=100)
+        FigureCanvasAgg(fig)
         ax = fig.subplots()
         for ln in drawn:
             ax.plot(ln.series.steps, ln.series.values, label=ln.label, marker="o" if ln.marker or len(ln.series) == 1 else None, linewidth=1.4)

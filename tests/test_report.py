@@ -1,0 +1,91 @@
+"""`rlvr report`: PNG plots and a self-contained HTML report."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rlvr.cli.main import main
+from rlvr.doctor import load_run
+from rlvr.report import default_out_dir, write_report
+
+DATA = Path(__file__).parent / "data" / "doctor"
+SYN = DATA / "synthetic"
+PNG = b"\x89PNG\r\n\x1a\n"
+PLOTS = ["rewards", "accuracy", "entropy", "length", "zero_std", "kl"]
+
+
+def test_full_run_gets_six_png_plots(tmp_path: Path) -> None:
+    rep = write_report(load_run(SYN / "reward_hacking"), tmp_path)
+    assert [p.name for p in rep.plots] == PLOTS
+    for p in rep.plots:
+        assert p.path is not None and p.path.read_bytes().startswith(PNG)
+
+
+def test_html_embeds_every_plot_and_links_nothing_outside(tmp_path: Path) -> None:
+    rep = write_report(load_run(SYN / "reward_hacking"), tmp_path)
+    text = rep.html.read_text()
+    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", text)
+    assert len(images) == 6
+    assert all(base64.b64decode(i).startswith(PNG) for i in images)
+    assert not re.search(r"(src|href)\s*=\s*['\"]?(https?:|//|file:)", text)
+    assert "<script" not in text and "<link" not in text
+    assert "reward_hacking" in text  # the doctor's finding is in the report
+
+
+def test_plots_the_run_did_not_log_are_skipped_and_said_so(tmp_path: Path) -> None:
+    rep = write_report(load_run(DATA / "trl_checkpoint"), tmp_path)
+    acc = next(p for p in rep.plots if p.name == "accuracy")
+    assert acc.path is None and not (tmp_path / "accuracy.png").exists()
+    assert "not logged in this run (eval/accuracy)" in rep.html.read_text()
+
+
+def test_text_from_the_run_is_escaped_in_the_html(tmp_path: Path) -> None:
+    # Term names come from the log: a hostile one must not become markup in the report.
+    evil = "<img src=x onerror=alert(1)>"
+    run = tmp_path / "run"
+    shutil.copytree(SYN / "term_saturation", run)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        if "rewards/format/mean" in r:
+            r[f"rewards/{evil}/mean"] = r.pop("rewards/format/mean")
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = (run / "config.yaml").read_text().replace("- format", f"- '{evil}'")
+    (run / "config.yaml").write_text(cfg)
+    rep = write_report(load_run(run), tmp_path / "out")
+    text = rep.html.read_text()
+    assert evil not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_default_report_folder_is_inside_the_run() -> None:
+    assert default_out_dir(load_run(SYN / "healthy")) == SYN / "healthy" / "report"
+    assert default_out_dir(load_run(DATA / "trl_checkpoint" / "trainer_state.json")) == DATA / "trl_checkpoint" / "report"
+
+
+def test_report_help_works(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "--help"])
+    assert exc.value.code == 0
+    assert "--out" in capsys.readouterr().out
+
+
+def test_report_cli_writes_the_html_and_lists_plots(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["report", str(SYN / "healthy"), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "report.html (0 findings" in out
+    assert (tmp_path / "report.html").is_file()
+
+
+def test_report_cli_bad_input_is_one_line_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "m.csv"
+    bad.write_text("step,reward\n1,nope\n")
+    assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "row 2, column 'reward'" in err[0]
+    assert not (tmp_path / "o").exists(), "nothing is written for input that cannot be read"
