@@ -269,6 +269,16 @@ def test_resume_after_an_interruption_samples_only_what_is_missing(tmp_path: Pat
     assert resumed.to_json() | {"out_dir": ""} == full.to_json() | {"out_dir": ""}
 
 
+def test_resuming_a_finished_probe_samples_nothing(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "t", n=10)  # k=16: chunks of 4, 4 and a short last one of 2
+    first = run_probe(task, out_dir=tmp_path / "out", k=16, sampler=FakeSampler(lambda p: 0.4), progress=False)
+    before = (tmp_path / "out" / "samples.jsonl").read_text()
+    idle = FakeSampler(lambda p: 0.4, fail_after_calls=0)  # raises if asked for anything
+    again = run_probe(task, out_dir=tmp_path / "out", k=16, resume=True, sampler=idle, progress=False)
+    assert (tmp_path / "out" / "samples.jsonl").read_text() == before
+    assert again.successes == first.successes and again.n_samples == 160
+
+
 def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=3)
     run_probe(task, out_dir=tmp_path / "out", k=2, sampler=FakeSampler(lambda p: 0.5), progress=False)
@@ -388,3 +398,24 @@ def test_cli_exits_nonzero_when_the_verifier_decides_nothing(tmp_path: Path) -> 
     rewards = "  - {name: fmt, verifier: broken_rewards.always_fail}\n  - {name: correct, verifier: broken_rewards.always_fail}\n"
     task = make_task(root, n=2, rewards=rewards)
     assert cli(["probe", str(task), "-k", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 1
+
+
+# -- the GPU benchmark script, on a machine without a GPU -------------------------------------
+def test_gpu_probe_script_runs_its_cpu_fallback_and_says_what_it_did_not_measure(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: run bench/gpu_probe.sh itself")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "PROBE_PROMPTS": "4", "PROBE_K": "2", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(["bash", str(root / "bench" / "gpu_probe.sh")], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "RESULT backend=transformers device=cpu" in proc.stdout
+    assert "not measured: GPU throughput" in proc.stdout
+    assert "not measured: 0.5B-shaped model" in proc.stdout
+    saved = json.loads((tmp_path / "gpu_probe.json").read_text())
+    assert saved["results"][0]["completions"] == 8 and saved["results"][0]["completions_per_s"] > 0

@@ -261,10 +261,15 @@ class VllmSampler:
         _check_args(n, temperature, max_new_tokens, top_p)
         from vllm import SamplingParams
 
-        params = SamplingParams(
-            n=n, temperature=temperature, top_p=top_p, top_k=-1 if temperature else 1, max_tokens=max_new_tokens,
-            seed=seed, skip_special_tokens=True,
-        )
+        # One seed per request: a shared seed would give every prompt the same random stream,
+        # correlating outcomes across prompts (the probe's interval assumes independence).
+        params = [
+            SamplingParams(
+                n=n, temperature=temperature, top_p=top_p, top_k=-1 if temperature else 1, max_tokens=max_new_tokens,
+                seed=None if seed is None else seed * 100_003 + i, skip_special_tokens=True,
+            )
+            for i in range(len(prompts))
+        ]
         inputs = [{"prompt_token_ids": prompt_ids(self.tokenizer, p)} for p in prompts]
         results = self.llm.generate(inputs, params, use_tqdm=False)
         groups = []
