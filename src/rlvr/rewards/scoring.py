@@ -1,0 +1,214 @@
+"""Scoring JSONL files of completions: what ``rlvr score``, the probe and the inspection gate use.
+
+Input: one JSON object per line with ``completion`` (a string, or a list of chat messages) and
+optionally ``prompt``, plus any dataset columns the terms read (``answer``, ``tests``...).
+Output: the same objects, in the same order, each with ``scores`` (term -> verdict JSON:
+outcome, score, detail, answer, span, error_kind), ``reward`` (the weighted total TRL would
+compute, or null when the row is masked) and ``masked``.
+
+Every line is read and checked before anything is written; a bad line raises ``DataError``
+naming the file, the line and the field. The output is written to a temporary file and moved
+into place at the end, so an interrupted run never leaves a half-written file over a good one,
+and the input file is never overwritten.
+
+Rows are scored in chunks on a thread pool; verifiers that need CPU (math, code) fan out to
+their own worker processes, so threads are enough here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from .base import Outcome, Sample
+from .combine import RewardSet, Scored, Term, completion_text, prompt_text
+from .format import AnswerFormat
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    """What a scoring run did: counts per term per outcome, masked rows, time."""
+
+    source: str
+    output: str | None
+    rows: int
+    counts: dict[str, dict[str, int]]
+    masked: int
+    seconds: float
+    mean_reward: float | None
+    error_kinds: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "output": self.output,
+            "rows": self.rows,
+            "counts": self.counts,
+            "error_kinds": self.error_kinds,
+            "masked": self.masked,
+            "seconds": round(self.seconds, 3),
+            "mean_reward": self.mean_reward,
+        }
+
+    def text(self) -> str:
+        outcomes = [o.value for o in Outcome]
+        width = max([len(t) for t in self.counts] + [4])
+        lines = [f"{'term':<{width}}  " + "  ".join(f"{o:>11}" for o in outcomes)]
+        for term, c in self.counts.items():
+            lines.append(f"{term:<{width}}  " + "  ".join(f"{c.get(o, 0):>11}" for o in outcomes))
+            kinds = self.error_kinds.get(term)
+            if kinds:
+                lines.append(f"{'':<{width}}  errors: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+        rate = self.rows / self.seconds if self.seconds > 0 else float("inf")
+        mean = "n/a" if self.mean_reward is None else f"{self.mean_reward:.4f}"
+        lines.append(f"{self.rows} rows, {self.masked} masked, mean reward {mean}, {self.seconds:.2f} s ({rate:.1f} rows/s)")
+        if self.output:
+            lines.append(f"wrote {self.output}")
+        return "\n".join(lines)
+
+
+def read_completions(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of a completions JSONL; ``DataError`` names the file, line and field."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: no such file")
+    rows = []
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{p}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            if "completion" not in row:
+                raise DataError(f"{p}:{lineno}: field 'completion' is missing (fields: {', '.join(sorted(row)) or 'none'})")
+            if not isinstance(row["completion"], (str, list)):
+                raise DataError(f"{p}:{lineno}: field 'completion' must be a string or a list of messages, got {type(row['completion']).__name__}")
+            if "prompt" in row and not isinstance(row["prompt"], (str, list, type(None))):
+                raise DataError(f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, got {type(row['prompt']).__name__}")
+            rows.append(row)
+    if not rows:
+        raise DataError(f"{p}: no rows")
+    return rows
+
+
+def to_sample(row: Mapping[str, Any]) -> Sample:
+    ids = row.get("completion_ids")
+    return Sample(
+        completion=completion_text(row["completion"]),
+        row={k: v for k, v in row.items() if k not in ("completion", "completion_ids", "scores", "reward", "masked")},
+        prompt=prompt_text(row.get("prompt") or ""),
+        completion_ids=ids if isinstance(ids, list) else None,
+    )
+
+
+def score_rows(rows: Sequence[Mapping[str, Any]], reward_set: RewardSet, workers: int | None = None, chunk: int = 32) -> list[Scored]:
+    """Score rows in chunks, ``workers`` chunks at a time; results in row order."""
+    samples = [to_sample(r) for r in rows]
+    chunks = [samples[i : i + chunk] for i in range(0, len(samples), chunk)]
+    workers = max(1, workers or min(4, os.cpu_count() or 1))
+    if workers == 1 or len(chunks) <= 1:
+        parts = [reward_set.score(c) for c in chunks]
+    else:
+        with ThreadPoolExecutor(workers) as ex:
+            parts = list(ex.map(reward_set.score, chunks))
+    return [s for part in parts for s in part]
+
+
+def summarize(reward_set: RewardSet, scored: Sequence[Scored], source: str, output: str | None, seconds: float) -> ScoreSummary:
+    counts: dict[str, dict[str, int]] = {name: {} for name in reward_set.names}
+    kinds: dict[str, dict[str, int]] = {}
+    totals = []
+    for s in scored:
+        for name, v in s.verdicts.items():
+            counts[name][v.outcome.value] = counts[name].get(v.outcome.value, 0) + 1
+            if v.error_kind:
+                kinds.setdefault(name, {})
+                kinds[name][v.error_kind] = kinds[name].get(v.error_kind, 0) + 1
+        total = reward_set.total(s)
+        if total is not None:
+            totals.append(total)
+    mean = sum(totals) / len(totals) if totals else None
+    return ScoreSummary(source, output, len(scored), counts, sum(s.masked for s in scored), seconds, mean, kinds)
+
+
+def scored_row(row: Mapping[str, Any], scored: Scored, reward_set: RewardSet) -> dict[str, Any]:
+    out = dict(row)
+    out["scores"] = {name: v.to_json() for name, v in scored.verdicts.items()}
+    out["reward"] = reward_set.total(scored)
+    out["masked"] = scored.masked
+    return out
+
+
+def write_jsonl(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def default_output(path: str | Path) -> Path:
+    p = Path(path)
+    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.name
+    return p.with_name(f"{stem}.scored.jsonl")
+
+
+def score_file(path: str | Path, reward_set: RewardSet, out: str | Path | None = None, workers: int | None = None, write: bool = True) -> ScoreSummary:
+    """Score every row of ``path`` and write ``out`` (default ``<name>.scored.jsonl``)."""
+    start = time.monotonic()
+    rows = read_completions(path)
+    target = Path(out) if out is not None else default_output(path)
+    if write and target.resolve() == Path(path).resolve():
+        raise DataError(f"{path}: refusing to overwrite the input file with scores; choose another --out")
+    scored = score_rows(rows, reward_set, workers)
+    if write:
+        write_jsonl(target, [scored_row(r, s, reward_set) for r, s in zip(rows, scored, strict=True)])
+    return summarize(reward_set, scored, str(path), str(target) if write else None, time.monotonic() - start)
+
+
+def reward_set_from_names(
+    names: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    answer_format: AnswerFormat | None = None,
+    column: str = "answer",
+) -> RewardSet:
+    """A reward set of named verifiers (built-ins or dotted paths), each weight 1, each term
+    named after its verifier. ``options`` maps a verifier name to its options."""
+    import inspect
+
+    from . import BUILTINS, _import, build_verifier
+
+    options = options or {}
+    dups = sorted({n for n in names if list(names).count(n) > 1})
+    if dups:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"reward {', '.join(dups)} named more than once; each term is one metric")
+    terms = []
+    for name in names:
+        opts = dict(options.get(name, {}))
+        if name in BUILTINS and "column" not in opts:
+            cls = _import(BUILTINS[name])
+            if inspect.isclass(cls) and "column" in inspect.signature(cls).parameters:
+                opts["column"] = column
+        terms.append(Term(name, build_verifier(name, opts, answer_format, search=Path.cwd()), 1.0))
+    return RewardSet(terms)
