@@ -22,11 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .table import Run, Series, is_moe
-
-MIN_POINTS = 6  # fewer logged steps than this and trends are not judged
-WINDOW_FRACTION = 0.2  # early / late window: this share of the logged points (at least 3)
-Z_SIGNIFICANT = 3.0  # a trend is real when the late-vs-early shift is this many standard errors
+from .stats import MIN_POINTS, late_mean, mean, shift
+from .table import Run, is_moe
 
 ZERO_STD_ERROR = 0.9  # "near 1": most groups carry no advantage at all (1.0 means grad = 0)
 ZERO_STD_WARN = 0.5  # "over 0.5 sustained is wasteful" (prior-art note, one report at 0.63)
@@ -89,70 +86,6 @@ class Note:
 
     def to_json(self) -> dict[str, str]:
         return {"check": self.check, "text": self.text}
-
-
-# ------------------------------------------------------------------------------------------
-# Statistics
-
-
-@dataclass(frozen=True)
-class Shift:
-    early: float
-    late: float
-    early_steps: tuple[int, int]
-    late_steps: tuple[int, int]
-    z: float  # Welch z of late - early; inf when both windows are constant and differ
-
-    @property
-    def delta(self) -> float:
-        return self.late - self.early
-
-    @property
-    def ratio(self) -> float:
-        return self.late / self.early if self.early else math.inf
-
-    def rising(self) -> bool:
-        return self.z >= Z_SIGNIFICANT
-
-    def falling(self) -> bool:
-        return self.z <= -Z_SIGNIFICANT
-
-    def span(self) -> str:
-        return f"{self.early:.4g} (steps {self.early_steps[0]}-{self.early_steps[1]}) to {self.late:.4g} (steps {self.late_steps[0]}-{self.late_steps[1]})"
-
-
-def _mean(xs: tuple[float, ...]) -> float:
-    return sum(xs) / len(xs)
-
-
-def _var(xs: tuple[float, ...]) -> float:
-    m = _mean(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1) if len(xs) > 1 else 0.0
-
-
-def window(n: int) -> int:
-    return max(3, math.ceil(n * WINDOW_FRACTION))
-
-
-def shift(s: Series) -> Shift | None:
-    """Early-window mean vs late-window mean, or ``None`` with too few points."""
-    n = len(s)
-    if n < MIN_POINTS:
-        return None
-    w = min(window(n), n // 2)
-    e, lt = s.slice(0, w), s.slice(n - w)
-    diff = _mean(lt.values) - _mean(e.values)
-    se = math.sqrt(_var(e.values) / w + _var(lt.values) / w)
-    z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
-    return Shift(_mean(e.values), _mean(lt.values), (e.steps[0], e.steps[-1]), (lt.steps[0], lt.steps[-1]), z)
-
-
-def late_mean(s: Series) -> tuple[float, tuple[int, int]] | None:
-    if len(s) == 0:
-        return None
-    w = min(window(len(s)), len(s))
-    tail = s.slice(len(s) - w)
-    return _mean(tail.values), (tail.steps[0], tail.steps[-1])
 
 
 def _g(run: Run, key: str, default: Any = None) -> Any:
@@ -230,18 +163,18 @@ def check_verifier_errors(run: Run) -> Result:
         s = run.series(key)
         if not len(s):
             continue
-        mean = _mean(s.values)
-        if mean <= ERROR_RATE_MAX:
+        avg = mean(s.values)
+        if avg <= ERROR_RATE_MAX:
             continue
         term = key.split("/")[1]
         worst = max(range(len(s)), key=lambda i: s.values[i])
         timeouts = run.series(f"rewards/{term}/timeout_rate")
-        hint = f"; timeouts are {_mean(timeouts.values):.0%} of samples" if len(timeouts) else ""
+        hint = f"; timeouts are {mean(timeouts.values):.0%} of samples" if len(timeouts) else ""
         out.append(Finding(
             "verifier_errors", "error", key,
-            f"term {term!r} could not decide {mean:.1%} of samples on average over steps {s.steps[0]}-{s.steps[-1]} (worst {s.values[worst]:.1%} at step {s.steps[worst]}){hint}",
+            f"term {term!r} could not decide {avg:.1%} of samples on average over steps {s.steps[0]}-{s.steps[-1]} (worst {s.values[worst]:.1%} at step {s.steps[worst]}){hint}",
             "Errors are masked out of the baseline, not scored 0, but this many means the verifier or sandbox is failing: run `rlvr score` on the run's completions and fix the infrastructure (timeouts, crashes, unparseable ground truth) before reading any other metric.",
-            None, {"mean": mean, "max": s.values[worst], "max_step": s.steps[worst]},
+            None, {"mean": avg, "max": s.values[worst], "max_step": s.steps[worst]},
         ))
     return out
 
@@ -257,7 +190,7 @@ def check_reward_hacking(run: Run) -> Result:
     if reward is not None and reward.delta >= REWARD_RISE and reward.rising() and len(acc) >= 3:
         ns = run.series("eval/n", evals=True)
         n = min(ns.values) if len(ns) else None
-        p = _mean(acc.values)
+        p = mean(acc.values)
         noise = max(0.02, 2 * math.sqrt(p * (1 - p) / n)) if n else 0.02  # two binomial standard errors
         peak = max(range(len(acc)), key=lambda i: acc.values[i])
         falling = peak <= len(acc) - 3 and all(v < acc.values[peak] - noise for v in acc.values[peak + 1:])
