@@ -148,12 +148,12 @@ class UnitTests(BaseVerifier):
 
     # -- per row -----------------------------------------------------------------------------
     def plan(self, row: Mapping[str, Any]) -> Any:
-        """The row's test plan; raises ``TestFormatError`` (a ground-truth problem)."""
-        from ..sandbox.checks import TestFormatError, plan_asserts, plan_stdio
+        """The row's test plan; raises ``BadTestsError`` (a ground-truth problem)."""
+        from ..sandbox.checks import BadTestsError, plan_asserts, plan_stdio
 
         tests = row.get(self.column)
         if tests is None or (isinstance(tests, str) and not tests.strip()):
-            raise TestFormatError(f"row has no tests in column {self.column!r}")
+            raise BadTestsError(f"row has no tests in column {self.column!r}")
         style = self.style
         if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
             try:
@@ -161,7 +161,7 @@ class UnitTests(BaseVerifier):
                 style = "stdio"
             except ValueError:
                 if style == "stdio":
-                    raise TestFormatError(f"column {self.column!r} is not JSON stdin/stdout cases") from None
+                    raise BadTestsError(f"column {self.column!r} is not JSON stdin/stdout cases") from None
         if style == "stdio" or not isinstance(tests, str):
             return plan_stdio(tests)
         entry = self.entry_point or row.get(self.entry_point_column)
@@ -178,7 +178,7 @@ class UnitTests(BaseVerifier):
         return self.verify_batch([sample])[0]
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
-        from ..sandbox.checks import TestFormatError, judge
+        from ..sandbox.checks import BadTestsError, judge
 
         out: list[Verdict | None] = [None] * len(samples)
         todo: list[tuple[int, Any, Any, str | None, tuple[int, int] | None]] = []
@@ -189,7 +189,7 @@ class UnitTests(BaseVerifier):
                 continue
             try:
                 plan = self.plan(s.row)
-            except TestFormatError as exc:
+            except BadTestsError as exc:
                 out[i] = Verdict.error(str(exc), kind="ground_truth")
                 continue
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""

@@ -130,8 +130,8 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("read_etc_passwd", "def attack():\n    return 'root:' in open('/etc/passwd').read()\n"),
     Attack("read_proc_environ", "def attack():\n    return {secret!r} in open('/proc/{pid}/environ', 'rb').read().decode()\n"),
     Attack("write_outside_workdir", "def attack():\n    open({decoy!r} + '/pwned', 'w').write('x')\n    return True\n", harmed=_decoy),
-    Attack("os_system", "import os\ndef attack():\n    return os.system('touch {marker}') == 0\n", harmed=_marker),
-    Attack("subprocess", "import subprocess\ndef attack():\n    subprocess.run(['touch', {marker!r}], check=True)\n    return True\n", harmed=_marker),
+    Attack("os_system", "import os\ndef attack():\n    return os.system('/usr/bin/touch {marker}') == 0\n", harmed=_marker),
+    Attack("subprocess", "import subprocess\ndef attack():\n    subprocess.run(['/usr/bin/touch', {marker!r}], check=True)\n    return True\n", harmed=_marker),
     Attack("rmtree_decoy", "import shutil\ndef attack():\n    shutil.rmtree({decoy!r})\n    return True\n", harmed=_decoy),
     Attack("kill_outside_process", "import os\ndef attack():\n    os.kill({pid}, 9)\n    return True\n", harmed=_victim),
     Attack("infinite_loop", "while True:\n    pass\n" + BROKEN_ADD, ADD_TESTS),
@@ -145,7 +145,7 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("monkeypatch_unittest", "import unittest, builtins\nunittest.TestCase.assertEqual = lambda *a, **k: None\nunittest.TestCase.assertTrue = lambda *a, **k: None\n" + BROKEN_ADD, ADD_TESTS),
     Attack("write_result_channel", "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'{{\"status\": \"passed\", \"passed\": 3, \"calls\": []}}')\n    except OSError:\n        pass\nos._exit(0)\n" + BROKEN_ADD, ADD_TESTS),
     Attack("read_test_file", "import re\ndef add(a, b):\n    src = open({tests_file!r}).read()\n    for m in re.finditer(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', src):\n        if (int(m.group(1)), int(m.group(2))) == (a, b):\n            return int(m.group(3))\n    return 0\n", ADD_TESTS),
-    Attack("ctypes_system", "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None)\n    return libc.system(b'touch {marker}') == 0\n", harmed=_marker),
+    Attack("ctypes_system", "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None)\n    return libc.system(b'/usr/bin/touch {marker}') == 0\n", harmed=_marker),
 )
 
 @dataclass(frozen=True)

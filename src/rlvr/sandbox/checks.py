@@ -42,7 +42,7 @@ class Pair:
 
 
 @dataclass(frozen=True)
-class TestPlan:
+class CheckPlan:
     """What a sample is checked against. ``calls`` mode uses ``setup`` + ``pairs`` (+ ``residual``);
     ``stdio`` mode uses ``inputs`` and ``outputs``."""
 
@@ -74,7 +74,7 @@ class Judgement:
     detail: str = ""
 
 
-class TestFormatError(ValueError):
+class BadTestsError(ValueError):
     """The tests of a row cannot be parsed (a ground-truth problem, not the sample's)."""
 
 
@@ -203,13 +203,13 @@ def _references(node: ast.AST, names: set[str]) -> bool:
     return bool(_loaded(node) & names)
 
 
-def plan_asserts(test_code: str, entry_point: str | None = None) -> TestPlan:
+def plan_asserts(test_code: str, entry_point: str | None = None) -> CheckPlan:
     """A plan for assert-style tests: HumanEval's ``def check(candidate): ...`` or plain
-    module-level asserts (MBPP). Raises ``TestFormatError`` when the code does not parse."""
+    module-level asserts (MBPP). Raises ``BadTestsError`` when the code does not parse."""
     try:
         tree = ast.parse(test_code)
     except SyntaxError as exc:
-        raise TestFormatError(f"the tests do not parse: {exc.msg} (line {exc.lineno})") from None
+        raise BadTestsError(f"the tests do not parse: {exc.msg} (line {exc.lineno})") from None
     check = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
     if check is not None:
         module = [s for s in tree.body if s is not check and not _calls_check(s)]
@@ -217,7 +217,7 @@ def plan_asserts(test_code: str, entry_point: str | None = None) -> TestPlan:
         params = [a.arg for a in check.args.args]
         alias = params[0] if params else "candidate"
         if not entry_point:
-            raise TestFormatError("the tests define check(candidate) but the row names no entry point")
+            raise BadTestsError("the tests define check(candidate) but the row names no entry point")
         setup_nodes: list[ast.stmt] = list(module)
         local_names = _stored(body) - {alias}
         hoisted = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom))]
@@ -249,31 +249,31 @@ def plan_asserts(test_code: str, entry_point: str | None = None) -> TestPlan:
         indented = "\n".join("    " + line for line in inner.splitlines())
         residual_code = f"def __rlvr_residual():\n{indented}\n__rlvr_residual()\n"
     if not pairs and not residual_code:
-        raise TestFormatError("the tests contain no assert that checks the sample")
-    return TestPlan("calls", setup=setup, pairs=tuple(pairs), residual=residual_code)
+        raise BadTestsError("the tests contain no assert that checks the sample")
+    return CheckPlan("calls", setup=setup, pairs=tuple(pairs), residual=residual_code)
 
 
 def _calls_check(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "check"
 
 
-def plan_stdio(cases: Any) -> TestPlan:
+def plan_stdio(cases: Any) -> CheckPlan:
     """A plan for stdin/stdout tests: ``[{"input": ..., "output": ...}, ...]`` or APPS-style
     ``{"inputs": [...], "outputs": [...]}``."""
     if isinstance(cases, Mapping) and "inputs" in cases and "outputs" in cases:
         ins, outs = cases["inputs"], cases["outputs"]
         if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
-            raise TestFormatError("inputs and outputs must be lists of the same length")
+            raise BadTestsError("inputs and outputs must be lists of the same length")
         cases = [{"input": i, "output": o} for i, o in zip(ins, outs)]
     if not isinstance(cases, list) or not cases:
-        raise TestFormatError("stdin/stdout tests must be a non-empty list of {input, output}")
+        raise BadTestsError("stdin/stdout tests must be a non-empty list of {input, output}")
     inputs, outputs = [], []
     for i, c in enumerate(cases):
         if not isinstance(c, Mapping) or not isinstance(c.get("input"), str) or not isinstance(c.get("output"), str):
-            raise TestFormatError(f"test case {i} must be an object with string 'input' and 'output'")
+            raise BadTestsError(f"test case {i} must be an object with string 'input' and 'output'")
         inputs.append(c["input"])
         outputs.append(c["output"])
-    return TestPlan("stdio", inputs=tuple(inputs), outputs=tuple(outputs))
+    return CheckPlan("stdio", inputs=tuple(inputs), outputs=tuple(outputs))
 
 
 # -- decoding and comparing ---------------------------------------------------------------------
@@ -370,7 +370,7 @@ def normalize_output(text: str) -> list[str]:
     return lines
 
 
-def judge(plan: TestPlan, payload: Mapping[str, Any], float_tolerance: float = 0.0) -> Judgement:
+def judge(plan: CheckPlan, payload: Mapping[str, Any], float_tolerance: float = 0.0) -> Judgement:
     """Compare the child's outputs with the plan's expected values."""
     total = plan.n_tests
     load = payload.get("load")
