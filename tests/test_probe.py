@@ -346,6 +346,17 @@ def test_tiny_model_end_to_end_with_resume_and_filter(tmp_path: Path) -> None:
     assert Path(resumed.filtered_path or "").read_text() == ""
 
 
+def test_chat_prompts_are_rendered_by_the_chat_template_and_stored_with_their_messages(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "t", n=2)
+    text = (tmp_path / "t" / "task.yaml").read_text().replace("prompt: {template: '{question}='}", "prompt: {system: 'Add.', user: '{question}='}")
+    (tmp_path / "t" / "task.yaml").write_text(text)
+    report = run_probe(task, out_dir=tmp_path / "out", k=2, progress=False)
+    assert report.n_samples == 4
+    first = json.loads((tmp_path / "out" / "samples.jsonl").read_text().splitlines()[0])
+    assert first["messages"] == [{"role": "system", "content": "Add."}, {"role": "user", "content": "0+1="}]
+    assert "0+1=" in first["prompt"]
+
+
 def test_the_default_model_is_the_tasks_built_in_model(tmp_path: Path) -> None:
     report = run_probe(make_task(tmp_path / "t", n=2), out_dir=tmp_path / "out", k=2, progress=False)
     assert report.model == "builtin:tiny" and report.backend == "transformers"
