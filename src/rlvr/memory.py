@@ -61,6 +61,7 @@ class Architecture:
     moe_intermediate: int = 0
     shared_expert_intermediate: int = 0
     qkv_bias: bool = False
+    qk_norm: bool = False  # Qwen3: RMSNorm on q and k per head
 
     @property
     def moe(self) -> bool:
@@ -76,7 +77,8 @@ class Architecture:
         kv = 2 * self.hidden * self.kv_heads * self.head_dim
         o = self.heads * self.head_dim * self.hidden
         bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.qkv_bias else 0
-        return q + kv + o + bias
+        norms = 2 * self.head_dim if self.qk_norm else 0
+        return q + kv + o + bias + norms
 
     @property
     def mlp_params(self) -> int:
@@ -141,7 +143,8 @@ class Architecture:
             experts_per_token=int(cfg.get("num_experts_per_tok") or 0),
             moe_intermediate=int(cfg.get("moe_intermediate_size") or (cfg.get("intermediate_size") if experts else 0) or 0),
             shared_expert_intermediate=int(cfg.get("shared_expert_intermediate_size") or 0),
-            qkv_bias=bool(cfg.get("attention_bias", cfg.get("model_type") == "qwen2")),
+            qkv_bias=bool(cfg.get("attention_bias", cfg.get("model_type") in ("qwen2", "qwen2_moe"))),
+            qk_norm=str(cfg.get("model_type", "")).startswith("qwen3"),
         )
 
 
@@ -161,7 +164,7 @@ SIZE_CLASSES: dict[str, Architecture] = {
     "70B": _arch("Llama-3.1-70B", layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, intermediate=28672, vocab=128256),
     # A mixture of experts, to show what GSPO is required for.
     "30B-A3B": _arch("Qwen3-30B-A3B", layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, intermediate=6144, vocab=151936,
-                     experts=128, experts_per_token=8, moe_intermediate=768),
+                     experts=128, experts_per_token=8, moe_intermediate=768, qk_norm=True),
 }
 
 
