@@ -478,3 +478,22 @@ def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(capsys: 
     assert main(["doctor", str(run), "--out", str(tmp_path / "x.yaml")]) == 1
     assert "only mean something with --patch" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, p) in PLANTED.items() if p is not None) + ["dapo_entropy_collapse"])
+def test_patched_config_is_accepted_by_trl_grpo_config(name: str, tmp_path: Path) -> None:
+    from trl import GRPOConfig
+
+    run = load_run(SYN / name)
+    cfg = yaml.safe_load(Path(run.config_path).read_text())
+    grpo = patched(cfg, diagnose(run).findings[0].patch)["grpo"]
+    args = GRPOConfig(**{**grpo, "output_dir": str(tmp_path), "use_cpu": True})
+    for k, v in diagnose(run).findings[0].patch.grpo.items():
+        if v is not None:
+            assert getattr(args, k) == v
+
+
+def test_json_output_is_strict_json_even_for_nan_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", str(SYN / "nan"), "--json"]) == 0
+    text = capsys.readouterr().out
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))

@@ -73,7 +73,9 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         return {
             "check": self.check, "severity": self.severity, "metric": self.metric, "evidence": self.evidence,
-            "suggestion": self.suggestion, "patch": self.patch.to_json() if self.patch else None, "numbers": dict(self.numbers),
+            "suggestion": self.suggestion, "patch": self.patch.to_json() if self.patch else None,
+            # JSON has no inf/NaN: a ratio against a zero start is reported as null.
+            "numbers": {k: (v if v is None or math.isfinite(v) else None) for k, v in self.numbers.items()},
         }
 
 
