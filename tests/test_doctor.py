@@ -493,7 +493,10 @@ def test_patched_config_is_accepted_by_trl_grpo_config(name: str, tmp_path: Path
             assert getattr(args, k) == v
 
 
-def test_json_output_is_strict_json_even_for_nan_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor", str(SYN / "nan"), "--json"]) == 0
-    text = capsys.readouterr().out
+def test_finding_json_has_no_inf_or_nan() -> None:
+    from rlvr.doctor import Finding
+
+    f = Finding("x", "warning", "m", "e", "s", None, {"ratio": math.inf, "bad": math.nan, "ok": 1.5})
+    text = json.dumps(f.to_json())
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert f.to_json()["numbers"] == {"ratio": None, "bad": None, "ok": 1.5}
