@@ -481,20 +481,10 @@ def _score_chunk(reward_set: Any, term: str, chunk_idx: list[int], rows: list[di
     return lines
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _progress_bar(total: int, initial: int, *, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=initial, desc="probe", unit="prompt", leave=False)
+    return tqdm(total=total, initial=initial, desc="probe", unit="prompt", leave=False, disable=not enabled)
 
 
 __all__ = [
