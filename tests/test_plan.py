@@ -1,0 +1,170 @@
+"""``rlvr plan``: a validated flat GRPOConfig YAML, memory and launch for the task and hardware."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvr import recipe
+from rlvr.cli.main import main
+from rlvr.errors import ConfigError, PlanError
+from rlvr.launch import PlanRequest, build_plan
+
+ARITH = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
+
+
+def make_task(tmp_path: Path, grpo: dict | None = None, model: str = "builtin:tiny") -> Path:
+    """The arithmetic task with its data, and a different grpo: section."""
+    raw = yaml.safe_load((ARITH / "task.yaml").read_text())
+    raw["data"] = {"train": str(ARITH / "train.jsonl"), "eval": str(ARITH / "eval.jsonl")}
+    raw["model"] = model
+    if grpo is not None:
+        raw["grpo"] = grpo
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_plan_help_works(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "--help"])
+    assert exc.value.code == 0 and "--variant" in capsys.readouterr().out
+
+
+def test_plan_bad_variant_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", str(ARITH), "--variant", "ppo"])
+    assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_plan_missing_task_is_one_line_and_exit_1(tmp_path: Path, capsys):
+    assert main(["plan", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "p.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert "no such task file" in err and not (tmp_path / "p.yaml").exists()
+
+
+def test_cpu_plan_of_the_builtin_task_is_valid_and_readable_back(tmp_path: Path, capsys):
+    out = tmp_path / "plan.yaml"
+    assert main(["plan", str(ARITH), "--gpus", "0", "-o", str(out)]) == 0
+    grpo, meta = recipe.read_config(out)
+    assert grpo["use_cpu"] is True and grpo["bf16"] is False and grpo["use_vllm"] is False
+    assert grpo["learning_rate"] == 1e-4  # the task's override survives
+    assert meta.variant == "grpo" and meta.model == "builtin:tiny"
+    assert recipe.validate(grpo, target=recipe.Target()) == []
+    assert "rlvr train" in capsys.readouterr().out
+
+
+def test_one_gpu_plan_colocates_vllm_in_bf16(tmp_path: Path):
+    plan = build_plan(PlanRequest(task=str(ARITH), gpus=1, gpu_memory_gb=80, output=str(tmp_path / "p.yaml")))
+    c = plan.config
+    assert (c["bf16"], c["use_vllm"], c["vllm_mode"], c["gradient_checkpointing"]) == (True, True, "colocate", True)
+    assert plan.launch.commands[0].startswith("rlvr train") and plan.estimate.fits
+
+
+def test_eight_gpu_plan_writes_an_accelerate_file_and_the_server_command(tmp_path: Path, capsys):
+    out = tmp_path / "plan.yaml"
+    assert main(["plan", str(ARITH), "--model", "7B", "--gpus", "8", "--gpu-memory", "80", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "trl vllm-serve --model Qwen/Qwen2.5-7B" in text and "CUDA_VISIBLE_DEVICES=0 " in text
+    assert "accelerate launch --config_file" in text and "-m rlvr.cli.main train" in text
+    grpo, meta = recipe.read_config(out)
+    assert grpo["vllm_mode"] == "server" and grpo["vllm_server_host"] == "127.0.0.1" and meta.model == "Qwen/Qwen2.5-7B"
+    acc = [p for p in tmp_path.glob("accelerate_*.yaml")]
+    assert len(acc) == 1 and yaml.safe_load(acc[0].read_text())["num_processes"] == 7
+
+
+def test_plan_refuses_plain_grpo_for_a_mixture_of_experts(tmp_path: Path):
+    with pytest.raises(ConfigError) as err:
+        build_plan(PlanRequest(task=str(ARITH), model="30B-A3B", gpus=8, output=str(tmp_path / "p.yaml")))
+    assert "importance_sampling_level" in {p.where for p in err.value.problems}
+
+
+def test_plan_accepts_gspo_for_a_mixture_of_experts(tmp_path: Path):
+    plan = build_plan(PlanRequest(task=str(ARITH), model="30B-A3B", gpus=8, variant="gspo", output=str(tmp_path / "p.yaml")))
+    c = plan.config
+    assert c["importance_sampling_level"] == "sequence" and c["steps_per_generation"] > c["gradient_accumulation_steps"]
+
+
+def test_forced_variant_on_moe_stores_the_reason(tmp_path: Path):
+    out = tmp_path / "p.yaml"
+    assert main(["plan", str(ARITH), "--model", "30B-A3B", "--gpus", "8", "--force-variant", "routing replay in our fork", "-o", str(out)]) == 0
+    assert yaml.safe_load(out.read_text())["env"]["RLVR_FORCED_VARIANT"] == "routing replay in our fork"
+
+
+def test_small_group_needs_a_justification_and_it_is_stored(tmp_path: Path, capsys):
+    task = make_task(tmp_path, {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1})
+    out = tmp_path / "p.yaml"
+    assert main(["plan", str(task), "--gpus", "0", "-o", str(out)]) == 1
+    assert "num_generations" in capsys.readouterr().err and not out.exists()
+    assert main(["plan", str(task), "--gpus", "0", "-o", str(out), "--justify", "num_generations=one-token answers"]) == 0
+    assert recipe.read_config(out)[1].justifications == {"num_generations": "one-token answers"}
+
+
+def test_justification_written_in_the_task_is_stored(tmp_path: Path):
+    task = make_task(tmp_path, {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
+                                "justify": {"num_generations": "tiny model"}})
+    plan = build_plan(PlanRequest(task=str(task), gpus=0, output=str(tmp_path / "p.yaml")))
+    assert plan.meta.justifications == {"num_generations": "tiny model"} and "justify" not in plan.config
+
+
+def test_plan_lists_every_problem_at_once(tmp_path: Path, capsys):
+    task = make_task(tmp_path, {"num_generations": 4, "per_device_train_batch_size": 6, "gradient_accumulation_steps": 1,
+                                "learnig_rate": 1e-5, "loss_type": "ppo"})
+    assert main(["plan", str(task), "--gpus", "0", "-o", str(tmp_path / "p.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert "problems" in err
+    for where in ("learnig_rate", "loss_type", "num_generations"):
+        assert f"- {where}:" in err
+
+
+def test_bf16_is_refused_on_gpus_without_it(tmp_path: Path):
+    task = make_task(tmp_path, {"bf16": True})
+    with pytest.raises(ConfigError, match="bf16"):
+        build_plan(PlanRequest(task=str(task), gpus=1, bf16=False, output=str(tmp_path / "p.yaml")))
+
+
+def test_beta_with_a_config_file_model_is_refused_with_full_fine_tuning(tmp_path: Path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 300, "intermediate_size": 128}))
+    task = make_task(tmp_path, {"beta": 0.01})
+    with pytest.raises(ConfigError, match="beta"):
+        build_plan(PlanRequest(task=str(task), model=str(tmp_path / "m"), gpus=1, output=str(tmp_path / "p.yaml")))
+    plan = build_plan(PlanRequest(task=str(task), model=str(tmp_path / "m"), gpus=1, peft="lora", output=str(tmp_path / "p.yaml")))
+    assert plan.meta.peft == "lora"
+
+
+def test_nothing_fits_is_a_plan_error_and_writes_nothing(tmp_path: Path, capsys):
+    out = tmp_path / "p.yaml"
+    assert main(["plan", str(ARITH), "--model", "70B", "--gpus", "1", "--gpu-memory", "24", "-o", str(out)]) == 1
+    assert "nothing fits" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(PlanError):
+        build_plan(PlanRequest(task=str(ARITH), model="70B", gpus=1, gpu_memory_gb=24, output=str(out)))
+
+
+def test_dapo_plan_names_the_soft_overlong_term(tmp_path: Path):
+    plan = build_plan(PlanRequest(task=str(ARITH), gpus=1, variant="dapo", output=str(tmp_path / "p.yaml")))
+    assert plan.config["loss_type"] == "dapo" and plan.config["mask_truncated_completions"] is True
+    assert any("get_soft_overlong_punishment" in n for n in plan.notes)
+
+
+def test_smaller_batch_keeps_the_completions_per_step(tmp_path: Path):
+    plan = build_plan(PlanRequest(task=str(ARITH), model="14B", gpus=1, gpu_memory_gb=80, output=str(tmp_path / "p.yaml")))
+    c = plan.config
+    assert c["per_device_train_batch_size"] * c["gradient_accumulation_steps"] == 64  # the task's 64 x 1
+
+
+def test_plan_gives_a_duration_and_gpu_hours(tmp_path: Path):
+    plan = build_plan(PlanRequest(task=str(ARITH), model="7B", gpus=8, max_steps=100, output=str(tmp_path / "p.yaml")))
+    d = plan.duration
+    assert d.steps == 100 and d.hours > 0 and d.gpu_hours == pytest.approx(8 * d.hours)
+
+
+def test_plan_overwrites_an_old_plan_only_when_the_new_one_is_valid(tmp_path: Path):
+    out = tmp_path / "p.yaml"
+    assert main(["plan", str(ARITH), "--gpus", "0", "-o", str(out)]) == 0
+    before = out.read_text()
+    assert main(["plan", str(ARITH), "--model", "30B-A3B", "--gpus", "8", "-o", str(out)]) == 1
+    assert out.read_text() == before
