@@ -281,3 +281,58 @@ def test_cli_exits_non_zero_when_a_term_is_exploitable(capsys, tmp_path):
     make_task(tmp_path, [{"name": "correct", "verifier": "audit_rewards.substring"}])
     assert main(["audit", str(tmp_path / "task.yaml")]) == 1
     assert "EXPLOITABLE: correct" in capsys.readouterr().out
+
+
+def test_exploits_the_term_cannot_decide_are_untested_not_ok(tmp_path):
+    """A verifier that errors on everything but the baselines (a broken sandbox, say) must not
+    read as a clean audit."""
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.errors_on_exploits"}])
+    report = audit(task)
+    finding = report.finding("c", "hedge_or")
+    assert finding.verdict == "untested" and finding.undecided > 0
+    assert "could not decide" in finding.reason
+
+
+def test_missing_ground_truth_masked_as_undecided_is_ok(tmp_path):
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.anchored"}])
+    assert audit(task).finding("c", "missing_ground_truth").verdict == "ok"
+
+
+# -- the built-in math and unit_tests verifiers on small tasks of their kind ---------------------------
+MATH_ROWS = [
+    {"question": "What is 37+58?", "answer": "95"},
+    {"question": "Simplify 2/4.", "answer": "\\frac{1}{2}"},
+    {"question": "What is sqrt(18)?", "answer": "3\\sqrt{2}"},
+    {"question": "Expand (x+1)^2.", "answer": "x^2+2x+1"},
+    {"question": "What is 1/8 as a decimal?", "answer": "0.125"},
+]
+
+
+def test_builtin_math_verifier_is_not_flagged_on_a_math_task(tmp_path):
+    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "math"}], MATH_ROWS)
+    report = audit(task)
+    assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report)
+    assert report.terms[1].prompts == len(MATH_ROWS)
+
+
+def test_builtin_unit_tests_verifier_is_not_flagged_on_a_code_task(tmp_path):
+    rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
+    report = audit(task)
+    assert report.terms[0].verdict == "ok", format_table(report, show_ok=True)
+    assert report.terms[0].prompts == len(CODE_ROWS)
+    # Every code exploit was decided (the sandbox ran it), none just errored out.
+    assert all(f.verdict == "ok" and f.undecided == 0 for f in report.findings), format_table(report, show_ok=True)
+
+
+def test_builtin_unit_tests_verifier_is_not_flagged_on_stdio_tests(tmp_path):
+    rows = [
+        {"question": "Read two ints, print their sum. Example input: 1 2", "solution": "a, b = map(int, input().split())\nprint(a + b)\n",
+         "answer": json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"}])},
+        {"question": "Read a word, print it upper-cased.", "solution": "print(input().upper())\n",
+         "answer": json.dumps([{"input": "abc\n", "output": "ABC\n"}, {"input": "Hi\n", "output": "HI\n"}])},
+    ]
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
+    report = audit(task)
+    assert report.terms[0].verdict == "ok" and report.terms[0].prompts == 2, format_table(report, show_ok=True)
+    assert report.finding("tests", "early_exit").verdict == "ok"

@@ -197,3 +197,13 @@ def trusted_compare(sample):
 
 
 trusted_compare.kind = "code"
+
+
+def errors_on_exploits(sample):
+    """Decides only the two plain baselines; everything else is an error (like a dead sandbox)."""
+    gold = str(sample.row.get("answer"))
+    if sample.completion == f"<answer>{gold}</answer>":
+        return 1.0
+    if re.fullmatch(r"<answer>-?\d+</answer>", sample.completion):
+        return 0.0
+    return Verdict.error("sandbox down", kind="sandbox")

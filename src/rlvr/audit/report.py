@@ -31,7 +31,8 @@ class Finding:
     some prompt; ``leaky`` when it scored above the wrong answer on some prompt; ``ok`` otherwise;
     ``untested`` when no prompt gave it a chance (no usable baseline, or nothing to build from).
     ``relative``: (exploit - wrong) / (correct - wrong), the mean and the worst over prompts --
-    1.0 is full credit, 0.0 is what a wrong answer gets.
+    1.0 is full credit, 0.0 is what a wrong answer gets. ``undecided``: attempts the term could
+    not decide (``error`` verdicts: masked in training, so they earn nothing, and counted here).
     """
 
     term: str
@@ -39,6 +40,7 @@ class Finding:
     description: str
     verdict: str
     prompts: int = 0
+    undecided: int = 0
     hits: int = 0
     leaks: int = 0
     relative_mean: float | None = None

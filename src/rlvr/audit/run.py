@@ -264,6 +264,9 @@ def _audit_term(
     for ei, ex in enumerate(library):
         findings.append(_finding(term.name, ex, ei, separated if ex.needs_separation else usable, base_scores, attempts, got, prompts, lengths, budget))
     tested = [f.verdict for f in findings]
+    blind = [f.exploit for f in findings if f.verdict == "untested" and f.undecided]
+    if blind:
+        notes.append(f"{len(blind)} exploit(s) untested because the term could not decide them: {', '.join(blind)}")
     if any(f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable") for f in findings):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
     name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
@@ -277,7 +280,7 @@ def _audit_term(
 def _structured_baselines(term: Term, kind: str, column: str, prompts: list[_Prompt], fmt: Any, sample: Callable[..., Sample]) -> list[tuple[Any, ...]]:
     """Per prompt: (correct, wrong, wrap, spec, why-not). Tries each presentation of the correct
     body and keeps the first the term accepts."""
-    specs = [spec_for(kind, p.row, column) for p in prompts]
+    specs = [spec_for(kind, p.row, column, term.verifier) for p in prompts]
     ways = presentations(kind, fmt.wrap)
     trial: list[Sample] = []
     for p, spec in zip(prompts, specs, strict=True):
@@ -314,7 +317,8 @@ def _finding(
     lengths: _Lengths,
     budget: int,
 ) -> Finding:
-    hits = leaks = tested = 0
+    hits = leaks = tested = undecided = applicable = 0
+    error_detail = ""
     rel: list[float] = []
     best: tuple[float, Example] | None = None
     for pi in prompt_ids:
@@ -323,17 +327,21 @@ def _finding(
             continue
         c, w = base_scores[pi]  # type: ignore[misc]
         assert c.score is not None
-        tested += 1
+        applicable += 1
         # An attempt scores the minimum over its orderings; an undecided ordering earns nothing.
         scored: list[tuple[float, Attempt, Verdict]] = []
         for ai, att in enumerate(built):
             vs = [got[ei, pi, ai, oi] for oi in range(len(att.completions))]
             if any(v.score is None for v in vs):
+                undecided += 1
+                bad = next(v for v in vs if v.score is None)
+                error_detail = error_detail or f"{bad.error_kind}: {bad.detail}"
                 continue
             low = min(range(len(vs)), key=lambda k: vs[k].score)  # type: ignore[arg-type, return-value]
             scored.append((vs[low].score, replace(att, completions=(att.completions[low],)), vs[low]))  # type: ignore[arg-type]
         if not scored:
             continue
+        tested += 1
         e, att, v = max(scored, key=lambda t: t[0])
         ws = w.score if w.score is not None else -math.inf
         hit, leak = e >= c.score - EPS, e > ws + EPS
@@ -350,7 +358,17 @@ def _finding(
                 detail = (detail + "; " if detail else "") + f"longer than the generation budget ({lengths.count(text)} > {budget} tokens)"
             best = (key, Example(prompts[pi].prompt, text, e, c.score, w.score, v.outcome.value, detail))
     if not tested:
-        return Finding(term, ex.name, ex.description, "untested", reason="no prompt with a usable baseline, or nothing to build the exploit from")
+        if applicable and ex.undecided_is_ok:
+            return Finding(term, ex.name, ex.description, "ok", prompts=applicable, undecided=undecided)
+        if applicable:
+            # Masked samples earn no reward, but "the term could not decide" is not "the term is
+            # sound" either: a broken sandbox would otherwise read as a clean audit.
+            why = f"the term could not decide any of its {undecided} attempt(s) ({error_detail[:120]})"
+        elif prompt_ids:
+            why = "nothing to build this exploit from on the sampled rows"
+        else:
+            why = "no sampled prompt where the term scored a correct answer above a wrong one"
+        return Finding(term, ex.name, ex.description, "untested", prompts=applicable, undecided=undecided, reason=why)
     verdict = "exploitable" if hits else "leaky" if leaks else "ok"
     return Finding(
         term,
@@ -358,6 +376,7 @@ def _finding(
         ex.description,
         verdict,
         prompts=tested,
+        undecided=undecided,
         hits=hits,
         leaks=leaks,
         relative_mean=sum(rel) / len(rel) if rel else None,

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 JSON_COLUMNS = ("expected", "expected_json", "json")
 CALL_COLUMNS = ("tool_call", "expected_call", "call")
-SOLUTION_COLUMNS = ("solution", "canonical_solution", "reference")
+SOLUTION_COLUMNS = ("solution", "canonical_solution", "reference", "code")
 TEST_COLUMNS = ("tests", "test")
 
 
@@ -47,6 +47,8 @@ class Spec:
     schema: Mapping[str, Any] | None = None
     entry_point: str | None = None
     tests: str | None = None
+    stdio: list[tuple[str, str]] | None = None
+    lead: str = ""
 
 
 def _loads(value: Any) -> Any:
@@ -91,7 +93,18 @@ def _instance(schema: Mapping[str, Any]) -> Any:
     return "x" * int(schema.get("minLength", 1))
 
 
-def spec_for(kind: str, row: Mapping[str, Any], answer_column: str) -> Spec | str:
+def _stdio_cases(tests: Any) -> list[tuple[str, str]] | None:
+    """(input, output) pairs of stdin/stdout tests, or None for assert-style tests."""
+    if isinstance(tests, str) and tests.lstrip()[:1] in "[{":
+        tests = _loads(tests)
+    if isinstance(tests, Mapping) and isinstance(tests.get("inputs"), list) and isinstance(tests.get("outputs"), list):
+        tests = [{"input": i, "output": o} for i, o in zip(tests["inputs"], tests["outputs"], strict=False)]
+    if isinstance(tests, list) and tests and all(isinstance(c, Mapping) and "input" in c for c in tests):
+        return [(str(c["input"]), str(c.get("output", ""))) for c in tests]
+    return None
+
+
+def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: Any = None) -> Spec | str:
     """The row's structured spec, or why there is none."""
     if kind == "json":
         expected = _loads(_first(row, (*JSON_COLUMNS, answer_column)))
@@ -111,16 +124,24 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str) -> Spec | st
         wrong = {"name": f"{call['name']}_other", "arguments": {}}
         return Spec("tool_call", json.dumps(call), json.dumps(wrong), expected=call)
     if kind == "code":
-        solution = _first(row, (*SOLUTION_COLUMNS, answer_column))
-        tests = _first(row, TEST_COLUMNS)
+        v = verifier
+        tests_col = getattr(v, "column", None) if isinstance(getattr(v, "column", None), str) else None
+        solution = _first(row, tuple(c for c in (*SOLUTION_COLUMNS, answer_column) if c != tests_col))
+        tests = row.get(tests_col) if tests_col else _first(row, TEST_COLUMNS)
+        if tests is None:
+            tests = _first(row, TEST_COLUMNS)
         if not isinstance(solution, str) or not solution.strip():
-            return f"no reference solution in columns {', '.join((*SOLUTION_COLUMNS, answer_column))}"
-        entry = row.get("entry_point") or _first_def(solution)
-        if not entry:
+            return f"no reference solution in columns {', '.join(c for c in (*SOLUTION_COLUMNS, answer_column) if c != tests_col)}"
+        stdio = _stdio_cases(tests)
+        entry = getattr(v, "entry_point", None) or row.get(getattr(v, "entry_point_column", None) or "entry_point") or _first_def(solution)
+        if not entry and stdio is None:
             return "no entry_point column and no def in the reference solution"
-        tests_text = tests if isinstance(tests, str) else "\n".join(map(str, tests)) if isinstance(tests, list) else None
-        wrong = f"def {entry}(*args, **kwargs):\n    return None\n"
-        return Spec("code", solution, wrong, entry_point=str(entry), tests=tests_text)
+        # A continuation (HumanEval: the prompt ends inside a function) needs its body closed
+        # before an exploit's own top-level code.
+        lead = "    pass\n" if getattr(v, "prefix_column", None) else ""
+        stub = f"def {entry}(*args, **kwargs):\n    return None\n" if entry else "pass\n"
+        tests_text = tests if isinstance(tests, str) and stdio is None else None
+        return Spec("code", solution, lead + stub, entry_point=str(entry) if entry else None, tests=tests_text, stdio=stdio, lead=lead)
     return f"no structured spec for kind {kind!r}"
 
 
@@ -283,6 +304,26 @@ def {entry}(*args, **kwargs):
 '''
 
 
+_READ_STDIO = """import glob, json, os, sys
+
+# Look for the expected output next to the program: a test file, a fixture, anything readable.
+data = sys.stdin.read()
+for path in glob.glob("*") + glob.glob("../*") + glob.glob("/tmp/*"):
+    try:
+        text = open(path).read()
+    except Exception:
+        continue
+    try:
+        cases = json.loads(text)
+        for case in cases:
+            if case.get("input", "").strip() == data.strip():
+                print(case.get("output", ""))
+                sys.exit(0)
+    except Exception:
+        pass
+"""
+
+
 def _asserts(tests: str, entry: str) -> list[tuple[str, tuple[Any, ...], Any]]:
     """(source line, args, expected) of every ``assert entry(literals) == literal`` in the tests."""
     try:
@@ -309,40 +350,57 @@ def code_attempts(ctx: Context, which: str) -> list[Attempt]:
     from .exploits import Attempt
 
     spec = ctx.structured
-    if not isinstance(spec, Spec) or spec.kind != "code" or not spec.entry_point:
+    if not isinstance(spec, Spec) or spec.kind != "code":
         return []
     entry = spec.entry_point
-    stub = spec.wrong
+    stub = spec.wrong  # starts with spec.lead
 
     def one(code: str) -> Attempt:
         return Attempt((ctx.span(code),))
 
     if which == "early_exit":
-        return [one(f"import sys\nsys.exit(0)\n{stub}"), one(f"import os\nos._exit(0)\n{stub}"), one(f"{stub}raise SystemExit(0)\n")]
+        return [
+            one(f"{spec.lead}import sys\nsys.exit(0)\n{stub}"),
+            one(f"{spec.lead}import os\nos._exit(0)\n{stub}"),
+            one(f"{stub}raise SystemExit(0)\n"),
+        ]
     if which == "fake_passed":
         fake = 'print("All tests passed!")\nprint("===== 1 passed in 0.01s =====")\nprint("OK")\n'
         return [
             one(f"{stub}{fake}"),
             one(f"{stub}{fake}import os\nos.write(1, b'PASSED\\n')\n"),
-            one(f"import sys\n{stub}{fake}sys.stdout.flush()\nimport os\nos._exit(0)\n"),
+            one(f"{stub}import sys\n{fake}sys.stdout.flush()\nimport os\nos._exit(0)\n"),
         ]
-    if which == "always_equal":
-        return [one(_ALWAYS_EQUAL.format(entry=entry))]
     if which == "patched_asserts":
         return [
-            one(f"import atexit, os\natexit.register(lambda: os._exit(0))\n{stub}"),
-            one(f"import sys, os\nsys.excepthook = lambda *a: os._exit(0)\n{stub}"),
-            one("import unittest\nfor _n in dir(unittest.TestCase):\n    if _n.startswith('assert'):\n"
-                "        setattr(unittest.TestCase, _n, lambda *a, **k: None)\n" + stub),
+            one(f"{spec.lead}import atexit, os\natexit.register(lambda: os._exit(0))\n{stub}"),
+            one(f"{spec.lead}import sys, os\nsys.excepthook = lambda *a: os._exit(0)\n{stub}"),
+            one(
+                f"{spec.lead}import unittest\nfor _n in dir(unittest.TestCase):\n    if _n.startswith('assert'):\n"
+                "        setattr(unittest.TestCase, _n, lambda *a, **k: None)\n" + stub
+            ),
         ]
+    if spec.stdio is not None:
+        if which == "hardcode_visible":
+            visible = {i.strip(): o for i, o in spec.stdio if i.strip() and i.strip() in ctx.prompt}
+            if not visible:
+                return []
+            return [one(f"{spec.lead}import sys\nprint({visible!r}.get(sys.stdin.read().strip(), ''))\n")]
+        if which == "read_tests":
+            return [one(spec.lead + _READ_STDIO)]
+        return []  # always_equal needs a function call to return into
+    if not entry:
+        return []
+    if which == "always_equal":
+        return [one(spec.lead + _ALWAYS_EQUAL.format(entry=entry))]
     if which == "read_tests":
-        return [one(_READ_TESTS.format(entry=entry))]
+        return [one(spec.lead + _READ_TESTS.format(entry=entry))]
     if which == "hardcode_visible":
         visible = [(args, exp) for line, args, exp in _asserts(spec.tests or "", entry) if line and line in ctx.prompt]
         if not visible:
             return []
         table = ", ".join(f"{args!r}: {exp!r}" for args, exp in visible)
-        return [one(f"def {entry}(*args, **kwargs):\n    return {{{table}}}.get(tuple(args))\n")]
+        return [one(f"{spec.lead}def {entry}(*args, **kwargs):\n    return {{{table}}}.get(tuple(args))\n")]
     return []
 
 
