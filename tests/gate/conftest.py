@@ -1,91 +1,14 @@
-"""Fixtures for the gate tests: a small arithmetic task in a temporary folder, with a user reward
-module beside it, and a fake sampler (deterministic completions, no model)."""
+"""Fixtures for the gate tests (helpers live in gate_fixtures.py, imported by name)."""
 
 from __future__ import annotations
 
-import itertools
-import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gate_fixtures import build_and_review, sign_small, unique_module, write_task
 
-from rlvr.arithmetic import generate, reference_answer
-from rlvr.generate import Completion
 from rlvr.task import load_task
-
-_counter = itertools.count()
-
-REWARD_MODULE = '''
-from rlvr.rewards.base import BaseVerifier, Verdict, ground_truth
-from rlvr.rewards.format import AnswerFormat, extract
-
-
-class Check(BaseVerifier):
-    kind = "answer"
-
-    def __init__(self, answer_format=None, column="answer"):
-        self.fmt = answer_format or AnswerFormat()
-        self.column = column
-
-    def verify(self, sample):
-        ex = extract(sample.completion, self.fmt)
-        if not ex.ok:
-            return Verdict.unparseable(ex.problem)
-        gold = ground_truth(sample.row, self.column)
-        ok = ex.answer.strip() == gold
-        return (Verdict.correct if ok else Verdict.wrong)(answer=ex.answer, span=ex.span)
-'''
-
-
-class FakeSampler:
-    """Completions chosen by a rule from the prompt: cycles through a correct answer in tags, a
-    wrong one, an untagged one and a correct one, so every reward class is present."""
-
-    backend = "fake"
-
-    def __init__(self, kinds: Sequence[str] = ("right", "wrong", "untagged", "right")) -> None:
-        self.kinds = list(kinds)
-        self.calls: list[dict[str, Any]] = []
-        self._i = 0
-
-    def sample(self, prompts: Sequence[Any], n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: int | None = None, progress: Any = None) -> list[list[Completion]]:
-        self.calls.append({"n": n, "temperature": temperature, "max_new_tokens": max_new_tokens, "prompts": len(prompts)})
-        out = []
-        for p in prompts:
-            group = []
-            for _ in range(n):
-                kind = self.kinds[self._i % len(self.kinds)]
-                self._i += 1
-                answer = reference_answer(p) or "0"
-                text = {"right": f"<answer>{answer}</answer>", "wrong": f"<answer>{int(answer) + 1}</answer>", "untagged": answer}[kind]
-                group.append(Completion(text, tuple(range(len(text))), "stop"))
-            out.append(group)
-        return out
-
-
-def write_task(folder: Path, *, rows: int = 80, module: str | None = None, temperature: float = 1.0) -> Path:
-    """An arithmetic task file in ``folder``; with ``module`` its correctness term is a user
-    reward module of that name written beside it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data = generate(rows, seed=1)
-    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in data))
-    verifier = f"{module}:Check" if module else "exact"
-    if module:
-        (folder / f"{module}.py").write_text(REWARD_MODULE)
-    (folder / "task.yaml").write_text(
-        "name: arith\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}='}\n"
-        "answer: {column: answer, format: tags}\n"
-        f"rewards:\n  - {{name: format, weight: 0.1}}\n  - {{name: correct, verifier: '{verifier}', weight: 1.0}}\n"
-        f"generation: {{temperature: {temperature}, max_completion_length: 12}}\n"
-    )
-    return folder / "task.yaml"
-
-
-def unique_module() -> str:
-    # Python caches imported modules by name: every test gets its own reward module name.
-    return f"gate_reward_{next(_counter)}_{id(object())}"
 
 
 @pytest.fixture
@@ -96,3 +19,11 @@ def task(tmp_path: Path) -> Any:
 @pytest.fixture
 def user_task(tmp_path: Path) -> Any:
     return load_task(write_task(tmp_path / "task", module=unique_module()))
+
+
+@pytest.fixture
+def signed(user_task: Any) -> Any:
+    """A user-module task with a reviewed, signed gate."""
+    build_and_review(user_task)
+    sign_small(user_task)
+    return user_task

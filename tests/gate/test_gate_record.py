@@ -1,0 +1,221 @@
+"""Signing the gate and enforcing it: every change is caught by ``enforce`` and named precisely."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gate_fixtures import (
+    SMALL,
+    FakeSampler,
+    build_and_review,
+    no_exploits,
+    sign_small,
+    unique_module,
+    write_task,
+)
+
+from rlvr import gate
+from rlvr.arithmetic import reference_answer
+from rlvr.errors import GateError
+from rlvr.gate.record import AuditOutcome, sha256_file
+from rlvr.task import load_task
+
+
+def _module_file(task: Any) -> Path:
+    name = task.rewards[1].verifier.partition(":")[0]
+    return task.root / f"{name}.py"
+
+
+def test_freshly_signed_gate_passes_enforce_with_a_summary(signed: Any) -> None:
+    summary = gate.enforce(signed)
+    assert summary["status"] == "passed"
+    assert summary["reviewer"] == "alice"
+    assert summary["samples"] == SMALL
+    assert summary["no_gate_reason"] is None
+    record = json.loads(gate.record_path(signed).read_text())
+    assert record["reviewer"] == "alice"
+    assert record["task"]["sha256"] == sha256_file(signed.path)
+    assert str(_module_file(signed)) in [m["path"] for m in record["reward_code"].values()]
+
+
+def test_changed_reward_module_is_named_with_old_and_new_hash(signed: Any) -> None:
+    path = _module_file(signed)
+    old = sha256_file(path)
+    path.write_text(path.read_text().replace("ok = ex.answer.strip() == gold", "ok = gold in ex.answer"))
+    new = sha256_file(path)
+    with pytest.raises(GateError) as info:
+        gate.enforce(signed)
+    msg = str(info.value)
+    assert f"reward module {path.stem} ({path}) changed: sha256 was {old}, now {new}" in msg
+
+
+def test_changed_helper_module_beside_the_task_is_detected(tmp_path: Path) -> None:
+    name, helper = unique_module(), unique_module()
+    task_path = write_task(tmp_path / "t", module=name)
+    (tmp_path / "t" / f"{helper}.py").write_text("def clean(x):\n    return x.strip()\n")
+    mod = tmp_path / "t" / f"{name}.py"
+    mod.write_text(f"import {helper}\n" + mod.read_text().replace("ex.answer.strip()", f"{helper}.clean(ex.answer)"))
+    task = load_task(task_path)
+    build_and_review(task)
+    sign_small(task)
+    (tmp_path / "t" / f"{helper}.py").write_text("def clean(x):\n    return x.strip().lstrip('0')\n")
+    with pytest.raises(GateError, match=rf"reward module {helper} \(.*{helper}.py\) changed: sha256 was [0-9a-f]{{64}}, now [0-9a-f]{{64}}"):
+        gate.enforce(task)
+
+
+def test_changed_task_file_is_named_with_old_and_new_hash(signed: Any) -> None:
+    old = sha256_file(signed.path)
+    signed.path.write_text(signed.path.read_text().replace("temperature: 1.0", "temperature: 0.7"))
+    new = sha256_file(signed.path)
+    with pytest.raises(GateError) as info:
+        gate.enforce(load_task(signed.path))
+    msg = str(info.value)
+    assert f"task file {signed.path} changed: sha256 was {old}, now {new}" in msg
+    assert "temperature changed: the set was sampled with 1.0, the run uses 0.7" in msg
+
+
+def test_tampered_gate_json_is_detected(signed: Any) -> None:
+    path = gate.record_path(signed)
+    record = json.loads(path.read_text())
+    record["kappa"] = 0.99
+    path.write_text(json.dumps(record, indent=2))
+    with pytest.raises(GateError, match=r"gate\.json was edited after signing: record_sha256 says [0-9a-f]{64}, its content hashes to [0-9a-f]{64}"):
+        gate.enforce(signed)
+
+
+def test_tampered_verdict_in_the_database_is_detected(signed: Any) -> None:
+    db = gate.db_path(signed)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE reviews SET note = 'edited later' WHERE id = 3")
+    with pytest.raises(GateError, match=r"the reviewer verdicts in .*inspection\.db changed since signing: sha256 was [0-9a-f]{64}, now [0-9a-f]{64}"):
+        gate.enforce(signed)
+
+
+def test_tampered_completion_in_the_database_is_detected(signed: Any) -> None:
+    with sqlite3.connect(gate.db_path(signed)) as conn:
+        conn.execute("UPDATE samples SET completion = '<answer>1</answer>' WHERE id = 1")
+    with pytest.raises(GateError, match=r"the inspection set \(samples\) in .* changed since signing"):
+        gate.enforce(signed)
+
+
+def test_deleted_database_is_reported(signed: Any) -> None:
+    gate.db_path(signed).unlink()
+    with pytest.raises(GateError, match=r"inspection database .*inspection\.db cannot be checked: no inspection set"):
+        gate.enforce(signed)
+
+
+def test_missing_record_names_the_path_and_the_ways_out(task: Any) -> None:
+    with pytest.raises(GateError, match=r"no gate record at .*gate\.json: inspect the reward first.*--no-gate REASON"):
+        gate.enforce(task)
+
+
+def test_no_gate_without_a_reason_is_refused(task: Any) -> None:
+    with pytest.raises(GateError, match="needs a reason"):
+        gate.enforce(task, no_gate_reason="  ")
+
+
+def test_no_gate_with_a_reason_returns_the_reason(task: Any) -> None:
+    summary = gate.enforce(task, no_gate_reason="smoke test of the launcher")
+    assert summary["status"] == "bypassed"
+    assert summary["no_gate_reason"] == "smoke test of the launcher"
+
+
+def test_gate_flag_points_enforce_at_another_folder(user_task: Any, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    store = gate.build_set(user_task, gate.db_path(user_task, other), sampler=FakeSampler(), size=SMALL)
+    for s in store.samples():
+        store.add_review(s.id, "right", reviewer="bob")
+    path = sign_small(user_task, other)
+    assert path == other / "gate.json"
+    assert gate.enforce(user_task, gate_path=path)["reviewer"] == "bob"
+    with pytest.raises(GateError, match="no gate record"):
+        gate.enforce(user_task)
+
+
+def test_model_other_than_the_sampled_one_is_refused(signed: Any) -> None:
+    with pytest.raises(GateError, match=r"model changed: the set was sampled from 'builtin:tiny', the run starts from '/some/sft/checkpoint'"):
+        gate.enforce(signed, model="/some/sft/checkpoint")
+
+
+def test_sign_refuses_while_samples_are_unreviewed(user_task: Any) -> None:
+    store = gate.build_set(user_task, gate.db_path(user_task), sampler=FakeSampler(), size=SMALL)
+    store.add_review(1, "right", reviewer="alice")
+    with pytest.raises(GateError, match=r"19 samples have no verdict yet \(ids 2, 3, "):
+        sign_small(user_task)
+    assert not gate.record_path(user_task).exists()
+
+
+def test_sign_refuses_an_open_disagreement_until_it_is_accepted_with_a_reason(user_task: Any) -> None:
+    store = build_and_review(user_task)
+    store.add_review(7, "lower", reviewer="alice", note="looks wrong")
+    with pytest.raises(GateError, match=r"1 disagreements are open \(ids 7\)"):
+        sign_small(user_task)
+    store.add_review(7, "lower", reviewer="alice", accepted="the stricter check is not worth it here")
+    record = json.loads(sign_small(user_task).read_text())
+    assert record["accepted_disagreements"] == [{"sample_id": 7, "label": "lower", "reason": "the stricter check is not worth it here"}]
+
+
+def test_sign_refuses_scores_the_current_reward_code_no_longer_gives(user_task: Any) -> None:
+    build_and_review(user_task)
+    path = _module_file(user_task)
+    # Lenient check (the gold answer anywhere in the span) on a fresh module name: no stale import.
+    path.write_text(path.read_text().replace("ok = ex.answer.strip() == gold", "ok = True"))
+    import importlib
+    import sys
+
+    sys.modules.pop(path.stem, None)
+    importlib.invalidate_caches()
+    with pytest.raises(GateError, match=r"samples score differently with the current reward code .*rlvr inspect rescore"):
+        sign_small(user_task)
+
+
+def test_sign_refuses_a_small_set(user_task: Any) -> None:
+    build_and_review(user_task, size=10)
+    with pytest.raises(GateError, match="the set has 10 samples; the gate asks a person to read at least 50"):
+        gate.sign(user_task, audit=no_exploits)
+
+
+def test_exploitable_term_blocks_signing_unless_a_reason_is_recorded(user_task: Any) -> None:
+    build_and_review(user_task)
+
+    def exploitable(task: Any) -> AuditOutcome:
+        return AuditOutcome({"terms": ["format"]}, ("format",))
+
+    with pytest.raises(GateError, match="the audit found exploitable reward terms: format"):
+        sign_small(user_task, audit=exploitable)
+    record = json.loads(sign_small(user_task, audit=exploitable, accept_exploits={"format": "tags-only reward, weight 0.1"}).read_text())
+    assert record["audit"]["accepted"] == {"format": "tags-only reward, weight 0.1"}
+    assert gate.enforce(user_task)["status"] == "passed"
+
+
+def test_signing_runs_the_real_audit_and_records_its_report(task: Any) -> None:
+    build_and_review(task)
+    record = json.loads(gate.sign(task, min_samples=SMALL).read_text())
+    assert record["audit"]["status"] == "ran"
+    assert record["audit"]["exploitable"] == []
+    assert "exploitable_terms" in record["audit"]["report"]
+
+
+def test_reference_gate_signs_with_the_stand_in_reviewer_named(task: Any, tmp_path: Path) -> None:
+    def checker(row: Any, completion: str, verdicts: Any) -> str:
+        from rlvr.rewards.format import extract
+
+        ex = extract(completion, task.answer)
+        truly = ex.ok and ex.answer.strip() == reference_answer(row["question"] + "=")
+        said = verdicts["correct"].outcome.value == "correct"
+        return "right" if truly == said else ("higher" if truly else "lower")
+
+    path = gate.reference_gate(task, model="builtin:tiny", out_dir=tmp_path / "g", checker=checker, sampler=FakeSampler(), size=SMALL)
+    record = json.loads(path.read_text())
+    assert record["reviewer"] == "reference-checker (demo)"
+    assert record["counts"]["label_right"] == SMALL
+    assert gate.enforce(task, gate_path=tmp_path / "g")["status"] == "passed"
+
+
+def test_reference_gate_refuses_to_sign_when_the_checker_disagrees(task: Any, tmp_path: Path) -> None:
+    with pytest.raises(GateError, match="disagreements are open"):
+        gate.reference_gate(task, model="builtin:tiny", out_dir=tmp_path / "g", checker=lambda row, c, v: "lower", sampler=FakeSampler(), size=SMALL)
