@@ -24,6 +24,9 @@ from .errors import ModelError
 # skip_special_tokens=True, so special-token tags would never reach the reward function.
 CHARS = [chr(c) for c in range(32, 127)] + ["\n", "\t"]
 SPECIAL = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+# Tags are single non-special added tokens: a completion "<answer>147</answer>" is 5 tokens, not
+# 20, which keeps the tiny model's sequences short; decoding still yields the literal tags.
+TAG_TOKENS = ["<answer>", "</answer>", "<think>", "</think>"]
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
@@ -66,6 +69,7 @@ def build_tokenizer() -> Any:
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk_token"]))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
+    tok.add_tokens(TAG_TOKENS)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, padding_side="left", **SPECIAL)
     fast.chat_template = CHAT_TEMPLATE
     return fast

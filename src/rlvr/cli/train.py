@@ -1,0 +1,55 @@
+"""rlvr train: GRPO with TRL on a task file, gated by the inspection record."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import add_set, parse_sets
+
+HELP = "train with GRPO (TRL) on a task; refuses to start without a matching inspection gate"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", help="the task file (task.yaml) or its folder")
+    p.add_argument("--run-dir", help="where the run is written (default: runs/<task name>)")
+    p.add_argument("--model", help="start from this model instead of the task's (a path, hub id or builtin:NAME), e.g. an SFT output")
+    p.add_argument("--config", help="a GRPOConfig YAML written by `rlvr plan` (or a flat `trl grpo --config` file); task values are overridden by it")
+    p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps (smoke runs)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
+    p.add_argument("--gate", help="the gate record (gate.json) to check; default: the task's gate folder")
+    p.add_argument("--no-gate", metavar="REASON", help="skip the inspection gate; the reason is written into the run's config and metrics")
+    p.add_argument("--eval-every", type=int, help="held-out verified-accuracy eval every N steps (0 disables it)")
+    p.add_argument("--eval-prompts", type=int, help="held-out prompts per eval (default: the task's eval.max_prompts)")
+    p.add_argument("--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_set(p, "GRPOConfig")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..task import load_task
+    from ..train import TrainOptions, train
+
+    task = load_task(args.task)
+    run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / task.name
+    opts = TrainOptions(
+        run_dir=run_dir,
+        model=args.model,
+        max_steps=args.max_steps,
+        resume=args.resume,
+        config_path=Path(args.config) if args.config else None,
+        overrides=parse_sets(args.set),
+        no_gate_reason=args.no_gate,
+        gate_path=Path(args.gate) if args.gate else None,
+        eval_every=args.eval_every,
+        eval_prompts=args.eval_prompts,
+        report_to=args.report_to,
+        progress=not args.no_progress,
+    )
+    result = train(task, opts)
+    last = result.evals[-1] if result.evals else None
+    acc = f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']})" if last else ""
+    print(f"trained {result.steps} steps in {result.seconds:.0f} s{acc}")
+    print(f"run: {result.run_dir}  (metrics.jsonl, config.yaml, final/)")
+    return 0

@@ -1,0 +1,100 @@
+"""Held-out verified accuracy: the only honest check for reward hacking.
+
+The policy's completions on held-out prompts are judged by the task's *correctness* term alone
+(not the weighted reward), so a run whose format reward climbs while answers do not improve
+shows up here. Greedy by default (temperature 0), batched, with the RNG state saved and
+restored around sampling so an eval in the middle of training does not reseed the trainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .rewards.base import Outcome, Sample
+from .task import Task
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    accuracy: float
+    correct: int
+    n: int
+    masked: int
+    mean_length: float
+    mean_length_correct: float | None
+    mean_length_incorrect: float | None
+    temperature: float
+
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "eval/accuracy": self.accuracy,
+            "eval/correct": self.correct,
+            "eval/n": self.n,
+            "eval/masked": self.masked,
+            "eval/mean_length": self.mean_length,
+            "eval/mean_length_correct": self.mean_length_correct,
+            "eval/mean_length_incorrect": self.mean_length_incorrect,
+        }
+
+
+def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 64, seed: int | None = None) -> list[tuple[str, list[int]]]:
+    """One completion per prompt: (text decoded without special tokens, token ids up to EOS)."""
+    import torch
+
+    rng = torch.random.get_rng_state()
+    if seed is not None:
+        torch.manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    tokenizer.padding_side = "left"
+    device = next(model.parameters()).device
+    eos = tokenizer.eos_token_id
+    out: list[tuple[str, list[int]]] = []
+    try:
+        for i in range(0, len(prompts), batch_size):
+            batch = [p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts[i : i + batch_size]]
+            enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            kw: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "eos_token_id": eos}
+            kw.update({"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 else {"do_sample": False})
+            with torch.no_grad():
+                gen = model.generate(**enc, **kw)
+            for row in gen[:, enc["input_ids"].shape[1] :].tolist():
+                ids = row[: row.index(eos) + 1] if eos in row else row
+                ids = [t for t in ids if t != tokenizer.pad_token_id]
+                out.append((tokenizer.decode(ids, skip_special_tokens=True), ids))
+    finally:
+        torch.random.set_rng_state(rng)
+        if was_training:
+            model.train()
+    return out
+
+
+def evaluate(model: Any, tokenizer: Any, task: Task, rows: Sequence[Mapping[str, Any]], *, temperature: float | None = None, max_new_tokens: int | None = None, seed: int | None = None) -> EvalResult:
+    """Verified accuracy of ``model`` on ``rows`` under the task's correctness term."""
+    temperature = task.eval.temperature if temperature is None else temperature
+    max_new_tokens = max_new_tokens or task.generation.max_completion_length
+    term = task.eval.term or task.correctness_term
+    rewards = task.reward_set()
+    verifier = next(t.verifier for t in rewards.terms if t.name == term)
+    prompts = [task.render_prompt(r) for r in rows]
+    gens = generate_texts(model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    samples = [Sample(completion=text, row=row, prompt=str(p), completion_ids=ids) for (text, ids), row, p in zip(gens, rows, prompts, strict=True)]
+    verdicts = verifier.verify_batch(samples)
+    lengths = [len(ids) for _, ids in gens]
+    ok = [v.outcome is Outcome.CORRECT for v in verdicts]
+    masked = sum(v.outcome is Outcome.ERROR for v in verdicts)
+    decided = len(rows) - masked
+    lc = [n for n, o in zip(lengths, ok, strict=True) if o]
+    li = [n for n, o, v in zip(lengths, ok, verdicts, strict=True) if not o and v.outcome is not Outcome.ERROR]
+    return EvalResult(
+        accuracy=sum(ok) / decided if decided else 0.0,
+        correct=sum(ok),
+        n=decided,
+        masked=masked,
+        mean_length=sum(lengths) / len(lengths) if lengths else 0.0,
+        mean_length_correct=sum(lc) / len(lc) if lc else None,
+        mean_length_incorrect=sum(li) / len(li) if li else None,
+        temperature=temperature,
+    )

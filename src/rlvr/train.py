@@ -1,0 +1,337 @@
+"""GRPO training on TRL's ``GRPOTrainer``, driven by a task file.
+
+One run directory holds everything about a run::
+
+    <run>/config.yaml        every resolved GRPOConfig value (grpo:) and rlvr's own (rlvr:)
+    <run>/metrics.jsonl      one line per logging step (every TRL metric, per-term rewards and
+                             verifier error rates) and one per held-out eval (eval/accuracy, ...)
+    <run>/checkpoints/       TRL checkpoints; --resume continues from the latest
+    <run>/final/             the trained model and tokenizer
+    <run>/run.json           status, versions, timings
+
+Every value that matters is written explicitly (TRL's defaults move between versions). The
+inspection gate is enforced before anything loads; bypassing it needs a written reason, which is
+recorded in the config and in the metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, Problem, RunError
+from .task import Task
+
+# rlvr's own keys in a config file, kept apart from GRPOConfig's.
+RLVR_KEYS = {"task", "model", "variant", "gate", "no_gate_reason", "reward_terms", "reward_weights", "eval", "justification"}
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    run_dir: Path
+    model: str | None = None
+    max_steps: int | None = None
+    resume: bool = False
+    config_path: Path | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    no_gate_reason: str | None = None
+    gate_path: Path | None = None
+    eval_every: int | None = None
+    eval_prompts: int | None = None
+    report_to: str = "none"
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    run_dir: Path
+    final_dir: Path
+    steps: int
+    seconds: float
+    evals: list[dict[str, Any]]
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A config YAML: either ``{grpo: {...}, rlvr: {...}}`` (what rlvr writes) or a flat mapping
+    of GRPOConfig fields (what ``trl grpo --config`` takes). Returns (grpo, rlvr)."""
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(Problem(str(path), f"cannot read the config: {exc}", "pass a YAML file written by rlvr plan or rlvr train")) from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(Problem(str(path), "a config file must be a YAML mapping"))
+    if "grpo" in raw and isinstance(raw["grpo"], Mapping):
+        return dict(raw["grpo"]), dict(raw.get("rlvr") or {})
+    flat = {k: v for k, v in raw.items() if k not in RLVR_KEYS and k not in ("env",)}
+    return flat, {k: v for k, v in raw.items() if k in RLVR_KEYS}
+
+
+def resolve_grpo(task: Task, opts: TrainOptions, hw: Mapping[str, Any]) -> dict[str, Any]:
+    """The GRPOConfig values for this run: recipe < hardware < task < config file < CLI."""
+    from . import recipe
+
+    cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed)
+    if opts.config_path is not None:
+        file_grpo, _ = read_config_file(opts.config_path)
+        cfg.update({k: v for k, v in file_grpo.items() if k not in ("output_dir", "reward_weights")})
+    cfg.update(opts.overrides)
+    if opts.max_steps is not None:
+        cfg["max_steps"] = opts.max_steps
+    cfg.setdefault("max_steps", -1)
+    cfg["output_dir"] = str(opts.run_dir / "checkpoints")
+    cfg["report_to"] = opts.report_to
+    cfg["disable_tqdm"] = True  # our own bar (quiet_progress); the Trainer's prints every log dict
+    return cfg
+
+
+def _check_grpo_keys(cfg: Mapping[str, Any]) -> None:
+    from trl import GRPOConfig
+
+    known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    unknown = sorted(k for k in cfg if k not in known)
+    if unknown:
+        import difflib
+
+        problems = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, sorted(known), n=1)
+            problems.append(Problem(f"grpo.{k}", "not a GRPOConfig field of the installed TRL", f"did you mean {close[0]!r}?" if close else "remove it"))
+        raise ConfigError(problems)
+
+
+def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
+    """THE place where the inspection gate is checked: before any model loads.
+
+    Training against an uninspected reward is how a run reward-hacks. Returns the summary that
+    goes into the run's config; ``--no-gate REASON`` bypasses the check and records the reason.
+    """
+    if opts.no_gate_reason is not None:
+        if not opts.no_gate_reason.strip():
+            raise ConfigError(Problem("--no-gate", "needs a reason", "say why this run may skip the inspection gate"))
+        return {"bypassed": True, "reason": opts.no_gate_reason}
+    from .gate import enforce
+
+    return enforce(task, gate_path=opts.gate_path)
+
+
+class _MetricsLog:
+    """Appends one JSON line per log event; flushes every line so a crash loses nothing."""
+
+    def __init__(self, path: Path, extra: Mapping[str, Any] | None = None) -> None:
+        self.path = path
+        self.extra = dict(extra or {})
+        self.t0 = time.time()
+
+    def write(self, step: int, values: Mapping[str, Any]) -> None:
+        line = {"step": step, "time": round(time.time() - self.t0, 3), **self.extra, **values}
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(line, default=_jsonable) + "\n")
+
+
+def _jsonable(x: Any) -> Any:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """On resume, lines logged after the checkpoint are logged again: move them aside, don't lose them."""
+    if not path.exists():
+        return
+    keep, dropped = [], []
+    for line in path.read_text().splitlines():
+        try:
+            (keep if json.loads(line).get("step", 0) <= step else dropped).append(line)
+        except json.JSONDecodeError:
+            dropped.append(line)
+    if dropped:
+        with (path.parent / "metrics.replaced.jsonl").open("a") as fh:
+            fh.write("\n".join(dropped) + "\n")
+        path.write_text("".join(line + "\n" for line in keep))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    ckpts = sorted((run_dir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return ckpts[-1] if ckpts else None
+
+
+def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
+    from datasets import Dataset
+
+    reserved = {"prompt", "completion", "completion_ids", "prompts", "completions", "trainer_state", "log_metric", "log_extra"}
+    clash = sorted(reserved & set().union(*(r.keys() for r in rows))) if rows else []
+    if clash:
+        raise ConfigError(Problem(f"{task.path}: data.train", f"column(s) {clash} clash with names TRL passes to reward functions", "rename them in the data file"))
+    return Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
+
+
+def train(task: Task, opts: TrainOptions) -> TrainResult:
+    """Run GRPO on ``task``. Raises ``GateError`` before anything loads when the gate fails."""
+    gate = enforce_gate(task, opts)
+    from . import recipe
+
+    hw = recipe.hardware()
+    cfg = resolve_grpo(task, opts, hw)
+    rewards = task.reward_set()
+    cfg["reward_weights"] = rewards.weights
+    _check_grpo_keys(cfg)
+    run_dir = opts.run_dir
+    if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
+        if (run_dir / "metrics.jsonl").exists() or latest_checkpoint(run_dir):
+            raise RunError(f"{run_dir} already holds a run; pass --resume to continue it, or choose another --run-dir")
+    resume_from = latest_checkpoint(run_dir) if opts.resume else None
+    if opts.resume and resume_from is None:
+        raise RunError(f"{run_dir}: nothing to resume (no checkpoints/checkpoint-N)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    import torch
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from .evaluate import evaluate
+    from .models import load_model, load_tokenizer, resolve_model
+
+    model_ref = resolve_model(opts.model or task.model)
+    eval_every = opts.eval_every if opts.eval_every is not None else task.eval.every
+    eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
+    rlvr_section = {
+        "task": str(task.path),
+        "model": model_ref,
+        "variant": cfg.get("loss_type", "grpo") if cfg.get("importance_sampling_level") != "sequence" else "gspo",
+        "reward_terms": rewards.names,
+        "reward_weights": rewards.weights,
+        "gate": gate,
+        "no_gate_reason": opts.no_gate_reason,
+        "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.eval.term or task.correctness_term, "temperature": task.eval.temperature},
+        "hardware": dict(hw),
+    }
+    if opts.config_path is not None:
+        rlvr_section["config_file"] = str(opts.config_path)
+        _, file_rlvr = read_config_file(opts.config_path)
+        if file_rlvr.get("justification"):
+            rlvr_section["justification"] = file_rlvr["justification"]
+    args = GRPOConfig(**cfg)
+    resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
+    explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"grpo": explicit, "rlvr": rlvr_section, "trl_resolved": resolved}, sort_keys=False, default_flow_style=False, allow_unicode=True))
+
+    metrics_path = run_dir / "metrics.jsonl"
+    if resume_from is not None:
+        _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
+    log = _MetricsLog(metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None)
+    tokenizer = load_tokenizer(model_ref)
+    model = load_model(model_ref)
+    evals: list[dict[str, Any]] = []
+
+    def run_eval(step: int) -> None:
+        if not eval_rows:
+            return
+        res = evaluate(model, tokenizer, task, eval_rows, seed=task.seed)
+        line = res.metrics()
+        evals.append({"step": step, **line})
+        log.write(step, line)
+
+    class RlvrCallback(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.global_step == 0 and eval_every:
+                run_eval(0)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
+            if logs and state.is_world_process_zero:
+                log.write(state.global_step, {k: v for k, v in logs.items()})
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if eval_every and state.global_step % eval_every == 0 and state.is_world_process_zero:
+                run_eval(state.global_step)
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if eval_every and state.global_step % eval_every and state.is_world_process_zero:
+                run_eval(state.global_step)
+
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=rewards.trl_functions(),
+        args=args,
+        train_dataset=build_dataset(task, task.load_split("train")),
+        processing_class=tokenizer,
+        callbacks=[RlvrCallback()],
+    )
+    quiet_progress(trainer, opts.progress, "GRPO")
+    meta = {
+        "status": "running",
+        "task": str(task.path),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "resumed_from": str(resume_from) if resume_from else None,
+        "versions": _versions(),
+        "threads": torch.get_num_threads(),
+    }
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+    t0 = time.time()
+    try:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    except BaseException as exc:
+        meta.update(status="failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted", error=f"{type(exc).__name__}: {exc}", seconds=round(time.time() - t0, 2))
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+        raise
+    seconds = time.time() - t0
+    final = run_dir / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(final)
+    meta.update(status="done", steps=trainer.state.global_step, seconds=round(seconds, 2), final=str(final))
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+    return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals)
+
+
+def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
+    """Replace the Trainer's progress output (which prints every log dict) with one bar."""
+    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    if not enabled:
+        return
+
+    class Bar(TrainerCallback):
+        bar: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            from tqdm.auto import tqdm
+
+            if state.is_world_process_zero:
+                self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc=desc, unit="step", dynamic_ncols=True)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.update(state.global_step - self.bar.n)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
+            if self.bar is not None and logs:
+                shown = {k.split("/")[-2] if k.startswith("rewards/") else k: logs[k] for k in ("reward", "loss") if k in logs}
+                self.bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items()}, refresh=False)
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.close()
+
+    trainer.add_callback(Bar())
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("rlvr", "trl", "transformers", "torch", "accelerate"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
