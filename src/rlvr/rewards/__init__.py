@@ -24,6 +24,12 @@ BUILTINS: dict[str, str] = {
     "exact": "rlvr.rewards.exact:ExactMatch",
     "unit_tests": "rlvr.rewards.code:UnitTests",
     "math": "rlvr.rewards.math:MathVerifier",
+    "json_schema": "rlvr.rewards.schema:JsonSchemaVerifier",
+    "tool_call": "rlvr.rewards.schema:ToolCallVerifier",
+    "length_penalty": "rlvr.rewards.length:LengthPenalty",
+    "overlong": "rlvr.rewards.length:OverlongPenalty",
+    "repetition": "rlvr.rewards.length:RepetitionPenalty",
+    "judge": "rlvr.rewards.judge:JudgeVerifier",
 }
 
 

@@ -1,0 +1,171 @@
+"""The LLM judge against a fake OpenAI-compatible server on 127.0.0.1 (nothing leaves the host)."""
+
+from __future__ import annotations
+
+import importlib.util  # noqa: F401 - rlvr.cli.main uses importlib.util without importing it
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from rlvr.cli.main import main
+from rlvr.errors import VerifierError
+from rlvr.rewards import Outcome, Sample, build_verifier
+from rlvr.rewards.judge import JudgeConfig, calibrate, check_record, cohen_kappa, write_record
+
+
+class FakeJudge:
+    """Answers CORRECT when the completion contains the reference answer; a mode switch makes it
+    slow, flaky or nonsensical."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.requests: list[dict] = []
+        self.fail_first = 0
+        judge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                judge.requests.append(body)
+                if judge.fail_first > 0:
+                    judge.fail_first -= 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                if judge.mode == "slow":
+                    time.sleep(2)
+                text = body["messages"][0]["content"]
+                ref = text.split("Reference answer:\n")[1].split("\n")[0]
+                resp = text.split("Response:\n")[1].split("\n")[0]
+                word = "CORRECT" if ref in resp else "INCORRECT"
+                if judge.mode == "nonsense":
+                    word = "maybe?"
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": word}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except BrokenPipeError:  # the client gave up (the timeout test)
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def fake():
+    f = FakeJudge()
+    yield f
+    f.server.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def reset(fake):
+    fake.mode, fake.fail_first = "ok", 0
+    fake.requests.clear()
+
+
+def judge(fake, **kw):
+    return build_verifier("judge", {"model": "fake-judge", "base_url": fake.url, "require_calibration": False, "retries": 1, "timeout": 5.0, **kw})
+
+
+def labels(tmp_path, n=60, wrong_labels=0):
+    rows = []
+    for i in range(n):
+        good = i % 2 == 0
+        label = good if i >= wrong_labels else not good
+        rows.append({"prompt": f"q{i}", "completion": f"the answer is {i}" if good else "the answer is unknown", "answer": str(i), "label": label})
+    p = tmp_path / "labels.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
+def test_judge_scores_correct_and_incorrect(fake):
+    v = judge(fake)
+    assert v.verify(Sample("it is 42", {"answer": "42"}, prompt="q")).outcome is Outcome.CORRECT
+    assert v.verify(Sample("it is 41", {"answer": "42"}, prompt="q")).outcome is Outcome.WRONG
+
+
+def test_judge_request_is_pinned_at_temperature_zero(fake):
+    judge(fake).verify(Sample("1", {"answer": "1"}))
+    assert fake.requests[0]["temperature"] == 0 and fake.requests[0]["model"] == "fake-judge"
+
+
+def test_judge_timeout_is_error_not_wrong(fake):
+    fake.mode = "slow"
+    v = judge(fake, timeout=0.3, retries=0).verify(Sample("1", {"answer": "1"}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "timeout" and v.score is None
+
+
+def test_judge_retries_a_server_error(fake):
+    fake.fail_first = 1
+    assert judge(fake, retries=2).verify(Sample("1", {"answer": "1"})).outcome is Outcome.CORRECT
+    assert len(fake.requests) == 2
+
+
+def test_unreadable_judge_reply_is_error(fake):
+    fake.mode = "nonsense"
+    v = judge(fake).verify(Sample("1", {"answer": "1"}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "judge"
+
+
+def test_judge_refuses_training_without_a_calibration_record(fake):
+    with pytest.raises(VerifierError, match="calibration"):
+        build_verifier("judge", {"model": "fake-judge", "base_url": fake.url})
+
+
+def test_calibration_measures_agreement_and_licenses_the_judge(fake, tmp_path):
+    cfg = JudgeConfig("fake-judge", fake.url)
+    record = calibrate(labels(tmp_path), cfg)
+    assert record.accuracy == 1.0 and record.kappa == 1.0 and record.passed
+    assert record.confusion["judge_correct_human_correct"] == 30
+    path = write_record(record, tmp_path / "cal.json")
+    v = build_verifier("judge", {"model": "fake-judge", "base_url": fake.url, "calibration": str(path)})
+    assert v.verify(Sample("7", {"answer": "7"})).outcome is Outcome.CORRECT
+
+
+def test_record_below_threshold_is_refused(fake, tmp_path):
+    record = calibrate(labels(tmp_path, wrong_labels=20), JudgeConfig("fake-judge", fake.url))
+    assert record.kappa < 0.6 and not record.passed
+    path = write_record(record, tmp_path / "cal.json")
+    with pytest.raises(VerifierError, match="kappa"):
+        build_verifier("judge", {"model": "fake-judge", "base_url": fake.url, "calibration": str(path)})
+
+
+def test_record_for_another_prompt_is_refused(fake, tmp_path):
+    path = write_record(calibrate(labels(tmp_path), JudgeConfig("fake-judge", fake.url)), tmp_path / "cal.json")
+    problems = check_record(path, JudgeConfig("fake-judge", fake.url, prompt="Grade {completion}"), 0.6)
+    assert any("prompt_sha256" in p for p in problems)
+
+
+def test_cohen_kappa_known_values():
+    assert cohen_kappa([True, False] * 5, [True, False] * 5) == 1.0
+    assert cohen_kappa([True, True, False, False], [True, False, True, False]) == 0.0
+    assert cohen_kappa([True, True, True, False], [True, True, False, False]) == pytest.approx(0.5)
+
+
+def test_cli_judge_calibrate_writes_the_record(fake, tmp_path, capsys):
+    out = tmp_path / "cal.json"
+    rc = main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--model", "fake-judge", "--base-url", fake.url, "--out", str(out)])
+    assert rc == 0 and json.loads(out.read_text())["kappa"] == 1.0
+    assert "kappa 1.000" in capsys.readouterr().out
+
+
+def test_cli_judge_without_model_is_one_line_error(tmp_path, capsys):
+    assert main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--out", str(tmp_path / "c.json")]) == 1
+    assert "--model" in capsys.readouterr().err
+
+
+def test_cli_judge_help_works(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["judge", "calibrate", "--help"])
+    assert exc.value.code == 0 and "--labels" in capsys.readouterr().out
