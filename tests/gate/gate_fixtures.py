@@ -111,3 +111,54 @@ def build_and_review(task: Any, label: str = "right", size: int = SMALL, sampler
     for s in store.samples():
         store.add_review(s.id, label, reviewer="alice")
     return store
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """``rlvr inspect serve`` in a subprocess (so a test can SIGKILL it)."""
+
+    def __init__(self, task_path: Path, reviewer: str = "alice") -> None:
+        import os
+        import subprocess
+        import sys
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rlvr.cli.main", "inspect", "serve", str(task_path), "--port", str(self.port), "--reviewer", reviewer],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited: {self.proc.stdout.read() if self.proc.stdout else ''}")
+            try:
+                httpx.get(self.url + "/status", timeout=1.0)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("the server did not start")
+
+    def kill(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()

@@ -1,0 +1,96 @@
+"""A real browser drives the review page by keyboard only; the verdicts are checked in the database.
+
+Playwright (the Python package) launches Debian's chromium by executable path, headless; it never
+downloads a browser. ``scripts/install-system-deps.sh`` installs chromium.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from gate_fixtures import SMALL, FakeSampler, Server
+
+from rlvr import gate
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing: run scripts/install-system-deps.sh as root")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+def _press(page: Any, key: str) -> None:
+    """Press a key that submits or navigates, and wait for the next page."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
+def test_keyboard_only_review_records_verdicts_notes_and_an_acceptance(task: Any, browser: Any) -> None:
+    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    server = Server(task.path, reviewer="kb-reviewer")
+    try:
+        page = browser.new_page()
+        page.goto(server.url + "/")
+        assert page.url.endswith("/sample/1?show=todo")
+        # n: focus the note, type, Esc leaves it, l: "should be lower".
+        page.keyboard.press("n")
+        page.keyboard.type("accepts the wrong sum")
+        page.keyboard.press("Escape")
+        _press(page, "l")
+        assert "/sample/2" in page.url
+        _press(page, "r")
+        _press(page, "h")
+        _press(page, "j")  # skip sample 4 without a verdict
+        assert "/sample/5" in page.url
+        _press(page, "k")
+        assert "/sample/4" in page.url
+        _press(page, "r")
+        # 2: the open-disagreement filter; sample 1 (lower) comes first.
+        _press(page, "2")
+        assert "/sample/1" in page.url and "show=open" in page.url
+        page.keyboard.press("n")
+        page.keyboard.type("one-off; the reward is fixed in the next task")
+        page.keyboard.press("Escape")
+        _press(page, "a")
+        page.close()
+    finally:
+        server.kill()
+    got = [(r.sample_id, r.label, r.note, r.accepted, r.reviewer) for r in store.reviews()]
+    assert got == [
+        (1, "lower", "accepts the wrong sum", None, "kb-reviewer"),
+        (2, "right", "", None, "kb-reviewer"),
+        (3, "higher", "", None, "kb-reviewer"),
+        (4, "right", "", None, "kb-reviewer"),
+        (1, "lower", "", "one-off; the reward is fixed in the next task", "kb-reviewer"),
+    ]
+
+
+def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> None:
+    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    server = Server(task.path)
+    try:
+        ctx = browser.new_context()
+        a, b = ctx.new_page(), ctx.new_page()
+        a.goto(server.url + "/")
+        b.goto(server.url + "/")  # both tabs show sample 1
+        _press(a, "l")
+        _press(b, "r")  # b's page is stale: its verdict is added, not lost, and a's is kept
+        _press(a, "r")  # a is on sample 2
+        _press(b, "h")  # b moved on to sample 2 as well
+        ctx.close()
+    finally:
+        server.kill()
+    assert [(r.sample_id, r.label) for r in store.reviews()] == [(1, "lower"), (1, "right"), (2, "right"), (2, "higher")]
+    assert {sid: r.label for sid, r in store.latest_reviews().items()} == {1: "right", 2: "higher"}

@@ -1,0 +1,175 @@
+"""The review page: verdicts reach the database, the page shows what the reviewer must see, local
+defences hold, a killed server loses nothing, two tabs lose nothing."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import httpx
+import pytest
+from gate_fixtures import SMALL, FakeSampler, Server
+from starlette.testclient import TestClient
+
+from rlvr import gate
+from rlvr.errors import GateError
+from rlvr.gate.store import NewSample, Store
+from rlvr.gate.web import ReviewApp, form_fields
+from rlvr.rewards.base import Verdict
+
+
+def _client(store: Store, host: str = "127.0.0.1:8765") -> TestClient:
+    return TestClient(ReviewApp(store, reviewer="alice"), base_url=f"http://{host}")
+
+
+@pytest.fixture
+def store(task: Any) -> Store:
+    return gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+
+
+def _post(client: Any, page: Any, label: str, **extra: str) -> Any:
+    fields = {**form_fields(page.text), "label": label, **extra}
+    return client.post(str(page.url.path) if hasattr(page.url, "path") else page.url, data=fields, follow_redirects=False)
+
+
+def test_verdict_posted_through_the_page_is_in_the_database(store: Store) -> None:
+    c = _client(store)
+    page = c.get("/", follow_redirects=True)
+    assert page.url.path == "/sample/1"
+    resp = _post(c, page, "lower", note="restates the question")
+    assert resp.status_code == 303
+    assert resp.headers["location"].startswith("/sample/2")
+    (r,) = store.reviews()
+    assert (r.sample_id, r.label, r.note, r.reviewer) == (1, "lower", "restates the question", "alice")
+
+
+def test_page_shows_prompt_expected_answer_terms_and_the_highlighted_span(store: Store) -> None:
+    s = next(x for x in store.samples() if x.reward_class == "pass")
+    html = _client(store).get(f"/sample/{s.id}").text
+    answer = s.row["answer"]
+    assert f"<mark>{answer}</mark>" in html
+    assert f"<code id=expected>{answer}</code>" in html
+    assert s.prompt in html
+    for term in ("format", "correct"):
+        assert f"<td>{term}</td>" in html
+
+
+def test_invisible_characters_in_a_completion_are_drawn_and_markup_is_escaped(tmp_path: Any) -> None:
+    text = "<script>alert(1)</script><answer>4\u200b2</answer>"
+    v = Verdict.wrong(answer="4\u200b2", span=(len(text) - 13, len(text) - 9))
+    store = Store.create(tmp_path / "s.db", {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
+                         [NewSample(0, "40+2=", {"answer": "42"}, text, (1,), "stop", "low", {"correct": v}, 0.0, "fail")])
+    html = _client(store).get("/sample/1").text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(1)" not in html
+    assert "⟨U+200B⟩" in html
+
+
+def test_request_with_a_foreign_host_header_is_refused(store: Store) -> None:
+    resp = _client(store, host="attacker.example:8765").get("/")
+    assert resp.status_code == 400
+    assert "not local" in resp.text
+
+
+def test_post_without_the_page_token_is_refused_and_records_nothing(store: Store) -> None:
+    resp = _client(store).post("/sample/1", data={"label": "right"}, follow_redirects=False)
+    assert resp.status_code == 403
+    assert store.reviews() == []
+
+
+def test_accepting_a_disagreement_without_a_reason_is_refused(store: Store) -> None:
+    c = _client(store)
+    page = c.get("/sample/3")
+    assert _post(c, page, "higher").status_code == 303
+    page = c.get("/sample/3")
+    assert "Accept as is" in page.text
+    resp = _post(c, page, "higher", accept="1", note="")
+    assert resp.status_code == 400
+    assert _post(c, page, "higher", accept="1", note="close enough").status_code == 303
+    assert store.reviews()[-1].accepted == "close enough"
+
+
+def test_open_filter_steps_only_through_disagreements(store: Store) -> None:
+    for s in store.samples():
+        store.add_review(s.id, "lower" if s.id in (4, 9) else "right", reviewer="alice")
+    c = _client(store)
+    first = c.get("/?show=open", follow_redirects=True)
+    assert first.url.path == "/sample/4"
+    assert "id=next href='/sample/9?show=open'" in first.text
+
+
+def test_term_outcome_filter_selects_matching_samples(store: Store) -> None:
+    c = _client(store)
+    page = c.get("/?show=all&term=correct&outcome=unparseable", follow_redirects=True)
+    sid = int(page.url.path.rsplit("/", 1)[1])
+    assert store.sample(sid).verdicts["correct"].outcome.value == "unparseable"
+
+
+def test_status_page_shows_the_confusion_matrix_and_kappa(store: Store) -> None:
+    for s in store.samples():
+        store.add_review(s.id, "right", reviewer="alice")
+    text = _client(store).get("/status").text
+    assert "Cohen&#x27;s kappa: 1.000" in text
+    assert "gate: PASSES" in text
+
+
+def test_killing_the_server_mid_review_loses_no_acknowledged_verdict(task: Any) -> None:
+    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    server = Server(task.path)
+    acked: list[int] = []
+    stop = threading.Event()
+
+    def review_fast() -> None:
+        with httpx.Client(base_url=server.url, timeout=5.0) as c:
+            page = c.get("/sample/1")
+            token = form_fields(page.text)["token"]
+            i = 0
+            while not stop.is_set():
+                sid = i % SMALL + 1
+                try:
+                    r = c.post(f"/sample/{sid}", data={"token": token, "label": "right", "note": f"n{i}"})
+                except httpx.HTTPError:
+                    return  # the server is gone
+                if r.status_code == 303:
+                    acked.append(i)
+                i += 1
+
+    try:
+        t = threading.Thread(target=review_fast)
+        t.start()
+        while len(acked) < 15:
+            threading.Event().wait(0.01)
+        server.kill()  # SIGKILL in the middle of a stream of verdicts
+        stop.set()
+        t.join(10)
+    finally:
+        server.kill()
+    notes = {r.note for r in store.reviews()}
+    assert {f"n{i}" for i in acked} <= notes
+    assert len(acked) >= 15
+
+
+def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
+    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    server = Server(task.path)
+    try:
+        def tab(name: str) -> None:
+            with httpx.Client(base_url=server.url, timeout=10.0) as c:
+                token = form_fields(c.get("/sample/1").text)["token"]
+                for i in range(10):
+                    r = c.post(f"/sample/{i % 3 + 1}", data={"token": token, "label": "right", "note": f"{name}{i}"})
+                    assert r.status_code == 303
+
+        threads = [threading.Thread(target=tab, args=(n,)) for n in ("a", "b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        server.kill()
+    assert sorted(r.note for r in store.reviews()) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
+
+
+def test_serving_a_set_that_was_never_built_is_a_clear_error(task: Any) -> None:
+    with pytest.raises(GateError, match="no inspection set"):
+        ReviewApp(Store(gate.db_path(task)), reviewer="alice")
