@@ -240,6 +240,7 @@ def test_samples_file_carries_what_the_inspection_gate_needs(tmp_path: Path) -> 
     assert verdict.span is not None and first["completion"][slice(*verdict.span)] == "1"
     assert set(first["scores"]) == {"format", "correct"}
     assert first["success"] is True
+    assert (first["temperature"], first["max_new_tokens"]) == (1.0, 8)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["route"] == "too-easy" and report["n_samples"] == 6
 

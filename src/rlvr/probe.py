@@ -424,7 +424,11 @@ def run_probe(
                 chunk_idx = indices[c * chunk : (c + 1) * chunk]
                 raw_prompts = [task.render_prompt(rows[i]) for i in chunk_idx]
                 groups = sampler.sample(raw_prompts, n=k, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, top_p=gen.top_p, seed=seed + c)
+                if len(groups) != len(chunk_idx):
+                    raise RunError(f"the sampler returned {len(groups)} groups for {len(chunk_idx)} prompts")
                 lines = _score_chunk(reward_set, term, chunk_idx, rows, raw_prompts, groups, k)
+                for rec in lines:  # each line says how it was sampled (the gate checks this)
+                    rec.update(temperature=gen.temperature, max_new_tokens=gen.max_completion_length)
                 # One write per chunk: an interruption can only cut the tail, which resume drops.
                 fh.write("".join(json.dumps(rec, ensure_ascii=False, default=str) + "\n" for rec in lines))
                 fh.flush()
