@@ -23,6 +23,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_set(p, "GRPOConfig")
+    p.add_argument("--launch", choices=["accelerate"], help="rerun this command under `accelerate launch` (distributed: one process per GPU, gloo on CPU)")
+    p.add_argument("--num-processes", type=int, default=None, help="with --launch: the number of training processes")
+    p.add_argument("--accelerate-config", default=None, help="with --launch: an accelerate config file (DeepSpeed/FSDP, written by rlvr plan)")
+    p.set_defaults(_train_parser=p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +36,14 @@ def run(args: argparse.Namespace) -> int:
     from ..train import TrainOptions, train
 
     task = load_task(args.task)
+    if args.launch or args.num_processes is not None or args.accelerate_config:
+        from ..errors import ConfigError, Problem
+        from ..launch import relaunch
+
+        if not args.launch or not args.num_processes:
+            raise ConfigError(Problem("--launch", "--num-processes and --accelerate-config go with --launch accelerate, which needs --num-processes N", "e.g. --launch accelerate --num-processes 2"))
+        return relaunch("train", args._train_parser, args, num_processes=args.num_processes, config_file=args.accelerate_config,
+                        model_refs=[args.model or task.model])
     run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / task.name
     opts = TrainOptions(
         run_dir=run_dir,
