@@ -380,3 +380,60 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"duration (rough): {d.steps} steps x {d.seconds_per_step:.1f} s = {d.hours:.2f} h, {d.gpu_hours:.1f} GPU-hours; {d.basis}")
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
+
+
+# -- rlvr train --launch accelerate ------------------------------------------------------------
+def argv_from_args(parser: Any, args: Any, *, drop: Sequence[str] = ()) -> list[str]:
+    """The command line that reproduces ``args`` for ``parser``'s options (values that differ
+    from the defaults), without the options named in ``drop`` -- so a command can rerun itself."""
+    import argparse
+
+    positional: list[str] = []
+    options: list[str] = []
+    for action in parser._actions:  # argparse has no public API for this
+        if isinstance(action, argparse._HelpAction) or action.dest in drop or action.dest == argparse.SUPPRESS:
+            continue
+        if not hasattr(args, action.dest):
+            continue
+        value = getattr(args, action.dest)
+        if not action.option_strings:
+            positional += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            continue
+        if value == action.default or value is None:
+            continue
+        flag = action.option_strings[-1] if action.option_strings[-1].startswith("--") else action.option_strings[0]
+        if isinstance(action, argparse._StoreTrueAction):
+            options.append(flag)
+        elif isinstance(action, argparse._StoreFalseAction):
+            options.append(flag)
+        elif isinstance(action, argparse._AppendAction):
+            for v in value:
+                options += [flag, str(v)]
+        else:
+            options += [flag, str(value)]
+    return [*positional, *options]
+
+
+def relaunch(command: str, parser: Any, args: Any, *, num_processes: int, config_file: str | None = None,
+             model_refs: Sequence[str] = (), env: Mapping[str, str] | None = None) -> int:
+    """Rerun ``rlvr <command>`` under ``accelerate launch`` in ``num_processes`` processes and
+    return its exit status. Built-in models are materialised here first, so the ranks do not
+    race to build the same cache folder."""
+    import os
+    import socket
+    import subprocess
+
+    from .models import resolve_model
+
+    if config_file is not None and not Path(config_file).is_file():
+        raise ConfigError(Problem("--accelerate-config", f"no such file: {config_file}", "pass an accelerate config written by rlvr plan"))
+    for ref in model_refs:
+        if ref and ref.startswith("builtin:"):
+            resolve_model(ref)
+    with socket.socket() as s:  # a free port, so two launches on one machine do not collide
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = accelerate_argv(num_processes, [command, *argv_from_args(parser, args, drop=("launch", "num_processes", "accelerate_config", "debug"))],
+                           config_file=config_file, port=port)
+    sys.stderr.write("rlvr: " + _q(argv) + "\n")
+    return subprocess.call(argv, env={**os.environ, **(env or {})})
