@@ -1,0 +1,162 @@
+"""Building the set (sampling settings, tails and middle, probe reuse), rescoring, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gate_fixtures import SMALL, FakeSampler, build_and_review
+
+from rlvr import gate
+from rlvr.errors import GateError
+from rlvr.gate.build import Candidate, select
+from rlvr.rewards.base import Verdict
+
+
+def _cand(i: int, total: float | None) -> Candidate:
+    v = Verdict.error("timeout", kind="timeout") if total is None else Verdict.wrong(total)
+    return Candidate(i, str(i), {}, "", (), "stop", {"correct": v}, total, "masked" if total is None else "fail")
+
+
+def test_selection_covers_both_tails_and_a_random_middle() -> None:
+    pool = [_cand(i, float(i)) for i in range(100)]
+    picked = select(pool, 40, seed=0)
+    buckets: dict[str, list[float]] = {}
+    for c, b in picked:
+        buckets.setdefault(b, []).append(c.total)
+    assert sorted(buckets["low"]) == [float(i) for i in range(10)]
+    assert sorted(buckets["high"]) == [float(i) for i in range(90, 100)]
+    assert len(buckets["middle"]) == 20 and all(10 <= t < 90 for t in buckets["middle"])
+    assert len({id(c) for c, _ in picked}) == 40
+
+
+def test_selection_keeps_masked_samples_up_to_a_quarter() -> None:
+    pool = [_cand(i, None) for i in range(30)] + [_cand(100 + i, float(i)) for i in range(70)]
+    picked = select(pool, 40, seed=0)
+    assert sum(b == "masked" for _, b in picked) == 10
+
+
+def test_selection_is_shuffled_so_failures_do_not_come_first() -> None:
+    pool = [_cand(i, float(i)) for i in range(100)]
+    order = [b for _, b in select(pool, 40, seed=1)]
+    assert order[:10] != ["low"] * 10
+
+
+def test_build_samples_at_the_task_temperature_and_budget(task: Any) -> None:
+    sampler = FakeSampler()
+    store = gate.build_set(task, gate.db_path(task), sampler=sampler, size=SMALL)
+    assert sampler.calls == [{"n": 2, "temperature": 1.0, "max_new_tokens": 12, "prompts": SMALL}]
+    meta = store.meta()
+    assert (meta["temperature"], meta["max_new_tokens"], meta["model"]) == (1.0, 12, "builtin:tiny")
+    assert {s.reward_class for s in store.samples()} == {"pass", "fail"}
+
+
+def test_building_over_a_reviewed_set_refuses_without_overwrite(task: Any) -> None:
+    build_and_review(task)
+    with pytest.raises(GateError, match=f"already holds {SMALL} reviewer verdicts"):
+        gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    assert len(gate.open_store(task).reviews()) == SMALL
+
+
+def _write_probe(folder: Path, task: Any, temperature: float) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "probe.json").write_text(json.dumps({"model": "builtin:tiny", "temperature": temperature, "max_new_tokens": 12}))
+    rows = task.load_split("train")[:30]
+    lines = []
+    for i, row in enumerate(rows):
+        for j, text in enumerate((f"<answer>{row['answer']}</answer>", "no idea")):
+            lines.append({"prompt_index": i, "sample_index": j, "prompt": row["question"] + "=", "row": row, "completion": text,
+                          "completion_ids": [1, 2, 3], "n_tokens": 3, "finish_reason": "stop", "scores": {"correct": {"outcome": "correct", "score": 1.0}}})
+    (folder / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return folder
+
+
+def test_probe_samples_are_reused_and_scored_with_the_current_reward(task: Any, tmp_path: Path) -> None:
+    probe = _write_probe(tmp_path / "probe", task, 1.0)
+    store = gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL)
+    samples = store.samples()
+    assert len(samples) == SMALL
+    # the probe file claims every sample correct; the set trusts only the current reward
+    assert {s.reward_class for s in samples if s.completion == "no idea"} == {"fail"}
+    assert store.meta()["source"] == f"probe:{probe}"
+
+
+def test_probe_samples_at_another_temperature_are_refused(task: Any, tmp_path: Path) -> None:
+    probe = _write_probe(tmp_path / "probe", task, 0.7)
+    with pytest.raises(GateError, match="probe samples were taken at temperature 0.7, the run samples at 1.0"):
+        gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL)
+
+
+def test_probe_samples_of_another_model_are_refused(task: Any, tmp_path: Path) -> None:
+    probe = _write_probe(tmp_path / "probe", task, 1.0)
+    with pytest.raises(GateError, match="the probe sampled 'builtin:tiny', the gate is for '/sft'"):
+        gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL, model="/sft")
+
+
+def test_malformed_probe_line_names_the_file_and_line(task: Any, tmp_path: Path) -> None:
+    probe = _write_probe(tmp_path / "probe", task, 1.0)
+    with (probe / "samples.jsonl").open("a") as fh:
+        fh.write('{"prompt": "x"}\n')
+    with pytest.raises(Exception, match=r"samples\.jsonl:61: not a probe sample"):
+        gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL)
+
+
+def test_rescore_keeps_verdicts_and_reopens_samples_whose_reward_changed(user_task: Any) -> None:
+    store = build_and_review(user_task)
+    before = store.reviews()
+    module = user_task.root / (user_task.rewards[1].verifier.partition(":")[0] + ".py")
+    # The fix: a stricter reward that fails everything (stands in for any change to the code).
+    module.write_text(module.read_text().replace("ok = ex.answer.strip() == gold", "ok = False"))
+    import importlib
+    import sys
+
+    sys.modules.pop(module.stem, None)
+    importlib.invalidate_caches()
+    changed = gate.rescore(user_task, store)
+    passing = [s for s in before if s.reward_class == "pass"]
+    assert sorted(c.sample_id for c in changed) == sorted(r.sample_id for r in passing)
+    assert {(c.old_class, c.new_class, c.state_before, c.state_after) for c in changed} == {("pass", "fail", "agrees", "changed")}
+    assert store.reviews() == before
+    assert not gate.status(user_task).passed
+    assert len(store.rescores()) == 1
+
+
+def test_export_has_every_sample_with_its_latest_verdict(task: Any) -> None:
+    store = build_and_review(task)
+    store.add_review(2, "lower", reviewer="bob", note="n")
+    path = gate.export_jsonl(store)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x["id"] for x in lines] == list(range(1, SMALL + 1))
+    assert lines[1]["review"]["label"] == "lower" and lines[1]["review"]["reviewer"] == "bob"
+    assert lines[0]["review_state"] == "agrees"
+    assert set(lines[0]["verdicts"]) == {"format", "correct"}
+
+
+def test_database_is_in_wal_mode(task: Any) -> None:
+    import sqlite3
+
+    gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    with sqlite3.connect(gate.db_path(task)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_verdict_is_visible_to_a_new_connection_when_add_review_returns(task: Any) -> None:
+    import sqlite3
+
+    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store.add_review(5, "higher", reviewer="alice", note="x")
+    with sqlite3.connect(gate.db_path(task)) as conn:
+        assert conn.execute("SELECT sample_id, label FROM reviews").fetchall() == [(5, "higher")]
+
+
+def test_unknown_label_and_unknown_sample_are_refused(task: Any) -> None:
+    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    with pytest.raises(GateError, match="unknown verdict 'maybe'"):
+        store.add_review(1, "maybe", reviewer="alice")
+    with pytest.raises(GateError, match="no sample 999"):
+        store.add_review(999, "right", reviewer="alice")
+    with pytest.raises(GateError, match="only a disagreement"):
+        store.add_review(1, "right", reviewer="alice", accepted="why")
+    assert store.reviews() == []
