@@ -113,13 +113,9 @@ def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
     Training against an uninspected reward is how a run reward-hacks. Returns the summary that
     goes into the run's config; ``--no-gate REASON`` bypasses the check and records the reason.
     """
-    if opts.no_gate_reason is not None:
-        if not opts.no_gate_reason.strip():
-            raise ConfigError(Problem("--no-gate", "needs a reason", "say why this run may skip the inspection gate"))
-        return {"bypassed": True, "reason": opts.no_gate_reason}
     from .gate import enforce
 
-    return enforce(task, gate_path=opts.gate_path)
+    return enforce(task, gate_path=opts.gate_path, no_gate_reason=opts.no_gate_reason, model=opts.model)
 
 
 class _MetricsLog:

@@ -1,0 +1,146 @@
+"""The task file: every error kind reported with where/what/fix, all problems at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from foundation_helpers import make_task
+
+from rlvr.errors import ConfigError
+from rlvr.task import load_task
+
+
+def problems_of(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_task(path)
+    return [str(p) for p in info.value.problems]
+
+
+def test_valid_task_loads_with_resolved_terms(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path))
+    assert task.model == "builtin:tiny"
+    assert [t.name for t in task.rewards] == ["format", "correct"]
+    assert task.correctness_term == "correct"
+    assert task.render_prompt({"question": "1+2"}) == "1+2="
+    assert len(task.load_split("train")) == 16
+
+
+def test_missing_column_is_reported_with_file_and_column(tmp_path: Path) -> None:
+    path = make_task(tmp_path, train_rows=[{"q": "1+1", "answer": "2"}])
+    [msg] = [p for p in problems_of(path) if "question" in p]
+    assert "data.train" in msg and "'question' missing" in msg and "train.jsonl" in msg
+
+
+def test_empty_dataset_is_reported(tmp_path: Path) -> None:
+    path = make_task(tmp_path, train_rows=[])
+    assert any("is empty" in p and "data.train" in p for p in problems_of(path))
+
+
+def test_null_answer_names_the_row(tmp_path: Path) -> None:
+    rows = [{"question": "1+1", "answer": "2"}, {"question": "2+2", "answer": None}]
+    path = make_task(tmp_path, train_rows=rows)
+    [msg] = problems_of(path)
+    assert "train.jsonl:2" in msg and "row 2" in msg and "'answer'" in msg
+
+
+def test_unknown_reward_name_suggests_the_closest_builtin(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"rewards": [{"name": "format"}, {"name": "correct", "verifier": "exakt"}]})
+    [msg] = problems_of(path)
+    assert "rewards[1].verifier" in msg and "unknown reward 'exakt'" in msg and "'exact'" in msg
+
+
+def test_weights_that_do_not_match_the_terms_are_reported(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"grpo": {"reward_weights": [1.0, 2.0, 3.0]}})
+    [msg] = problems_of(path)
+    assert "grpo.reward_weights" in msg and "3 weights for 2 reward terms" in msg
+
+
+def test_reward_weights_list_overrides_term_weights(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path, extra={"grpo": {"reward_weights": [0.5, 2.0]}}))
+    assert [t.weight for t in task.rewards] == [0.5, 2.0]
+
+
+def test_bad_type_names_the_key_and_the_expected_type(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"generation": {"temperature": "hot"}})
+    [msg] = problems_of(path)
+    assert "generation.temperature" in msg and "must be a number" in msg and "'hot'" in msg
+
+
+def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"generation": {"temprature": 0.7}})
+    [msg] = problems_of(path)
+    assert "generation.temprature" in msg and "did you mean 'temperature'" in msg
+
+
+def test_bad_verifier_options_are_reported(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"rewards": [{"name": "format"}, {"name": "correct", "verifier": "exact", "options": {"normalize": ["sideways"]}}]})
+    [msg] = problems_of(path)
+    assert "rewards[1]" in msg and "sideways" in msg
+
+
+def test_broken_jsonl_names_file_and_line(tmp_path: Path) -> None:
+    path = make_task(tmp_path)
+    with (tmp_path / "train.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+    [msg] = problems_of(path)
+    assert "train.jsonl:17" in msg and "not valid JSON" in msg
+
+
+def test_missing_file_and_missing_model_are_reported(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"model": None, "data": {"train": "nope.jsonl"}})
+    msgs = problems_of(path)
+    assert any(m.startswith(f"{path}: model: missing") for m in msgs)
+    assert any("file not found" in m and "nope.jsonl" in m for m in msgs)
+
+
+def test_several_problems_are_all_reported_together(tmp_path: Path) -> None:
+    rows = [{"question": "1+1", "answer": None}]
+    path = make_task(
+        tmp_path,
+        train_rows=rows,
+        extra={"rewards": [{"name": "format"}, {"name": "correct", "verifier": "exakt"}], "generation": {"temperature": "hot"}, "grpo": {"reward_weights": [1.0]}, "colour": "blue"},
+    )
+    msgs = problems_of(path)
+    assert len(msgs) == 5, msgs
+    joined = "\n".join(msgs)
+    for needle in ("row 1", "exakt", "generation.temperature", "reward_weights", "colour"):
+        assert needle in joined
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text("name: x\nrewards: [format\n")
+    [msg] = problems_of(path)
+    assert "not valid YAML" in msg and "line" in msg
+
+
+def test_chat_prompt_renders_messages(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path, extra={"prompt": {"system": "Be exact.", "user": "Compute {question}"}}))
+    assert task.render_prompt({"question": "1+2"}) == [{"role": "system", "content": "Be exact."}, {"role": "user", "content": "Compute 1+2"}]
+
+
+def test_template_and_chat_together_is_an_error(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"prompt": {"template": "{question}=", "user": "{question}"}})
+    assert any("both template and chat" in m for m in problems_of(path))
+
+
+def test_parquet_data_is_read(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = make_task(tmp_path)
+    pq.write_table(pa.Table.from_pylist([{"question": "1+1", "answer": "2"}]), tmp_path / "train.parquet")
+    spec = yaml.safe_load(path.read_text())
+    spec["data"]["train"] = "train.parquet"
+    path.write_text(yaml.safe_dump(spec))
+    assert load_task(path).load_split("train") == [{"question": "1+1", "answer": "2"}]
+
+
+def test_data_rows_with_reserved_names_are_refused_before_training(tmp_path: Path) -> None:
+    from rlvr.train import build_dataset
+
+    task = load_task(make_task(tmp_path))
+    with pytest.raises(ConfigError, match="clash"):
+        build_dataset(task, [{"question": "1+1", "answer": "2", "completion": "x"}])
