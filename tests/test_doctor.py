@@ -500,3 +500,8 @@ def test_finding_json_has_no_inf_or_nan() -> None:
     text = json.dumps(f.to_json())
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert f.to_json()["numbers"] == {"ratio": None, "bad": None, "ok": 1.5}
+
+
+def test_patch_without_a_config_asks_for_one_instead_of_blaming_the_finding() -> None:
+    with pytest.raises(RunError, match="no config.yaml found to patch"):
+        write_patch(diagnose(load_run(TRL)))

@@ -147,10 +147,10 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
 
 def write_patch(diagnosis: Diagnosis, out: str | Path | None = None, *, check: str | None = None, force: bool = False) -> tuple[Path, Finding]:
     """Write the patched config for the chosen finding; never overwrite without ``force``."""
-    finding = choose(diagnosis, check)
     run = diagnosis.run
-    if run.config_path is None:
+    if run.config_path is None:  # checked first: without a config no finding can carry a patch
         raise RunError(f"{run.source}: no config.yaml found to patch (fix: pass --config PATH to the run's config)")
+    finding = choose(diagnosis, check)
     config = yaml.safe_load(Path(run.config_path).read_text())
     base = Path(run.source) if Path(run.source).is_dir() else Path(run.source).parent
     path = Path(out) if out is not None else base / f"config.doctor-{finding.check}.yaml"
