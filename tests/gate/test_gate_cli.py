@@ -107,3 +107,14 @@ def test_end_of_input_stops_the_terminal_review_and_keeps_verdicts(task: Any) ->
     store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
     assert review(store, reviewer="tty", stdin=io.StringIO("r\n"), stdout=io.StringIO(), color=False) == 1
     assert len(store.reviews()) == 1
+
+
+@pytest.mark.slow
+def test_build_samples_the_real_tiny_model_through_the_cli(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "build", str(task.path), "--size", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "inspection set: 50 samples" in out
+    store = gate.open_store(task)
+    assert len(store.samples()) == 50
+    assert all(len(s.token_ids) <= 12 for s in store.samples())
+    assert store.meta()["temperature"] == 1.0

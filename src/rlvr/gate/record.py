@@ -324,9 +324,10 @@ def _ids(ids: list[int], limit: int = 20) -> str:
 
 
 # -- checking ---------------------------------------------------------------------------------
-def verify(task: Any, gate_path: str | Path | None = None) -> tuple[dict[str, Any], list[str]]:
+def verify(task: Any, gate_path: str | Path | None = None, *, model: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """Check the gate record against what is about to run. Returns (record, problems); each
-    problem names what changed, where, and the old and new hash."""
+    problem names what changed, where, and the old and new hash. ``model``: the model the run
+    starts from, when it is not the task's (an SFT checkpoint); the set must come from it."""
     path = record_path(task, gate_path)
     if not path.exists():
         raise GateError(f"no gate record at {path}: inspect the reward first (rlvr inspect build, serve or review, sign), or pass --gate PATH, or --no-gate REASON")
@@ -362,8 +363,9 @@ def verify(task: Any, gate_path: str | Path | None = None) -> tuple[dict[str, An
             problems.append(f"reward module {name} ({new['path']}) changed: sha256 was {old.get('sha256')}, now {new['sha256']}")
     if record.get("terms") != _terms(task):
         problems.append(f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, the run has {_term_text(_terms(task))}")
-    if record.get("model") != task.model:
-        problems.append(f"model changed: the set was sampled from {record.get('model')!r}, the run trains {task.model!r}")
+    run_model = model or task.model
+    if not _same_model(record.get("model"), run_model):
+        problems.append(f"model changed: the set was sampled from {record.get('model')!r}, the run starts from {run_model!r}")
     sampling = record.get("sampling") or {}
     for key, value in (("temperature", task.generation.temperature), ("max_new_tokens", task.generation.max_completion_length)):
         if sampling.get(key) != value:
@@ -374,6 +376,28 @@ def verify(task: Any, gate_path: str | Path | None = None) -> tuple[dict[str, An
     if unexplained:
         problems.append(f"the record lists exploitable terms with no recorded reason: {', '.join(unexplained)}")
     return record, problems
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """Two model references name the same model: equal, or the same folder once resolved (a
+    built-in resolves to its cache folder)."""
+    if a == b:
+        return True
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+
+    def key(ref: str) -> str:
+        if ref.startswith("builtin:"):
+            from ..models import resolve_model
+
+            try:
+                ref = resolve_model(ref)
+            except Exception:  # noqa: BLE001 - an unknown built-in simply does not match
+                return ref
+        p = Path(ref)
+        return str(p.resolve()) if p.exists() else ref
+
+    return key(a) == key(b)
 
 
 def _term_text(terms: list[Mapping[str, Any]]) -> str:
@@ -400,12 +424,13 @@ def _check_store(task: Any, gate_path: str | Path | None, record: Mapping[str, A
     return problems
 
 
-def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None) -> dict[str, Any]:
+def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, model: str | None = None) -> dict[str, Any]:
     """What ``rlvr train`` calls before training. Returns the summary it writes into the run's
     config; raises ``GateError`` listing exactly what changed when the record does not match.
 
     ``no_gate_reason`` bypasses the gate; it must say why (it is written into the run's config
-    and metrics, so the run carries its reason).
+    and metrics, so the run carries its reason). ``model``: the model the run starts from when it
+    is not ``task.model`` (e.g. an SFT checkpoint); the record must have been built from it.
     """
     path = record_path(task, gate_path)
     if no_gate_reason is not None:
@@ -413,7 +438,7 @@ def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: s
         if not reason:
             raise GateError("--no-gate needs a reason (it is written into the run's config), e.g. --no-gate 'smoke test of the launcher'")
         return {"status": "bypassed", "no_gate_reason": reason, "record": str(path) if path.exists() else None}
-    record, problems = verify(task, gate_path)
+    record, problems = verify(task, gate_path, model=model)
     if problems:
         raise GateError(f"the gate record {path} does not match this run:\n" + "\n".join(f"  - {p}" for p in problems)
                         + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, and sign again (rlvr inspect sign))")
@@ -424,6 +449,7 @@ def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: s
         "record": str(path),
         "record_sha256": record.get("record_sha256"),
         "reviewer": record.get("reviewer"),
+        "model": record.get("model"),
         "signed_at": record.get("signed_at"),
         "samples": (record.get("counts") or {}).get("samples"),
         "kappa": record.get("kappa"),

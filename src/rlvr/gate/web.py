@@ -41,7 +41,7 @@ table{border-collapse:collapse;margin:6px 0 10px}td,th{border:1px solid #ccc;pad
 .bar{height:8px;background:#eee;border-radius:4px;overflow:hidden}.bar>div{height:8px;background:#3a7}
 button{font-size:15px;padding:6px 12px;margin-right:6px}kbd{border:1px solid #999;border-radius:3px;padding:0 4px;font-size:12px}
 .state-open,.state-changed{color:#b00;font-weight:600}.state-agrees,.state-resolved,.state-accepted{color:#070}
-textarea{width:100%;height:4em;font:inherit}nav a{margin-right:12px}.muted{color:#666;font-size:13px}
+textarea{width:100%;height:4em;font:inherit}nav a,#prev,#next{margin-right:14px}.muted{color:#666;font-size:13px}
 #help{display:none;background:#fffbe6;border:1px solid #e6d37a;padding:8px;margin:6px 0}
 """
 
