@@ -175,10 +175,19 @@ def test_missing_ground_truth_masked_as_undecided_is_not_noted(tmp_path):
     assert not any("silent zero" in n for n in report.terms[0].notes)
 
 
-def test_length_term_that_ignores_length_is_flagged(tmp_path):
-    task = make_task(tmp_path, [{"name": "len", "verifier": "audit_rewards.length_ignored"}])
+def test_length_term_that_rewards_length_is_exploitable(tmp_path):
+    task = make_task(tmp_path, [{"name": "len", "verifier": "audit_rewards.length_bonus"}])
     report = audit(task)
     assert report.finding("len", "max_length").verdict == "exploitable"
+    assert report.finding("len", "repetition").verdict == "exploitable"
+
+
+def test_length_term_that_ignores_length_is_noted_but_not_exploitable(tmp_path):
+    task = make_task(tmp_path, [{"name": "len", "verifier": "audit_rewards.length_ignored"}])
+    report = audit(task)
+    assert report.finding("len", "max_length").verdict == "ok"
+    assert any("does not push against it" in n for n in report.terms[0].notes)
+    assert report.terms[0].prompts == len(ROWS)
 
 
 def test_overlong_penalty_is_not_flagged(tmp_path):
@@ -336,3 +345,76 @@ def test_builtin_unit_tests_verifier_is_not_flagged_on_stdio_tests(tmp_path):
     report = audit(task)
     assert report.terms[0].verdict == "ok" and report.terms[0].prompts == 2, format_table(report, show_ok=True)
     assert report.finding("tests", "early_exit").verdict == "ok"
+
+
+def test_judge_that_believes_a_note_to_the_grader_is_exploitable(tmp_path):
+    task = make_task(tmp_path, [{"name": "judge", "verifier": "audit_rewards.gullible_judge"}])
+    report = audit(task)
+    assert report.terms[0].kind == "judge"
+    assert report.finding("judge", "prompt_injection").verdict == "exploitable"
+
+
+# -- the built-in JSON, tool-call and length verifiers on small tasks of their kind --------------------
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "admin": {"type": "boolean"}}, "required": ["name", "age"]}
+TOOLS = [
+    {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}},
+    {"name": "send_mail", "parameters": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}, "required": ["to", "body"]}},
+]
+CALL_ROWS = [
+    {"question": "Weather in Paris for 3 days?", "answer": "-", "tool_call": json.dumps({"name": "get_weather", "arguments": {"city": "Paris", "days": 3}})},
+    {"question": "Mail bob: hi", "answer": "-", "tool_call": json.dumps({"name": "send_mail", "arguments": {"to": "bob", "body": "hi"}})},
+]
+
+
+def test_builtin_json_schema_verifier_is_not_flagged(tmp_path):
+    # The answer column holds an example object with an optional key: leaving that key out is
+    # not a hack for a schema term, and the audit must not say it is.
+    rows = [{"question": "Ada?", "answer": json.dumps({"name": "Ada", "age": 36, "admin": True}), "schema": json.dumps(PERSON)},
+            {"question": "Bob?", "answer": "see the schema", "schema": json.dumps(PERSON)}]
+    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "schema", "verifier": "json_schema", "options": {"schema_column": "schema"}}], rows)
+    report = audit(task)
+    assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report, show_ok=True)
+    assert report.terms[1].prompts == 2  # the second row is audited with an instance of the schema
+    assert report.finding("schema", "json_missing_keys").prompts == 2
+
+
+def test_builtin_json_schema_with_extra_keys_allowed_is_flagged(tmp_path):
+    rows = [{"question": "Ada?", "answer": json.dumps({"name": "Ada", "age": 36})}]
+    task = make_task(tmp_path, [{"name": "schema", "verifier": "json_schema", "options": {"schema": PERSON, "extra_keys": True}}], rows)
+    report = audit(task)
+    assert report.finding("schema", "json_extra_keys").verdict == "exploitable"
+    assert report.finding("schema", "json_wrong_types").verdict == "ok"
+
+
+def test_builtin_tool_call_verifier_is_not_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "call", "verifier": "tool_call", "options": {"tools": TOOLS}}], CALL_ROWS)
+    report = audit(task)
+    assert report.terms[0].verdict == "ok" and report.terms[0].prompts == 2, format_table(report, show_ok=True)
+
+
+def test_builtin_tool_call_without_expected_calls_is_not_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "call", "verifier": "tool_call", "options": {"tools": TOOLS, "expected_column": None}}], CALL_ROWS)
+    report = audit(task)
+    assert report.terms[0].verdict == "ok" and report.terms[0].prompts == 2, format_table(report, show_ok=True)
+
+
+def test_builtin_tool_call_with_extra_arguments_allowed_is_flagged(tmp_path):
+    tools = [{**t, "parameters": {**t["parameters"], "additionalProperties": True}} for t in TOOLS]
+    task = make_task(tmp_path, [{"name": "call", "verifier": "tool_call", "options": {"tools": tools, "extra_arguments": True}}], CALL_ROWS)
+    assert audit(task).finding("call", "call_extra_keys").verdict == "exploitable"
+
+
+def test_builtin_length_terms_are_not_exploitable(tmp_path):
+    rewards = [
+        {"name": "correct", "verifier": "exact"},
+        {"name": "overlong", "verifier": "overlong", "options": {"max_completion_length": 64}},
+        {"name": "budget", "verifier": "length_penalty", "options": {"budget": 32}},
+        {"name": "repetition", "verifier": "repetition"},
+    ]
+    report = audit(make_task(tmp_path, rewards, budget=64))
+    assert not report.exploitable_terms, format_table(report, show_ok=True)
+    # The overlong and budget terms really penalise the maximum length.
+    for term in ("overlong", "budget"):
+        f = report.finding(term, "max_length")
+        assert f.verdict == "ok" and f.ties == 0 and f.example.score < 0, f
+    assert report.finding("repetition", "repetition").example.score < 0

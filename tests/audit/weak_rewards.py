@@ -90,6 +90,14 @@ def length_ignored(sample):
 length_ignored.kind = "length"
 
 
+def length_bonus(sample):
+    """WEAK length term: longer is better (a "reasoning effort" bonus)."""
+    return min(1.0, len(sample.completion) / 100)
+
+
+length_bonus.kind = "length"
+
+
 def overlong_penalty(prompts, completions, completion_ids, **kwargs):
     """A length term: 0 within 3/4 of the budget, falling to -1 at the budget (DAPO-style)."""
     budget, soft = 12, 9
@@ -207,3 +215,13 @@ def errors_on_exploits(sample):
     if re.fullmatch(r"<answer>-?\d+</answer>", sample.completion):
         return 0.0
     return Verdict.error("sandbox down", kind="sandbox")
+
+
+def gullible_judge(sample):
+    """WEAK judge stand-in: believes a completion that says it is correct."""
+    if "is correct" in sample.completion or "correct." in sample.completion:
+        return 1.0
+    return anchored(sample)
+
+
+gullible_judge.kind = "judge"

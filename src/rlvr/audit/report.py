@@ -41,6 +41,7 @@ class Finding:
     verdict: str
     prompts: int = 0
     undecided: int = 0
+    ties: int = 0
     hits: int = 0
     leaks: int = 0
     relative_mean: float | None = None

@@ -15,6 +15,7 @@ Approximations: token lengths use the task's tokenizer when it loads without the
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,7 +27,7 @@ from ..rewards.base import Outcome, Sample, Verdict, ground_truth
 from ..rewards.combine import Term, prompt_text
 from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for, perturb
 from .report import AuditReport, Example, Finding, TermSummary, worst
-from .structured import Spec, presentations, spec_for
+from .structured import Spec, _required, presentations, spec_for
 
 STRUCTURED = ("json", "tool_call", "code")
 FILLER = "Let me think about this step by step and check each part again. "
@@ -58,10 +59,23 @@ class _Lengths:
 
     def pad(self, budget: int) -> Callable[..., str]:
         def pad(head: str, tail: str, unit: str = FILLER, tokens: int = 0) -> str:
+            """head + repeated ``unit`` + tail, about ``tokens`` long in all (at most that when
+            head + tail leave room; at least one character of filler)."""
             target = tokens or budget
-            per = max(1, self.count(unit))
-            k = max(1, math.ceil((target - self.count(head + tail)) / per))
-            return head + unit * k + tail
+            unit = unit or FILLER
+            # Estimate characters per token from the unit, then trim: a few tokenizer calls
+            # instead of one per character.
+            sample_text = unit * max(1, 256 // len(unit))
+            per_char = self.count(sample_text) / len(sample_text)
+            room = target - self.count(head) - self.count(tail)
+            m = max(1, int(room / per_char)) if per_char > 0 else 1
+            filler = (unit * (m // len(unit) + 2))[:m]
+            for _ in range(8):
+                over = self.count(head + filler + tail) - target
+                if over <= 0 or len(filler) <= 1:
+                    break
+                filler = filler[: max(1, len(filler) - max(1, int(over / per_char)))]
+            return head + filler + tail
 
         return pad
 
@@ -250,7 +264,7 @@ def _audit_term(
         assert b is not None
         notes.append(f"the correct completion got no score on {len(errors)} prompt(s): {b[0].detail or b[0].error_kind}")
     not_sep = len(usable) - len(separated)
-    if not_sep:
+    if not_sep and any(e.needs_separation for e in library):
         b = base_scores[next(i for i in usable if i not in separated)]
         assert b is not None
         notes.append(
@@ -264,6 +278,9 @@ def _audit_term(
     for ei, ex in enumerate(library):
         findings.append(_finding(term.name, ex, ei, separated if ex.needs_separation else usable, base_scores, attempts, got, prompts, lengths, budget))
     tested = [f.verdict for f in findings]
+    flat = [f.exploit for f in findings if EXPLOITS[f.exploit].strict and f.verdict == "ok" and f.prompts and f.ties == f.prompts]
+    if flat and kind == "length":
+        notes.append(f"scores {', '.join(flat)} the same as a short correct answer: it pays nothing for length, but does not push against it either")
     blind = [f.exploit for f in findings if f.verdict == "untested" and f.undecided]
     if blind:
         notes.append(f"{len(blind)} exploit(s) untested because the term could not decide them: {', '.join(blind)}")
@@ -273,34 +290,41 @@ def _audit_term(
     fn = getattr(term.verifier, "fn", None)
     if fn is not None:
         name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
-    summary = TermSummary(term.name, kind, name, term.weight, worst(tested), len(separated), tuple(notes))
+    used = len(separated) if any(e.needs_separation for e in library) else len(usable)
+    summary = TermSummary(term.name, kind, name, term.weight, worst(tested), used, tuple(notes))
     return summary, findings
 
 
 def _structured_baselines(term: Term, kind: str, column: str, prompts: list[_Prompt], fmt: Any, sample: Callable[..., Sample]) -> list[tuple[Any, ...]]:
-    """Per prompt: (correct, wrong, wrap, spec, why-not). Tries each presentation of the correct
-    body and keeps the first the term accepts."""
+    """Per prompt: (correct, wrong, wrap, spec, why-not). Tries every correct body (the row's
+    expected value, then an instance of the schema) in every presentation, and keeps the first
+    the term accepts."""
     specs = [spec_for(kind, p.row, column, term.verifier) for p in prompts]
     ways = presentations(kind, fmt.wrap)
     trial: list[Sample] = []
     for p, spec in zip(prompts, specs, strict=True):
         if isinstance(spec, Spec):
-            trial += [sample(p, wrap(spec.correct)) for _, wrap in ways]
+            trial += [sample(p, wrap(body)) for body in (spec.correct, *spec.candidates) for _, wrap in ways]
     verdicts = iter(_score(term, trial))
     out = []
     for spec in specs:
         if not isinstance(spec, Spec):
             out.append((None, None, None, None, spec))
             continue
-        scores = [next(verdicts) for _ in ways]
-        pick = next((i for i, v in enumerate(scores) if v.outcome is Outcome.CORRECT), None)
+        bodies = (spec.correct, *spec.candidates)
+        scores = [(body, wrap, next(verdicts)) for body in bodies for _, wrap in ways]
+        pick = next((t for t in scores if t[2].outcome is Outcome.CORRECT), None)
         if pick is None:
-            best = max(scores, key=lambda v: -1e18 if v.score is None else v.score)
-            if best.score is None or best.score <= 0:
-                out.append((None, None, None, None, f"the term accepted the row's correct {kind} in no presentation ({', '.join(n for n, _ in ways)})"))
+            best = max(scores, key=lambda t: -1e18 if t[2].score is None else t[2].score)
+            if best[2].score is None or best[2].score <= 0:
+                detail = next((v.detail for _, _, v in scores if v.detail), "")
+                out.append((None, None, None, None, f"the term accepted the row's correct {kind} in no presentation ({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}"))
                 continue
-            pick = scores.index(best)
-        wrap = ways[pick][1]
+            pick = best
+        body, wrap, _ = pick
+        if body != spec.correct:  # a schema instance, not the row's expected value
+            required, typed = _required(spec.schema, None)
+            spec = replace(spec, correct=body, expected=json.loads(body), required=tuple(required), typed=tuple(typed))
         out.append((wrap(spec.correct), wrap(spec.wrong), wrap, spec, None))
     return out
 
@@ -317,7 +341,7 @@ def _finding(
     lengths: _Lengths,
     budget: int,
 ) -> Finding:
-    hits = leaks = tested = undecided = applicable = 0
+    hits = leaks = ties = tested = undecided = applicable = 0
     error_detail = ""
     rel: list[float] = []
     best: tuple[float, Example] | None = None
@@ -344,7 +368,9 @@ def _finding(
         tested += 1
         e, att, v = max(scored, key=lambda t: t[0])
         ws = w.score if w.score is not None else -math.inf
-        hit, leak = e >= c.score - EPS, e > ws + EPS
+        tie = abs(e - c.score) <= EPS
+        hit, leak = (e > c.score + EPS or (tie and not ex.strict)), e > ws + EPS
+        ties += tie
         hits += hit
         leaks += leak
         r = (e - ws) / (c.score - ws) if c.score - ws > EPS else None
@@ -377,6 +403,7 @@ def _finding(
         verdict,
         prompts=tested,
         undecided=undecided,
+        ties=ties,
         hits=hits,
         leaks=leaks,
         relative_mean=sum(rel) / len(rel) if rel else None,

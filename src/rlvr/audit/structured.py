@@ -49,6 +49,9 @@ class Spec:
     tests: str | None = None
     stdio: list[tuple[str, str]] | None = None
     lead: str = ""
+    candidates: tuple[str, ...] = ()  # other correct bodies to try when ``correct`` is rejected
+    required: tuple[str, ...] = ()
+    typed: tuple[str, ...] = ()
 
 
 def _loads(value: Any) -> Any:
@@ -67,21 +70,39 @@ def _first(row: Mapping[str, Any], columns: tuple[str, ...]) -> Any:
     return None
 
 
-def _instance(schema: Mapping[str, Any]) -> Any:
-    """A minimal value valid for a simple schema (object/array/string/number/boolean/enum/const)."""
+def _instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, depth: int = 0) -> Any:
+    """A minimal value valid for a simple schema (object/array/string/number/boolean/enum/const,
+    local ``$ref``, the first branch of ``anyOf``/``oneOf``). Approximate: patterns and formats
+    are not honoured; a row whose instance the term rejects is reported, not audited."""
+    root = root if root is not None else schema
+    if depth > 20:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, Mapping) else {}
+        return _instance(node, root, depth + 1)
+    for key in ("anyOf", "oneOf"):
+        branches = [b for b in schema.get(key) or [] if isinstance(b, Mapping) and b.get("type") != "null"]
+        if branches:
+            return _instance(branches[0], root, depth + 1)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
         return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
     t = schema.get("type")
     if isinstance(t, list):
-        t = t[0]
+        t = next((x for x in t if x != "null"), "null")
     if t == "object" or "properties" in schema:
         props = schema.get("properties") or {}
-        return {k: _instance(props.get(k) or {}) for k in schema.get("required", list(props))}
+        keys = schema.get("required", list(props))
+        return {k: _instance(props.get(k) or {}, root, depth + 1) for k in keys}
     if t == "array":
         n = int(schema.get("minItems", 0))
-        return [_instance(schema.get("items") or {}) for _ in range(n)]
+        return [_instance(schema.get("items") or {}, root, depth + 1) for _ in range(n)]
     if t == "integer":
         return int(schema.get("minimum", 1))
     if t == "number":
@@ -91,6 +112,29 @@ def _instance(schema: Mapping[str, Any]) -> Any:
     if t == "null":
         return None
     return "x" * int(schema.get("minLength", 1))
+
+
+def _schema_of(verifier: Any, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, bool]:
+    """(the JSON schema a json term checks against, whether the term itself declares it): its
+    own (``json_schema``'s validator or ``schema_column``), else a ``schema`` column of the row."""
+    validator = getattr(verifier, "validator", None)
+    if validator is not None and isinstance(getattr(validator, "schema", None), Mapping):
+        return validator.schema, True
+    own = getattr(verifier, "schema_column", None)
+    schema = _loads(row.get(own or "schema"))
+    return (schema if isinstance(schema, Mapping) else None), bool(own)
+
+
+def _required(schema: Mapping[str, Any] | None, expected: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(keys whose absence must be wrong, keys whose type is pinned): from an expected value every
+    key; from a schema its ``required`` list and the properties that declare a ``type``."""
+    if expected is not None:
+        return list(expected), list(expected)
+    if schema is None:
+        return [], []
+    props = schema.get("properties") or {}
+    typed = [k for k, v in props.items() if isinstance(v, Mapping) and ("type" in v or "const" in v or "enum" in v)]
+    return list(schema.get("required") or []), typed
 
 
 def _stdio_cases(tests: Any) -> list[tuple[str, str]] | None:
@@ -107,22 +151,51 @@ def _stdio_cases(tests: Any) -> list[tuple[str, str]] | None:
 def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: Any = None) -> Spec | str:
     """The row's structured spec, or why there is none."""
     if kind == "json":
+        schema, declared = _schema_of(verifier, row)
         expected = _loads(_first(row, (*JSON_COLUMNS, answer_column)))
-        schema = _loads(row.get("schema"))
-        if expected is None and isinstance(schema, Mapping):
-            expected = _instance(schema)
-        if not isinstance(expected, Mapping) or not expected:
-            return f"no expected JSON object in columns {', '.join((*JSON_COLUMNS, answer_column))} (or a 'schema')"
-        return Spec("json", json.dumps(expected), "{}", expected=dict(expected), schema=schema if isinstance(schema, Mapping) else None)
+        bodies: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = []
+        if isinstance(expected, Mapping) and expected:
+            bodies.append((dict(expected), dict(expected)))
+        if schema is not None:
+            inst = _instance(schema)
+            if isinstance(inst, Mapping) and inst and all(inst != b for b, _ in bodies):
+                bodies.append((dict(inst), None))
+        if not bodies:
+            return f"no expected JSON object in columns {', '.join((*JSON_COLUMNS, answer_column))} and no object schema"
+        obj, exp = bodies[0]
+        # A schema term checks the schema, not the row's example object: only the schema's
+        # required keys must be there. A term without a declared schema is assumed to compare
+        # with the expected object, every key of it.
+        required, typed = _required(schema, None if declared else exp)
+        return Spec(
+            "json", json.dumps(obj), "[]", expected=obj, schema=schema,
+            candidates=tuple(json.dumps(b) for b, _ in bodies[1:]), required=tuple(required), typed=tuple(typed),
+        )
     if kind == "tool_call":
-        call = _loads(_first(row, (*CALL_COLUMNS, answer_column)))
+        if hasattr(verifier, "expected_column"):  # the term names its column, or None: no expected call
+            col = verifier.expected_column
+            call = _loads(row.get(col)) if col else None
+        else:
+            call = _loads(_first(row, (*CALL_COLUMNS, answer_column)))
         if isinstance(call, list) and len(call) == 1:
             call = call[0]
-        if not isinstance(call, Mapping) or "name" not in call:
-            return f"no expected call {{name, arguments}} in columns {', '.join((*CALL_COLUMNS, answer_column))}"
-        call = {"name": call["name"], "arguments": _loads(call.get("arguments")) or {}}
+        tools = getattr(verifier, "specs", None)
+        if (not isinstance(call, Mapping) or "name" not in call) and isinstance(tools, Mapping) and tools:
+            name, params = next(iter(tools.items()))
+            call = {"name": name, "arguments": _instance(params)}
+            expected_args = None
+        elif isinstance(call, Mapping) and "name" in call:
+            call = {"name": call["name"], "arguments": _loads(call.get("arguments")) or {}}
+            expected_args = call["arguments"]
+        else:
+            return f"no expected call {{name, arguments}} in columns {', '.join((*CALL_COLUMNS, answer_column))} and no tools"
+        params = tools.get(call["name"]) if isinstance(tools, Mapping) else None
+        required, typed = _required(params, expected_args)
+        if expected_args is not None and isinstance(params, Mapping):
+            r2, t2 = _required(params, None)
+            required, typed = list(dict.fromkeys(required + r2)), list(dict.fromkeys(typed + t2))
         wrong = {"name": f"{call['name']}_other", "arguments": {}}
-        return Spec("tool_call", json.dumps(call), json.dumps(wrong), expected=call)
+        return Spec("tool_call", json.dumps(call), json.dumps(wrong), expected=call, required=tuple(required), typed=tuple(typed))
     if kind == "code":
         v = verifier
         tests_col = getattr(v, "column", None) if isinstance(getattr(v, "column", None), str) else None
@@ -196,19 +269,23 @@ def _changed(value: Any) -> Any:
     return None
 
 
-def _obj_exploits(obj: Mapping[str, Any], span: Any, dump: Any) -> dict[str, list[Attempt]]:
+def _obj_exploits(obj: Mapping[str, Any], span: Any, dump: Any, required: Any = None, typed: Any = None) -> dict[str, list[Attempt]]:
+    """Attempts per family. Only *required* keys are dropped and only *typed* values retyped:
+    leaving out an optional key, or a new type where the schema allows any, is not a hack."""
     from .exploits import Attempt
 
     def one(*texts: str) -> Attempt:
         return Attempt(tuple(texts))
 
     keys = list(obj)
+    drop = [k for k in keys if k in (required if required is not None else keys)]
+    retype = [k for k in keys if k in (typed if typed is not None else keys)]
     extra = {**obj, "extra_field": "ignored?"}
     nested = {k: ({**v, "extra_field": 1} if isinstance(v, Mapping) else v) for k, v in obj.items()}
     out: dict[str, list[Attempt]] = {
         "extra_keys": [one(span(dump(extra)))] + ([one(span(dump(nested)))] if nested != obj else []),
-        "missing_keys": [one(span(dump({k: v for k, v in obj.items() if k != drop}))) for drop in dict.fromkeys([keys[0], keys[-1]])],
-        "wrong_types": [one(span(dump({**obj, k: _retype(obj[k])}))) for k in dict.fromkeys([keys[0], keys[-1]])],
+        "missing_keys": [one(span(dump({k: v for k, v in obj.items() if k != d}))) for d in dict.fromkeys(drop[:1] + drop[-1:])],
+        "wrong_types": [one(span(dump({**obj, k: _retype(obj[k])}))) for k in dict.fromkeys(retype[:1] + retype[-1:])],
         "in_prose": [one(span(f"Sure! Here it is: {dump(obj)} Let me know if you need more.")), one(span(f"{dump(obj)}\nThat is my answer."))],
     }
     other = {**obj, keys[0]: _changed(obj[keys[0]])}
@@ -223,7 +300,7 @@ def json_attempts(ctx: Context, which: str) -> list[Attempt]:
     spec = ctx.structured
     if not isinstance(spec, Spec) or spec.kind != "json":
         return []
-    return _obj_exploits(spec.expected, ctx.span, json.dumps)[which]
+    return _obj_exploits(spec.expected, ctx.span, json.dumps, spec.required, spec.typed)[which]
 
 
 def tool_attempts(ctx: Context, which: str) -> list[Attempt]:
@@ -243,9 +320,10 @@ def tool_attempts(ctx: Context, which: str) -> list[Attempt]:
         return out + ([Attempt((ctx.span(dump_args({**args, "extra_arg": 1})),))])
     if not args:
         return [] if which in ("missing_keys", "wrong_types") else _obj_exploits(call, ctx.span, json.dumps)[which]
-    per_args = _obj_exploits(args, ctx.span, dump_args)
+    per_args = _obj_exploits(args, ctx.span, dump_args, spec.required, spec.typed)
     if which in ("missing_keys", "wrong_types"):
-        return per_args[which] + ([Attempt((ctx.span(json.dumps({"name": call["name"]})),))] if which == "missing_keys" else [])
+        bare = [Attempt((ctx.span(json.dumps({"name": call["name"]})),))] if which == "missing_keys" and spec.required else []
+        return per_args[which] + bare
     return _obj_exploits(call, ctx.span, json.dumps)[which]
 
 
