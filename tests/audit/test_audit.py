@@ -418,3 +418,30 @@ def test_builtin_length_terms_are_not_exploitable(tmp_path):
         f = report.finding(term, "max_length")
         assert f.verdict == "ok" and f.ties == 0 and f.example.score < 0, f
     assert report.finding("repetition", "repetition").example.score < 0
+
+
+@pytest.mark.parametrize("continuation", [False, True])
+def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_syntax_error(continuation):
+    import ast
+
+    from rlvr.audit.exploits import Context
+    from rlvr.audit.structured import CODE_EXPLOITS, spec_for
+
+    class Term:  # what the audit reads off a unit_tests term
+        column = "test"
+        entry_point = None
+        entry_point_column = "entry_point"
+        prefix_column = "prompt" if continuation else None
+
+    prompt = 'def add(a, b):\n    """Add. Example: assert add(1, 2) == 3"""\n'
+    row = {"prompt": prompt, "entry_point": "add", "test": "assert add(1, 2) == 3\nassert add(2, 2) == 4\n",
+           "solution": "    return a + b\n" if continuation else "def add(a, b):\n    return a + b\n"}
+    spec = spec_for("code", row, "test", Term())
+    ctx = Context(prompt=prompt, row=row, fmt=AnswerFormat(), gold=None, wrong=None, structured=spec, wrap=lambda s: s)
+    built = 0
+    for ex in CODE_EXPLOITS:
+        for attempt in ex.build(ctx):
+            for code in attempt.completions:
+                ast.parse((prompt if continuation else "") + code)
+                built += 1
+    assert built >= 10
