@@ -4,6 +4,7 @@ defences hold, a killed server loses nothing, two tabs lose nothing."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -28,8 +29,17 @@ def store(task: Any) -> Store:
 
 
 def _post(client: Any, page: Any, label: str, **extra: str) -> Any:
+    """Submit the verdict form of a rendered sample page, as the browser would."""
     fields = {**form_fields(page.text), "label": label, **extra}
-    return client.post(str(page.url.path) if hasattr(page.url, "path") else page.url, data=fields, follow_redirects=False)
+    return client.post(page.url.path, data=fields, follow_redirects=False)
+
+
+def test_unknown_sample_is_a_404_and_records_nothing(store: Store) -> None:
+    c = _client(store)
+    assert c.get("/sample/999").status_code == 404
+    token = form_fields(c.get("/sample/1").text)["token"]
+    assert c.post("/sample/999", data={"token": token, "label": "right"}, follow_redirects=False).status_code == 404
+    assert store.reviews() == []
 
 
 def test_verdict_posted_through_the_page_is_in_the_database(store: Store) -> None:
@@ -137,8 +147,9 @@ def test_killing_the_server_mid_review_loses_no_acknowledged_verdict(task: Any) 
     try:
         t = threading.Thread(target=review_fast)
         t.start()
-        while len(acked) < 15:
-            threading.Event().wait(0.01)
+        deadline = time.monotonic() + 30
+        while len(acked) < 15 and t.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         server.kill()  # SIGKILL in the middle of a stream of verdicts
         stop.set()
         t.join(10)
