@@ -149,6 +149,13 @@ def test_prompts_beyond_the_cap_are_a_seeded_subset_in_row_order() -> None:
     assert choose_prompts(5, 10, seed=3) == [0, 1, 2, 3, 4]
 
 
+def test_the_probed_prompts_do_not_depend_on_the_sampling_seed(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "t", n=30)
+    a = run_probe(task, out_dir=tmp_path / "a", k=2, max_prompts=5, seed=1, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    b = run_probe(task, out_dir=tmp_path / "b", k=2, max_prompts=5, seed=2, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    assert [p.index for p in a.prompts] == [p.index for p in b.prompts] != list(range(5))
+
+
 # -- routes -----------------------------------------------------------------------------------
 def test_no_success_routes_to_sft_with_the_upper_bound(tmp_path: Path) -> None:
     report = run_probe(make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.0), progress=False)

@@ -31,7 +31,9 @@ What is approximate, stated honestly:
   of the weighted total reward, which adds the format term.
 - Seeds: a probe is reproducible for the same model, backend, device and settings; prompts are
   sampled in fixed chunks with one seed per chunk, so ``resume`` regenerates exactly what an
-  uninterrupted run would have written.
+  uninterrupted run would have written. Which prompts are probed (a seeded subset when the split
+  exceeds ``max_prompts``) depends on the task's seed only, not the sampling seed, so probes
+  before SFT, after SFT and after GRPO compare the same prompts.
 
 Files written under ``out_dir``: ``probe.json`` (the settings, checked on resume),
 ``samples.jsonl`` (one line per completion with every term's verdict, reused by the inspection
@@ -391,7 +393,7 @@ def run_probe(
     g = group_size or int(task.grpo.get("num_generations", 8))
     model_ref = model or task.resolve(task.model)
     rows = task.load_split("train")
-    indices = choose_prompts(len(rows), cap, seed)
+    indices = choose_prompts(len(rows), cap, task.seed)  # the same prompts whatever the sampling seed
     chunk = max(1, 64 // k)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

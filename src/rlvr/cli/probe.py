@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue an interrupted probe in --out without resampling what is written")
     parser.add_argument("--filter", action="store_true", help="also write filtered.jsonl: the probed rows with 0 < pass rate < 1")
     parser.add_argument("--backend", choices=["auto", "transformers", "vllm"], default="auto", help="sampling backend (auto: vLLM when installed and a GPU is present)")
-    parser.add_argument("--seed", type=int, help="sampling seed (default: the task's seed)")
+    parser.add_argument("--seed", type=int, help="sampling seed (default: the task's seed); the probed prompts are always the task's seeded choice")
     parser.add_argument("--group-size", type=int, help="planned GRPO group size G for the zero-variance estimate (default: the task's num_generations, 8)")
     parser.add_argument("--json", action="store_true", help="print report.json instead of the text report")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
