@@ -72,6 +72,7 @@ def test_known_false_positives_are_unequal(gold, pred):
         (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{bmatrix}1&2\\3&4\end{bmatrix}"),
         (r"\infty", r"\infty"),
         ("y = 2x+1", "1+2x"),
+        (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{pmatrix}1 & 2\\ 3 & 4\end{pmatrix}"),
     ],
 )
 def test_equivalent_forms_are_equal(gold, pred):

@@ -17,7 +17,8 @@ Pipeline for one (gold, prediction) pair:
    ``Fraction`` and compare exactly; everything else is parsed by ``latex2sympy2_extended``
    (its ANTLR grammar; nothing is ever ``eval``-ed) after a few plain-text rewrites (``sqrt(2)``,
    ``pi``, ``**``, ``3e5``).
-4. Comparison of two sympy values: numbers are evaluated to 30 significant digits and compared
+4. Comparison of two sympy values: rational values (after sympy's own evaluation, so
+   ``2^{10}`` is 1024) compare exactly; other numbers are evaluated to 30 significant digits and compared
    *relatively* (``|a-b| <= max(abs_tol, rel_tol*max(|a|,|b|))``, default ``rel_tol=1e-9``),
    so 1/2^99 and 1/2^98 differ however small both are. Expressions with symbols are first
    evaluated at fixed sample points (fast rejection), then ``simplify(a - b) == 0`` decides;
@@ -87,7 +88,7 @@ class Cleaned:
 
 
 # -- 1. clean ----------------------------------------------------------------------------------
-_DROP = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|\\!|\\,|\\;|\\:|\\ |\\q?quad(?![a-zA-Z])|~")
+_DROP = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~")
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
 _PERCENT = re.compile(r"\\?%\s*$")
 _TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
@@ -419,6 +420,9 @@ def _expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
         # expressions are equal.
         return False
     if not symbols:
+        ca, cb = _canonical(a), _canonical(b)
+        if getattr(ca, "is_Rational", False) and getattr(cb, "is_Rational", False) and policy.rel_tol <= 1e-9 and policy.abs_tol == 0:
+            return bool(ca == cb)  # exact: 8^{11} is not 8589934600, however close
         close = _num_close(a, b, policy)
         if close is not None:
             return close

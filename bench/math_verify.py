@@ -1,0 +1,233 @@
+"""rlvr's math verifier vs math-verify, side by side, on one core.
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/math_verify.py [--pairs 1200] [--seed 0]
+
+Both verifiers get the same (gold, prediction) pairs:
+
+- ``generated``: >= 1,000 distinct pairs from templates (integers with separators and units,
+  fractions and decimals, radicals, multiples of pi, factored vs expanded polynomials,
+  intervals, tuples, sets, scientific notation, powers, equations), half equivalent and half
+  perturbed, labelled by construction;
+- ``labelled``: a hand-written subset with the label a careful grader would give, including the
+  adversarial cases from issue 3 (1/2^99 vs 1/2^98, 1 - 1/e vs 1 + 1/e, "= 0" equations,
+  4\\sqrt(2) vs 4, hedges, power towers, a ground truth that does not parse).
+
+The process and its verifier worker are pinned to one CPU (``sched_setaffinity``), rlvr with a
+single worker process. Printed: verifications per second for both, the throughput ratio,
+agreement with the labels on both sets, and every false positive on the adversarial list.
+math-verify runs in the main thread, where its ``signal.alarm`` timeout works. Its ``verify``
+is called as ``verify(gold, pred)``, the order its README prescribes.
+
+A benchmark, not a test: nothing here asserts timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from fractions import Fraction
+
+# (gold, prediction, equivalent?) -- labels follow rlvr's default policy where the corpora
+# disagree (ordered bare lists, exact numbers, 45° is 45 unless the task says degrees).
+LABELLED: list[tuple[str, str, bool]] = [
+    (r"\frac{1}{2^{99}}", r"\frac{1}{2^{98}}", False),
+    (r"1-\frac{1}{e}", r"1+\frac{1}{e}", False),
+    (r"x^2+2x+1=0", r"x^2-1=0", False),
+    (r"x^2-4=0", r"x^2+4=0", False),
+    ("4", r"4\sqrt(2)", False),
+    (r"\frac{1}{2004!}", r"\frac{1}{2006!}", False),
+    ("5", r"3 \text{ or } 5", False),
+    ("5", "3 or 5", False),
+    ("5", r"10^{10^{10^{10}}}", False),
+    (r"\frac{\pi}{4}", r"45^\circ", False),
+    (r"\sqrt{2}/2", "0.7071", False),
+    ("1, 2, 3", "3, 2, 1", False),
+    ("(1,2]", "(1,2)", False),
+    ("10", "100", False),
+    (r"\frac{3}{4}", r"\frac{4}{3}", False),
+    ("x+1", "x-1", False),
+    (r"\{1,2\}", r"\{1,2,3\}", False),
+    (r"2\sqrt{3}", r"3\sqrt{2}", False),
+    ("(1,2)", "(2,1)", False),
+    ("0.1", "0.01", False),
+    (r"\pi", "3.14", False),
+    (r"e^{2}", r"2e", False),
+    ("1000000", "100000", False),
+    ("-3", "3", False),
+    (r"\frac{1}{2}", "0.5", True),
+    (r"\frac12", "1/2", True),
+    (r"\sqrt{2}/2", r"\frac{\sqrt2}{2}", True),
+    (r"4\sqrt{2}", r"4\sqrt(2)", True),
+    (r"x^2+2x+1=0", r"(x+1)^2=0", True),
+    ("3", "x = 3", True),
+    ("300000", r"3\times 10^{5}", True),
+    ("1,000", "1000", True),
+    ("10", r"10 \text{ cm}", True),
+    (r"2\pi", r"2 \pi", True),
+    ("x^2-1", "(x-1)(x+1)", True),
+    (r"\{1,2\}", r"\{2,1\}", True),
+    ("(1,2]", "(1, 2]", True),
+    (r"[0,1) \cup (2,3]", r"(2,3] \cup [0,1)", True),
+    (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{pmatrix}1 & 2\\ 3 & 4\end{pmatrix}", True),
+    (r"\frac{\sqrt{3}}{3}", r"\frac{1}{\sqrt{3}}", True),
+    (r"2^{10}", "1024", True),
+    (r"\frac{7}{8}", "0.875", True),
+    ("-0.5", r"-\frac{1}{2}", True),
+    (r"\sin^2 x + \cos^2 x", "1", True),
+    (r"\log_2 8", "3", True),
+    (r"\binom{5}{2}", "10", True),
+    ("y = 2x + 1", "1 + 2x", True),
+    (r"\dfrac{5}{6}", r"\frac{5}{6}", True),
+    (r"50\%", "50", True),
+    (r"\infty", r"\infty", True),
+]
+ADVERSARIAL = [(g, p) for g, p, ok in LABELLED[:13] if not ok]
+
+
+def generate(n: int, seed: int) -> list[tuple[str, str, bool]]:
+    rng = random.Random(seed)
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[str, str, bool]] = []
+
+    def add(g: str, p: str, ok: bool) -> None:
+        if (g, p) not in seen:
+            seen.add((g, p))
+            out.append((g, p, ok))
+
+    while len(out) < n:
+        kind = rng.randrange(11)
+        same = rng.random() < 0.5
+        if kind == 0:
+            a = rng.randrange(1000, 10**7)
+            b = a if same else a + rng.choice([-1, 1]) * rng.randrange(1, 100)
+            p = rng.choice([f"{b:,}", str(b), f"x = {b}", f"{b} \\text{{ apples}}"])
+            add(str(a), p, same)
+        elif kind == 1:
+            a, b = rng.randrange(1, 200), rng.randrange(2, 200)
+            q = Fraction(a, b)
+            r = q if same else q + Fraction(1, rng.randrange(2, 50))
+            add(f"\\frac{{{q.numerator}}}{{{q.denominator}}}", rng.choice([f"{r.numerator}/{r.denominator}", f"\\frac{{{r.numerator * 3}}}{{{r.denominator * 3}}}"]), same)
+        elif kind == 2:
+            k, m = rng.randrange(2, 12), rng.choice([2, 3, 5, 6, 7, 10, 11])
+            p = f"\\sqrt{{{k * k * m}}}" if same else f"\\sqrt{{{k * k * m + rng.randrange(1, 5)}}}"
+            add(f"{k}\\sqrt{{{m}}}", p, same)
+        elif kind == 3:
+            a, b = rng.randrange(1, 30), rng.randrange(2, 30)
+            c = a if same else a + 1
+            add(f"\\frac{{{a}\\pi}}{{{b}}}", f"\\frac{{{c}}}{{{b}}}\\pi", same)
+        elif kind == 4:
+            a, b = rng.randrange(-9, 10), rng.randrange(-9, 10)
+            c = a * b if same else a * b + rng.choice([-1, 1])
+            add(f"(x{a:+d})(x{b:+d})", f"x^2{a + b:+d}x{c:+d}", same)
+        elif kind == 5:
+            a = rng.randrange(-50, 50)
+            b = a + rng.randrange(1, 50)
+            lo, hi = rng.choice("[("), rng.choice("])")
+            hi2 = hi if same else {"]": ")", ")": "]"}[hi]
+            add(f"{lo}{a},{b}{hi}", f"{lo}{a}, {b}{hi2}", same)
+        elif kind == 6:
+            a, b = rng.randrange(-99, 99), rng.randrange(-99, 99)
+            if a == b:
+                continue
+            add(f"({a},{b})", f"({a}, {b})" if same else f"({b}, {a})", same)
+        elif kind == 7:
+            xs = rng.sample(range(-30, 30), 3)
+            ys = xs[:]
+            rng.shuffle(ys)
+            if not same:
+                ys[0] += 100
+            add("\\{" + ",".join(map(str, xs)) + "\\}", "\\{" + ", ".join(map(str, ys)) + "\\}", same)
+        elif kind == 8:
+            m, e = rng.randrange(11, 99), rng.randrange(3, 9)
+            v = m * 10 ** (e - 1)
+            add(f"{m / 10}\\times 10^{{{e}}}", str(v if same else v * 10), same)
+        elif kind == 9:
+            base, e = rng.randrange(2, 9), rng.randrange(2, 12)
+            v = base**e
+            add(f"{base}^{{{e}}}", str(v if same else v + base), same)
+        else:
+            a, b = rng.randrange(1, 20), rng.randrange(1, 40)
+            c = b if same else b + 1
+            add(f"{a}x + {b} = 0", f"{2 * a}x + {2 * c} = 0", same)
+    return out
+
+
+def run_ours(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], float]:
+    from rlvr.rewards import AnswerFormat, Outcome, Sample
+    from rlvr.rewards.math import PRELOAD, MathVerifier
+    from rlvr.rewards.pool import WorkerPool
+
+    pool = WorkerPool(1, PRELOAD)
+    pool.warm()
+    pool.call("rlvr.rewards.mathcore:warm")
+    v = MathVerifier(answer_format=AnswerFormat(style="boxed"), pool=pool, timeout=5.0)
+    samples = [Sample(f"\\boxed{{{p}}}", {"answer": g}) for g, p, _ in pairs]
+    start = time.perf_counter()
+    verdicts = v.verify_batch(samples)
+    seconds = time.perf_counter() - start
+    pool.close()
+    return [None if x.outcome is Outcome.ERROR else x.outcome is Outcome.CORRECT for x in verdicts], seconds
+
+
+def run_math_verify(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], float]:
+    # This file is named math_verify.py too: take its folder off the path to import the package.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    sys.modules.pop("math_verify", None)
+    from math_verify import parse, verify
+
+    verify(parse("$1$"), parse("$1$"))  # warm the grammar
+    out: list[bool | None] = []
+    start = time.perf_counter()
+    for g, p, _ in pairs:
+        try:
+            out.append(bool(verify(parse(f"${g}$"), parse(f"${p}$"))))
+        except Exception:  # noqa: BLE001
+            out.append(None)
+    return out, time.perf_counter() - start
+
+
+def agreement(results: list[bool | None], pairs: list[tuple[str, str, bool]]) -> tuple[int, int, int, int]:
+    agree = sum(r is not None and r == ok for r, (_, _, ok) in zip(results, pairs, strict=True))
+    fp = sum(r is True and not ok for r, (_, _, ok) in zip(results, pairs, strict=True))
+    fn = sum(r is False and ok for r, (_, _, ok) in zip(results, pairs, strict=True))
+    err = sum(r is None for r in results)
+    return agree, fp, fn, err
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=1200)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # the worker inherits it
+    generated = generate(args.pairs, args.seed)
+    print(f"{len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core")
+    rows = []
+    for name, fn in (("rlvr", run_ours), ("math-verify", run_math_verify)):
+        gen, gen_s = fn(generated)
+        lab, _ = fn(LABELLED)
+        rows.append((name, gen, gen_s, lab))
+    print(f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} {'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4}")
+    for name, gen, gen_s, lab in rows:
+        a, fp, fn_, err = agreement(gen, generated)
+        la, lfp, lfn, lerr = agreement(lab, LABELLED)
+        print(f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4}")
+    ratio = (len(generated) / rows[0][2]) / (len(generated) / rows[1][2])
+    print(f"\nthroughput ratio rlvr / math-verify: {ratio:.2f}x")
+    for name, _, _, lab in rows:
+        fps = [(g, p) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r is True and (g, p) in ADVERSARIAL]
+        print(f"{name}: false positives on the issue's adversarial cases: {len(fps)}" + "".join(f"\n    {g!r} vs {p!r}" for g, p in fps))
+    for name, _, _, lab in rows:
+        bad = [(g, p, ok, r) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r != ok]
+        if bad:
+            print(f"{name}: labelled disagreements (gold, pred, label, got):" + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
