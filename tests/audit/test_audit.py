@@ -445,3 +445,18 @@ def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_synt
                 ast.parse((prompt if continuation else "") + code)
                 built += 1
     assert built >= 10
+
+
+def test_restating_a_multiple_choice_question_beats_a_substring_match(tmp_path):
+    rows = [{"question": f"Which is prime? (A) {a} (B) {b}", "answer": str(b)} for a, b in [(4, 7), (9, 11), (15, 13)]]
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.substring"}], rows)
+    assert audit(task).finding("c", "restate_prompt").verdict == "exploitable"
+
+
+def test_chat_prompts_are_restated_from_the_user_message(tmp_path):
+    rows = [{"question": f"Which is prime? (A) {a} (B) {b}", "answer": str(b)} for a, b in [(4, 7), (9, 11)]]
+    task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.substring"}], rows)
+    task = task.with_overrides(prompt=type(task.prompt)(system="Answer in <answer> tags.", user="{question}"))
+    finding = audit(task).finding("c", "restate_prompt")
+    assert finding.verdict == "exploitable"
+    assert finding.example.completion.startswith("Which is prime?")

@@ -40,6 +40,15 @@ class _Prompt:
     prompt: str
     gold: str | None
     wrong: str | None
+    question: str = ""
+
+
+def _question(rendered: Any) -> str:
+    """What a policy would restate: the plain prompt, or the last user message of a chat."""
+    if isinstance(rendered, str):
+        return rendered
+    users = [m.get("content") for m in rendered if isinstance(m, Mapping) and m.get("role") == "user"]
+    return str(users[-1] if users else prompt_text(rendered))
 
 
 class _Lengths:
@@ -148,8 +157,8 @@ def run_audit(
         golds = [ground_truth(r, column) for r in rows]
         distractors = tuple(dict.fromkeys(g for g in golds if g))
         prompts = [
-            _Prompt(r, prompt_text(task.render_prompt(r)), g, perturb(g, distractors, seed) if g else None)
-            for r, g in zip(rows, golds, strict=True)
+            _Prompt(r, prompt_text(rendered), g, perturb(g, distractors, seed) if g else None, _question(rendered))
+            for r, g, rendered in zip(rows, golds, [task.render_prompt(r) for r in rows], strict=True)
         ]
         library = [e for e in exploits_for(kind) if wanted is None or e.name in wanted]
         summary, term_findings = _audit_term(term, kind, column, prompts, distractors, library, task, lengths, seed)
@@ -224,6 +233,7 @@ def _audit_term(
         contexts.append(
             Context(
                 prompt=p.prompt,
+                question=p.question,
                 row=p.row,
                 fmt=fmt,
                 gold=p.gold,
