@@ -44,6 +44,7 @@ def one(v, completion: str, gold: str, prompt: str = ""):
         (r"\sqrt{2}/2", "0.7071"),
         ("5", "3 or 5"),
         ("5", r"3 \text{ or } 5"),
+        ("8^{11}", "8589934600"),
     ],
 )
 def test_known_false_positives_are_unequal(gold, pred):
