@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlvr.errors import VerifierError
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.math import MathVerifier
 from rlvr.rewards.mathcore import MathPolicy, compare_texts, fast_compare
-from rlvr.errors import VerifierError
 
 BOXED = AnswerFormat(style="boxed")
 
@@ -156,7 +156,7 @@ def test_one_megabyte_completion_finishes_as_wrong_or_unparseable(math_v):
 
 def test_timeout_is_not_scored_as_wrong():
     v = MathVerifier(answer_format=BOXED, timeout=0.01)
-    verdicts = v.verify_batch([Sample(r"\boxed{\int_0^1 x^{%d} dx}" % i, {"answer": r"\frac{1}{%d}" % (i + 1)}) for i in range(3)])
+    verdicts = v.verify_batch([Sample(rf"\boxed{{\int_0^1 x^{{{i}}} dx}}", {"answer": rf"\frac{{1}}{{{i + 1}}}"}) for i in range(3)])
     assert all(x.outcome in (Outcome.ERROR, Outcome.CORRECT) for x in verdicts)
     assert any(x.error_kind == "timeout" for x in verdicts)
 
