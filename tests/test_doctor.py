@@ -505,3 +505,65 @@ def test_finding_json_has_no_inf_or_nan() -> None:
 def test_patch_without_a_config_asks_for_one_instead_of_blaming_the_finding() -> None:
     with pytest.raises(RunError, match="no config.yaml found to patch"):
         write_patch(diagnose(load_run(TRL)))
+
+
+# ---- real logs from tiny-model runs (tests/data/doctor/README.md says how they were made) -------
+
+REAL = DATA / "real"
+
+
+def test_real_run_from_the_untrained_model_is_diagnosed_as_no_signal_route_to_sft() -> None:
+    d = diagnose(load_run(REAL / "base_30"))
+    assert [f.check for f in d.findings] == ["no_learning_signal", "truncation"]
+    assert "SFT first" in d.findings[0].suggestion
+    assert d.findings[0].numbers["frac_reward_zero_std"] == 1.0
+
+
+def test_real_run_that_learns_has_no_finding() -> None:
+    r = load_run(REAL / "sft_60")
+    acc = r.series("eval/accuracy", evals=True)
+    assert acc.values[-1] > acc.values[0]  # the fixture really is a run that learns
+    d = diagnose(r)
+    assert d.findings == ()
+    assert {n.check for n in d.notes} == {"off_policy", "loss"}
+
+
+def test_real_trl_trainer_state_of_the_same_run_has_no_finding_either() -> None:
+    r = load_run(REAL / "sft_60_trl_checkpoint")
+    assert r.kind == "trainer_state" and len(r.train) == 60 and not r.config_known
+    assert diagnose(r).findings == ()
+
+
+def test_real_run_patch_raises_the_completion_budget_only(tmp_path: Path) -> None:
+    run = tmp_path / "base_30"
+    shutil.copytree(REAL / "base_30", run)
+    d = diagnose(load_run(run))
+    with pytest.raises(ConfigError, match="not a config change"):
+        write_patch(d)  # the most urgent finding is data, not config
+    path, f = write_patch(d, check="truncation")
+    old, new = yaml.safe_load((run / "config.yaml").read_text()), yaml.safe_load(path.read_text())
+    assert {k for k in new["grpo"] if new["grpo"][k] != old["grpo"].get(k)} == {"max_completion_length"}
+    assert new["grpo"]["max_completion_length"] == 20
+
+
+def test_patched_config_is_read_back_by_rlvr_train(tmp_path: Path) -> None:
+    from rlvr.train import read_config_file
+
+    run = tmp_path / "run"
+    shutil.copytree(SYN / "entropy_collapse", run)
+    path, _ = write_patch(diagnose(load_run(run)))
+    grpo, _ = read_config_file(path)
+    assert {k: grpo[k] for k in DAPO} == DAPO
+
+
+@pytest.mark.slow
+def test_patched_config_trains_with_rlvr_train(tmp_path: Path) -> None:
+    # End to end on CPU: a real run's patch feeds `rlvr train --config` (about a minute).
+    run = tmp_path / "base_30"
+    shutil.copytree(REAL / "base_30", run)
+    path, _ = write_patch(diagnose(load_run(run)), check="truncation")
+    task = Path(__file__).parents[1] / "examples" / "arithmetic" / "task.yaml"
+    assert main(["train", str(task), "--run-dir", str(tmp_path / "new"), "--config", str(path), "--max-steps", "2",
+                 "--no-gate", "doctor test", "--eval-every", "0", "--no-progress"]) == 0
+    grpo = yaml.safe_load((tmp_path / "new" / "config.yaml").read_text())["grpo"]
+    assert grpo["max_completion_length"] == 20

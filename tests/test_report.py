@@ -89,3 +89,10 @@ def test_report_cli_bad_input_is_one_line_exit_1(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "row 2, column 'reward'" in err[0]
     assert not (tmp_path / "o").exists(), "nothing is written for input that cannot be read"
+
+
+def test_real_run_report_has_every_plot(tmp_path: Path) -> None:
+    rep = write_report(load_run(DATA / "real" / "sft_60"), tmp_path)
+    assert all(p.path is not None for p in rep.plots if p.name != "kl")
+    kl = next(p for p in rep.plots if p.name == "kl")
+    assert kl.path is None, "beta=0: TRL logs no kl, and the report says so instead of drawing zeros"
