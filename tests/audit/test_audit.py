@@ -460,3 +460,23 @@ def test_chat_prompts_are_restated_from_the_user_message(tmp_path):
     finding = audit(task).finding("c", "restate_prompt")
     assert finding.verdict == "exploitable"
     assert finding.example.completion.startswith("Which is prime?")
+
+
+@pytest.mark.parametrize("think", ["none", "optional", "required", "prefilled"])
+@pytest.mark.parametrize("style", ["tags", "boxed"])
+def test_builtin_format_and_exact_are_not_flagged_under_any_answer_format(tmp_path, think, style):
+    import dataclasses
+
+    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}], think=think)
+    task = task.with_overrides(answer=dataclasses.replace(task.answer, style=style))
+    report = audit(task)
+    assert [(t.verdict, t.prompts) for t in report.terms] == [("ok", len(ROWS))] * 2, format_table(report)
+
+
+def test_partial_credit_for_hardcoded_visible_tests_is_leaky(tmp_path):
+    rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests", "options": {"partial_credit": True}}], rows)
+    report = audit(task)
+    finding = report.finding("tests", "hardcode_visible")
+    assert finding.verdict == "leaky" and 0 < finding.relative_max < 1
+    assert report.leaky_terms == ("tests",) and not report.exploitable_terms
