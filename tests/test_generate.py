@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,68 @@ def test_auto_backend_falls_back_to_transformers_without_a_gpu() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     assert make_sampler("builtin:tiny").backend == "transformers"
+
+
+FAKE_VLLM = '''
+"""A stand-in for vLLM's offline API, recording what rlvr passes to it."""
+from types import SimpleNamespace
+
+CALLS = []
+
+
+class SamplingParams:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class LLM:
+    def __init__(self, **kw):
+        CALLS.append(("init", kw))
+
+    def generate(self, inputs, params, use_tqdm=True):
+        CALLS.append(("generate", inputs, params))
+        out = []
+        for inp, p in zip(inputs, params):
+            outs = []
+            for j in range(p.n):
+                if (p.seed + j) % 2:  # stops at EOS, reported in token_ids
+                    ids, reason = [45, 46, p.stop_token_ids[0]], "stop"
+                else:  # runs out of budget
+                    ids, reason = [45] * p.max_tokens, "length"
+                outs.append(SimpleNamespace(token_ids=ids, finish_reason=reason, text=None))
+            out.append(SimpleNamespace(outputs=outs))
+        return out
+'''
+
+
+def test_vllm_adapter_passes_token_ids_seeds_each_request_and_decodes_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampler: TransformersSampler) -> None:
+    import sys
+
+    (tmp_path / "vllm.py").write_text(FAKE_VLLM)
+    spec = importlib.util.spec_from_file_location("vllm", tmp_path / "vllm.py")
+    assert spec is not None and spec.loader is not None
+    vllm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vllm)
+    monkeypatch.setitem(sys.modules, "vllm", vllm)  # removed again after the test
+    from rlvr.generate import VllmSampler
+
+    tok = sampler.tokenizer
+    vs = VllmSampler("/models/x", tok)
+
+    groups = vs.sample(["1+1=", [{"role": "user", "content": "2+2"}]], n=2, temperature=0.7, max_new_tokens=5, seed=3)
+    init, gen = vllm.CALLS[0], vllm.CALLS[1]
+    assert init[1]["skip_tokenizer_init"] is True
+    assert [i["prompt_token_ids"] for i in gen[1]] == [prompt_ids(tok, "1+1="), prompt_ids(tok, [{"role": "user", "content": "2+2"}])]
+    assert len({p.seed for p in gen[2]}) == 2  # one seed per request, not one shared stream
+    assert all(p.stop_token_ids == [tok.eos_token_id] for p in gen[2])
+    stop = next(c for g in groups for c in g if c.finish_reason == "stop")
+    assert stop.token_ids[-1] == tok.eos_token_id
+    assert stop.text == tok.decode([45, 46], skip_special_tokens=True)
+    length = next(c for g in groups for c in g if c.finish_reason == "length")
+    assert length.n_tokens == 5
+
+
+def test_the_fake_vllm_does_not_leak_into_other_tests() -> None:
+    import sys
+
+    assert not hasattr(sys.modules.get("vllm"), "CALLS")  # runs after the fake-vLLM test above

@@ -228,8 +228,10 @@ class TransformersSampler:
 
 
 class VllmSampler:
-    """vLLM offline engine (GPU). Prompts are tokenized by our tokenizer and passed as token ids,
-    so both backends see identical prompts."""
+    """vLLM offline engine (GPU). Our tokenizer does both ends: prompts go in as token ids and
+    completions are decoded here (vLLM starts without its tokenizer), so both backends see
+    identical prompts and produce text the same way, and a tokenizer vLLM's transformers cannot
+    load (a newer saved tokenizer class) does not matter."""
 
     backend = "vllm"
 
@@ -240,7 +242,7 @@ class VllmSampler:
             raise ModelError(f"the vllm backend needs vLLM installed and working: {type(exc).__name__}: {exc}") from exc
         self.tokenizer = tokenizer
         self.eos = _eos_ids(tokenizer)
-        kw: dict[str, Any] = {"model": model_path, "gpu_memory_utilization": gpu_memory_utilization, "dtype": dtype}
+        kw: dict[str, Any] = {"model": model_path, "gpu_memory_utilization": gpu_memory_utilization, "dtype": dtype, "skip_tokenizer_init": True}
         if max_model_len:
             kw["max_model_len"] = max_model_len
         try:
@@ -266,7 +268,7 @@ class VllmSampler:
         params = [
             SamplingParams(
                 n=n, temperature=temperature, top_p=top_p, top_k=-1 if temperature else 1, max_tokens=max_new_tokens,
-                seed=None if seed is None else seed * 100_003 + i, skip_special_tokens=True,
+                seed=None if seed is None else seed * 100_003 + i, stop_token_ids=sorted(self.eos), detokenize=False,
             )
             for i in range(len(prompts))
         ]
@@ -277,7 +279,10 @@ class VllmSampler:
             group = []
             for o in res.outputs:
                 ids, reason = _cut(list(o.token_ids), self.eos, None, max_new_tokens)
-                group.append(Completion(o.text, ids, reason))
+                if o.finish_reason == "stop":  # in case vLLM left the stop token out of token_ids
+                    reason = "stop"
+                text = self.tokenizer.decode(list(ids), skip_special_tokens=True)
+                group.append(Completion(text, ids, reason))
             groups.append(group)
         if progress is not None:
             progress(len(prompts))
