@@ -567,3 +567,36 @@ def test_patched_config_trains_with_rlvr_train(tmp_path: Path) -> None:
                  "--no-gate", "doctor test", "--eval-every", "0", "--no-progress"]) == 0
     grpo = yaml.safe_load((tmp_path / "new" / "config.yaml").read_text())["grpo"]
     assert grpo["max_completion_length"] == 20
+
+
+def test_flat_grpo_config_is_read_and_patched_at_the_top_level(tmp_path: Path) -> None:
+    flat = tmp_path / "plan.yaml"
+    flat.write_text(yaml.safe_dump(yaml.safe_load((SYN / "healthy" / "config.yaml").read_text())["grpo"]))
+    d = diagnose(load_run(TRL / "trainer_state.json", config=flat))
+    path, f = write_patch(d, tmp_path / "out.yaml", check="truncation")
+    new = yaml.safe_load(path.read_text())
+    assert "grpo" not in new and new["max_completion_length"] == 512
+    assert "max_completion_length: 512  # doctor: truncation" in path.read_text()
+
+
+def test_text_cannot_break_out_of_the_patch_header_comment() -> None:
+    from rlvr.doctor import Finding, render_patch
+
+    f = Finding("x", "warning", "m", "evidence\nloss_type: evil", "s", Patch("t", {"seed": 1}, why="a\rb"))
+    cfg = yaml.safe_load((SYN / "healthy" / "config.yaml").read_text())
+    parsed = yaml.safe_load(render_patch(cfg, f, source="run\ndir"))
+    assert "loss_type" not in parsed
+    assert parsed["grpo"]["loss_type"] == "grpo" and parsed["grpo"]["seed"] == 1
+
+
+def test_moe_is_detected_from_a_hub_model_already_in_the_local_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = tmp_path / "hub" / "models--acme--Big-30B-A3B" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({"model_type": "qwen3_moe", "num_experts": 128}))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    run = _copy("healthy", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["rlvr"]["model"] = "acme/Big-30B-A3B"
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "moe_plain_grpo" and f.patch.variant == "GSPO"

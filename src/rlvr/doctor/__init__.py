@@ -94,6 +94,13 @@ def patched(config: Mapping[str, Any], patch: Patch) -> dict[str, Any]:
     """``config`` (a config.yaml mapping) with the patch's change group applied; a ``None`` value
     removes the key so TRL derives it."""
     out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in config.items()}
+    if "grpo" not in out:  # a flat GRPOConfig file: the keys are at the top level
+        for k, v in patch.grpo.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = v
+        return out
     grpo = dict(out.get("grpo") or {})
     for k, v in patch.grpo.items():
         if v is None:
@@ -118,17 +125,21 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
     assert finding.patch is not None
     patch = finding.patch
     new = patched(config, patch)
-    old_grpo = config.get("grpo") or {}
+    flat = "grpo" not in config
+    old_grpo = config if flat else (config.get("grpo") or {})
+    def one_line(text: str) -> str:  # evidence quotes names from the log: keep them inside the comment
+        return " ".join(str(text).split())
+
     lines = [
-        f"# Patched by `rlvr doctor` from {source}: one change group, nothing else differs.",
-        f"# finding: {finding.check} ({finding.severity}) -- {finding.evidence}",
-        f"# change: {patch.variant} -- {patch.why}",
+        f"# Patched by `rlvr doctor` from {one_line(source)}: one change group, nothing else differs.",
+        f"# finding: {finding.check} ({finding.severity}) -- {one_line(finding.evidence)}",
+        f"# change: {patch.variant} -- {one_line(patch.why)}",
     ]
     removed = [k for k, v in patch.grpo.items() if v is None and k in old_grpo]
     if removed:
         lines.append(f"# removed (TRL derives them): {', '.join(removed)}")
     if patch.add_terms:
-        lines.append("# this change also adds a reward term (rlvr.add_rewards below); put it in the task file's rewards: list:")
+        lines.append("# this change also adds a reward term; put it in the task file's rewards: list:")
         for t in patch.add_terms:
             lines.append("#   - " + yaml.safe_dump(dict(t), default_flow_style=True, width=1_000_000).strip())
     body = yaml.safe_dump(new, sort_keys=False, default_flow_style=False, width=1_000_000).splitlines()
@@ -138,7 +149,8 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
         if line and not line.startswith(" "):
             section = line.rstrip(":")
         key = line.strip().split(":", 1)[0]
-        if section == "grpo" and line.startswith("  ") and not line.startswith("   ") and key in changed:
+        in_grpo = (not line.startswith(" ")) if flat else (section == "grpo" and line.startswith("  ") and not line.startswith("   "))
+        if in_grpo and key in changed:
             was = old_grpo.get(key, "<unset>")
             line += f"  # doctor: {finding.check} ({patch.variant}); was {was!r}"
         lines.append(line)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,7 +159,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
     if cfg_path is not None:
         grpo, rlvr = read_config(cfg_path)
         raw = yaml.safe_load(cfg_path.read_text())
-        explicit = frozenset(raw["grpo"])
+        explicit = frozenset(raw["grpo"] if isinstance(raw.get("grpo"), Mapping) else raw)
     mc, mc_path = _find_model_config(base, rlvr)
     return Run(
         source=run.source, kind=run.kind, train=run.train, evals=run.evals, grpo=grpo, rlvr=rlvr,
@@ -182,6 +183,9 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise DataError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, Mapping):
         raise DataError(f"{path}: expected a mapping with 'grpo:' and 'rlvr:' keys, got {type(data).__name__}")
+    if "grpo" not in data and not any(isinstance(v, Mapping) for v in data.values()):
+        # A flat GRPOConfig file (`rlvr plan`, `trl grpo --config`): every key is a GRPOConfig field.
+        return dict(data), {}
     grpo, rlvr = data.get("grpo") or {}, data.get("rlvr") or {}
     for name, section in (("grpo", grpo), ("rlvr", rlvr)):
         if not isinstance(section, Mapping):
@@ -227,6 +231,7 @@ def _find_model_config(base: Path, rlvr: Mapping[str, Any]) -> tuple[dict[str, A
     model = rlvr.get("model")
     if isinstance(model, str) and not model.startswith("builtin:"):
         cands.append(Path(model) / "config.json")
+        cands += _hub_cache_configs(model)
     for c in cands:
         if c.is_file():
             try:
@@ -239,6 +244,16 @@ def _find_model_config(base: Path, rlvr: Mapping[str, Any]) -> tuple[dict[str, A
         # Built-in models are dense Qwen2 decoders by construction (rlvr.models); no need to build one.
         return {"model_type": "qwen2", "_rlvr_builtin": model}, model
     return None, None
+
+
+def _hub_cache_configs(model_id: str) -> list[Path]:
+    """config.json of a hub model already in the local Hugging Face cache (never downloads)."""
+    if model_id.count("/") != 1 or Path(model_id).exists():
+        return []
+    env = os.environ
+    root = Path(env["HF_HUB_CACHE"]) if env.get("HF_HUB_CACHE") else Path(env.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    snaps = root / ("models--" + model_id.replace("/", "--")) / "snapshots"
+    return sorted(snaps.glob("*/config.json")) if snaps.is_dir() else []
 
 
 def is_moe(model_config: Mapping[str, Any] | None) -> str | None:
