@@ -54,6 +54,25 @@ BUILTIN_MODELS: dict[str, TinySpec] = {
 }
 
 
+def quiet_libraries() -> None:
+    """Silence per-file progress bars and deprecation chatter of transformers/datasets, so the
+    terminal shows rlvr's own progress and results. Warnings and errors still print."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*")
+    try:
+        import datasets
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+        datasets.disable_progress_bars()
+        datasets.utils.logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - both are dependencies
+        pass
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
 
@@ -127,6 +146,7 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
 def resolve_model(ref: str) -> str:
     """A loadable model reference: built-ins are materialised to a folder first."""
     if ref.startswith("builtin:"):
+        quiet_libraries()
         return str(build_builtin(ref.split(":", 1)[1]))
     return ref
 
@@ -152,6 +172,7 @@ def load_tokenizer(ref: str) -> Any:
 
 
 def load_model(ref: str, *, dtype: Any = None, device: str | None = None) -> Any:
+    quiet_libraries()
     path = resolve_model(ref)
     try:
         from transformers import AutoModelForCausalLM

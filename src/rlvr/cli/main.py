@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         module.configure(p)
         p.set_defaults(_run=module.run)
     return parser

@@ -14,13 +14,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     e = sub.add_parser("example", help="write the built-in arithmetic task (task.yaml + data) to a folder")
     e.add_argument("folder", help="destination folder")
     e.add_argument("--seed", type=int, default=0, help="data seed (default 0: the data in examples/arithmetic)")
+    e.add_argument("--ops", default="+", help="operations to draw from, e.g. '+-*' (default '+': the demo's task; mixed operations are a harder variant the tiny model does not learn within the demo's budget)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "example":
         from ..arithmetic import write_task
 
-        path = write_task(args.folder, seed=args.seed)
+        if not args.ops or set(args.ops) - set("+-*"):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"--ops must be a non-empty string of + - * (got {args.ops!r})")
+        path = write_task(args.folder, seed=args.seed, ops=args.ops)
         print(f"wrote {path} and its data")
         return 0
     from ..task import load_task
