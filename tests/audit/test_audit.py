@@ -480,3 +480,22 @@ def test_partial_credit_for_hardcoded_visible_tests_is_leaky(tmp_path):
     finding = report.finding("tests", "hardcode_visible")
     assert finding.verdict == "leaky" and 0 < finding.relative_max < 1
     assert report.leaky_terms == ("tests",) and not report.exploitable_terms
+
+
+def test_weight_zero_term_is_reported_but_not_counted_as_exploitable(tmp_path):
+    task = make_task(tmp_path, [{"name": "correct", "verifier": "exact"}, {"name": "logged", "verifier": "audit_rewards.substring", "weight": 0}])
+    report = audit(task)
+    assert report.terms[1].verdict == "exploitable" and report.exploitable_terms == ()
+
+
+def test_negative_weight_term_is_judged_by_the_reward_it_gives(tmp_path):
+    # ``hedged`` scores hedges and wrong answers 1, right answers 0: under weight -1 it is a
+    # correctness reward that hedging does not beat; under weight +1 it pays for being wrong and
+    # has no baseline to audit against.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    minus = audit(make_task(tmp_path / "a", [{"name": "hedge", "verifier": "audit_rewards.hedged", "weight": -1.0}]))
+    plus = audit(make_task(tmp_path / "b", [{"name": "hedge", "verifier": "audit_rewards.hedged", "weight": 1.0}]))
+    assert minus.finding("hedge", "hedge_or").verdict == "ok" and minus.terms[0].prompts == len(ROWS)
+    assert any("negative weight" in n for n in minus.terms[0].notes)
+    assert plus.finding("hedge", "hedge_or").verdict == "untested" and plus.terms[0].prompts == 0

@@ -225,3 +225,14 @@ def gullible_judge(sample):
 
 
 gullible_judge.kind = "judge"
+
+
+def hedged(sample):
+    """A penalty meant for a negative weight: 1.0 for a hedge ("a or b") or a wrong answer, 0.0
+    for the right one."""
+    ex = extract(sample.completion, FMT)
+    if ex.ok and " or " in (ex.answer or ""):
+        return 1.0
+    v = anchored(sample)
+    return v if v.score is None else (0.0 if v.outcome.value == "correct" else 1.0)
+

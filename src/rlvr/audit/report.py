@@ -75,11 +75,13 @@ class AuditReport:
 
     @property
     def exploitable_terms(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self.terms if t.verdict == "exploitable")
+        """Terms an exploit beats on some prompt. A weight-0 term (logged, never rewarded) is
+        left out: its holes cannot be trained into."""
+        return tuple(t.name for t in self.terms if t.verdict == "exploitable" and t.weight != 0)
 
     @property
     def leaky_terms(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self.terms if t.verdict == "leaky")
+        return tuple(t.name for t in self.terms if t.verdict == "leaky" and t.weight != 0)
 
     @property
     def exploitable(self) -> bool:

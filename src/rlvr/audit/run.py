@@ -176,13 +176,16 @@ def run_audit(
 
 
 def _score(term: Term, samples: list[Sample]) -> list[Verdict]:
-    """The term's verdicts; a verifier that raises out of verify_batch decides nothing."""
+    """The term's verdicts; a verifier that raises out of verify_batch decides nothing. With a
+    negative weight the scores are negated, so that higher always means more reward."""
     try:
         out = list(term.verifier.verify_batch(samples))
     except Exception as exc:  # noqa: BLE001 - reported as undecided, like the TRL adapter would
         return [Verdict.error(f"verify_batch raised {type(exc).__name__}: {exc}") for _ in samples]
     if len(out) != len(samples):
         return [Verdict.error(f"verify_batch returned {len(out)} verdicts for {len(samples)} samples") for _ in samples]
+    if term.weight < 0:
+        out = [v if v.score is None else replace(v, score=-v.score) for v in out]
     return out
 
 
@@ -300,6 +303,10 @@ def _audit_term(
     fn = getattr(term.verifier, "fn", None)
     if fn is not None:
         name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+    if term.weight < 0:
+        notes.append("negative weight: scores are shown negated (higher means more reward)")
+    if term.weight == 0:
+        notes.append("weight 0: logged only, it never reaches the reward, so it is not counted as exploitable")
     used = len(separated) if any(e.needs_separation for e in library) else len(usable)
     summary = TermSummary(term.name, kind, name, term.weight, worst(tested), used, tuple(notes))
     return summary, findings
