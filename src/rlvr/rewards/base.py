@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     CORRECT = "correct"
     WRONG = "wrong"
     UNPARSEABLE = "unparseable"
