@@ -163,13 +163,18 @@ def test_killing_the_server_mid_review_loses_no_acknowledged_verdict(task: Any) 
 def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
     store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
     server = Server(task.path)
+    failures: list[str] = []
     try:
         def tab(name: str) -> None:
-            with httpx.Client(base_url=server.url, timeout=10.0) as c:
-                token = form_fields(c.get("/sample/1").text)["token"]
-                for i in range(10):
-                    r = c.post(f"/sample/{i % 3 + 1}", data={"token": token, "label": "right", "note": f"{name}{i}"})
-                    assert r.status_code == 303
+            try:
+                with httpx.Client(base_url=server.url, timeout=30.0) as c:
+                    token = form_fields(c.get("/sample/1").text)["token"]
+                    for i in range(10):
+                        r = c.post(f"/sample/{i % 3 + 1}", data={"token": token, "label": "right", "note": f"{name}{i}"})
+                        if r.status_code != 303:
+                            failures.append(f"{name}{i}: HTTP {r.status_code} {r.text[:200]}")
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                failures.append(f"{name}: {type(exc).__name__}: {exc}")
 
         threads = [threading.Thread(target=tab, args=(n,)) for n in ("a", "b")]
         for t in threads:
@@ -178,6 +183,7 @@ def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
             t.join(30)
     finally:
         server.kill()
+    assert failures == []
     assert sorted(r.note for r in store.reviews()) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
 
 
