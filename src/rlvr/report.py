@@ -88,6 +88,15 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
         ax = fig.subplots()
         for ln in drawn:
             ax.plot(ln.series.steps, ln.series.values, label=ln.label, marker="o" if ln.marker or len(ln.series) == 1 else None, linewidth=1.4)
+        if name == "accuracy":
+            # Two binomial standard errors, so a reader does not over-read a wiggle between evals.
+            n_series = run.series("eval/n", evals=True)
+            ns = dict(zip(n_series.steps, n_series.values, strict=True))
+            acc = drawn[0].series
+            err = [2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s) else 0.0 for s, v in zip(acc.steps, acc.values, strict=True)]
+            ax.errorbar(acc.steps, acc.values, yerr=err, fmt="none", capsize=3, linewidth=1)
+        if name in ("accuracy", "zero_std"):
+            ax.set_ylim(-0.02, 1.02)  # fractions on their whole scale
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.set_ylabel(ylabel)
