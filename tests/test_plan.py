@@ -168,3 +168,20 @@ def test_plan_overwrites_an_old_plan_only_when_the_new_one_is_valid(tmp_path: Pa
     before = out.read_text()
     assert main(["plan", str(ARITH), "--model", "30B-A3B", "--gpus", "8", "-o", str(out)]) == 1
     assert out.read_text() == before
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 8])
+def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
+    from rlvr.task import load_task
+    from rlvr.train import TrainOptions, read_config_file, resolve_grpo
+
+    out = tmp_path / "plan.yaml"
+    plan = build_plan(PlanRequest(task=str(ARITH), gpus=gpus, model="7B" if gpus > 1 else None, output=str(out)))
+    from rlvr.launch import write_plan
+
+    write_plan(plan, out)
+    grpo, _ = read_config_file(out)
+    assert grpo == dict(plan.config)  # env: (rlvr's record) is not taken for a GRPOConfig value
+    hw = {"gpus": gpus * 1, "bf16": gpus > 0, "vllm": gpus > 0}
+    resolved = resolve_grpo(load_task(ARITH), TrainOptions(run_dir=tmp_path / "run", config_path=out), hw)
+    assert {k: resolved[k] for k in plan.config if k not in ("report_to",)} == {k: v for k, v in plan.config.items() if k != "report_to"}
