@@ -138,7 +138,7 @@ class Server:
         )
         self.wait_ready()
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = 60.0) -> None:
         import time
 
         import httpx

@@ -118,3 +118,19 @@ def test_build_samples_the_real_tiny_model_through_the_cli(task: Any, capsys: py
     assert len(store.samples()) == 50
     assert all(len(s.token_ids) <= 12 for s in store.samples())
     assert store.meta()["temperature"] == 1.0
+
+
+def test_sign_through_the_cli_writes_a_record_that_enforce_accepts(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    build_and_review(task)
+    assert main(["inspect", "sign", str(task.path), "--min-samples", str(SMALL)]) == 0
+    assert f"gate signed: {gate.record_path(task)}" in capsys.readouterr().out
+    assert gate.enforce(task)["reviewer"] == "alice"
+
+
+def test_sign_through_the_cli_refuses_an_unread_set_in_one_message(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    assert main(["inspect", "sign", str(task.path), "--min-samples", str(SMALL)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rlvr inspect: error: cannot sign the gate:")
+    assert f"{SMALL} samples have no verdict yet" in err
+    assert not gate.record_path(task).exists()
