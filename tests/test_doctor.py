@@ -600,3 +600,15 @@ def test_moe_is_detected_from_a_hub_model_already_in_the_local_cache(tmp_path: P
     (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     (f,) = diagnose(load_run(run)).findings
     assert f.check == "moe_plain_grpo" and f.patch.variant == "GSPO"
+
+
+def test_trl_eval_of_the_correctness_term_stands_in_for_held_out_accuracy(tmp_path: Path) -> None:
+    history = []
+    for r in _rows("reward_hacking"):
+        if "eval/accuracy" in r:
+            history.append({"step": r["step"], "eval_rewards/correct/mean": r["eval/accuracy"], "eval_loss": 0.0})
+        else:
+            history.append({k: v for k, v in r.items() if k != "time"})
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    (f,) = diagnose(load_run(tmp_path / "trainer_state.json")).findings
+    assert f.check == "reward_hacking" and f.metric == "eval_rewards/correct/mean"

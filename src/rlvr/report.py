@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .doctor import Diagnosis, Run, Series, diagnose
+from .doctor.checks import held_out_accuracy
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
     """name -> (title, y label, lines)."""
     terms = run.term_names()
     rewards = [_Line(run.series("reward"), "reward (weighted sum)")] + [_Line(run.series(f"rewards/{t}/mean"), t) for t in terms]
-    acc = [_Line(run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
+    held = held_out_accuracy(run)
+    acc = [_Line(held if len(held) else run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
     length = [
         _Line(run.series("completions/mean_length"), "mean length (train)"),
         _Line(run.series("completions/mean_terminated_length"), "mean terminated length (train)"),
@@ -161,7 +163,7 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         data = base64.b64encode(p.path.read_bytes()).decode("ascii")
         parts.append(f"<h3>{esc(p.title)}</h3><img alt='{esc(p.title)}' src='data:image/png;base64,{data}'>")
     if run.evals:
-        acc = run.series("eval/accuracy", evals=True)
+        acc = held_out_accuracy(run)
         n = run.series("eval/n", evals=True)
         nmap = dict(zip(n.steps, n.values, strict=True))
         rows = [[str(s), _fmt(v), _fmt(nmap.get(s))] for s, v in zip(acc.steps, acc.values, strict=True)]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .stats import MIN_POINTS, late_mean, mean, shift
-from .table import Run, is_moe
+from .table import Run, Series, is_moe
 
 ZERO_STD_ERROR = 0.9  # "near 1": most groups carry no advantage at all (1.0 means grad = 0)
 ZERO_STD_WARN = 0.5  # "over 0.5 sustained is wasteful" (prior-art note, one report at 0.63)
@@ -118,6 +118,16 @@ def correctness_term(run: Run) -> str | None:
     return others[0] if len(others) == 1 else None
 
 
+def held_out_accuracy(run: Run) -> Series:
+    """rlvr's held-out verified accuracy; for a plain TRL run with an eval set, TRL's held-out mean
+    of the correctness term (``eval_rewards/<term>/mean``, sampled, so noisier) stands in."""
+    acc = run.series("eval/accuracy", evals=True)
+    if len(acc):
+        return acc
+    correct = correctness_term(run)
+    return run.series(f"eval_rewards/{correct}/mean", evals=True) if correct else acc
+
+
 def _lr_halved(run: Run, why: str) -> Patch | None:
     lr = _g(run, "learning_rate")
     if not isinstance(lr, int | float) or lr <= 0:
@@ -188,7 +198,7 @@ def check_reward_hacking(run: Run) -> Result:
     numbers: dict[str, float | int | None] = {}
     keep = ""
     reward = shift(run.series("reward"))
-    acc = run.series("eval/accuracy", evals=True)
+    acc = held_out_accuracy(run)
     if reward is not None and reward.delta >= REWARD_RISE and reward.rising() and len(acc) >= 3:
         ns = run.series("eval/n", evals=True)
         n = min(ns.values) if len(ns) else None
@@ -219,7 +229,7 @@ def check_reward_hacking(run: Run) -> Result:
                 numbers.update({f"{term}_early": s.early, f"{term}_late": s.late, f"{correct}_early": c_shift.early, f"{correct}_late": c_shift.late})
     if not evidence:
         return []
-    metric = "eval/accuracy" if "acc_first" in numbers else f"rewards/{correct}/mean"
+    metric = acc.key if "acc_first" in numbers else f"rewards/{correct}/mean"
     return [Finding(
         "reward_hacking", "error", metric, "; ".join(evidence),
         "The reward is being earned without solving the task. Read completions with high reward and wrong answers "
