@@ -612,3 +612,15 @@ def test_trl_eval_of_the_correctness_term_stands_in_for_held_out_accuracy(tmp_pa
     (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
     (f,) = diagnose(load_run(tmp_path / "trainer_state.json")).findings
     assert f.check == "reward_hacking" and f.metric == "eval_rewards/correct/mean"
+
+
+def test_a_checkpoint_folder_finds_its_runs_config_two_levels_up(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    ckpt = run / "checkpoints" / "checkpoint-12"
+    ckpt.mkdir(parents=True)
+    shutil.copy(TRL / "trainer_state.json", ckpt)
+    assert load_run(ckpt).config_path == str(run / "config.yaml")
+    other = tmp_path / "healthy" / "exports" / "x"
+    other.mkdir(parents=True)
+    shutil.copy(TRL / "trainer_state.json", other)
+    assert load_run(other).config_path is None, "only a checkpoint folder looks above itself"

@@ -200,7 +200,9 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _find_config(base: Path) -> Path | None:
     # A checkpoint folder sits at <run>/checkpoints/checkpoint-N: the run's config is two levels up.
-    for folder in (base, base.parent, base.parent.parent):
+    # Nowhere else is searched, so an unrelated config.yaml higher up is never picked by accident.
+    folders = [base] + ([base.parent.parent] if base.name.startswith("checkpoint-") else [])
+    for folder in folders:
         cand = folder / "config.yaml"
         if cand.is_file():
             try:
