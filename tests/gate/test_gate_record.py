@@ -219,3 +219,17 @@ def test_reference_gate_signs_with_the_stand_in_reviewer_named(task: Any, tmp_pa
 def test_reference_gate_refuses_to_sign_when_the_checker_disagrees(task: Any, tmp_path: Path) -> None:
     with pytest.raises(GateError, match="disagreements are open"):
         gate.reference_gate(task, model="builtin:tiny", out_dir=tmp_path / "g", checker=lambda row, c, v: "lower", sampler=FakeSampler(), size=SMALL)
+
+
+def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
+    from types import SimpleNamespace
+
+    from rlvr.gate.record import reward_modules
+
+    def names(*verifiers: str) -> set[str]:
+        fake = SimpleNamespace(path=Path(__file__), rewards=[SimpleNamespace(verifier=v) for v in verifiers])
+        return set(reward_modules(fake))
+
+    assert names("exact") == {"rlvr.rewards.exact", "rlvr.rewards.format", "rlvr.rewards.base", "rlvr.rewards.combine"}
+    # the unit-test term's verdict is decided by the sandbox pool, which runs the harness by path
+    assert {"rlvr.rewards.code", "rlvr.sandbox.pool", "rlvr.sandbox.harness"} <= names("unit_tests")

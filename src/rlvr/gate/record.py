@@ -10,9 +10,9 @@ holds ``inspection.db`` (the set and every verdict), ``inspection.jsonl`` (an ex
 ``gate.json`` binds the reviewer's verdicts to SHA-256 hashes of
 
 - the reward code: the source file of every module that defines a term (user files included),
-  the modules they import from ``rlvr.rewards`` or from the task's folder (followed
-  transitively, by reading their ``import`` statements), and ``rlvr.rewards.base``, ``format`` and
-  ``combine``, which every term goes through;
+  the modules they import from ``rlvr.rewards``, ``rlvr.sandbox`` or the task's folder (followed
+  transitively, by reading their ``import`` statements, including imports inside functions), and
+  ``rlvr.rewards.base``, ``format`` and ``combine``, which every term goes through;
 - the task file (its bytes: prompt, answer format, terms, weights, temperature, model);
 - the inspection set (prompts, rows, completions), the reward's current scores on it, and every
   verdict given;
@@ -48,6 +48,11 @@ DB_NAME = "inspection.db"
 RECORD_NAME = "gate.json"
 # Every term's verdict passes through these: extraction, the Verdict type, masking and weights.
 SHARED_MODULES = ("rlvr.rewards.base", "rlvr.rewards.format", "rlvr.rewards.combine")
+# rlvr code followed through imports: the verifiers and the sandbox, whose trusted side compares a
+# program's outputs with the expected ones (so it decides unit-test verdicts).
+FOLLOWED_PACKAGES = ("rlvr.rewards", "rlvr.sandbox")
+# Modules loaded by file path rather than imported, so the import scan cannot see them.
+LOADED_BY_PATH = {"rlvr.sandbox.pool": ("rlvr.sandbox.harness",)}
 
 
 # -- where ------------------------------------------------------------------------------------
@@ -140,10 +145,10 @@ def reward_modules(task: Any) -> dict[str, Path]:
                 raise GateError(f"cannot find the source of reward module {name!r} to hash it (searched {search} and sys.path)")
             continue  # a name like `rlvr.rewards.base.Verdict`: an attribute, not a module
         found[name] = path
-        for dep in _imports(path, name):
+        for dep in [*_imports(path, name), *LOADED_BY_PATH.get(name, ())]:
             if dep in found:
                 continue
-            if dep.startswith("rlvr.rewards") or _is_local(dep, search):
+            if dep.startswith(FOLLOWED_PACKAGES) or _is_local(dep, search):
                 todo.append(dep)
     return dict(sorted(found.items()))
 
