@@ -218,8 +218,9 @@ def _audit_term(
             if p.gold is None:
                 baselines.append((None, None, None, None, f"no ground truth in column {column!r}"))
                 continue
-            wrong = p.gold if kind == "format" else p.wrong  # a format term's "wrong" is an answer with no span
-            baselines.append((fmt.wrap(p.gold), fmt.wrap(wrong) if kind != "format" else p.gold, None, None, None))
+            # A format term's "wrong" completion is the right answer with no span at all.
+            wrong = p.gold if kind == "format" else fmt.wrap(p.wrong or "")
+            baselines.append((fmt.wrap(p.gold), wrong, None, None, None))
     base_samples: list[Sample] = []
     for p, (correct, wrong, _wrap, _spec, why) in zip(prompts, baselines, strict=True):
         if why is None:
@@ -251,12 +252,17 @@ def _audit_term(
             )
         )
 
-    # 2. Every exploit's attempts for every prompt, scored in one batch.
+    # 2. The prompts each exploit is judged on: where the term tells right from wrong.
+    usable = [i for i, b in enumerate(base_scores) if b is not None and b[0].score is not None]
+    separated = [i for i in usable if (base_scores[i][1].score is not None and base_scores[i][0].score > base_scores[i][1].score + EPS)]  # type: ignore[index, operator]
+
+    # 3. Every exploit's attempts for every prompt, scored in one batch.
     plan: list[tuple[int, int, int, int]] = []  # (exploit, prompt, attempt, ordering) per sample
     attempts: dict[tuple[int, int], list[Attempt]] = {}
     samples: list[Sample] = []
     for ei, ex in enumerate(library):
-        for pi, ctx in enumerate(contexts):
+        for pi in separated if ex.needs_separation else usable:
+            ctx = contexts[pi]
             if ctx is None:
                 continue
             built = ex.build(ctx)
@@ -268,9 +274,7 @@ def _audit_term(
     verdicts = _score(term, samples) if samples else []
     got: dict[tuple[int, int, int, int], Verdict] = dict(zip(plan, verdicts, strict=True))
 
-    # 3. Verdicts.
-    usable = [i for i, b in enumerate(base_scores) if b is not None and b[0].score is not None]
-    separated = [i for i in usable if (base_scores[i][1].score is not None and base_scores[i][0].score > base_scores[i][1].score + EPS)]  # type: ignore[index, operator]
+    # 4. Verdicts.
     errors = [i for i, b in enumerate(base_scores) if b is not None and b[0].outcome is Outcome.ERROR]
     if errors:
         b = base_scores[errors[0]]
