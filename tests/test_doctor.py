@@ -624,3 +624,9 @@ def test_a_checkpoint_folder_finds_its_runs_config_two_levels_up(tmp_path: Path)
     other.mkdir(parents=True)
     shutil.copy(TRL / "trainer_state.json", other)
     assert load_run(other).config_path is None, "only a checkpoint folder looks above itself"
+
+
+def test_a_run_that_failed_before_logging_says_why(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"status": "failed", "error": "TypeError: '<=' not supported"}))
+    with pytest.raises(RunError, match=r"run.json says the run failed: TypeError"):
+        load_run(tmp_path)

@@ -139,7 +139,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
         elif (ckpt := _newest_checkpoint(p)) is not None and (ckpt / "trainer_state.json").is_file():
             run = _from_trainer_state(ckpt / "trainer_state.json", source=str(p))
         else:
-            raise RunError(f"{p}: no metrics.jsonl, trainer_state.json or checkpoints/checkpoint-N/trainer_state.json (fix: point at a run written by `rlvr train` or a TRL output folder)")
+            raise RunError(f"{p}: no metrics.jsonl, trainer_state.json or checkpoints/checkpoint-N/trainer_state.json{_run_status(p)} (fix: point at a run written by `rlvr train` or a TRL output folder)")
     elif p.suffix == ".csv":
         run = _from_csv(p)
     elif p.suffix == ".jsonl":
@@ -149,7 +149,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
     else:
         raise RunError(f"{p}: unknown input (fix: pass a run directory, a trainer_state.json, a metrics.jsonl or a .csv)")
     if not run.train and not run.evals:
-        raise RunError(f"{p}: no logged steps yet (fix: wait for the first logging step, or check logging_steps)")
+        raise RunError(f"{p}: no logged steps yet{_run_status(p if p.is_dir() else p.parent)} (fix: wait for the first logging step, or check logging_steps)")
 
     base = p if p.is_dir() else p.parent
     cfg_path = Path(config) if config is not None else _find_config(base)
@@ -166,6 +166,18 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
         config_path=str(cfg_path) if cfg_path is not None else None, explicit=explicit,
         model_config=mc, model_config_path=mc_path, warnings=run.warnings,
     )
+
+
+def _run_status(run_dir: Path) -> str:
+    """What run.json says about a run that left no metrics, e.g. that it failed and why."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return ""
+    if not isinstance(meta, dict) or not meta.get("status"):
+        return ""
+    error = f": {' '.join(str(meta['error']).split())[:200]}" if meta.get("error") else ""
+    return f"; run.json says the run {meta['status']}{error}" if meta["status"] != "running" else "; run.json says it is still running"
 
 
 def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
