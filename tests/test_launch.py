@@ -129,3 +129,22 @@ def test_grpo_runs_under_accelerate_with_two_cpu_processes(tmp_path: Path, capsy
     assert resolved["generation_batch_size"] == 16 * 2  # TRL saw a world of 2 processes
     assert (run_dir / "final").is_dir()
     print(f"distributed GRPO, 2 CPU processes, 2 steps: {elapsed:.1f} s")
+
+
+def test_multi_node_server_mode_gives_the_server_a_node_of_its_own():
+    plan = launch.plan_launch(Cluster(gpus=8, nodes=3, server_gpus=8, zero=3), task="t.yaml", config="plan.yaml", model="m",
+                              use_vllm=True, vllm_mode="server")
+    server, *train = plan.commands
+    assert server.startswith("# on node 2 (the vLLM server): trl vllm-serve --model m --tensor_parallel_size 8")
+    assert len(train) == 2 and all("--num_processes 16 --num_machines 2" in c for c in train)
+    assert yaml.safe_load(plan.files["accelerate_zero3.yaml"])["num_machines"] == 2
+
+
+def test_multi_node_plan_trains_on_as_many_processes_as_it_validates(tmp_path: Path):
+    from rlvr.launch import PlanRequest, build_plan
+
+    plan = build_plan(PlanRequest(task=str(ARITH), model="70B", gpus=8, nodes=2, output=str(tmp_path / "p.yaml")))
+    assert plan.config["vllm_server_host"] == "SERVER_NODE_IP"
+    assert plan.estimate.setting.train_gpus == 8  # node 1 serves, node 0 trains
+    acc = yaml.safe_load(next(iter(plan.launch.files.values())))
+    assert acc["num_processes"] == 8 and acc["num_machines"] == 1

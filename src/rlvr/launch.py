@@ -57,21 +57,22 @@ class LaunchPlan:
     notes: tuple[str, ...] = ()
 
 
-def accelerate_config(cluster: Cluster, *, processes_per_node: int, cpu: bool = False) -> dict[str, Any]:
+def accelerate_config(cluster: Cluster, *, processes_per_node: int, machines: int | None = None, cpu: bool = False) -> dict[str, Any]:
     """An accelerate config file's mapping: DeepSpeed ZeRO-N, FSDP2 or plain multi-GPU (DDP)."""
+    machines = cluster.nodes if machines is None else machines
     cfg: dict[str, Any] = {
         "compute_environment": "LOCAL_MACHINE",
         "debug": False,
         "machine_rank": 0,
         "main_training_function": "main",
         "mixed_precision": "bf16" if cluster.bf16 and not cpu else "no",
-        "num_machines": cluster.nodes,
-        "num_processes": processes_per_node * cluster.nodes,
+        "num_machines": machines,
+        "num_processes": processes_per_node * machines,
         "rdzv_backend": "static",
         "same_network": True,
         "use_cpu": cpu,
     }
-    if cluster.nodes > 1:
+    if machines > 1:
         cfg["main_process_ip"] = cluster.main_process_ip
         cfg["main_process_port"] = cluster.main_process_port
     if cpu or cluster.zero == 0 and not cluster.fsdp:
@@ -119,35 +120,43 @@ def plan_launch(cluster: Cluster, *, task: str, config: str, model: str, run_dir
                           notes=("one GPU: vLLM colocated in the training process" if use_vllm else "one process, no vLLM",))
     notes = []
     server = use_vllm and vllm_mode == "server"
-    per_node = cluster.gpus - (cluster.server_gpus if server else 0)
-    if server and cluster.nodes > 1:
-        notes.append(f"node 0 gives GPUs 0..{cluster.server_gpus - 1} to the vLLM server; the other nodes train on all {cluster.gpus}: "
-                     "accelerate needs the same process count per node, so node 0 trains on fewer and the rest idle -- or run the server on a node of its own")
-    if per_node < 1:
-        raise PlanError(f"the vLLM server takes all {cluster.gpus} GPUs of the node; nothing is left to train on")
-    name = accelerate_config_name(cluster)
-    acc_path = str(Path(plan_dir) / name)
-    files = {name: _yaml(accelerate_config(cluster, processes_per_node=per_node))}
     commands = []
     train_devices = ""
-    if server:
+    machines = cluster.nodes
+    per_node = cluster.gpus
+    if server and cluster.nodes > 1:
+        # The server gets the last node; accelerate needs the same process count on every node.
+        machines = cluster.nodes - 1
+        tp = min(cluster.gpus, 8)
+        commands.append(f"# on node {cluster.nodes - 1} (the vLLM server): " + _q(["trl", "vllm-serve", "--model", model, "--tensor_parallel_size", str(tp),
+                                                                                   "--data_parallel_size", str(max(1, cluster.gpus // tp)), "--host", "0.0.0.0",
+                                                                                   "--port", str(cluster.vllm_port)]))
+        notes.append(f"node {cluster.nodes - 1} runs the vLLM server on all {cluster.gpus} GPUs; set vllm_server_host in the plan to its address "
+                     f"(SERVER_NODE_IP); nodes 0..{machines - 1} train")
+    elif server:
+        per_node = cluster.gpus - cluster.server_gpus
+        if per_node < 1:
+            raise PlanError(f"the vLLM server takes all {cluster.gpus} GPUs of the node; nothing is left to train on")
         server_devices = ",".join(str(i) for i in range(cluster.server_gpus))
         train_devices = ",".join(str(i) for i in range(cluster.server_gpus, cluster.gpus))
-        tp = min(cluster.tensor_parallel, cluster.server_gpus) if cluster.tensor_parallel > 1 else cluster.server_gpus
-        dp = max(1, cluster.server_gpus // tp)
+        tp = cluster.server_gpus
         commands.append(f"CUDA_VISIBLE_DEVICES={server_devices} " + _q(["trl", "vllm-serve", "--model", model, "--tensor_parallel_size", str(tp),
-                                                                        "--data_parallel_size", str(dp), "--host", "0.0.0.0", "--port", str(cluster.vllm_port)]))
-        notes.append(f"start the vLLM server first (GPUs {server_devices}); training reaches it at vllm_server_host:{cluster.vllm_port} "
-                     "(trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags)")
-    for rank in range(cluster.nodes):
-        launch = ["accelerate", "launch", "--config_file", acc_path, "--num_processes", str(per_node * cluster.nodes)]
-        if cluster.nodes > 1:
-            launch += ["--num_machines", str(cluster.nodes), "--machine_rank", str(rank), "--main_process_ip", cluster.main_process_ip,
+                                                                        "--data_parallel_size", "1", "--host", "0.0.0.0", "--port", str(cluster.vllm_port)]))
+        notes.append(f"start the vLLM server first (GPUs {server_devices}); training reaches it at vllm_server_host:{cluster.vllm_port}")
+    if server:
+        notes.append("trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags")
+    name = accelerate_config_name(cluster)
+    acc_path = str(Path(plan_dir) / name)
+    files = {name: _yaml(accelerate_config(cluster, processes_per_node=per_node, machines=machines))}
+    for rank in range(machines):
+        launch = ["accelerate", "launch", "--config_file", acc_path, "--num_processes", str(per_node * machines)]
+        if machines > 1:
+            launch += ["--num_machines", str(machines), "--machine_rank", str(rank), "--main_process_ip", cluster.main_process_ip,
                        "--main_process_port", str(cluster.main_process_port)]
-        prefix = f"CUDA_VISIBLE_DEVICES={train_devices} " if train_devices and rank == 0 else ""
+        prefix = f"CUDA_VISIBLE_DEVICES={train_devices} " if train_devices else ""
         commands.append(prefix + _q([*launch, "-m", "rlvr.cli.main", *train_args]))
-    if cluster.nodes > 1:
-        notes.append("run the accelerate command on every node, each with its --machine_rank; replace NODE0_IP with node 0's address")
+    if machines > 1:
+        notes.append("run the accelerate command on every training node, each with its --machine_rank; replace NODE0_IP with node 0's address")
     return LaunchPlan(tuple(commands), files, tuple(notes))
 
 
@@ -291,7 +300,7 @@ def build_plan(req: PlanRequest) -> Plan:
     est = None
     cluster = Cluster(gpus=max(req.gpus, 1), nodes=req.nodes, bf16=req.bf16, fsdp=req.fsdp)
     if total:
-        base = memory.Setting(gpus=total, gpu_memory_gb=req.gpu_memory_gb, peft=req.peft, beta=float(cfg.get("beta", 0.0)),
+        base = memory.Setting(gpus=total, nodes=req.nodes, gpu_memory_gb=req.gpu_memory_gb, peft=req.peft, beta=float(cfg.get("beta", 0.0)),
                               per_device_batch=int(cfg["per_device_train_batch_size"]), prompt_tokens=prompt_tokens,
                               completion_tokens=int(cfg["max_completion_length"]))
         rec = memory.recommend(arch, base, fixed_peft=req.peft != "none")
@@ -305,7 +314,7 @@ def build_plan(req: PlanRequest) -> Plan:
                 cfg["steps_per_generation"] = 4 * cfg["gradient_accumulation_steps"]
             notes.append(f"per_device_train_batch_size {old_bs} -> {s.per_device_batch} to fit; gradient_accumulation_steps raised to keep the batch")
         if s.vllm == "server" and req.nodes > 1:
-            cfg["vllm_server_host"] = cluster.main_process_ip
+            cfg["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
         cluster = dataclasses.replace(cluster, server_gpus=s.server_gpus if s.vllm == "server" else 0, tensor_parallel=s.tensor_parallel,
                                       zero=s.zero)
         if s.peft != "none":

@@ -206,8 +206,9 @@ def load_architecture(ref: str) -> Architecture:
 class Setting:
     """One way to run: what the estimate depends on besides the model and the GPUs."""
 
-    gpus: int = 1
+    gpus: int = 1  # in all, over every node
     gpu_memory_gb: float = 80.0
+    nodes: int = 1  # several nodes in server mode: the vLLM server gets one node of its own
     peft: str = "none"  # none | lora | qlora
     zero: int = 0  # 0 (plain DDP), 1, 2, 3 (FSDP counts as 3)
     beta: float = 0.01
@@ -401,8 +402,12 @@ def candidates(base: Setting, *, fixed_peft: bool, vllm_available: bool = True) 
                     for util, sleep in ((0.3, False), (0.4, False), (0.3, True), (0.5, True), (0.7, True), (0.2, False), (0.2, True)):
                         out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="colocate", vllm_util=util, sleep_mode=sleep, server_gpus=0))
                 else:
-                    for server in sorted({1, base.gpus // 4 or 1}):
-                        if server < base.gpus:
+                    per_node = base.gpus // max(base.nodes, 1)
+                    # One node: a slice of its GPUs. Several: a whole node, as TRL's 72B recipe
+                    # does (accelerate needs the same process count on every training node).
+                    servers = {per_node} if base.nodes > 1 else {1, base.gpus // 4 or 1, base.gpus // 2}
+                    for server in sorted(servers):
+                        if 0 < server < base.gpus:
                             out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="server", server_gpus=server))
                     for util, sleep in ((0.3, False), (0.3, True), (0.5, True)):
                         out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="colocate", vllm_util=util, sleep_mode=sleep, server_gpus=0))
