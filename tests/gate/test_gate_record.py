@@ -233,3 +233,13 @@ def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
     assert names("exact") == {"rlvr.rewards.exact", "rlvr.rewards.format", "rlvr.rewards.base", "rlvr.rewards.combine"}
     # the unit-test term's verdict is decided by the sandbox pool, which runs the harness by path
     assert {"rlvr.rewards.code", "rlvr.sandbox.pool", "rlvr.sandbox.harness"} <= names("unit_tests")
+
+
+def test_model_given_as_a_folder_matches_the_same_folder_by_another_spelling(user_task: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "sft"
+    folder.mkdir()
+    store = gate.build_set(user_task, gate.db_path(user_task), sampler=FakeSampler(), size=SMALL, model=str(folder))
+    for s in store.samples():
+        store.add_review(s.id, "right", reviewer="alice")
+    sign_small(user_task)
+    assert gate.enforce(user_task, model=str(tmp_path / "." / "sft"))["model"] == str(folder)

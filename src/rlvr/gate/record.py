@@ -390,6 +390,8 @@ def _same_model(a: Any, b: Any) -> bool:
         return True
     if not isinstance(a, str) or not isinstance(b, str):
         return False
+    if not any(Path(r).exists() for r in (a, b) if not r.startswith("builtin:")):
+        return False  # different names and no folder on either side: nothing to resolve
 
     def key(ref: str) -> str:
         if ref.startswith("builtin:"):
