@@ -499,3 +499,11 @@ def test_negative_weight_term_is_judged_by_the_reward_it_gives(tmp_path):
     assert minus.finding("hedge", "hedge_or").verdict == "ok" and minus.terms[0].prompts == len(ROWS)
     assert any("negative weight" in n for n in minus.terms[0].notes)
     assert plus.finding("hedge", "hedge_or").verdict == "untested" and plus.terms[0].prompts == 0
+
+
+def test_format_term_that_matches_tags_case_insensitively_is_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "format", "verifier": "audit_rewards.caseless_format"}])
+    report = audit(task)
+    finding = report.finding("format", "confusable_tags")
+    assert finding.verdict == "exploitable" and "<ANSWER>" in finding.example.completion
+    assert report.finding("format", "repeated_blocks").verdict == "ok"

@@ -236,3 +236,11 @@ def hedged(sample):
     v = anchored(sample)
     return v if v.score is None else (0.0 if v.outcome.value == "correct" else 1.0)
 
+
+
+def caseless_format(sample):
+    """WEAK format term: one span, but tags matched case-insensitively."""
+    return 1.0 if len(re.findall(r"<answer>.+?</answer>", sample.completion, flags=re.I | re.S)) == 1 else 0.0
+
+
+caseless_format.kind = "format"
