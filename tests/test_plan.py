@@ -147,7 +147,16 @@ def test_nothing_fits_is_a_plan_error_and_writes_nothing(tmp_path: Path, capsys)
 def test_dapo_plan_names_the_soft_overlong_term(tmp_path: Path):
     plan = build_plan(PlanRequest(task=str(ARITH), gpus=1, variant="dapo", output=str(tmp_path / "p.yaml")))
     assert plan.config["loss_type"] == "dapo" and plan.config["mask_truncated_completions"] is True
-    assert any("get_soft_overlong_punishment" in n for n in plan.notes)
+    assert any("verifier: overlong" in n and "max_completion_length: 10, cache: 2" in n for n in plan.notes)
+
+
+def test_dapo_plan_says_nothing_when_the_task_has_the_overlong_term(tmp_path: Path):
+    task = make_task(tmp_path)
+    raw = yaml.safe_load(task.read_text())
+    raw["rewards"].append({"name": "overlong", "verifier": "overlong", "options": {"max_completion_length": 10}})
+    task.write_text(yaml.safe_dump(raw))
+    plan = build_plan(PlanRequest(task=str(task), gpus=1, variant="dapo", output=str(tmp_path / "p.yaml")))
+    assert not any("overlong" in n for n in plan.notes)
 
 
 def test_smaller_batch_keeps_the_completions_per_step(tmp_path: Path):

@@ -269,3 +269,14 @@ def test_write_config_leaves_the_old_plan_when_the_new_one_cannot_be_serialised(
 def test_variant_of_reads_the_loss_not_the_label():
     assert recipe.variant_of({"loss_type": "grpo", "importance_sampling_level": "sequence"}) == "gspo"
     assert recipe.variant_of({"loss_type": "dr_grpo"}) == "dr_grpo"
+
+
+def test_dapo_term_patch_builds_with_the_builtin_overlong_verifier():
+    from rlvr.rewards import AnswerFormat, build_verifier
+
+    cfg = recipe.resolve({}, generation={"max_completion_length": 400}, hw=CPU, variant="dapo")
+    (term,) = recipe.term_patch("dapo", cfg, present={"format", "exact"})
+    assert term["options"] == {"max_completion_length": 400, "cache": 100}
+    verifier = build_verifier(term["verifier"], term["options"], AnswerFormat(), search=None)
+    assert verifier.kind == "length"
+    assert recipe.term_patch("dapo", cfg, present={"overlong"}) == [] and recipe.term_patch("grpo", cfg, present=set()) == []

@@ -338,10 +338,10 @@ def build_plan(req: PlanRequest) -> Plan:
         duration = estimate_duration(active_params=arch.active_params, params=arch.params, prompt_tokens=prompt_tokens,
                                      completion_tokens=int(cfg["max_completion_length"]), completions_per_step=per_step, steps=steps,
                                      gpus=total, beta=float(cfg.get("beta", 0.0)), concurrent_sequences=max(1, est.kv_tokens // (prompt_tokens + int(cfg["max_completion_length"]))) if est else 1)
-    for term in recipe.VARIANT_TERMS.get(req.variant, []):
-        L = int(cfg["max_completion_length"])
-        notes.append(f"{req.variant} adds a reward term: add to the task's rewards: {{name: {term['name']}, verifier: {term['verifier']}, "
-                     f"options: {{max_completion_len: {L}, soft_punish_cache: {max(1, L // 4)}}}}} (TRL's factory; wrap it if your task loader needs a verifier)")
+    for term in recipe.term_patch(req.variant, cfg, {t.verifier for t in task.rewards}):
+        opts = ", ".join(f"{k}: {v}" for k, v in term["options"].items())
+        notes.append(f"{req.variant} adds a reward term the task lacks; add to its rewards: "
+                     f"- {{name: {term['name']}, verifier: {term['verifier']}, weight: {term['weight']}, options: {{{opts}}}}}")
     where = f"{req.gpus} x {req.gpu_memory_gb:g} GB GPU(s)" + (f" x {req.nodes} nodes" if req.nodes > 1 else "") if total else "CPU"
     return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where)
 

@@ -94,8 +94,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 # Reward terms a variant adds to the task (a patch to task.yaml's rewards: list, never applied
 # silently). DAPO's soft overlong punishment: 0 up to L - cache, linear to -1 at L.
 VARIANT_TERMS: dict[str, list[dict[str, Any]]] = {
-    "dapo": [{"name": "overlong", "verifier": "trl.rewards.get_soft_overlong_punishment", "weight": 1.0,
-              "options": {"max_completion_len": "max_completion_length", "soft_punish_cache": "max_completion_length // 4"}}],
+    "dapo": [{"name": "overlong", "verifier": "overlong", "weight": 1.0}],  # options from the config: see term_patch
 }
 
 # The TRL versions this module was tested against (pyproject pins the same range).
@@ -218,6 +217,19 @@ def variant_of(cfg: Mapping[str, Any]) -> str:
         return "gspo"
     loss = cfg.get("loss_type", "grpo")
     return loss if loss in VARIANTS else str(loss)
+
+
+def term_patch(variant: str, cfg: Mapping[str, Any], present: set[str]) -> list[dict[str, Any]]:
+    """The reward terms ``variant`` adds that the task does not have yet (by verifier name),
+    with options from the resolved config: DAPO's cache is a quarter of the budget (the paper's
+    4,096 of 20,480 tokens is a fifth; a quarter is rlvr's overlong default)."""
+    out = []
+    for term in VARIANT_TERMS.get(variant, []):
+        if term["verifier"] in present:
+            continue
+        L = int(cfg.get("max_completion_length", 256))
+        out.append({**term, "options": {"max_completion_length": L, "cache": max(1, L // 4)}})
+    return out
 
 
 # -- validation --------------------------------------------------------------------------------
