@@ -190,3 +190,23 @@ def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
 def test_serving_a_set_that_was_never_built_is_a_clear_error(task: Any) -> None:
     with pytest.raises(GateError, match="no inspection set"):
         ReviewApp(Store(gate.db_path(task)), reviewer="alice")
+
+
+def test_verdict_on_a_page_older_than_a_rescore_is_refused(user_task: Any) -> None:
+    import importlib
+    import sys
+
+    store = gate.build_set(user_task, gate.db_path(user_task), sampler=FakeSampler(), size=SMALL)
+    sid = next(s.id for s in store.samples() if s.reward_class == "pass")
+    c = _client(store)
+    page = c.get(f"/sample/{sid}")  # the reviewer is looking at a passing sample...
+    module = user_task.root / (user_task.rewards[1].verifier.partition(":")[0] + ".py")
+    module.write_text(module.read_text().replace("ok = ex.answer.strip() == gold", "ok = False"))
+    sys.modules.pop(module.stem, None)
+    importlib.invalidate_caches()
+    gate.rescore(user_task, store)  # ...while someone re-scores the set: it now fails
+    resp = _post(c, page, "right")
+    assert resp.status_code == 409
+    assert "re-scored after it was shown" in resp.text
+    assert store.reviews() == []
+    assert _post(c, c.get(f"/sample/{sid}"), "right").status_code == 303

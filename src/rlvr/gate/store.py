@@ -22,6 +22,7 @@ Tables:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -77,6 +78,10 @@ CREATE TABLE IF NOT EXISTS rescores (
     changed_json TEXT NOT NULL
 );
 """
+
+
+class StaleReward(GateError):
+    """A verdict was given on a reward that has been re-scored since it was shown."""
 
 
 def now() -> str:
@@ -166,6 +171,16 @@ class NewSample:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _fingerprint(verdicts_json: str) -> str:
+    return hashlib.sha256(verdicts_json.encode()).hexdigest()[:16]
+
+
+def reward_fingerprint(verdicts: Mapping[str, Verdict]) -> str:
+    """A short hash of the reward's verdicts on a sample, as displayed: a verdict given while
+    looking at one fingerprint is refused once a rescore has changed it."""
+    return _fingerprint(_dumps({k: v.to_json() for k, v in verdicts.items()}))
 
 
 class Store:
@@ -290,11 +305,14 @@ class Store:
             return [{"id": r[0], "created": r[1], "changed": json.loads(r[2])} for r in conn.execute("SELECT id, created, changed_json FROM rescores ORDER BY id")]
 
     # -- writing -------------------------------------------------------------------------------
-    def add_review(self, sample_id: int, label: str, *, reviewer: str, note: str = "", accepted: str | None = None) -> Review:
+    def add_review(self, sample_id: int, label: str, *, reviewer: str, note: str = "", accepted: str | None = None, seen: str | None = None) -> Review:
         """Record one verdict and commit it before returning.
 
         ``accepted``: the reviewer's reason why a disagreement ("higher"/"lower") is acceptable as
-        it is; it closes the disagreement without a change to the reward.
+        it is; it closes the disagreement without a change to the reward. ``seen``: the
+        ``reward_fingerprint`` of the verdicts the reviewer was shown; when a rescore changed them
+        in the meantime the verdict is refused (``StaleReward``), so it is never recorded against
+        a reward the reviewer did not see.
         """
         if label not in LABELS:
             raise GateError(f"unknown verdict {label!r}: one of {', '.join(LABELS)}")
@@ -309,6 +327,8 @@ class Store:
                 r = conn.execute("SELECT verdicts_json, total, reward_class FROM samples WHERE id = ?", (sample_id,)).fetchone()
                 if r is None:
                     raise GateError(f"{self.path}: no sample {sample_id} in the inspection set")
+                if seen is not None and seen != _fingerprint(r[0]):
+                    raise StaleReward(f"sample {sample_id}: the reward was re-scored after it was shown; read it again")
                 created = now()
                 cur = conn.execute(
                     "INSERT INTO reviews(sample_id, label, note, accepted, reviewer, created, reward_total, reward_class, reward_json) VALUES (?,?,?,?,?,?,?,?,?)",

@@ -15,7 +15,7 @@ from typing import IO
 
 from .agreement import agreement, format_agreement, statuses
 from .review import Filter, answer_span, segments, step
-from .store import Store
+from .store import StaleReward, Store, reward_fingerprint
 
 PROMPT = "[r]ight [h]igher [l]ower (+ note) · a REASON accept · j/k next/prev · s status · q quit > "
 
@@ -81,7 +81,11 @@ def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[
             return given
         if cmd in ("r", "h", "l"):
             label = {"r": "right", "h": "higher", "l": "lower"}[cmd]
-            store.add_review(current, label, reviewer=reviewer, note=rest)
+            try:
+                store.add_review(current, label, reviewer=reviewer, note=rest, seen=reward_fingerprint(st.sample.verdicts))
+            except StaleReward as exc:
+                stdout.write(f"not recorded: {exc}\n")
+                continue
             given += 1
             stdout.write(f"recorded: {label}\n")
             direction = 1
@@ -91,7 +95,11 @@ def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[
             elif not rest:
                 stdout.write("accepting needs a reason: a REASON\n")
             else:
-                store.add_review(current, st.review.label, reviewer=reviewer, accepted=rest)
+                try:
+                    store.add_review(current, st.review.label, reviewer=reviewer, accepted=rest, seen=reward_fingerprint(st.sample.verdicts))
+                except StaleReward as exc:
+                    stdout.write(f"not recorded: {exc}\n")
+                    continue
                 given += 1
                 stdout.write("recorded: accepted\n")
                 direction = 1

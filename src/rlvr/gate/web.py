@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlencode
 from ..errors import GateError
 from .agreement import agreement, format_agreement, statuses
 from .review import SHOW, SHOW_HELP, Filter, answer_span, segments, step
-from .store import CLASSES, LABELS, Store
+from .store import CLASSES, LABELS, StaleReward, Store, reward_fingerprint
 
 HOST = "127.0.0.1"
 MAX_FORM_BYTES = 64 * 1024
@@ -245,7 +245,8 @@ class ReviewApp:
             f"<table><tr><th>term</th><th>weight</th><th>outcome</th><th>score</th><th>answer</th><th>detail</th></tr>{rows}</table>"
             f"<p>Total reward: <b id=total>{_e(_score(s.total))}</b> · class <b>{_e(s.reward_class)}</b></p>"
             f"<form id=verdict method=post action='/sample/{s.id}' data-disagreement='{_e(disagreement)}'>"
-            f"<input type=hidden name=token value='{_e(self.token)}'><input type=hidden name=label value=''><input type=hidden name=accept value=''>{hidden}"
+            f"<input type=hidden name=token value='{_e(self.token)}'><input type=hidden name=seen value='{reward_fingerprint(s.verdicts)}'>"
+            f"<input type=hidden name=label value=''><input type=hidden name=accept value=''>{hidden}"
             f"<label>Note <kbd>n</kbd><textarea id=note name=note></textarea></label><p>"
             f"<button name=label value=right>Reward is right <kbd>r</kbd></button>"
             f"<button name=label value=higher>Should be higher <kbd>h</kbd></button>"
@@ -272,7 +273,9 @@ class ReviewApp:
         if form.get("accept") and not note:
             return PlainTextResponse("accepting a disagreement needs a reason: write it in the note", status_code=400)
         try:
-            self.store.add_review(sid, label, reviewer=self.reviewer, note="" if accepted else note, accepted=accepted)
+            self.store.add_review(sid, label, reviewer=self.reviewer, note="" if accepted else note, accepted=accepted, seen=form.get("seen") or None)
+        except StaleReward as exc:
+            return PlainTextResponse(f"{exc} (reload the page; nothing was recorded)", status_code=409)
         except GateError as exc:
             return PlainTextResponse(str(exc), status_code=404 if "no sample" in str(exc) else 400)
         flt = Filter.from_query({k[2:]: v for k, v in form.items() if k.startswith("f_")})
