@@ -91,6 +91,8 @@ def _build(task: Any, args: argparse.Namespace) -> int:
     if not gate.MIN_SIZE <= args.size <= gate.MAX_SIZE:
         print(f"note: --size {args.size} is outside the {gate.MIN_SIZE}-{gate.MAX_SIZE} the gate asks a person to read; sign will refuse under --min-samples")
     path = gate.db_path(task, args.gate)
+    if gate.record_path(task, args.gate).exists():
+        print(f"note: {gate.record_path(task, args.gate)} was signed for the previous set; it will not match the new one until you review and sign again")
     store = gate.build_set(task, path, model=args.model, probe_samples=args.probe, size=args.size, pool=args.pool, seed=args.seed,
                            backend=args.backend, overwrite=args.overwrite, progress=lambda m: print(m, flush=True))
     samples = store.samples()

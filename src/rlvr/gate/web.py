@@ -183,7 +183,7 @@ class ReviewApp:
             arrows += f"<a id=next href='{_e(self._url(f'/sample/{next_id}', flt))}'>next <kbd>j</kbd> →</a>"
         return (
             f"<nav><b>Reviewed {done}/{a.n}</b> · open {len(a.disagreement_ids)} · agrees {a.states['agrees']} · "
-            f"<a id=status href='{_e(self._url('/status', flt))}'>status <kbd>s</kbd></a> · <span class=muted>press <kbd>?</kbd> for keys</span></nav>"
+            f"<a id=status href='{_e(self._url('/status', flt))}'>status <kbd>s</kbd></a> · <span class=muted>reviewing as {_e(self.reviewer)} · press <kbd>?</kbd> for keys</span></nav>"
             f"<div class=bar><div style='width:{pct:.1f}%'></div></div>"
             f"<p>Show: {links} <span class=muted>({matching} match)</span></p>"
             f"<form method=get action='/' class=muted>term <select name=term><option value=''>any</option>{terms}</select> "
