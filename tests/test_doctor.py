@@ -39,6 +39,7 @@ PLANTED = {
     "reward_hacking": ("reward_hacking", None),
     "term_saturation": ("reward_hacking", None),
     "kl_explosion": ("kl_explosion", {"learning_rate": 2.5e-7}),
+    "collapse": ("performance_collapse", {"learning_rate": 5e-8}),
     "verifier_errors": ("verifier_errors", None),
     "off_policy": ("off_policy_instability", {"num_iterations": 1}),
     "moe": ("moe_plain_grpo", GSPO),
@@ -630,3 +631,14 @@ def test_a_run_that_failed_before_logging_says_why(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text(json.dumps({"status": "failed", "error": "TypeError: '<=' not supported"}))
     with pytest.raises(RunError, match=r"run.json says the run failed: TypeError"):
         load_run(tmp_path)
+
+
+def test_real_run_with_a_learning_rate_too_high_is_a_collapse_not_a_hard_task() -> None:
+    d = diagnose(load_run(REAL / "hot_lr_80"))
+    assert [f.check for f in d.findings] == ["performance_collapse", "no_learning_signal"]
+    collapse, no_signal = d.findings
+    assert collapse.numbers["acc_peak"] == 0.395 and collapse.numbers["acc_last"] == 0.0
+    assert collapse.numbers["grad_norm_peak_step"] == 9
+    assert dict(collapse.patch.grpo) == {"learning_rate": 2e-4}
+    assert "restart from the starting model" in collapse.suggestion
+    assert "training itself removed the signal" in no_signal.suggestion and "SFT" not in no_signal.suggestion

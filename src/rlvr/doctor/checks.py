@@ -239,6 +239,56 @@ def check_reward_hacking(run: Run) -> Result:
     )]
 
 
+def check_collapse(run: Run) -> Result:
+    """The run lost a capability it had: held-out accuracy or the training correctness rate fell
+    to half or less, without the training reward rising (that would be reward hacking)."""
+    reward = shift(run.series("reward"))
+    if reward is not None and reward.rising() and reward.delta >= REWARD_RISE:
+        return []
+    evidence: list[str] = []
+    numbers: dict[str, float | int | None] = {}
+    acc = held_out_accuracy(run)
+    peak_step = None
+    if len(acc) >= 2:
+        ns = run.series("eval/n", evals=True)
+        n = min(ns.values) if len(ns) else None
+        p = max(acc.values[0], 1e-9)
+        noise = max(0.02, 2 * math.sqrt(p * (1 - p) / n)) if n else 0.02
+        peak = max(range(len(acc)), key=lambda i: acc.values[i])
+        if acc.values[peak] - acc.values[-1] > noise and acc.values[-1] <= 0.5 * acc.values[peak]:
+            evidence.append(f"held-out accuracy fell from {acc.values[peak]:.3f} (step {acc.steps[peak]}) to {acc.values[-1]:.3f} (step {acc.steps[-1]})")
+            numbers.update(acc_peak=acc.values[peak], acc_peak_step=acc.steps[peak], acc_last=acc.values[-1])
+            peak_step = acc.steps[peak]
+    correct = correctness_term(run)
+    c = shift(run.series(f"rewards/{correct}/mean")) if correct else None
+    if c is not None and c.falling() and c.delta <= -REWARD_RISE and c.late <= 0.5 * c.early:
+        evidence.append(f"training {correct!r} rate fell from {c.span()}")
+        numbers.update(correct_early=c.early, correct_late=c.late)
+    if not evidence:
+        return []
+    gn = run.series("grad_norm")
+    if len(gn) >= MIN_POINTS:
+        top = max(range(len(gn)), key=lambda i: gn.values[i])
+        typical = sorted(gn.values)[len(gn) // 2]
+        if gn.values[top] >= 3 * max(typical, 1e-12):
+            evidence.append(f"grad_norm peaked at {gn.values[top]:.3g} at step {gn.steps[top]} (median {typical:.3g})")
+            numbers.update(grad_norm_peak=gn.values[top], grad_norm_peak_step=gn.steps[top])
+    lr = _g(run, "learning_rate")
+    patch = Patch("lower learning rate", {"learning_rate": float(f"{lr / 10:.3g}")}, why="updates large enough to destroy what the model could do") if isinstance(lr, int | float) and lr > 0 else None
+    first_step = acc.steps[0] if len(acc) else None
+    if peak_step is None:
+        where = ""
+    elif peak_step == first_step:
+        where = " The held-out peak was before any update: restart from the starting model, not from a checkpoint."
+    else:
+        where = f" Resume from the checkpoint nearest step {peak_step} (the held-out peak), not from the end."
+    return [Finding(
+        "performance_collapse", "error", "eval/accuracy" if "acc_peak" in numbers else f"rewards/{correct}/mean", "; ".join(evidence),
+        "Training destroyed a capability the model had: the updates are too large (learning rate, or no gradient clipping)." + where,
+        patch, numbers,
+    )]
+
+
 def check_moe(run: Run) -> Result:
     why = is_moe(run.model_config)
     if why is None:
@@ -285,8 +335,12 @@ def check_no_learning_signal(run: Run) -> Result:
     if severity is None:
         return []
     correct = correctness_term(run)
-    cm = late_mean(run.series(f"rewards/{correct}/mean")) if correct else None
-    if cm is not None and cm[0] >= 0.9:
+    cseries = run.series(f"rewards/{correct}/mean") if correct else None
+    cm = late_mean(cseries) if cseries is not None else None
+    early = mean(cseries.slice(0, 3).values) if cseries is not None and len(cseries) >= MIN_POINTS else None
+    if cm is not None and early is not None and abs(early - cm[0]) >= 0.1:
+        fix = f"The groups were not uniform at the start ({correct!r} averaged {early:.2f} over the first steps, {cm[0]:.2f} at the end): training itself removed the signal. Read the other findings first; the prompts are not the cause."
+    elif cm is not None and cm[0] >= 0.9:
         fix = f"Groups are all correct ({correct!r} averages {cm[0]:.2f}): the prompts are too easy. Filter the train split to mid-difficulty prompts with `rlvr probe` (it emits a difficulty-filtered prompt set) or add harder ones."
     elif cm is not None and cm[0] <= 0.1:
         fix = f"Groups are all wrong ({correct!r} averages {cm[0]:.2f}): the model cannot solve these prompts yet. Route through `rlvr probe`: a 0 % base rate means SFT first; otherwise keep only prompts with a nonzero pass rate."
@@ -465,6 +519,6 @@ def check_loss_explained(run: Run) -> Result:
 
 
 CHECKS: tuple[Callable[[Run], Result], ...] = (
-    check_nan, check_verifier_errors, check_reward_hacking, check_moe, check_no_learning_signal,
+    check_nan, check_verifier_errors, check_reward_hacking, check_collapse, check_moe, check_no_learning_signal,
     check_kl, check_entropy, check_length, check_truncation, check_off_policy, check_loss_explained,
 )

@@ -109,6 +109,9 @@ SCENARIOS: dict[str, tuple[Plant | None, Plant | None, dict[str, Any], dict[str,
     "term_saturation": (
         _set(rewards__format__mean=lambda t, g: min(1.0, lerp(0.4, 1.05, min(1, 1.5 * t))), rewards__correct__mean=lambda t, g: abs(0.1 + g.gauss(0, 0.02))),
         lambda r, t, g: r.update({"eval/accuracy": round(0.1 + g.gauss(0, 0.005), 3)}), {}, None),
+    "collapse": (
+        _set(rewards__correct__mean=lambda t, g: abs(lerp(0.4, 0.05, t) + g.gauss(0, 0.03))),
+        lambda r, t, g: r.update({"eval/accuracy": round(lerp(0.4, 0.1, t) + g.gauss(0, 0.005), 3)}), {}, None),
     "kl_explosion": (_set(kl=lambda t, g: 0.01 if t < 0.7 else lerp(0.05, 2.5, (t - 0.7) / 0.3)), None, {}, None),
     "verifier_errors": (_set(rewards__correct__error_rate=lambda t, g: abs(0.15 + g.gauss(0, 0.02))), None, {}, None),
     "off_policy": (_set(**{"clip_ratio__region_mean": lambda t, g: abs(lerp(0.1, 0.35, t) + g.gauss(0, 0.01))}), None, {"num_iterations": 4}, None),
@@ -128,7 +131,7 @@ def build(name: str, dest: Path) -> None:
         row = healthy(step, rng)
         if plant is not None:
             plant(row, t, rng)
-            if name in ("no_signal", "reward_hacking", "term_saturation", "length_flat_reward"):
+            if name in ("no_signal", "reward_hacking", "term_saturation", "length_flat_reward", "collapse"):
                 _reward_from_terms(row)
         lines.append(row)
         if step % EVAL_EVERY == 0 or step == 1:
