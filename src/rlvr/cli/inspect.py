@@ -111,7 +111,10 @@ def _serve(task: Any, args: argparse.Namespace) -> int:
         raise ConfigError(Problem("--port", f"must be 1-65535, got {args.port}", "e.g. --port 8765"), source="rlvr inspect serve")
     store = gate.open_store(task, args.gate)
     print(f"review page: http://127.0.0.1:{args.port}/  (reviewer {args.reviewer!r}; Ctrl-C to stop; every verdict is saved when given)", flush=True)
-    serve(store, reviewer=args.reviewer, port=args.port, log=args.log)
+    try:
+        serve(store, reviewer=args.reviewer, port=args.port, log=args.log)
+    finally:
+        print(f"exported to {gate.export_jsonl(store)}")  # the database already holds every verdict
     return 0
 
 
