@@ -96,3 +96,13 @@ def test_real_run_report_has_every_plot(tmp_path: Path) -> None:
     assert all(p.path is not None for p in rep.plots if p.name != "kl")
     kl = next(p for p in rep.plots if p.name == "kl")
     assert kl.path is None, "beta=0: TRL logs no kl, and the report says so instead of drawing zeros"
+
+
+def test_html_shows_the_settings_that_explain_the_plots_and_reading_warnings(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(SYN / "healthy", run)
+    with (run / "metrics.jsonl").open("a") as fh:
+        fh.write('{"step": 61, "rew')
+    text = write_report(load_run(run), tmp_path / "out").html.read_text()
+    assert "<td>loss_type</td><td>&#x27;grpo&#x27;</td>" in text
+    assert "incomplete last line" in text

@@ -21,6 +21,14 @@ from pathlib import Path
 from .doctor import Diagnosis, Run, Series, diagnose
 from .doctor.checks import held_out_accuracy
 
+# The settings a reader needs to interpret the plots (the rest are in the run's config.yaml).
+CONFIG_KEYS = (
+    "loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "importance_sampling_level",
+    "num_iterations", "steps_per_generation", "gradient_accumulation_steps", "learning_rate",
+    "num_generations", "per_device_train_batch_size", "temperature", "max_completion_length",
+    "mask_truncated_completions", "max_steps",
+)
+
 
 @dataclass(frozen=True)
 class Plot:
@@ -138,8 +146,13 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         f"<h1>rlvr report</h1><p>run: <code>{esc(run.source)}</code> ({esc(run.kind)}); {len(run.train)} logged steps"
         + (f" (steps {steps[0]}-{steps[1]})" if steps else "") + f"; {len(run.evals)} held-out evals; config: "
         + (f"<code>{esc(run.config_path)}</code>" if run.config_path else "not found") + "</p>",
-        "<h2>Doctor</h2>",
     ]
+    if run.config_known:
+        rows = [[k, repr(run.grpo[k])] for k in CONFIG_KEYS if k in run.grpo]
+        if isinstance(run.rlvr.get("model"), str):
+            rows.insert(0, ["model", run.rlvr["model"]])
+        parts.append("<h2>Configuration</h2>" + _table(rows, ["setting", "value"]))
+    parts.append("<h2>Doctor</h2>")
     if d.healthy:
         parts.append("<p>No findings: nothing in the metrics calls for a change. Keep plain GRPO.</p>")
     else:
@@ -153,8 +166,9 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         for sev in ("error", "warning"):  # colour the severity cell
             table = table.replace(f"<td>{sev}</td>", f"<td class='{sev}'>{sev}</td>")
         parts.append(table)
-    if d.notes:
-        parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{esc(n.check)}: {esc(n.text)}</li>" for n in d.notes) + "</ul>")
+    notes = [f"{n.check}: {n.text}" for n in d.notes] + [f"reading the log: {w}" for w in run.warnings]
+    if notes:
+        parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     parts.append("<h2>Plots</h2>")
     for p in plots:
         if p.path is None:
