@@ -642,3 +642,12 @@ def test_real_run_with_a_learning_rate_too_high_is_a_collapse_not_a_hard_task() 
     assert dict(collapse.patch.grpo) == {"learning_rate": 2e-4}
     assert "restart from the starting model" in collapse.suggestion
     assert "training itself removed the signal" in no_signal.suggestion and "SFT" not in no_signal.suggestion
+
+
+def test_every_finding_the_fixtures_produce_is_listed_in_the_help() -> None:
+    from rlvr.cli.doctor import EPILOG
+
+    found = {f.check for d in sorted(SYN.iterdir()) for f in diagnose(load_run(d)).findings}
+    listed = EPILOG.split("variants")[0]
+    assert len(found) == 12
+    assert all(name in listed for name in found)

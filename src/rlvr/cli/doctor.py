@@ -9,7 +9,24 @@ import sys
 HELP = "name a run's failure mode from its metrics; --patch writes a config with the one change it calls for"
 
 
+EPILOG = """\
+checks, in priority order (errors before warnings): nan, verifier_errors, reward_hacking, performance_collapse,
+moe_plain_grpo, no_learning_signal, kl_explosion, entropy_collapse, entropy_blowup,
+length_hacking, truncation, off_policy_instability.
+
+variants (only when the symptom shows):
+  entropy_collapse  -> DAPO      loss_type dapo, epsilon 0.2, epsilon_high 0.28, beta 0,
+                                 mask_truncated_completions, + soft overlong punishment term
+  length_hacking    -> Dr. GRPO  loss_type dr_grpo, scale_rewards none
+  moe_plain_grpo    -> GSPO      importance_sampling_level sequence, epsilon 3e-4,
+                                 epsilon_high 4e-4, beta 0, steps_per_generation 4x accumulation
+Findings whose fix is not a config value (verifier, data) carry no patch; --patch then says so.
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
     parser.add_argument("run", metavar="RUN", help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL metric names")
     parser.add_argument("--config", metavar="PATH", help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on TRL/CSV input)")
     parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of the readable report")
