@@ -506,4 +506,3 @@ def test_format_term_that_matches_tags_case_insensitively_is_flagged(tmp_path):
     report = audit(task)
     finding = report.finding("format", "confusable_tags")
     assert finding.verdict == "exploitable" and "<ANSWER>" in finding.example.completion
-    assert report.finding("format", "empty_span").verdict == "ok"
