@@ -222,6 +222,10 @@ def main() -> int:
     for name, _, _, lab in rows:
         fps = [(g, p) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r is True and (g, p) in ADVERSARIAL]
         print(f"{name}: false positives on the issue's adversarial cases: {len(fps)}" + "".join(f"\n    {g!r} vs {p!r}" for g, p in fps))
+    for name, gen, _, _ in rows:
+        bad = [(g, p, ok, r) for (g, p, ok), r in zip(generated, gen, strict=True) if r != ok]
+        if bad:
+            print(f"{name}: {len(bad)} generated disagreements, first 8 (gold, pred, label, got):" + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad[:8]))
     for name, _, _, lab in rows:
         bad = [(g, p, ok, r) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r != ok]
         if bad:

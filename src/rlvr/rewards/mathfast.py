@@ -1,0 +1,225 @@
+"""A small, strict parser for the LaTeX most answers are written in, straight to sympy.
+
+``latex2sympy2_extended`` (an ANTLR grammar) costs about 20-40 ms per new string in Python;
+most answers are short arithmetic: numbers, ``+ - * / ^``, ``\\frac``, ``\\sqrt``, ``\\pi``,
+``e``, single-letter variables, implicit products, parentheses and one ``=``. This recursive-
+descent parser handles exactly that subset in well under a millisecond and returns ``None`` for
+anything else (another command, two adjacent letters such as ``sin``, uppercase letters,
+factorials, decimals with more than 200 digits...), so the full grammar still decides every
+case it is not *sure* about. It follows ``latex2sympy2_extended``'s conventions where they
+matter: ``e`` is Euler's number, symbols are lowercase, ``2x`` is a product.
+
+Bounded: one pass over at most ``MAX_CHARS`` characters, recursion depth capped, and a power
+with a numeric base is built only for small integer exponents (|n| <= 1000), so nothing here
+can build a huge integer (``10^{10^{10}}`` falls through to the guarded path).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_CHARS = 300
+MAX_DEPTH = 30
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?|\.\d+)|(\\[a-zA-Z]+)|([a-zA-Z])|(.))")
+_COMMANDS = {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot"}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _tokens(s: str) -> list[tuple[str, str]]:
+    out = []
+    pos = 0
+    s = s.rstrip()
+    while pos < len(s):
+        m = _TOKEN.match(s, pos)
+        if not m or m.end() == pos:
+            raise _Unsupported()
+        pos = m.end()
+        num, cmd, letter, other = m.groups()
+        if num is not None:
+            if len(num) > 200:
+                raise _Unsupported()
+            out.append(("num", num))
+        elif cmd is not None:
+            if cmd not in _COMMANDS:
+                raise _Unsupported()
+            out.append(("cmd", cmd))
+        elif letter is not None:
+            if letter.isupper() or letter == "i":
+                raise _Unsupported()  # I, E, ... and the imaginary unit: let the grammar decide
+            out.append(("var", letter))
+        else:
+            if other not in "+-*/^(){}[]=":
+                raise _Unsupported()
+            out.append(("op", other))
+    for (k1, _), (k2, _) in zip(out, out[1:], strict=False):
+        if k1 == "var" and k2 == "var":
+            raise _Unsupported()  # "sin", "ab": function names and products are ambiguous
+        if k1 == "num" and k2 == "num":
+            raise _Unsupported()
+    return out
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        import sympy
+
+        self.sp = sympy
+        self.t = tokens
+        self.i = 0
+        self.depth = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.t[self.i] if self.i < len(self.t) else None
+
+    def take(self, value: str | None = None) -> tuple[str, str]:
+        tok = self.peek()
+        if tok is None or (value is not None and tok[1] != value):
+            raise _Unsupported()
+        self.i += 1
+        return tok
+
+    def relation(self) -> Any:
+        lhs = self.expr()
+        if self.peek() == ("op", "="):
+            self.take()
+            rhs = self.expr()
+            if self.peek() is not None:
+                raise _Unsupported()
+            return self.sp.Eq(lhs, rhs, evaluate=False)
+        if self.peek() is not None:
+            raise _Unsupported()
+        return lhs
+
+    def expr(self) -> Any:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Unsupported()
+        value = self.term()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            op = self.take()[1]
+            rhs = self.term()
+            value = value + rhs if op == "+" else value - rhs
+        self.depth -= 1
+        return value
+
+    def _starts_primary(self) -> bool:
+        tok = self.peek()
+        if tok is None:
+            return False
+        kind, v = tok
+        return kind in ("num", "var") or (kind == "cmd" and v in ("\\frac", "\\sqrt", "\\pi")) or (kind == "op" and v in "({")
+
+    def term(self) -> Any:
+        value = self.unary()
+        while True:
+            tok = self.peek()
+            if tok in (("op", "*"), ("cmd", "\\times"), ("cmd", "\\cdot")):
+                self.take()
+                value = value * self.unary()
+            elif tok == ("op", "/"):
+                self.take()
+                den = self.unary()
+                if den == 0:
+                    raise _Unsupported()
+                value = value / den
+            elif self._starts_primary():
+                if tok is not None and tok[0] == "num":
+                    raise _Unsupported()  # "x 2" or "2 3": not a product anyone writes
+                value = value * self.power()
+            else:
+                return value
+
+    def unary(self) -> Any:
+        tok = self.peek()
+        if tok in (("op", "-"), ("op", "+")):
+            self.take()
+            v = self.unary()
+            return -v if tok == ("op", "-") else v
+        return self.power()
+
+    def power(self) -> Any:
+        base = self.primary()
+        if self.peek() == ("op", "^"):
+            self.take()
+            if self.peek() == ("op", "{"):
+                self.take()
+                exp = self.expr()
+                self.take("}")
+            else:
+                kind, v = self.take()
+                if kind == "num" and len(v) == 1:
+                    exp = self.sp.Integer(int(v))
+                elif kind == "var":
+                    exp = self.sp.Symbol(v)
+                elif (kind, v) == ("cmd", "\\pi"):
+                    exp = self.sp.pi
+                else:
+                    raise _Unsupported()
+            if base.is_number and not (exp.is_Integer and abs(int(exp)) <= 1000):
+                raise _Unsupported()  # could be a tower: the guarded path handles it
+            if base == 0 and exp.is_number and exp.is_negative:
+                raise _Unsupported()
+            return self.sp.Pow(base, exp)
+        return base
+
+    def group(self) -> Any:
+        tok = self.peek()
+        if tok == ("op", "{"):
+            self.take()
+            v = self.expr()
+            self.take("}")
+            return v
+        kind, v = self.take()
+        if kind == "num" and len(v) == 1:
+            return self.sp.Integer(int(v))
+        if kind == "var":
+            return self.sp.Symbol(v)
+        raise _Unsupported()
+
+    def primary(self) -> Any:
+        kind, v = self.take()
+        sp = self.sp
+        if kind == "num":
+            return sp.Rational(v)
+        if kind == "var":
+            return sp.E if v == "e" else sp.Symbol(v)
+        if kind == "cmd":
+            if v == "\\pi":
+                return sp.pi
+            if v == "\\frac":
+                num, den = self.group(), self.group()
+                if den == 0:
+                    raise _Unsupported()
+                return num / den
+            if v == "\\sqrt":
+                if self.peek() == ("op", "["):
+                    raise _Unsupported()  # n-th roots: the grammar
+                arg = self.group()
+                return sp.sqrt(arg)
+            raise _Unsupported()
+        if (kind, v) == ("op", "("):
+            inner = self.expr()
+            self.take(")")
+            return inner
+        if (kind, v) == ("op", "{"):
+            inner = self.expr()
+            self.take("}")
+            return inner
+        raise _Unsupported()
+
+
+def parse(s: str) -> Any:
+    """The sympy value of ``s``, or None when it is outside the subset."""
+    if len(s) > MAX_CHARS or not s.strip():
+        return None
+    try:
+        tokens = _tokens(s)
+        if not tokens:
+            return None
+        return _Parser(tokens).relation()
+    except (_Unsupported, RecursionError, ZeroDivisionError, ValueError, TypeError):
+        return None
