@@ -64,6 +64,16 @@ def test_keyboard_only_review_records_verdicts_notes_and_an_acceptance(task: Any
         page.keyboard.type("one-off; the reward is fixed in the next task")
         page.keyboard.press("Escape")
         _press(page, "a")
+        # 4: every sample; f: the term/outcome filter by keyboard (type-ahead, Tab, Enter).
+        _press(page, "4")
+        page.keyboard.press("f")
+        page.keyboard.type("correct")
+        page.keyboard.press("Tab")
+        page.keyboard.type("unparseable")
+        page.keyboard.press("Tab")
+        _press(page, "Enter")
+        assert "term=correct" in page.url and "outcome=unparseable" in page.url
+        shown = int(page.url.split("/sample/")[1].split("?")[0])
         page.close()
     finally:
         server.kill()
@@ -75,6 +85,7 @@ def test_keyboard_only_review_records_verdicts_notes_and_an_acceptance(task: Any
         (4, "right", "", None, "kb-reviewer"),
         (1, "lower", "", "one-off; the reward is fixed in the next task", "kb-reviewer"),
     ]
+    assert store.sample(shown).verdicts["correct"].outcome.value == "unparseable"
 
 
 def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> None:

@@ -12,8 +12,8 @@ post verdicts). It has no login: anyone with a shell on the machine can review.
 
 Keys: ``r`` reward is right, ``h`` should be higher, ``l`` should be lower, ``a`` accept an open
 disagreement (the note is the reason), ``n`` write a note (``Esc`` leaves the note), ``j``/``k``
-next/previous, ``1``-``4`` filters (to do, open disagreements, unreviewed, all), ``s`` status,
-``?`` help.
+next/previous, ``1``-``4`` filters (to do, open disagreements, unreviewed, all), ``f`` the
+term/outcome/total filter, ``s`` status, ``?`` help.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ document.addEventListener('keydown', (e) => {
     case '3': go('#show-unreviewed'); break;
     case '4': go('#show-all'); break;
     case 's': go('#status'); break;
+    case 'f': { const f = document.querySelector('#filter select'); if (f) { f.focus(); e.preventDefault(); } } break;
     case '?': { const h = document.getElementById('help'); h.style.display = h.style.display === 'block' ? 'none' : 'block'; } break;
     default: return;
   }
@@ -86,7 +87,8 @@ _HELP = (
     "<div id=help><b>Keys</b>: <kbd>r</kbd> reward is right · <kbd>h</kbd> should be higher · <kbd>l</kbd> should be lower · "
     "<kbd>a</kbd> accept this open disagreement (the note is the reason) · <kbd>n</kbd> note (<kbd>Esc</kbd> to leave it) · "
     "<kbd>j</kbd>/<kbd>k</kbd> next/previous · <kbd>1</kbd> to do · <kbd>2</kbd> open disagreements · <kbd>3</kbd> unreviewed · "
-    "<kbd>4</kbd> all · <kbd>s</kbd> status · <kbd>?</kbd> this help</div>"
+    "<kbd>4</kbd> all · <kbd>f</kbd> filter by term, outcome, total (<kbd>Tab</kbd> between fields, <kbd>Enter</kbd> in a total field applies) · "
+    "<kbd>s</kbd> status · <kbd>?</kbd> this help</div>"
 )
 
 
@@ -186,7 +188,7 @@ class ReviewApp:
             f"<a id=status href='{_e(self._url('/status', flt))}'>status <kbd>s</kbd></a> · <span class=muted>reviewing as {_e(self.reviewer)} · press <kbd>?</kbd> for keys</span></nav>"
             f"<div class=bar><div style='width:{pct:.1f}%'></div></div>"
             f"<p>Show: {links} <span class=muted>({matching} match)</span></p>"
-            f"<form method=get action='/' class=muted>term <select name=term><option value=''>any</option>{terms}</select> "
+            f"<form id=filter method=get action='/' class=muted>term <select name=term><option value=''>any</option>{terms}</select> "
             f"outcome <select name=outcome><option value=''>any</option>{outcomes}</select> "
             f"total from <input name=min size=4 value='{_e('' if flt.min_total is None else f'{flt.min_total:g}')}'> "
             f"to <input name=max size=4 value='{_e('' if flt.max_total is None else f'{flt.max_total:g}')}'>"
