@@ -243,3 +243,16 @@ def test_model_given_as_a_folder_matches_the_same_folder_by_another_spelling(use
         store.add_review(s.id, "right", reviewer="alice")
     sign_small(user_task)
     assert gate.enforce(user_task, model=str(tmp_path / "." / "sft"))["model"] == str(folder)
+
+
+def test_rlvr_train_refuses_a_changed_reward_module_before_loading_anything(signed: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    path = _module_file(signed)
+    old = sha256_file(path)
+    path.write_text(path.read_text() + "\n# a later edit\n")
+    assert main(["train", str(signed.path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rlvr train: error: the gate record")
+    assert f"reward module {path.stem} ({path}) changed: sha256 was {old}, now {sha256_file(path)}" in err
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
