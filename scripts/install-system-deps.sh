@@ -5,7 +5,10 @@
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# The code sandbox: libseccomp for its seccomp filter, and Debian's python3 for its workers (the
+# sandbox uid must be able to import the interpreter's standard library; pyenv under /root is 0700).
 dpkg -s libseccomp2 >/dev/null 2>&1 || need+=(libseccomp2)
+[ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "install-system-deps: missing ${need[*]}; run as root or install them yourself" >&2
