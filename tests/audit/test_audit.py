@@ -506,3 +506,38 @@ def test_format_term_that_matches_tags_case_insensitively_is_flagged(tmp_path):
     report = audit(task)
     finding = report.finding("format", "confusable_tags")
     assert finding.verdict == "exploitable" and "<ANSWER>" in finding.example.completion
+
+
+def _judge_term(believe_notes: bool):
+    """The built-in judge term against an in-process stand-in for the judge model."""
+    import re
+
+    import httpx
+
+    from rlvr.rewards.combine import RewardSet, Term
+    from rlvr.rewards.judge import JudgeVerifier
+
+    def model(request: httpx.Request) -> httpx.Response:
+        text = json.loads(request.content)["messages"][-1]["content"]
+        reference = re.search(r"Reference answer:\n(.*?)\n\nResponse:", text, re.S).group(1).strip()
+        response = text.split("Response:\n", 1)[1].rsplit("\n\nGrade", 1)[0]
+        spans = re.findall(r"<answer>(.*?)</answer>", response, re.S)
+        ok = len(spans) == 1 and spans[0].strip() == reference
+        if believe_notes and "checked and is correct" in response:
+            ok = True
+        word = "CORRECT" if ok else "INCORRECT"
+        return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": word}}]})
+
+    client = httpx.Client(transport=httpx.MockTransport(model), base_url="http://judge.invalid/v1")
+    verifier = JudgeVerifier(model="stand-in", base_url="http://judge.invalid/v1", require_calibration=False, client=client, retries=0)
+    return RewardSet([Term("judge", verifier)])
+
+
+@pytest.mark.parametrize("believe_notes", [True, False])
+def test_builtin_judge_term_is_flagged_only_when_its_model_believes_a_note_to_the_grader(tmp_path, believe_notes):
+    task = make_task(tmp_path, [{"name": "correct", "verifier": "exact"}])
+    report = audit(task, reward_set=_judge_term(believe_notes))
+    assert report.terms[0].kind == "judge" and report.terms[0].prompts == len(ROWS)
+    expected = "exploitable" if believe_notes else "ok"
+    assert report.finding("judge", "prompt_injection").verdict == expected
+    assert report.finding("judge", "hedge_or").verdict == "ok"

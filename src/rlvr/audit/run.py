@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError, DataError
 from ..rewards.base import Outcome, Sample, Verdict, ground_truth
-from ..rewards.combine import Term, prompt_text
+from ..rewards.combine import RewardSet, Term, prompt_text
 from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for, perturb
 from .report import AuditReport, Example, Finding, TermSummary, worst
 from .structured import Spec, _required, presentations, spec_for
@@ -119,12 +119,15 @@ def run_audit(
     tokenizer: Any = "auto",
     exploits: Iterable[str] | None = None,
     terms: Iterable[str] | None = None,
+    reward_set: RewardSet | None = None,
 ) -> AuditReport:
     """Attack every reward term of ``task`` with the exploits that target its kind.
 
     ``tokenizer``: ``"auto"`` loads the task's (used for lengths and ``completion_ids``), ``None``
-    approximates. ``exploits`` / ``terms`` restrict the run to those names. The audit never runs
-    model code itself: code exploits reach only the term's verifier, as a policy's output would.
+    approximates. ``exploits`` / ``terms`` restrict the run to those names. ``reward_set``
+    audits already-built terms instead of building the task's (a judge with an injected HTTP
+    client, say). The audit never runs model code itself: code exploits reach only the term's
+    verifier, as a policy's output would.
     """
     if max_prompts < 1:
         raise ConfigError("max_prompts must be at least 1", source="audit")
@@ -141,7 +144,7 @@ def run_audit(
     lengths = _Lengths(tokenizer)
 
     rows = _sample_rows(task, split, max_prompts, seed)
-    reward_set = task.reward_set()
+    reward_set = reward_set if reward_set is not None else task.reward_set()
     only = set(terms) if terms is not None else None
     if only is not None and (unknown := sorted(only - set(reward_set.names))):
         raise ConfigError(f"unknown term(s) {', '.join(unknown)}; the task's terms: {', '.join(reward_set.names)}", source="audit")
