@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util  # noqa: F401 - rlvr.cli.main uses importlib.util without importing it
 import json
 import threading
 import time

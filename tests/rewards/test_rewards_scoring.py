@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util  # noqa: F401 - rlvr.cli.main uses importlib.util without importing it
 import json
 
 import pytest
@@ -110,3 +109,23 @@ def test_cli_score_bad_option_syntax_is_an_error(tmp_path, capsys):
     src = write(tmp_path / "c.jsonl", ROWS)
     assert main(["score", str(src), "--reward", "math", "--option", "timeout=3"]) == 1
     assert "NAME.KEY=VALUE" in capsys.readouterr().err
+
+
+def test_cli_score_with_a_task_uses_its_terms(tmp_path, capsys):
+    from pathlib import Path
+
+    task = Path(__file__).resolve().parents[2] / "examples" / "arithmetic" / "task.yaml"
+    if not task.exists():
+        pytest.skip("the example task is not in this checkout")
+    rows = [{"prompt": "2+2=", "completion": "<answer>4</answer>", "answer": "4"}, {"prompt": "2+3=", "completion": "5", "answer": "5"}]
+    src = write(tmp_path / "c.jsonl", rows)
+    assert main(["score", str(src), "--task", str(task), "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert counts["format"] == {"correct": 1, "wrong": 1}
+    assert counts["correct"] == {"correct": 1, "unparseable": 1}
+
+
+def test_cli_score_rejects_options_with_a_task(tmp_path, capsys):
+    src = write(tmp_path / "c.jsonl", ROWS)
+    assert main(["score", str(src), "--task", "t.yaml", "--option", "math.x=1"]) == 1
+    assert "--option" in capsys.readouterr().err
