@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.sandbox.checks import Opaque, Pair, BadTestsError, decode, judge, normalize_output, plan_asserts, plan_stdio, same
+from rlvr.sandbox.checks import (
+    BadTestsError,
+    Opaque,
+    Pair,
+    decode,
+    judge,
+    normalize_output,
+    plan_asserts,
+    plan_stdio,
+    same,
+)
 
 
 def test_equality_assert_becomes_a_pair_with_the_expected_value_kept_outside():

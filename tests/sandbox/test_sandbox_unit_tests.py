@@ -134,8 +134,8 @@ def _check_humaneval(pool, problems):
     v = UnitTests(column="test", prefix_column="prompt", extract="whole", timeout=10.0, pool=pool)
     good = v.verify_batch([Sample(p["canonical_solution"], row=p) for p in problems])
     bad = v.verify_batch([Sample(p["canonical_solution"] + BUG.format(e=p["entry_point"]), row=p) for p in problems])
-    assert [p["task_id"] for p, g in zip(problems, good) if g.outcome is not Outcome.CORRECT] == []
-    assert [p["task_id"] for p, b in zip(problems, bad) if b.outcome is not Outcome.WRONG] == []
+    assert [p["task_id"] for p, g in zip(problems, good, strict=True) if g.outcome is not Outcome.CORRECT] == []
+    assert [p["task_id"] for p, b in zip(problems, bad, strict=True) if b.outcome is not Outcome.WRONG] == []
 
 
 def test_humaneval_subset_canonical_solutions_pass_and_bugged_ones_fail(pool):

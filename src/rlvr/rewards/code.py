@@ -200,7 +200,7 @@ class UnitTests(BaseVerifier):
                 raws = pool.run([t[2] for t in todo])
             except SandboxError:
                 raise  # a sandbox that cannot start is a setup problem: stop, do not mask it all
-            for (i, plan, _job, code, span), raw in zip(todo, raws):
+            for (i, plan, _job, code, span), raw in zip(todo, raws, strict=True):
                 out[i] = self._verdict(plan, raw, code, span, judge)
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 

@@ -166,7 +166,7 @@ def run_attacks(verifier: object, attacks: tuple[Attack, ...] = ATTACKS) -> list
         samples = [Sample(f"```python\n{a.code.format(**fields)}```", row={"tests": a.tests}) for a in attacks]
         verdicts = verifier.verify_batch(samples)  # type: ignore[attr-defined]
         out = []
-        for a, v in zip(attacks, verdicts):
+        for a, v in zip(attacks, verdicts, strict=True):
             harm = a.harmed(targets) if a.harmed else None
             label = v.outcome.value + (f"/{v.error_kind}" if v.error_kind else "")
             out.append(AttackResult(a.name, v.outcome is not Outcome.CORRECT and harm is None, label, harm))

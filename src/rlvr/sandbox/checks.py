@@ -104,7 +104,7 @@ def literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise _NotLiteral
-        return {literal(k): literal(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+        return {literal(k): literal(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
         v = literal(node.operand)
         return -v if isinstance(node.op, ast.USub) else +v if isinstance(node.op, ast.UAdd) else not v
@@ -264,7 +264,7 @@ def plan_stdio(cases: Any) -> CheckPlan:
         ins, outs = cases["inputs"], cases["outputs"]
         if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
             raise BadTestsError("inputs and outputs must be lists of the same length")
-        cases = [{"input": i, "output": o} for i, o in zip(ins, outs)]
+        cases = [{"input": i, "output": o} for i, o in zip(ins, outs, strict=True)]
     if not isinstance(cases, list) or not cases:
         raise BadTestsError("stdin/stdout tests must be a non-empty list of {input, output}")
     inputs, outputs = [], []
@@ -334,7 +334,7 @@ def same(got: Any, exp: Any, tol: float = 0.0) -> bool:
     if tg is not te:
         return False
     if tg in (list, tuple):
-        return len(got) == len(exp) and all(same(a, b, tol) for a, b in zip(got, exp))
+        return len(got) == len(exp) and all(same(a, b, tol) for a, b in zip(got, exp, strict=True))
     if tg is dict:
         return got.keys() == exp.keys() and all(same(got[k], exp[k], tol) for k in exp)
     if tg is complex:
