@@ -69,3 +69,23 @@ def test_concurrent_callers_each_get_their_own_answer(pool):
     for t in threads:
         t.join(20)
     assert out == {i: i for i in range(8)}
+
+
+def _in_daemon(q) -> None:  # runs in a daemonic multiprocessing child
+    from rlvr.rewards.pool import WorkerPool
+
+    with WorkerPool(1) as p:
+        q.put((p.call("time:sleep", 30, timeout=0.3).error_kind, p.call("builtins:abs", -2).value))
+
+
+def test_timeout_works_inside_a_daemonic_worker_process():
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_in_daemon, args=(q,), daemon=True)
+    proc.start()
+    try:
+        assert q.get(timeout=60) == ("timeout", 2)
+    finally:
+        proc.join(10)
