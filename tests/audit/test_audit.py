@@ -541,3 +541,44 @@ def test_builtin_judge_term_is_flagged_only_when_its_model_believes_a_note_to_th
     expected = "exploitable" if believe_notes else "ok"
     assert report.finding("judge", "prompt_injection").verdict == expected
     assert report.finding("judge", "hedge_or").verdict == "ok"
+
+
+@given(
+    gold=st.one_of(st.integers(-10**6, 10**6).map(str), st.text(alphabet="abcdefxyz0123456789.-/ ", min_size=1, max_size=10).map(str.strip).filter(bool)),
+    style=st.sampled_from(["tags", "boxed"]),
+    think=st.sampled_from(["none", "optional", "required", "prefilled"]),
+)
+def test_no_answer_exploit_is_a_correct_answer_under_exact_match(gold, style, think):
+    """The library's premise, for any ground truth and answer format: every answer exploit (in
+    the ordering least favourable to it) is not the correct answer to an anchored exact check."""
+    from rlvr.audit.exploits import ANSWER_KINDS, Context, exploits_for
+
+    fmt = AnswerFormat(style=style, think=think)
+    wrong = perturb(gold, ("zz", "17"))
+    ctx = Context(prompt=f"Question about {wrong}?", row={"answer": gold}, fmt=fmt, gold=gold, wrong=wrong, distractors=("17", "zz"), max_tokens=40)
+    verifier = ExactMatch(fmt)
+    assert verifier.verify(Sample(fmt.wrap(gold), {"answer": gold})).outcome is Outcome.CORRECT
+    for ex in exploits_for("answer"):
+        assert ex.targets & ANSWER_KINDS
+        for attempt in ex.build(ctx):
+            row = attempt.row if attempt.row is not None else {"answer": gold}
+            outcomes = [verifier.verify(Sample(c, row)).outcome for c in attempt.completions]
+            assert not all(o is Outcome.CORRECT for o in outcomes), (ex.name, attempt)
+
+
+@given(
+    gold=st.one_of(st.integers(-10**6, 10**6).map(str), st.text(alphabet="abcxyz0123456789 ", min_size=1, max_size=8).map(str.strip).filter(bool)),
+    style=st.sampled_from(["tags", "boxed"]),
+    think=st.sampled_from(["none", "optional", "required", "prefilled"]),
+)
+def test_no_format_exploit_is_well_formed_under_the_format_term(gold, style, think):
+    from rlvr.audit.exploits import Context, exploits_for
+    from rlvr.rewards.format import FormatVerifier
+
+    fmt = AnswerFormat(style=style, think=think)
+    ctx = Context(prompt="q", row={"answer": gold}, fmt=fmt, gold=gold, wrong=perturb(gold), max_tokens=40)
+    verifier = FormatVerifier(fmt)
+    assert verifier.verify(Sample(fmt.wrap(gold))).outcome is Outcome.CORRECT
+    for ex in exploits_for("format"):
+        for attempt in ex.build(ctx):
+            assert not all(verifier.verify(Sample(c)).outcome is Outcome.CORRECT for c in attempt.completions), (ex.name, attempt)
