@@ -582,3 +582,15 @@ def test_no_format_exploit_is_well_formed_under_the_format_term(gold, style, thi
     for ex in exploits_for("format"):
         for attempt in ex.build(ctx):
             assert not all(verifier.verify(Sample(c)).outcome is Outcome.CORRECT for c in attempt.completions), (ex.name, attempt)
+
+
+def test_cli_unknown_term_is_one_line_naming_the_terms(capsys):
+    assert main(["audit", str(ARITHMETIC), "--term", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown term(s) nope" in err and "format, correct" in err
+
+
+def test_cli_runs_only_the_named_term_and_exploit(capsys):
+    assert main(["audit", str(ARITHMETIC), "--json", "--term", "correct", "--exploit", "hedge_or", "--max-prompts", "3"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(f["term"], f["exploit"], f["prompts"]) for f in data["findings"]] == [("correct", "hedge_or", 3)]
