@@ -194,3 +194,28 @@ def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
     hw = {"gpus": gpus * 1, "bf16": gpus > 0, "vllm": gpus > 0}
     resolved = resolve_grpo(load_task(ARITH), TrainOptions(run_dir=tmp_path / "run", config_path=out), hw)
     assert {k: resolved[k] for k in plan.config if k not in ("report_to",)} == {k: v for k, v in plan.config.items() if k != "report_to"}
+
+
+@pytest.mark.slow
+def test_trl_grpo_trains_from_the_flat_plan(tmp_path: Path):
+    """The plan is usable by `trl grpo --config` as written (2 steps on CPU, ~50 s)."""
+    import os
+    import subprocess
+    import sys
+
+    from rlvr.models import resolve_model
+
+    plan = tmp_path / "plan.yaml"
+    assert main(["plan", str(ARITH), "--gpus", "0", "--max-steps", "2", "-o", str(plan)]) == 0
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [json.loads(x) for x in (ARITH / "train.jsonl").read_text().splitlines()[:64]]
+    (data / "train.jsonl").write_text("".join(json.dumps({"prompt": r["question"] + "=", "answer": r["answer"]}) + "\n" for r in rows))
+    (tmp_path / "rew.py").write_text("def length(completions, **kw):\n    return [len(c) / 10 for c in completions]\n")
+    trl = Path(sys.executable).with_name("trl")
+    out = tmp_path / "out"
+    proc = subprocess.run([str(trl), "grpo", "--config", str(plan), "--model_name_or_path", resolve_model("builtin:tiny"),
+                           "--dataset_name", str(data), "--reward_funcs", "rew.length", "--output_dir", str(out)],
+                          cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (out / "checkpoint-2").is_dir()
