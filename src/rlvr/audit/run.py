@@ -263,12 +263,17 @@ def _audit_term(
     plan: list[tuple[int, int, int, int]] = []  # (exploit, prompt, attempt, ordering) per sample
     attempts: dict[tuple[int, int], list[Attempt]] = {}
     samples: list[Sample] = []
+    broken: dict[str, str] = {}
     for ei, ex in enumerate(library):
         for pi in separated if ex.needs_separation else usable:
             ctx = contexts[pi]
             if ctx is None:
                 continue
-            built = ex.build(ctx)
+            try:
+                built = ex.build(ctx)
+            except Exception as exc:  # noqa: BLE001 - one odd row must not sink the whole audit
+                broken.setdefault(ex.name, f"{type(exc).__name__}: {exc}")
+                built = []
             attempts[ei, pi] = built
             for ai, att in enumerate(built):
                 for oi, completion in enumerate(att.completions):
@@ -293,6 +298,8 @@ def _audit_term(
         )
     for why, n in skipped.items():
         notes.append(f"{n} prompt(s) skipped: {why}")
+    for name, why in broken.items():
+        notes.append(f"exploit {name} could not be built on some rows ({why[:160]})")
 
     findings = []
     for ei, ex in enumerate(library):
