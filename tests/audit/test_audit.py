@@ -594,3 +594,16 @@ def test_cli_runs_only_the_named_term_and_exploit(capsys):
     assert main(["audit", str(ARITHMETIC), "--json", "--term", "correct", "--exploit", "hedge_or", "--max-prompts", "3"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [(f["term"], f["exploit"], f["prompts"]) for f in data["findings"]] == [("correct", "hedge_or", 3)]
+
+
+def test_an_exploit_that_fails_to_build_is_noted_and_the_rest_still_run(monkeypatch):
+    from rlvr.audit.exploits import ANSWER_KINDS, Exploit
+
+    def boom(ctx):
+        raise ValueError("odd row")
+
+    monkeypatch.setitem(EXPLOITS, "boom", Exploit("boom", ANSWER_KINDS, "raises", boom))
+    report = run_audit(load_task(ARITHMETIC), max_prompts=3, exploits=["boom", "hedge_or"], terms=["correct"])
+    assert report.finding("correct", "boom").verdict == "untested"
+    assert report.finding("correct", "hedge_or").verdict == "ok"
+    assert any("boom could not be built" in n and "odd row" in n for n in report.terms[0].notes)
