@@ -183,7 +183,7 @@ def test_load_architecture_accepts_class_model_name_and_hub_id():
 
 def test_unknown_model_names_the_size_classes():
     with pytest.raises(ModelError, match="size class"):
-        memory.load_architecture("no-such-org/no-such-model-xyz")
+        memory.load_architecture("no such model (not a hub id)")
 
 
 # -- CLI ---------------------------------------------------------------------------------------
@@ -225,5 +225,5 @@ def test_memory_bad_argument_type_exits_2(capsys):
 
 
 def test_memory_unknown_model_is_one_line(capsys):
-    assert main(["memory", "no-such-org/no-such-model-xyz"]) == 1
+    assert main(["memory", "no such model (not a hub id)"]) == 1
     assert capsys.readouterr().err.count("\n") == 1
