@@ -89,3 +89,38 @@ def test_timeout_works_inside_a_daemonic_worker_process():
         assert q.get(timeout=60) == ("timeout", 2)
     finally:
         proc.join(10)
+
+
+def test_worker_exits_when_its_parent_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, threading\n"
+        "from rlvr.rewards.pool import WorkerPool\n"
+        "p = WorkerPool(1)\n"
+        "p.warm()\n"
+        "w = p._idle.get()\n"
+        "print(w.proc.pid, flush=True)\n"
+        "p._idle.put(w)\n"
+        "p.call('time:sleep', 600, timeout=600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    worker_pid = int(parent.stdout.readline())
+    time.sleep(0.5)  # the worker is now busy sleeping
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker_pid, 0)
+            with open(f"/proc/{worker_pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return  # exited; only waiting for whoever adopted it to reap it
+        except (ProcessLookupError, FileNotFoundError):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"worker {worker_pid} outlived its parent")

@@ -24,7 +24,8 @@ How it works:
 Limits, honestly: this bounds time and memory, it does not isolate. Workers run our own parsing
 code on model text (no ``eval``), with the trainer's user id and network; untrusted *code* goes
 to ``rlvr.sandbox``. Pickle flows both ways only between this process and workers it started.
-A timeout kill costs a worker restart (about 0.5-1 s) the next time one is needed.
+A timeout kill costs a worker restart (about 0.5-1 s) the next time one is needed. A worker
+whose parent dies exits within about a second (a watchdog thread), even mid-computation.
 """
 
 from __future__ import annotations
@@ -265,6 +266,17 @@ def _serve(memory_mb: int, preload: Sequence[str]) -> None:  # pragma: no cover 
     except (ValueError, OSError):
         pass
     sys.setrecursionlimit(5000)
+    # If the parent dies (even by SIGKILL) a worker busy in a long computation would never read
+    # the EOF on its stdin; a watchdog thread notices the re-parenting and exits.
+    parent = os.getppid()
+
+    def watchdog() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     out = sys.stdout.buffer
     inp = sys.stdin.buffer.fileno()
     sys.stdout = sys.stderr  # a stray print must not corrupt the frame stream
