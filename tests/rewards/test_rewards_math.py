@@ -80,6 +80,31 @@ def test_equivalent_forms_are_equal(gold, pred):
     assert judge(gold, pred) == "equal"
 
 
+def test_mixed_number_is_not_a_product():
+    assert judge(r"\frac{3}{2}", r"1\frac{1}{2}") == "equal"
+    assert judge(r"\frac{1}{2}", r"1\frac{1}{2}") == "unequal"
+
+
+def test_or_lists_solutions_when_the_gold_is_a_list_but_hedges_a_scalar():
+    assert judge("-2, 3", r"x = -2 \text{ or } x = 3") == "equal"
+    assert judge("3", r"x = -2 \text{ or } x = 3") == "unequal"
+    assert judge("-2, 3", "-2 or 3 or 4") == "unequal"
+
+
+def test_a_bare_list_answers_a_set_in_any_order():
+    assert judge(r"\{-2, 3\}", "3, -2") == "equal"
+    assert judge(r"\{-2, 3\}", "3, 2") == "unequal"
+
+
+def test_the_same_line_written_as_another_equation_is_equal():
+    assert judge("y = 3x - 2", "3x - y = 2") == "equal"
+    assert judge("y = 3x - 2", "3x + y = 2") == "unequal"
+
+
+def test_membership_prefix_is_dropped():
+    assert judge("[2, 5]", r"x \in [2,5]") == "equal"
+
+
 def test_equations_ending_in_zero_compare_their_left_sides():
     assert judge("x^2 - 4 = 0", "x^2 + 4 = 0") == "unequal"
     assert judge("x^2 - 4 = 0", "2x^2 - 8 = 0") == "equal"

@@ -99,6 +99,8 @@ _TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}
 _PLAIN_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*\.?$")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
 _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
+_OR = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
+_IN = re.compile(r"^[a-zA-Z]\s*\\in\s*")
 _AND = re.compile(r"\s+and\s+|\\text\{\s*and\s*\}")
 
 
@@ -133,6 +135,7 @@ def clean(text: str) -> Cleaned:
     if _THOUSANDS.match(s):
         s = s.replace("{,}", "").replace(",", "")
     s = _AND.sub(", ", s)
+    s = _IN.sub("", s)
     return Cleaned(s, degrees, percent, hedged)
 
 
@@ -533,6 +536,9 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     for mode in modes:
         if _expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
             return True
+    if "=" in cg.text and "=" in cp.text and (gv is not parse_scalar(cg.text) or pv is not parse_scalar(cp.text)):
+        # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
+        return _expr_equal(parse_scalar(cg.text), parse_scalar(cp.text), policy)
     return False
 
 
@@ -551,6 +557,8 @@ def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPol
 
 
 def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
+    if g.kind == "set" and p.kind == "list":
+        return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
     if g.kind != p.kind:
         return False
     if g.kind == "scalar":
@@ -596,7 +604,10 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     if cp.hedged:
-        return "unequal", "hedged answer (several alternatives)"
+        if g.kind not in ("list", "set"):
+            return "unequal", "hedged answer (several alternatives)"
+        # "x = -2 or x = 3" answers "find all solutions" as a list, not as a hedge.
+        pred = _OR.sub(", ", pred)
     try:
         p = parse_answer(pred)
     except ParseFailure as exc:

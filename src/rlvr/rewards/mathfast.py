@@ -60,6 +60,9 @@ def _tokens(s: str) -> list[tuple[str, str]]:
             raise _Unsupported()  # "sin", "ab": function names and products are ambiguous
         if k1 == "num" and k2 == "num":
             raise _Unsupported()
+    for (k1, _), (k2, v2) in zip(out, out[1:], strict=False):
+        if k1 == "num" and (k2, v2) == ("cmd", "\\frac"):
+            raise _Unsupported()  # 1\frac{1}{2}: a mixed number to the grammar, not a product
     return out
 
 
