@@ -33,7 +33,14 @@ Policies (``MathPolicy``): ordered vs unordered bare lists, tolerance, structura
 (``x^2-1`` is not ``(x-1)(x+1)`` for a "factor" task), degrees (45° equals π/4 only when
 ``angles="degrees"``), percent handling, and whether ``x = 3`` counts as ``3``.
 
+Hedges: ``3 or 5`` against a scalar ground truth is ``unequal``; against a list or set, ``or``
+separates solutions (``x = -2 or x = 3`` answers ``-2, 3``). A bare list answers a set in any
+order. ``x \\in S`` is ``S``.
+
 Known limits: text units are dropped, not converted (``1 km`` equals ``1`` and ``1 m``);
+chained inequalities (``2 \\le x \\le 5``) are not intervals; ``i`` is a symbol, not the
+imaginary unit, unless the grammar says otherwise; repeating decimals (``\\overline``) do not
+parse;
 ``lowercase_symbols`` is on in the LaTeX parser, so ``X`` and ``x`` are the same symbol;
 intervals written with parentheses and 2-tuples are the same structure; no chemistry, no
 multiple-choice letters beyond exact text.
