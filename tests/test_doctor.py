@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlvr.cli.main import main
 from rlvr.doctor import choose, diagnose, is_moe, load_run, patched, write_patch
@@ -651,3 +653,44 @@ def test_every_finding_the_fixtures_produce_is_listed_in_the_help() -> None:
     listed = EPILOG.split("variants")[0]
     assert len(found) == 12
     assert all(name in listed for name in found)
+
+
+_keys = st.sampled_from(["step", "reward", "entropy", "kl", "grad_norm", "frac_reward_zero_std", "reward_std", "loss",
+                         "completions/mean_length", "completions/clipped_ratio", "clip_ratio/region_mean",
+                         "rewards/format/mean", "rewards/correct/mean", "rewards/correct/error_rate",
+                         "eval/accuracy", "eval/n", "eval/mean_length_incorrect", "time", "x"])
+_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=5), st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(
+    st.lists(st.dictionaries(_keys, _values, max_size=8), max_size=25),
+    # mostly well-formed: an integer step and numbers, so the checks themselves get exercised
+    st.lists(st.fixed_dictionaries({"step": st.integers(0, 40)}, optional={
+        k: st.one_of(st.none(), st.floats(-1e6, 1e6), st.sampled_from([0.0, 1.0, math.nan, math.inf]))
+        for k in ["reward", "entropy", "kl", "grad_norm", "frac_reward_zero_std", "reward_std", "loss", "completions/mean_length",
+                  "completions/clipped_ratio", "clip_ratio/region_mean", "rewards/format/mean", "rewards/correct/mean",
+                  "rewards/correct/error_rate", "eval/accuracy", "eval/n", "eval/mean_length_incorrect"]}), min_size=6, max_size=40),
+), st.booleans())
+def test_arbitrary_metric_lines_give_a_diagnosis_or_a_clear_error(tmp_path: Path, rows: list[dict], with_config: bool) -> None:
+    # Adversarial input: whatever a log holds, the doctor either diagnoses it or raises one of
+    # its own errors naming the problem; it never crashes with a traceback.
+    from rlvr.errors import RlvrError
+
+    run = tmp_path / "fuzz"
+    run.mkdir(exist_ok=True)
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if with_config:
+        shutil.copy(SYN / "healthy" / "config.yaml", run / "config.yaml")
+    elif (run / "config.yaml").exists():
+        (run / "config.yaml").unlink()
+    try:
+        r = load_run(run)
+    except RlvrError:
+        return
+    d = diagnose(r)
+    json.dumps(d.to_json())
+    from rlvr.doctor import format_text
+
+    format_text(d)

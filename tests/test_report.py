@@ -106,3 +106,9 @@ def test_html_shows_the_settings_that_explain_the_plots_and_reading_warnings(tmp
     text = write_report(load_run(run), tmp_path / "out").html.read_text()
     assert "<td>loss_type</td><td>&#x27;grpo&#x27;</td>" in text
     assert "incomplete last line" in text
+
+
+def test_nonsense_eval_sizes_do_not_break_the_error_bars(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_text("step,eval/accuracy,eval/n\n0,0.5,-1\n10,1.5,0\n20,0.4,200\n")
+    rep = write_report(load_run(tmp_path / "m.csv"), tmp_path / "out")
+    assert next(p for p in rep.plots if p.name == "accuracy").path is not None

@@ -103,7 +103,7 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
             n_series = run.series("eval/n", evals=True)
             ns = dict(zip(n_series.steps, n_series.values, strict=True))
             acc = drawn[0].series
-            err = [2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s) else 0.0 for s, v in zip(acc.steps, acc.values, strict=True)]
+            err = [2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s, 0) >= 1 and 0 <= v <= 1 else 0.0 for s, v in zip(acc.steps, acc.values, strict=True)]
             ax.errorbar(acc.steps, acc.values, yerr=err, fmt="none", capsize=3, linewidth=1)
         if name in ("accuracy", "zero_std"):
             ax.set_ylim(-0.02, 1.02)  # fractions on their whole scale

@@ -128,6 +128,14 @@ def held_out_accuracy(run: Run) -> Series:
     return run.series(f"eval_rewards/{correct}/mean", evals=True) if correct else acc
 
 
+def eval_noise(run: Run, p: float) -> float:
+    """Two binomial standard errors of a held-out accuracy near ``p`` (at least 0.02): differences
+    smaller than this between evals are not read as a trend. 0.02 when the eval size is unknown."""
+    ns = [v for v in run.series("eval/n", evals=True).values if v >= 1]
+    p = min(max(p, 0.0), 1.0)
+    return max(0.02, 2 * math.sqrt(p * (1 - p) / min(ns))) if ns else 0.02
+
+
 def _lr_halved(run: Run, why: str) -> Patch | None:
     lr = _g(run, "learning_rate")
     if not isinstance(lr, int | float) or lr <= 0:
@@ -200,10 +208,7 @@ def check_reward_hacking(run: Run) -> Result:
     reward = shift(run.series("reward"))
     acc = held_out_accuracy(run)
     if reward is not None and reward.delta >= REWARD_RISE and reward.rising() and len(acc) >= 3:
-        ns = run.series("eval/n", evals=True)
-        n = min(ns.values) if len(ns) else None
-        p = mean(acc.values)
-        noise = max(0.02, 2 * math.sqrt(p * (1 - p) / n)) if n else 0.02  # two binomial standard errors
+        noise = eval_noise(run, mean(acc.values))
         peak = max(range(len(acc)), key=lambda i: acc.values[i])
         falling = peak <= len(acc) - 3 and all(v < acc.values[peak] - noise for v in acc.values[peak + 1:])
         flat = acc.values[peak] - acc.values[0] <= noise
@@ -250,10 +255,7 @@ def check_collapse(run: Run) -> Result:
     acc = held_out_accuracy(run)
     peak_step = None
     if len(acc) >= 2:
-        ns = run.series("eval/n", evals=True)
-        n = min(ns.values) if len(ns) else None
-        p = max(acc.values[0], 1e-9)
-        noise = max(0.02, 2 * math.sqrt(p * (1 - p) / n)) if n else 0.02
+        noise = eval_noise(run, acc.values[0])
         peak = max(range(len(acc)), key=lambda i: acc.values[i])
         if acc.values[peak] - acc.values[-1] > noise and acc.values[-1] <= 0.5 * acc.values[peak]:
             evidence.append(f"held-out accuracy fell from {acc.values[peak]:.3f} (step {acc.steps[peak]}) to {acc.values[-1]:.3f} (step {acc.steps[-1]})")
