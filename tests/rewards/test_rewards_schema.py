@@ -118,7 +118,7 @@ def test_unknown_field_rule_is_a_verifier_error():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.dictionaries(st.text(min_size=1, max_size=8), st.integers(), max_size=4))
+@given(st.dictionaries(st.text(alphabet="abcxyz_019 é", min_size=1, max_size=8), st.integers(), max_size=4))
 def test_any_extra_key_is_rejected(extra):
     obj = {"name": "a", "age": 1, **{f"x_{k}": v for k, v in extra.items()}}
     outcome = JsonSchemaVerifier(schema=SCHEMA).verify(Sample(ans(obj))).outcome

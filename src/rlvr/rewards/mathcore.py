@@ -54,8 +54,18 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
-MAX_ANSWER_CHARS = 1000
-MAX_DEPTH = 40
+from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
+    MAX_ANSWER_CHARS,
+    OR_WORD,
+    Cleaned,
+    Node,
+    ParseFailure,
+    clean,
+    fast_rational,
+    split_top,
+    structure,
+    to_latex,
+)
 
 
 @dataclass(frozen=True)
@@ -83,213 +93,6 @@ class MathPolicy:
     angles: Literal["plain", "degrees"] = "plain"
     percent: Literal["strip", "fraction", "either"] = "strip"
     assignment: bool = True
-
-
-class ParseFailure(Exception):
-    """An answer is not math we can read."""
-
-
-@dataclass(frozen=True)
-class Cleaned:
-    text: str
-    degrees: bool = False
-    percent: bool = False
-    hedged: bool = False
-
-
-# -- 1. clean ----------------------------------------------------------------------------------
-_DROP = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~")
-_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
-_PERCENT = re.compile(r"\\?%\s*$")
-_TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
-_TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
-_PLAIN_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*\.?$")
-_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
-_HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
-_OR = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
-_IN = re.compile(r"^[a-zA-Z]\s*\\in\s*")
-_AND = re.compile(r"\s+and\s+|\\text\{\s*and\s*\}")
-
-
-def clean(text: str) -> Cleaned:
-    s = text.strip()
-    if len(s) > MAX_ANSWER_CHARS:
-        raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
-    for pre, post in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
-        if len(s) >= len(pre) + len(post) and s.startswith(pre) and s.endswith(post):
-            s = s[len(pre) : len(s) - len(post)].strip()
-            break
-    if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
-        s = s[len("\\boxed{") : -1].strip()
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\$", "").replace("−", "-")
-    s = _DROP.sub(" ", s).strip()
-    hedged = bool(_HEDGE.search(s.replace("\\text{", " ").replace("}", " ")))
-    degrees = bool(_DEGREE.search(s))
-    s = _DEGREE.sub("", s).strip()
-    percent = bool(_PERCENT.search(s))
-    s = _PERCENT.sub("", s).strip()
-    while s.endswith(".") and not s.endswith(".."):
-        s = s[:-1].rstrip()
-    # A trailing \text{...} after something else is a unit ("5 \text{ cm}"); a lone \text{A} is
-    # the answer itself.
-    m = _TEXT_UNIT_END.search(s)
-    if m and s[: m.start()].strip():
-        s = s[: m.start()].strip()
-    s = _TEXT.sub(lambda mm: mm.group(1), s).strip()
-    m2 = _PLAIN_UNIT.match(s)
-    if m2 and not hedged:
-        s = m2.group(1)
-    if _THOUSANDS.match(s):
-        s = s.replace("{,}", "").replace(",", "")
-    s = _AND.sub(", ", s)
-    s = _IN.sub("", s)
-    return Cleaned(s, degrees, percent, hedged)
-
-
-def _closing(s: str, i: int) -> int:
-    """Index of the bracket closing the one at ``i`` (any of ([{ closes with any of )]}), or -1."""
-    depth = 0
-    for j in range(i, len(s)):
-        c = s[j]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return j
-            if depth < 0:
-                return -1
-    return -1
-
-
-def _depth(s: str) -> int:
-    depth = best = 0
-    for c in s:
-        if c in "([{":
-            depth += 1
-            best = max(best, depth)
-        elif c in ")]}":
-            depth -= 1
-    return best
-
-
-def split_top(s: str, sep: str) -> list[str]:
-    """Split at ``sep`` outside brackets."""
-    parts, depth, start, i, n = [], 0, 0, 0, len(sep)
-    while i < len(s):
-        c = s[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and s.startswith(sep, i):
-            parts.append(s[start:i])
-            start = i + n
-            i += n
-            continue
-        i += 1
-    parts.append(s[start:])
-    return [p.strip() for p in parts]
-
-
-# -- 2. structure ------------------------------------------------------------------------------
-_MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
-
-
-@dataclass(frozen=True)
-class Node:
-    """``kind`` is scalar, matrix, set, seq, list or union; ``items`` hold child nodes (rows of
-    a matrix are seq nodes) and ``value`` a scalar's text."""
-
-    kind: str
-    items: tuple[Node, ...] = ()
-    value: str = ""
-    brackets: str = ""
-
-
-def structure(s: str) -> Node:
-    s = s.strip()
-    if not s:
-        raise ParseFailure("empty answer")
-    if _depth(s) > MAX_DEPTH:
-        raise ParseFailure(f"brackets nested more than {MAX_DEPTH} deep")
-    m = _MATRIX.match(s)
-    if m:
-        rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
-        return Node("matrix", tuple(Node("seq", tuple(structure(c) for c in r.split("&")), brackets="[]") for r in rows))
-    if s.startswith("\\{") and s.endswith("\\}"):
-        inner = s[2:-2]
-        return Node("set", tuple(structure(p) for p in split_top(inner, ",") if p))
-    parts = split_top(s, "\\cup")
-    if len(parts) > 1:
-        return Node("union", tuple(structure(p) for p in parts))
-    if s[0] in "([" and s[-1] in ")]" and _closing(s, 0) == len(s) - 1:
-        items = split_top(s[1:-1], ",")
-        if len(items) == 1:
-            return structure(items[0]) if s[0] == "(" or s[-1] == "]" else Node("scalar", value=s)
-        return Node("seq", tuple(structure(p) for p in items), brackets=s[0] + s[-1])
-    if s[0] == "{" and _closing(s, 0) == len(s) - 1:
-        items = split_top(s[1:-1], ",")
-        if len(items) > 1:
-            return Node("set", tuple(structure(p) for p in items))
-    items = split_top(s, ",")
-    if len(items) > 1:
-        if any(not p for p in items):
-            raise ParseFailure("empty item in a list")
-        return Node("list", tuple(structure(p) for p in items))
-    items = split_top(s, ";")
-    if len(items) > 1:
-        return Node("list", tuple(structure(p) for p in items if p))
-    return Node("scalar", value=s)
-
-
-# -- 3. scalars --------------------------------------------------------------------------------
-_DECIMAL = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?$")
-_SLASH = re.compile(r"^([+-]?\d+)\s*/\s*(\d+)$")
-_FRAC = re.compile(r"^([+-]?)\\frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))$")
-
-
-def fast_rational(s: str) -> Fraction | None:
-    """A plain rational literal as an exact ``Fraction``, or None (then sympy parses it)."""
-    s = s.strip()
-    if len(s) > 200:
-        return None
-    if _DECIMAL.match(s):
-        return Fraction(s)
-    m = _SLASH.match(s)
-    if m and int(m.group(2)) != 0:
-        return Fraction(int(m.group(1)), int(m.group(2)))
-    m = _FRAC.match(s)
-    if m:
-        num, den = int(m.group(2) or m.group(3)), int(m.group(4) or m.group(5))
-        if den:
-            return Fraction(-num if m.group(1) == "-" else num, den)
-    return None
-
-
-_SQRT_PAREN = re.compile(r"\\?sqrt\s*\(([^()]*)\)")
-_SQRT_BARE = re.compile(r"\\sqrt\s*(\d|[a-zA-Z](?![a-zA-Z]))")
-_FRAC_BARE = re.compile(r"\\frac\s*(\d)\s*(\d)")
-_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
-_INF = re.compile(r"(?<![\\a-zA-Z])(?:inf|infty|infinity)(?![a-zA-Z])")
-_SCI = re.compile(r"^([+-]?\d+(?:\.\d+)?)[eE]([+-]?\d+)$")
-_FUNCS = re.compile(r"(?<![\\a-zA-Z])(sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)(?![a-zA-Z])")
-
-
-def to_latex(s: str) -> str:
-    """Plain-text math to the LaTeX the parser reads."""
-    s = s.replace("**", "^").replace("×", "\\times ").replace("·", "\\cdot ").replace("√", "\\sqrt")
-    s = s.replace("≤", "\\leq ").replace("≥", "\\geq ").replace("≠", "\\neq ").replace("π", "\\pi ")
-    m = _SCI.match(s)
-    if m:
-        return f"{m.group(1)}\\times 10^{{{m.group(2)}}}"
-    s = _SQRT_PAREN.sub(lambda mm: "\\sqrt{" + mm.group(1) + "}", s)
-    s = _SQRT_BARE.sub(lambda mm: "\\sqrt{" + mm.group(1) + "}", s)
-    s = _FRAC_BARE.sub(lambda mm: "\\frac{" + mm.group(1) + "}{" + mm.group(2) + "}", s)
-    s = _PI.sub(r"\\pi ", s)
-    s = _INF.sub(r"\\infty ", s)
-    s = _FUNCS.sub(lambda mm: "\\" + mm.group(1) + " ", s)
-    return s
 
 
 @lru_cache(maxsize=8192)
@@ -614,7 +417,7 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         if g.kind not in ("list", "set"):
             return "unequal", "hedged answer (several alternatives)"
         # "x = -2 or x = 3" answers "find all solutions" as a list, not as a hedge.
-        pred = _OR.sub(", ", pred)
+        pred = OR_WORD.sub(", ", pred)
     try:
         p = parse_answer(pred)
     except ParseFailure as exc:
