@@ -224,3 +224,41 @@ def test_distinct_rationals_are_never_equal(a, b):
 @given(st.integers(0, 10**12))
 def test_thousands_separators_do_not_change_a_number(n):
     assert fast_compare(str(n), f"{n:,}", MathPolicy()) is True
+
+
+class CountingPool:
+    """A fake pool that answers 'equal' and counts the comparisons it was asked for."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def map(self, func, arglist, timeout=5.0):
+        from rlvr.rewards.pool import Result
+
+        self.calls += len(arglist)
+        return [Result(True, ("equal", "")) for _ in arglist]
+
+
+def test_repeated_answers_in_a_group_are_compared_once():
+    pool = CountingPool()
+    v = MathVerifier(answer_format=BOXED, pool=pool)
+    samples = [Sample(r"\boxed{\sqrt{4}}", {"answer": "2"}) for _ in range(8)]
+    assert all(x.outcome is Outcome.CORRECT for x in v.verify_batch(samples))
+    v.verify_batch(samples)
+    assert pool.calls == 1
+
+
+def test_errors_are_not_remembered():
+    from rlvr.rewards.pool import Result
+
+    class Flaky(CountingPool):
+        def map(self, func, arglist, timeout=5.0):
+            self.calls += len(arglist)
+            return [Result(False, error_kind="timeout", detail="slow") for _ in arglist]
+
+    pool = Flaky()
+    v = MathVerifier(answer_format=BOXED, pool=pool)
+    sample = Sample(r"\boxed{\sqrt{4}}", {"answer": "2"})
+    assert v.verify(sample).error_kind == "timeout"
+    v.verify(sample)
+    assert pool.calls == 2

@@ -18,12 +18,14 @@ This module adds what a reward needs around it:
   readable answer), with the parser's reason in ``detail``.
 
 Ground-truth parses are cached (an LRU in each worker) because every group of G completions
-shares one ground truth.
+shares one ground truth; identical (ground truth, answer) pairs in a batch are compared once,
+and decided comparisons are remembered (up to 65,536 pairs per verifier; errors never are).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -101,6 +103,8 @@ class MathVerifier(BaseVerifier):
         self.workers = workers
         self.reject_restated = reject_restated
         self._pool = pool
+        self._decided: dict[tuple[str, str], tuple[str, str]] = {}
+        self._lock = threading.Lock()
 
     @property
     def pool(self) -> WorkerPool:
@@ -129,12 +133,29 @@ class MathVerifier(BaseVerifier):
             if fast is not None:
                 out[i] = self._verdict(("equal" if fast else "unequal", ""), gold, ex.answer, ex.span)
                 continue
+            cached = self._decided.get((gold, ex.answer))
+            if cached is not None:
+                out[i] = self._verdict(cached, gold, ex.answer, ex.span)
+                continue
             jobs.append(_Job(i, gold, ex.answer, ex.span))
         if jobs:
-            results = self.pool.map("rlvr.rewards.mathcore:compare_texts", [(j.gold, j.answer, self.policy) for j in jobs], timeout=self.timeout)
-            for job, res in zip(jobs, results, strict=True):
+            # A GRPO group often repeats an answer: compare each distinct pair once.
+            unique = list(dict.fromkeys((j.gold, j.answer) for j in jobs))
+            results = dict(zip(unique, self.pool.map("rlvr.rewards.mathcore:compare_texts", [(g, a, self.policy) for g, a in unique], timeout=self.timeout), strict=True))
+            for job in jobs:
+                res = results[(job.gold, job.answer)]
+                if res.ok:
+                    self._remember((job.gold, job.answer), res.value)
                 out[job.index] = self._from_result(res, job)
         return [v for v in out if v is not None]
+
+    def _remember(self, key: tuple[str, str], status: tuple[str, str]) -> None:
+        """Decided comparisons are deterministic, so they are cached (timeouts and crashes are
+        not: the next try may succeed)."""
+        with self._lock:
+            if len(self._decided) >= 65536:
+                self._decided.pop(next(iter(self._decided)))
+            self._decided[key] = status
 
     def _from_result(self, res: Result, job: _Job) -> Verdict:
         if not res.ok:
