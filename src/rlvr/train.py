@@ -31,8 +31,6 @@ from .errors import ConfigError, Problem, RunError
 from .task import Task
 
 # rlvr's own keys in a config file, kept apart from GRPOConfig's.
-RLVR_KEYS = {"task", "model", "variant", "gate", "no_gate_reason", "reward_terms", "reward_weights", "eval", "justification"}
-
 
 @dataclass(frozen=True)
 class TrainOptions:
@@ -57,21 +55,17 @@ class TrainResult:
     steps: int
     seconds: float
     evals: list[dict[str, Any]]
+    main_process: bool = True
 
 
 def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A config YAML: either ``{grpo: {...}, rlvr: {...}}`` (what rlvr writes) or a flat mapping
-    of GRPOConfig fields (what ``trl grpo --config`` takes). Returns (grpo, rlvr)."""
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(Problem(str(path), f"cannot read the config: {exc}", "pass a YAML file written by rlvr plan or rlvr train")) from None
-    if not isinstance(raw, Mapping):
-        raise ConfigError(Problem(str(path), "a config file must be a YAML mapping"))
-    if "grpo" in raw and isinstance(raw["grpo"], Mapping):
-        return dict(raw["grpo"]), dict(raw.get("rlvr") or {})
-    flat = {k: v for k, v in raw.items() if k not in RLVR_KEYS and k not in ("env",)}
-    return flat, {k: v for k, v in raw.items() if k in RLVR_KEYS}
+    """A config YAML: ``{grpo: {...}, rlvr: {...}}`` (what rlvr train writes) or a flat mapping
+    of GRPOConfig fields with rlvr's record under ``env:`` (what ``rlvr plan`` writes and
+    ``trl grpo --config`` takes). Returns (grpo values, rlvr record)."""
+    from .recipe import read_config
+
+    grpo, meta = read_config(path)
+    return grpo, {"variant": meta.variant, "justification": dict(meta.justifications), "task": meta.task, "model": meta.model, "peft": meta.peft}
 
 
 def resolve_grpo(task: Task, opts: TrainOptions, hw: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,19 +86,33 @@ def resolve_grpo(task: Task, opts: TrainOptions, hw: Mapping[str, Any]) -> dict[
     return cfg
 
 
-def _check_grpo_keys(cfg: Mapping[str, Any]) -> None:
-    from trl import GRPOConfig
+def _world_size() -> int:
+    import os
 
-    known = {f.name for f in dataclasses.fields(GRPOConfig)}
-    unknown = sorted(k for k in cfg if k not in known)
-    if unknown:
-        import difflib
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
-        problems = []
-        for k in unknown:
-            close = difflib.get_close_matches(k, sorted(known), n=1)
-            problems.append(Problem(f"grpo.{k}", "not a GRPOConfig field of the installed TRL", f"did you mean {close[0]!r}?" if close else "remove it"))
-        raise ConfigError(problems)
+
+def _is_main_process() -> bool:
+    import os
+
+    return os.environ.get("RANK", "0") == "0"
+
+
+def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapping[str, Any], justified: Mapping[str, str]) -> None:
+    """The recipe's validation (every problem at once) against this machine and this model,
+    before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
+    floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
+    from .launch import _model_facts
+    from .memory import load_architecture
+    from .recipe import Target, check
+
+    try:
+        moe = load_architecture(model_ref).moe
+    except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
+        moe = False
+    target = Target(gpus=int(hw.get("gpus", 0)), bf16=bool(hw.get("bf16")), processes=_world_size())
+    config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
+    check(config, source=str(task.path), target=target, model=_model_facts(model_ref, False, moe), justified=justified)
 
 
 def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
@@ -179,7 +187,13 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     cfg = resolve_grpo(task, opts, hw)
     rewards = task.reward_set()
     cfg["reward_weights"] = rewards.weights
-    _check_grpo_keys(cfg)
+    justified = recipe.justifications(task.grpo)
+    file_rlvr = read_config_file(opts.config_path)[1] if opts.config_path is not None else {}
+    justified.update(file_rlvr.get("justification") or {})
+    from .models import resolve_model
+
+    model_ref = resolve_model(opts.model or task.model)
+    validate_config(cfg, task, model_ref, hw, justified)
     run_dir = opts.run_dir
     if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
         if (run_dir / "metrics.jsonl").exists() or latest_checkpoint(run_dir):
@@ -194,9 +208,8 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     from trl import GRPOConfig, GRPOTrainer
 
     from .evaluate import evaluate
-    from .models import load_model, load_tokenizer, resolve_model
+    from .models import load_model, load_tokenizer
 
-    model_ref = resolve_model(opts.model or task.model)
     eval_every = opts.eval_every if opts.eval_every is not None else task.eval.every
     eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
     rlvr_section = {
@@ -212,16 +225,17 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     }
     if opts.config_path is not None:
         rlvr_section["config_file"] = str(opts.config_path)
-        _, file_rlvr = read_config_file(opts.config_path)
-        if file_rlvr.get("justification"):
-            rlvr_section["justification"] = file_rlvr["justification"]
+    if justified:
+        rlvr_section["justification"] = justified
+    main = _is_main_process()
     args = GRPOConfig(**cfg)
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
-    (run_dir / "config.yaml").write_text(yaml.safe_dump({"grpo": explicit, "rlvr": rlvr_section, "trl_resolved": resolved}, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    if main:
+        (run_dir / "config.yaml").write_text(yaml.safe_dump({"grpo": explicit, "rlvr": rlvr_section, "trl_resolved": resolved}, sort_keys=False, default_flow_style=False, allow_unicode=True))
 
     metrics_path = run_dir / "metrics.jsonl"
-    if resume_from is not None:
+    if resume_from is not None and main:
         _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
     log = _MetricsLog(metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None)
     tokenizer = load_tokenizer(model_ref)
@@ -270,21 +284,24 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         "versions": _versions(),
         "threads": torch.get_num_threads(),
     }
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+    if main:
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
     t0 = time.time()
     try:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except BaseException as exc:
         meta.update(status="failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted", error=f"{type(exc).__name__}: {exc}", seconds=round(time.time() - t0, 2))
-        (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+        if main:
+            (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
         raise
     seconds = time.time() - t0
     final = run_dir / "final"
     trainer.save_model(str(final))
-    tokenizer.save_pretrained(final)
-    meta.update(status="done", steps=trainer.state.global_step, seconds=round(seconds, 2), final=str(final))
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
-    return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals)
+    if main:
+        tokenizer.save_pretrained(final)
+        meta.update(status="done", steps=trainer.state.global_step, seconds=round(seconds, 2), final=str(final))
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+    return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals, main)
 
 
 def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:

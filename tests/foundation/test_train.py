@@ -69,7 +69,8 @@ def test_resolved_config_states_every_recipe_value(two_step_run: tuple[Path, obj
     assert cfg["rlvr"]["gate"]["status"] == "bypassed"
     assert cfg["rlvr"]["no_gate_reason"] == "unit test of the trainer"
     grpo, rlvr = read_config_file(root / "run" / "config.yaml")
-    assert grpo["num_generations"] == 8 and rlvr["reward_terms"] == ["format", "digits", "correct"]
+    assert grpo["num_generations"] == 8 and rlvr["variant"] == "grpo"
+    assert cfg["rlvr"]["reward_terms"] == ["format", "digits", "correct"]
 
 
 def test_training_refuses_to_start_without_a_gate(tmp_path: Path) -> None:
@@ -113,3 +114,21 @@ def test_resume_without_checkpoints_is_a_clear_error(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task"))
     with pytest.raises(RunError, match="nothing to resume"):
         train(task, TrainOptions(run_dir=tmp_path / "run", resume=True, no_gate_reason="test", progress=False))
+
+
+def test_recipe_validation_runs_before_anything_loads(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", extra={"grpo": {"num_generations": 4, "per_device_train_batch_size": 6, "gradient_accumulation_steps": 1, "beta": 0.0}}))
+    with pytest.raises(ConfigError) as info:
+        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False))
+    text = str(info.value)
+    assert "below the recipe's floor" in text and "not divisible by num_generations" in text
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_written_justification_lets_a_small_group_through(tmp_path: Path) -> None:
+    grpo = {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "beta": 0.0, "justify": {"num_generations": "tiny smoke test"}}
+    task = load_task(make_task(tmp_path / "task", shaping=True, extra={"grpo": grpo}))
+    train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, eval_every=0))
+    cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert cfg["grpo"]["num_generations"] == 4
+    assert cfg["rlvr"]["justification"] == {"num_generations": "tiny smoke test"}

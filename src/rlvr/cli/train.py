@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     result = train(task, opts)
+    if not result.main_process:  # under accelerate, one process reports
+        return 0
     last = result.evals[-1] if result.evals else None
     acc = f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']})" if last else ""
     print(f"trained {result.steps} steps in {result.seconds:.0f} s{acc}")
