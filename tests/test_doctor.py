@@ -108,8 +108,21 @@ def test_entropy_collapse_patch_is_dapo_with_the_soft_overlong_term() -> None:
     f = diagnose(load_run(SYN / "entropy_collapse")).findings[0]
     assert f.patch.variant == "DAPO"
     (term,) = f.patch.add_terms
-    assert term["verifier"] == "trl.rewards.get_soft_overlong_punishment"
-    assert term["options"] == {"max_completion_len": 256, "soft_punish_cache": 64}
+    assert term["verifier"] == "overlong"
+    assert term["options"] == {"max_completion_length": 256, "cache": 64}
+    from rlvr.rewards import Sample, build_verifier
+
+    v = build_verifier(term["verifier"], term["options"])  # the term as a task file would build it
+    assert v.verify(Sample(completion="short", row={})).score == 0.0
+
+
+def test_dapo_term_is_not_added_twice_when_the_task_has_it(tmp_path: Path) -> None:
+    run = _copy("entropy_collapse", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["rlvr"]["reward_terms"].append("overlong")
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    f = diagnose(load_run(run)).findings[0]
+    assert f.patch.variant == "DAPO" and f.patch.add_terms == ()
 
 
 def test_length_hacking_patch_is_dr_grpo() -> None:

@@ -301,9 +301,10 @@ def check_moe(run: Run) -> Result:
     if level == "sequence":
         return []
     ga = int(_g(run, "gradient_accumulation_steps", 1) or 1)
+    from ..recipe import VARIANTS
+
     grpo: dict[str, Any] = {
-        # loss_type "grpo": TRL warns that sequence-level ratios with dapo/bnpo/dr_grpo weight by length.
-        "importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0,
+        **VARIANTS["gspo"],  # sequence level, epsilon 3e-4 / 4e-4, beta 0, loss_type grpo
         # GSPO's sequence ratio only acts off-policy; TRL's docs use 4x gradient accumulation.
         "steps_per_generation": 4 * ga,
     }
@@ -399,11 +400,13 @@ def check_entropy(run: Run) -> Result:
             patch: Patch | None = Patch("adaptive entropy", {"use_adaptive_entropy": True, "entropy_target": round(sh.early, 4)},
                                         why="DAPO's clip-higher is already on; hold entropy at its early level")
         else:
-            L = _g(run, "max_completion_length")
-            terms = ({"name": "overlong", "verifier": "trl.rewards.get_soft_overlong_punishment", "weight": 1.0,
-                      "options": {"max_completion_len": int(L), "soft_punish_cache": max(1, int(L) // 4)}},) if isinstance(L, int) else ()
-            patch = Patch("DAPO", {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True},
-                          add_terms=terms, why="clip-higher lets low-probability tokens rise; token-level loss; overlong filtering and soft punishment")
+            # The overlay and its soft overlong punishment term come from the recipe, so `rlvr plan
+            # --variant dapo` and the doctor can never disagree on what DAPO means.
+            from ..recipe import VARIANTS, term_patch
+
+            terms = tuple(term_patch("dapo", run.grpo, set(run.term_names()))) if isinstance(_g(run, "max_completion_length"), int) else ()
+            patch = Patch("DAPO", dict(VARIANTS["dapo"]), add_terms=terms,
+                          why="clip-higher lets low-probability tokens rise; token-level loss; overlong filtering and soft punishment")
         return [Finding(
             "entropy_collapse", "error" if sh.ratio <= ENTROPY_COLLAPSE_SEVERE else "warning", "entropy",
             f"entropy fell from {sh.span()}, {sh.ratio:.0%} of its early level" + (f"; below half by step {half}" if half is not None else ""),
@@ -426,7 +429,9 @@ def check_entropy(run: Run) -> Result:
 
 
 def check_length(run: Run) -> Result:
-    dr_grpo = Patch("Dr. GRPO", {"loss_type": "dr_grpo", "scale_rewards": "none"}, why="no per-sequence length normalisation, no std scaling of advantages")
+    from ..recipe import VARIANTS
+
+    dr_grpo = Patch("Dr. GRPO", dict(VARIANTS["dr_grpo"]), why="no per-sequence length normalisation, no std scaling of advantages")
     if _g(run, "loss_type") == "dr_grpo":
         dr_grpo = None  # type: ignore[assignment]
     evidence: list[str] = []
