@@ -149,3 +149,11 @@ def test_trl_functions_are_named_after_their_terms():
 def test_conversational_completions_are_read_as_text():
     fn = reward_set().trl_functions()[0]
     assert fn(prompts=[[{"role": "user", "content": "p"}]], completions=[[{"role": "assistant", "content": "a"}]]) == [1.0]
+
+
+def test_optional_think_accepts_a_block_the_template_opened():
+    fmt = AnswerFormat(think="optional")
+    assert extract("thinking...</think><answer>4</answer>", fmt).answer == "4"
+    assert extract("<think>x</think><answer>4</answer>", fmt).answer == "4"
+    assert extract("<answer>4</answer>", fmt).answer == "4"
+    assert not extract("a</think>b</think><answer>4</answer>", fmt).ok

@@ -29,7 +29,9 @@ class AnswerFormat:
 
     style: ``tags`` (``<tag>…</tag>``) or ``boxed`` (``\\boxed{…}`` with brace matching).
     tag: the tag name for ``tags``.
-    think: ``none`` (no think block expected; one is tolerated before the answer), ``optional``,
+    think: ``none`` (no think block expected; one is tolerated before the answer), ``optional``
+        (a block may precede the answer; a lone ``</think>`` is read as a block the template
+        opened),
         ``required`` (``<think>…</think>`` must precede the answer), ``prefilled`` (the template
         opened ``<think>``; the completion must close it once and answer after it).
     boxed: which box counts when there are several: ``only`` (several is unparseable: a hedge),
@@ -95,6 +97,11 @@ def _think_end(text: str, fmt: AnswerFormat) -> tuple[int, str | None]:
         if fmt.think == "required":
             return 0, "no <think> block"
         return 0, None
+    if fmt.think == "optional" and not opens and len(closes) == 1:
+        # The chat template opened <think> in the prompt (DeepSeek-R1 distills, Qwen3): the
+        # completion starts inside the block. Scoring this as malformed is the open-r1 / TRL
+        # bug where the format reward is always 0 under such templates.
+        return closes[0] + len("</think>"), None
     if len(opens) != 1 or len(closes) != 1:
         return 0, f"expected one <think> block, found {len(opens)} <think> and {len(closes)} </think>"
     if closes[0] < opens[0]:
