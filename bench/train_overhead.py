@@ -60,6 +60,9 @@ def bare_trl(task, model_path: str, out: Path, steps: int) -> float:
     rows = task.load_split("train")
     ds = Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
     trainer = GRPOTrainer(model=model, reward_funcs=[format_reward, correct_reward], args=GRPOConfig(**cfg), train_dataset=ds, processing_class=tok)
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # rlvr prints nothing per step either
     trainer.train()
     trainer.save_model(str(out / "final"))
     return time.perf_counter() - t0
