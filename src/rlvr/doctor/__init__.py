@@ -1,9 +1,10 @@
 """The doctor: a run's metrics -> named findings with evidence -> one config change.
 
 Plain GRPO first; a variant only when its symptom shows, otherwise two things changed at once and
-nobody can tell what helped. So ``diagnose`` names every symptom it sees, and ``patch_config``
-applies exactly one change group: the one for the first finding in priority order (a broken run,
-then a reward that measures the wrong thing, then the variants of DESIGN.md's table:
+nobody can tell what helped. So ``diagnose`` names every symptom it sees, and ``write_patch``
+applies exactly one change group: the one for the first finding in priority order (a broken run --
+NaN, failing verifiers, a reward that measures the wrong thing, a run that destroyed what the model
+could do -- before the variants of DESIGN.md's table, whose overlays come from ``rlvr.recipe``):
 
 - entropy collapse -> DAPO (loss_type "dapo", epsilon 0.2, epsilon_high 0.28, beta 0,
   mask_truncated_completions, plus a soft overlong punishment term);
@@ -13,8 +14,13 @@ then a reward that measures the wrong thing, then the variants of DESIGN.md's ta
   epsilon 3e-4, epsilon_high 4e-4, beta 0, steps_per_generation 4x gradient accumulation).
 
 Findings whose fix is not a config value (a broken verifier, prompts that are too easy or too
-hard) carry no patch: ``patch_config`` then refuses and says what to do instead, rather than
-turning a knob that cannot help.
+hard) carry no patch: ``write_patch`` then refuses and says what to do instead, rather than
+turning a knob that cannot help. ``--finding`` picks another finding deliberately.
+
+Inputs: an rlvr run directory, a TRL ``trainer_state.json`` or a CSV (see ``rlvr.doctor.table``).
+The patched config keeps the run's format (``grpo:``, ``rlvr:``, ``trl_resolved:``, or a flat
+GRPOConfig file), with a header naming the finding and a comment on every changed line; it is
+written atomically and never over an existing file without ``force``.
 
 Limits: see ``rlvr.doctor.checks`` for what is approximate. Everything here runs on CPU and reads
 files only; nothing loads a model.
