@@ -123,3 +123,13 @@ def test_any_extra_key_is_rejected(extra):
     obj = {"name": "a", "age": 1, **{f"x_{k}": v for k, v in extra.items()}}
     outcome = JsonSchemaVerifier(schema=SCHEMA).verify(Sample(ans(obj))).outcome
     assert outcome is (Outcome.CORRECT if not extra else Outcome.WRONG)
+
+
+def test_duplicate_keys_are_wrong():
+    v = JsonSchemaVerifier(schema=SCHEMA).verify(Sample('<answer>{"name": "a", "age": 1, "age": 2}</answer>'))
+    assert v.outcome is Outcome.WRONG and "duplicate" in v.detail
+
+
+def test_nan_is_not_json():
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}}
+    assert JsonSchemaVerifier(schema=schema).verify(Sample('<answer>{"x": NaN}</answer>')).outcome is Outcome.WRONG

@@ -3,8 +3,9 @@
 Where the JSON comes from: the task's answer span when the completion has one, otherwise
 exactly one fenced block (```` ```json … ``` ```` or ```` ``` … ``` ````). Several fenced blocks
 without an answer span is ``unparseable`` (which one would count?); so is no JSON at all. Text
-that is not valid JSON is ``wrong``. JSON is parsed with ``json.loads`` (never evaluated) and
-capped at ``max_chars`` (default 100,000).
+that is not valid JSON is ``wrong``, and so are duplicate keys and ``NaN``/``Infinity``, which
+Python's parser would otherwise accept. JSON is parsed with ``json.loads`` (never evaluated)
+and capped at ``max_chars`` (default 100,000).
 
 Schemas are JSON Schema draft 2020-12 (``jsonschema``) or a pydantic model given as a dotted
 path (its JSON schema is validated, then ``model_validate`` runs its validators). Extra keys are
@@ -101,11 +102,28 @@ def find_json(completion: str, fmt: AnswerFormat, max_chars: int) -> tuple[str |
     return text, span, None
 
 
+class _Strict(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        # {"ok": false, "ok": true}: which one a consumer reads depends on the parser.
+        raise _Strict(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
+    return dict(pairs)
+
+
+def _constant(name: str) -> Any:
+    raise _Strict(f"{name} is not JSON")
+
+
 def _load(text: str) -> tuple[Any, str | None]:
+    """Strict JSON: no duplicate keys, no NaN/Infinity (Python's json accepts both)."""
     try:
-        return json.loads(text), None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant), None
+    except (json.JSONDecodeError, RecursionError, _Strict) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return None, f"not valid JSON: {msg}"
 
 
