@@ -707,3 +707,17 @@ def test_arbitrary_metric_lines_give_a_diagnosis_or_a_clear_error(tmp_path: Path
     from rlvr.doctor import format_text
 
     format_text(d)
+
+
+def test_kl_at_the_first_step_flags_dropout_only_when_step_1_was_logged(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"]["disable_dropout"] = False
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    rows = _rows("healthy")
+    rows[1]["kl"] = 0.05  # rows[0] is the step-0 eval line
+    _write_metrics(run, rows)
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "kl_explosion" and dict(f.patch.grpo) == {"disable_dropout": True}
+    _write_metrics(run, [r for r in rows if r["step"] % 10 == 0])  # logging_steps=10: a window average
+    assert diagnose(load_run(run)).findings == ()

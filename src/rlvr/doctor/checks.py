@@ -363,7 +363,9 @@ def check_kl(run: Run) -> Result:
     peak = max(range(len(s)), key=lambda i: s.values[i])
     sh = shift(s)
     first = s.values[0]
-    if first > KL_AT_START:
+    # Only a value logged at step 1 is "at the start": with logging_steps > 1 the first point
+    # already averages a window of updates.
+    if s.steps[0] <= 1 and first > KL_AT_START:
         what = f"KL was already {first:.3g} at step {s.steps[0]}, when the policy still equals the reference"
         if _g(run, "disable_dropout") is False:
             patch: Patch | None = Patch("disable dropout", {"disable_dropout": True}, why="dropout makes policy and reference differ at step 0")
@@ -422,7 +424,7 @@ def check_entropy(run: Run) -> Result:
         return [Finding(
             "entropy_blowup", "warning", "entropy",
             f"entropy rose from {sh.span()}, {sh.ratio:.1f}x its early level",
-            "Rising entropy turns into gibberish and repetition: read recent completions. Lower epsilon_high or the learning rate; token-level loss and overlong filtering also help.",
+            "Rising entropy turns into gibberish and repetition: read recent completions (a slow drift with readable completions can be healthy exploration, e.g. after clip-higher). If they degrade, lower epsilon_high or the learning rate; token-level loss and overlong filtering also help.",
             patch, {"entropy_early": sh.early, "entropy_late": sh.late, "ratio": sh.ratio},
         )]
     return []
@@ -441,7 +443,8 @@ def check_length(run: Run) -> Result:
     if length is not None and reward is not None and length.early > 0 and length.ratio >= LENGTH_RISE and length.rising():
         numbers.update(length_early=length.early, length_late=length.late, reward_early=reward.early, reward_late=reward.late)
         if reward.delta < REWARD_RISE or not reward.rising():
-            evidence.append(f"mean completion length rose from {length.span()} ({length.ratio:.2f}x) while reward stayed flat ({reward.early:.3g} to {reward.late:.3g})")
+            how = "fell" if reward.falling() else "stayed flat"
+            evidence.append(f"mean completion length rose from {length.span()} ({length.ratio:.2f}x) while reward {how} ({reward.early:.3g} to {reward.late:.3g})")
         elif not has_length_term:
             evidence.append(f"mean completion length rose from {length.span()} ({length.ratio:.2f}x) together with reward ({reward.early:.3g} to {reward.late:.3g}), and no reward term asks for length")
     inc = run.series("eval/mean_length_incorrect", evals=True)
