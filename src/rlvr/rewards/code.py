@@ -28,6 +28,7 @@ Python only; the sandbox worker's interpreter has the standard library and nothi
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -92,6 +93,23 @@ def extract_code(completion: str, fmt: AnswerFormat, how: str = "auto") -> tuple
     return blocks[-1], None, ""
 
 
+@functools.lru_cache(maxsize=4096)
+def _plan(style: str, key: str, is_text: bool, entry: str | None) -> Any:
+    from ..sandbox.checks import BadTestsError, plan_asserts, plan_stdio
+
+    tests: Any = key if is_text else json.loads(key)
+    if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
+        try:
+            tests = json.loads(tests)
+            style = "stdio"
+        except ValueError:
+            if style == "stdio":
+                raise BadTestsError("the tests are not JSON stdin/stdout cases") from None
+    if style == "stdio" or not isinstance(tests, str):
+        return plan_stdio(tests)
+    return plan_asserts(tests, entry)
+
+
 class UnitTests(BaseVerifier):
     """Runs the extracted code against the row's unit tests in ``rlvr.sandbox``."""
 
@@ -148,24 +166,20 @@ class UnitTests(BaseVerifier):
 
     # -- per row -----------------------------------------------------------------------------
     def plan(self, row: Mapping[str, Any]) -> Any:
-        """The row's test plan; raises ``BadTestsError`` (a ground-truth problem)."""
-        from ..sandbox.checks import BadTestsError, plan_asserts, plan_stdio
+        """The row's test plan; raises ``BadTestsError`` (a ground-truth problem). Plans are
+        cached by the tests' text: the G samples of a GRPO group share one row."""
+        from ..sandbox.checks import BadTestsError
 
         tests = row.get(self.column)
         if tests is None or (isinstance(tests, str) and not tests.strip()):
             raise BadTestsError(f"row has no tests in column {self.column!r}")
-        style = self.style
-        if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
-            try:
-                tests = json.loads(tests)
-                style = "stdio"
-            except ValueError:
-                if style == "stdio":
-                    raise BadTestsError(f"column {self.column!r} is not JSON stdin/stdout cases") from None
-        if style == "stdio" or not isinstance(tests, str):
-            return plan_stdio(tests)
         entry = self.entry_point or row.get(self.entry_point_column)
-        return plan_asserts(tests, str(entry) if entry else None)
+        try:
+            key = tests if isinstance(tests, str) else json.dumps(tests, sort_keys=True)
+        except (TypeError, ValueError):
+            raise BadTestsError(f"column {self.column!r} holds {type(tests).__name__}, not tests") from None
+        return _plan(self.style, key, isinstance(tests, str), str(entry) if entry else None)
+
 
     def _job(self, code: str, plan: Any) -> Any:
         from ..sandbox.pool import Job
