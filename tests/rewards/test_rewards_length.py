@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlvr.errors import VerifierError
-from rlvr.rewards import Outcome, Sample, build_verifier
+from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.length import LengthPenalty, OverlongPenalty, RepetitionPenalty
 
 
@@ -61,3 +61,53 @@ def test_budget_is_required_and_positive():
 def test_overlong_cache_must_fit():
     with pytest.raises(VerifierError, match="cache"):
         build_verifier("overlong", {"max_completion_length": 10, "cache": 20})
+
+
+def wrapped(**kw):
+    return build_verifier("length_penalty", {"budget": 4, "base": {"verifier": "exact"}, "column": "answer", **kw}, AnswerFormat())
+
+
+def test_wrapper_adds_the_penalty_to_the_base_score_and_keeps_both_parts():
+    v = wrapped().verify(Sample("<answer>4</answer>", {"answer": "4"}, completion_ids=list(range(6))))
+    assert v.outcome is Outcome.CORRECT and v.score == pytest.approx(1.0 - 0.5)
+    assert dict(v.parts) == {"base": 1.0, "penalty": -0.5}
+
+
+def test_wrapper_apply_to_correct_leaves_wrong_answers_unpenalised():
+    v = wrapped(apply_to="correct").verify(Sample("<answer>5</answer>", {"answer": "4"}, completion_ids=list(range(8))))
+    assert v.outcome is Outcome.WRONG and v.score == 0.0
+
+
+def test_wrapper_passes_a_base_error_through_so_the_row_is_masked():
+    v = wrapped().verify(Sample("<answer>4</answer>", {}, completion_ids=[1]))
+    assert v.outcome is Outcome.ERROR and v.score is None
+
+
+def test_wrapped_parts_are_logged_per_term():
+    from rlvr.rewards.combine import RewardSet, Term
+
+    logged = {}
+    fn = RewardSet([Term("short", wrapped())]).trl_functions()[0]
+    fn(prompts=["p"], completions=["<answer>4</answer>"], answer=["4"], completion_ids=[list(range(6))], log_metric=logged.__setitem__)
+    assert logged["rewards/short/base/mean"] == 1.0 and logged["rewards/short/penalty/mean"] == -0.5
+
+
+def test_wrapper_takes_the_base_kind_for_the_audit():
+    assert wrapped().kind == "answer"
+
+
+def test_apply_to_without_a_base_is_a_verifier_error():
+    with pytest.raises(VerifierError, match="apply_to"):
+        build_verifier("repetition", {"apply_to": "correct"})
+
+
+def test_unloadable_tokenizer_is_an_error_not_a_zero():
+    v = LengthPenalty(budget=3, tokenizer="/nonexistent/tokenizer").verify_batch([Sample("abc")])[0]
+    assert v.outcome is Outcome.ERROR
+
+
+def test_verdict_with_parts_round_trips_through_json():
+    from rlvr.rewards import Verdict
+
+    v = wrapped().verify(Sample("<answer>4</answer>", {"answer": "4"}, completion_ids=list(range(6))))
+    assert Verdict.from_json(v.to_json()) == v

@@ -32,7 +32,9 @@ class Verdict:
     ``score`` is ``None`` exactly when the outcome is ``error``. ``answer`` is the extracted
     answer text and ``span`` its (start, end) character offsets in the completion, when the
     verifier extracts one (the review page highlights it). ``error_kind`` is ``timeout``,
-    ``crash``, ``ground_truth``, ``sandbox`` or ``memory`` for errors.
+    ``crash``, ``ground_truth``, ``sandbox`` or ``memory`` for errors. ``parts`` names the
+    components of a composed score (a length wrapper's ``base`` and ``penalty``), so each stays
+    loggable on its own (``rewards/<term>/<part>/mean``).
     """
 
     outcome: Outcome
@@ -41,6 +43,7 @@ class Verdict:
     answer: str | None = None
     span: tuple[int, int] | None = None
     error_kind: str | None = None
+    parts: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.outcome is Outcome.ERROR) != (self.score is None):
@@ -72,6 +75,8 @@ class Verdict:
             out["span"] = list(self.span)
         if self.error_kind:
             out["error_kind"] = self.error_kind
+        if self.parts:
+            out["parts"] = dict(self.parts)
         return out
 
     @classmethod
@@ -84,6 +89,7 @@ class Verdict:
             answer=data.get("answer"),
             span=tuple(span) if span else None,  # type: ignore[arg-type]
             error_kind=data.get("error_kind"),
+            parts=tuple((str(k), float(v)) for k, v in (data.get("parts") or {}).items()),
         )
 
 

@@ -12,6 +12,8 @@ masking needs every term's verdict for a row:
   correctness term would count as 0 -- the silent zero the rules forbid.
 - Per-term rates are logged through TRL's ``log_metric``: ``rewards/<term>/error_rate``,
   ``/timeout_rate``, ``/unparseable_rate``, and ``rewards/masked_rate`` for the whole batch.
+  A composed term (a length wrapper around a base verifier) also logs the mean of each of its
+  parts, ``rewards/<term>/base/mean`` and ``rewards/<term>/penalty/mean``.
 """
 
 from __future__ import annotations
@@ -127,6 +129,12 @@ class RewardSet:
                 log_metric(f"rewards/{name}/error_rate", sum(v.outcome is Outcome.ERROR for v in vs) / n)
                 log_metric(f"rewards/{name}/timeout_rate", sum(v.error_kind == "timeout" for v in vs) / n)
                 log_metric(f"rewards/{name}/unparseable_rate", sum(v.outcome is Outcome.UNPARSEABLE for v in vs) / n)
+                parts: dict[str, list[float]] = {}
+                for v in vs:
+                    for part, value in v.parts:
+                        parts.setdefault(part, []).append(value)
+                for part, values in parts.items():
+                    log_metric(f"rewards/{name}/{part}/mean", sum(values) / len(values))
             log_metric("rewards/masked_rate", sum(s.masked for s in scored) / n)
         self._cache_key, self._cache = key, scored
         return scored

@@ -8,6 +8,14 @@ its own name instead of being folded into the correctness score, so the doctor c
 "answers got worse" from "answers got longer". A penalty of 0 has outcome ``correct`` (within
 limits), a negative one ``wrong`` (over them); these terms never return ``error``.
 
+Standalone or wrapped: by default each term is its own penalty term, next to the correctness
+term. With ``base: {verifier: math, options: {...}}`` a term wraps that verifier instead: its
+outcome is the base's (an ``error`` still masks the row), its score is base score + penalty,
+``apply_to: correct`` penalises only correct answers (so a wrong answer is never "improved" by
+being short), and the verdict carries both parts, which the TRL adapter logs as
+``rewards/<term>/base/mean`` and ``rewards/<term>/penalty/mean``: the base stays loggable on
+its own either way.
+
 Token counts: during training TRL passes ``completion_ids`` and those are counted exactly. When
 they are absent (scoring a JSONL file) the ``tokenizer`` option (a path, hub id or
 ``builtin:<name>``, loaded with ``rlvr.models.load_tokenizer``) counts them exactly; without
@@ -29,13 +37,15 @@ Words are whitespace-separated, so it under-counts repetition in scripts without
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Sample, Verdict
+from .base import BaseVerifier, Outcome, Sample, Verdict
+from .format import AnswerFormat
 
 _TOKENIZERS: dict[str, Any] = {}
 _TOKENIZERS_LOCK = threading.Lock()
@@ -74,13 +84,76 @@ def _approx(exact: bool) -> str:
     return "" if exact else " (approximate)"
 
 
-class LengthPenalty(BaseVerifier):
+class _Penalty(BaseVerifier):
+    """A penalty (<= 0) alone, or added to a wrapped base verifier's score."""
+
+    kind = "length"
+    base: Any = None
+    apply_to = "all"
+
+    def _penalty(self, sample: Sample) -> tuple[float, str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _wrap(self, base: Mapping[str, Any] | None, apply_to: str, answer_format: AnswerFormat | None, column: str) -> None:
+        if apply_to not in ("all", "correct"):
+            raise VerifierError(f"apply_to must be 'all' or 'correct', got {apply_to!r}")
+        self.apply_to = apply_to
+        if base is None:
+            if apply_to != "all":
+                raise VerifierError("apply_to only means something with a base verifier to wrap")
+            return
+        if not isinstance(base, Mapping) or not isinstance(base.get("verifier"), str):
+            raise VerifierError("base must be a mapping {verifier: NAME, options: {...}}")
+        from . import BUILTINS, _import, build_verifier
+
+        name, options = base["verifier"], dict(base.get("options") or {})
+        if name in BUILTINS and "column" not in options:
+            target = _import(BUILTINS[name])
+            if inspect.isclass(target) and "column" in inspect.signature(target).parameters:
+                options["column"] = column
+        self.base = build_verifier(name, options, answer_format)
+        self.kind = getattr(self.base, "kind", "custom")  # the audit probes what the base checks
+
+    def _combine(self, sample: Sample, base: Verdict | None) -> Verdict:
+        value, detail = self._penalty(sample)
+        if base is None:
+            return Verdict.correct(0.0, detail=detail) if value == 0 else Verdict.wrong(value, detail=detail)
+        if base.outcome is Outcome.ERROR:
+            return base
+        applied = value if self.apply_to == "all" or base.outcome is Outcome.CORRECT else 0.0
+        b = base.score or 0.0
+        return Verdict(base.outcome, b + applied, detail="; ".join(filter(None, [base.detail, detail])), answer=base.answer, span=base.span, parts=(("base", b), ("penalty", applied)))
+
+    def verify(self, sample: Sample) -> Verdict:
+        return self.verify_batch([sample])[0]
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        bases: Sequence[Verdict | None] = self.base.verify_batch(samples) if self.base is not None else [None] * len(samples)
+        out = []
+        for s, b in zip(samples, bases, strict=True):
+            try:
+                out.append(self._combine(s, b))
+            except Exception as exc:  # noqa: BLE001 - e.g. a tokenizer that cannot load: undecided, not 0
+                out.append(Verdict.error(f"{type(exc).__name__}: {exc}", kind="crash"))
+        return out
+
+
+class LengthPenalty(_Penalty):
     """0 within ``budget`` tokens; past it, ``-per_token`` per extra token, floored at
     ``-max_penalty``. Default ``per_token`` reaches the floor at twice the budget."""
 
-    kind = "length"
-
-    def __init__(self, budget: int, per_token: float | None = None, max_penalty: float = 1.0, tokenizer: str | None = None, chars_per_token: float = 4.0) -> None:
+    def __init__(
+        self,
+        budget: int,
+        per_token: float | None = None,
+        max_penalty: float = 1.0,
+        tokenizer: str | None = None,
+        chars_per_token: float = 4.0,
+        base: Mapping[str, Any] | None = None,
+        apply_to: str = "all",
+        answer_format: AnswerFormat | None = None,
+        column: str = "answer",
+    ) -> None:
         if not isinstance(budget, int) or budget <= 0:
             raise VerifierError(f"length_penalty needs budget: a positive number of tokens, got {budget!r}")
         if max_penalty < 0:
@@ -89,21 +162,30 @@ class LengthPenalty(BaseVerifier):
         self.per_token = float(per_token) if per_token is not None else max_penalty / budget
         self.max_penalty = float(max_penalty)
         self.counter = TokenCounter(tokenizer, chars_per_token)
+        self._wrap(base, apply_to, answer_format, column)
 
-    def verify(self, sample: Sample) -> Verdict:
+    def _penalty(self, sample: Sample) -> tuple[float, str]:
         n, exact = self.counter.count(sample)
         if n <= self.budget:
-            return Verdict.correct(0.0, detail=f"{n} tokens <= budget {self.budget}{_approx(exact)}")
+            return 0.0, f"{n} tokens <= budget {self.budget}{_approx(exact)}"
         penalty = min(self.max_penalty, (n - self.budget) * self.per_token)
-        return Verdict.wrong(-penalty, detail=f"{n} tokens, {n - self.budget} over budget {self.budget}{_approx(exact)}")
+        return -penalty, f"{n} tokens, {n - self.budget} over budget {self.budget}{_approx(exact)}"
 
 
-class OverlongPenalty(BaseVerifier):
+class OverlongPenalty(_Penalty):
     """DAPO's soft overlong punishment (see the module docstring)."""
 
-    kind = "length"
-
-    def __init__(self, max_completion_length: int, cache: int | None = None, tokenizer: str | None = None, chars_per_token: float = 4.0) -> None:
+    def __init__(
+        self,
+        max_completion_length: int,
+        cache: int | None = None,
+        tokenizer: str | None = None,
+        chars_per_token: float = 4.0,
+        base: Mapping[str, Any] | None = None,
+        apply_to: str = "all",
+        answer_format: AnswerFormat | None = None,
+        column: str = "answer",
+    ) -> None:
         if not isinstance(max_completion_length, int) or max_completion_length <= 0:
             raise VerifierError(f"overlong needs max_completion_length: a positive number of tokens, got {max_completion_length!r}")
         cache = max_completion_length // 4 if cache is None else cache
@@ -112,40 +194,45 @@ class OverlongPenalty(BaseVerifier):
         self.max_len = max_completion_length
         self.cache = cache
         self.counter = TokenCounter(tokenizer, chars_per_token)
+        self._wrap(base, apply_to, answer_format, column)
 
-    def verify(self, sample: Sample) -> Verdict:
+    def _penalty(self, sample: Sample) -> tuple[float, str]:
         n, exact = self.counter.count(sample)
         soft = self.max_len - self.cache
         if n <= soft:
-            return Verdict.correct(0.0, detail=f"{n} tokens{_approx(exact)}")
+            return 0.0, f"{n} tokens{_approx(exact)}"
         if n <= self.max_len:
-            return Verdict.wrong((soft - n) / self.cache, detail=f"{n} tokens, {n - soft} into the last {self.cache}{_approx(exact)}")
-        return Verdict.wrong(-1.0, detail=f"{n} tokens > {self.max_len}{_approx(exact)}")
+            return (soft - n) / self.cache, f"{n} tokens, {n - soft} into the last {self.cache}{_approx(exact)}"
+        return -1.0, f"{n} tokens > {self.max_len}{_approx(exact)}"
 
 
-class RepetitionPenalty(BaseVerifier):
+class RepetitionPenalty(_Penalty):
     """``-(1 - unique n-grams / n-grams) * max_penalty`` over whitespace words."""
 
-    kind = "length"
-
-    def __init__(self, n: int = 3, max_penalty: float = 1.0) -> None:
+    def __init__(
+        self,
+        n: int = 3,
+        max_penalty: float = 1.0,
+        base: Mapping[str, Any] | None = None,
+        apply_to: str = "all",
+        answer_format: AnswerFormat | None = None,
+        column: str = "answer",
+    ) -> None:
         if not isinstance(n, int) or n < 1:
             raise VerifierError(f"repetition n must be a positive integer, got {n!r}")
         if max_penalty < 0:
             raise VerifierError(f"max_penalty must be >= 0, got {max_penalty!r}")
         self.n = n
         self.max_penalty = float(max_penalty)
+        self._wrap(base, apply_to, answer_format, column)
 
-    def verify(self, sample: Sample) -> Verdict:
+    def _penalty(self, sample: Sample) -> tuple[float, str]:
         words = sample.completion.lower().split()
         total = len(words) - self.n + 1
         if total <= 0:
-            return Verdict.correct(0.0, detail=f"fewer than {self.n} words")
+            return 0.0, f"fewer than {self.n} words"
         grams = {tuple(words[i : i + self.n]) for i in range(total)}
         share = 1 - len(grams) / total
         if share == 0:
-            return Verdict.correct(0.0, detail="no repeated n-grams")
-        return Verdict.wrong(-share * self.max_penalty, detail=f"{share:.0%} of {self.n}-grams repeated")
-
-    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
-        return [self.verify(s) for s in samples]
+            return 0.0, "no repeated n-grams"
+        return -share * self.max_penalty, f"{share:.0%} of {self.n}-grams repeated"
