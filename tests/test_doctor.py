@@ -721,3 +721,10 @@ def test_kl_at_the_first_step_flags_dropout_only_when_step_1_was_logged(tmp_path
     assert f.check == "kl_explosion" and dict(f.patch.grpo) == {"disable_dropout": True}
     _write_metrics(run, [r for r in rows if r["step"] % 10 == 0])  # logging_steps=10: a window average
     assert diagnose(load_run(run)).findings == ()
+
+
+def test_real_slow_degradation_without_a_gradient_spike_is_still_a_collapse() -> None:
+    d = diagnose(load_run(REAL / "warm_lr_100"))
+    assert [f.check for f in d.findings] == ["performance_collapse", "no_learning_signal"]
+    assert d.findings[0].numbers["acc_last"] == 0.1
+    assert dict(d.findings[0].patch.grpo) == {"learning_rate": 5e-5}
