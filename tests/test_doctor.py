@@ -728,3 +728,15 @@ def test_real_slow_degradation_without_a_gradient_spike_is_still_a_collapse() ->
     assert [f.check for f in d.findings] == ["performance_collapse", "no_learning_signal"]
     assert d.findings[0].numbers["acc_last"] == 0.1
     assert dict(d.findings[0].patch.grpo) == {"learning_rate": 5e-5}
+
+
+def test_collapse_advice_names_the_checkpoint_at_the_held_out_peak(tmp_path: Path) -> None:
+    run = _copy("collapse", tmp_path)
+    rows = _rows("collapse")
+    for r in rows:
+        if r.get("step") == 20 and "eval/accuracy" in r:
+            r["eval/accuracy"] = 0.6  # the peak is now mid-run, after updates
+    _write_metrics(run, rows)
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "performance_collapse" and f.numbers["acc_peak_step"] == 20
+    assert "checkpoint nearest step 20" in f.suggestion

@@ -277,15 +277,14 @@ def check_collapse(run: Run) -> Result:
             numbers.update(grad_norm_peak=gn.values[top], grad_norm_peak_step=gn.steps[top])
     lr = _g(run, "learning_rate")
     patch = Patch("lower learning rate", {"learning_rate": float(f"{lr / 10:.3g}")}, why="updates large enough to destroy what the model could do") if isinstance(lr, int | float) and lr > 0 else None
-    first_step = acc.steps[0] if len(acc) else None
     if peak_step is None:
         where = ""
-    elif peak_step == first_step:
+    elif peak_step == 0:
         where = " The held-out peak was before any update: restart from the starting model, not from a checkpoint."
     else:
         where = f" Resume from the checkpoint nearest step {peak_step} (the held-out peak), not from the end."
     return [Finding(
-        "performance_collapse", "error", "eval/accuracy" if "acc_peak" in numbers else f"rewards/{correct}/mean", "; ".join(evidence),
+        "performance_collapse", "error", acc.key if "acc_peak" in numbers else f"rewards/{correct}/mean", "; ".join(evidence),
         "Training destroyed a capability the model had: the updates are too large (learning rate, or no gradient clipping)." + where,
         patch, numbers,
     )]
