@@ -118,3 +118,13 @@ def test_cpu_bound_loop_is_a_timeout_not_a_crash():
     finally:
         p.close()
     assert r.why == "timeout"
+
+
+def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path, monkeypatch):
+    import rlvr.sandbox.pool as pool_mod
+
+    broken = tmp_path / "harness.py"
+    broken.write_text("raise SystemExit('harness exploded on purpose')\n")
+    monkeypatch.setattr(pool_mod, "HARNESS", broken)
+    with pytest.raises(SandboxError, match="exploded on purpose"):
+        SandboxPool(1).start()

@@ -188,9 +188,9 @@ class _Worker:
         self.win, self.rout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         hello = self.recv(60.0)
         if hello is None or "hello" not in hello:
-            self.kill()
             self.errfile.seek(0)
             err = self.errfile.read().decode("utf-8", "replace").strip().splitlines()
+            self.kill()
             raise SandboxError(f"a sandbox worker failed to start ({python}): {err[-1] if err else 'no output'}")
         self.layers: dict[str, str] = hello["hello"]
 
