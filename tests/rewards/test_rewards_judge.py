@@ -168,3 +168,18 @@ def test_cli_judge_help_works(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["judge", "calibrate", "--help"])
     assert exc.value.code == 0 and "--labels" in capsys.readouterr().out
+
+
+def test_cli_calibrate_from_a_task_whose_judge_has_no_record_yet(fake, tmp_path, capsys):
+    (tmp_path / "judge_prompt.txt").write_text("Reference answer:\n{answer}\nResponse:\n{completion}\nCORRECT or INCORRECT?")
+    task = tmp_path / "task.yaml"
+    task.write_text(
+        "rewards:\n"
+        f"  - {{name: graded, verifier: judge, options: {{model: fake-judge, base_url: '{fake.url}', prompt_file: judge_prompt.txt, version: '2', calibration: cal.json}}}}\n"
+    )
+    out = tmp_path / "cal.json"
+    assert main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--task", str(task), "--out", str(out), "--json"]) == 0
+    record = json.loads(out.read_text())
+    assert record["version"] == "2" and record["passed"]
+    v = build_verifier("judge", {"model": "fake-judge", "base_url": fake.url, "prompt_file": str(tmp_path / "judge_prompt.txt"), "version": "2", "calibration": str(out)})
+    assert v.verify(Sample("it is 3", {"answer": "3"})).outcome is Outcome.CORRECT

@@ -32,13 +32,27 @@ def _config(args: argparse.Namespace):  # noqa: ANN202 - JudgeConfig, imported l
     if args.task:
         if args.model or args.base_url or args.prompt_file:
             raise ConfigError(Problem("--task", "takes the judge settings from the task; do not also pass --model/--base-url/--prompt-file", "drop one or the other"))
-        from ..task import load_task
+        # Read the term straight from the YAML: load_task builds every term, and a judge term
+        # refuses to build before it has the calibration record this command writes.
+        from pathlib import Path
 
-        task = load_task(args.task, check_data=False)
-        terms = [t for t in task.rewards if t.verifier == "judge" and (args.term is None or t.name == args.term)]
+        import yaml
+
+        try:
+            raw = yaml.safe_load(Path(args.task).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(Problem(args.task, f"cannot read the task file: {exc}", "check the path and the YAML")) from None
+        terms = [
+            t for t in (raw.get("rewards") or [])
+            if isinstance(t, dict) and t.get("verifier", t.get("name")) == "judge" and (args.term is None or t.get("name") == args.term)
+        ]
         if len(terms) != 1:
             raise ConfigError(Problem("--term", f"found {len(terms)} judge terms{' named ' + args.term if args.term else ''} in {args.task}", "name the judge term with --term"))
-        return config_from_options(terms[0].options)
+        options = dict(terms[0].get("options") or {})
+        options.pop("calibration", None)
+        if options.get("prompt_file") and not Path(options["prompt_file"]).is_absolute():
+            options["prompt_file"] = str(Path(args.task).parent / options["prompt_file"])
+        return config_from_options(options)
     problems = [Problem(flag, "is required without --task", f"pass {flag}") for flag, v in (("--model", args.model), ("--base-url", args.base_url)) if not v]
     if problems:
         raise ConfigError(problems)

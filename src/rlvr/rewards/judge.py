@@ -359,5 +359,5 @@ class JudgeVerifier(BaseVerifier):
 
 def config_from_options(options: Mapping[str, Any]) -> JudgeConfig:
     """The judge configuration a set of term options describes (for calibrating from a task)."""
-    v = JudgeVerifier(**{**options, "require_calibration": False})
-    return v.config
+    opts = {k: v for k, v in options.items() if k not in ("calibration", "min_kappa", "concurrency", "require_calibration")}
+    return JudgeVerifier(**opts, require_calibration=False).config
