@@ -740,3 +740,13 @@ def test_collapse_advice_names_the_checkpoint_at_the_held_out_peak(tmp_path: Pat
     (f,) = diagnose(load_run(run)).findings
     assert f.check == "performance_collapse" and f.numbers["acc_peak_step"] == 20
     assert "checkpoint nearest step 20" in f.suggestion
+
+
+def test_entropy_collapse_with_every_lever_pulled_has_no_patch(tmp_path: Path) -> None:
+    run = _copy("dapo_entropy_collapse", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["grpo"].update(use_adaptive_entropy=True, entropy_target=0.5)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "entropy_collapse" and f.patch is None
+    assert "already on" in f.suggestion

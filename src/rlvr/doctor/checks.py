@@ -397,8 +397,12 @@ def check_entropy(run: Run) -> Result:
         return []
     if sh.early > 0 and sh.ratio <= ENTROPY_COLLAPSE and sh.falling():
         half = next((st for st, v in zip(s.steps, s.values, strict=True) if v <= sh.early / 2), None)
-        if _g(run, "loss_type") == "dapo" and (_g(run, "epsilon_high") or 0) >= 0.28:
-            patch: Patch | None = Patch("adaptive entropy", {"use_adaptive_entropy": True, "entropy_target": round(sh.early, 4)},
+        if _g(run, "use_adaptive_entropy"):
+            patch: Patch | None = None  # every config lever for this symptom is already pulled
+            advice = "DAPO's clip and adaptive entropy are already on: read completions for repetition, and check the group ids (a grouping bug also looks like this)."
+        elif _g(run, "loss_type") == "dapo" and (_g(run, "epsilon_high") or 0) >= 0.28:
+            advice = "DAPO is already on: hold entropy with TRL's adaptive entropy coefficient, targeting the early entropy."
+            patch = Patch("adaptive entropy", {"use_adaptive_entropy": True, "entropy_target": round(sh.early, 4)},
                                         why="DAPO's clip-higher is already on; hold entropy at its early level")
         else:
             # The overlay and its soft overlong punishment term come from the recipe, so `rlvr plan
@@ -408,10 +412,11 @@ def check_entropy(run: Run) -> Result:
             terms = tuple(term_patch("dapo", run.grpo, set(run.term_names()))) if isinstance(_g(run, "max_completion_length"), int) else ()
             patch = Patch("DAPO", dict(VARIANTS["dapo"]), add_terms=terms,
                           why="clip-higher lets low-probability tokens rise; token-level loss; overlong filtering and soft punishment")
+            advice = "Apply DAPO's decoupled clip (epsilon_high 0.28) with token-level loss and overlong shaping."
         return [Finding(
             "entropy_collapse", "error" if sh.ratio <= ENTROPY_COLLAPSE_SEVERE else "warning", "entropy",
             f"entropy fell from {sh.span()}, {sh.ratio:.0%} of its early level" + (f"; below half by step {half}" if half is not None else ""),
-            "Completions within a group are becoming identical, so exploration (and soon the advantage) is gone. Apply DAPO's decoupled clip (epsilon_high 0.28) with token-level loss.",
+            "Completions within a group are becoming identical, so exploration (and soon the advantage) is gone. " + advice,
             patch, {"entropy_early": sh.early, "entropy_late": sh.late, "ratio": sh.ratio},
         )]
     if sh.early > 0 and sh.ratio >= ENTROPY_BLOWUP and sh.rising():
@@ -440,12 +445,13 @@ def check_length(run: Run) -> Result:
     length, reward = shift(run.series("completions/mean_length")), shift(run.series("reward"))
     has_length_term = any(w in t.lower() for t in run.term_names() for w in ("length", "overlong", "concise"))
     if length is not None and reward is not None and length.early > 0 and length.ratio >= LENGTH_RISE and length.rising():
-        numbers.update(length_early=length.early, length_late=length.late, reward_early=reward.early, reward_late=reward.late)
         if reward.delta < REWARD_RISE or not reward.rising():
             how = "fell" if reward.falling() else "stayed flat"
             evidence.append(f"mean completion length rose from {length.span()} ({length.ratio:.2f}x) while reward {how} ({reward.early:.3g} to {reward.late:.3g})")
         elif not has_length_term:
             evidence.append(f"mean completion length rose from {length.span()} ({length.ratio:.2f}x) together with reward ({reward.early:.3g} to {reward.late:.3g}), and no reward term asks for length")
+        if evidence:
+            numbers.update(length_early=length.early, length_late=length.late, reward_early=reward.early, reward_late=reward.late)
     inc = run.series("eval/mean_length_incorrect", evals=True)
     if len(inc) >= 3 and inc.values[0] > 0 and inc.values[-1] / inc.values[0] >= LENGTH_RISE and inc.values[-1] >= inc.values[-2] >= inc.values[-3]:
         trail = ", ".join(f"{v:.1f}@{s}" for s, v in zip(inc.steps, inc.values, strict=True))
