@@ -262,3 +262,10 @@ def test_errors_are_not_remembered():
     assert v.verify(sample).error_kind == "timeout"
     v.verify(sample)
     assert pool.calls == 2
+
+
+def test_policy_types_are_checked():
+    with pytest.raises(VerifierError, match="ordered_lists must be true or false"):
+        build_verifier("math", {"ordered_lists": "no"})
+    with pytest.raises(VerifierError, match="rel_tol"):
+        build_verifier("math", {"rel_tol": -1})

@@ -87,6 +87,13 @@ class MathVerifier(BaseVerifier):
         except TypeError as exc:
             raise VerifierError(f"bad math options: {exc}") from exc
         problems = []
+        for name in ("ordered_lists", "assignment"):
+            if not isinstance(getattr(self.policy, name), bool):
+                problems.append(f"{name} must be true or false, got {getattr(self.policy, name)!r}")
+        for name in ("rel_tol", "abs_tol"):
+            value = getattr(self.policy, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                problems.append(f"{name} must be a number >= 0, got {value!r}")
         if self.policy.form not in ("equivalent", "structural"):
             problems.append(f"form must be 'equivalent' or 'structural', got {self.policy.form!r}")
         if self.policy.angles not in ("plain", "degrees"):
