@@ -269,3 +269,22 @@ def test_policy_types_are_checked():
         build_verifier("math", {"ordered_lists": "no"})
     with pytest.raises(VerifierError, match="rel_tol"):
         build_verifier("math", {"rel_tol": -1})
+
+
+def test_expanding_task_answered_with_the_question_is_wrong(math_v):
+    v = one(math_v, r"\boxed{(x+1)(x+2)}", "x^2+3x+2", prompt="Expand (x+1)(x+2).")
+    assert v.outcome is Outcome.WRONG
+
+
+def test_answer_written_as_the_gold_is_not_a_restatement(math_v):
+    v = one(math_v, r"\boxed{2x+1}", "2x+1", prompt="Which is the derivative of x^2+x? A) 2x+1 B) 2x")
+    assert v.outcome is Outcome.CORRECT
+
+
+def test_a_pool_that_cannot_run_is_an_error_not_wrong():
+    class Broken:
+        def map(self, func, arglist, timeout=5.0):
+            raise RuntimeError("the worker pool is closed")
+
+    v = MathVerifier(answer_format=BOXED, pool=Broken()).verify(Sample(r"\boxed{\sqrt{4}}", {"answer": "2"}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "crash"

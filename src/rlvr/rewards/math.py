@@ -11,9 +11,10 @@ This module adds what a reward needs around it:
   (default 5 s) that works from any thread or process. A timeout, a worker out of memory or a
   crash is an ``error`` verdict (``error_kind`` ``timeout``/``memory``/``crash``), never
   ``wrong``; a ground truth that does not parse is ``error`` with ``error_kind="ground_truth"``.
-- An answer that restates an expression from the prompt (``12+5`` for "What is 12+5?") is
-  ``wrong``: evaluating it would reward copying the question. Plain numbers are exempt, since
-  a correct number may well appear in the prompt.
+- An answer that restates an expression from the prompt (``12+5`` for "What is 12+5?",
+  ``(x+1)(x+2)`` for "Expand (x+1)(x+2)") is ``wrong``: evaluating it would reward copying the
+  question. Plain numbers are exempt, since a correct number may well appear in the prompt, and
+  so is an answer written exactly as the ground truth (a multiple-choice prompt lists it).
 - An answer that does not parse as math is ``wrong`` (the policy wrote something, just not a
   readable answer), with the parser's reason in ``detail``.
 
@@ -133,7 +134,7 @@ class MathVerifier(BaseVerifier):
             if not ex.ok or ex.answer is None:
                 out[i] = Verdict.unparseable(ex.problem or "no answer span")
                 continue
-            if self.reject_restated and _restates_prompt(ex.answer, s.prompt):
+            if self.reject_restated and _restates_prompt(ex.answer, s.prompt) and _SPACE.sub("", ex.answer) != _SPACE.sub("", gold):
                 out[i] = Verdict.wrong(answer=ex.answer, span=ex.span, detail="the answer restates an expression from the prompt")
                 continue
             fast = fast_compare(gold, ex.answer, self.policy)
@@ -148,7 +149,11 @@ class MathVerifier(BaseVerifier):
         if jobs:
             # A GRPO group often repeats an answer: compare each distinct pair once.
             unique = list(dict.fromkeys((j.gold, j.answer) for j in jobs))
-            results = dict(zip(unique, self.pool.map("rlvr.rewards.mathcore:compare_texts", [(g, a, self.policy) for g, a in unique], timeout=self.timeout), strict=True))
+            try:
+                answers = self.pool.map("rlvr.rewards.mathcore:compare_texts", [(g, a, self.policy) for g, a in unique], timeout=self.timeout)
+            except Exception as exc:  # noqa: BLE001 - no worker at all: undecided, never wrong
+                answers = [Result(False, error_kind="crash", detail=f"verifier pool failed: {type(exc).__name__}: {exc}")] * len(unique)
+            results = dict(zip(unique, answers, strict=True))
             for job in jobs:
                 res = results[(job.gold, job.answer)]
                 if res.ok:
