@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlvr.cli.main import main
-from rlvr.doctor import choose, diagnose, is_moe, load_run, patched, write_patch
-from rlvr.doctor.checks import Patch
+from rlvr.doctor import Patch, choose, diagnose, is_moe, load_run, patched, write_patch
 from rlvr.errors import ConfigError, DataError, RunError
 
 DATA = Path(__file__).parent / "data" / "doctor"

@@ -36,7 +36,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, Problem, RunError
-from .checks import CHECKS, SEVERITY_ORDER, Finding, Note, Patch
+from .checks import CHECKS
+from .findings import SEVERITY_ORDER, Finding, Note, Patch
 from .table import Run, Series, is_moe, load_run, read_config
 
 

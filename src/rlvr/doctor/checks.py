@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from .findings import Finding, Note, Patch
 from .stats import MIN_POINTS, late_mean, mean, shift
 from .table import Run, Series, is_moe
 
@@ -43,51 +43,6 @@ CLIP_TOKEN_MAX = 0.2  # token-level clip fraction above this is large
 CLIP_SEQUENCE_MAX = 0.3  # GSPO clips ~15 % of sequences normally, so the bar is higher
 GRAD_RISE = 3.0  # grad_norm late/early ratio that, rising, signals off-policy instability
 
-SEVERITY_ORDER = {"error": 0, "warning": 1}
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One change group to the run's config. ``grpo`` maps GRPOConfig keys to new values (``None``
-    clears a key so TRL derives it); ``add_terms`` are reward terms to add to the task."""
-
-    variant: str  # "DAPO", "Dr. GRPO", "GSPO", or a plain description of the fix
-    grpo: Mapping[str, Any]
-    add_terms: tuple[Mapping[str, Any], ...] = ()
-    why: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"variant": self.variant, "grpo": dict(self.grpo), "add_terms": [dict(t) for t in self.add_terms], "why": self.why}
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    severity: str  # "error" | "warning"
-    metric: str
-    evidence: str  # numbers and steps, readable
-    suggestion: str
-    patch: Patch | None = None
-    numbers: Mapping[str, float | int | None] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check, "severity": self.severity, "metric": self.metric, "evidence": self.evidence,
-            "suggestion": self.suggestion, "patch": self.patch.to_json() if self.patch else None,
-            # JSON has no inf/NaN: a ratio against a zero start is reported as null.
-            "numbers": {k: (v if v is None or math.isfinite(v) else None) for k, v in self.numbers.items()},
-        }
-
-
-@dataclass(frozen=True)
-class Note:
-    """Something the configuration explains, or a check that could not run, and why."""
-
-    check: str
-    text: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"check": self.check, "text": self.text}
 
 
 def _g(run: Run, key: str, default: Any = None) -> Any:
