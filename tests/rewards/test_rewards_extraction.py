@@ -77,7 +77,7 @@ def test_thousands_rule_removes_separators(n):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet="abcXYZ 12.$\t", max_size=20), st.sets(st.sampled_from(["whitespace", "case", "nfkc", "thousands", "dollars"])))
+@given(st.text(alphabet="abcXYZ 12.$\t", max_size=20), st.sets(st.sampled_from(["whitespace", "case", "nfkc", "thousands", "dollars", "trailing_period"])))
 def test_normalisation_is_idempotent(text, rules):
     once = normalize(text, rules)
     assert normalize(once, rules) == once

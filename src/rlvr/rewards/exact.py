@@ -6,7 +6,7 @@ Normalisation is opt-in, rule by rule, and applied identically to both sides:
 - ``case``: casefold;
 - ``nfkc``: Unicode NFKC (full-width digits, ligatures) and removal of zero-width characters;
 - ``thousands``: drop ``,`` / thin-space / ``_`` thousands separators between digit groups;
-- ``trailing_period``: drop one trailing ``.``;
+- ``trailing_period``: drop trailing ``.`` (an ellipsis ``..`` stays);
 - ``dollars``: drop surrounding ``$…$`` or ``$$…$$``.
 
 Without ``nfkc``, zero-width and confusable characters make an answer *wrong*: an exact match
@@ -43,7 +43,8 @@ def normalize(text: str, rules: Iterable[str]) -> str:
         text = _SPACES.sub(" ", text)
     if "thousands" in rules:
         text = _THOUSANDS.sub("", text)
-    if "trailing_period" in rules and text.endswith(".") and not text.endswith(".."):
+    # A loop, so that normalising twice changes nothing ("4 . ." -> "4"); an ellipsis stays.
+    while "trailing_period" in rules and text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()
     if "case" in rules:
         text = text.casefold()
