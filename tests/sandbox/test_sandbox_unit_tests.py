@@ -161,3 +161,42 @@ def test_task_file_with_a_unit_tests_term_scores_rows(tmp_path):
     row = task.load_split("train")[0]
     (scored,) = task.reward_set().score([Sample(fenced("def add(a, b):\n    return a + b\n"), row=row)])
     assert scored.verdicts["tests"].outcome is Outcome.CORRECT
+
+
+def test_expected_values_never_reach_the_sandbox(verifier):
+    plan = verifier.plan({"tests": "assert add(2, 3) == 987654321\nassert abs(add(1, 1) - 24681357.5) < 1e-6\n"})
+    wire = json.dumps(verifier._job("def add(a, b):\n    return a + b\n", plan).to_wire(verifier.pool.limits))
+    assert "987654321" not in wire and "24681357" not in wire
+
+
+def test_outcomes_are_counted_per_kind(pool):
+    from rlvr.rewards.code import UnitTests
+
+    v = UnitTests(timeout=1.0, pool=pool)
+    v.verify_batch([
+        Sample(fenced("def add(a, b):\n    return a + b\n"), row={"tests": ADD}),
+        Sample(fenced("def add(a, b):\n    return 0\n"), row={"tests": ADD}),
+        Sample(fenced("while True:\n    pass\n"), row={"tests": ADD}),
+    ])
+    assert (v.counts["passed"], v.counts["failed"], v.counts["timeout"]) == (1, 1, 1)
+
+
+def test_worker_killed_mid_sample_is_a_masked_sandbox_error():
+    import os
+    import threading
+
+    from rlvr.rewards.code import UnitTests
+    from rlvr.sandbox.pool import Limits, SandboxPool
+
+    p = SandboxPool(1, Limits(timeout=5.0))
+    try:
+        p.start()
+        victim = p._workers[0].proc.pid
+        threading.Timer(0.5, os.kill, (victim, 9)).start()
+        v = UnitTests(timeout=5.0, pool=p)
+        first = v.verify(Sample(fenced("import time\ntime.sleep(3)\ndef add(a, b):\n    return a + b\n"), row={"tests": ADD}))
+        after = v.verify(Sample(fenced("def add(a, b):\n    return a + b\n"), row={"tests": ADD}))
+    finally:
+        p.close()
+    assert (first.outcome, first.error_kind) == (Outcome.ERROR, "sandbox")
+    assert after.outcome is Outcome.CORRECT and v.counts["sandbox"] == 1

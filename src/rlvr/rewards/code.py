@@ -28,6 +28,7 @@ Python only; the sandbox worker's interpreter has the standard library and nothi
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
 import json
 from collections.abc import Mapping, Sequence
@@ -163,6 +164,9 @@ class UnitTests(BaseVerifier):
         self.strict = strict
         self.python = python
         self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
+        # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, and how
+        # many relied on in-child (weaker) tests. Infrastructure failures are counted, not hidden.
+        self.counts: collections.Counter[str] = collections.Counter()
 
     # -- per row -----------------------------------------------------------------------------
     def plan(self, row: Mapping[str, Any]) -> Any:
@@ -215,7 +219,9 @@ class UnitTests(BaseVerifier):
             except SandboxError:
                 raise  # a sandbox that cannot start is a setup problem: stop, do not mask it all
             for (i, plan, _job, code, span), raw in zip(todo, raws, strict=True):
-                out[i] = self._verdict(plan, raw, code, span, judge)
+                v = out[i] = self._verdict(plan, raw, code, span, judge)
+                self.counts[v.error_kind or ("passed" if v.outcome.value == "correct" else "failed")] += 1
+                self.counts["weaker"] += plan.weaker
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 
     def _verdict(self, plan: Any, raw: Any, code: str | None, span: tuple[int, int] | None, judge: Any) -> Verdict:

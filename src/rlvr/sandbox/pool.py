@@ -376,7 +376,11 @@ class SandboxPool:
         except (OSError, SandboxError, ValueError) as exc:
             reply, why = None, f"sandbox: {type(exc).__name__}: {exc}"
         else:
-            why = "sandbox: the worker did not answer in time" if reply is None else ""
+            if reply is None:
+                died = worker.proc.poll() is not None
+                why = "sandbox: the worker died" if died else "sandbox: the worker did not answer in time"
+            else:
+                why = ""
         if reply is None or reply.get("id") != seq:
             # A stuck or confused worker is replaced; the sample is an infrastructure error.
             if worker is not None:
