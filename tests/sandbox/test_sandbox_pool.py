@@ -128,3 +128,23 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path,
     monkeypatch.setattr(pool_mod, "HARNESS", broken)
     with pytest.raises(SandboxError, match="exploded on purpose"):
         SandboxPool(1).start()
+
+
+def test_threads_still_work_under_the_fork_ban(full_pool):
+    code = "from concurrent.futures import ThreadPoolExecutor\ndef f():\n    with ThreadPoolExecutor(4) as ex:\n        return sum(ex.map(abs, [-1, -2, 3]))\n"
+    (r,) = full_pool.run([Job(code, calls=("f()",))])
+    assert r.payload == {"calls": [["ok", ["i", 6]]]}
+
+
+def test_a_sample_can_use_files_in_its_own_workdir(full_pool):
+    code = "import os\ndef f():\n    open('scratch.txt', 'w').write('abc')\n    return open(os.path.join(os.getcwd(), 'scratch.txt')).read()\n"
+    (r,) = full_pool.run([Job(code, calls=("f()",))])
+    assert r.payload == {"calls": [["ok", ["s", "abc"]]]}
+
+
+def test_files_left_by_one_sample_are_gone_for_the_next(full_pool):
+    plant = "import os\ndef f():\n    open('planted', 'w').write('x')\n    return os.getcwd()\n"
+    (first,) = full_pool.run([Job(plant, calls=("f()",))])
+    look = f"import os\ndef f():\n    return os.path.exists({first.payload['calls'][0][1][1] + '/planted'!r})\n"
+    results = full_pool.run([Job(look, calls=("f()",))] * 2)
+    assert all(r.payload == {"calls": [["ok", ["b", False]]]} for r in results)
