@@ -288,3 +288,10 @@ def test_a_pool_that_cannot_run_is_an_error_not_wrong():
 
     v = MathVerifier(answer_format=BOXED, pool=Broken()).verify(Sample(r"\boxed{\sqrt{4}}", {"answer": "2"}))
     assert v.outcome is Outcome.ERROR and v.error_kind == "crash"
+
+
+@pytest.mark.parametrize(("gold", "pred"), [(r"\frac{1}{2}", "2/4"), (r"\frac{1}{2}", r"\frac{2}{4}"), ("3", "3/1"), (r"\frac{\sqrt{2}}{2}", r"\frac{\sqrt{8}}{4}")])
+def test_structural_form_rejects_unsimplified_answers(gold, pred):
+    assert judge(gold, pred) == "equal"
+    assert judge(gold, pred, form="structural") == "unequal"
+    assert judge(gold, gold, form="structural") == "equal"

@@ -65,6 +65,7 @@ from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pi
     split_top,
     structure,
     to_latex,
+    unsimplified,
 )
 
 
@@ -79,7 +80,8 @@ class MathPolicy:
         Raise ``rel_tol`` (e.g. 1e-4) only when the task accepts rounded decimals.
     form: ``equivalent`` (any equal value counts) or ``structural`` (the parsed expressions must
         be identical after sympy's automatic canonicalisation: ``x^2-1`` does not match
-        ``(x-1)(x+1)``; ``2x+1`` matches ``1+2x``).
+        ``(x-1)(x+1)``; ``2x+1`` matches ``1+2x``; an unsimplified answer -- ``2/4``, ``3/1``,
+        ``\\sqrt{8}`` -- does not match a simplified ground truth).
     angles: ``plain`` (a degree sign is dropped: 45° equals 45) or ``degrees`` (a degree sign
         means ×π/180: 45° equals π/4).
     percent: ``strip`` (50% equals 50), ``fraction`` (50% equals 0.5) or ``either``.
@@ -340,6 +342,8 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     cg, cp = clean(g), clean(p)
     if cp.hedged:
         return False
+    if policy.form == "structural" and unsimplified(cp.text) and not unsimplified(cg.text):
+        return False
     gv = parse_scalar(_scalar_text(cg.text, policy))
     pv = parse_scalar(_scalar_text(cp.text, policy))
     modes = ("strip", "fraction") if policy.percent == "either" else (policy.percent,)
@@ -441,7 +445,7 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
         cg, cp = clean(gold), clean(pred)
     except ParseFailure:
         return None
-    if cg.degrees or cp.degrees or cg.percent or cp.percent or cp.hedged:
+    if cg.degrees or cp.degrees or cg.percent or cp.percent or cp.hedged or policy.form == "structural":
         return None
     g, p = fast_rational(_scalar_text(cg.text, policy)), fast_rational(_scalar_text(cp.text, policy))
     if g is None or p is None:

@@ -197,6 +197,38 @@ def fast_rational(s: str) -> Fraction | None:
     return None
 
 
+_SQRT_INT = re.compile(r"\\sqrt\s*\{\s*(\d{1,12})\s*\}")
+
+
+def unsimplified(s: str) -> str | None:
+    """Why ``s`` is not in simplest form (a fraction not in lowest terms, a fraction over 1, a
+    radical with a square factor), or None. Used by the ``structural`` form policy, where sympy's
+    automatic evaluation would otherwise hide it (it turns 2/4 into 1/2 and \\sqrt{8} into
+    2\\sqrt{2} while parsing)."""
+    import math
+
+    s = s.strip()
+    m = _SLASH.match(s)
+    num_den = (m.group(1), m.group(2)) if m else None
+    m = _FRAC.match(s)
+    if m:
+        num_den = (m.group(2) or m.group(3), m.group(4) or m.group(5))
+    if num_den:
+        num, den = abs(int(num_den[0])), int(num_den[1])
+        if den == 1:
+            return "a fraction over 1"
+        if den and math.gcd(num, den) > 1:
+            return "a fraction not in lowest terms"
+    for m in _SQRT_INT.finditer(s):
+        n = int(m.group(1))
+        k = 2
+        while k * k <= n and k <= 10**6:
+            if n % (k * k) == 0:
+                return "a radical with a square factor"
+            k += 1
+    return None
+
+
 _SQRT_PAREN = re.compile(r"\\?sqrt\s*\(([^()]*)\)")
 _SQRT_BARE = re.compile(r"\\sqrt\s*(\d|[a-zA-Z](?![a-zA-Z]))")
 _FRAC_BARE = re.compile(r"\\frac\s*(\d)\s*(\d)")
