@@ -749,3 +749,13 @@ def test_entropy_collapse_with_every_lever_pulled_has_no_patch(tmp_path: Path) -
     (f,) = diagnose(load_run(run)).findings
     assert f.check == "entropy_collapse" and f.patch is None
     assert "already on" in f.suggestion
+
+
+def test_verifier_failing_only_at_the_end_of_a_long_run_is_found(tmp_path: Path) -> None:
+    rows = [{"step": i, "reward": 0.5, "rewards/correct/error_rate": 1.0 if i > 480 else 0.0} for i in range(1, 501)]
+    run = tmp_path / "long"
+    run.mkdir()
+    _write_metrics(run, rows)
+    (f,) = diagnose(load_run(run)).findings
+    assert f.check == "verifier_errors"
+    assert f.numbers["mean"] < 0.05 and "over steps 401-500" in f.evidence

@@ -139,15 +139,18 @@ def check_verifier_errors(run: Run) -> Result:
         if not len(s):
             continue
         avg = mean(s.values)
-        if avg <= ERROR_RATE_MAX:
+        late = late_mean(s)
+        # The late window too: infrastructure that breaks at step 950 of 1000 barely moves the mean.
+        if avg <= ERROR_RATE_MAX and (late is None or late[0] <= ERROR_RATE_MAX):
             continue
         term = key.split("/")[1]
         worst = max(range(len(s)), key=lambda i: s.values[i])
         timeouts = run.series(f"rewards/{term}/timeout_rate")
         hint = f"; timeouts are {mean(timeouts.values):.0%} of samples" if len(timeouts) else ""
+        recent = f", {late[0]:.1%} over steps {late[1][0]}-{late[1][1]}" if late is not None and late[0] > ERROR_RATE_MAX else ""
         out.append(Finding(
             "verifier_errors", "error", key,
-            f"term {term!r} could not decide {avg:.1%} of samples on average over steps {s.steps[0]}-{s.steps[-1]} (worst {s.values[worst]:.1%} at step {s.steps[worst]}){hint}",
+            f"term {term!r} could not decide {avg:.1%} of samples on average over steps {s.steps[0]}-{s.steps[-1]}{recent} (worst {s.values[worst]:.1%} at step {s.steps[worst]}){hint}",
             "Errors are masked out of the baseline, not scored 0, but this many means the verifier or sandbox is failing: run `rlvr score` on the run's completions and fix the infrastructure (timeouts, crashes, unparseable ground truth) before reading any other metric.",
             None, {"mean": avg, "max": s.values[worst], "max_step": s.steps[worst]},
         ))
