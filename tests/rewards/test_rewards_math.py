@@ -295,3 +295,22 @@ def test_structural_form_rejects_unsimplified_answers(gold, pred):
     assert judge(gold, pred) == "equal"
     assert judge(gold, pred, form="structural") == "unequal"
     assert judge(gold, gold, form="structural") == "equal"
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "status"),
+    [
+        (r"\pm 2021", "2021", "unequal"),
+        (r"\pm 2021", r"\{-2021, 2021\}", "equal"),
+        (r"1 \pm \sqrt{2}", r"1+\sqrt{2}, 1-\sqrt{2}", "equal"),
+        ("12:00", "1:00", "unequal"),
+        ("9:30", "09:30", "equal"),
+        ("5", "1/0", "unequal"),
+        (r"\frac{1}{0}", r"\frac{2}{0}", "gold_unparseable"),
+        ("19, 46, and 82", r"19, 46, \text{ and } 82", "equal"),
+        ("D = (0, 1)", "D = (0, 1.5)", "unequal"),
+        ("n = 1, 2, 3", "1, 2, 3", "equal"),
+    ],
+)
+def test_plus_minus_times_zero_division_and_lists(gold, pred, status):
+    assert judge(gold, pred) == status

@@ -55,6 +55,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
+    _TIME,
     MAX_ANSWER_CHARS,
     OR_WORD,
     Cleaned,
@@ -229,6 +230,8 @@ def _expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
         return bool(a == b)
     if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
         return bool(a == b)
+    if a.has(sympy.zoo, sympy.nan) or b.has(sympy.zoo, sympy.nan):
+        return False  # undefined (a division by zero) equals nothing, not even another one
     if policy.form == "structural":
         a, b = _canonical(a), _canonical(b)
         if a == b:
@@ -342,6 +345,9 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     cg, cp = clean(g), clean(p)
     if cp.hedged:
         return False
+    tg, tp = _TIME.match(cg.text), _TIME.match(cp.text)
+    if tg or tp:  # 12:00 is a time, not 12/0
+        return bool(tg and tp and [int(x or 0) for x in tg.groups()] == [int(x or 0) for x in tp.groups()])
     if policy.form == "structural" and unsimplified(cp.text) and not unsimplified(cg.text):
         return False
     gv = parse_scalar(_scalar_text(cg.text, policy))
@@ -387,13 +393,32 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
 
 
 @lru_cache(maxsize=8192)
-def parse_answer(text: str) -> Node:
+def parse_answer(text: str, assignment: bool = True) -> Node:
     """Clean and structure an answer, parsing every scalar (so a bad ground truth fails here,
-    once, and is cached)."""
+    once, and is cached). With ``assignment``, ``n = 1, 2, 3`` and ``D = (0, 1)`` are their
+    right-hand sides."""
     c = clean(text)
-    node = structure(c.text) if not (c.degrees or c.percent) else Node("scalar", value=text.strip())
+    if c.degrees or c.percent:
+        node = Node("scalar", value=text.strip())
+    else:
+        body = c.text
+        m = _ASSIGN.match(body) if assignment else None
+        node = structure(m.group(2).strip() if m else body)
     _parse_leaves(node)
     return node
+
+
+def _undefined(node: Node, policy: MathPolicy) -> bool:
+    if node.kind != "scalar":
+        return any(_undefined(c, policy) for c in node.items)
+    value = parse_scalar(_scalar_text(clean(node.value).text, policy))
+    return bool(getattr(value, "has", None) and value.has(_sympy().zoo, _sympy().nan))
+
+
+def _sympy() -> Any:
+    import sympy
+
+    return sympy
 
 
 def _parse_leaves(node: Node) -> None:
@@ -410,9 +435,11 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
     ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
     try:
-        g = parse_answer(gold)
+        g = parse_answer(gold, policy.assignment)
     except ParseFailure as exc:
         return "gold_unparseable", str(exc)
+    if _undefined(g, policy):
+        return "gold_unparseable", "the ground truth is undefined (a division by zero)"
     try:
         cp = clean(pred)
     except ParseFailure as exc:
@@ -423,13 +450,23 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         # "x = -2 or x = 3" answers "find all solutions" as a list, not as a hedge.
         pred = OR_WORD.sub(", ", pred)
     try:
-        p = parse_answer(pred)
+        p = parse_answer(pred, policy.assignment)
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     try:
         equal = _node_equal(g, p, policy)
+        if not equal and policy.assignment and "=" in gold and "=" in pred:
+            # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
+            equal = _node_equal(parse_answer(gold, False), parse_answer(pred, False), policy)
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001
+        # sympy refusing an operation (a set minus a symbol...). The prediction's form caused
+        # it, so it is unequal, not an error: masking it would let a policy escape the
+        # correctness term by writing unreadable math. Timeouts stay errors (the pool).
+        return "unequal", f"could not compare: {type(exc).__name__}: {str(exc)[:120]}"
     if equal:
         return "equal", ""
     if g.kind != p.kind:

@@ -38,7 +38,9 @@ _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
 _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
 OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
 _IN = re.compile(r"^[a-zA-Z]\s*\\in\s*")
-_AND = re.compile(r"\s+and\s+|\\text\{\s*and\s*\}")
+_AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
+_PM = re.compile(r"^(.*?)\\pm(.*)$")
+_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
 def clean(text: str) -> Cleaned:
@@ -143,6 +145,12 @@ def structure(s: str) -> Node:
         raise ParseFailure("empty answer")
     if _depth(s) > MAX_DEPTH:
         raise ParseFailure(f"brackets nested more than {MAX_DEPTH} deep")
+    m = _PM.match(s)
+    if m and "\\pm" not in m.group(2) and m.group(2).strip():
+        # a \pm b is the set {a - b, a + b}; \pm b is {-b, b}.
+        a, b = m.group(1).strip(), m.group(2).strip()
+        items = (f"-({b})", f"{b}") if not a else (f"{a}-({b})", f"{a}+({b})")
+        return Node("set", tuple(Node("scalar", value=x) for x in items))
     m = _MATRIX.match(s)
     if m:
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
