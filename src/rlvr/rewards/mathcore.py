@@ -411,7 +411,10 @@ def parse_answer(text: str, assignment: bool = True) -> Node:
 def _undefined(node: Node, policy: MathPolicy) -> bool:
     if node.kind != "scalar":
         return any(_undefined(c, policy) for c in node.items)
-    value = parse_scalar(_scalar_text(clean(node.value).text, policy))
+    text = _scalar_text(clean(node.value).text, policy)
+    if _TIME.match(text):
+        return False
+    value = parse_scalar(text)
     return bool(getattr(value, "has", None) and value.has(_sympy().zoo, _sympy().nan))
 
 
