@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import yamlio
 from .errors import ConfigError, Problem
 
 # Plain GRPO, the starting point of every task. A variant (DAPO, Dr. GRPO, GSPO) is applied only
@@ -449,7 +450,7 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], ConfigMeta]:
 
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yamlio.load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(Problem(str(path), f"cannot read the config: {exc}", "pass a YAML file written by rlvr plan or rlvr train")) from None
     if not isinstance(raw, Mapping):

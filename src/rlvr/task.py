@@ -42,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from . import yamlio
 from .errors import ConfigError, DataError, Problem, VerifierError
 from .rewards import AnswerFormat, build_verifier
 from .rewards.combine import RewardSet, Term
@@ -308,7 +309,7 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     if not path.exists():
         raise ConfigError(Problem(str(path), "no such task file", "pass the path of a task.yaml"))
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yamlio.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""

@@ -144,3 +144,16 @@ def test_data_rows_with_reserved_names_are_refused_before_training(tmp_path: Pat
     task = load_task(make_task(tmp_path))
     with pytest.raises(ConfigError, match="clash"):
         build_dataset(task, [{"question": "1+1", "answer": "2", "completion": "x"}])
+
+
+def test_exponent_floats_without_a_dot_are_numbers(tmp_path: Path) -> None:
+    # YAML 1.1 (PyYAML) reads 1e-4 as a string, which TRL would hand to the optimiser.
+    path = make_task(tmp_path)
+    path.write_text(path.read_text().replace("learning_rate: 0.001", "learning_rate: 1e-4"))
+    assert load_task(path).grpo["learning_rate"] == 1e-4
+
+
+def test_set_values_parse_exponent_floats() -> None:
+    from rlvr.cli._common import parse_sets
+
+    assert parse_sets(["learning_rate=2e-3", "beta=0", "loss_type=dapo"]) == {"learning_rate": 2e-3, "beta": 0, "loss_type": "dapo"}

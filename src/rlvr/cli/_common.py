@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .. import yamlio
 from ..errors import ConfigError, Problem
 
 
@@ -20,7 +21,7 @@ def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
             problems.append(Problem(f"{flag} {item}", "expected KEY=VALUE", "e.g. --set learning_rate=1e-5"))
             continue
         try:
-            out[key.strip()] = yaml.safe_load(value)
+            out[key.strip()] = yamlio.load(value)
         except yaml.YAMLError as exc:
             problems.append(Problem(f"{flag} {item}", f"value is not valid YAML: {exc}"))
     if problems:

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlio
 from ..errors import ConfigError, Problem, RunError
 from .checks import CHECKS
 from .findings import SEVERITY_ORDER, Finding, Note, Patch
@@ -170,7 +171,7 @@ def write_patch(diagnosis: Diagnosis, out: str | Path | None = None, *, check: s
     if run.config_path is None:  # checked first: without a config no finding can carry a patch
         raise RunError(f"{run.source}: no config.yaml found to patch (fix: pass --config PATH to the run's config)")
     finding = choose(diagnosis, check)
-    config = yaml.safe_load(Path(run.config_path).read_text())
+    config = yamlio.load(Path(run.config_path).read_text())
     base = Path(run.source) if Path(run.source).is_dir() else Path(run.source).parent
     path = Path(out) if out is not None else base / f"config.doctor-{finding.check}.yaml"
     if path.exists() and not force:

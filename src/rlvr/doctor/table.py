@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlio
 from ..errors import DataError, RunError
 
 # Summary keys TRL adds once at the end of training; they are not a time series.
@@ -158,7 +159,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
     explicit: frozenset[str] = frozenset()
     if cfg_path is not None:
         grpo, rlvr = read_config(cfg_path)
-        raw = yaml.safe_load(cfg_path.read_text())
+        raw = yamlio.load(cfg_path.read_text())
         explicit = frozenset(raw["grpo"] if isinstance(raw.get("grpo"), Mapping) else raw)
     mc, mc_path = _find_model_config(base, rlvr)
     return Run(
@@ -190,7 +191,7 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if not path.is_file():
         raise RunError(f"{path}: config file not found (fix: pass the config.yaml of the run)")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlio.load(path.read_text())
     except yaml.YAMLError as exc:
         raise DataError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, Mapping):
@@ -218,7 +219,7 @@ def _find_config(base: Path) -> Path | None:
         cand = folder / "config.yaml"
         if cand.is_file():
             try:
-                data = yaml.safe_load(cand.read_text())
+                data = yamlio.load(cand.read_text())
             except yaml.YAMLError:
                 continue
             if isinstance(data, Mapping) and isinstance(data.get("grpo"), Mapping):
