@@ -314,3 +314,11 @@ def test_structural_form_rejects_unsimplified_answers(gold, pred):
 )
 def test_plus_minus_times_zero_division_and_lists(gold, pred, status):
     assert judge(gold, pred) == status
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred"),
+    [("1000", "1 000"), ("1000", r"1\,000"), ("7425000", "7,425,000"), (r"28\%", "28 percent"), (r"28\%", r"28 \text{pct}"), (r"\frac{1}{3}", r"\cfrac{1}{3}"), ("1", r"\frac3{3}"), ("1/3", r"\frac{1}{3} \textbf{meters}")],
+)
+def test_written_variants_of_numbers_are_equal(gold, pred):
+    assert judge(gold, pred) == "equal"

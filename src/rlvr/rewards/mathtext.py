@@ -30,11 +30,11 @@ class Cleaned:
 # -- 1. clean ----------------------------------------------------------------------------------
 _DROP = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~")
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
-_PERCENT = re.compile(r"\\?%\s*$")
+_PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|pct)\s*\}|\s+(?:percent|pct))\s*$")
 _TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
 _TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
 _PLAIN_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*\.?$")
-_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
+_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\}|\\,| |\u2009|\u202f)\d{3})+(?:\.\d+)?$")
 _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
 OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
 _IN = re.compile(r"^[a-zA-Z]\s*\\in\s*")
@@ -53,7 +53,9 @@ def clean(text: str) -> Cleaned:
             break
     if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
         s = s[len("\\boxed{") : -1].strip()
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\$", "").replace("−", "-")
+    if _THOUSANDS.match(s):  # before spacing commands go: "1\\,000" and "1 000" are one number
+        s = re.sub(r"\{,\}|,|\\,| |\u2009|\u202f", "", s)
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cfrac", "\\frac").replace("\\$", "").replace("−", "-")
     s = _DROP.sub(" ", s).strip()
     hedged = bool(_HEDGE.search(s.replace("\\text{", " ").replace("}", " ")))
     degrees = bool(_DEGREE.search(s))
