@@ -1,0 +1,271 @@
+"""The isolation layers, as thin ``ctypes`` wrappers over Linux system calls. Standard library
+only: imported by ``harness.py`` inside the worker's interpreter, never by the trainer.
+
+Each function either applies one layer or raises ``OSError`` saying why it cannot; the worker
+probes them at start-up (``harness.probe_layers``) and reports the result. x86-64 system call
+numbers are used for clone and Landlock (the only architecture tested here).
+"""
+
+import ctypes
+import ctypes.util
+import os
+import resource
+import signal
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_THREAD = 0x00010000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_clone = 56
+SYS_landlock_create_ruleset, SYS_landlock_add_rule, SYS_landlock_restrict_self = 444, 445, 446
+HIDDEN_DIRS = ("/tmp", "/run", "/var/run", "/dev/shm", "/home", "/root")
+
+
+libc = ctypes.CDLL(None, use_errno=True)
+pylib = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL held across clone()
+libc.syscall.restype = ctypes.c_long
+pylib.syscall.restype = ctypes.c_long
+
+
+def _err(what):
+    e = ctypes.get_errno()
+    return OSError(e, f"{what}: {os.strerror(e)}")
+
+
+# -- layers (worker side, once) ----------------------------------------------------------------
+def setup_namespaces(layers, hide):
+    """Network + mount namespace for the whole worker; tmpfs over the directories in ``hide``."""
+    flags = CLONE_NEWNET | CLONE_NEWNS
+    uid, gid = os.getuid(), os.getgid()
+    if os.geteuid() != 0:
+        flags |= CLONE_NEWUSER  # unprivileged: namespaces need a user namespace of our own
+    if libc.unshare(flags) != 0:
+        layers["netns"] = layers["mountns"] = "unavailable: " + str(_err("unshare"))
+        return
+    if flags & CLONE_NEWUSER:
+        try:
+            with open("/proc/self/setgroups", "w") as fh:
+                fh.write("deny")
+            with open("/proc/self/uid_map", "w") as fh:
+                fh.write(f"0 {uid} 1")
+            with open("/proc/self/gid_map", "w") as fh:
+                fh.write(f"0 {gid} 1")
+        except OSError as exc:
+            layers["netns"] = layers["mountns"] = f"unavailable: user namespace maps: {exc}"
+            return
+    layers["netns"] = "active"
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        layers["mountns"] = "unavailable: " + str(_err("make / private"))
+        return
+    hidden, failed = [], []
+    for d in hide:
+        if os.path.islink(d) or not os.path.isdir(d):
+            continue
+        if libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=256m,mode=1777") == 0:
+            hidden.append(d)
+        else:
+            failed.append(d)
+    layers["mountns"] = "active: tmpfs over " + " ".join(hidden) + (f"; failed {' '.join(failed)}" if failed else "")
+
+
+def landlock_abi():
+    abi = libc.syscall(SYS_landlock_create_ruleset, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return abi if abi > 0 else 0
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def apply_landlock(abi, readable, writable):
+    fd = build_ruleset(abi, readable, writable)
+    try:
+        restrict_self(fd)
+    finally:
+        os.close(fd)
+
+
+def restrict_self(fd):
+    if libc.syscall(SYS_landlock_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+        raise _err("landlock_restrict_self")
+
+
+def build_ruleset(abi, readable, writable):
+    """A ruleset fd: read-only ``readable``, read-write ``writable``, everything else denied; TCP
+    bind/connect denied (ABI >= 4); abstract UNIX sockets and signals scoped (ABI >= 6). Built once
+    per worker; each child only calls ``restrict_self`` with it."""
+    fs_all = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        fs_all |= 1 << 13  # REFER
+    if abi >= 3:
+        fs_all |= 1 << 14  # TRUNCATE
+    if abi >= 5:
+        fs_all |= 1 << 15  # IOCTL_DEV
+    attr = _RulesetAttr(fs_all, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    fd = libc.syscall(SYS_landlock_create_ruleset, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if fd < 0:
+        raise _err("landlock_create_ruleset")
+    read_dir = (1 << 0) | (1 << 2) | (1 << 3)
+    read_file = (1 << 0) | (1 << 2)
+    file_rw = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)
+    try:
+        for path, allowed in [(p, None) for p in readable] + [(p, fs_all) for p in writable]:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            is_dir = os.path.isdir(path)
+            if allowed is None:
+                allowed = read_dir if is_dir else read_file
+            elif not is_dir:
+                allowed = file_rw
+            rule = _PathBeneath(allowed, pfd)
+            rc = libc.syscall(SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
+            os.close(pfd)
+            if rc != 0:
+                raise _err(f"landlock_add_rule {path}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
+
+
+_seccomp = None
+
+
+def seccomp_lib():
+    global _seccomp
+    if _seccomp is None:
+        name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+        try:
+            lib = ctypes.CDLL(name, use_errno=True)
+            lib.seccomp_init.restype = ctypes.c_void_p
+            lib.seccomp_init.argtypes = [ctypes.c_uint32]
+            lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_ArgCmp)]
+            lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+            lib.seccomp_load.argtypes = [ctypes.c_void_p]
+            lib.seccomp_release.argtypes = [ctypes.c_void_p]
+            _seccomp = lib
+        except OSError:
+            _seccomp = False
+    return _seccomp
+
+
+# Denied outright (EPERM): running programs, new processes (not threads), tracing, namespaces and
+# mounts, kernel-facing interfaces that have carried sandbox escapes.
+DENY = (
+    "execve execveat fork vfork ptrace process_vm_readv process_vm_writev mount umount2 "
+    "pivot_root chroot unshare setns bpf io_uring_setup io_uring_enter io_uring_register "
+    "keyctl add_key request_key perf_event_open userfaultfd kexec_load init_module finit_module "
+    "delete_module reboot swapon swapoff open_by_handle_at name_to_handle_at personality "
+    "fanotify_init move_mount open_tree fsopen fsmount fspick mount_setattr"
+).split()
+
+
+def build_seccomp_bpf():
+    """Compile the filter once per worker (libseccomp takes ~6 ms); children load the bytes."""
+    lib = seccomp_lib()
+    if not lib:
+        raise OSError("libseccomp not found")
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    ctx = lib.seccomp_init(allow)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+
+    def rule(action, name, *cmps):
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        if nr < 0:
+            return
+        arr = (_ArgCmp * max(1, len(cmps)))(*[_ArgCmp(*c) for c in cmps])
+        if lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), arr) != 0:
+            raise OSError(f"seccomp rule {name} failed")
+
+    try:
+        for name in DENY:
+            rule(eperm, name)
+        rule(eperm, "clone", (0, 7, CLONE_THREAD, 0))  # (flags & CLONE_THREAD) == 0: a process
+        rule(enosys, "clone3")  # glibc then falls back to clone(), which the rule above checks
+        rule(eperm, "socket", (0, 1, 1, 0))  # domain != AF_UNIX
+        rule(eperm, "socketpair", (0, 1, 1, 0))
+        rule(eperm, "kill", (0, 6, 1, 0))  # pid > 1 (unsigned, so -1 too): only itself (pid 1)
+        fd = os.memfd_create("seccomp")
+        try:
+            if lib.seccomp_export_bpf(ctx, fd) != 0:
+                raise OSError("seccomp_export_bpf failed")
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = b""
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+    finally:
+        lib.seccomp_release(ctx)
+    return data
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def apply_seccomp(bpf):
+    prog = _SockFprog(len(bpf) // 8, bpf)
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise _err("seccomp filter")
+
+
+def vmsize():
+    """This process's mapped size: children start at about the same, and get a budget over it."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def set_rlimits(lim, job):
+    cpu = int(job["timeout"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+    # Address space as a budget over what this process already maps: an absolute cap breaks
+    # every mmap in a large process (LiveBench PR #536).
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = lim["vmsize"] + lim["memory_bytes"]
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+
+def fork_sample(pidns):
+    """fork(), or a raw clone() into a new PID namespace (unshare(CLONE_NEWPID) works once per
+    process, so a per-sample namespace needs clone)."""
+    if not pidns:
+        return os.fork()
+    pylib.PyOS_BeforeFork()
+    pid = pylib.syscall(ctypes.c_long(SYS_clone), ctypes.c_ulong(CLONE_NEWPID | signal.SIGCHLD), None, None, None, ctypes.c_ulong(0))
+    errno = ctypes.get_errno()
+    if pid == 0:
+        pylib.PyOS_AfterFork_Child()
+    else:
+        pylib.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(errno, "clone(CLONE_NEWPID): " + os.strerror(errno))
+    return pid
