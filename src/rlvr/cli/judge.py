@@ -38,8 +38,10 @@ def _config(args: argparse.Namespace):  # noqa: ANN202 - JudgeConfig, imported l
 
         import yaml
 
+        from .. import yamlio
+
         try:
-            raw = yaml.safe_load(Path(args.task).read_text(encoding="utf-8")) or {}
+            raw = yamlio.load(Path(args.task).read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(Problem(args.task, f"cannot read the task file: {exc}", "check the path and the YAML")) from None
         terms = [

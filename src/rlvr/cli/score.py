@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _options(pairs: list[str], names: list[str]) -> dict[str, dict[str, Any]]:
     import yaml
 
+    from .. import yamlio
     from ..errors import ConfigError, Problem
 
     out: dict[str, dict[str, Any]] = {}
@@ -42,7 +43,7 @@ def _options(pairs: list[str], names: list[str]) -> dict[str, dict[str, Any]]:
             problems.append(Problem(f"--option {pair}", f"{name!r} is not one of the --reward names ({', '.join(names) or 'none'})", "add --reward " + name))
             continue
         try:
-            out.setdefault(name, {})[opt] = yaml.safe_load(value)
+            out.setdefault(name, {})[opt] = yamlio.load(value)
         except yaml.YAMLError as exc:
             problems.append(Problem(f"--option {pair}", f"value is not valid YAML: {exc}", "quote strings with special characters"))
     if problems:
