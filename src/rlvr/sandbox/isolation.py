@@ -259,6 +259,8 @@ def fork_sample(pidns):
     process, so a per-sample namespace needs clone)."""
     if not pidns:
         return os.fork()
+    if os.uname().machine != "x86_64":
+        raise OSError("per-sample PID namespaces use the x86-64 clone() number; not on " + os.uname().machine)
     pylib.PyOS_BeforeFork()
     pid = pylib.syscall(ctypes.c_long(SYS_clone), ctypes.c_ulong(CLONE_NEWPID | signal.SIGCHLD), None, None, None, ctypes.c_ulong(0))
     errno = ctypes.get_errno()
