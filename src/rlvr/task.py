@@ -33,7 +33,6 @@ lists every problem with where, what and how to fix it.
 from __future__ import annotations
 
 import difflib
-import json
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +43,7 @@ import yaml
 
 from . import yamlio
 from .errors import ConfigError, DataError, Problem, VerifierError
+from .jsonl import read_objects
 from .rewards import AnswerFormat, build_verifier
 from .rewards.combine import RewardSet, Term
 
@@ -239,19 +239,7 @@ def read_rows(ref: str) -> list[dict[str, Any]]:
             return pq.read_table(path).to_pylist()
         except Exception as exc:  # noqa: BLE001
             raise DataError(f"{ref}: not a readable Parquet file: {exc}") from exc
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{ref}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{ref}:{lineno}: each line must be a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
+    return [row for _, row in read_objects(path)]
 
 
 # -- validation --------------------------------------------------------------------------------

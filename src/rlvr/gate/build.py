@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, GateError
+from ..jsonl import read_objects
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import RewardSet, prompt_text
 from .agreement import sample_state
@@ -132,28 +133,24 @@ def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: 
     if model is not None and settings.get("model") not in (None, model):
         raise GateError(f"{path.parent}: the probe sampled {settings['model']!r}, the gate is for {model!r}: sample afresh (drop --probe)")
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                row = rec.get("row") or {}
-                text = rec["completion"]
-                ids = tuple(rec.get("completion_ids") or rec.get("token_ids") or ())
-                temp = rec.get("temperature", settings.get("temperature"))
-                budget = rec.get("max_new_tokens", settings.get("max_new_tokens"))
-                comp = SimpleNamespace(text=text, token_ids=ids, finish_reason=rec.get("finish_reason", "unknown"), n_tokens=rec.get("n_tokens", len(ids)))
-                item = (int(rec.get("prompt_index", 0)), str(rec.get("prompt", "")), dict(row), comp)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc})") from None
-            if temp is None:
-                raise GateError(f"{path}:{lineno}: the probe samples do not record their temperature, so they cannot stand in for samples at {temperature}: sample afresh (drop --probe)")
-            if abs(float(temp) - temperature) > 1e-9:
-                raise GateError(f"{path}:{lineno}: probe samples were taken at temperature {temp}, the run samples at {temperature}: sample afresh (drop --probe) or re-run the probe at {temperature}")
-            if budget is not None and int(budget) != max_new_tokens:
-                raise GateError(f"{path}:{lineno}: probe samples had a budget of {budget} new tokens, the run has {max_new_tokens}: sample afresh (drop --probe)")
-            out.append(item)
+    for lineno, rec in read_objects(path):
+        try:
+            row = rec.get("row") or {}
+            text = rec["completion"]
+            ids = tuple(rec.get("completion_ids") or rec.get("token_ids") or ())
+            temp = rec.get("temperature", settings.get("temperature"))
+            budget = rec.get("max_new_tokens", settings.get("max_new_tokens"))
+            comp = SimpleNamespace(text=text, token_ids=ids, finish_reason=rec.get("finish_reason", "unknown"), n_tokens=rec.get("n_tokens", len(ids)))
+            item = (int(rec.get("prompt_index", 0)), str(rec.get("prompt", "")), dict(row), comp)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc})") from None
+        if temp is None:
+            raise GateError(f"{path}:{lineno}: the probe samples do not record their temperature, so they cannot stand in for samples at {temperature}: sample afresh (drop --probe)")
+        if abs(float(temp) - temperature) > 1e-9:
+            raise GateError(f"{path}:{lineno}: probe samples were taken at temperature {temp}, the run samples at {temperature}: sample afresh (drop --probe) or re-run the probe at {temperature}")
+        if budget is not None and int(budget) != max_new_tokens:
+            raise GateError(f"{path}:{lineno}: probe samples had a budget of {budget} new tokens, the run has {max_new_tokens}: sample afresh (drop --probe)")
+        out.append(item)
     if not out:
         raise DataError(f"{path}: no samples")
     return out

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, VerifierError
+from ..jsonl import read_objects
 from .base import BaseVerifier, Sample, Verdict
 
 DEFAULT_PROMPT = """You are grading an answer to a problem. Reply with one word: CORRECT if the response's final answer is equivalent to the reference answer, INCORRECT otherwise.
@@ -175,18 +176,8 @@ def _label(value: Any, where: str) -> bool:
 
 def read_labels(path: str | Path) -> list[tuple[Sample, bool]]:
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"{p}: no such file")
     out = []
-    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{p}:{lineno}: expected a JSON object")
+    for lineno, row in read_objects(p):
         for key in ("completion", "label"):
             if key not in row:
                 raise DataError(f"{p}:{lineno}: field {key!r} is missing")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from ..jsonl import read_objects
 from .base import Outcome, Sample
 from .combine import RewardSet, Scored, Term, completion_text, prompt_text
 from .format import AnswerFormat
@@ -78,26 +79,15 @@ class ScoreSummary:
 def read_completions(path: str | Path) -> list[dict[str, Any]]:
     """Every row of a completions JSONL; ``DataError`` names the file, line and field."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"{p}: no such file")
     rows = []
-    with p.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{p}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            if "completion" not in row:
-                raise DataError(f"{p}:{lineno}: field 'completion' is missing (fields: {', '.join(sorted(row)) or 'none'})")
-            if not isinstance(row["completion"], (str, list)):
-                raise DataError(f"{p}:{lineno}: field 'completion' must be a string or a list of messages, got {type(row['completion']).__name__}")
-            if "prompt" in row and not isinstance(row["prompt"], (str, list, type(None))):
-                raise DataError(f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, got {type(row['prompt']).__name__}")
-            rows.append(row)
+    for lineno, row in read_objects(p):
+        if "completion" not in row:
+            raise DataError(f"{p}:{lineno}: field 'completion' is missing (fields: {', '.join(sorted(row)) or 'none'})")
+        if not isinstance(row["completion"], (str, list)):
+            raise DataError(f"{p}:{lineno}: field 'completion' must be a string or a list of messages, got {type(row['completion']).__name__}")
+        if "prompt" in row and not isinstance(row["prompt"], (str, list, type(None))):
+            raise DataError(f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, got {type(row['prompt']).__name__}")
+        rows.append(row)
     if not rows:
         raise DataError(f"{p}: no rows")
     return rows
