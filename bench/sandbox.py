@@ -8,15 +8,19 @@ Three ways to score the same samples with unit tests:
   several times faster in this environment: the baseline is flattered, not handicapped. Being
   slow, it runs on a subset; its rate is per sample like the others';
 - **bare**: this sandbox's pool with every isolation layer switched off: a fresh worker that
-  forks one child per sample, with the same protocol and trusted-side comparison. This is the
-  practical limit of fork-per-sample, so the ratio isolates what the layers cost;
+  forks one child per sample, with the same protocol and trusted-side comparison. The ratio
+  ours/bare isolates what the layers cost;
 - **minimal**: the smallest fork-per-sample worker that can be written (a fresh interpreter
   reads the code, forks, the child ``exec``s code and tests, the exit code is the reward): no
-  protocol, no trusted comparison, no isolation. A floor for any design, shown for context;
+  protocol, no trusted comparison, no isolation, and hackable. The floor for any design. On
+  trivial samples it is several times faster than bare: per-sample CPU there is dominated by
+  forking a ~20 MB worker and the copy-on-write faults Python's reference counting causes in the
+  child (measured with ``perf``), not by the isolation layers;
 - **ours**: the pool with every layer this machine offers.
 
 Workloads: a trivial function with three asserts, and HumanEval's 164 canonical solutions.
-Prints samples per second and the ratios (targets: ours >= 25x pytest, ours >= 0.7x bare).
+Prints samples per second and the ratios (targets: ours >= 25x pytest, ours >= 0.7x a bare
+fork-per-sample worker; both readings of "bare" are printed).
 Timings vary run to run on a shared VM; the pools' rounds are interleaved and the best round of
 each is kept, and the load average is printed so a noisy run can be recognised.
 
