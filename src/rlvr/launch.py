@@ -329,7 +329,11 @@ def build_plan(req: PlanRequest) -> Plan:
         raise ConfigError(problems, source=f"plan for {task.path}")
     extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
     meta = recipe.ConfigMeta(variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra)
-    launch = plan_launch(cluster, task=str(task.path), config=req.output, model=model_id, run_dir=req.run_dir,
+    # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
+    from .models import resolve_model
+
+    served = resolve_model(model_id) if model_id.startswith("builtin:") else model_id
+    launch = plan_launch(cluster, task=str(task.path), config=req.output, model=served, run_dir=req.run_dir,
                          use_vllm=bool(cfg.get("use_vllm")), vllm_mode=str(cfg.get("vllm_mode", "colocate")))
     duration = None
     if total:
