@@ -200,3 +200,11 @@ def test_worker_killed_mid_sample_is_a_masked_sandbox_error():
         p.close()
     assert (first.outcome, first.error_kind) == (Outcome.ERROR, "sandbox")
     assert after.outcome is Outcome.CORRECT and v.counts["sandbox"] == 1
+
+
+def test_limits_exceeded_wrong_scores_a_timeout_as_wrong(pool):
+    from rlvr.rewards.code import UnitTests
+
+    v = UnitTests(timeout=1.0, limits_exceeded="wrong", pool=pool)
+    verdict = v.verify(Sample(fenced("while True:\n    pass\n"), row={"tests": ADD}))
+    assert verdict.outcome is Outcome.WRONG and verdict.score == 0.0 and "timed out" in verdict.detail

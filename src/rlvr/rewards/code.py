@@ -19,7 +19,10 @@ passes; ``wrong`` otherwise, scored 0 or, with ``partial_credit``, the fraction 
 code prints, its exit code, ``sys.exit(0)`` or ``os._exit(0)`` never grant reward. A timeout,
 running out of memory or a sandbox failure is an ``error`` (kinds ``timeout``, ``memory``,
 ``sandbox``), which the TRL adapter masks out of the group; a row whose tests do not parse is a
-``ground_truth`` error. Tests that could not be converted into (call, expected) pairs run inside
+``ground_truth`` error. Masking a timeout has a cost worth knowing: in a group whose other
+samples are wrong, a sample that loops forever escapes the negative advantage a wrong answer
+gets. ``limits_exceeded: wrong`` scores timeouts and memory blow-ups as wrong instead (sandbox
+failures stay masked); the default, ``mask``, follows the project's verifier rules. Tests that could not be converted into (call, expected) pairs run inside
 the sandbox and the verdict's detail says so (weaker).
 
 Python only; the sandbox worker's interpreter has the standard library and nothing else.
@@ -132,6 +135,7 @@ class UnitTests(BaseVerifier):
         workers: int = 2,
         strict: bool = False,
         python: str | None = None,
+        limits_exceeded: str = "mask",
         pool: Any = None,
     ) -> None:
         problems = []
@@ -147,6 +151,8 @@ class UnitTests(BaseVerifier):
             problems.append(Problem("unit_tests.workers", f"must be a positive integer, got {workers!r}", "e.g. workers: 2 (one per core)"))
         if not isinstance(float_tolerance, (int, float)) or float_tolerance < 0:
             problems.append(Problem("unit_tests.float_tolerance", f"must be >= 0, got {float_tolerance!r}", "0 compares floats exactly"))
+        if limits_exceeded not in ("mask", "wrong"):
+            problems.append(Problem("unit_tests.limits_exceeded", f"must be mask or wrong, got {limits_exceeded!r}", "mask (the default) follows the verifier rules"))
         if problems:
             raise VerifierError("; ".join(str(p) for p in problems))
         self.fmt = answer_format or AnswerFormat()
@@ -163,6 +169,7 @@ class UnitTests(BaseVerifier):
         self.workers = workers
         self.strict = strict
         self.python = python
+        self.limits_exceeded = limits_exceeded
         self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
         # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, and how
         # many relied on in-child (weaker) tests. Infrastructure failures are counted, not hidden.
@@ -226,6 +233,9 @@ class UnitTests(BaseVerifier):
 
     def _verdict(self, plan: Any, raw: Any, code: str | None, span: tuple[int, int] | None, judge: Any) -> Verdict:
         kw: dict[str, Any] = {"answer": code, "span": span}
+        if self.limits_exceeded == "wrong" and raw.why in ("timeout", "memory"):
+            what = f"timed out after {self.timeout:g}s" if raw.why == "timeout" else f"exceeded the {self.memory_mb} MB memory budget"
+            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
         if raw.why == "timeout":
             return Verdict.error(f"timed out after {self.timeout:g}s", kind="timeout", **kw)
         if raw.why == "memory":
