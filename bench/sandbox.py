@@ -22,7 +22,9 @@ Workloads: a trivial function with three asserts, and HumanEval's 164 canonical 
 Prints samples per second and the ratios (targets: ours >= 25x pytest, ours >= 0.7x a bare
 fork-per-sample worker; both readings of "bare" are printed).
 Timings vary run to run on a shared VM; the pools' rounds are interleaved and the best round of
-each is kept, and the load average is printed so a noisy run can be recognised.
+each is kept, and the load average is printed so a noisy run can be recognised. CPU time per
+sample (trainer + workers + their children, from /proc) varies much less than wall time under
+load, so it is printed too.
 
     .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R]
 """
@@ -60,7 +62,23 @@ def workloads(n_trivial: int) -> dict[str, list[dict[str, str]]]:
     return {"trivial": trivial, "humaneval": he}
 
 
-def run_pytest(items: list[dict[str, str]], workers: int) -> tuple[float, int]:
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds of a live process and of the children it has reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _self_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def run_pytest(items: list[dict[str, str]], workers: int) -> tuple[float, int, float]:
     root = Path(tempfile.mkdtemp(prefix="rlvr-bench-pytest-"))
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
@@ -77,12 +95,12 @@ def run_pytest(items: list[dict[str, str]], workers: int) -> tuple[float, int]:
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "test_sample.py"], cwd=d, capture_output=True, env=env)
         return r.returncode == 0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _self_cpu() + _children_cpu()
     with ThreadPoolExecutor(workers) as ex:
         ok = sum(ex.map(one, enumerate(items)))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, _self_cpu() + _children_cpu() - c0
     shutil.rmtree(root, ignore_errors=True)
-    return elapsed, ok
+    return elapsed, ok, cpu
 
 
 MINIMAL_WORKER = r"""
@@ -111,7 +129,7 @@ while True:
 """
 
 
-def run_minimal(items: list[dict[str, str]], workers: int) -> tuple[float, int]:
+def run_minimal(items: list[dict[str, str]], workers: int) -> tuple[float, int, float]:
     procs = [subprocess.Popen(["/usr/bin/python3", "-I", "-S", "-c", MINIMAL_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(workers)]
 
     def job(item: dict[str, str]) -> bytes:
@@ -119,30 +137,34 @@ def run_minimal(items: list[dict[str, str]], workers: int) -> tuple[float, int]:
         data = json.dumps({"code": item["code"], "tests": tests}).encode()
         return struct.pack(">I", len(data)) + data
 
-    def serve(k: int) -> int:
+    def serve(k: int, batch: list[dict[str, str]] = items) -> int:
         p, ok = procs[k], 0
-        for item in items[k::workers]:
+        for item in batch[k::workers]:
             p.stdin.write(job(item))  # type: ignore[union-attr]
             p.stdin.flush()  # type: ignore[union-attr]
             ok += p.stdout.read(1) == b"1"  # type: ignore[union-attr]
         return ok
 
-    t0 = time.perf_counter()
+    for k in range(workers):
+        serve(k, items[:workers])  # started and warm before measuring
+    t0, c0 = time.perf_counter(), _self_cpu() + sum(_proc_cpu(p.pid) for p in procs)
     with ThreadPoolExecutor(workers) as ex:
         ok = sum(ex.map(serve, range(workers)))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, _self_cpu() + sum(_proc_cpu(p.pid) for p in procs) - c0
     for p in procs:
         p.stdin.close()  # type: ignore[union-attr]
         p.wait()
-    return elapsed, ok
+    return elapsed, ok, cpu
 
 
-def run_pool(pool: SandboxPool, items: list[dict[str, str]]) -> tuple[float, int]:
+def run_pool(pool: SandboxPool, items: list[dict[str, str]]) -> tuple[float, int, float]:
     v = UnitTests(column="tests", extract="whole", timeout=10.0, pool=pool)
     samples = [Sample(it["code"], row={"tests": it["tests"], "entry_point": it["entry_point"]}) for it in items]
-    t0 = time.perf_counter()
+    pids = [w.proc.pid for w in pool._workers if w is not None]
+    t0, c0 = time.perf_counter(), _self_cpu() + sum(_proc_cpu(p) for p in pids)
     verdicts = v.verify_batch(samples)
-    return time.perf_counter() - t0, sum(x.outcome is Outcome.CORRECT for x in verdicts)
+    elapsed, cpu = time.perf_counter() - t0, _self_cpu() + sum(_proc_cpu(p) for p in pids) - c0
+    return elapsed, sum(x.outcome is Outcome.CORRECT for x in verdicts), cpu
 
 
 def main() -> None:
@@ -160,24 +182,26 @@ def main() -> None:
     bare.start()
     print("ours:", ", ".join(n for n in LAYERS if layers.active(n)) or "no layers", "| missing:", ", ".join(layers.missing()) or "none")
     print(f"workers: {args.workers}; load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    print(f"{'workload':<10} {'method':<8} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10}")
+    print(f"{'workload':<10} {'method':<8} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10} {'cpu ms/sample':>14}")
     for name, items in loads.items():
         rates = {}
         py_items = items[:: max(1, len(items) // args.pytest_samples)][: args.pytest_samples]
-        secs, ok = run_pytest(py_items, args.workers)
+        secs, ok, cpu = run_pytest(py_items, args.workers)
         rates["pytest"] = len(py_items) / secs
-        print(f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f}")
+        print(f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f} {cpu / len(py_items) * 1000:>14.2f}")
         run_pool(ours, items[:20])  # warm both pools the same way
         run_pool(bare, items[:20])
         best: dict[str, float] = {}
+        best_cpu: dict[str, float] = {}
         passed: dict[str, int] = {}
         for _ in range(args.repeat):
             for label, pool in (("minimal", None), ("bare", bare), ("ours", ours)):
-                secs, passed[label] = run_minimal(items, args.workers) if pool is None else run_pool(pool, items)
+                secs, passed[label], cpu = run_minimal(items, args.workers) if pool is None else run_pool(pool, items)
                 best[label] = min(best.get(label, secs), secs)
+                best_cpu[label] = min(best_cpu.get(label, cpu), cpu)
         for label in ("minimal", "bare", "ours"):
             rates[label] = len(items) / best[label]
-            print(f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} {rates[label]:>10.1f}")
+            print(f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} {rates[label]:>10.1f} {best_cpu[label] / len(items) * 1000:>14.2f}")
         print(f"{name:<10} ratio   ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   ours/bare = {rates['ours'] / rates['bare']:.2f}x (target >= 0.7x)   ours/minimal = {rates['ours'] / rates['minimal']:.2f}x\n")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     ours.close()
