@@ -110,6 +110,7 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
+    quiet_libraries()
     tok = build_tokenizer()
     config = Qwen2Config(
         vocab_size=len(tok),

@@ -328,7 +328,9 @@ def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
             if self.bar is not None and logs:
-                shown = {k.split("/")[-2] if k.startswith("rewards/") else k: logs[k] for k in ("reward", "loss") if k in logs}
+                # GRPO's loss is ~0 by construction on-policy with beta 0: show what moves instead.
+                keys = {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
+                shown = {short: logs[k] for k, short in keys.items() if isinstance(logs.get(k), (int, float))}
                 self.bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items()}, refresh=False)
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
