@@ -215,7 +215,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     rlvr_section = {
         "task": str(task.path),
         "model": model_ref,
-        "variant": cfg.get("loss_type", "grpo") if cfg.get("importance_sampling_level") != "sequence" else "gspo",
+        "variant": recipe.variant_of(cfg),
         "reward_terms": rewards.names,
         "reward_weights": rewards.weights,
         "gate": gate,
