@@ -318,9 +318,9 @@ def build_plan(req: PlanRequest) -> Plan:
         cluster = dataclasses.replace(cluster, server_gpus=s.server_gpus if s.vllm == "server" else 0, tensor_parallel=s.tensor_parallel,
                                       zero=s.zero)
         if s.peft != "none":
-            notes.append(f"{s.peft}: GRPOConfig has no PEFT field, so the plan records it as env RLVR_PEFT; rlvr train has no PEFT option yet, "
-                         "so run this plan with trl grpo --use_peft --lora_r 16 --lora_target_modules all-linear"
-                         + (" --load_in_4bit" if s.peft == "qlora" else "") + ", or add PEFT to rlvr train")
+            notes.append(f"{s.peft}: GRPOConfig has no PEFT field, so the plan records it as env RLVR_PEFT, which rlvr train --config reads "
+                         "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
+                         + (" --load_in_4bit" if s.peft == "qlora" else ""))
     target = recipe.Target(gpus=req.gpus, nodes=req.nodes, bf16=hw["bf16"], server_gpus=cluster.server_gpus)
     facts = _model_facts(ref, table_entry is not None, arch.moe)
     peft = est.setting.peft if est is not None else req.peft

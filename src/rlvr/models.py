@@ -172,13 +172,14 @@ def load_tokenizer(ref: str) -> Any:
     return tok
 
 
-def load_model(ref: str, *, dtype: Any = None, device: str | None = None) -> Any:
+def load_model(ref: str, *, dtype: Any = None, device: str | None = None, **kwargs: Any) -> Any:
+    """The causal LM at ``ref``; ``kwargs`` go to ``from_pretrained`` (e.g. a quantization_config)."""
     quiet_libraries()
     path = resolve_model(ref)
     try:
         from transformers import AutoModelForCausalLM
 
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = dict(kwargs)
         if dtype is not None:
             kw["dtype"] = dtype
         model = AutoModelForCausalLM.from_pretrained(path, **kw)

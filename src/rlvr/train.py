@@ -46,6 +46,7 @@ class TrainOptions:
     eval_prompts: int | None = None
     report_to: str = "none"
     progress: bool = True
+    peft: str | None = None  # none | lora | qlora; None: the config file's choice (rlvr plan), else none
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,36 @@ def resolve_grpo(task: Task, opts: TrainOptions, hw: Mapping[str, Any]) -> dict[
     return cfg
 
 
+PEFT_CHOICES = ("none", "lora", "qlora")
+# The adapter rlvr trains: rank 16 on every linear layer (TRL refuses LoRA on lm_head; PEFT's
+# "all-linear" leaves the output layer out). The planner's memory estimate assumes the same.
+LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear", "task_type": "CAUSAL_LM"}
+
+
+def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(peft_config for GRPOTrainer, extra from_pretrained kwargs) for ``peft``.
+
+    QLoRA loads the base model in 4-bit NF4 with bitsandbytes, which needs a CUDA GPU: refused
+    on CPU with the reason (written and checked on CPU only; the GPU path is untested here)."""
+    if peft == "none":
+        return None, {}
+    if peft not in PEFT_CHOICES:
+        raise ConfigError(Problem("peft", f"unknown {peft!r}", f"one of {', '.join(PEFT_CHOICES)}"))
+    from peft import LoraConfig
+
+    kwargs: dict[str, Any] = {}
+    if peft == "qlora":
+        import importlib.util
+
+        if not hw.get("gpus") or importlib.util.find_spec("bitsandbytes") is None:
+            raise ConfigError(Problem("peft", "qlora loads the base model in 4-bit with bitsandbytes, which needs a CUDA GPU and the bitsandbytes package", "use --peft lora (or none) on this machine"))
+        import torch
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16 if hw.get("bf16") else torch.float16)
+    return LoraConfig(**LORA), kwargs
+
+
 def _world_size() -> int:
     import os
 
@@ -98,7 +129,7 @@ def _is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapping[str, Any], justified: Mapping[str, str]) -> None:
+def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapping[str, Any], justified: Mapping[str, str], peft: str = "none") -> None:
     """The recipe's validation (every problem at once) against this machine and this model,
     before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
     floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
@@ -112,7 +143,7 @@ def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapp
         moe = False
     target = Target(gpus=int(hw.get("gpus", 0)), bf16=bool(hw.get("bf16")), processes=_world_size())
     config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
-    check(config, source=str(task.path), target=target, model=_model_facts(model_ref, False, moe), justified=justified)
+    check(config, source=str(task.path), target=target, model=_model_facts(model_ref, False, moe), justified=justified, peft=peft)
 
 
 def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
@@ -193,7 +224,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     from .models import resolve_model
 
     model_ref = resolve_model(opts.model or task.model)
-    validate_config(cfg, task, model_ref, hw, justified)
+    peft = opts.peft or file_rlvr.get("peft") or "none"
+    validate_config(cfg, task, model_ref, hw, justified, peft)
+    peft_config, load_kwargs = peft_setup(peft, hw)
     run_dir = opts.run_dir
     if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
         if (run_dir / "metrics.jsonl").exists() or latest_checkpoint(run_dir):
@@ -222,6 +255,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         "no_gate_reason": opts.no_gate_reason,
         "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.eval.term or task.correctness_term, "temperature": task.eval.temperature},
         "hardware": dict(hw),
+        "peft": {"method": peft, **({k: v for k, v in LORA.items() if k != "task_type"} if peft != "none" else {})},
     }
     if opts.config_path is not None:
         rlvr_section["config_file"] = str(opts.config_path)
@@ -239,7 +273,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
     log = _MetricsLog(metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None)
     tokenizer = load_tokenizer(model_ref)
-    model = load_model(model_ref)
+    model = load_model(model_ref, **load_kwargs)
     evals: list[dict[str, Any]] = []
 
     def run_eval(step: int) -> None:
@@ -274,7 +308,10 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         train_dataset=build_dataset(task, task.load_split("train")),
         processing_class=tokenizer,
         callbacks=[RlvrCallback()],
+        peft_config=peft_config,
     )
+    if peft_config is not None:
+        model = trainer.model  # the PeftModel: held-out evals must see the adapter
     quiet_progress(trainer, opts.progress, "GRPO")
     meta = {
         "status": "running",
@@ -296,7 +333,14 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         raise
     seconds = time.time() - t0
     final = run_dir / "final"
-    trainer.save_model(str(final))
+    if peft_config is not None:
+        # The adapter alone in final/adapter; final/ itself holds the merged model, so every later
+        # stage (probe, eval, a next run) loads it like any checkpoint.
+        trainer.save_model(str(final / "adapter"))
+        if main and peft == "lora":
+            trainer.model.merge_and_unload().save_pretrained(final)
+    else:
+        trainer.save_model(str(final))
     if main:
         tokenizer.save_pretrained(final)
         meta.update(status="done", steps=trainer.state.global_step, seconds=round(seconds, 2), final=str(final))

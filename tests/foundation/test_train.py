@@ -132,3 +132,47 @@ def test_a_written_justification_lets_a_small_group_through(tmp_path: Path) -> N
     cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert cfg["grpo"]["num_generations"] == 4
     assert cfg["rlvr"]["justification"] == {"num_generations": "tiny smoke test"}
+
+
+def test_lora_trains_an_adapter_and_saves_a_merged_model(tmp_path: Path) -> None:
+    import torch
+
+    from rlvr.models import load_model
+
+    task = load_task(make_task(tmp_path / "task", shaping=True))
+    result = train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=2, no_gate_reason="lora test", progress=False, eval_every=2, peft="lora"))
+    final = result.final_dir
+    assert (final / "adapter" / "adapter_config.json").exists()
+    merged, base = load_model(str(final)), load_model("builtin:tiny")
+    changed = {n for (n, a), (_, b) in zip(merged.named_parameters(), base.named_parameters(), strict=True) if not torch.equal(a, b)}
+    assert changed and all("proj" in n for n in changed)  # only LoRA-wrapped linear layers moved
+    cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert cfg["rlvr"]["peft"]["method"] == "lora" and cfg["rlvr"]["peft"]["r"] == 16
+
+
+def test_qlora_on_cpu_is_refused_with_the_reason(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task"))
+    with pytest.raises(ConfigError, match="CUDA GPU"):
+        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, peft="qlora"))
+
+
+def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
+    from rlvr.recipe import ConfigMeta, write_config
+
+    task = load_task(make_task(tmp_path / "task", shaping=True))
+    grpo, _ = read_config_file(_write_run_config(tmp_path, task))
+    plan = write_config(tmp_path / "plan.yaml", grpo, ConfigMeta(peft="lora"))
+    train(task, TrainOptions(run_dir=tmp_path / "run", config_path=plan, max_steps=1, no_gate_reason="plan test", progress=False, eval_every=0))
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["rlvr"]["peft"]["method"] == "lora"
+
+
+def _write_run_config(tmp_path: Path, task) -> Path:
+    """The grpo values a CPU run of ``task`` resolves to, as a flat config."""
+    from rlvr import recipe
+    from rlvr.train import resolve_grpo
+
+    cfg = resolve_grpo(task, TrainOptions(run_dir=tmp_path / "x"), recipe.hardware())
+    cfg.pop("output_dir")
+    path = tmp_path / "resolved.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path

@@ -22,6 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-prompts", type=int, help="held-out prompts per eval (default: the task's eval.max_prompts)")
     p.add_argument("--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--peft", choices=["none", "lora", "qlora"], help="train a LoRA adapter (rank 16, all linear layers; merged into final/, adapter in final/adapter) or QLoRA (4-bit base, needs a CUDA GPU); default: the --config plan's choice, else none")
     add_set(p, "GRPOConfig")
     p.add_argument("--launch", choices=["accelerate"], help="rerun this command under `accelerate launch` (distributed: one process per GPU, gloo on CPU)")
     p.add_argument("--num-processes", type=int, default=None, help="with --launch: the number of training processes")
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         eval_prompts=args.eval_prompts,
         report_to=args.report_to,
         progress=not args.no_progress,
+        peft=args.peft,
     )
     result = train(task, opts)
     if not result.main_process:  # under accelerate, one process reports
