@@ -157,3 +157,23 @@ def test_optional_think_accepts_a_block_the_template_opened():
     assert extract("<think>x</think><answer>4</answer>", fmt).answer == "4"
     assert extract("<answer>4</answer>", fmt).answer == "4"
     assert not extract("a</think>b</think><answer>4</answer>", fmt).ok
+
+
+def test_a_batch_is_scored_once_per_step_even_when_two_steps_sample_the_same_text():
+    from types import SimpleNamespace
+
+    calls: list[int] = []
+
+    class Counting(BaseVerifier):
+        def verify(self, sample: Sample) -> Verdict:
+            calls.append(1)
+            return Verdict.correct()
+
+    fmt_fn, other_fn = RewardSet([Term("format", Counting()), Term("other", Counting())]).trl_functions()
+    state = SimpleNamespace(global_step=1)
+    for fn in (fmt_fn, other_fn):  # TRL calls every term on the same batch: scored once
+        fn(prompts=["p"], completions=["a"], trainer_state=state)
+    assert len(calls) == 2  # two terms x one completion
+    state.global_step = 2  # the next step samples the very same text: a new batch, scored again
+    fmt_fn(prompts=["p"], completions=["a"], trainer_state=state)
+    assert len(calls) == 4

@@ -105,7 +105,10 @@ class RewardSet:
         prompts = kwargs.get("prompts") or []
         completions = kwargs["completions"]
         texts = [completion_text(c) for c in completions]
-        key = (tuple(texts), tuple(prompt_text(p) for p in prompts), id(kwargs.get("trainer_state")))
+        # The step is part of the key: two steps that happen to sample identical text are still
+        # two batches, each scored and logged once.
+        state = kwargs.get("trainer_state")
+        key = (tuple(texts), tuple(prompt_text(p) for p in prompts), id(state), getattr(state, "global_step", None))
         if key == self._cache_key:
             return self._cache
         ids = kwargs.get("completion_ids") or [None] * len(texts)
