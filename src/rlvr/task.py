@@ -42,8 +42,8 @@ from typing import Any
 import yaml
 
 from . import yamlio
+from .data import read_rows
 from .errors import ConfigError, DataError, Problem, VerifierError
-from .jsonl import read_objects
 from .rewards import AnswerFormat, build_verifier
 from .rewards.combine import RewardSet, Term
 
@@ -213,33 +213,6 @@ def _default_options(term: TermSpec, task: Task) -> dict[str, Any]:
 def _looks_like_hub_id(ref: str) -> bool:
     parts = ref.split("/")
     return len(parts) == 2 and all(parts) and not ref.startswith((".", "/"))
-
-
-# -- reading data -----------------------------------------------------------------------------
-def read_rows(ref: str) -> list[dict[str, Any]]:
-    """Rows of a JSONL or Parquet file, or of a Hugging Face dataset (``hf:name[:config][@split]``,
-    needs the network unless cached). Errors name the file and line."""
-    if ref.startswith("hf:"):
-        name, _, split = ref[3:].partition("@")
-        name, _, config = name.partition(":")
-        try:
-            import datasets
-
-            ds = datasets.load_dataset(name, config or None, split=split or "train")
-        except Exception as exc:  # noqa: BLE001
-            raise DataError(f"{ref}: cannot load the Hugging Face dataset: {type(exc).__name__}: {exc}") from exc
-        return [dict(r) for r in ds]
-    path = Path(ref)
-    if not path.exists():
-        raise DataError(f"{ref}: no such file")
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            return pq.read_table(path).to_pylist()
-        except Exception as exc:  # noqa: BLE001
-            raise DataError(f"{ref}: not a readable Parquet file: {exc}") from exc
-    return [row for _, row in read_objects(path)]
 
 
 # -- validation --------------------------------------------------------------------------------

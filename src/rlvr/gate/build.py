@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data import read_objects
 from ..errors import DataError, GateError
-from ..jsonl import read_objects
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import RewardSet, prompt_text
 from .agreement import sample_state

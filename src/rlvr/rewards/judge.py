@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data import read_objects
 from ..errors import DataError, VerifierError
-from ..jsonl import read_objects
 from .base import BaseVerifier, Sample, Verdict
 
 DEFAULT_PROMPT = """You are grading an answer to a problem. Reply with one word: CORRECT if the response's final answer is equivalent to the reference answer, INCORRECT otherwise.

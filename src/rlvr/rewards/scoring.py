@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data import read_objects
 from ..errors import DataError
-from ..jsonl import read_objects
 from .base import Outcome, Sample
 from .combine import RewardSet, Scored, Term, completion_text, prompt_text
 from .format import AnswerFormat
