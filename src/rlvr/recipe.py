@@ -67,6 +67,15 @@ RECIPE: dict[str, Any] = {
     "remove_unused_columns": False,
 }
 
+# When `rlvr train` stops a run that cannot learn: a logged masked rate (share of samples some term
+# could not decide) at or above `masked_rate` for `masked_steps` logging steps in a row, or a share of
+# zero-variance groups at or above `zero_std` for `zero_std_steps` in a row (such a group has zero
+# advantage, so no gradient). Not GRPOConfig values: a task overrides them under `grpo: {stop: {...}}`
+# (0 steps turns a rule off); the run's config records them. Heuristics, not published constants:
+# half the samples masked is infrastructure, not noise; at a 2 % pass rate with 4 groups of 8 per step,
+# a step with every group uniform has probability ~0.5, so 20 in a row (~1e-6) means no signal at all.
+STOP: dict[str, float | int] = {"masked_rate": 0.5, "masked_steps": 5, "zero_std": 1.0, "zero_std_steps": 20}
+
 # Values the recipe refuses to leave implicit, checked in every resolved config.
 EXPLICIT_KEYS = (
     "loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "learning_rate",
@@ -198,7 +207,7 @@ def resolve(
     if seed is not None:
         cfg["seed"] = seed
     cfg.update(VARIANTS.get(variant or "grpo", {}))
-    overrides = {k: v for k, v in task_grpo.items() if k not in ("reward_weights", "justify")}
+    overrides = {k: v for k, v in task_grpo.items() if k not in ("reward_weights", "justify", "stop")}
     cfg.update(overrides)
     if variant == "gspo" and "steps_per_generation" not in overrides and "generation_batch_size" not in overrides:
         cfg["steps_per_generation"] = 4 * int(cfg["gradient_accumulation_steps"])
