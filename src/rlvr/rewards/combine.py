@@ -142,6 +142,11 @@ class RewardSet:
         self._cache_key, self._cache = key, scored
         return scored
 
+    def scored_trl_batch(self, **kwargs: Any) -> list[Scored]:
+        """The verdicts behind one TRL call's rewards (scored once per batch, then cached): what
+        ``rlvr train`` keeps as rollouts."""
+        return self._score_trl_batch(kwargs)
+
     def trl_functions(self) -> list[Callable[..., list[float | None]]]:
         """One TRL reward function per term, in order, each named after its term."""
         funcs = []
