@@ -9,11 +9,11 @@ from rlvr.rewards import AnswerFormat, Outcome, Sample, Verdict, extract
 from rlvr.rewards.base import BaseVerifier
 from rlvr.rewards.combine import RewardSet, Term
 from rlvr.rewards.exact import ExactMatch, normalize
-from rlvr.rewards.format import FormatVerifier
+from rlvr.rewards.format import FormatVerifier, is_blank
 
 TAGS = AnswerFormat()
 BOXED = AnswerFormat(style="boxed")
-plain = st.text(alphabet=st.characters(blacklist_characters="<>{}\\", blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(lambda s: s.strip())
+plain = st.text(alphabet=st.characters(blacklist_characters="<>{}\\", blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(lambda s: not is_blank(s))
 
 
 @settings(max_examples=150, deadline=None)
@@ -71,8 +71,14 @@ def test_format_term_rejects_text_after_the_answer_by_default():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(0, 10**15))
-def test_thousands_rule_removes_separators(n):
+@given(st.integers(0, 10**15), st.sampled_from([" ", "_", "\u2009", "\u202f"]))
+def test_thousands_rule_removes_unambiguous_separators(n, sep):
+    assert normalize(f"{n:,}".replace(",", sep), ["thousands"]) == str(n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.integers(0, 999), st.integers(10**6, 10**15)))
+def test_thousands_rule_removes_commas_in_two_or_more_groups(n):
     assert normalize(f"{n:,}", ["thousands"]) == str(n)
 
 

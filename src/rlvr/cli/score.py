@@ -54,7 +54,7 @@ def _options(pairs: list[str], names: list[str]) -> dict[str, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError, Problem
     from ..rewards import AnswerFormat
-    from ..rewards.scoring import reward_set_from_names, score_file
+    from ..rewards.scoring import jsonable, reward_set_from_names, score_file
 
     if bool(args.task) == bool(args.reward):
         raise ConfigError(Problem("rlvr score", "give either --task or at least one --reward", "e.g. --task task.yaml, or --reward format --reward math"))
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         reward_set = reward_set_from_names(args.reward, _options(args.option, args.reward), fmt, args.column)
     summary = score_file(args.file, reward_set, out=args.out, workers=args.workers)
     if args.json:
-        sys.stdout.write(json.dumps(summary.to_json(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(jsonable(summary.to_json()), indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(summary.text() + "\n")
     return 0

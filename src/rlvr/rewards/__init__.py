@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 
 from ..errors import VerifierError
 from .base import BaseVerifier, Outcome, Sample, Verdict, Verifier
+from .combine import FLOAT32_MAX
 from .format import AnswerFormat, Extraction, extract
 
 BUILTINS: dict[str, str] = {
@@ -73,7 +75,8 @@ def source_module(name: str) -> str:
 
 class FunctionVerifier(BaseVerifier):
     """Wraps ``fn(sample) -> Verdict | float | None``. A float > 0 is ``correct``, <= 0 ``wrong``
-    (an approximation: a plain float carries no outcome); ``None`` is ``error``."""
+    (an approximation: a plain float carries no outcome); ``None``, a non-finite or non-numeric
+    value and a raise are ``error`` (see ``as_verdict``)."""
 
     def __init__(self, fn: Callable[..., Any], kind: str = "custom") -> None:
         self.fn = fn
@@ -84,7 +87,11 @@ class FunctionVerifier(BaseVerifier):
 
 
 class TrlFunctionVerifier(BaseVerifier):
-    """Wraps a TRL-style batch reward function (keyword contract, one value per completion)."""
+    """Wraps a TRL-style batch reward function (keyword contract, one value per completion).
+
+    When the function raises on a batch, or returns the wrong number of values, each row is
+    retried alone, so one row it cannot score masks that row and not the whole batch.
+    """
 
     def __init__(self, fn: Callable[..., Any], options: Mapping[str, Any] | None = None, kind: str = "custom") -> None:
         self.fn = fn
@@ -94,7 +101,7 @@ class TrlFunctionVerifier(BaseVerifier):
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
 
-    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+    def _call(self, samples: Sequence[Sample]) -> list[Any]:
         cols: dict[str, list[Any]] = {}
         for s in samples:
             for k in s.row:
@@ -103,33 +110,47 @@ class TrlFunctionVerifier(BaseVerifier):
             for k in cols:
                 cols[k].append(s.row.get(k))
         cols.pop("prompt", None)
-        try:
-            values = self.fn(
+        values = list(
+            self.fn(
                 prompts=[s.prompt for s in samples],
                 completions=[s.completion for s in samples],
                 completion_ids=[list(s.completion_ids or []) for s in samples],
                 **cols,
                 **self.options,
             )
-            values = list(values)
-        except Exception as exc:  # noqa: BLE001
-            return [Verdict.error(f"{type(exc).__name__}: {exc}") for _ in samples]
+        )
         if len(values) != len(samples):
-            return [Verdict.error(f"returned {len(values)} values for {len(samples)} completions") for _ in samples]
-        return [as_verdict(v) for v in values]
+            raise ValueError(f"returned {len(values)} values for {len(samples)} completions")
+        return values
+
+    def verify_batch(self, samples: Sequence[Sample], offset: int = 0) -> list[Verdict]:
+        try:
+            values = self._call(samples)
+        except Exception as exc:  # noqa: BLE001 - retried row by row: one bad row masks one row
+            if len(samples) > 1:
+                return [v for i, s in enumerate(samples) for v in self.verify_batch([s], offset + i)]
+            return [Verdict.error(f"row {offset}: {type(exc).__name__}: {exc}") for _ in samples]
+        return [as_verdict(v, row=offset + i) for i, v in enumerate(values)]
 
 
-def as_verdict(value: Any) -> Verdict:
+def as_verdict(value: Any, row: int | None = None) -> Verdict:
+    """A reward function's value as a verdict. A number > 0 is ``correct``, <= 0 ``wrong``.
+    ``None`` is ``error`` (undecided), and so is anything that is not a finite number within
+    float32's range (NaN, inf, ``1e39``, a string): TRL would turn NaN into a silent 0 and an
+    infinity into a group of zero advantages. ``row`` names the row in the error's detail."""
+    where = "" if row is None else f"row {row}: "
     if isinstance(value, Verdict):
         return value
     if value is None:
-        return Verdict.error("the reward function returned None")
+        return Verdict.error(f"{where}the reward function returned None")
+    if isinstance(value, (str, bytes)):
+        return Verdict.error(f"{where}the reward function returned {type(value).__name__} {str(value)[:40]!r}, not a number")
     try:
         score = float(value)
-    except (TypeError, ValueError):
-        return Verdict.error(f"the reward function returned {type(value).__name__}, not a number")
-    if score != score:  # NaN
-        return Verdict.error("the reward function returned NaN")
+    except (TypeError, ValueError, OverflowError):
+        return Verdict.error(f"{where}the reward function returned {type(value).__name__}, not a number")
+    if not math.isfinite(score) or abs(score) > FLOAT32_MAX:
+        return Verdict.error(f"{where}the reward function returned {score!r}, not a finite number within float32's range")
     return Verdict.correct(score) if score > 0 else Verdict.wrong(score)
 
 

@@ -12,6 +12,7 @@ outcome, not just the score:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -129,18 +130,30 @@ class BaseVerifier:
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
         out = []
-        for s in samples:
+        for i, s in enumerate(samples):
             try:
                 out.append(self.verify(s))
             except Exception as exc:  # noqa: BLE001 - a crash is an undecided sample, not a 0
-                out.append(Verdict.error(f"{type(exc).__name__}: {exc}", kind="crash"))
+                out.append(Verdict.error(f"row {i}: {type(exc).__name__}: {exc}", kind="crash"))
         return out
 
 
 def ground_truth(row: Mapping[str, Any], column: str) -> str | None:
-    """The row's expected answer as text, or None when it is missing (an ``error`` verdict)."""
+    """The row's expected answer as text, or None when it is missing (an ``error`` verdict).
+
+    A whole number stored as a float (``42.0``: what pandas and many JSON writers make of an
+    integer column with a gap) reads as ``"42"``, the way a person would write it; other
+    floats read as their shortest round-tripping form (``0.1``, not ``0.1000000000000000055``).
+    A non-finite float (NaN, a missing cell in a numeric column) is a missing ground truth.
+    """
     value = row.get(column)
-    if value is None:
-        return None
+    if value is None or isinstance(value, bool):
+        return None if value is None else str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        if value.is_integer() and abs(value) < 2**53:
+            return str(int(value))
+        return repr(value)
     text = str(value).strip()
     return text or None

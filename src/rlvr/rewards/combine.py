@@ -10,6 +10,13 @@ masking needs every term's verdict for a row:
   TRL then leaves the row out of its group's baseline and forces its advantage to 0. Masking only
   the failing term would not do: TRL sums weighted rewards with ``nansum``, so a missing
   correctness term would count as 0 -- the silent zero the rules forbid.
+- Every verdict of every term passes through ``checked_verdicts``, the one place a score is
+  checked: a score that is not a finite number within float32's range (NaN, inf, ``1e39``, a
+  string) and anything that is not a ``Verdict`` become an ``error`` naming the term and the row,
+  and a ``verify_batch`` that raises (or returns the wrong number of verdicts) is retried one row
+  at a time, so one bad row masks one row, never its batch, and nothing propagates out of a
+  reward function into the training step. (An inf reward that reached TRL would zero the whole
+  group's advantages; a NaN would be summed away by ``nansum`` as a silent 0.)
 - Per-term rates are logged through TRL's ``log_metric``: ``rewards/<term>/error_rate``,
   ``/timeout_rate``, ``/unparseable_rate``, and ``rewards/masked_rate`` for the whole batch.
   A composed term (a length wrapper around a base verifier) also logs the mean of each of its
@@ -18,6 +25,8 @@ masking needs every term's verdict for a row:
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,16 +43,76 @@ class Term:
     weight: float = 1.0
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    """A message's text, with its structured tool calls (TRL and OpenAI put them in
+    ``tool_calls``, often with ``content: None``) written out as ``<tool_call>`` blocks, the form
+    the ``tool_call`` verifier reads."""
+    text = str(message.get("content") or "")
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call, Mapping):
+            continue
+        fn = call.get("function", call)
+        if not isinstance(fn, Mapping):
+            continue
+        args = fn.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                pass  # kept as a string: the verifier reports it as not valid JSON
+        try:
+            body = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+        except (TypeError, ValueError):
+            body = str({"name": fn.get("name"), "arguments": args})
+        text += f"<tool_call>\n{body}\n</tool_call>"
+    return text
+
+
 def completion_text(completion: Any) -> str:
     """TRL passes plain strings, or for conversational data a list of messages: use the text of
-    the assistant's messages."""
+    the assistant's messages, structured tool calls included."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Mapping):
-        return str(completion.get("content") or "")
+        return _message_text(completion)
     if isinstance(completion, Sequence):
-        return "".join(str(m.get("content") or "") for m in completion if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant")
+        return "".join(_message_text(m) for m in completion if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant")
     return str(completion)
+
+
+def check_verdict(value: Any, term: str, row: int) -> Verdict:
+    """``value`` if it is a verdict whose score (and parts) are finite numbers within float32's
+    range, else an ``error`` verdict naming the term and the row."""
+    where = f"term {term!r}, row {row}"
+    if not isinstance(value, Verdict):
+        return Verdict.error(f"{where}: the verifier returned {type(value).__name__}, not a Verdict", kind="crash")
+    numbers = ([value.score] if value.score is not None else []) + [v for _, v in value.parts]
+    for x in numbers:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return Verdict.error(f"{where}: score {x!r} is not a number", kind="crash")
+        if not math.isfinite(x) or abs(x) > FLOAT32_MAX:
+            return Verdict.error(f"{where}: score {x!r} is not a finite number within float32's range", kind="crash")
+    return value
+
+
+def checked_verdicts(term: str, verifier: Verifier, samples: Sequence[Sample], offset: int = 0) -> list[Verdict]:
+    """The term's verdicts for ``samples``, never raising: see the module docstring. ``offset``
+    is the first sample's row number (for the error messages)."""
+    try:
+        out = list(verifier.verify_batch(samples))
+        if len(out) != len(samples):
+            raise ValueError(f"verify_batch returned {len(out)} verdicts for {len(samples)} samples")
+    except Exception as exc:  # noqa: BLE001 - one bad row must not mask (or crash) the batch
+        if len(samples) <= 1:
+            return [Verdict.error(f"term {term!r}, row {offset}: {type(exc).__name__}: {exc}", kind="crash") for _ in samples]
+        out = []
+        for i, s in enumerate(samples):
+            out.extend(checked_verdicts(term, verifier, [s], offset + i))
+        return out
+    return [check_verdict(v, term, offset + i) for i, v in enumerate(out)]
 
 
 def prompt_text(prompt: Any) -> str:
@@ -90,8 +159,9 @@ class RewardSet:
     def weights(self) -> list[float]:
         return [t.weight for t in self.terms]
 
-    def score(self, samples: Sequence[Sample]) -> list[Scored]:
-        per_term = {t.name: t.verifier.verify_batch(samples) for t in self.terms}
+    def score(self, samples: Sequence[Sample], offset: int = 0) -> list[Scored]:
+        """Every term's verdicts for every sample (``offset``: the first sample's row number)."""
+        per_term = {t.name: checked_verdicts(t.name, t.verifier, samples, offset) for t in self.terms}
         return [Scored({name: per_term[name][i] for name in per_term}) for i in range(len(samples))]
 
     def total(self, scored: Scored) -> float | None:

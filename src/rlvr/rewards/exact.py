@@ -4,36 +4,81 @@ Normalisation is opt-in, rule by rule, and applied identically to both sides:
 
 - ``whitespace``: collapse runs of whitespace to one space (outer whitespace is always stripped);
 - ``case``: casefold;
-- ``nfkc``: Unicode NFKC (full-width digits, ligatures) and removal of zero-width characters;
-- ``thousands``: drop ``,`` / thin-space / ``_`` thousands separators between digit groups;
+- ``nfkc``: Unicode NFKC (full-width digits, ligatures, ``½`` -> ``1/2``) and removal of
+  zero-width and other invisible characters. Superscripts and subscripts are *not* folded: NFKC
+  would read ``4²`` as ``42`` and ``2⁵`` as ``25``, a different number;
+- ``thousands``: drop thousands separators (``,``, ``_``, a space, a thin or no-break space),
+  only where the grouping is proper: one to three digits, then groups of exactly three, one
+  separator throughout (``1,234,567``, ``1 234``). Irregular grouping (``1234,567``, ``12,34``)
+  stays as written. A single comma group (``3,141``) is ambiguous -- a decimal comma in much of
+  the world, or a list -- so it is folded only when a decimal point follows (``3,141.5``);
 - ``trailing_period``: drop trailing ``.`` (an ellipsis ``..`` stays);
 - ``dollars``: drop surrounding ``$…$`` or ``$$…$$``.
 
 Without ``nfkc``, zero-width and confusable characters make an answer *wrong*: an exact match
 means exactly that.
+
+A ground truth stored as a number (``42`` or ``42.0`` in a JSON row, not the string ``"42"``)
+has no written form to match, so it is compared as a number: an answer that is a plain decimal
+numeral (``42``, ``42.0``, ``-0.5``; after the chosen normalisation) is correct when it equals
+it exactly. Exponents, ``inf`` and ``nan`` are never numbers here.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
 
 from ..errors import VerifierError
 from .base import BaseVerifier, Sample, Verdict, ground_truth
-from .format import AnswerFormat, extract
+from .format import AnswerFormat, extract, is_invisible
 
 RULES = ("whitespace", "case", "nfkc", "thousands", "trailing_period", "dollars")
-_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-_THOUSANDS = re.compile(r"(?<=\d)[,\u2009\u202f_](?=\d{3}(?!\d))")
 _SPACES = re.compile(r"\s+")
+_SEPARATORS = ",_ \u00a0\u2009\u202f"
+# A run of digits and separators, not touching other digits, separators or a decimal point
+# before it. Checked for proper grouping in ``_group``.
+_NUMBER = re.compile(r"(?<![\d.,_\u00a0\u2009\u202f])\d+(?:[,_ \u00a0\u2009\u202f]\d+)+(?![\d])")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+
+
+def _fold_char(ch: str) -> str:
+    """NFKC of one character, except superscripts and subscripts, which stay as they are."""
+    decomposition = unicodedata.decomposition(ch)
+    if decomposition.startswith(("<super>", "<sub>")):
+        return ch
+    return unicodedata.normalize("NFKC", ch)
+
+
+def _nfkc(text: str) -> str:
+    text = "".join(_fold_char(ch) for ch in unicodedata.normalize("NFC", text))
+    text = unicodedata.normalize("NFC", text).replace("\u2044", "/")  # ½ -> 1⁄2 -> 1/2
+    return "".join(ch for ch in text if ch == " " or not is_invisible(ch) or ch.isspace())
+
+
+def _group(match: re.Match[str]) -> str:
+    token = match.group(0)
+    seps = {ch for ch in token if not ch.isdigit()}
+    if len(seps) != 1:
+        return token
+    sep = seps.pop()
+    groups = token.split(sep)
+    if not 1 <= len(groups[0]) <= 3 or any(len(g) != 3 for g in groups[1:]):
+        return token
+    rest = match.string[match.end() :]
+    if sep == "," and len(groups) == 2 and not re.match(r"\.\d", rest):
+        return token  # "3,141": a decimal comma or a list as much as a thousands separator
+    return "".join(groups)
 
 
 def normalize(text: str, rules: Iterable[str]) -> str:
     rules = set(rules)
     text = text.strip()
     if "nfkc" in rules:
-        text = unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH)
+        text = _nfkc(text).strip()
     if "dollars" in rules:
         for d in ("$$", "$"):
             if len(text) > 2 * len(d) - 1 and text.startswith(d) and text.endswith(d):
@@ -42,13 +87,22 @@ def normalize(text: str, rules: Iterable[str]) -> str:
     if "whitespace" in rules:
         text = _SPACES.sub(" ", text)
     if "thousands" in rules:
-        text = _THOUSANDS.sub("", text)
+        text = _NUMBER.sub(_group, text)
     # A loop, so that normalising twice changes nothing ("4 . ." -> "4"); an ellipsis stays.
     while "trailing_period" in rules and text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()
     if "case" in rules:
         text = text.casefold()
     return text.strip()
+
+
+def _as_decimal(text: str) -> Decimal | None:
+    if len(text) > 4000 or not _PLAIN_NUMBER.fullmatch(text):
+        return None
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # pragma: no cover - the pattern admits only plain numerals
+        return None
 
 
 class ExactMatch(BaseVerifier):
@@ -78,6 +132,12 @@ class ExactMatch(BaseVerifier):
         if not ex.ok:
             return Verdict.unparseable(ex.problem or "no answer span")
         assert ex.answer is not None
-        if normalize(ex.answer, self.rules) == normalize(gold, self.rules):
+        answer = normalize(ex.answer, self.rules)
+        if answer == normalize(gold, self.rules):
             return Verdict.correct(answer=ex.answer, span=ex.span)
+        raw = sample.row.get(self.column)
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw):
+            got = _as_decimal(answer)
+            if got is not None and got == Decimal(repr(raw) if isinstance(raw, float) else raw):
+                return Verdict.correct(answer=ex.answer, span=ex.span, detail=f"numerically equal to the numeric ground truth {raw!r}")
         return Verdict.wrong(answer=ex.answer, span=ex.span, detail=f"expected {gold!r}")

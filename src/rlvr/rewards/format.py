@@ -8,12 +8,17 @@ required, optional or *prefilled*: chat templates of reasoning models (DeepSeek-
 Qwen3) open ``<think>`` in the prompt, so the completion starts inside the block and only its
 ``</think>`` is visible. An answer span inside the think block never counts.
 
-All scanning is linear in the completion's length (plain ``str.find`` and a brace counter, no
-backtracking regex), so a 1 MB completion costs milliseconds, not a timeout.
+All scanning is linear in the completion's length (plain ``str.find`` and one brace-matching
+pass with a stack, no backtracking regex), also for thousands of repeated or nested boxes, so a
+1 MB completion costs milliseconds, not a timeout.
+
+An answer span holding only invisible characters (zero-width spaces, word joiners, the Hangul
+and Braille blanks, control and bidi characters) is empty: it looks like nothing to a reader.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -109,18 +114,53 @@ def _think_end(text: str, fmt: AnswerFormat) -> tuple[int, str | None]:
     return closes[0] + len("</think>"), None
 
 
-def _match_brace(text: str, i: int) -> int:
-    """Index just past the ``}`` matching the ``{`` at ``i``, or -1."""
-    depth = 0
-    for j in range(i, len(text)):
+# Characters that show nothing: format/control/unassigned/separator categories, and the "filler"
+# letters that render blank (Hangul fillers, the Braille blank, the Mongolian vowel separator).
+_BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u034f")
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp"})
+
+
+def is_invisible(ch: str) -> bool:
+    """Whether a character shows nothing: whitespace, zero-width and bidi controls, fillers."""
+    return ch.isspace() or ch in _BLANK_CHARS or unicodedata.category(ch) in _BLANK_CATEGORIES
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` holds only invisible characters (or nothing)."""
+    return all(is_invisible(ch) for ch in text)
+
+
+def _boxes(text: str, start: int) -> tuple[list[tuple[int, int]], str | None]:
+    """The outermost ``\\boxed{…}`` spans at or after ``start`` (inner offsets), or a problem.
+
+    One pass: every brace is matched once with a stack, so the cost is linear in the text
+    however many boxes there are or however deeply they nest.
+    """
+    marks = set(_find_all(text, "\\boxed{", start))
+    if not marks:
+        return [], None
+    first = min(marks)
+    stack: list[tuple[int, bool]] = []  # (offset of "{", whether it opens a box)
+    spans: list[tuple[int, int]] = []
+    depth_in_box = 0  # how many open boxes enclose the scan position
+    for j in range(first + len("\\boxed"), len(text)):
         c = text[j]
         if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return -1
+            is_box = j - len("\\boxed") in marks
+            stack.append((j, is_box))
+            if is_box:
+                if depth_in_box == 0:
+                    spans.append((j + 1, -1))
+                depth_in_box += is_box
+        elif c == "}" and stack:
+            _, is_box = stack.pop()
+            if is_box:
+                depth_in_box -= 1
+                if depth_in_box == 0:
+                    spans[-1] = (spans[-1][0], j)
+    if depth_in_box:
+        return [], "unbalanced braces in \\boxed{}"
+    return spans, None
 
 
 def extract(completion: str, fmt: AnswerFormat) -> Extraction:
@@ -147,35 +187,49 @@ def extract(completion: str, fmt: AnswerFormat) -> Extraction:
         a, b = o + len(fmt.open_tag), c
         inner = completion[a:b]
     else:
-        marks = [i for i in _find_all(completion, "\\boxed{") if i >= start]
-        if not marks:
-            inside = _find_all(completion, "\\boxed{")
+        top, problem = _boxes(completion, start)
+        if problem:
+            return Extraction(None, None, problem)
+        if not top:
+            inside = completion.find("\\boxed{") != -1
             return Extraction(None, None, "\\boxed{} inside the think block" if inside else "no \\boxed{} span")
-        spans = []
-        for m in marks:
-            brace = m + len("\\boxed")
-            end = _match_brace(completion, brace)
-            if end == -1:
-                return Extraction(None, None, "unbalanced braces in \\boxed{}")
-            spans.append((brace + 1, end - 1))
-        # Boxes nested inside another box are part of it, not extra answers.
-        top = [s for s in spans if not any(o[0] < s[0] and s[1] <= o[1] for o in spans if o != s)]
         if len(top) > 1 and fmt.boxed == "only":
             return Extraction(None, None, f"{len(top)} \\boxed{{}} answers (exactly one is allowed)")
         a, b = top[0] if fmt.boxed == "first" else top[-1]
         inner = completion[a:b]
     # Trim surrounding whitespace but keep offsets pointing at the trimmed text.
     stripped = inner.strip()
-    if not stripped:
-        return Extraction(None, None, "empty answer span")
+    if is_blank(stripped):
+        return Extraction(None, None, "empty answer span" + (" (only invisible characters)" if stripped else ""))
     a += len(inner) - len(inner.lstrip())
     return Extraction(stripped, (a, a + len(stripped)))
+
+
+# What may close the answer span's surroundings without being "text after the answer": the end
+# of a math environment (``$\\boxed{42}$``, ``\\[\\boxed{42}\\]``), a full stop, a code fence.
+_CLOSERS = ("$$", "$", "\\]", "\\)", "```", ".")
+
+
+def trailing_is_closing(rest: str) -> bool:
+    """Whether ``rest`` (what follows the answer span's closing marker) holds only invisible
+    characters and closers (``$``, ``$$``, ``\\]``, ``\\)``, a code fence, a full stop)."""
+    i = 0
+    while i < len(rest):
+        if is_invisible(rest[i]):
+            i += 1
+            continue
+        closer = next((c for c in _CLOSERS if rest.startswith(c, i)), None)
+        if closer is None:
+            return False
+        i += len(closer)
+    return True
 
 
 class FormatVerifier(BaseVerifier):
     """1.0 when the completion has exactly one well-formed answer span (and the think block the
     format asks for), else 0.0 with the reason. Text after the answer span is allowed unless
-    ``strict_end`` is set (then only whitespace may follow the closing tag)."""
+    ``strict_end`` is set (the default): then only invisible characters and closers may follow
+    it (see ``trailing_is_closing``)."""
 
     kind = "format"
 
@@ -191,6 +245,6 @@ class FormatVerifier(BaseVerifier):
         if self.strict_end:
             close = self.fmt.close_tag if self.fmt.style == "tags" else "}"
             end = sample.completion.find(close, ex.span[1])
-            if end == -1 or sample.completion[end + len(close):].strip():
+            if end == -1 or not trailing_is_closing(sample.completion[end + len(close):]):
                 return Verdict.wrong(detail="text after the answer span", answer=ex.answer, span=ex.span)
         return Verdict.correct(answer=ex.answer, span=ex.span)

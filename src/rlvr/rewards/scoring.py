@@ -18,6 +18,7 @@ their own worker processes, so threads are enough here.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import time
@@ -106,13 +107,17 @@ def to_sample(row: Mapping[str, Any]) -> Sample:
 def score_rows(rows: Sequence[Mapping[str, Any]], reward_set: RewardSet, workers: int | None = None, chunk: int = 32) -> list[Scored]:
     """Score rows in chunks, ``workers`` chunks at a time; results in row order."""
     samples = [to_sample(r) for r in rows]
-    chunks = [samples[i : i + chunk] for i in range(0, len(samples), chunk)]
+    starts = list(range(0, len(samples), chunk))
     workers = max(1, workers or min(4, os.cpu_count() or 1))
-    if workers == 1 or len(chunks) <= 1:
-        parts = [reward_set.score(c) for c in chunks]
+
+    def one(start: int) -> list[Scored]:
+        return reward_set.score(samples[start : start + chunk], offset=start)
+
+    if workers == 1 or len(starts) <= 1:
+        parts = [one(i) for i in starts]
     else:
         with ThreadPoolExecutor(workers) as ex:
-            parts = list(ex.map(reward_set.score, chunks))
+            parts = list(ex.map(one, starts))
     return [s for part in parts for s in part]
 
 
@@ -141,15 +146,42 @@ def scored_row(row: Mapping[str, Any], scored: Scored, reward_set: RewardSet) ->
     return out
 
 
+def jsonable(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None: ``NaN`` and ``Infinity`` are not
+    JSON (Python writes them, most readers refuse them). Input rows can carry them, because
+    Python's reader accepts them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def json_line(value: Any) -> str:
+    """One line of strict JSON. Text is written as UTF-8 where it can be; a line holding a lone
+    surrogate (which UTF-8 cannot encode; a model can emit one) is written with ``\\u`` escapes
+    instead, so the file stays valid and reads back to the same strings."""
+    value = jsonable(value)
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text
+
+
 def write_jsonl(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
+    """Write atomically: a temporary file in the same folder, then a rename. Every line is
+    strict JSON (see ``json_line``)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for r in rows:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                f.write(json_line(r) + "\n")
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
