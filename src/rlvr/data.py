@@ -11,20 +11,36 @@ from typing import Any
 from .errors import DataError
 
 
+def decode_utf8(data: bytes, path: str | Path) -> str:
+    """``data`` as UTF-8; a ``DataError`` naming the file, line and byte offset where it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        raise DataError(f"{path}:{line}: not UTF-8: byte 0x{data[exc.start]:02x} at byte {column} of line {line} (byte offset {exc.start} in the file)") from None
+
+
 def read_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line. Raises ``DataError`` naming
-    ``file:line`` for a line that is not JSON or not a JSON object."""
+    ``file:line`` for a line that is not UTF-8, not JSON or not a JSON object."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no such file")
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with p.open("rb") as fh:
+        offset = 0
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{p}:{lineno}: not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start} of line {lineno} (byte offset {offset + exc.start} in the file)") from None
+            offset += len(raw)
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{p}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise DataError(f"{p}:{lineno}: not valid JSON, column {exc.colno}: {exc.msg}") from None
             if not isinstance(obj, dict):
                 raise DataError(f"{p}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj

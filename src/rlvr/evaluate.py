@@ -72,10 +72,10 @@ def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_ne
 
 
 def evaluate(model: Any, tokenizer: Any, task: Task, rows: Sequence[Mapping[str, Any]], *, temperature: float | None = None, max_new_tokens: int | None = None, seed: int | None = None) -> EvalResult:
-    """Verified accuracy of ``model`` on ``rows`` under the task's correctness term."""
+    """Verified accuracy of ``model`` on ``rows`` under the task's success term."""
     temperature = task.eval.temperature if temperature is None else temperature
     max_new_tokens = max_new_tokens or task.generation.max_completion_length
-    term = task.eval.term or task.correctness_term
+    term = task.success_term
     rewards = task.reward_set()
     verifier = next(t.verifier for t in rewards.terms if t.name == term)
     prompts = [task.render_prompt(r) for r in rows]

@@ -12,7 +12,7 @@ temperature, scores them with the task's reward terms, and routes:
 - ``fix-verifier``: the correctness term could not decide any sample (every verdict an
   ``error``). That is a broken reward, not a 0 % base rate, and it is reported as such.
 
-A sample succeeds when the outcome of the task's correctness term (``task.correctness_term``) is
+A sample succeeds when the outcome of the task's correctness term (``task.success_term``) is
 ``correct``. Samples on which that term errs are *undecided*: left out of the rate and counted
 separately, as training masks them out of their group's baseline.
 
@@ -384,9 +384,9 @@ def run_probe(
         problems.append(Problem("k", f"must be at least 1, got {k}", "the recipe probes with k=8"))
     if cap is not None and cap < 1:
         problems.append(Problem("max_prompts", f"must be at least 1, got {cap}", "omit it to use the task's probe.max_prompts"))
-    term = task.correctness_term
+    term = task.success_term
     if term not in {t.name for t in task.rewards}:
-        problems.append(Problem("probe.success_term", f"names no reward term ({term!r})", "name one of the task's rewards"))
+        problems.append(Problem("success", f"names no reward term ({term!r})", "name one of the task's rewards"))
     if problems:
         raise ConfigError(problems, source="probe")
     seed = task.seed if seed is None else seed

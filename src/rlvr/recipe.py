@@ -252,6 +252,26 @@ def grpo_fields() -> dict[str, Any]:
     return {f.name: f for f in dataclasses.fields(GRPOConfig)}
 
 
+def sft_fields() -> set[str]:
+    """Field names of the installed TRL's SFTConfig (imports trl)."""
+    import dataclasses
+
+    from trl import SFTConfig
+
+    return {f.name for f in dataclasses.fields(SFTConfig)}
+
+
+def unknown_keys(cfg: Mapping[str, Any], known: set[str], *, what: str, prefix: str = "") -> list[Problem]:
+    """A problem for every key of ``cfg`` that is not in ``known``, with the closest field."""
+    out = []
+    for key in cfg:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            out.append(Problem(f"{prefix}{key}", f"not a {what} field of the installed TRL; TRL would reject it",
+                               f"did you mean {close[0]!r}?" if close else "remove it"))
+    return out
+
+
 def trl_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -295,11 +315,7 @@ def validate(
 
     # Unknown keys, against the real field names.
     known = known_fields if known_fields is not None else set(grpo_fields())
-    for key in cfg:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=1)
-            add(str(key), "not a GRPOConfig field of the installed TRL; TRL would reject it",
-                f"did you mean {close[0]!r}?" if close else "remove it")
+    problems += unknown_keys(cfg, known, what="GRPOConfig")
 
     version = trl_version() if installed_trl is None else installed_trl
     low, high = (_version_tuple(v) for v in TESTED_TRL)

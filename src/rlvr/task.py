@@ -19,6 +19,8 @@ answer:
 rewards:                            # composite: a format term plus a correctness term
   - {name: format, weight: 0.1}
   - {name: correct, verifier: exact, weight: 1.0}
+success: correct                    # the term whose outcome is success (probe, eval, gate, doctor);
+                                    # optional when exactly one term is not a shaping term
 generation: {temperature: 0.7, max_completion_length: 16}
 grpo: {...}                         # any TRL GRPOConfig field, on top of the recipe
 sft: {...}                          # settings of the supervised warm start
@@ -26,8 +28,14 @@ probe: {...}                        # routing thresholds
 ```
 
 ``load_task`` validates everything that can be checked without a model -- keys, types, files,
-columns, null answers, reward names and options, weights -- and raises one ``ConfigError`` that
-lists every problem with where, what and how to fix it.
+columns, null answers, reward names and options, weights, the success term -- and raises one
+``ConfigError`` that lists every problem with where, what and how to fix it.
+
+The success term decides what "success" means everywhere: the probe's base rate, the held-out
+eval, the gate's pass/fail classes and the doctor's accuracy. Shaping terms (``format``,
+``length_penalty``, ``overlong``, ``repetition``, and any verifier class derived from them) only
+shape the reward and can never be it. ``success: NAME`` declares it; without the key it defaults
+to the only term that is not a shaping term, and a task with several such terms must declare it.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from typing import Any
 import yaml
 
 from . import yamlio
-from .data import read_rows
+from .data import decode_utf8, read_rows
 from .errors import ConfigError, DataError, Problem, VerifierError
 from .rewards import AnswerFormat, build_verifier
 from .rewards.combine import RewardSet, Term
@@ -93,12 +101,11 @@ class GenerationSpec:
 @dataclass(frozen=True)
 class ProbeSpec:
     """Routing thresholds: ``sft`` when no sample succeeds, ``too-easy`` at or above
-    ``too_easy``; a sample succeeds when its correctness term's outcome is ``correct``."""
+    ``too_easy``; a sample succeeds when the task's success term's outcome is ``correct``."""
 
     k: int = 8
     max_prompts: int = 64
     too_easy: float = 0.9
-    success_term: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,6 @@ class EvalSpec:
     every: int = 50
     max_prompts: int = 200
     temperature: float = 0.0
-    term: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,21 +133,22 @@ class Task:
     probe: ProbeSpec = ProbeSpec()
     eval: EvalSpec = EvalSpec()
     seed: int = 3407
+    success: str = ""  # resolved by load_task: declared, or the only non-shaping term
 
     @property
     def root(self) -> Path:
         return self.path.parent
 
     @property
+    def success_term(self) -> str:
+        """The term whose outcome is success for the probe, the held-out eval, the gate's
+        pass/fail classes and the doctor (see the module docstring)."""
+        return self.success
+
+    @property
     def correctness_term(self) -> str:
-        """The term that decides success (probe, held-out eval): ``probe.success_term``, else the
-        last term whose verifier is not ``format``."""
-        if self.probe.success_term:
-            return self.probe.success_term
-        for t in reversed(self.rewards):
-            if t.verifier != "format":
-                return t.name
-        return self.rewards[-1].name
+        """Deprecated name of ``success_term``."""
+        return self.success
 
     def resolve(self, ref: str) -> str:
         """A data or model reference relative to the task file."""
@@ -216,13 +223,17 @@ def _looks_like_hub_id(ref: str) -> bool:
 
 
 # -- validation --------------------------------------------------------------------------------
-_TOP_KEYS = {"name", "model", "data", "prompt", "answer", "rewards", "generation", "grpo", "sft", "probe", "eval", "seed", "description"}
+_TOP_KEYS = {"name", "model", "data", "prompt", "answer", "rewards", "success", "generation", "grpo", "sft", "probe", "eval", "seed", "description"}
+# Verifiers that shape the reward and never decide success (a class derived from one counts too).
+SHAPING_VERIFIERS = ("format", "length_penalty", "overlong", "repetition")
+# Keys that named the success term before the top-level ``success:`` key replaced them.
+_MOVED = {("probe", "success_term"), ("eval", "term")}
 _SECTION_KEYS = {
     "data": {"train", "eval", "eval_size"},
     "prompt": {"template", "system", "user"},
     "answer": {"column", "format", "tag", "think", "boxed", "allow_multiple"},
     "generation": {"temperature", "max_completion_length", "top_p"},
-    "probe": {"k", "max_prompts", "too_easy", "success_term"},
+    "probe": {"k", "max_prompts", "too_easy", "success_term"},  # success_term: moved, see _MOVED
     "eval": {"every", "max_prompts", "temperature", "term"},
 }
 _TERM_KEYS = {"name", "verifier", "weight", "options"}
@@ -270,7 +281,9 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     if not path.exists():
         raise ConfigError(Problem(str(path), "no such task file", "pass the path of a task.yaml"))
     try:
-        raw = yamlio.load(path.read_text(encoding="utf-8"))
+        raw = yamlio.load(decode_utf8(path.read_bytes(), path))
+    except DataError as exc:
+        raise ConfigError(Problem(str(path), str(exc).removeprefix(f"{path}:").strip(), "save the file as UTF-8")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
@@ -291,6 +304,8 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
 
             if model.split(":", 1)[1] not in BUILTIN_MODELS:
                 c.add("model", f"unknown built-in model {model!r}", f"known: {', '.join('builtin:' + k for k in BUILTIN_MODELS)}")
+        else:
+            _check_model_path(c, model, path.parent)
 
     data_raw = c.section(raw, "data")
     train = data_raw.get("train")
@@ -347,8 +362,11 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     g = c.section(raw, "generation")
     gen = GenerationSpec()
     if "temperature" in g and c.typed("generation.temperature", g["temperature"], (int, float), "a number"):
-        if not 0 <= g["temperature"] <= 5:
-            c.add("generation.temperature", f"must be between 0 and 5, got {g['temperature']}", "the recipe samples at 0.7")
+        if g["temperature"] == 0:
+            c.add("generation.temperature", "is 0: every completion of a prompt is then the same, so every group has zero variance and GRPO learns nothing (probe and gate would also see one answer per prompt)",
+                  "sample at the recipe's 0.7 (greedy decoding belongs to the held-out eval: eval.temperature)")
+        elif not 0 < g["temperature"] <= 5:
+            c.add("generation.temperature", f"must be above 0 and at most 5, got {g['temperature']}", "the recipe samples at 0.7")
         gen = replace(gen, temperature=float(g["temperature"]))
     if "top_p" in g and c.typed("generation.top_p", g["top_p"], (int, float), "a number"):
         gen = replace(gen, top_p=float(g["top_p"]))
@@ -361,14 +379,16 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     grpo = c.section(raw, "grpo")
     _check_grpo_overrides(c, grpo, len(terms))
     sft = c.section(raw, "sft")
-    probe = _dataclass_section(c, "probe", c.section(raw, "probe"), ProbeSpec)
-    ev = _dataclass_section(c, "eval", c.section(raw, "eval"), EvalSpec)
+    probe_raw, eval_raw = c.section(raw, "probe"), c.section(raw, "eval")
+    for section, key in sorted(_MOVED):
+        value = (probe_raw if section == "probe" else eval_raw).get(key)
+        if value is not None:
+            c.add(f"{section}.{key}", "has moved: one top-level key names the success term for probe, eval, gate and doctor alike",
+                  f"write success: {value} at the top level and delete {section}.{key}")
+    probe = _dataclass_section(c, "probe", probe_raw, ProbeSpec)
+    ev = _dataclass_section(c, "eval", eval_raw, EvalSpec)
     seed = raw.get("seed", 3407)
     c.typed("seed", seed, int, "an integer")
-    term_names = {t.name for t in terms}
-    for where, ref in (("probe.success_term", probe.success_term), ("eval.term", ev.term)):
-        if ref is not None and ref not in term_names:
-            c.add(where, f"names no reward term ({ref!r})", f"one of {', '.join(sorted(term_names))}")
 
     task = Task(
         path=path.resolve(),
@@ -386,15 +406,77 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         eval=ev,
         seed=seed if isinstance(seed, int) else 3407,
     )
-    _check_terms_build(c, task)
+    weights = task.grpo.get("reward_weights")
+    if isinstance(weights, list) and len(weights) == len(terms) and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+        # TRL-style weights list (checked in _check_grpo_overrides): applied to the terms here
+        task = replace(task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True)))
+    _check_weights(c, task.rewards, "grpo.reward_weights" if weights is not None else "")
+    shaping = _check_terms_build(c, task)
+    task = replace(task, success=_resolve_success(c, raw.get("success"), task.rewards, shaping))
     if check_data:
         _check_data(c, task)
     if c.problems:
         raise ConfigError(c.problems, source=str(path))
-    weights = task.grpo.get("reward_weights")
-    if weights is not None:  # TRL-style weights list: validated above, applied to the terms here
-        task = replace(task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True)))
     return task
+
+
+def _check_model_path(c: _Checker, model: str, root: Path) -> None:
+    """A model reference that is a path (not a hub id ``org/name``) must exist: otherwise the
+    hub client reports a malformed repo id, seconds later, after trying the network."""
+    if model.startswith("hf:"):
+        return
+    ref = Path(model).expanduser()
+    path_like = model.startswith((".", "/", "~")) or model.endswith("/") or "\\" in model or len(model.split("/")) > 2
+    local = ref if ref.is_absolute() else root / ref
+    if not path_like and not (len(model.split("/")) == 2 and (root / model.split("/")[0]).is_dir()):
+        return  # a hub id (or a plain name): checked when it loads
+    if not local.exists():
+        c.add("model", f"local model path not found: {local}", "point model: at a folder holding config.json and weights (relative to the task file), or write a hub id org/name")
+
+
+def _check_weights(c: _Checker, terms: Sequence[TermSpec], source: str) -> None:
+    """Weights that make a term meaningless: 0 (scored, logged, teaches nothing), negative (a
+    correctness term would punish success; a penalty already returns negative scores)."""
+    if not terms:
+        return
+    if all(t.weight == 0 for t in terms):
+        c.add(source or "rewards", "every weight is 0: the reward is 0 for every completion and GRPO learns nothing", "give the success term weight 1.0 and the format term 0.1")
+        return
+    for i, t in enumerate(terms):
+        where = source or f"rewards[{i}].weight"
+        if t.weight == 0:
+            c.add(where, f"term {t.name!r} has weight 0: it is scored and logged but teaches nothing", f"remove {t.name!r}, or give it a positive weight")
+        elif t.weight < 0:
+            c.add(where, f"term {t.name!r} has a negative weight {t.weight:g}: the policy is pushed away from what the term rewards", "use a positive weight (penalty verifiers already return negative scores)")
+
+
+def _resolve_success(c: _Checker, declared: Any, terms: Sequence[TermSpec], shaping: Mapping[str, bool]) -> str:
+    """The success term: ``success:`` when declared, else the only non-shaping term."""
+    names = [t.name for t in terms]
+    deciders = [t.name for t in terms if not shaping.get(t.name, t.verifier in SHAPING_VERIFIERS)]
+    if declared is not None:
+        if not c.typed("success", declared, str, "a reward term's name"):
+            return ""
+        if declared not in names:
+            close = difflib.get_close_matches(declared, names, n=1)
+            c.add("success", f"names no reward term ({declared!r})", f"did you mean {close[0]!r}?" if close else f"one of {', '.join(names)}")
+            return ""
+        if declared not in deciders:
+            c.add("success", f"{declared!r} is a shaping term (format, length, overlong, repetition): it shapes the reward and cannot decide success",
+                  f"name the term that checks the answer{': ' + ', '.join(deciders) if deciders else ''}")
+            return ""
+        return declared
+    if len(deciders) == 1:
+        return deciders[0]
+    if not terms:
+        return ""
+    if not deciders:
+        c.add("rewards", f"no term checks the answer: {', '.join(names)} only shape the reward (a format-only reward is satisfied by any well-formed answer)",
+              "add a correctness term, e.g. {name: correct, verifier: exact}")
+    else:
+        c.add("success", f"not declared, and {len(deciders)} terms could decide success ({', '.join(deciders)})",
+              f"add success: NAME at the top level (one of {', '.join(deciders)})")
+    return ""
 
 
 def _dataclass_section(c: _Checker, key: str, values: Mapping[str, Any], cls: type) -> Any:
@@ -446,12 +528,18 @@ def _check_rewards(c: _Checker, raw: Any) -> list[TermSpec]:
     return terms
 
 
-def _check_terms_build(c: _Checker, task: Task) -> None:
+def _check_terms_build(c: _Checker, task: Task) -> dict[str, bool]:
+    """Build every term (reporting the ones that fail); returns term name -> is a shaping term."""
     from .rewards import BUILTINS
+    from .rewards.format import FormatVerifier
+    from .rewards.length import LengthPenalty, OverlongPenalty, RepetitionPenalty
 
+    shaping: dict[str, bool] = {}
     for i, t in enumerate(task.rewards):
+        shaping[t.name] = t.verifier in SHAPING_VERIFIERS
         try:
-            build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
+            v = build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
+            shaping[t.name] |= isinstance(v, (FormatVerifier, LengthPenalty, OverlongPenalty, RepetitionPenalty))
         except VerifierError as exc:
             if t.verifier not in BUILTINS and "." not in t.verifier and ":" not in t.verifier:
                 close = difflib.get_close_matches(t.verifier, sorted(BUILTINS), n=1)
@@ -459,6 +547,7 @@ def _check_terms_build(c: _Checker, task: Task) -> None:
                 c.add(f"rewards[{i}].verifier", f"unknown reward {t.verifier!r}", f"{hint}built-ins: {', '.join(sorted(BUILTINS))}; or a dotted path module.function")
             else:
                 c.add(f"rewards[{i}]", str(exc), "fix the term's verifier or options")
+    return shaping
 
 
 def _check_grpo_overrides(c: _Checker, grpo: Mapping[str, Any], n_terms: int) -> None:
@@ -472,6 +561,7 @@ def _check_grpo_overrides(c: _Checker, grpo: Mapping[str, Any], n_terms: int) ->
 
 def _check_data(c: _Checker, task: Task) -> None:
     needed = task.prompt.columns()
+    prompts: dict[str, tuple[str, list[str | None]]] = {}  # split -> (file, rendered prompt per row)
     for split in ("train", "eval"):
         ref = task.data.train if split == "train" else task.data.eval
         if not ref:
@@ -503,3 +593,29 @@ def _check_data(c: _Checker, task: Task) -> None:
         missing_prompt = [i for i, r in enumerate(rows, 1) if any(col in cols and r.get(col) is None for col in needed)]
         for i in missing_prompt[:MAX_ROW_PROBLEMS]:
             c.add(f"{resolved}:{i}", f"row {i} has a null prompt column ({', '.join(col for col in needed if rows[i - 1].get(col) is None)})", "fill it in or drop the row")
+        prompts[split] = (str(Path(resolved).resolve()), [_prompt_key(task, r) for r in rows])
+    if "train" in prompts and "eval" in prompts:
+        _check_overlap(c, *prompts["train"], *prompts["eval"])
+
+
+def _prompt_key(task: Task, row: Mapping[str, Any]) -> str | None:
+    try:
+        rendered = task.render_prompt(row)
+    except (KeyError, ValueError, IndexError):
+        return None
+    return rendered if isinstance(rendered, str) else repr(rendered)
+
+
+def _check_overlap(c: _Checker, train_file: str, train: list[str | None], eval_file: str, evals: list[str | None]) -> None:
+    """A held-out split that repeats training prompts measures memory, not the policy."""
+    if train_file == eval_file:
+        c.add("data.eval", f"is the same file as data.train ({eval_file}): the held-out eval would score prompts the policy trained on",
+              "hold out rows the training split does not contain (e.g. split the file 90/10)")
+        return
+    seen = {p for p in train if p is not None}
+    shared = [i for i, p in enumerate(evals, 1) if p is not None and p in seen]
+    if shared:
+        rows = ", ".join(map(str, shared[:MAX_ROW_PROBLEMS])) + (" ..." if len(shared) > MAX_ROW_PROBLEMS else "")
+        what = "every" if len(shared) == len(evals) else f"{len(shared)} of {len(evals)}"
+        c.add("data.eval", f"{what} held-out prompts also appear in data.train ({eval_file} rows {rows}): they measure memory, not the policy",
+              "drop those rows from one of the splits")

@@ -253,7 +253,8 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         "reward_weights": rewards.weights,
         "gate": gate,
         "no_gate_reason": opts.no_gate_reason,
-        "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.eval.term or task.correctness_term, "temperature": task.eval.temperature},
+        "success_term": task.success_term,
+        "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.success_term, "temperature": task.eval.temperature},
         "hardware": dict(hw),
         "peft": {"method": peft, **({k: v for k, v in LORA.items() if k != "task_type"} if peft != "none" else {})},
     }

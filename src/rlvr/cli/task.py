@@ -9,7 +9,7 @@ HELP = "check a task file (every problem at once), or write the built-in example
 
 def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    c = sub.add_parser("check", help="validate a task file and its data without loading a model")
+    c = sub.add_parser("check", help="validate a task file, its data, its grpo:/sft: settings and its ground truths, without loading a model")
     c.add_argument("task", help="the task file (task.yaml) or its folder")
     e = sub.add_parser("example", help="write the built-in arithmetic task (task.yaml + data) to a folder")
     e.add_argument("folder", help="destination folder")
@@ -28,17 +28,27 @@ def run(args: argparse.Namespace) -> int:
         path = write_task(args.folder, seed=args.seed, ops=args.ops)
         print(f"wrote {path} and its data")
         return 0
+    from .. import yamlio
+    from ..errors import ConfigError
     from ..task import load_task
+    from ..taskcheck import check_task
 
     task = load_task(args.task)
+    problems = check_task(task)
+    if problems:
+        raise ConfigError(problems, source=str(task.path))
     train = task.load_split("train")
     evals = task.load_split("eval") if task.data.eval else []
+    declared = (yamlio.load(task.path.read_text(encoding="utf-8")) or {}).get("success") is not None
     terms = ", ".join(f"{t.name} ({t.verifier}, weight {t.weight:g})" for t in task.rewards)
+    success = next(t for t in task.rewards if t.name == task.success_term)
     print(f"{task.path}: ok")
     print(f"  model       {task.model}")
-    print(f"  data        {len(train)} train rows, {len(evals)} held-out rows")
+    print(f"  data        {len(train)} train rows, {len(evals)} held-out rows" + (" (no prompt in both)" if evals else " (no held-out split: add data.eval)"))
     print(f"  prompt      {'chat' if task.prompt.chat else 'plain'}: {task.render_prompt(train[0]) if train else ''!r}")
     print(f"  answer      {task.answer.style} in column {task.answer_column!r}")
-    print(f"  rewards     {terms}; success = {task.correctness_term}")
-    print(f"  generation  temperature {task.generation.temperature}, max {task.generation.max_completion_length} tokens")
+    print(f"  rewards     {terms}")
+    print(f"  success     {success.name} ({success.verifier}; {'declared' if declared else 'the only term that checks the answer'}): probe, eval, gate and doctor count its 'correct' outcomes")
+    print(f"  generation  temperature {task.generation.temperature:g}, top_p {task.generation.top_p:g}, max {task.generation.max_completion_length} tokens")
+    print("  grpo, sft   valid for rlvr train and rlvr sft (hardware rules are checked by rlvr plan and rlvr train on the machine)")
     return 0

@@ -60,16 +60,17 @@ def on_policy(run: Run) -> bool | None:
 
 
 def correctness_term(run: Run) -> str | None:
-    """The term that verifies the answer: the config's choice, else the one that is not format."""
+    """The term that verifies the answer: the run's success term (rlvr train records the task's),
+    else a guess from the term names of a plain TRL run."""
     ev = run.rlvr.get("eval")
-    for v in (run.rlvr.get("correctness_term"), ev.get("term") if isinstance(ev, Mapping) else None):
+    for v in (run.rlvr.get("success_term"), run.rlvr.get("correctness_term"), ev.get("term") if isinstance(ev, Mapping) else None):
         if isinstance(v, str) and v:
             return v
     terms = run.term_names()
     for t in terms:
         if any(w in t.lower() for w in ("correct", "accuracy", "exact", "math", "code", "unit", "verif")):
             return t
-    others = [t for t in terms if "format" not in t.lower() and t.lower() not in ("fmt", "length", "overlong")]
+    others = [t for t in terms if "format" not in t.lower() and t.lower() not in ("fmt", "length", "length_penalty", "overlong", "repetition")]
     return others[0] if len(others) == 1 else None
 
 

@@ -72,7 +72,7 @@ def score(task: Any, reward_set: RewardSet, samples: Sequence[Sample]) -> list[t
     """Each sample's verdicts per term, weighted total (None when masked), and reward class."""
     out = []
     for scored in reward_set.score(samples):
-        out.append((dict(scored.verdicts), reward_set.total(scored), reward_class(scored.verdicts, task.correctness_term)))
+        out.append((dict(scored.verdicts), reward_set.total(scored), reward_class(scored.verdicts, task.success_term)))
     return out
 
 
@@ -231,7 +231,7 @@ def build_set(
         "source": source,
         "pool": len(candidates),
         "terms": [{"name": t.name, "verifier": t.verifier, "weight": t.weight} for t in task.rewards],
-        "correctness_term": task.correctness_term,
+        "correctness_term": task.success_term,
         "answer_column": task.answer_column,
     }
     new = [NewSample(c.prompt_index, c.prompt, c.row, c.completion, c.token_ids, c.finish_reason, bucket, c.verdicts, c.total, c.reward_class) for c, bucket in picked]

@@ -1,0 +1,117 @@
+"""What ``rlvr task check`` checks beyond the task file itself.
+
+``load_task`` checks what the file says (keys, types, files, columns, weights, the success term,
+train/eval overlap) and stays light, since every command calls it. ``rlvr task check`` adds the
+checks that import TRL or score the data, so a task that passes it does not fail later at
+``rlvr sft`` or ``rlvr train`` for a reason the file already showed:
+
+- ``grpo:`` -- the recipe validation ``rlvr train`` runs before any weights load (unknown
+  GRPOConfig fields with the closest name, enumerations, batch arithmetic, the group-size floor
+  without a written ``justify``), for a target of one GPU with bf16. Hardware rules (bf16 on
+  this GPU, vLLM against the GPU count) depend on the machine and are checked by ``rlvr plan``
+  and ``rlvr train`` where they run; a hub model's mixture-of-experts check needs its config and
+  happens at ``rlvr plan``/``rlvr train`` too.
+- ``sft:`` -- its keys against the installed TRL's ``SFTConfig``, with the closest name.
+- ground truths -- each answer-checking term (``exact``, ``math``, any verifier of kind
+  ``answer``) is run on every row with the ground truth itself as the answer: a gold the verifier
+  cannot parse, or does not accept as equal to itself, is reported with its file and row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem
+from .task import MAX_ROW_PROBLEMS, Task
+
+# Keys of the sft: section that rlvr reads itself (not SFTConfig fields).
+SFT_OWN_KEYS = {"target_pass_rate"}
+# The target task check validates grpo: against (see the module docstring).
+CHECK_HARDWARE = {"gpus": 1, "bf16": True, "vllm": False}
+
+
+def grpo_problems(task: Task) -> list[Problem]:
+    """The problems ``rlvr train`` would raise for the task's ``grpo:`` section (one GPU, bf16)."""
+    from . import recipe
+
+    cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=CHECK_HARDWARE, seed=task.seed)
+    cfg["reward_weights"] = [t.weight for t in task.rewards]
+    target = recipe.Target(gpus=1, bf16=True, processes=1)
+    problems = recipe.validate(cfg, target=target, model=_model_facts(task), justified=recipe.justifications(task.grpo))
+    return [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
+
+
+def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:
+    """Keys of an ``sft:`` section (or ``--set`` overrides) that SFTConfig does not have."""
+    from . import recipe
+
+    return recipe.unknown_keys({k: v for k, v in settings.items() if k not in SFT_OWN_KEYS}, recipe.sft_fields(), what="SFTConfig", prefix=where)
+
+
+def gold_problems(task: Task) -> list[Problem]:
+    """Rows whose ground truth an answer-checking term cannot parse or does not accept."""
+    from .rewards import Outcome, Sample, build_verifier
+    from .task import _default_options
+
+    problems: list[Problem] = []
+    splits = [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]
+    for t in task.rewards:
+        verifier = build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
+        column = getattr(verifier, "column", task.answer_column)
+        if getattr(verifier, "kind", "") != "answer":
+            continue
+        for split, ref in splits:
+            if ref.startswith("hf:"):
+                continue
+            rows = task.load_split(split)
+            samples = [Sample(task.answer.wrap(str(r.get(column, ""))), row=r, prompt=_prompt(task, r)) for r in rows]
+            bad = []
+            for i, v in enumerate(verifier.verify_batch(samples), 1):
+                if v.outcome is Outcome.CORRECT:
+                    continue
+                if v.outcome is Outcome.ERROR and v.error_kind != "ground_truth":
+                    continue  # a timeout or crash says nothing about the gold
+                bad.append((i, rows[i - 1].get(column), v))
+            where = task.resolve(ref)
+            for i, gold, v in bad:
+                what = "cannot be parsed" if v.outcome is Outcome.ERROR else f"is not accepted as an answer equal to itself ({v.outcome.value})"
+                problems.append(Problem(f"{where}:{i}", f"row {i}: term {t.name!r}: the ground truth {gold!r} {what}: {v.detail}",
+                                        "rewrite the answer in a form the verifier reads, or drop the row; an unreadable gold masks the row in training"))
+            if len(bad) > MAX_ROW_PROBLEMS:
+                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} of {len(rows)} ground truths in all (listed above)", "check answer.column and the verifier's options"))
+    return problems
+
+
+def check_task(task: Task) -> list[Problem]:
+    """Every problem ``rlvr task check`` reports beyond ``load_task``'s."""
+    return [*grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task)]
+
+
+def _prompt(task: Task, row: Mapping[str, Any]) -> str:
+    try:
+        return str(task.render_prompt(row))
+    except (KeyError, ValueError, IndexError):
+        return ""
+
+
+def _model_facts(task: Task) -> Any:
+    """Whether the model is a mixture of experts and rebuildable, for local models and built-ins."""
+    from .launch import _model_facts as facts
+    from .recipe import ModelFacts
+
+    ref = task.model
+    if ref.startswith("builtin:"):
+        return ModelFacts(ref, False, True)
+    local = task.resolve(ref)
+    if not Path(local).exists():
+        return None  # a hub id: its config may need the network; rlvr plan/train check it
+    try:
+        from .memory import load_architecture
+
+        moe = load_architecture(local).moe
+    except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
+        moe = False
+    return facts(local, False, moe)
