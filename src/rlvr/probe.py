@@ -12,6 +12,12 @@ temperature, scores them with the task's reward terms, and routes:
 - ``fix-verifier``: the correctness term could not decide any sample (every verdict an
   ``error``). That is a broken reward, not a 0 % base rate, and it is reported as such.
 
+Before any weights load, the budget is checked against the task's answers and the model
+(``rlvr.lengths``): a budget beyond the model's positions is refused, and reference answers
+longer than the budget are warned about. The report counts the samples cut off at the budget
+(``finish_reason`` ``length``); when they are the majority, the reason leads with that:
+truncation, not capability, explains the rate (the route itself is still decided by the rate).
+
 A sample succeeds when the outcome of the task's correctness term (``task.success_term``) is
 ``correct``. Samples on which that term errs are *undecided*: left out of the rate and counted
 separately, as training masks them out of their group's baseline.
@@ -157,6 +163,8 @@ class ProbeReport:
     term_outcomes: Mapping[str, Mapping[str, int]]
     prompts: tuple[PromptStat, ...] = field(repr=False)
     warnings: tuple[str, ...] = ()
+    n_truncated: int = 0  # samples (decided or not) cut off at max_new_tokens
+    lengths: Mapping[str, Any] | None = None  # rlvr.lengths.LengthReport.to_json(), when measured
     out_dir: str = ""
     filtered_path: str | None = None
     n_filtered: int | None = None
@@ -201,17 +209,25 @@ def summarize(
     group_size: int,
     too_easy: float,
     term_outcomes: Mapping[str, Mapping[str, int]] | None = None,
+    n_truncated: int = 0,
+    length_report: Any = None,
     **meta: Any,
 ) -> ProbeReport:
-    """Everything the report says, from per-prompt counts (pure: no model, no files)."""
+    """Everything the report says, from per-prompt counts (pure: no model, no files).
+    ``length_report`` is an ``rlvr.lengths.LengthReport``."""
+    from .lengths import truncation_reason
+
     n = sum(p.n for p in prompts)
     s = sum(p.successes for p in prompts)
     undecided = sum(p.errors for p in prompts)
     low, high = wilson(s, n)
     counts = [(p.successes, p.n) for p in prompts]
     route, reason = decide(s, n, undecided, too_easy=too_easy)
-    warnings = []
     total = n + undecided
+    cut = truncation_reason(n_truncated, total, int(meta.get("max_new_tokens") or 0), length_report) if route in ("sft", "grpo") else None
+    if cut:
+        reason = f"{cut} {reason}"
+    warnings = list(length_report.warnings()) if length_report is not None else []
     if route != "fix-verifier" and total and undecided / total > ERROR_WARN_SHARE:
         warnings.append(
             f"{undecided} of {total} samples ({undecided / total:.0%}) were undecided (verifier errors) and left out "
@@ -242,6 +258,8 @@ def summarize(
         term_outcomes={t: dict(c) for t, c in (term_outcomes or {}).items()},
         prompts=tuple(prompts),
         warnings=tuple(warnings),
+        n_truncated=n_truncated,
+        lengths=length_report.to_json() if length_report is not None else None,
         **meta,
     )
 
@@ -255,6 +273,15 @@ def format_report(report: ProbeReport) -> str:
     ]
     if report.n_undecided:
         lines.append(f"  undecided (verifier errors, not counted): {report.n_undecided}")
+    total = report.n_samples + report.n_undecided
+    if total:
+        lines.append(f"  cut off at {report.max_new_tokens} tokens (no EOS): {report.n_truncated}/{total} = {report.n_truncated / total:.0%}")
+    if report.lengths:
+        ln = report.lengths
+        lines.append(
+            f"  lengths (tokens, p50/p95/max): answers in the format {ln['answer']['p50']}/{ln['answer']['p95']}/{ln['answer']['max']}, "
+            f"prompts {ln['prompt']['p50']}/{ln['prompt']['p95']}/{ln['prompt']['max']}, model positions {ln['max_positions'] or 'unknown'}"
+        )
     for term, counts in report.term_outcomes.items():
         lines.append(f"  term {term}: " + ", ".join(f"{o} {c}" for o, c in counts.items() if c))
     lines.append("  per-prompt pass rate:")
@@ -389,6 +416,7 @@ def run_probe(
         problems.append(Problem("success", f"names no reward term ({term!r})", "name one of the task's rewards"))
     if problems:
         raise ConfigError(problems, source="probe")
+    length_report = _check_budget(task, model, sampler)  # before any weights load
     seed = task.seed if seed is None else seed
     g = group_size or int(task.grpo.get("num_generations", 8))
     model_ref = model or task.resolve(task.model)
@@ -451,8 +479,26 @@ def run_probe(
         task=task.name, model=str(model or task.model), success_term=term, temperature=gen.temperature,
         max_new_tokens=gen.max_completion_length, backend=backend_name, seed=seed, out_dir=str(out.resolve()),
         filtered_path=filtered_path, n_filtered=n_filtered,
+        n_truncated=sum(rec.get("finish_reason") == "length" for rec in records), length_report=length_report,
     )
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return report
+
+
+def _check_budget(task: Any, model: str | None, sampler: Any) -> Any:
+    """The length report, or ``ConfigError`` when the budget exceeds the model's positions. With
+    an injected sampler a model whose tokenizer cannot load is not measured (nothing else loads it)."""
+    from .errors import ModelError
+    from .lengths import check_lengths
+
+    try:
+        report = check_lengths(task, model)
+    except ModelError:
+        if sampler is None:
+            raise
+        return None
+    if report.problems():
+        raise ConfigError(report.problems(), source=str(task.path))
     return report
 
 

@@ -226,6 +226,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     model_ref = resolve_model(opts.model or task.model)
     peft = opts.peft or file_rlvr.get("peft") or "none"
     validate_config(cfg, task, model_ref, hw, justified, peft)
+    from .lengths import require_fit
+
+    require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # a budget past the model's positions: refused before weights load
     peft_config, load_kwargs = peft_setup(peft, hw)
     run_dir = opts.run_dir
     if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
