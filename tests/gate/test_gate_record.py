@@ -256,3 +256,43 @@ def test_rlvr_train_refuses_a_changed_reward_module_before_loading_anything(sign
     assert err.startswith("rlvr train: error: the gate record")
     assert f"reward module {path.stem} ({path}) changed: sha256 was {old}, now {sha256_file(path)}" in err
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+# -- the gate covers the data (issue 14) ------------------------------------------------------
+def test_editing_train_jsonl_after_signing_stops_the_gate(signed: Any) -> None:
+    train = signed.root / "train.jsonl"
+    old = sha256_file(train)
+    train.write_text(train.read_text().replace('"answer": "', '"answer": "1', 1))
+    with pytest.raises(GateError) as info:
+        gate.enforce(signed)
+    assert f"data.train (train.jsonl) changed since signing: sha256 was {old}, now {sha256_file(train)}" in str(info.value)
+
+
+def test_a_file_a_term_option_names_is_bound_by_the_record(tmp_path: Path) -> None:
+    import dataclasses
+
+    from rlvr.gate.record import data_files
+    from rlvr.task import TermSpec
+
+    task = load_task(write_task(tmp_path / "t"))
+    (task.root / "schema.json").write_text('{"type": "object"}')
+    task = dataclasses.replace(task, rewards=(*task.rewards, TermSpec("shape", "json_schema", 1.0, {"schema": "schema.json", "extra_keys": False})))
+    files = data_files(task)
+    assert files["rewards.shape.options.schema"] == {"path": "schema.json", "sha256": sha256_file(task.root / "schema.json")}
+    assert files["data.train"]["path"] == "train.jsonl"
+    assert set(files) == {"data.train", "rewards.shape.options.schema"}
+
+
+def test_a_record_signed_before_data_binding_must_be_signed_again(signed: Any) -> None:
+    path = gate.record_path(signed)
+    record = json.loads(path.read_text())
+    del record["data"]
+    record["record_sha256"] = gate.record.sha256_json({k: v for k, v in record.items() if k != "record_sha256"})
+    path.write_text(json.dumps(record))
+    with pytest.raises(GateError, match="does not bind the data files"):
+        gate.enforce(signed)
+
+
+def test_the_enforce_summary_names_the_data_hashes(signed: Any) -> None:
+    summary = gate.enforce(signed)
+    assert summary["data_sha256"] == {"data.train": sha256_file(signed.root / "train.jsonl")}

@@ -14,6 +14,9 @@ holds ``inspection.db`` (the set and every verdict), ``inspection.jsonl`` (an ex
   transitively, by reading their ``import`` statements, including imports inside functions), and
   ``rlvr.rewards.base``, ``format`` and ``combine``, which every term goes through;
 - the task file (its bytes: prompt, answer format, terms, weights, temperature, model);
+- the data the rewards are scored against: the train and eval files (the ground truths) and every
+  file or folder a term's options name (schemas, test files), each hashed whole, so editing
+  ``train.jsonl`` after signing stops ``rlvr train``;
 - the inspection set (prompts, rows, completions), the reward's current scores on it, and every
   verdict given;
 - the record itself (``record_sha256``), so an edit to the record is caught.
@@ -21,8 +24,9 @@ holds ``inspection.db`` (the set and every verdict), ``inspection.jsonl`` (an ex
 Threat model, honestly: this is tamper-*evident* against accidents and casual edits -- a changed
 reward module, an edited task file, a hand-edited database or record. It is not a signature: there
 is no secret key, and someone with write access who recomputes every hash can forge a record. Not
-covered: data files (the set keeps its own copy of the rows it shows), files a reward reads at run
-time (schemas, test files), modules imported dynamically, installed third-party packages.
+covered: files a reward reads at run time without naming them in its options, hub datasets
+(``hf:`` references are recorded by name, not hashed), modules imported dynamically, installed
+third-party packages.
 """
 
 from __future__ import annotations
@@ -185,6 +189,59 @@ def reward_code(task: Any) -> dict[str, dict[str, str]]:
     return {name: {"path": str(path), "sha256": sha256_file(path)} for name, path in reward_modules(task).items()}
 
 
+def sha256_tree(root: Path) -> str:
+    """One hash over a folder: every file's relative path and bytes, in sorted order."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + sha256_file(path).encode() + b"\n")
+    return h.hexdigest()
+
+
+def data_files(task: Any) -> dict[str, dict[str, Any]]:
+    """The data the rewards are scored against, by role (``data.train``, ``data.eval``,
+    ``rewards.<term>.options.<key>``): path and SHA-256 (``None`` for a hub reference)."""
+    refs: list[tuple[str, str]] = [("data.train", task.data.train)]
+    if task.data.eval:
+        refs.append(("data.eval", task.data.eval))
+    root = Path(task.path).parent.resolve()
+    for t in task.rewards:
+        for key, value in sorted(t.options.items()):
+            if not isinstance(value, str) or not value or "\n" in value or len(value) > 1000 or value.startswith(("hf:", "builtin:")):
+                continue
+            p = Path(task.resolve(value))
+            try:
+                exists = p.is_file() or (p.is_dir() and not _under(root, p.resolve()))  # never the task folder itself
+            except OSError:
+                exists = False
+            if exists:
+                refs.append((f"rewards.{t.name}.options.{key}", value))
+    out: dict[str, dict[str, Any]] = {}
+    for role, ref in refs:
+        p = Path(task.resolve(ref))
+        if p.is_file():
+            out[role] = {"path": str(ref), "sha256": sha256_file(p)}
+        elif p.is_dir():
+            out[role] = {"path": str(ref), "sha256": sha256_tree(p)}
+        else:
+            out[role] = {"path": str(ref), "sha256": None}  # a hub dataset: recorded, not hashed
+    return out
+
+
+def _check_data(task: Any, record: Mapping[str, Any]) -> list[str]:
+    old: Mapping[str, Any] | None = record.get("data")
+    if not isinstance(old, Mapping):
+        return ["the record does not bind the data files the rewards are scored against (signed by an older rlvr): sign it again (rlvr inspect sign)"]
+    new = data_files(task)
+    problems = []
+    for role in sorted(set(old) | set(new)):
+        o, n = old.get(role) or {}, new.get(role) or {}
+        if o.get("sha256") != n.get("sha256") or o.get("path") != n.get("path"):
+            where = n.get("path") or o.get("path")
+            problems.append(f"{role} ({where}) changed since signing: sha256 was {o.get('sha256')}, now {n.get('sha256')}"
+                            + ("; the rewards are scored against it, so read the set again and sign" if n else ""))
+    return problems
+
+
 def set_hashes(store: Store) -> dict[str, str]:
     """Hashes of the sampled side of the set, the reward's scores on it, and every verdict."""
     samples = store.samples()
@@ -297,6 +354,7 @@ def sign(
         "reviewers": reviewers,
         "signed_at": now(),
         "task": {"name": task.name, "path": str(task.path), "sha256": sha256_file(task.path)},
+        "data": data_files(task),
         "model": meta.get("model"),
         "sampling": {k: meta.get(k) for k in ("temperature", "top_p", "max_new_tokens", "seed", "source", "pool")},
         "terms": _terms(task),
@@ -375,6 +433,7 @@ def verify(task: Any, gate_path: str | Path | None = None, *, model: str | None 
     for key, value in (("temperature", task.generation.temperature), ("max_new_tokens", task.generation.max_completion_length)):
         if sampling.get(key) != value:
             problems.append(f"{key} changed: the set was sampled with {sampling.get(key)}, the run uses {value}")
+    problems += _check_data(task, record)
     problems += _check_store(task, gate_path, record)
     audit_rec = record.get("audit") or {}
     unexplained = [t for t in audit_rec.get("exploitable", []) if t not in (audit_rec.get("accepted") or {})]
@@ -462,6 +521,7 @@ def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: s
         "kappa": record.get("kappa"),
         "accepted_disagreements": len(record.get("accepted_disagreements") or []),
         "task_sha256": (record.get("task") or {}).get("sha256"),
+        "data_sha256": {role: d.get("sha256") for role, d in (record.get("data") or {}).items()},
         "reward_code_sha256": sha256_json({k: v.get("sha256") for k, v in codes.items()}),
         "audit": audit_rec.get("status"),
         "no_gate_reason": None,
