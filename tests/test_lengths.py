@@ -207,3 +207,21 @@ def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_trunca
 
     _stderr_warning("x")
     assert capsys.readouterr().err == "rlvr sft: warning: x\n"
+
+
+# -- rlvr task check ---------------------------------------------------------------------------
+def test_task_check_prints_the_lengths_and_warns_about_answers_over_the_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    assert main(["task", "check", str(make_task(tmp_path / "t", budget=8, answers=("3", LONG)))]) == 0
+    out = capsys.readouterr().out
+    assert "lengths     budget 8 tokens; answers p50 4 / p95 33 / max 33; prompts p50 4 / p95 4 / max 4; model positions 256" in out
+    assert "warning     1 of 2 reference answers (50%) need more than max_completion_length 8" in out
+
+
+def test_task_check_refuses_a_budget_beyond_the_models_positions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    assert main(["task", "check", str(make_task(tmp_path / "t", budget=100000))]) == 1
+    err = capsys.readouterr().err
+    assert "generation.max_completion_length" in err and "256 positions" in err

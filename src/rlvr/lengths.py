@@ -243,11 +243,23 @@ def require_fit(task: Any, model: str | None = None, *, budget: int | None = Non
     return report
 
 
+def for_task_check(task: Any) -> tuple[list[Problem], list[str]]:
+    """What ``rlvr task check`` adds: the problems (a budget past the model's positions) and the
+    lines to print (the lengths, then each warning). A model whose tokenizer cannot be read here
+    (a hub id not in the local cache) is reported as not measured, not as a problem."""
+    try:
+        report = check_lengths(task)
+    except ModelError as exc:
+        return [], [f"  lengths     not measured: {exc}"]
+    return report.problems(), [f"  lengths     {report.summary()}", *(f"  warning     {w}" for w in report.warnings())]
+
+
 __all__ = [
     "LengthReport",
     "Spread",
     "answer_text",
     "check_lengths",
+    "for_task_check",
     "load_length_tools",
     "max_positions",
     "reference_completion",

@@ -34,7 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from ..taskcheck import check_task
 
     task = load_task(args.task)
-    problems = check_task(task)
+    from ..lengths import for_task_check
+
+    length_problems, length_lines = for_task_check(task)  # the budget against the answers and the model (rlvr.lengths)
+    problems = check_task(task) + length_problems
     if problems:
         raise ConfigError(problems, source=str(task.path))
     train = task.load_split("train")
@@ -50,5 +53,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"  rewards     {terms}")
     print(f"  success     {success.name} ({success.verifier}; {'declared' if declared else 'the only term that checks the answer'}): probe, eval, gate and doctor count its 'correct' outcomes")
     print(f"  generation  temperature {task.generation.temperature:g}, top_p {task.generation.top_p:g}, max {task.generation.max_completion_length} tokens")
+    print("\n".join(length_lines))
     print("  grpo, sft   valid for rlvr train and rlvr sft (hardware rules are checked by rlvr plan and rlvr train on the machine)")
     return 0
