@@ -39,6 +39,8 @@ def make_task(folder: Path, *, rows: int = 16, extra: dict[str, Any] | None = No
         "grpo": {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "save_steps": 2},
         "eval": {"every": 2, "max_prompts": 8},
     }
+    if shaping:
+        spec["success"] = "correct"  # digits is a second term that could decide success: say which one does
     for key, value in (extra or {}).items():
         if value is None:
             spec.pop(key, None)
