@@ -114,6 +114,13 @@ def _think_end(text: str, fmt: AnswerFormat) -> tuple[int, str | None]:
     return closes[0] + len("</think>"), None
 
 
+def answer_start(completion: str, fmt: AnswerFormat) -> tuple[int, str | None]:
+    """Where the answer may start (just after the think block), or why nothing in the
+    completion can count as an answer (a think block the format requires is missing or
+    malformed)."""
+    return _think_end(completion, fmt)
+
+
 # Characters that show nothing: format/control/unassigned/separator categories, and the "filler"
 # letters that render blank (Hangul fillers, the Braille blank, the Mongolian vowel separator).
 _BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u034f")

@@ -5,13 +5,38 @@ exactly one fenced block (```` ```json … ``` ```` or ```` ``` … ``` ````). S
 without an answer span is ``unparseable`` (which one would count?); so is no JSON at all. Text
 that is not valid JSON is ``wrong``, and so are duplicate keys and ``NaN``/``Infinity``, which
 Python's parser would otherwise accept. JSON is parsed with ``json.loads`` (never evaluated)
-and capped at ``max_chars`` (default 100,000).
+and capped at ``max_chars`` (default 100,000). A number that does not fit a float (``1e999``,
+which Python reads as infinity), an integer longer than Python converts (4,300 digits) and
+nesting deeper than ``max_depth`` (default 64) are *wrong* answers, not errors: an error would
+mask the sample out of its group, so a wrong answer could hide itself from its negative
+advantage. The same holds for anything that raises while the parsed value is validated or
+compared.
+
+Where the JSON may be: never inside the think block (a fenced block there is reasoning, not the
+answer), and not at all when the think policy is broken (``think: required`` without a block).
+Tool calls are also read from ``<tool_call>…</tool_call>`` blocks (the Hermes/Qwen chat format;
+the TRL adapter writes structured ``tool_calls`` messages this way too); exactly one call is
+expected.
 
 Schemas are JSON Schema draft 2020-12 (``jsonschema``) or a pydantic model given as a dotted
 path (its JSON schema is validated, then ``model_validate`` runs its validators). Extra keys are
-forbidden by default: every object schema without an explicit ``additionalProperties`` gets
-``additionalProperties: false`` (recursively, including ``$defs``), because an extra key is a
-cheap way to smuggle text past a schema. ``extra_keys: true`` turns that off.
+forbidden by default, because an extra key is a cheap way to smuggle text past a schema: an
+object schema that lists ``properties`` and sets neither ``additionalProperties`` nor
+``unevaluatedProperties`` gets ``additionalProperties: false`` (recursively, including
+``$defs``); one that composes subschemas (``allOf``, ``anyOf``, ``oneOf``, ``$ref``, ``if``) gets
+``unevaluatedProperties: false`` instead, and its branches are left open, so ``allOf`` of two
+partial objects still accepts their union. A bare ``{"type": "object"}`` is a free-form object
+and stays one. ``extra_keys: true`` turns all of this off.
+
+``format`` keywords are enforced (``email``, ``date``, ``date-time``, ``time``, ``uri``,
+``hostname``, ``ipv4``, ``ipv6``, ``uuid``, ``duration``, ``regex``...); a schema naming a format
+that cannot be checked is refused when the term is built, unless ``check_formats: false``.
+``pattern`` and ``patternProperties`` run on the ``regex`` engine with a time limit per match
+(``pattern_timeout``, default 0.5 s); a match that runs out of time is a *wrong* answer.
+
+Every call is bounded by a hard timeout (``timeout``, default 10 s): the check runs in a worker
+process of ``rlvr.rewards.pool`` that is killed past it (an ``error``, ``error_kind="timeout"``).
+``timeout: null`` checks in-process, unbounded.
 
 Tool calls: ``{"name": ..., "arguments": {...}}`` (``arguments`` may also be a JSON string, as
 OpenAI returns it). The name must be one of ``tools`` (OpenAI function specs), the arguments
@@ -28,40 +53,199 @@ with ``partial_credit: true``.
 from __future__ import annotations
 
 import copy
+import datetime
+import hashlib
 import json
+import math
+import pickle
 import re
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from ..errors import VerifierError
 from .base import BaseVerifier, Sample, Verdict
-from .format import AnswerFormat, extract
+from .format import AnswerFormat, answer_start, extract
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
+_TOOL_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 RULES = ("exact", "casefold", "numeric", "set", "ignore")
+_COMPOSING = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas")
+MAX_INT_DIGITS = 4300  # Python's own default limit for int(str)
 
 
 def forbid_extra(schema: Any) -> Any:
-    """A copy of ``schema`` with ``additionalProperties: false`` on every object schema that
-    does not set it (or ``unevaluatedProperties``)."""
+    """A copy of ``schema`` where objects take no keys beyond the ones it names (see the module
+    docstring): ``additionalProperties: false`` on plain object schemas with ``properties``,
+    ``unevaluatedProperties: false`` on object schemas that compose others, nothing on the
+    branches they compose or on free-form objects."""
     schema = copy.deepcopy(schema)
+    composed_defs: set[str] = set()
 
-    def walk(node: Any) -> None:
+    def collect(node: Any, in_branch: bool) -> None:
+        # $defs reached through composition are branches too: an allOf of a $ref stays open.
         if isinstance(node, dict):
-            is_object = node.get("type") == "object" or "properties" in node
-            if is_object and "additionalProperties" not in node and "unevaluatedProperties" not in node:
-                node["additionalProperties"] = False
-            for value in node.values():
-                walk(value)
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/") and (in_branch or any(k in node for k in ("properties", "allOf", "anyOf", "oneOf"))):
+                composed_defs.add(ref)
+            for key, value in node.items():
+                branch = key in ("allOf", "anyOf", "oneOf", "then", "else", "if", "dependentSchemas")
+                if isinstance(value, list):
+                    for item in value:
+                        collect(item, branch)
+                elif isinstance(value, dict):
+                    collect(value, branch)
         elif isinstance(node, list):
-            for value in node:
-                walk(value)
+            for item in node:
+                collect(item, in_branch)
 
-    walk(schema)
+    def walk(node: Any, composed: bool, path: str) -> None:
+        if isinstance(node, dict):
+            composed = composed or path in composed_defs
+            has_props = "properties" in node or "patternProperties" in node
+            is_object = node.get("type") == "object" or has_props
+            composes = any(k in node for k in _COMPOSING)
+            branches = [b for k in ("allOf", "anyOf", "oneOf") for b in node.get(k) or () if isinstance(b, dict)]
+            is_object = is_object or any("properties" in b or "patternProperties" in b for b in branches)
+            if is_object and not composed and "additionalProperties" not in node and "unevaluatedProperties" not in node:
+                if composes:
+                    node["unevaluatedProperties"] = False
+                elif has_props:
+                    node["additionalProperties"] = False
+            for key, value in node.items():
+                branch = key in ("allOf", "anyOf", "oneOf", "then", "else", "if")
+                if key == "dependentSchemas" and isinstance(value, dict):
+                    for k, v in value.items():
+                        walk(v, True, f"{path}/{key}/{k}")
+                elif isinstance(value, list):
+                    for i, item in enumerate(value):
+                        walk(item, branch, f"{path}/{key}/{i}")
+                elif isinstance(value, dict):
+                    walk(value, branch, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, False, f"{path}/{i}")
+
+    collect(schema, False)
+    walk(schema, False, "#")
     return schema
 
 
-def _validator(schema: Any, where: str) -> Any:
+# -- formats and patterns ---------------------------------------------------------------------------
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_TIME = re.compile(r"(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_DURATION = re.compile(r"P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?")
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]*")
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def _is_date_time(value: str) -> bool:
+    m = _DATE_TIME.fullmatch(value)
+    if not m:
+        return False
+    try:
+        datetime.date.fromisoformat(m.group(1))
+    except ValueError:
+        return False
+    h, mi, sec = int(m.group(2)), int(m.group(3)), int(m.group(4))
+    return h <= 23 and mi <= 59 and sec <= 60
+
+
+def _is_time(value: str) -> bool:
+    m = _TIME.fullmatch(value)
+    return bool(m) and int(m.group(1)) <= 23 and int(m.group(2)) <= 59 and int(m.group(3)) <= 60
+
+
+def _is_email(value: str) -> bool:
+    local, at, domain = value.rpartition("@")
+    if not at or not local or len(value) > 254 or any(c.isspace() for c in value) or "@" in local.strip('"'):
+        return False
+    return _is_hostname(domain) and "." in domain
+
+
+def _is_hostname(value: str) -> bool:
+    value = value[:-1] if value.endswith(".") else value
+    return 0 < len(value) <= 253 and all(_LABEL.fullmatch(label) for label in value.split("."))
+
+
+def _format_checker() -> Any:
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker()
+    extra = {
+        "date-time": _is_date_time,
+        "time": _is_time,
+        "email": _is_email,
+        "hostname": _is_hostname,
+        "duration": lambda v: bool(_DURATION.fullmatch(v)),
+        "uri": lambda v: bool(_URI.fullmatch(v)),
+        "iri": lambda v: bool(_URI.fullmatch(v)),
+        "uri-reference": lambda v: not any(c.isspace() for c in v),
+        "iri-reference": lambda v: not any(c.isspace() for c in v),
+    }
+    for name, fn in extra.items():
+        checker.checks(name)(lambda v, fn=fn: not isinstance(v, str) or fn(v))
+    return checker
+
+
+def _formats(schema: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(schema, dict):
+        if isinstance(schema.get("format"), str):
+            out.add(schema["format"])
+        for key, value in schema.items():
+            if key not in ("const", "enum", "default", "examples"):
+                out |= _formats(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            out |= _formats(item)
+    return out
+
+
+class _PatternTimeout(Exception):
+    pass
+
+
+def _search(pattern: str, text: str, timeout: float) -> bool:
+    import regex
+
+    try:
+        return regex.search(pattern, text, timeout=timeout) is not None
+    except TimeoutError:
+        raise _PatternTimeout(pattern) from None
+
+
+def _validator_class(pattern_timeout: float) -> Any:
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import ValidationError
+
+    def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "string"):
+            try:
+                ok = _search(patrn, instance, pattern_timeout)
+            except _PatternTimeout:
+                yield ValidationError(f"matching pattern {patrn!r} took longer than {pattern_timeout:g} s")
+                return
+            if not ok:
+                yield ValidationError(f"{instance[:80]!r} does not match {patrn!r}")
+
+    def pattern_properties(validator: Any, props: Mapping[str, Any], instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        for patrn, subschema in props.items():
+            for k, v in instance.items():
+                try:
+                    hit = _search(patrn, k, pattern_timeout)
+                except _PatternTimeout:
+                    yield ValidationError(f"matching key pattern {patrn!r} took longer than {pattern_timeout:g} s")
+                    return
+                if hit:
+                    yield from validator.descend(v, subschema, path=k, schema_path=patrn)
+
+    return validators.extend(Draft202012Validator, {"pattern": pattern, "patternProperties": pattern_properties})
+
+
+def _validator(schema: Any, where: str, check_formats: bool = True, pattern_timeout: float = 0.5, strict_formats: bool = True) -> Any:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -69,11 +253,22 @@ def _validator(schema: Any, where: str) -> Any:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise VerifierError(f"{where}: not a valid JSON Schema (draft 2020-12): {exc.message}") from None
-    return Draft202012Validator(schema)
+    checker = _format_checker() if check_formats else None
+    if checker is not None and strict_formats:
+        unknown = sorted(_formats(schema) - set(checker.checkers))
+        if unknown:
+            raise VerifierError(
+                f"{where}: format(s) {', '.join(unknown)} cannot be checked here (checked: {', '.join(sorted(checker.checkers))}); "
+                "remove them, use pattern, or set check_formats: false to leave every format unchecked"
+            )
+    return _validator_class(pattern_timeout)(schema, format_checker=checker)
 
 
 def _first_error(validator: Any, obj: Any) -> str | None:
-    errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
+    try:
+        errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
+    except Exception as exc:  # noqa: BLE001 - a value the validator cannot handle is not valid
+        return f"(root): the value could not be validated ({type(exc).__name__}: {str(exc)[:120]})"
     if not errors:
         return None
     e = errors[0]
@@ -82,8 +277,10 @@ def _first_error(validator: Any, obj: Any) -> str | None:
     return f"{path}: {e.message[:200]}{more}"
 
 
-def find_json(completion: str, fmt: AnswerFormat, max_chars: int) -> tuple[str | None, tuple[int, int] | None, str | None]:
-    """(json text, span, problem): the answer span, else the one fenced block."""
+def find_json(completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool = False) -> tuple[str | None, tuple[int, int] | None, str | None]:
+    """(json text, span, problem): the answer span; else, when the completion has no answer-span
+    marker at all, the one ``<tool_call>`` block (with ``tool_tags``) or the one fenced block
+    after the think block. Nothing inside the think block counts."""
     ex = extract(completion, fmt)
     if ex.ok and ex.answer is not None:
         text, span = ex.answer, ex.span
@@ -91,12 +288,29 @@ def find_json(completion: str, fmt: AnswerFormat, max_chars: int) -> tuple[str |
         if m:  # a fenced block inside the answer span
             text = m.group(1)
     else:
-        blocks = list(_FENCE.finditer(completion))
-        if not blocks:
-            return None, None, ex.problem or "no answer span and no fenced JSON block"
-        if len(blocks) > 1:
-            return None, None, f"{len(blocks)} fenced blocks and no answer span (exactly one is allowed)"
-        text, span = blocks[0].group(1), (blocks[0].start(1), blocks[0].end(1))
+        start, problem = answer_start(completion, fmt)
+        if problem:
+            return None, None, problem
+        region = completion[start:]
+        markers = (fmt.open_tag, fmt.close_tag) if fmt.style == "tags" else ("\\boxed{",)
+        if any(m in region for m in markers):
+            return None, None, ex.problem or "malformed answer span"
+        found: list[re.Match[str]] = []
+        if tool_tags:
+            found = list(_TOOL_TAG.finditer(region))
+            if len(found) > 1:
+                return None, None, f"{len(found)} <tool_call> blocks (exactly one call is expected)"
+        if not found:
+            found = list(_FENCE.finditer(region))
+            if not found:
+                return None, None, ex.problem or "no answer span and no fenced JSON block"
+            if len(found) > 1:
+                return None, None, f"{len(found)} fenced blocks and no answer span (exactly one is allowed)"
+        text, span = found[0].group(1), (start + found[0].start(1), start + found[0].end(1))
+        inner = _FENCE.search(text) if text.strip().startswith("```") else None
+        if inner:
+            text = inner.group(1)
+        text = text.strip()
     if len(text) > max_chars:
         return None, span, f"JSON is {len(text)} characters, over max_chars {max_chars}"
     return text, span, None
@@ -118,16 +332,91 @@ def _constant(name: str) -> Any:
     raise _Strict(f"{name} is not JSON")
 
 
-def _load(text: str) -> tuple[Any, str | None]:
-    """Strict JSON: no duplicate keys, no NaN/Infinity (Python's json accepts both)."""
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        # 1e999 reads as infinity, which passes every numeric tolerance.
+        raise _Strict(f"the number {text[:40]} does not fit a float")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Strict(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (a scalar is 0), without recursion."""
+    best, stack = 0, [(value, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            best = max(best, d)
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            best = max(best, d)
+            stack.extend((v, d + 1) for v in node)
+    return best
+
+
+def _load(text: str, max_depth: int | None = None) -> tuple[Any, str | None]:
+    """Strict JSON: no duplicate keys, no NaN/Infinity (Python's json accepts both), no number
+    that overflows a float, no integer over ``MAX_INT_DIGITS`` digits, at most ``max_depth``
+    levels of nesting."""
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant), None
-    except (json.JSONDecodeError, RecursionError, _Strict) as exc:
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except (json.JSONDecodeError, RecursionError, _Strict, ValueError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return None, f"not valid JSON: {msg}"
+    if max_depth is not None and (d := depth(value)) > max_depth:
+        return None, f"nested {d} levels deep (at most {max_depth})"
+    return value, None
 
 
-class JsonSchemaVerifier(BaseVerifier):
+# -- hard timeouts: the check runs in a worker process ------------------------------------------
+_REMOTE: dict[str, Any] = {}
+
+
+def _remote_verify(cls_name: str, kwargs: dict[str, Any], key: str, samples: list[Sample]) -> list[Verdict]:  # pragma: no cover - runs in a worker
+    verifier = _REMOTE.get(key)
+    if verifier is None:
+        verifier = _REMOTE[key] = globals()[cls_name](**kwargs, timeout=None)
+    return [verifier.verify(s) for s in samples]
+
+
+class _Bounded(BaseVerifier):
+    """Runs ``verify`` in a worker process of ``rlvr.rewards.pool`` under a hard timeout per
+    sample, or in-process when ``timeout`` is None."""
+
+    timeout: float | None = None
+    _kwargs: dict[str, Any]
+
+    def _remote(self, kwargs: dict[str, Any], timeout: float | None) -> None:
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0):
+            raise VerifierError(f"timeout must be a positive number of seconds or null, got {timeout!r}")
+        self.timeout = None if timeout is None else float(timeout)
+        self._kwargs = kwargs
+        self._key = hashlib.sha256(pickle.dumps((type(self).__name__, kwargs))).hexdigest()
+
+    def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        if self.timeout is None:
+            return super().verify_batch(samples)
+        from .pool import shared_pool
+
+        pool = shared_pool(preload=("rlvr.rewards.schema",))
+        plain = [Sample(s.completion, dict(s.row), s.prompt, None) for s in samples]
+        results = pool.map("rlvr.rewards.schema:_remote_verify", [(type(self).__name__, self._kwargs, self._key, [s]) for s in plain], timeout=self.timeout)
+        out = []
+        for i, r in enumerate(results):
+            if r.ok:
+                out.append(r.value[0])
+            else:
+                out.append(Verdict.error(f"row {i}: {r.detail}", kind=r.error_kind or "crash"))
+        return out
+
+
+class JsonSchemaVerifier(_Bounded):
     """1.0 when the JSON answer validates against ``schema`` (a mapping, or a path to a JSON
     file), a pydantic ``model`` (dotted path), or the row's ``schema_column``."""
 
@@ -141,13 +430,21 @@ class JsonSchemaVerifier(BaseVerifier):
         extra_keys: bool = False,
         answer_format: AnswerFormat | None = None,
         max_chars: int = 100_000,
+        max_depth: int = 64,
+        check_formats: bool = True,
+        pattern_timeout: float = 0.5,
+        timeout: float | None = 10.0,
     ) -> None:
         given = [k for k, v in (("schema", schema), ("model", model), ("schema_column", schema_column)) if v]
         if len(given) != 1:
             raise VerifierError(f"json_schema needs exactly one of schema, model, schema_column (got {', '.join(given) or 'none'})")
+        _check_limits(max_chars, max_depth, pattern_timeout)
         self.fmt = answer_format or AnswerFormat()
         self.extra_keys = extra_keys
         self.max_chars = max_chars
+        self.max_depth = max_depth
+        self.check_formats = check_formats
+        self.pattern_timeout = float(pattern_timeout)
         self.schema_column = schema_column
         self.model_cls: Any = None
         self.validator: Any = None
@@ -165,7 +462,18 @@ class JsonSchemaVerifier(BaseVerifier):
                 raise VerifierError(f"json_schema: {model!r} is not a pydantic model")
             schema = self.model_cls.model_json_schema()
         if schema is not None:
-            self.validator = _validator(schema if extra_keys else forbid_extra(schema), "json_schema.schema")
+            # A pydantic model checks its own formats (model_validate): formats its schema names
+            # that jsonschema cannot check are left to it.
+            self.validator = self._build(schema, "json_schema.schema", strict_formats=model is None)
+        self._remote(
+            {"schema": schema if model is None else None, "model": model, "schema_column": schema_column, "extra_keys": extra_keys,
+             "answer_format": self.fmt, "max_chars": max_chars, "max_depth": max_depth, "check_formats": check_formats,
+             "pattern_timeout": pattern_timeout},
+            timeout,
+        )
+
+    def _build(self, schema: Any, where: str, strict_formats: bool = True) -> Any:
+        return _validator(schema if self.extra_keys else forbid_extra(schema), where, self.check_formats, self.pattern_timeout, strict_formats)
 
     def verify(self, sample: Sample) -> Verdict:
         validator = self.validator
@@ -178,7 +486,7 @@ class JsonSchemaVerifier(BaseVerifier):
             if not isinstance(raw, Mapping):
                 return Verdict.error(f"row has no schema in column {self.schema_column!r}", kind="ground_truth")
             try:
-                validator = _validator(dict(raw) if self.extra_keys else forbid_extra(dict(raw)), f"column {self.schema_column}")
+                validator = self._build(dict(raw), f"column {self.schema_column}")
             except VerifierError as exc:
                 return Verdict.error(str(exc), kind="ground_truth")
         text, span, problem = find_json(sample.completion, self.fmt, self.max_chars)
@@ -187,7 +495,7 @@ class JsonSchemaVerifier(BaseVerifier):
         if problem:
             return Verdict.wrong(detail=problem, span=span)
         assert text is not None
-        obj, problem = _load(text)
+        obj, problem = _load(text, self.max_depth)
         if problem:
             return Verdict.wrong(detail=problem, answer=text[:200], span=span)
         err = _first_error(validator, obj)
@@ -199,6 +507,14 @@ class JsonSchemaVerifier(BaseVerifier):
             except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError and validators' errors
                 return Verdict.wrong(detail=f"model: {str(exc).splitlines()[0][:200]}", answer=text[:200], span=span)
         return Verdict.correct(answer=text[:200], span=span)
+
+
+def _check_limits(max_chars: Any, max_depth: Any, pattern_timeout: Any) -> None:
+    for name, value in (("max_chars", max_chars), ("max_depth", max_depth)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise VerifierError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(pattern_timeout, bool) or not isinstance(pattern_timeout, (int, float)) or not math.isfinite(pattern_timeout) or pattern_timeout <= 0:
+        raise VerifierError(f"pattern_timeout must be a positive number of seconds, got {pattern_timeout!r}")
 
 
 def _tool_specs(tools: Any) -> dict[str, Any]:
@@ -214,24 +530,48 @@ def _tool_specs(tools: Any) -> dict[str, Any]:
     return specs
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _canon(x: Any) -> Any:
+    """``x`` with whole floats as ints (``3.0`` -> ``3``), so JSON equality is numeric."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    if isinstance(x, dict):
+        return {k: _canon(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_canon(v) for v in x]
+    return x
+
+
+def _dump(x: Any) -> str:
+    return json.dumps(_canon(x), sort_keys=True)
+
+
 def _match(rule: str, want: Any, got: Any) -> bool:
+    """Whether ``got`` matches ``want`` under ``rule``. Numbers compare as exact fractions, so
+    ``3.0`` equals ``3`` and a 400-digit integer compares without overflowing a float."""
     if rule == "ignore":
         return True
     if rule == "casefold":
         return isinstance(want, str) and isinstance(got, str) and want.strip().casefold() == got.strip().casefold()
     if rule == "numeric":
-        if isinstance(want, bool) or isinstance(got, bool) or not isinstance(want, (int, float)) or not isinstance(got, (int, float)):
+        if not _is_number(want) or not _is_number(got):
             return False
-        return abs(want - got) <= 1e-9 * max(abs(want), abs(got), 1e-300)
+        if isinstance(want, float) and not math.isfinite(want) or isinstance(got, float) and not math.isfinite(got):
+            return False
+        a, b = Fraction(want), Fraction(got)
+        return abs(a - b) <= Fraction(1, 10**9) * max(abs(a), abs(b))
     if rule == "set":
         if not isinstance(want, list) or not isinstance(got, list):
             return False
-        canon = lambda xs: sorted(json.dumps(x, sort_keys=True) for x in xs)  # noqa: E731
-        return canon(want) == canon(got) and len(set(canon(want))) == len(set(canon(got)))
-    return json.dumps(want, sort_keys=True) == json.dumps(got, sort_keys=True)
+        w, g = sorted(_dump(x) for x in want), sorted(_dump(x) for x in got)
+        return w == g and len(set(w)) == len(set(g))
+    return _dump(want) == _dump(got)
 
 
-class ToolCallVerifier(BaseVerifier):
+class ToolCallVerifier(_Bounded):
     """A tool call: known name, arguments valid for the tool, and (when the row has one) equal
     to the expected call under per-field rules."""
 
@@ -246,9 +586,15 @@ class ToolCallVerifier(BaseVerifier):
         partial_credit: bool = False,
         answer_format: AnswerFormat | None = None,
         max_chars: int = 100_000,
+        max_depth: int = 64,
+        check_formats: bool = True,
+        pattern_timeout: float = 0.5,
+        timeout: float | None = 10.0,
     ) -> None:
+        _check_limits(max_chars, max_depth, pattern_timeout)
         self.specs = _tool_specs(tools)
-        self.validators = {name: _validator(forbid_extra(p), f"tool {name} parameters") for name, p in self.specs.items()}
+        self.validators = {name: _validator(forbid_extra(p), f"tool {name} parameters", check_formats, float(pattern_timeout)) for name, p in self.specs.items()}
+        self.max_depth = max_depth
         rules = dict(fields or {})
         bad = {k: v for k, v in rules.items() if v not in RULES}
         if bad:
@@ -259,6 +605,12 @@ class ToolCallVerifier(BaseVerifier):
         self.partial_credit = partial_credit
         self.fmt = answer_format or AnswerFormat()
         self.max_chars = max_chars
+        self._remote(
+            {"tools": [dict(t) for t in tools], "expected_column": expected_column, "fields": rules, "extra_arguments": extra_arguments,
+             "partial_credit": partial_credit, "answer_format": self.fmt, "max_chars": max_chars, "max_depth": max_depth,
+             "check_formats": check_formats, "pattern_timeout": pattern_timeout},
+            timeout,
+        )
 
     def _expected(self, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None]:
         if not self.expected_column or row.get(self.expected_column) is None:
@@ -281,13 +633,13 @@ class ToolCallVerifier(BaseVerifier):
         expected, problem = self._expected(sample.row)
         if problem:
             return Verdict.error(problem, kind="ground_truth")
-        text, span, problem = find_json(sample.completion, self.fmt, self.max_chars)
+        text, span, problem = find_json(sample.completion, self.fmt, self.max_chars, tool_tags=True)
         if problem and text is None and span is None:
             return Verdict.unparseable(problem)
         if problem:
             return Verdict.wrong(detail=problem, span=span)
         assert text is not None
-        call, problem = _load(text)
+        call, problem = _load(text, self.max_depth)
         kw = {"answer": text[:200], "span": span}
         if problem:
             return Verdict.wrong(detail=problem, **kw)
@@ -298,7 +650,7 @@ class ToolCallVerifier(BaseVerifier):
             return Verdict.wrong(detail=f"unexpected keys in the call: {extra}", **kw)
         args = call.get("arguments", {})
         if isinstance(args, str):
-            args, problem = _load(args)
+            args, problem = _load(args, self.max_depth)
             if problem:
                 return Verdict.wrong(detail=f"arguments are {problem}", **kw)
         if not isinstance(args, dict):
