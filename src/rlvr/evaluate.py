@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import RunError
 from .rewards.base import Outcome, Sample
 from .task import Task
 
@@ -26,6 +27,7 @@ class EvalResult:
     mean_length_correct: float | None
     mean_length_incorrect: float | None
     temperature: float
+    error: str = ""  # the most common error detail among masked samples
 
     def metrics(self) -> dict[str, Any]:
         return {
@@ -36,7 +38,19 @@ class EvalResult:
             "eval/mean_length": self.mean_length,
             "eval/mean_length_correct": self.mean_length_correct,
             "eval/mean_length_incorrect": self.mean_length_incorrect,
+            "eval/prompts": self.n + self.masked,
         }
+
+    def summary(self) -> str:
+        """The one-line result, masked (undecided) samples beside the accuracy, e.g.
+        ``41.7% (5/12 decided, 3 masked)``: an accuracy over few decided samples says so."""
+        return f"{self.accuracy:.1%} ({self.correct}/{self.n} decided, {self.masked} masked)"
+
+    def raise_if_undecided(self, what: str = "held-out eval") -> None:
+        """``RunError`` when the eval decided no sample: an accuracy of 0/0 is not a result."""
+        if self.n == 0 and self.masked:
+            raise RunError(f"{what}: the success term could not decide any of the {self.masked} samples (all masked{': ' + self.error if self.error else ''}); "
+                           "fix the reward (rlvr score on a few completions shows each verdict) before training on it")
 
 
 def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 64, seed: int | None = None) -> list[tuple[str, list[int]]]:
@@ -97,4 +111,14 @@ def evaluate(model: Any, tokenizer: Any, task: Task, rows: Sequence[Mapping[str,
         mean_length_correct=sum(lc) / len(lc) if lc else None,
         mean_length_incorrect=sum(li) / len(li) if li else None,
         temperature=temperature,
+        error=_common_error(verdicts),
     )
+
+
+def _common_error(verdicts: Sequence[Any]) -> str:
+    from collections import Counter
+
+    from .stopping import error_text
+
+    details = Counter(error_text(str(v.detail or v.error_kind or "")) for v in verdicts if v.outcome is Outcome.ERROR)
+    return details.most_common(1)[0][0] if details else ""

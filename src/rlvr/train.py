@@ -5,13 +5,22 @@ One run directory holds everything about a run::
     <run>/config.yaml        every resolved GRPOConfig value (grpo:) and rlvr's own (rlvr:)
     <run>/metrics.jsonl      one line per logging step (every TRL metric, per-term rewards and
                              verifier error rates) and one per held-out eval (eval/accuracy, ...)
-    <run>/checkpoints/       TRL checkpoints; --resume continues from the latest
+    <run>/checkpoints/       TRL checkpoints, each marked complete once saved (rlvr.checkpoints);
+                             --resume continues from the newest complete one
+    <run>/rollouts/          a bounded sample of completions per logging step with every verdict
+                             (rlvr.rollouts)
     <run>/final/             the trained model and tokenizer
-    <run>/run.json           status, versions, timings
+    <run>/run.json           status, versions, timings, one entry per session (start or resume)
 
 Every value that matters is written explicitly (TRL's defaults move between versions). The
 inspection gate is enforced before anything loads; bypassing it needs a written reason, which is
 recorded in the config and in the metrics.
+
+Fail loud: a run that cannot learn is stopped, not finished. When the masked rate (samples some
+term could not decide) or the share of zero-variance groups stays at or above the recipe's
+``STOP`` thresholds for that many logging steps in a row, training raises ``RunStopped`` with the
+evidence (``grpo: {stop: {...}}`` in the task, or ``rlvr: {stop: ...}`` in a config file, changes
+them; the run's config records them). A held-out eval that decides no sample raises too.
 """
 
 from __future__ import annotations
@@ -28,9 +37,10 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError, Problem, RunError
+from .stopping import RunStopped, StopRules, StopWatch, stop_evidence
 from .task import Task
 
-# rlvr's own keys in a config file, kept apart from GRPOConfig's.
+__all__ = ["RunStopped", "StopRules", "TrainOptions", "TrainResult", "train"]
 
 @dataclass(frozen=True)
 class TrainOptions:
@@ -54,9 +64,12 @@ class TrainResult:
     run_dir: Path
     final_dir: Path
     steps: int
-    seconds: float
+    seconds: float  # the run's total, across resumes
     evals: list[dict[str, Any]]
     main_process: bool = True
+    already_done: bool = False  # --resume on a finished run: nothing was trained or written
+    resumed_from: Path | None = None
+    skipped: tuple[Path, ...] = ()  # incomplete checkpoints set aside on resume
 
 
 def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -66,7 +79,34 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     from .recipe import read_config
 
     grpo, meta = read_config(path)
-    return grpo, {"variant": meta.variant, "justification": dict(meta.justifications), "task": meta.task, "model": meta.model, "peft": meta.peft}
+    out = {"variant": meta.variant, "justification": dict(meta.justifications), "task": meta.task, "model": meta.model, "peft": meta.peft}
+    stop = _file_stop(path)
+    if stop:
+        out["stop"] = stop
+    return grpo, out
+
+
+def _file_stop(path: Path) -> dict[str, Any]:
+    """Stop thresholds in a config file: ``rlvr: {stop: {...}}`` (a run's config.yaml) or
+    ``env: {RLVR_STOP_MASKED_RATE: ...}`` (a flat plan)."""
+    from . import yamlio
+
+    try:
+        raw = yamlio.load(Path(path).read_text(encoding="utf-8")) or {}
+    except Exception:  # noqa: BLE001 - read_config has already reported an unreadable file
+        return {}
+    if not isinstance(raw, Mapping):
+        return {}
+    rl = raw.get("rlvr")
+    if isinstance(rl, Mapping) and isinstance(rl.get("stop"), Mapping):
+        return dict(rl["stop"])
+    env = raw.get("env")
+    out: dict[str, Any] = {}
+    if isinstance(env, Mapping):
+        for k, v in env.items():
+            if str(k).startswith("RLVR_STOP_"):
+                out[str(k)[len("RLVR_STOP_"):].lower()] = yamlio.load(str(v))
+    return out
 
 
 def resolve_grpo(task: Task, opts: TrainOptions, hw: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,15 +198,19 @@ def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
 
 
 class _MetricsLog:
-    """Appends one JSON line per log event; flushes every line so a crash loses nothing."""
+    """Appends one JSON line per log event; flushes every line so a crash loses nothing.
+    ``offset``: the run's seconds before this session (a resume), so ``time`` continues."""
 
-    def __init__(self, path: Path, extra: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, extra: Mapping[str, Any] | None = None, offset: float = 0.0) -> None:
         self.path = path
         self.extra = dict(extra or {})
-        self.t0 = time.time()
+        self.t0 = time.time() - offset
+
+    def elapsed(self) -> float:
+        return time.time() - self.t0
 
     def write(self, step: int, values: Mapping[str, Any]) -> None:
-        line = {"step": step, "time": round(time.time() - self.t0, 3), **self.extra, **values}
+        line = {"step": step, "time": round(self.elapsed(), 3), **self.extra, **values}
         with self.path.open("a") as fh:
             fh.write(json.dumps(line, default=_jsonable) + "\n")
 
@@ -178,25 +222,37 @@ def _jsonable(x: Any) -> Any:
         return str(x)
 
 
-def _truncate_metrics(path: Path, step: int) -> None:
-    """On resume, lines logged after the checkpoint are logged again: move them aside, don't lose them."""
+def _truncate_metrics(path: Path, step: int) -> float | None:
+    """On resume, lines logged after the checkpoint are logged again: move them aside, don't lose
+    them. Returns the last kept line's time (the run's seconds at the checkpoint, roughly)."""
     if not path.exists():
-        return
+        return None
     keep, dropped = [], []
+    last_time = None
     for line in path.read_text().splitlines():
         try:
-            (keep if json.loads(line).get("step", 0) <= step else dropped).append(line)
-        except json.JSONDecodeError:
+            rec = json.loads(line)
+            if rec.get("step", 0) <= step:
+                keep.append(line)
+                if isinstance(rec.get("time"), int | float):
+                    last_time = float(rec["time"])
+            else:
+                dropped.append(line)
+        except (json.JSONDecodeError, AttributeError):
             dropped.append(line)
     if dropped:
         with (path.parent / "metrics.replaced.jsonl").open("a") as fh:
             fh.write("\n".join(dropped) + "\n")
         path.write_text("".join(line + "\n" for line in keep))
+    return last_time
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    ckpts = sorted((run_dir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
-    return ckpts[-1] if ckpts else None
+    """The newest complete checkpoint (see ``rlvr.checkpoints``)."""
+    from .checkpoints import resume_point
+
+    point = resume_point(run_dir)
+    return point.checkpoint.path if point.checkpoint else None
 
 
 def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
@@ -209,8 +265,60 @@ def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
     return Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _previous_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config.yaml's rlvr: section, run.json) of the run in ``run_dir``; {} for what is missing."""
+    from . import yamlio
+
+    rl: dict[str, Any] = {}
+    try:
+        cfg = yamlio.load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
+        if isinstance(cfg, Mapping) and isinstance(cfg.get("rlvr"), Mapping):
+            rl = dict(cfg["rlvr"])
+    except Exception:  # noqa: BLE001 - no readable config: resume falls back to the task's model
+        pass
+    return rl, _read_json(run_dir / "run.json")
+
+
+def resume_model(task: Task, opts: TrainOptions, previous: Mapping[str, Any]) -> str | None:
+    """The model a resumed run continues from: the one it started from (an SFT output, say), not
+    the task's. ``--model`` on a resume must name the same model."""
+    started = previous.get("model_arg") or previous.get("model")
+    if not isinstance(started, str) or not started:
+        return opts.model
+    if opts.model is not None:
+        from .gate.record import _same_model
+
+        if not _same_model(opts.model, started):
+            raise ConfigError(Problem("--model", f"{opts.model!r} is not the model this run started from ({started!r}); a resume continues the run's own weights",
+                                      "drop --model (resume reads it from the run), or start a new run in another --run-dir"))
+    return started if started != task.model else None
+
+
+def _finished(meta: Mapping[str, Any], max_steps: int, final: Path) -> bool:
+    """Whether a run has already trained what was asked: run.json says done, final/ exists, and
+    the step target (``--max-steps``, else the one the run had) is reached."""
+    if meta.get("status") != "done" or not final.exists():
+        return False
+    done = int(meta.get("steps") or 0)
+    target = max_steps if max_steps > 0 else int(meta.get("max_steps") or 0)
+    return target <= done
+
+
 def train(task: Task, opts: TrainOptions) -> TrainResult:
-    """Run GRPO on ``task``. Raises ``GateError`` before anything loads when the gate fails."""
+    """Run GRPO on ``task``. Raises ``GateError`` before anything loads when the gate fails,
+    ``RunStopped`` when the run cannot learn, ``RunError`` when an eval decides nothing."""
+    run_dir = opts.run_dir
+    previous_rlvr, previous_meta = _previous_run(run_dir) if opts.resume else ({}, {})
+    if opts.resume:
+        opts = dataclasses.replace(opts, model=resume_model(task, opts, previous_rlvr))
     gate = enforce_gate(task, opts)
     from . import recipe
 
@@ -221,28 +329,45 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     justified = recipe.justifications(task.grpo)
     file_rlvr = read_config_file(opts.config_path)[1] if opts.config_path is not None else {}
     justified.update(file_rlvr.get("justification") or {})
+    stop_rules = StopRules.resolve(task.grpo.get("stop"), file_rlvr.get("stop"))
     from .models import resolve_model
 
-    model_ref = resolve_model(opts.model or task.model)
+    model_arg = opts.model or task.model
+    model_ref = resolve_model(model_arg)
     peft = opts.peft or file_rlvr.get("peft") or "none"
     validate_config(cfg, task, model_ref, hw, justified, peft)
     from .lengths import require_fit
 
     require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # a budget past the model's positions: refused before weights load
     peft_config, load_kwargs = peft_setup(peft, hw)
-    run_dir = opts.run_dir
     if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
-        if (run_dir / "metrics.jsonl").exists() or latest_checkpoint(run_dir):
+        if (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists():
             raise RunError(f"{run_dir} already holds a run; pass --resume to continue it, or choose another --run-dir")
-    resume_from = latest_checkpoint(run_dir) if opts.resume else None
-    if opts.resume and resume_from is None:
-        raise RunError(f"{run_dir}: nothing to resume (no checkpoints/checkpoint-N)")
+    final = run_dir / "final"
+    main = _is_main_process()
+    if opts.resume and _finished(previous_meta, int(cfg["max_steps"]), final):
+        return TrainResult(run_dir, final, int(previous_meta.get("steps") or 0), float(previous_meta.get("seconds") or 0.0), [], main, already_done=True)
+    from .checkpoints import mark_complete, resume_point, set_aside
+
+    resume_from: Path | None = None
+    skipped: tuple[Path, ...] = ()
+    offset = 0.0
+    if opts.resume:
+        point = resume_point(run_dir)
+        if point.checkpoint is None:
+            found = f"; found only incomplete ones: {', '.join(p.name for p in point.skipped)}" if point.skipped else ""
+            raise RunError(f"{run_dir}: nothing to resume (no complete checkpoints/checkpoint-N{found})")
+        resume_from, skipped = point.checkpoint.path, point.skipped
+        if main and skipped:
+            set_aside(skipped)
+        offset = point.checkpoint.elapsed or 0.0
     run_dir.mkdir(parents=True, exist_ok=True)
 
     import torch
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from . import rollouts
     from .evaluate import evaluate
     from .models import load_model, load_tokenizer
 
@@ -251,6 +376,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     rlvr_section = {
         "task": str(task.path),
         "model": model_ref,
+        "model_arg": model_arg,
         "variant": recipe.variant_of(cfg),
         "reward_terms": rewards.names,
         "reward_weights": rewards.weights,
@@ -258,6 +384,8 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         "no_gate_reason": opts.no_gate_reason,
         "success_term": task.success_term,
         "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.success_term, "temperature": task.eval.temperature},
+        "stop": stop_rules.to_json(),
+        "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
         "hardware": dict(hw),
         "peft": {"method": peft, **({k: v for k, v in LORA.items() if k != "task_type"} if peft != "none" else {})},
     }
@@ -265,7 +393,6 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         rlvr_section["config_file"] = str(opts.config_path)
     if justified:
         rlvr_section["justification"] = justified
-    main = _is_main_process()
     args = GRPOConfig(**cfg)
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
@@ -274,11 +401,16 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
 
     metrics_path = run_dir / "metrics.jsonl"
     if resume_from is not None and main:
-        _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
-    log = _MetricsLog(metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None)
+        last_time = _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
+        offset = offset or (last_time or 0.0)
+    log = _MetricsLog(metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None, offset=offset)
+    sessions = list(previous_meta.get("sessions") or []) if opts.resume else []
+    if resume_from is not None and main:
+        log.write(int(resume_from.name.split("-")[-1]), {"event": "resume", "resumed_from": resume_from.name, "skipped": [p.name for p in skipped]})
     tokenizer = load_tokenizer(model_ref)
     model = load_model(model_ref, **load_kwargs)
     evals: list[dict[str, Any]] = []
+    watch = StopWatch(stop_rules)
 
     def run_eval(step: int) -> None:
         if not eval_rows:
@@ -287,6 +419,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         line = res.metrics()
         evals.append({"step": step, **line})
         log.write(step, line)
+        res.raise_if_undecided(f"held-out eval at step {step}")
 
     class RlvrCallback(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -294,20 +427,36 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
                 run_eval(0)
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
-            if logs and state.is_world_process_zero:
+            if not logs:
+                return
+            if state.is_world_process_zero:
                 log.write(state.global_step, {k: v for k, v in logs.items()})
+            why = watch.update(state.global_step, logs)
+            if why is not None:
+                why += stop_evidence(run_dir, state.global_step)
+                if state.is_world_process_zero:
+                    log.write(state.global_step, {"event": "stopped", "reason": why})
+                raise RunStopped(f"stopped at step {state.global_step}: {why}")
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if eval_every and state.global_step % eval_every == 0 and state.is_world_process_zero:
                 run_eval(state.global_step)
 
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            # The Trainer has written every file of this checkpoint: mark it complete.
+            path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and path.is_dir():
+                mark_complete(path, step=state.global_step, elapsed=log.elapsed())
+
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if eval_every and state.global_step % eval_every and state.is_world_process_zero:
                 run_eval(state.global_step)
 
+    recorder = rollouts.Recorder(run_dir, rewards, group_size=int(cfg.get("num_generations", 8)), logging_steps=int(args.logging_steps or 1),
+                                 session=len(sessions) + 1, enabled=main)
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=rewards.trl_functions(),
+        reward_funcs=recorder.wrap(rewards.trl_functions()),
         args=args,
         train_dataset=build_dataset(task, task.load_split("train")),
         processing_class=tokenizer,
@@ -317,39 +466,61 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     if peft_config is not None:
         model = trainer.model  # the PeftModel: held-out evals must see the adapter
     quiet_progress(trainer, opts.progress, "GRPO")
+    session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "resumed_from": str(resume_from) if resume_from else None,
+               "skipped": [str(p) for p in skipped], "from_step": int(resume_from.name.split("-")[-1]) if resume_from else 0}
+    sessions.append(session)
     meta = {
         "status": "running",
         "task": str(task.path),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "resumed_from": str(resume_from) if resume_from else None,
+        "started": previous_meta.get("started") or session["started"],
+        "resumed_from": session["resumed_from"],
+        "sessions": sessions,
         "versions": _versions(),
         "threads": torch.get_num_threads(),
     }
-    if main:
-        (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+
+    def write_meta() -> None:
+        if main:
+            (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+
+    write_meta()
     t0 = time.time()
     try:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except BaseException as exc:
-        meta.update(status="failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted", error=f"{type(exc).__name__}: {exc}", seconds=round(time.time() - t0, 2))
-        if main:
-            (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+        session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
+        status = "stopped" if isinstance(exc, RunStopped) else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        meta.update(status=status, error=f"{type(exc).__name__}: {exc}", steps=trainer.state.global_step, seconds=round(log.elapsed(), 2))
+        write_meta()
         raise
-    seconds = time.time() - t0
-    final = run_dir / "final"
+    session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
+    # Written beside final/ and renamed into place: a run killed while saving leaves the old
+    # final/ (or none), never half of one.
+    partial = run_dir / "final.partial"
+    if main and partial.exists():
+        import shutil
+
+        shutil.rmtree(partial)
     if peft_config is not None:
         # The adapter alone in final/adapter; final/ itself holds the merged model, so every later
         # stage (probe, eval, a next run) loads it like any checkpoint.
-        trainer.save_model(str(final / "adapter"))
+        trainer.save_model(str(partial / "adapter"))
         if main and peft == "lora":
-            trainer.model.merge_and_unload().save_pretrained(final)
+            trainer.model.merge_and_unload().save_pretrained(partial)
     else:
-        trainer.save_model(str(final))
+        trainer.save_model(str(partial))
+    seconds = log.elapsed()
     if main:
-        tokenizer.save_pretrained(final)
-        meta.update(status="done", steps=trainer.state.global_step, seconds=round(seconds, 2), final=str(final))
-        (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
-    return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals, main)
+        import shutil
+
+        tokenizer.save_pretrained(partial)
+        if final.exists():
+            shutil.rmtree(final)
+        partial.rename(final)
+        meta.update(status="done", steps=trainer.state.global_step, max_steps=trainer.state.max_steps, seconds=round(seconds, 2), final=str(final))
+        meta.pop("error", None)
+        write_meta()
+    return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals, main, resumed_from=resume_from, skipped=skipped)
 
 
 def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:

@@ -176,3 +176,216 @@ def _write_run_config(tmp_path: Path, task) -> Path:
     path = tmp_path / "resolved.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+# -- fail loud (issue 14) ---------------------------------------------------------------------
+BROKEN = '''
+def boom(completions, **kwargs):
+    raise ValueError("boom: the reward cannot read its ground truth")
+'''
+
+
+def _broken_task(folder: Path, **extra) -> Path:
+    """A task whose second term always raises: every sample is masked."""
+    path = make_task(folder, shaping=True, extra=extra)
+    (folder / "broken.py").write_text(BROKEN)
+    spec = yaml.safe_load(path.read_text())
+    spec["rewards"].insert(2, {"name": "broken", "verifier": "broken.boom", "weight": 1.0})
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def test_a_reward_that_always_raises_stops_the_run_with_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    task = _broken_task(tmp_path / "task", grpo={"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"masked_steps": 2}})
+    code = main(["train", str(task), "--run-dir", str(tmp_path / "run"), "--max-steps", "6", "--no-gate", "test", "--eval-every", "0", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert len(err.splitlines()) == 1
+    assert "stopped at step 2: every sample was masked" in err and "16 of 16 kept samples say term 'broken': ValueError: boom: the reward cannot read its ground truth" in err
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "stopped" and meta["steps"] == 2
+    assert not (tmp_path / "run" / "final").exists()
+    assert any(x.get("event") == "stopped" for x in lines(tmp_path / "run" / "metrics.jsonl"))
+
+
+def test_groups_without_reward_variance_for_n_steps_stop_the_run(tmp_path: Path) -> None:
+    from rlvr.train import RunStopped
+
+    # format + exact on the untrained tiny model: every group is all-wrong, so zero variance.
+    grpo = {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"zero_std_steps": 2}}
+    task = load_task(make_task(tmp_path / "task", extra={"grpo": grpo}))
+    with pytest.raises(RunStopped, match="zero reward variance for 2 logging steps in a row"):
+        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=5, no_gate_reason="test", progress=False, eval_every=0))
+
+
+def test_stop_thresholds_come_from_the_recipe_and_are_recorded(two_step_run: tuple[Path, object]) -> None:
+    from rlvr.recipe import STOP
+
+    root, _ = two_step_run
+    cfg = yaml.safe_load((root / "run" / "config.yaml").read_text())
+    assert cfg["rlvr"]["stop"] == STOP
+
+
+def test_stop_thresholds_are_overridden_by_the_task_then_the_config_file_and_checked() -> None:
+    from rlvr.train import StopRules
+
+    rules = StopRules.resolve({"masked_rate": 0.2, "zero_std_steps": 0}, {"masked_steps": 9})
+    assert (rules.masked_rate, rules.masked_steps, rules.zero_std_steps) == (0.2, 9, 0)
+    with pytest.raises(ConfigError) as info:
+        StopRules.resolve({"masked": 0.2, "zero_std": 2})
+    assert "grpo.stop.masked: unknown key" in str(info.value) and "grpo.stop.zero_std: must be a share" in str(info.value)
+
+
+def test_a_rule_with_zero_steps_never_stops() -> None:
+    from rlvr.train import StopRules, StopWatch
+
+    watch = StopWatch(StopRules(0.5, 0, 1.0, 0))
+    assert all(watch.update(s, {"rewards/masked_rate": 1.0, "frac_reward_zero_std": 1.0}) is None for s in range(1, 50))
+
+
+def test_an_eval_that_decides_no_sample_is_an_error(tmp_path: Path) -> None:
+    path = _broken_task(tmp_path / "task", success="broken")
+    with pytest.raises(RunError, match=r"held-out eval at step 0: the success term could not decide any of the 8 samples \(all masked: .*boom"):
+        train(load_task(path), TrainOptions(run_dir=tmp_path / "run", max_steps=2, no_gate_reason="test", progress=False, eval_every=2))
+
+
+def test_the_eval_line_reports_masked_beside_the_accuracy() -> None:
+    from rlvr.evaluate import EvalResult
+
+    res = EvalResult(accuracy=5 / 9, correct=5, n=9, masked=3, mean_length=4.0, mean_length_correct=None, mean_length_incorrect=None, temperature=0.0)
+    assert res.summary() == "55.6% (5/9 decided, 3 masked)"
+    assert res.metrics()["eval/prompts"] == 12
+
+
+def test_the_cli_summary_reports_masked_eval_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    task = make_task(tmp_path / "task", shaping=True)
+    assert main(["train", str(task), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-gate", "test", "--eval-every", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "held-out accuracy 0.0% (0/8 decided, 0 masked)" in out
+
+
+# -- checkpoints and resume -------------------------------------------------------------------
+def _cut_off(ckpt: Path) -> None:
+    """What kill -9 during a save leaves: three files of the usual set, no marker."""
+    keep = {"config.json", "generation_config.json", "model.safetensors"}
+    for f in ckpt.iterdir():
+        if f.name not in keep:
+            f.unlink() if f.is_file() else __import__("shutil").rmtree(f)
+
+
+def test_checkpoints_are_marked_complete_once_saved(two_step_run: tuple[Path, object]) -> None:
+    root, _ = two_step_run
+    marker = json.loads((root / "run" / "checkpoints" / "checkpoint-2" / "rlvr-complete.json").read_text())
+    assert marker["step"] == 2 and marker["elapsed"] > 0
+
+
+def test_resume_skips_a_checkpoint_cut_off_while_saving_and_says_so(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", shaping=True))
+    run = tmp_path / "run"
+    train(task, TrainOptions(run_dir=run, max_steps=4, no_gate_reason="resume test", progress=False, eval_every=0))
+    _cut_off(run / "checkpoints" / "checkpoint-4")
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "status": "running"}))  # killed: never finished
+    __import__("shutil").rmtree(run / "final")
+    result = train(task, TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="resume test", progress=False, eval_every=0))
+    assert result.resumed_from is not None and result.resumed_from.name == "checkpoint-2"
+    assert [p.name for p in result.skipped] == ["checkpoint-4"]
+    assert (run / "checkpoints" / "incomplete-checkpoint-4").is_dir()
+    assert (run / "checkpoints" / "checkpoint-4" / "rlvr-complete.json").exists()  # saved again, whole
+    assert result.steps == 4 and (run / "final" / "config.json").exists()
+
+
+def test_resume_with_only_incomplete_checkpoints_names_them(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task"))
+    ckpt = tmp_path / "run" / "checkpoints" / "checkpoint-2"
+    ckpt.mkdir(parents=True)
+    (ckpt / "model.safetensors").write_bytes(b"")
+    (ckpt / "trainer_state.json").write_text("{")  # torn
+    with pytest.raises(RunError, match="nothing to resume .*found only incomplete ones: checkpoint-2"):
+        train(task, TrainOptions(run_dir=tmp_path / "run", resume=True, no_gate_reason="test", progress=False))
+
+
+def test_resume_on_a_finished_run_trains_nothing_and_keeps_final(two_step_run: tuple[Path, object], capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    root, _ = two_step_run
+    final = root / "run" / "final"
+    before = {p.name: p.stat().st_mtime_ns for p in final.iterdir()}
+    metrics = (root / "run" / "metrics.jsonl").read_text()
+    code = main(["train", str(root / "task" / "task.yaml"), "--run-dir", str(root / "run"), "--resume", "--max-steps", "2", "--no-gate", "test", "--no-progress"])
+    assert code == 0
+    assert "already finished at step 2" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in final.iterdir()} == before
+    assert (root / "run" / "metrics.jsonl").read_text() == metrics
+
+
+def test_times_continue_across_a_resume(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", shaping=True))
+    run = tmp_path / "run"
+    first = train(task, TrainOptions(run_dir=run, max_steps=2, no_gate_reason="t", progress=False, eval_every=0))
+    second = train(task, TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="t", progress=False, eval_every=0))
+    times = {x["step"]: x["time"] for x in lines(run / "metrics.jsonl") if "reward" in x}
+    marker = json.loads((run / "checkpoints" / "checkpoint-2" / "rlvr-complete.json").read_text())
+    assert times[3] >= marker["elapsed"] >= times[2]
+    assert second.seconds > first.seconds
+    meta = json.loads((run / "run.json").read_text())
+    assert len(meta["sessions"]) == 2 and meta["sessions"][1]["from_step"] == 2 and meta["seconds"] == pytest.approx(second.seconds, abs=0.05)
+    events = [x for x in lines(run / "metrics.jsonl") if x.get("event") == "resume"]
+    assert events == [{**events[0], "step": 2, "event": "resume", "resumed_from": "checkpoint-2", "skipped": []}]
+
+
+def test_resume_reads_the_model_from_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: after SFT, `rlvr train task.yaml --resume` checked the gate against the task's model."""
+    import sys
+
+    train_mod = sys.modules["rlvr.train"]  # the package exports a function of the same name
+    task = load_task(make_task(tmp_path / "task"))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump({"grpo": {}, "rlvr": {"model": "/abs/sft-out", "model_arg": "sft-out"}}))
+    seen = []
+
+    def fake_gate(task, opts):
+        seen.append(opts.model)
+        raise GateError("stop here")
+
+    monkeypatch.setattr(train_mod, "enforce_gate", fake_gate)
+    with pytest.raises(GateError):
+        train(task, TrainOptions(run_dir=run, resume=True))
+    assert seen == ["sft-out"]
+    with pytest.raises(ConfigError, match="not the model this run started from"):
+        train(task, TrainOptions(run_dir=run, resume=True, model="another-model"))
+
+
+def test_a_run_records_the_model_it_started_from(two_step_run: tuple[Path, object]) -> None:
+    root, _ = two_step_run
+    assert yaml.safe_load((root / "run" / "config.yaml").read_text())["rlvr"]["model_arg"] == "builtin:tiny"
+
+
+# -- rollouts ---------------------------------------------------------------------------------
+def test_each_logging_step_keeps_a_bounded_sample_of_rollouts_with_every_verdict(two_step_run: tuple[Path, object]) -> None:
+    from rlvr import rollouts
+
+    root, _ = two_step_run
+    rows = list(rollouts.read(root / "run"))
+    assert rollouts.steps(root / "run") == [1, 2]
+    for step in (1, 2):
+        at = rollouts.at_step(root / "run", step)
+        assert len(at) == rollouts.PER_STEP
+        assert {r["rollout"]["group"] for r in at} == {0, 1}  # whole groups of 8
+    first = rows[0]
+    assert set(first["scores"]) == {"format", "digits", "correct"}
+    assert first["answer"] and isinstance(first["completion"], str) and "masked" in first and "reward" in first
+
+
+def test_rlvr_score_reads_the_kept_rollouts(two_step_run: tuple[Path, object], tmp_path: Path) -> None:
+    from rlvr.rewards.scoring import score_file
+
+    root, _ = two_step_run
+    task = load_task(root / "task" / "task.yaml")
+    summary = score_file(root / "run" / "rollouts" / "rollouts.jsonl", task.reward_set(), out=tmp_path / "scored.jsonl")
+    assert summary.rows == 2 * 16 and summary.masked == 0

@@ -64,8 +64,17 @@ def run(args: argparse.Namespace) -> int:
     result = train(task, opts)
     if not result.main_process:  # under accelerate, one process reports
         return 0
+    if result.already_done:
+        print(f"{result.run_dir} already finished at step {result.steps} ({result.seconds:.0f} s); nothing trained, final/ kept (pass --max-steps above {result.steps} to train further)")
+        return 0
+    if result.skipped:
+        print(f"resume: skipped incomplete checkpoint(s) {', '.join(p.name for p in result.skipped)} (cut off while saving; set aside as incomplete-<name>)")
+    if result.resumed_from is not None:
+        print(f"resumed from {result.resumed_from.name}")
     last = result.evals[-1] if result.evals else None
-    acc = f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']})" if last else ""
-    print(f"trained {result.steps} steps in {result.seconds:.0f} s{acc}")
-    print(f"run: {result.run_dir}  (metrics.jsonl, config.yaml, final/)")
+    acc = ""
+    if last:
+        acc = f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']} decided, {last['eval/masked']} masked)"
+    print(f"trained to step {result.steps} in {result.seconds:.0f} s{acc}")
+    print(f"run: {result.run_dir}  (metrics.jsonl, config.yaml, rollouts/, final/)")
     return 0

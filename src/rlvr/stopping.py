@@ -1,0 +1,129 @@
+"""Stopping a run that cannot learn: thresholds, the streak counter, and the evidence quoted.
+
+A GRPO update needs samples the reward could decide and groups whose rewards differ. When every
+sample is masked (a reward that always raises) or every group is uniform, ``grad_norm`` is 0 and
+the run would otherwise finish "successfully" having learnt nothing. ``StopWatch`` counts the
+logging steps in a row at or above each threshold of ``StopRules`` (the recipe's ``STOP``, then the
+task's ``grpo: {stop: ...}``, then a config file's) and ``rlvr train`` raises ``RunStopped`` with
+the reason and, from the kept rollouts, the most common verdict detail of the masked samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, Problem, RunError
+
+
+class RunStopped(RunError):
+    """Training was stopped because the run cannot learn (samples masked, no reward variance)."""
+
+
+@dataclass(frozen=True)
+class StopRules:
+    """When a run that cannot learn is stopped (see ``rlvr.recipe.STOP``). 0 steps: rule off."""
+
+    masked_rate: float
+    masked_steps: int
+    zero_std: float
+    zero_std_steps: int
+
+    @classmethod
+    def resolve(cls, *layers: Mapping[str, Any] | None, where: str = "grpo.stop") -> StopRules:
+        """The recipe's thresholds, overridden by each layer in turn (task, then config file)."""
+        from .recipe import STOP
+
+        values: dict[str, Any] = dict(STOP)
+        problems = []
+        for layer in layers:
+            if layer is None:
+                continue
+            if not isinstance(layer, Mapping):
+                problems.append(Problem(where, f"must be a mapping, got {layer!r}", f"e.g. stop: {{masked_rate: 0.5, masked_steps: 5}}; keys: {', '.join(STOP)}"))
+                continue
+            for key, value in layer.items():
+                if key not in STOP:
+                    problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(STOP)}"))
+                elif key.endswith("_steps") and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                    problems.append(Problem(f"{where}.{key}", f"must be a whole number of logging steps (0 turns the rule off), got {value!r}"))
+                elif not key.endswith("_steps") and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
+                    problems.append(Problem(f"{where}.{key}", f"must be a share in (0, 1], got {value!r}"))
+                else:
+                    values[key] = value
+        if problems:
+            raise ConfigError(problems)
+        return cls(float(values["masked_rate"]), int(values["masked_steps"]), float(values["zero_std"]), int(values["zero_std_steps"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class StopWatch:
+    """Counts consecutive logging steps over each threshold; ``update`` returns why to stop, or None."""
+
+    def __init__(self, rules: StopRules) -> None:
+        self.rules = rules
+        self.masked: list[tuple[int, float]] = []
+        self.zero: list[tuple[int, float]] = []
+
+    @staticmethod
+    def _streak(streak: list[tuple[int, float]], step: int, value: Any, threshold: float) -> None:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return  # not logged in this window: neither counts nor breaks a streak
+        if value >= threshold or value != value:  # NaN: nothing could be measured
+            streak.append((step, float(value)))
+        else:
+            streak.clear()
+
+    def update(self, step: int, logs: Mapping[str, Any]) -> str | None:
+        r = self.rules
+        self._streak(self.masked, step, logs.get("rewards/masked_rate"), r.masked_rate)
+        self._streak(self.zero, step, logs.get("frac_reward_zero_std"), r.zero_std)
+        if r.masked_steps and len(self.masked) >= r.masked_steps:
+            seen = self.masked[-r.masked_steps:]
+            low = min(v for _, v in seen)
+            share = "every sample was" if low >= 1 else f"{low:.0%} or more of the samples were"
+            return (f"{share} masked (a reward term could not decide it) for {r.masked_steps} logging steps in a row "
+                    f"(steps {seen[0][0]}-{seen[-1][0]}; threshold grpo.stop.masked_rate {r.masked_rate:g}): the reward is broken, not the policy")
+        if r.zero_std_steps and len(self.zero) >= r.zero_std_steps:
+            seen = self.zero[-r.zero_std_steps:]
+            mean_reward = logs.get("reward")
+            rew = f"; reward {mean_reward:.3g}" if isinstance(mean_reward, int | float) else ""
+            return (f"at least {r.zero_std:.0%} of prompt groups had zero reward variance for {r.zero_std_steps} logging steps in a row "
+                    f"(steps {seen[0][0]}-{seen[-1][0]}{rew}; threshold grpo.stop.zero_std {r.zero_std:g}): zero advantage, no gradient. "
+                    "Check the base rate with rlvr probe (0 %: SFT first; near 100 %: harder prompts)")
+        return None
+
+
+def error_text(detail: str) -> str:
+    """A verdict's error detail as one short line, without the row number (so equal errors on
+    different rows count together)."""
+    import re
+
+    return re.sub(r"^row \d+: ", "", " ".join(detail.split()))[:160]
+
+
+def stop_evidence(run_dir: Path, step: int) -> str:
+    """The most common verdict detail among the masked rollouts of ``step`` (one line), or ''."""
+    from collections import Counter
+
+    from . import rollouts
+
+    try:
+        rows = rollouts.at_step(run_dir, step)
+    except RunError:
+        return ""
+    errors: Counter[str] = Counter()
+    for r in rows:
+        for term, v in (r.get("scores") or {}).items():
+            if isinstance(v, Mapping) and v.get("outcome") == "error":
+                detail = error_text(str(v.get("detail") or v.get("error_kind") or ""))
+                errors[f"term {term!r}: {detail}"] += 1
+    if not errors:
+        return ""
+    what, n = errors.most_common(1)[0]
+    return f"; at step {step}, {n} of {len(rows)} kept samples say {what} (all: {run_dir / rollouts.FOLDER})"
