@@ -104,7 +104,10 @@ class Recorder:
         ids = kwargs.get("completion_ids") or [None] * n
         columns = {k: v for k, v in kwargs.items() if k not in _NOT_COLUMNS and isinstance(v, list) and len(v) == n}
         take = min(n, room)
-        take -= take % self.group_size if take >= self.group_size else 0  # whole groups where possible
+        if n >= self.group_size:
+            take -= take % self.group_size  # whole groups (a group split across ranks can't be whole)
+        if take <= 0:
+            return
         first_group = self.counts.get(step, 0) // self.group_size
         lines = []
         for i in range(take):

@@ -160,3 +160,48 @@ def test_unknown_label_and_unknown_sample_are_refused(task: Any) -> None:
     with pytest.raises(GateError, match="only a disagreement"):
         store.add_review(1, "right", reviewer="alice", accepted="why")
     assert store.reviews() == []
+
+
+def _kept_rollouts(task: Any, run: Path, step: int) -> None:
+    """What rlvr train keeps at ``step``: two groups of 8 completions of the task's prompts."""
+    from types import SimpleNamespace
+
+    from rlvr import rollouts
+
+    rows = task.load_split("train")[:2]
+    n = 16
+    kwargs = {
+        "prompts": [task.render_prompt(rows[i // 8]) for i in range(n)],
+        "completions": [f"<answer>{rows[i // 8]['answer']}</answer>" if i % 2 else "no tags" for i in range(n)],
+        "completion_ids": [[1, 2]] * n,
+        "trainer_state": SimpleNamespace(global_step=step - 1),
+        **{k: [rows[i // 8][k] for i in range(n)] for k in rows[0]},
+    }
+    rs = task.reward_set()
+    rollouts.Recorder(run, rs, group_size=8).wrap(rs.trl_functions())[0](**kwargs)
+
+
+def test_inspect_build_reads_a_runs_rollouts_at_a_step(task: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    run = tmp_path / "run"
+    _kept_rollouts(task, run, 3)
+    assert main(["inspect", "build", str(task.path), "--run", str(run), "--step", "3", "--size", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "16 samples (pass 8, fail 8, masked 0)" in out
+    store = gate.open_store(task, run / "inspect" / "step-3")
+    assert store.meta()["source"] == f"rollouts:{run}@3" and store.meta()["model"] == f"{run} at step 3"
+    assert {s.row["answer"] for s in store.samples()} == {r["answer"] for r in task.load_split("train")[:2]}
+
+
+def test_inspect_build_at_a_step_without_rollouts_names_the_kept_steps(task: Any, tmp_path: Path) -> None:
+    _kept_rollouts(task, tmp_path / "run", 1)
+    with pytest.raises(GateError, match="no rollouts at step 5; kept steps: 1"):
+        gate.build_set(task, tmp_path / "x.db", rollouts=(tmp_path / "run", 5))
+
+
+def test_inspect_build_run_needs_a_step(task: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    assert main(["inspect", "build", str(task.path), "--run", str(tmp_path)]) == 1
+    assert "--run/--step: go together" in capsys.readouterr().err

@@ -40,6 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--seed", type=int, help="sampling and selection seed (default: the task's seed)")
     b.add_argument("--backend", choices=["auto", "transformers", "vllm"], default="auto", help="sampling backend (auto: vLLM when installed and a GPU is present)")
     b.add_argument("--overwrite", action="store_true", help="replace a set that already holds verdicts (they are lost)")
+    b.add_argument("--run", metavar="RUN", help="build the set from the completions a training run kept (RUN/rollouts/) instead of sampling: re-inspect what the policy writes mid-run; goes with --step; default gate folder RUN/inspect/step-N")
+    b.add_argument("--step", type=int, help="with --run: the logging step whose completions to read")
 
     s = sub.add_parser("serve", help="the review page on http://127.0.0.1:PORT (keyboard: r h l a n j k, ? for help)")
     _add_common(s)
@@ -86,10 +88,18 @@ def _build(task: Any, args: argparse.Namespace) -> int:
         problems.append(Problem("--size", f"must be at least 1, got {args.size}", "the gate asks for 50-100"))
     if args.pool < 1:
         problems.append(Problem("--pool", f"must be at least 1, got {args.pool}", "2 samples twice the set and keeps the tails"))
+    if (args.run is None) != (args.step is None):
+        problems.append(Problem("--run/--step", "go together", "e.g. --run runs/mytask --step 40"))
+    if args.run is not None and args.probe is not None:
+        problems.append(Problem("--run", "and --probe are two sources for the set", "pick one"))
     if problems:
         raise ConfigError(problems, source="rlvr inspect build")
+    if args.run is not None:
+        return _build_from_run(task, args)
     if not gate.MIN_SIZE <= args.size <= gate.MAX_SIZE:
         print(f"note: --size {args.size} is outside the {gate.MIN_SIZE}-{gate.MAX_SIZE} the gate asks a person to read; sign will refuse under --min-samples")
+    # The gate's pass/fail classes count the success term: refuse before sampling when there is none.
+    task.success_term  # noqa: B018 - raises ConfigError naming the problem
     path = gate.db_path(task, args.gate)
     if gate.record_path(task, args.gate).exists():
         print(f"note: {gate.record_path(task, args.gate)} was signed for the previous set; it will not match the new one until you review and sign again")
@@ -99,6 +109,21 @@ def _build(task: Any, args: argparse.Namespace) -> int:
     classes = {c: sum(s.reward_class == c for s in samples) for c in ("pass", "fail", "masked")}
     print(f"inspection set: {len(samples)} samples ({', '.join(f'{k} {v}' for k, v in classes.items())}) in {path}")
     print(f"exported to {path.with_suffix('.jsonl')}; next: rlvr inspect serve {args.task} (or review)")
+    return 0
+
+
+def _build_from_run(task: Any, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .. import gate
+
+    folder = Path(args.gate) if args.gate else Path(args.run) / "inspect" / f"step-{args.step}"
+    path = gate.db_path(task, folder)
+    store = gate.build_set(task, path, rollouts=(args.run, args.step), size=args.size, seed=args.seed, overwrite=args.overwrite)
+    samples = store.samples()
+    classes = {c: sum(s.reward_class == c for s in samples) for c in ("pass", "fail", "masked")}
+    print(f"inspection set from {args.run} at step {args.step}: {len(samples)} samples ({', '.join(f'{k} {v}' for k, v in classes.items())}) in {path}")
+    print(f"read them: rlvr inspect serve {args.task} --gate {folder} (or review); this set checks the policy mid-run, it is not the base-model gate")
     return 0
 
 

@@ -156,6 +156,32 @@ def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: 
     return out
 
 
+# Keys of a rollout line that are not dataset columns (see rlvr.rollouts).
+_ROLLOUT_KEYS = {"rollout", "prompt", "completion", "completion_ids", "scores", "reward", "masked"}
+
+
+def read_rollout_samples(run_dir: str | Path, step: int) -> list[tuple[int, str, dict[str, Any], Any]]:
+    """The completions ``rlvr train`` kept at ``step`` of the run in ``run_dir`` (what the policy
+    wrote mid-run), in the shape ``build_set`` samples. Re-scored with the reward as it is now."""
+    from types import SimpleNamespace
+
+    from .. import rollouts
+    from ..errors import RunError
+    from ..rewards.combine import completion_text
+
+    try:
+        lines = rollouts.at_step(Path(run_dir), step)
+    except RunError as exc:
+        raise GateError(str(exc)) from None
+    out = []
+    for rec in lines:
+        ids = tuple(rec.get("completion_ids") or ())
+        comp = SimpleNamespace(text=completion_text(rec["completion"]), token_ids=ids, finish_reason="unknown", n_tokens=len(ids))
+        row = {k: v for k, v in rec.items() if k not in _ROLLOUT_KEYS}
+        out.append((int(rec["rollout"].get("group", 0)), prompt_text(rec.get("prompt") or ""), row, comp))
+    return out
+
+
 def _probe_settings(samples_path: Path) -> dict[str, Any]:
     """Sampling settings stored beside the samples (``probe.json`` or ``summary.json``)."""
     for name in ("probe.json", "summary.json", "report.json"):
@@ -178,6 +204,7 @@ def build_set(
     model: str | None = None,
     sampler: Any = None,
     probe_samples: str | Path | None = None,
+    rollouts: tuple[str | Path, int] | None = None,
     size: int = DEFAULT_SIZE,
     pool: int = 2,
     seed: int | None = None,
@@ -189,6 +216,9 @@ def build_set(
 
     ``sampler`` (anything with ``rlvr.generate.Sampler``'s ``sample``) overrides sampling from
     ``model`` (default: the task's model). ``probe_samples`` reuses ``rlvr probe`` samples.
+    ``rollouts=(run_dir, step)`` builds the set from what a training run's policy wrote at that
+    step (``rlvr inspect build --run RUN --step N``): re-inspecting mid-run, where reward hacking
+    shows. Such a set records the run and step as its model, so it never passes as a base gate.
     """
     if size < 1:
         raise GateError(f"the inspection set needs at least one sample, got size {size}")
@@ -196,7 +226,12 @@ def build_set(
     seed = task.seed if seed is None else seed
     model = model or task.model
     say = progress or (lambda _msg: None)
-    if probe_samples is not None:
+    if rollouts is not None:
+        run_dir, step = rollouts
+        raw = read_rollout_samples(run_dir, step)
+        source = f"rollouts:{Path(run_dir)}@{step}"
+        model = f"{Path(run_dir)} at step {step}"
+    elif probe_samples is not None:
         raw = read_probe_samples(probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model)
         source = f"probe:{Path(probe_samples)}"
     else:

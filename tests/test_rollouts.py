@@ -1,0 +1,91 @@
+"""Rollouts kept by rlvr train: bounded per step, whole groups, rotated by size, read back by step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rlvr import rollouts
+from rlvr.errors import RunError
+from rlvr.rewards import AnswerFormat, build_verifier
+from rlvr.rewards.combine import RewardSet, Term
+
+
+def reward_set() -> RewardSet:
+    return RewardSet([Term("format", build_verifier("format", {}, AnswerFormat()), 0.1), Term("correct", build_verifier("exact", {"column": "answer"}, AnswerFormat()), 1.0)])
+
+
+def batch(step: int, n: int = 16, text: str = "<answer>4</answer>") -> dict:
+    return {
+        "prompts": [f"2+2= #{i // 8}" for i in range(n)],
+        "completions": [text] * n,
+        "completion_ids": [[1, 2, 3]] * n,
+        "answer": ["4"] * n,
+        "trainer_state": SimpleNamespace(global_step=step - 1),
+    }
+
+
+def record(rec: rollouts.Recorder, rs: RewardSet, kwargs: dict) -> None:
+    fn = rec.wrap(rs.trl_functions())[0]
+    fn(**kwargs)
+
+
+def test_a_step_keeps_at_most_per_step_lines_in_whole_groups(tmp_path: Path) -> None:
+    rs = reward_set()
+    rec = rollouts.Recorder(tmp_path, rs, group_size=8, per_step=12)
+    record(rec, rs, batch(1, n=32))
+    record(rec, rs, batch(1, n=32, text="x"))  # a second batch of the same step: the step is full
+    rows = rollouts.at_step(tmp_path, 1)
+    assert len(rows) == 8  # 12 rounded down to one whole group of 8
+    assert {r["rollout"]["group"] for r in rows} == {0}
+    assert rows[0]["scores"]["correct"]["outcome"] == "correct" and rows[0]["reward"] == pytest.approx(1.1) and rows[0]["masked"] is False
+    assert rows[0]["answer"] == "4" and rows[0]["completion_ids"] == [1, 2, 3]
+
+
+def test_only_logging_steps_are_kept(tmp_path: Path) -> None:
+    rs = reward_set()
+    rec = rollouts.Recorder(tmp_path, rs, group_size=8, logging_steps=5)
+    for step in range(1, 12):
+        record(rec, rs, batch(step))
+    assert rollouts.steps(tmp_path) == [1, 5, 10]
+
+
+def test_files_rotate_by_size_and_old_ones_are_deleted(tmp_path: Path) -> None:
+    rs = reward_set()
+    rec = rollouts.Recorder(tmp_path, rs, group_size=8, max_bytes=2000, keep=2)
+    for step in range(1, 30):
+        record(rec, rs, batch(step))
+    names = sorted(p.name for p in (tmp_path / "rollouts").iterdir())
+    assert names == ["rollouts.1.jsonl", "rollouts.2.jsonl", "rollouts.jsonl"]
+    assert all(p.stat().st_size < 2000 + 16 * 1000 for p in (tmp_path / "rollouts").iterdir())
+    kept = rollouts.steps(tmp_path)
+    assert kept == list(range(kept[0], 30)) and kept[0] > 1  # oldest gone, the rest in order
+
+
+def test_a_step_logged_again_after_a_resume_is_read_from_the_newest_session(tmp_path: Path) -> None:
+    rs = reward_set()
+    record(rollouts.Recorder(tmp_path, rs, group_size=8, session=1), rs, batch(3, text="old"))
+    record(rollouts.Recorder(tmp_path, rs, group_size=8, session=2), rs, batch(3, text="new"))
+    assert {r["completion"] for r in rollouts.at_step(tmp_path, 3)} == {"new"}
+
+
+def test_a_missing_step_names_the_kept_steps(tmp_path: Path) -> None:
+    rs = reward_set()
+    rec = rollouts.Recorder(tmp_path, rs, group_size=8)
+    record(rec, rs, batch(1))
+    record(rec, rs, batch(2))
+    with pytest.raises(RunError, match="no rollouts at step 7; kept steps: 1, 2"):
+        rollouts.at_step(tmp_path, 7)
+    with pytest.raises(RunError, match="no rollouts kept"):
+        rollouts.at_step(tmp_path / "other", 1)
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    rs = reward_set()
+    record(rollouts.Recorder(tmp_path, rs, group_size=8), rs, batch(1))
+    with (tmp_path / "rollouts" / "rollouts.jsonl").open("a") as fh:
+        fh.write(json.dumps({"rollout": {"step": 2}})[:10])
+    assert rollouts.steps(tmp_path) == [1]
