@@ -30,9 +30,21 @@ DAPO (Yu et al. 2025, Eq. 13), with ``L_max`` = ``max_completion_length`` and ``
            ((L_max - L_cache) - |y|) / L_cache   if L_max - L_cache < |y| <= L_max
            -1                             if |y| > L_max
 
-Repetition (after open-r1's ``get_repetition_penalty_reward``): the share of repeated word
-n-grams, ``-(1 - unique/total) * max_penalty``; completions shorter than n words score 0.
-Words are whitespace-separated, so it under-counts repetition in scripts without spaces.
+Repetition (after open-r1's ``get_repetition_penalty_reward``): the share of repeated n-grams,
+``-(1 - unique/total) * max_penalty``, the larger of two readings: word n-grams (``n`` words,
+split on whitespace) and character n-grams (``char_n`` characters, default 20, after dropping
+invisible characters and collapsing whitespace). The character reading is what catches a loop
+without spaces -- ``wait,wait,wait,``, CJK text, words joined by zero-width spaces -- which the
+word reading never sees. A completion shorter than both windows scores 0.
+
+Options are checked so that no setting ranks a wrong answer above a correct one of the same
+length, and none can produce NaN: every number must be finite, penalties and ``per_token``
+non-negative (a negative one makes length a bonus). A wrapped term with ``apply_to: correct``
+penalises only correct answers, so its largest penalty must stay within the base's gap between a
+correct and a wrong answer (1 for the built-ins): ``max_penalty`` above 1 is refused, and a base
+with partial credit (a wrong answer can score almost 1) is refused. At exactly the gap -- the
+default ``max_penalty: 1``, and always for ``overlong`` -- a long correct answer *ties* a wrong
+one; ``ranking_problems(term)`` says so (``rlvr task check`` and the audit report it).
 """
 
 from __future__ import annotations
@@ -56,10 +68,8 @@ class TokenCounter:
     else ``ceil(len(text) / chars_per_token)`` (flagged approximate)."""
 
     def __init__(self, tokenizer: str | None = None, chars_per_token: float = 4.0) -> None:
-        if chars_per_token <= 0:
-            raise VerifierError(f"chars_per_token must be positive, got {chars_per_token!r}")
         self.tokenizer = tokenizer
-        self.chars_per_token = float(chars_per_token)
+        self.chars_per_token = _finite("chars_per_token", chars_per_token, positive=True)  # type: ignore[assignment]
 
     def _tok(self) -> Any:
         assert self.tokenizer is not None
@@ -84,12 +94,34 @@ def _approx(exact: bool) -> str:
     return "" if exact else " (approximate)"
 
 
+def _finite(name: str, value: Any, *, positive: bool = False, allow_none: bool = False) -> float | None:
+    """``value`` as a float when it is a finite number >= 0 (> 0 with ``positive``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        need = "a finite number > 0" if positive else "a finite number >= 0"
+        raise VerifierError(f"{name} must be {need}, got {value!r}")
+    return float(value)
+
+
+def _positive_int(name: str, value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise VerifierError(f"{what} needs {name}: a positive number of tokens, got {value!r}")
+    return value
+
+
+# The gap between a correct and a wrong answer of a built-in base verifier (1.0 and 0.0).
+BASE_GAP = 1.0
+
+
 class _Penalty(BaseVerifier):
     """A penalty (<= 0) alone, or added to a wrapped base verifier's score."""
 
     kind = "length"
     base: Any = None
     apply_to = "all"
+    shapes_length = True  # the audit runs its length probes on this term, wrapped or not
+    largest_penalty = 1.0
 
     def _penalty(self, sample: Sample) -> tuple[float, str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -112,7 +144,19 @@ class _Penalty(BaseVerifier):
             if inspect.isclass(target) and "column" in inspect.signature(target).parameters:
                 options["column"] = column
         self.base = build_verifier(name, options, answer_format)
-        self.kind = getattr(self.base, "kind", "custom")  # the audit probes what the base checks
+        self.base_name = name
+        self.kind = getattr(self.base, "kind", "custom")  # the audit probes what the base checks (and length)
+        if apply_to == "correct":
+            if self.largest_penalty > BASE_GAP:
+                raise VerifierError(
+                    f"max_penalty {self.largest_penalty:g} with apply_to: correct lets a long wrong answer (unpenalised) outscore a "
+                    f"long correct one (1 - {self.largest_penalty:g} < 0); use max_penalty <= {BASE_GAP:g} or apply_to: all"
+                )
+            if getattr(self.base, "partial_credit", False):
+                raise VerifierError(
+                    "apply_to: correct with a partial-credit base lets a partly right (wrong) answer outscore a penalised correct one; "
+                    "use apply_to: all"
+                )
 
     def _combine(self, sample: Sample, base: Verdict | None) -> Verdict:
         value, detail = self._penalty(sample)
@@ -154,13 +198,10 @@ class LengthPenalty(_Penalty):
         answer_format: AnswerFormat | None = None,
         column: str = "answer",
     ) -> None:
-        if not isinstance(budget, int) or budget <= 0:
-            raise VerifierError(f"length_penalty needs budget: a positive number of tokens, got {budget!r}")
-        if max_penalty < 0:
-            raise VerifierError(f"max_penalty must be >= 0, got {max_penalty!r}")
-        self.budget = budget
-        self.per_token = float(per_token) if per_token is not None else max_penalty / budget
-        self.max_penalty = float(max_penalty)
+        self.budget = _positive_int("budget", budget, "length_penalty")
+        self.max_penalty = self.largest_penalty = _finite("max_penalty", max_penalty)  # type: ignore[assignment]
+        given = _finite("per_token", per_token, allow_none=True)
+        self.per_token = given if given is not None else self.max_penalty / budget
         self.counter = TokenCounter(tokenizer, chars_per_token)
         self._wrap(base, apply_to, answer_format, column)
 
@@ -186,10 +227,9 @@ class OverlongPenalty(_Penalty):
         answer_format: AnswerFormat | None = None,
         column: str = "answer",
     ) -> None:
-        if not isinstance(max_completion_length, int) or max_completion_length <= 0:
-            raise VerifierError(f"overlong needs max_completion_length: a positive number of tokens, got {max_completion_length!r}")
+        _positive_int("max_completion_length", max_completion_length, "overlong")
         cache = max_completion_length // 4 if cache is None else cache
-        if not isinstance(cache, int) or not 0 < cache <= max_completion_length:
+        if isinstance(cache, bool) or not isinstance(cache, int) or not 0 < cache <= max_completion_length:
             raise VerifierError(f"overlong cache must be between 1 and max_completion_length ({max_completion_length}), got {cache!r}")
         self.max_len = max_completion_length
         self.cache = cache
@@ -206,33 +246,84 @@ class OverlongPenalty(_Penalty):
         return -1.0, f"{n} tokens > {self.max_len}{_approx(exact)}"
 
 
+def repeated_share(items: Sequence[Any], n: int) -> float | None:
+    """The share of ``n``-grams of ``items`` that repeat an earlier one (None when there are
+    fewer than ``n`` items). Hashes, not slices, are kept, so memory stays linear."""
+    total = len(items) - n + 1
+    if total <= 0:
+        return None
+    if isinstance(items, str):
+        seen = {hash(items[i : i + n]) for i in range(total)}
+    else:
+        seen = {hash(tuple(items[i : i + n])) for i in range(total)}
+    return 1 - len(seen) / total
+
+
+def visible_text(text: str) -> str:
+    """``text`` without invisible characters, whitespace runs collapsed to one space."""
+    from .format import is_invisible
+
+    return " ".join("".join(ch if ch.isspace() or not is_invisible(ch) else "" for ch in text).split())
+
+
 class RepetitionPenalty(_Penalty):
-    """``-(1 - unique n-grams / n-grams) * max_penalty`` over whitespace words."""
+    """``-(1 - unique n-grams / n-grams) * max_penalty``, the larger of the word and the
+    character reading (see the module docstring)."""
 
     def __init__(
         self,
         n: int = 3,
         max_penalty: float = 1.0,
+        char_n: int = 20,
         base: Mapping[str, Any] | None = None,
         apply_to: str = "all",
         answer_format: AnswerFormat | None = None,
         column: str = "answer",
     ) -> None:
-        if not isinstance(n, int) or n < 1:
-            raise VerifierError(f"repetition n must be a positive integer, got {n!r}")
-        if max_penalty < 0:
-            raise VerifierError(f"max_penalty must be >= 0, got {max_penalty!r}")
+        for name, value in (("n", n), ("char_n", char_n)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise VerifierError(f"repetition {name} must be a positive integer, got {value!r}")
         self.n = n
-        self.max_penalty = float(max_penalty)
+        self.char_n = char_n
+        self.max_penalty = self.largest_penalty = _finite("max_penalty", max_penalty)  # type: ignore[assignment]
         self._wrap(base, apply_to, answer_format, column)
 
     def _penalty(self, sample: Sample) -> tuple[float, str]:
-        words = sample.completion.lower().split()
-        total = len(words) - self.n + 1
-        if total <= 0:
-            return 0.0, f"fewer than {self.n} words"
-        grams = {tuple(words[i : i + self.n]) for i in range(total)}
-        share = 1 - len(grams) / total
+        text = visible_text(sample.completion).lower()
+        words = repeated_share(text.split(), self.n)
+        chars = repeated_share(text, self.char_n)
+        if words is None and chars is None:
+            return 0.0, f"fewer than {self.n} words and {self.char_n} characters"
+        share = max(words or 0.0, chars or 0.0)
         if share == 0:
             return 0.0, "no repeated n-grams"
-        return -share * self.max_penalty, f"{share:.0%} of {self.n}-grams repeated"
+        which = f"{self.n}-word" if (words or 0.0) >= (chars or 0.0) else f"{self.char_n}-character"
+        return -share * self.max_penalty, f"{share:.0%} of {which} n-grams repeated"
+
+
+def ranking_problems(verifier: Any) -> list[str]:
+    """Where a length term lets a long correct answer score no higher than a wrong one of the
+    same length, in sentences (empty when there is nothing to say). Settings that would rank the
+    wrong one *higher* are refused when the term is built; this reports the ties that remain,
+    such as the default ``max_penalty: 1`` with ``apply_to: correct``."""
+    if not isinstance(verifier, _Penalty) or verifier.base is None:
+        return []
+    out = []
+    largest = verifier.largest_penalty
+    name = type(verifier).__name__
+    from . import BUILTINS
+
+    if getattr(verifier, "base_name", None) not in BUILTINS:
+        out.append(
+            f"{name} wraps {getattr(verifier, 'base_name', 'a custom verifier')!r}, whose scores are not known in advance: "
+            f"check that its correct and wrong scores stay more than {largest:g} apart"
+        )
+    if verifier.apply_to == "correct" and largest >= BASE_GAP:
+        out.append(
+            f"{name} with apply_to: correct and a largest penalty of {largest:g} scores a long correct answer "
+            f"{BASE_GAP:g} - {largest:g} = {BASE_GAP - largest:g}, the same as a wrong one: use max_penalty < {BASE_GAP:g}"
+            + (" (overlong's penalty is always 1: use apply_to: all)" if isinstance(verifier, OverlongPenalty) else "")
+        )
+    if isinstance(verifier, RepetitionPenalty) and verifier.apply_to == "all" and largest >= BASE_GAP:
+        out.append(f"RepetitionPenalty with max_penalty {largest:g} lets a looping correct answer score about as a wrong one")
+    return out
