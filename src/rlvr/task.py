@@ -134,6 +134,7 @@ class Task:
     eval: EvalSpec = EvalSpec()
     seed: int = 3407
     success: str = ""  # resolved by load_task: declared, or the only non-shaping term
+    success_problem: Problem | None = None  # why there is none (ambiguous, or no term checks the answer)
 
     @property
     def root(self) -> Path:
@@ -142,13 +143,17 @@ class Task:
     @property
     def success_term(self) -> str:
         """The term whose outcome is success for the probe, the held-out eval, the gate's
-        pass/fail classes and the doctor (see the module docstring)."""
+        pass/fail classes and the doctor (see the module docstring). Raises ``ConfigError`` when
+        the task does not name one unambiguously: a command that counts successes cannot start,
+        while one that does not (``rlvr audit``, ``rlvr score``) still runs."""
+        if not self.success:
+            raise ConfigError(self.success_problem or Problem(f"{self.path}: success", "no success term", "add success: NAME"))
         return self.success
 
     @property
     def correctness_term(self) -> str:
         """Deprecated name of ``success_term``."""
-        return self.success
+        return self.success_term
 
     def resolve(self, ref: str) -> str:
         """A data or model reference relative to the task file."""
@@ -410,9 +415,9 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     if isinstance(weights, list) and len(weights) == len(terms) and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
         # TRL-style weights list (checked in _check_grpo_overrides): applied to the terms here
         task = replace(task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True)))
-    _check_weights(c, task.rewards, "grpo.reward_weights" if weights is not None else "")
     shaping = _check_terms_build(c, task)
-    task = replace(task, success=_resolve_success(c, raw.get("success"), task.rewards, shaping))
+    success, undecided = _resolve_success(c, raw.get("success"), task.rewards, shaping)
+    task = replace(task, success=success, success_problem=undecided)
     if check_data:
         _check_data(c, task)
     if c.problems:
@@ -434,49 +439,35 @@ def _check_model_path(c: _Checker, model: str, root: Path) -> None:
         c.add("model", f"local model path not found: {local}", "point model: at a folder holding config.json and weights (relative to the task file), or write a hub id org/name")
 
 
-def _check_weights(c: _Checker, terms: Sequence[TermSpec], source: str) -> None:
-    """Weights that make a term meaningless: 0 (scored, logged, teaches nothing), negative (a
-    correctness term would punish success; a penalty already returns negative scores)."""
-    if not terms:
-        return
-    if all(t.weight == 0 for t in terms):
-        c.add(source or "rewards", "every weight is 0: the reward is 0 for every completion and GRPO learns nothing", "give the success term weight 1.0 and the format term 0.1")
-        return
-    for i, t in enumerate(terms):
-        where = source or f"rewards[{i}].weight"
-        if t.weight == 0:
-            c.add(where, f"term {t.name!r} has weight 0: it is scored and logged but teaches nothing", f"remove {t.name!r}, or give it a positive weight")
-        elif t.weight < 0:
-            c.add(where, f"term {t.name!r} has a negative weight {t.weight:g}: the policy is pushed away from what the term rewards", "use a positive weight (penalty verifiers already return negative scores)")
+def _resolve_success(c: _Checker, declared: Any, terms: Sequence[TermSpec], shaping: Mapping[str, bool]) -> tuple[str, Problem | None]:
+    """The success term: ``success:`` when declared, else the only non-shaping term.
 
-
-def _resolve_success(c: _Checker, declared: Any, terms: Sequence[TermSpec], shaping: Mapping[str, bool]) -> str:
-    """The success term: ``success:`` when declared, else the only non-shaping term."""
+    A declared name that is wrong is a problem of the file. An undeclared success term that is
+    ambiguous (or missing: only shaping terms) is returned as the problem instead: ``rlvr task
+    check`` and every command that counts successes report it, commands that do not still run."""
     names = [t.name for t in terms]
     deciders = [t.name for t in terms if not shaping.get(t.name, t.verifier in SHAPING_VERIFIERS)]
     if declared is not None:
         if not c.typed("success", declared, str, "a reward term's name"):
-            return ""
+            return "", None
         if declared not in names:
             close = difflib.get_close_matches(declared, names, n=1)
             c.add("success", f"names no reward term ({declared!r})", f"did you mean {close[0]!r}?" if close else f"one of {', '.join(names)}")
-            return ""
+            return "", None
         if declared not in deciders:
             c.add("success", f"{declared!r} is a shaping term (format, length, overlong, repetition): it shapes the reward and cannot decide success",
                   f"name the term that checks the answer{': ' + ', '.join(deciders) if deciders else ''}")
-            return ""
-        return declared
+            return "", None
+        return declared, None
     if len(deciders) == 1:
-        return deciders[0]
+        return deciders[0], None
     if not terms:
-        return ""
+        return "", None
     if not deciders:
-        c.add("rewards", f"no term checks the answer: {', '.join(names)} only shape the reward (a format-only reward is satisfied by any well-formed answer)",
-              "add a correctness term, e.g. {name: correct, verifier: exact}")
-    else:
-        c.add("success", f"not declared, and {len(deciders)} terms could decide success ({', '.join(deciders)})",
-              f"add success: NAME at the top level (one of {', '.join(deciders)})")
-    return ""
+        return "", Problem(f"{c.source}: rewards", f"no term checks the answer: {', '.join(names)} only shape the reward (a format-only reward is satisfied by any well-formed answer)",
+                           "add a correctness term, e.g. {name: correct, verifier: exact}")
+    return "", Problem(f"{c.source}: success", f"not declared, and {len(deciders)} terms could decide success ({', '.join(deciders)})",
+                       f"add success: NAME at the top level (one of {', '.join(deciders)})")
 
 
 def _dataclass_section(c: _Checker, key: str, values: Mapping[str, Any], cls: type) -> Any:

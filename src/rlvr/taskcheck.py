@@ -11,6 +11,14 @@ checks that import TRL or score the data, so a task that passes it does not fail
   this GPU, vLLM against the GPU count) depend on the machine and are checked by ``rlvr plan``
   and ``rlvr train`` where they run; a hub model's mixture-of-experts check needs its config and
   happens at ``rlvr plan``/``rlvr train`` too.
+- the success term -- when the task does not name one unambiguously (several terms check the
+  answer and none is declared, or only shaping terms such as ``format`` remain). ``load_task``
+  keeps that as ``Task.success_problem`` so that ``rlvr audit`` and ``rlvr score`` still run;
+  every command that counts successes refuses to start with the same message.
+- weights -- a term with weight 0 (scored and logged, teaches nothing), a negative weight (the
+  policy is pushed away from what the term rewards), every weight 0. ``rlvr audit`` reads such
+  terms on purpose (it judges a negative-weight term by the reward it gives), so ``load_task``
+  accepts them and task check reports them.
 - ``sft:`` -- its keys against the installed TRL's ``SFTConfig``, with the closest name.
 - ground truths -- each answer-checking term (``exact``, ``math``, any verifier of kind
   ``answer``) is run on every row with the ground truth itself as the answer: a gold the verifier
@@ -85,9 +93,31 @@ def gold_problems(task: Task) -> list[Problem]:
     return problems
 
 
+def weight_problems(task: Task) -> list[Problem]:
+    """Weights of 0, negative weights, and all weights 0 (see the module docstring)."""
+    terms = task.rewards
+    listed = "reward_weights" in task.grpo
+
+    def where(i: int) -> str:
+        return f"{task.path}: " + ("grpo.reward_weights" if listed else f"rewards[{i}].weight")
+
+    if terms and all(t.weight == 0 for t in terms):
+        return [Problem(f"{task.path}: " + ("grpo.reward_weights" if listed else "rewards"), "every weight is 0: the reward is 0 for every completion and GRPO learns nothing",
+                        "give the success term weight 1.0 and the format term 0.1")]
+    out = []
+    for i, t in enumerate(terms):
+        if t.weight == 0:
+            out.append(Problem(where(i), f"term {t.name!r} has weight 0: it is scored and logged but teaches nothing", f"remove {t.name!r}, or give it a positive weight"))
+        elif t.weight < 0:
+            out.append(Problem(where(i), f"term {t.name!r} has a negative weight {t.weight:g}: the policy is pushed away from what the term rewards",
+                               "use a positive weight (penalty verifiers already return negative scores)"))
+    return out
+
+
 def check_task(task: Task) -> list[Problem]:
     """Every problem ``rlvr task check`` reports beyond ``load_task``'s."""
-    return [*grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task)]
+    success = [task.success_problem] if task.success_problem else []
+    return [*success, *weight_problems(task), *grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task)]
 
 
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:

@@ -50,7 +50,7 @@ def test_config_error_prints_every_problem_without_a_traceback(tmp_path: Path, c
 def test_task_check_prints_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["task", "check", str(make_task(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "16 train rows, 8 held-out rows" in out and "success = correct" in out
+    assert "16 train rows, 8 held-out rows" in out and "success     correct" in out
 
 
 def test_task_example_writes_the_builtin_task(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_train_runs_from_the_command_line(tmp_path: Path, capsys: pytest.Capture
     path = make_task(tmp_path / "task", shaping=True)
     code = main(["train", str(path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-gate", "cli test", "--no-progress", "--set", "logging_steps=1"])
     assert code == 0
-    assert "trained 1 steps" in capsys.readouterr().out
+    assert "trained to step 1" in capsys.readouterr().out
     assert (tmp_path / "run" / "final" / "config.json").exists()
 
 
@@ -85,3 +85,71 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     path = make_task(tmp_path, extra={"colour": "red"})
     with pytest.raises(ConfigError):
         main(["--debug", "task", "check", str(path)])
+
+
+def test_debug_is_accepted_after_a_nested_command(tmp_path: Path) -> None:
+    from rlvr.errors import ConfigError
+
+    path = make_task(tmp_path, extra={"colour": "red"})
+    with pytest.raises(ConfigError):
+        main(["task", "check", str(path), "--debug"])
+
+
+def test_output_piped_into_a_reader_that_stops_ends_quietly() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from rlvr.cli.main import main; sys.exit(main(['memory', '--table']))"
+    proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -1", shell=True, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.count("\n") == 1
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
+def test_help_shows_a_percent_sign_once(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["sft", "--help"])
+    assert "0 % base rate" in " ".join(capsys.readouterr().out.split())
+    assert "0 %% base rate" not in " ".join(build_parser().format_help().split())
+
+
+def test_plan_takes_out_like_every_command_and_keeps_o(tmp_path: Path) -> None:
+    parser = build_parser()
+    assert parser.parse_args(["plan", "t.yaml", "--out", "a.yaml"]).out == "a.yaml"
+    assert parser.parse_args(["plan", "t.yaml", "-o", "b.yaml"]).out == "b.yaml"
+    assert parser.parse_args(["plan", "t.yaml"]).out == "plan.yaml"
+
+
+def test_no_command_spells_its_output_flag_output() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    shown = {name: [o for a in p._actions if a.help != "==SUPPRESS==" for o in a.option_strings] for name, p in sub.choices.items()}
+    assert not [name for name, opts in shown.items() if "--output" in opts or "-o" in opts]
+
+
+def test_sft_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_task(tmp_path / "task")
+    assert main(["sft", str(path), "--set", "lerning_rate=1", "--out", str(tmp_path / "sft")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--set lerning_rate: not a SFTConfig field" in err and "did you mean 'learning_rate'" in err
+
+
+def test_sft_with_a_misspelt_sft_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_task(tmp_path / "task", extra={"sft": {"warmup_stepz": 3}})
+    assert main(["sft", str(path), "--out", str(tmp_path / "sft")]) == 1
+    err = capsys.readouterr().err
+    assert "sft.warmup_stepz: not a SFTConfig field" in err and "did you mean 'warmup_steps'" in err
+
+
+def test_train_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_task(tmp_path / "task")
+    assert main(["train", str(path), "--set", "lerning_rate=1", "--no-gate", "test", "--run-dir", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "lerning_rate: not a GRPOConfig field" in err and "did you mean 'learning_rate'" in err
+
+
+def test_an_unknown_verifier_option_lists_the_valid_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_task(tmp_path, extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact", "options": {"normalise": ["whitespace"]}}]})
+    assert main(["task", "check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown option 'normalise' for reward 'exact' (did you mean 'normalize' for 'normalise'?)" in err
+    assert "its options: answer_format (default None), column (default 'answer'), normalize (default ())" in err

@@ -157,3 +157,118 @@ def test_set_values_parse_exponent_floats() -> None:
     from rlvr.cli._common import parse_sets
 
     assert parse_sets(["learning_rate=2e-3", "beta=0", "loss_type=dapo"]) == {"learning_rate": 2e-3, "beta": 0, "loss_type": "dapo"}
+
+
+# -- the success term --------------------------------------------------------------------------
+FORMAT = {"name": "format", "weight": 0.1}
+CORRECT = {"name": "correct", "verifier": "exact"}
+
+
+def test_the_dapo_advised_overlong_term_appended_does_not_become_success(tmp_path: Path) -> None:
+    from rlvr.recipe import term_patch
+
+    [overlong] = term_patch("dapo", {"max_completion_length": 8}, {"format", "exact"})
+    task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, overlong]}))
+    assert [t.name for t in task.rewards][-1] == "overlong"
+    assert task.success_term == "correct"
+
+
+@pytest.mark.parametrize("shaping", [
+    {"name": "brevity", "verifier": "length_penalty", "options": {"budget": 8}},
+    {"name": "rep", "verifier": "repetition"},
+    {"name": "soft", "verifier": "overlong", "options": {"max_completion_length": 8, "base": {"verifier": "exact"}}},
+])
+def test_a_shaping_term_after_the_correctness_term_is_never_success(tmp_path: Path, shaping: dict) -> None:
+    task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, shaping]}))
+    assert task.success_term == "correct"
+
+
+def test_two_correctness_terms_without_a_declared_success_leave_no_success_term(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, {"name": "loose", "verifier": "math"}]}))
+    with pytest.raises(ConfigError) as info:
+        task.success_term  # noqa: B018 - the property raises
+    msg = str(info.value)
+    assert "success: not declared, and 2 terms could decide success (correct, loose)" in msg and "add success: NAME" in msg
+
+
+def test_a_declared_success_term_decides_among_several(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, {"name": "loose", "verifier": "math"}], "success": "loose"}))
+    assert task.success_term == "loose"
+
+
+def test_a_declared_shaping_success_term_is_refused(tmp_path: Path) -> None:
+    [msg] = problems_of(make_task(tmp_path, extra={"success": "format"}))
+    assert "success: 'format' is a shaping term" in msg and "correct" in msg
+
+
+def test_a_declared_success_that_names_no_term_suggests_the_closest(tmp_path: Path) -> None:
+    [msg] = problems_of(make_task(tmp_path, extra={"success": "corect"}))
+    assert "names no reward term ('corect')" in msg and "did you mean 'correct'" in msg
+
+
+def test_a_format_only_reward_has_no_success_term(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT]}))
+    with pytest.raises(ConfigError, match="no term checks the answer.*format-only"):
+        task.success_term  # noqa: B018 - the property raises
+
+
+@pytest.mark.parametrize("section,key", [("probe", "success_term"), ("eval", "term")])
+def test_the_old_success_keys_point_at_the_top_level_key(tmp_path: Path, section: str, key: str) -> None:
+    [msg] = problems_of(make_task(tmp_path, extra={section: {key: "correct"}}))
+    assert f"{section}.{key}: has moved" in msg and "write success: correct at the top level" in msg
+
+
+# -- what task check must also catch (issue 14) ------------------------------------------------
+def test_temperature_zero_is_a_problem(tmp_path: Path) -> None:
+    [msg] = problems_of(make_task(tmp_path, extra={"generation": {"temperature": 0}}))
+    assert "generation.temperature: is 0" in msg and "zero variance" in msg
+
+
+def test_an_eval_split_that_is_the_train_file_is_a_problem(tmp_path: Path) -> None:
+    [msg] = problems_of(make_task(tmp_path, extra={"data": {"train": "train.jsonl", "eval": "train.jsonl"}}))
+    assert "data.eval: is the same file as data.train" in msg
+
+
+def test_eval_rows_that_repeat_train_prompts_are_named(tmp_path: Path) -> None:
+    path = make_task(tmp_path)
+    with (tmp_path / "eval.jsonl").open("a") as fh:
+        fh.write('{"question": "10+10", "answer": "20"}\n')  # row 9: train row 1's prompt
+    [msg] = problems_of(path)
+    assert "data.eval: 1 of 9 held-out prompts also appear in data.train" in msg and "rows 9" in msg
+
+
+@pytest.mark.parametrize("ref", ["./models/sft", "models/sft", "/nonexistent/rlvr/model", "runs/mini/sft/final"])
+def test_a_local_model_path_that_does_not_exist_is_a_problem(tmp_path: Path, ref: str) -> None:
+    (tmp_path / "models").mkdir()  # so models/sft reads as a local path, not a hub id
+    (tmp_path / "runs").mkdir()
+    [msg] = problems_of(make_task(tmp_path, extra={"model": ref}))
+    assert "model: local model path not found" in msg
+
+
+def test_a_hub_id_is_not_checked_as_a_path(tmp_path: Path) -> None:
+    assert load_task(make_task(tmp_path, extra={"model": "Qwen/Qwen2.5-0.5B-Instruct"})).model == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def test_non_utf8_data_names_file_line_and_byte_offset(tmp_path: Path) -> None:
+    path = make_task(tmp_path)
+    with (tmp_path / "train.jsonl").open("ab") as fh:
+        fh.write(b'{"question": "caf\xe9", "answer": "1"}\n')
+    size = (tmp_path / "train.jsonl").stat().st_size
+    [msg] = problems_of(path)
+    line_start = size - len(b'{"question": "caf\xe9", "answer": "1"}\n')
+    assert "train.jsonl:17: not UTF-8: byte 0xe9 at byte 17 of line 17" in msg and f"byte offset {line_start + 17} in the file" in msg
+
+
+def test_non_utf8_task_file_names_line_and_byte_offset(tmp_path: Path) -> None:
+    path = make_task(tmp_path)
+    path.write_bytes(b"# caf\xe9\n" + path.read_bytes())
+    [msg] = problems_of(path)
+    assert msg.startswith(f"{path}: 1: not UTF-8: byte 0xe9 at byte 5 of line 1 (byte offset 5") and "save the file as UTF-8" in msg
+
+
+def test_a_json_error_says_column_once(tmp_path: Path) -> None:
+    path = make_task(tmp_path)
+    with (tmp_path / "train.jsonl").open("a") as fh:
+        fh.write('{"question": 1,}\n')
+    [msg] = problems_of(path)
+    assert "column 16" in msg and "at at" not in msg

@@ -3,7 +3,9 @@
 Each command module defines ``HELP`` (one line), ``configure(parser)`` and ``run(args) -> int``,
 and imports heavy libraries only inside ``run`` so ``rlvr --help`` stays fast. Errors that rlvr
 raises on purpose print as one line (a ``ConfigError`` lists each problem) and exit 1; a
-traceback appears only with ``--debug``. A bad argument prints one line and exits 2.
+traceback appears only with ``--debug`` (accepted after any command, nested ones too). A bad
+argument prints one line and exits 2. Output piped into a reader that stops early (``| head``)
+ends quietly with status 141, as a shell tool killed by SIGPIPE does.
 """
 
 from __future__ import annotations
@@ -44,11 +46,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        # help= strings are %-formatted by argparse, descriptions are not: one HELP text for both.
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.configure(p)
+        _accept_debug(p)
         p.set_defaults(_run=module.run)
     return parser
+
+
+def _accept_debug(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after a command and after a nested one (``rlvr task check x --debug``)."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for nested in set(action.choices.values()):
+                _accept_debug(nested)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import RlvrError
 
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
+        return code
     except RlvrError as exc:
         if args.debug:
             raise
@@ -71,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"rlvr {args.command}: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (``rlvr ... | head``): stop quietly, as cat and grep do. stdout is
+        # pointed at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

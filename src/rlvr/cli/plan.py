@@ -26,7 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-tokens", type=int, default=None, help="prompt length for the memory estimate (default: from the data, ~3 characters a token)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap the run (smoke scale first)")
     parser.add_argument("--run-dir", default="runs/plan", help="run directory used in the launch commands")
-    parser.add_argument("-o", "--output", default="plan.yaml", help="where to write the plan (accelerate files go beside it)")
+    parser.add_argument("--out", default="plan.yaml", metavar="PATH", help="where to write the plan (default plan.yaml; accelerate files go beside it)")
+    # -o/--output: the spelling before every command took --out; kept, hidden.
+    parser.add_argument("-o", "--output", dest="out", help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
     req = PlanRequest(task=args.task, gpus=args.gpus, gpu_memory_gb=args.gpu_memory, nodes=args.nodes, variant=args.variant,
                       peft=args.peft or "none", model=args.model, bf16=not args.no_bf16, fsdp=args.fsdp, justify=justify,
                       force_variant=args.force_variant, prompt_tokens=args.prompt_tokens, max_steps=args.max_steps,
-                      run_dir=args.run_dir, output=args.output)
+                      run_dir=args.run_dir, output=args.out)
     plan = build_plan(req)
-    written = write_plan(plan, args.output)
+    written = write_plan(plan, args.out)
     print(format_plan(plan))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from ._common import add_set, parse_sets
 
-HELP = "supervised warm start (TRL SFTTrainer) on the task's answers: the route for a 0 %% base rate"
+HELP = "supervised warm start (TRL SFTTrainer) on the task's answers: the route for a 0 % base rate"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -23,16 +23,20 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..errors import ConfigError
     from ..sft import SftOptions, run_sft
     from ..task import load_task
+    from ..taskcheck import sft_problems
 
     task = load_task(args.task)
     overrides = parse_sets(args.set)
+    # Misspelt keys fail here, with the closest SFTConfig field, not as a TypeError from TRL.
+    problems = sft_problems(task.sft, f"{task.path}: sft.") + sft_problems(overrides, "--set ")
+    if problems:
+        raise ConfigError(problems, source="rlvr sft")
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
     if args.target_pass_rate is not None and not 0 < args.target_pass_rate <= 1:
-        from ..errors import ConfigError
-
         raise ConfigError("--target-pass-rate must be in (0, 1]")
     out = Path(args.out) if args.out else Path("runs") / task.name / "sft"
     res = run_sft(task, SftOptions(out_dir=out, model=args.model, target_pass_rate=args.target_pass_rate, dev_size=args.dev_size, overrides=overrides, progress=not args.no_progress))

@@ -173,6 +173,11 @@ def build_verifier(
             options["answer_format"] = answer_format
         elif isinstance(options.get("answer_format"), Mapping):
             options["answer_format"] = AnswerFormat(**options["answer_format"])
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            unknown = sorted(set(options) - set(params))
+            if unknown:
+                raise VerifierError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for reward {name!r}{_closest(unknown, params)}; "
+                                    f"its options: {_describe_options(params)}")
         try:
             obj = target(**options)
         except VerifierError:
@@ -195,6 +200,23 @@ def build_verifier(
             raise VerifierError(f"reward {name!r} is a plain function and takes no options (got {sorted(options)})")
         return FunctionVerifier(target)
     raise VerifierError(f"{name!r} is not a verifier class, instance or function")
+
+
+def _closest(unknown: Sequence[str], params: Mapping[str, inspect.Parameter]) -> str:
+    import difflib
+
+    hints = [f"{m[0]!r} for {u!r}" for u in unknown if (m := difflib.get_close_matches(u, list(params), n=1))]
+    return f" (did you mean {', '.join(hints)}?)" if hints else ""
+
+
+def _describe_options(params: Mapping[str, inspect.Parameter]) -> str:
+    """``name (default D)`` for each option; required ones say so."""
+    out = []
+    for p in params.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        out.append(f"{p.name} (required)" if p.default is p.empty else f"{p.name} (default {p.default!r})")
+    return ", ".join(out) or "none"
 
 
 __all__ = [

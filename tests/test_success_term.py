@@ -1,0 +1,102 @@
+"""Issue 19: one success term, used by the probe, the held-out eval, the gate and the doctor.
+
+The regression: success was the last non-format term, so appending the overlong term that
+`rlvr plan --variant dapo` and `rlvr doctor --patch` advise made it the success term, and the
+probe then counted every (wrong, short) completion as a success. Each test below appends that
+term to a task whose model only ever answers wrong, and checks that the consumer still counts
+the correctness term."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent / "foundation"))
+from foundation_helpers import make_task  # noqa: E402
+
+from rlvr.generate import Completion  # noqa: E402
+from rlvr.recipe import term_patch  # noqa: E402
+from rlvr.rewards import Sample  # noqa: E402
+from rlvr.task import Task, load_task  # noqa: E402
+
+
+def wrong(prompt: str) -> str:
+    a, b = str(prompt).rstrip("=").split("+")
+    return f"<answer>{int(a) + int(b) + 1}</answer>"
+
+
+def dapo_task(tmp_path: Path) -> Task:
+    [overlong] = term_patch("dapo", {"max_completion_length": 8}, {"format", "exact"})
+    return load_task(make_task(tmp_path, extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, overlong]}))
+
+
+class WrongSampler:
+    """Always a well-formed, short, wrong answer: the overlong term scores it 0 (outcome correct)."""
+
+    backend = "fake"
+
+    def sample(self, prompts: Sequence[Any], n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: int | None = None, progress: Any = None) -> list[list[Completion]]:
+        return [[Completion(wrong(p), (1, 2, 3), "stop") for _ in range(n)] for p in prompts]
+
+
+def test_the_overlong_term_alone_would_call_a_wrong_answer_correct(tmp_path: Path) -> None:
+    # Why the bug mattered: what the old rule would have counted.
+    task = dapo_task(tmp_path)
+    verdicts = task.reward_set().score([Sample(wrong("10+10="), row={"answer": "20"})])[0].verdicts
+    assert verdicts["overlong"].outcome.value == "correct" and verdicts["correct"].outcome.value == "wrong"
+
+
+def test_probe_counts_the_success_term_not_the_appended_overlong_term(tmp_path: Path) -> None:
+    from rlvr.probe import run_probe
+
+    task = dapo_task(tmp_path / "task")
+    report = run_probe(task, out_dir=tmp_path / "probe", k=2, max_prompts=4, sampler=WrongSampler(), progress=False)
+    assert report.success_term == "correct" and report.successes == 0
+
+
+def test_held_out_eval_counts_the_success_term(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlvr.evaluate as ev
+
+    task = dapo_task(tmp_path)
+    monkeypatch.setattr(ev, "generate_texts", lambda model, tok, prompts, **kw: [(wrong(p), [1, 2]) for p in prompts])
+    res = ev.evaluate(None, None, task, task.load_split("eval"))
+    assert res.correct == 0 and res.n == 8
+
+
+def test_gate_classes_count_the_success_term(tmp_path: Path) -> None:
+    from rlvr.gate.build import score
+
+    task = dapo_task(tmp_path)
+    rows = task.load_split("train")[:3]
+    scored = score(task, task.reward_set(), [Sample(wrong(task.render_prompt(r)), row=r, prompt=task.render_prompt(r)) for r in rows])
+    assert [cls for _, _, cls in scored] == ["fail"] * 3
+
+
+def test_doctor_reads_the_success_term_the_run_recorded(tmp_path: Path) -> None:
+    from rlvr.doctor.checks import correctness_term
+    from rlvr.doctor.table import load_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    # Term names the doctor's name-based guess cannot resolve: only the record says which is success.
+    lines = [{"step": s, "reward": 0.5, "rewards/points/mean": 0.5, "rewards/brevity/mean": 0.0} for s in range(1, 4)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (run / "config.yaml").write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-6}, "rlvr": {"reward_terms": ["points", "brevity"]}}))
+    assert correctness_term(load_run(run)) is None
+    (run / "config.yaml").write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-6}, "rlvr": {"reward_terms": ["points", "brevity"], "success_term": "points"}}))
+    assert correctness_term(load_run(run)) == "points"
+
+
+def test_a_command_that_counts_successes_refuses_an_ambiguous_task(tmp_path: Path) -> None:
+    from rlvr.errors import ConfigError
+    from rlvr.probe import run_probe
+
+    path = make_task(tmp_path / "task", extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "loose", "verifier": "math"}]})
+    with pytest.raises(ConfigError, match="could decide success"):
+        run_probe(path, out_dir=tmp_path / "probe", k=2, max_prompts=2, sampler=WrongSampler(), progress=False)
