@@ -2,8 +2,15 @@
 # everything on a fresh machine. torch==2.13.0 is installed first when no torch is present:
 # on the development machines it is a CPU wheel on disk, while a plain `torch` requirement
 # would pull a multi-GB CUDA build.
+#
+# A machine with its own torch build (a CUDA or ROCm wheel) keeps it, two ways:
+#   make test TORCH=system   .venv sees python3's site-packages, so python3's torch is used
+#   an existing .venv        is reused as it is; a torch already in it is never replaced
+# (the project asks for torch>=2.4,<3 and constraints.txt pins no torch, so pip keeps it).
 PY ?= python3
-VENV := .venv
+VENV ?= .venv
+TORCH ?=
+VENV_FLAGS := $(if $(filter system,$(TORCH)),--system-site-packages,)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
@@ -18,7 +25,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	test -x $(BIN)/python || $(PY) -m venv $(VENV_FLAGS) $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==2.13.0"
 	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
 	bash scripts/install-system-deps.sh
