@@ -1,8 +1,12 @@
 """rlvr's math verifier vs math-verify, side by side, on one core.
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/math_verify.py [--pairs 1200] [--seed 0]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/math_verify.py [--pairs 1200] [--seed 0] [--only rlvr]
 
 Both verifiers get the same (gold, prediction) pairs:
+
+- ``corpus``: the labelled corpus in ``tests/data/math/corpus.tsv`` (hand-written from the answer
+  forms of MATH, NuminaMath, AIME, olympiad and GSM8K-style data, each case with a form tag and
+  the reason for its label); agreement, false positives and false negatives are printed per form;
 
 - ``generated``: >= 1,000 distinct pairs from templates (integers with separators and units,
   fractions and decimals, radicals, multiples of pi, factored vs expanded polynomials,
@@ -18,6 +22,9 @@ agreement with the labels on both sets, and every false positive on the adversar
 math-verify runs in the main thread, where its ``signal.alarm`` timeout works. Its ``verify``
 is called as ``verify(gold, pred)``, the order its README prescribes.
 
+To measure an older rlvr on the same pairs, put its source first on the path:
+``git archive COMMIT src | tar -x -C /tmp/old && PYTHONPATH=/tmp/old/src python bench/math_verify.py --only rlvr``.
+
 A benchmark, not a test: nothing here asserts timings.
 """
 
@@ -29,6 +36,20 @@ import random
 import sys
 import time
 from fractions import Fraction
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "math" / "corpus.tsv"
+
+
+def load_corpus(path: Path = CORPUS) -> list[tuple[str, str, str, bool]]:
+    """``(form, gold, prediction, equal?)`` for every case of the labelled corpus."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#") or line.startswith("form\t"):
+            continue
+        form, label, gold, pred, _source, _reason = line.split("\t")
+        out.append((form, gold, pred, label == "equal"))
+    return out
 
 # (gold, prediction, equivalent?) -- labels follow rlvr's default policy where the corpora
 # disagree (ordered bare lists, exact numbers, 45° is 45 unless the task says degrees).
@@ -241,42 +262,73 @@ def agreement(results: list[bool | None], pairs: list[tuple[str, str, bool]]) ->
     return agree, fp, fn, err
 
 
+def per_form(cases: list[tuple[str, str, str, bool]], results: dict[str, list[bool | None]]) -> None:
+    names = list(results)
+    header = f"{'form':<11} {'n':>4} {'neg':>4}" + "".join(f" | {n[:11]:>11} {'FP':>3} {'FN':>3} {'err':>3}" for n in names)
+    print(header)
+    forms = list(dict.fromkeys(c[0] for c in cases)) + ["ALL"]
+    for form in forms:
+        idx = [i for i, c in enumerate(cases) if form in ("ALL", c[0])]
+        sub = [(cases[i][1], cases[i][2], cases[i][3]) for i in idx]
+        line = f"{form:<11} {len(idx):>4} {sum(not s[2] for s in sub):>4}"
+        for n in names:
+            a, fp, fn_, err = agreement([results[n][i] for i in idx], sub)
+            line += f" | {a:>5}/{len(idx):<5} {fp:>3} {fn_:>3} {err:>3}"
+        print(line)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=1200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", choices=("rlvr", "math-verify"), help="run one verifier (e.g. an older rlvr via PYTHONPATH)")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # the worker inherits it
+    corpus = load_corpus()
+    corpus_pairs = [(g, p, ok) for _, g, p, ok in corpus]
     generated = generate(args.pairs, args.seed)
-    print(f"{len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core")
+    print(f"{len(corpus)} corpus cases ({sum(not c[3] for c in corpus)} negatives), {len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core")
     from rlvr.rewards.mathcore import MathPolicy, fast_compare
 
     inproc = sum(fast_compare(g, p, MathPolicy()) is not None for g, p, _ in generated)
     print(f"rlvr decides {inproc} of the generated pairs in-process (plain rationals); the rest go to its worker")
     rows = []
+    corpus_results: dict[str, list[bool | None]] = {}
     for name, fn in (("rlvr", run_ours), ("math-verify", run_math_verify)):
+        if args.only and name != args.only:
+            continue
         gen, gen_s = fn(generated)
         lab, _ = fn(LABELLED)
-        rows.append((name, gen, gen_s, lab))
-    print(f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} {'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4}")
-    for name, gen, gen_s, lab in rows:
+        cor, cor_s = fn(corpus_pairs)
+        corpus_results[name] = cor
+        rows.append((name, gen, gen_s, lab, cor, cor_s))
+    print(f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} {'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4} {'corpus agree':>13} {'FP':>4} {'FN':>4} {'err':>4} {'corpus/s':>9}")
+    for name, gen, gen_s, lab, cor, cor_s in rows:
         a, fp, fn_, err = agreement(gen, generated)
         la, lfp, lfn, lerr = agreement(lab, LABELLED)
-        print(f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4}")
-    ratio = (len(generated) / rows[0][2]) / (len(generated) / rows[1][2])
-    print(f"\nthroughput ratio rlvr / math-verify: {ratio:.2f}x")
-    for name, _, _, lab in rows:
+        ca, cfp, cfn, cerr = agreement(cor, corpus_pairs)
+        print(f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4} {ca:>6}/{len(corpus):<6} {cfp:>4} {cfn:>4} {cerr:>4} {len(corpus) / cor_s:>9.1f}")
+    if len(rows) == 2:
+        ratio = (len(generated) / rows[0][2]) / (len(generated) / rows[1][2])
+        print(f"\nthroughput ratio rlvr / math-verify: {ratio:.2f}x on the generated pairs, {(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus")
+    print("\nper form on the corpus (agree/n, false positives, false negatives, undecided):")
+    per_form(corpus, corpus_results)
+    for name, _, _, lab, _, _ in rows:
         fps = [(g, p) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r is True and (g, p) in ADVERSARIAL]
         print(f"{name}: false positives on the issue's adversarial cases: {len(fps)}" + "".join(f"\n    {g!r} vs {p!r}" for g, p in fps))
-    for name, gen, _, _ in rows:
+    for name, gen, _, _, _, _ in rows:
         bad = [(g, p, ok, r) for (g, p, ok), r in zip(generated, gen, strict=True) if r != ok]
         if bad:
             print(f"{name}: {len(bad)} generated disagreements, first 8 (gold, pred, label, got):" + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad[:8]))
-    for name, _, _, lab in rows:
+    for name, _, _, lab, _, _ in rows:
         bad = [(g, p, ok, r) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r != ok]
         if bad:
             print(f"{name}: labelled disagreements (gold, pred, label, got):" + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad))
+    for name, cor in corpus_results.items():
+        bad = [(f, g, p, ok, r) for (f, g, p, ok), r in zip(corpus, cor, strict=True) if r != ok]
+        if bad:
+            print(f"{name}: corpus disagreements (form, gold, pred, label, got):" + "".join(f"\n    [{f}] {g!r} vs {p!r}: {ok} / {r}" for f, g, p, ok, r in bad))
     return 0
 
 

@@ -49,11 +49,13 @@ multiple-choice letters beyond exact text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
+from . import mathforms as forms
+from .mathsym import expr_equal, sym
 from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     _TIME,
     MAX_ANSWER_CHARS,
@@ -86,7 +88,14 @@ class MathPolicy:
     angles: ``plain`` (a degree sign is dropped: 45° equals 45) or ``degrees`` (a degree sign
         means ×π/180: 45° equals π/4).
     percent: ``strip`` (50% equals 50), ``fraction`` (50% equals 0.5) or ``either``.
-    assignment: ``x = 3`` counts as ``3`` (a single symbol on the left).
+    assignment: ``x = 3`` counts as ``3``, and so does any labelled value (``f(2) = 3``,
+        ``|AB| = 3``, ``(p, q) = (3, 2)``); when both sides give labels they must match label by
+        label. False compares ``x = 3`` as an equation.
+    decimal_comma: ``1000,99`` is 1000.99 and ``1{,}5`` is 1.5 (then a list needs ``;`` or a
+        space after its commas). Off by default: ``1,500`` is then fifteen hundred.
+    chained: the last side of a chained equation counts (``x = 2 + 3 = 5`` answers 5), when
+        the ground truth is not itself an equation. Off by default: such an answer is
+        compared as written.
     """
 
     ordered_lists: bool = True
@@ -96,6 +105,18 @@ class MathPolicy:
     angles: Literal["plain", "degrees"] = "plain"
     percent: Literal["strip", "fraction", "either"] = "strip"
     assignment: bool = True
+    decimal_comma: bool = False
+    chained: bool = False
+
+
+_IMAGINARY = re.compile(r"(?<![\\a-zA-Z])i(?![a-zA-Z])")
+_BOUND_I = re.compile(r"_\{?\s*i\b|(?<![a-zA-Z])i\s*(?:=|\\in)|\\sum|\\prod")
+
+
+def imaginary(s: str) -> bool:
+    """Whether a standalone ``i`` in ``s`` is the imaginary unit: it is, unless something binds
+    it as an index (``\\sum_{i=1}``, ``a_i``, ``i = 1``)."""
+    return bool(_IMAGINARY.search(s)) and not _BOUND_I.search(s)
 
 
 @lru_cache(maxsize=8192)
@@ -107,7 +128,8 @@ def parse_scalar(s: str) -> Any:
     from . import mathfast
 
     latex = to_latex(s)
-    value = mathfast.parse(latex)  # the common subset, 50x faster than the grammar
+    imag = imaginary(latex)
+    value = mathfast.parse(latex, imaginary=imag)  # the common subset, 50x faster than the grammar
     if value is not None:
         return value
     from latex2sympy2_extended import latex2sympy
@@ -122,229 +144,49 @@ def parse_scalar(s: str) -> Any:
         raise ParseFailure(f"cannot parse {s[:80]!r}: {str(exc).splitlines()[0][:120]}") from None
     if value is None:
         raise ParseFailure(f"cannot parse {s[:80]!r}")
+    if imag and hasattr(value, "subs"):
+        import sympy
+
+        value = value.subs(sympy.Symbol("i"), sympy.I)
+    if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow"):
+        value = value.doit()  # 2\\begin{pmatrix}1\\\\2\\end{pmatrix} is a matrix
     return value
-
-
-# -- 4. comparison -----------------------------------------------------------------------------
-_POINTS = (Fraction(37, 100), Fraction(171, 100), Fraction(-53, 100), Fraction(29, 10), Fraction(-13, 7))
-
-
-def _sym(v: Any) -> Any:
-    import sympy
-
-    return sympy.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else v
-
-
-def _num_close(a: Any, b: Any, policy: MathPolicy) -> bool | None:
-    """Numeric closeness of two sympy numbers; None when they do not evaluate to numbers."""
-    import sympy
-
-    try:
-        x, y = sympy.N(a, 30), sympy.N(b, 30)
-    except (MemoryError, RecursionError):
-        raise
-    except Exception:  # noqa: BLE001
-        return None
-    if not (x.is_number and y.is_number):
-        return None
-    xr, xi = x.as_real_imag()
-    yr, yi = y.as_real_imag()
-    vals = [xr, xi, yr, yi]
-    if not all(v.is_finite and v.is_Number for v in vals):
-        if all(v.is_Number or v.is_infinite for v in vals):
-            return bool(xr == yr and xi == yi)
-        return None
-    diff = abs(sympy.Float(xr - yr, 30)) + abs(sympy.Float(xi - yi, 30))
-    scale = max(abs(xr) + abs(xi), abs(yr) + abs(yi))
-    return bool(diff <= max(policy.abs_tol, policy.rel_tol * scale))
-
-
-def _points_agree(d: Any, symbols: list[Any]) -> bool | None:
-    """Whether expression ``d`` is (numerically) zero at every sample point; None if undefined."""
-    import sympy
-
-    seen = False
-    for k in range(len(_POINTS)):
-        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
-        try:
-            val = sympy.N(d.subs(subs), 30)
-        except (MemoryError, RecursionError):
-            raise
-        except Exception:  # noqa: BLE001
-            continue
-        if not val.is_number or val.has(sympy.zoo, sympy.nan):
-            continue
-        seen = True
-        if abs(val) > sympy.Float("1e-12"):
-            return False
-    return True if seen else None
-
-
-def _canonical(e: Any) -> Any:
-    """Rebuild with sympy's evaluation on (the parser builds unevaluated trees): orders sums
-    and products canonically without expanding or factoring anything."""
-    if not getattr(e, "args", None) or not hasattr(e, "func"):
-        return e
-    try:
-        return e.func(*[_canonical(x) for x in e.args])
-    except Exception:  # noqa: BLE001
-        return e
-
-
-def _too_big(expr: Any) -> bool:
-    """Whether a power in ``expr`` has a numeric exponent over 10^5 in size (its value would
-    have more digits than we can evaluate within a timeout)."""
-    import sympy
-
-    for node in sympy.preorder_traversal(expr):
-        if isinstance(node, sympy.Pow) and node.exp.is_number and node.base not in (0, 1, -1):
-            if node.exp.has(sympy.Pow) and _too_big(node.exp):
-                return True
-            try:
-                if abs(float(node.exp)) > 1e5:
-                    return True
-            except (TypeError, ValueError, OverflowError):
-                return True
-        if isinstance(node, sympy.factorial) and node.args[0].is_number:
-            try:
-                if abs(float(node.args[0])) > 1e5:
-                    return True
-            except (TypeError, ValueError, OverflowError):
-                return True
-    return False
-
-
-def _expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
-    import sympy
-
-    if isinstance(a, Fraction) and isinstance(b, Fraction):
-        return a == b
-    a, b = _sym(a), _sym(b)
-    if isinstance(a, sympy.Basic) and isinstance(b, sympy.Basic) and (a.is_Relational or b.is_Relational):
-        return _relation_equal(a, b, policy)
-    if isinstance(a, sympy.MatrixBase) or isinstance(b, sympy.MatrixBase):
-        if not (isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase)) or a.shape != b.shape:
-            return False
-        return all(_expr_equal(x, y, policy) for x, y in zip(a, b, strict=True))
-    if isinstance(a, sympy.Set) or isinstance(b, sympy.Set):
-        return bool(a == b)
-    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
-        return bool(a == b)
-    if a.has(sympy.zoo, sympy.nan) or b.has(sympy.zoo, sympy.nan):
-        return False  # undefined (a division by zero) equals nothing, not even another one
-    if policy.form == "structural":
-        a, b = _canonical(a), _canonical(b)
-        if a == b:
-            return True
-        if a.is_number and b.is_number and not a.free_symbols and a.is_Rational and b.is_Rational:
-            return bool(a == b)
-        return False
-    if a == b:
-        return True
-    symbols = sorted(a.free_symbols | b.free_symbols, key=str)
-    if _too_big(a) or _too_big(b):
-        # 10^{10^{10}} and friends: evaluating them would not finish; only identical
-        # expressions are equal.
-        return False
-    if not symbols:
-        ca, cb = _canonical(a), _canonical(b)
-        if getattr(ca, "is_Rational", False) and getattr(cb, "is_Rational", False) and policy.rel_tol <= 1e-9 and policy.abs_tol == 0:
-            return bool(ca == cb)  # exact: 8^{11} is not 8589934600, however close
-        close = _num_close(a, b, policy)
-        if close is not None:
-            return close
-        return bool(sympy.simplify(a - b) == 0)
-    d = a - b
-    agree = _points_agree(d, symbols)
-    if agree is False:
-        return False
-    if sympy.expand(d) == 0:
-        return True
-    if agree:
-        return True  # zero at every sample point: the numerical identity test
-    return bool(sympy.simplify(d) == 0)  # no sample point was defined: try to prove it
-
-
-def _constant_ratio(d1: Any, d2: Any) -> Any:
-    """``d1/d2`` when it is the same number at every sample point, False when it varies, None
-    when no sample point is defined (then simplify decides)."""
-    import sympy
-
-    symbols = sorted(d1.free_symbols | d2.free_symbols, key=str)
-    ratios = []
-    for k in range(len(_POINTS)):
-        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
-        try:
-            x, y = sympy.N(d1.subs(subs), 30), sympy.N(d2.subs(subs), 30)
-        except (MemoryError, RecursionError):
-            raise
-        except Exception:  # noqa: BLE001
-            continue
-        if not (x.is_number and y.is_number) or y == 0 or x.has(sympy.zoo, sympy.nan) or y.has(sympy.zoo, sympy.nan):
-            continue
-        ratios.append(x / y)
-    if not ratios:
-        return None
-    first = ratios[0]
-    if any(abs(r - first) > sympy.Float("1e-12") * max(abs(first), 1) for r in ratios[1:]):
-        return False
-    return sympy.nsimplify(first, rational=True) if abs(first) > sympy.Float("1e-12") else sympy.Integer(0)
-
-
-def _relation_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
-    import sympy
-
-    if not (a.is_Relational and b.is_Relational):
-        return False  # assignments were unwrapped in text already; an equation is not a value
-    if type(a) is not type(b):
-        if isinstance(a, sympy.Equality) or isinstance(b, sympy.Equality):
-            return False
-        b = b.reversed  # x < 3 is 3 > x
-        if type(a) is not type(b):
-            return False
-    d1, d2 = a.lhs - a.rhs, b.lhs - b.rhs
-    if d1 == 0 or d2 == 0:
-        return bool(d1 == d2 and a == b)
-    if policy.form == "structural":
-        return bool(a == b)
-    # Equal as equations/inequalities when one difference is a constant multiple of the other
-    # (positive for inequalities). Two equations that both end in "= 0" are therefore compared
-    # by their left sides, never by the zero they share.
-    ratio = _constant_ratio(d1, d2)
-    if ratio is None:
-        ratio = sympy.simplify(d1 / d2)
-    if ratio is False or ratio.free_symbols or not ratio.is_number or ratio == 0 or not ratio.is_finite:
-        return False
-    if not isinstance(a, sympy.Equality) and not (ratio.is_positive):
-        return False
-    return True
 
 
 def _apply_flags(value: Any, c: Cleaned, policy: MathPolicy, percent_mode: str) -> Any:
     if c.degrees and policy.angles == "degrees":
         import sympy
 
-        value = _sym(value) * sympy.pi / 180
+        value = sym(value) * sympy.pi / 180
     if c.percent and percent_mode == "fraction":
-        value = value / 100 if isinstance(value, Fraction) else _sym(value) / 100
+        value = value / 100 if isinstance(value, Fraction) else sym(value) / 100
     return value
 
 
-_ASSIGN = re.compile(r"^\s*([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?|\\[a-zA-Z]+)\s*=\s*([^=<>]+)$")
-
-
 def _scalar_text(s: str, policy: MathPolicy) -> str:
+    """The value of a labelled scalar (``f(2) = 6`` -> ``6``) under the ``assignment`` policy."""
     if policy.assignment:
-        m = _ASSIGN.match(s)
-        if m:
-            return m.group(2).strip()
+        lab = forms.split_label(s)
+        if lab:
+            return lab[1]
     return s
 
 
-def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
-    cg, cp = clean(g), clean(p)
-    if cp.hedged:
+def _labels_differ(g: str, p: str, policy: MathPolicy) -> bool:
+    """Both sides name the value and the names differ (``x = 3`` does not answer ``y = 3``)."""
+    if not policy.assignment:
         return False
+    lg, lp = forms.split_label(g), forms.split_label(p)
+    return bool(lg and lp and forms.norm_label(lg[0]) != forms.norm_label(lp[0]))
+
+
+def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
+    cg, cp = clean(g, policy.decimal_comma), clean(p, policy.decimal_comma)
+    if cp.hedged or (cg.unit and cp.unit and cg.unit != cp.unit) or _labels_differ(cg.text, cp.text, policy):
+        return False
+    bg, bp = _numeral(cg.text), _numeral(cp.text)
+    if bg or bp:  # 1011_2 is digits in a base, not 1011 with a subscript
+        return bg == bp
     tg, tp = _TIME.match(cg.text), _TIME.match(cp.text)
     if tg or tp:  # 12:00 is a time, not 12/0
         return bool(tg and tp and [int(x or 0) for x in tg.groups()] == [int(x or 0) for x in tp.groups()])
@@ -354,12 +196,23 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     pv = parse_scalar(_scalar_text(cp.text, policy))
     modes = ("strip", "fraction") if policy.percent == "either" else (policy.percent,)
     for mode in modes:
-        if _expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
+        if expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
             return True
     if "=" in cg.text and "=" in cp.text and (gv is not parse_scalar(cg.text) or pv is not parse_scalar(cp.text)):
         # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
-        return _expr_equal(parse_scalar(cg.text), parse_scalar(cp.text), policy)
+        return expr_equal(parse_scalar(cg.text), parse_scalar(cp.text), policy)
     return False
+
+
+def _numeral(s: str) -> tuple[str, int] | None:
+    """A numeral written in a base other than ten (``1011_2``, ``2A_{12}``); ``123_{10}`` is
+    plain 123. Letters alone (``a_3``) are a name, not a numeral."""
+    b = forms.based_numeral(s)
+    if not b or not (any(ch.isdigit() for ch in b[0]) or b[0] == s.split("_")[0]):
+        return None
+    if b[1] == 10 and b[0].isdigit():
+        return None
+    return b
 
 
 def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPolicy) -> bool:
@@ -376,16 +229,40 @@ def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPol
     return True
 
 
+def _record(n: Node) -> bool:
+    """A list or tuple whose items all carry distinct labels (``x = 2, y = 3``)."""
+    return n.kind in ("list", "seq") and len(n.items) > 1 and all(c.label for c in n.items) and len({c.label for c in n.items}) == len(n.items)
+
+
+def _unlabelled(n: Node) -> Node:
+    return replace(n, label="") if n.label else n
+
+
 def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
+    if g.label and p.label and g.label != p.label:
+        return False  # restated labels must match: "a_{38} = 19" does not answer a_{37}
+    if _record(g) and _record(p):  # both give labels: match label by label, in any order
+        by_label = {c.label: c for c in p.items}
+        return set(by_label) == {c.label for c in g.items} and all(_node_equal(_unlabelled(c), _unlabelled(by_label[c.label]), policy) for c in g.items)
+    if (_record(g) or _record(p)) and {g.kind, p.kind} <= {"list", "seq"} and "[" not in g.brackets + p.brackets:
+        # labels on one side only: the values in the gold's order
+        return len(g.items) == len(p.items) and all(_node_equal(_unlabelled(x), _unlabelled(y), policy) for x, y in zip(g.items, p.items, strict=True))
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
+    if g.kind == "list" and p.kind == "set":
+        p = replace(p, kind="list")  # a set for a list: compared in the order it is written
+    if {g.kind, p.kind} == {"matrix", "scalar"} and "\\begin" in (g.value + p.value):
+        # matrix arithmetic (2\\begin{pmatrix}...\\end{pmatrix}, a product): evaluate both
+        return expr_equal(parse_scalar(to_latex(g.value)), parse_scalar(to_latex(p.value)), policy)
     if g.kind != p.kind:
         return False
     if g.kind == "scalar":
         return _scalar_equal(g.value, p.value, policy)
     if len(g.items) != len(p.items):
         return False
-    if g.kind in ("set", "union") or (g.kind == "list" and not policy.ordered_lists):
+    solutions = g.kind == "list" and all(c.kind == "seq" and c.brackets == "()" for c in g.items)
+    if g.kind in ("set", "union") or solutions or (g.kind == "list" and not policy.ordered_lists):
+        # a list of points or solution pairs has no order either: (1,2), (3,4) is (3,4), (1,2)
         return _match_unordered(g.items, p.items, policy)
     if g.kind == "seq" and g.brackets != p.brackets:
         return False
@@ -393,17 +270,21 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
 
 
 @lru_cache(maxsize=8192)
-def parse_answer(text: str, assignment: bool = True) -> Node:
+def parse_answer(text: str, assignment: bool = True, decimal_comma: bool = False, alternatives: bool = False) -> Node:
     """Clean and structure an answer, parsing every scalar (so a bad ground truth fails here,
     once, and is cached). With ``assignment``, ``n = 1, 2, 3`` and ``D = (0, 1)`` are their
-    right-hand sides."""
-    c = clean(text)
+    right-hand sides. With ``alternatives`` (a ground truth), ``(11,7) or (7,11)`` lists every
+    solution: a set, all of which an answer must give."""
+    c = clean(text, decimal_comma)
     if c.degrees or c.percent:
         node = Node("scalar", value=text.strip())
     else:
         body = c.text
-        m = _ASSIGN.match(body) if assignment else None
-        node = structure(m.group(2).strip() if m else body)
+        if alternatives and c.hedged:
+            body = OR_WORD.sub(", ", body)
+        node = structure(body, assignment)
+        if alternatives and c.hedged and node.kind == "list":
+            node = replace(node, kind="set")
     _parse_leaves(node)
     return node
 
@@ -427,9 +308,13 @@ def _sympy() -> Any:
 def _parse_leaves(node: Node) -> None:
     if node.kind == "scalar":
         c = clean(node.value)
+        if _TIME.match(c.text) or _numeral(c.text):
+            return
         parse_scalar(_scalar_text(c.text, MathPolicy()))
         parse_scalar(c.text)
         return
+    if node.kind == "matrix" and node.value:
+        parse_scalar(to_latex(node.value))
     for child in node.items:
         _parse_leaves(child)
 
@@ -437,23 +322,27 @@ def _parse_leaves(node: Node) -> None:
 def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
     ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
+    problem = gold_problem(gold, policy)
+    if problem:
+        return "gold_unparseable", problem
+    g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
     try:
-        g = parse_answer(gold, policy.assignment)
-    except ParseFailure as exc:
-        return "gold_unparseable", str(exc)
-    if _undefined(g, policy):
-        return "gold_unparseable", "the ground truth is undefined (a division by zero)"
-    try:
-        cp = clean(pred)
+        cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
+    if cg.unit and cp.unit and cg.unit != cp.unit:
+        return "unequal", f"another unit ({' '.join(cp.unit)}, expected {' '.join(cg.unit)})"
     if cp.hedged:
         if g.kind not in ("list", "set"):
             return "unequal", "hedged answer (several alternatives)"
         # "x = -2 or x = 3" answers "find all solutions" as a list, not as a hedge.
         pred = OR_WORD.sub(", ", pred)
+    if policy.chained and "=" not in cg.text:
+        eq = forms.top_equals(cp.text)
+        if len(eq) >= 2 or (len(eq) == 1 and not forms.split_label(cp.text)):
+            pred = cp.text[eq[-1] + 1 :]  # "x = 2 + 3 = 5": the last side counts (opt-in)
     try:
-        p = parse_answer(pred, policy.assignment)
+        p = parse_answer(pred, policy.assignment, policy.decimal_comma)
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     try:
@@ -477,12 +366,26 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     return "unequal", ""
 
 
+def gold_problem(gold: str, policy: MathPolicy | None = None) -> str | None:
+    """Why a ground truth cannot be compared (it does not parse, or it is undefined), or None.
+    Runs the same parse as a comparison, so a gold that passes here never turns every sample
+    of its prompt into an ``error`` at training time."""
+    policy = policy or MathPolicy()
+    try:
+        g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
+    except ParseFailure as exc:
+        return str(exc)
+    if _undefined(g, policy):
+        return "the ground truth is undefined (a division by zero)"
+    return None
+
+
 def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
     """Decide cheaply in the calling process when both sides are plain rationals (integers,
     decimals, ``a/b``, ``\\frac{a}{b}``); None means "ask a worker". Bounded: linear regexes on
     at most ``MAX_ANSWER_CHARS`` characters and ``Fraction`` arithmetic on at most 200 digits."""
     try:
-        cg, cp = clean(gold), clean(pred)
+        cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
     except ParseFailure:
         return None
     if cg.degrees or cp.degrees or cg.percent or cp.percent or cp.hedged or policy.form == "structural":
@@ -490,6 +393,8 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
     g, p = fast_rational(_scalar_text(cg.text, policy)), fast_rational(_scalar_text(cp.text, policy))
     if g is None or p is None:
         return None
+    if (cg.unit and cp.unit and cg.unit != cp.unit) or _labels_differ(cg.text, cp.text, policy):
+        return False  # 12 cm is not 12 m; x = 3 is not y = 3
     if policy.rel_tol > 1e-9 or policy.abs_tol > 0:
         return abs(g - p) <= max(Fraction(policy.abs_tol), Fraction(policy.rel_tol) * max(abs(g), abs(p)))
     return g == p

@@ -29,7 +29,7 @@ class _Unsupported(Exception):
     pass
 
 
-def _tokens(s: str) -> list[tuple[str, str]]:
+def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
     out = []
     pos = 0
     s = s.rstrip()
@@ -48,8 +48,8 @@ def _tokens(s: str) -> list[tuple[str, str]]:
                 raise _Unsupported()
             out.append(("cmd", cmd))
         elif letter is not None:
-            if letter.isupper() or letter == "i":
-                raise _Unsupported()  # I, E, ... and the imaginary unit: let the grammar decide
+            if letter.isupper() or (letter == "i" and not imaginary):
+                raise _Unsupported()  # I, E, ... and an index i: let the grammar decide
             out.append(("var", letter))
         else:
             if other not in "+-*/^(){}[]=":
@@ -67,13 +67,19 @@ def _tokens(s: str) -> list[tuple[str, str]]:
 
 
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+    def __init__(self, tokens: list[tuple[str, str]], imaginary: bool = False) -> None:
         import sympy
 
         self.sp = sympy
+        self.imaginary = imaginary
         self.t = tokens
         self.i = 0
         self.depth = 0
+
+    def var(self, v: str) -> Any:
+        if v == "i" and self.imaginary:
+            return self.sp.I
+        return self.sp.E if v == "e" else self.sp.Symbol(v)
 
     def peek(self) -> tuple[str, str] | None:
         return self.t[self.i] if self.i < len(self.t) else None
@@ -157,7 +163,7 @@ class _Parser:
                 if kind == "num" and len(v) == 1:
                     exp = self.sp.Integer(int(v))
                 elif kind == "var":
-                    exp = self.sp.Symbol(v)
+                    exp = self.var(v)
                 elif (kind, v) == ("cmd", "\\pi"):
                     exp = self.sp.pi
                 else:
@@ -180,7 +186,7 @@ class _Parser:
         if kind == "num" and len(v) == 1:
             return self.sp.Integer(int(v))
         if kind == "var":
-            return self.sp.Symbol(v)
+            return self.var(v)
         raise _Unsupported()
 
     def primary(self) -> Any:
@@ -189,7 +195,7 @@ class _Parser:
         if kind == "num":
             return sp.Rational(v)
         if kind == "var":
-            return sp.E if v == "e" else sp.Symbol(v)
+            return self.var(v)
         if kind == "cmd":
             if v == "\\pi":
                 return sp.pi
@@ -215,14 +221,15 @@ class _Parser:
         raise _Unsupported()
 
 
-def parse(s: str) -> Any:
-    """The sympy value of ``s``, or None when it is outside the subset."""
+def parse(s: str, imaginary: bool = False) -> Any:
+    """The sympy value of ``s``, or None when it is outside the subset. With ``imaginary``, the
+    letter ``i`` is the imaginary unit (the caller decides: ``rlvr.rewards.mathcore.imaginary``)."""
     if len(s) > MAX_CHARS or not s.strip():
         return None
     try:
-        tokens = _tokens(s)
+        tokens = _tokens(s, imaginary)
         if not tokens:
             return None
-        return _Parser(tokens).relation()
+        return _Parser(tokens, imaginary).relation()
     except (_Unsupported, RecursionError, ZeroDivisionError, ValueError, TypeError):
         return None

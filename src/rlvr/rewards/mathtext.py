@@ -8,8 +8,10 @@ steps and policies are described in ``rlvr.rewards.mathcore``, which builds on t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
+
+from . import mathforms as forms
 
 MAX_ANSWER_CHARS = 1000
 MAX_DEPTH = 40
@@ -25,6 +27,7 @@ class Cleaned:
     degrees: bool = False
     percent: bool = False
     hedged: bool = False
+    unit: tuple[str, ...] = ()
 
 
 # -- 1. clean ----------------------------------------------------------------------------------
@@ -37,25 +40,28 @@ _PLAIN_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*\.?$")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\}|\\,| |\u2009|\u202f)\d{3})+(?:\.\d+)?$")
 _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
 OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
-_IN = re.compile(r"^[a-zA-Z]\s*\\in\s*")
+_IN = re.compile(r"^(.{1,40}?)\s*\\in(?![a-zA-Z])\s*")
 _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
-_PM = re.compile(r"^(.*?)\\pm(.*)$")
 _TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
-def clean(text: str) -> Cleaned:
+def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     s = text.strip()
     if len(s) > MAX_ANSWER_CHARS:
         raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
-    for pre, post in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+    for pre, post in (("$$", "$$"), ("\\(", "\\)"), ("\\[", "\\]")):
         if len(s) >= len(pre) + len(post) and s.startswith(pre) and s.endswith(post):
             s = s[len(pre) : len(s) - len(post)].strip()
             break
+    s = forms.strip_money(s)  # $...$ delimiters, \$ and a lone currency $
     if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
         s = s[len("\\boxed{") : -1].strip()
-    if _THOUSANDS.match(s):  # before spacing commands go: "1\\,000" and "1 000" are one number
+    s = forms.join_math_thousands(s)
+    if decimal_comma:
+        s = forms.decimal_commas(s)
+    elif _THOUSANDS.match(s):  # before spacing commands go: "1\\,000" and "1 000" are one number
         s = re.sub(r"\{,\}|,|\\,| |\u2009|\u202f", "", s)
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cfrac", "\\frac").replace("\\$", "").replace("−", "-")
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cfrac", "\\frac").replace("−", "-")
     s = _DROP.sub(" ", s).strip()
     hedged = bool(_HEDGE.search(s.replace("\\text{", " ").replace("}", " ")))
     degrees = bool(_DEGREE.search(s))
@@ -66,18 +72,23 @@ def clean(text: str) -> Cleaned:
         s = s[:-1].rstrip()
     # A trailing \text{...} after something else is a unit ("5 \text{ cm}"); a lone \text{A} is
     # the answer itself.
+    unit: tuple[str, ...] = ()
     m = _TEXT_UNIT_END.search(s)
     if m and s[: m.start()].strip():
+        unit = forms.unit_key(m.group(0))
         s = s[: m.start()].strip()
     s = _TEXT.sub(lambda mm: mm.group(1), s).strip()
     m2 = _PLAIN_UNIT.match(s)
     if m2 and not hedged:
+        unit = forms.unit_key(s[m2.end(1) :])
         s = m2.group(1)
-    if _THOUSANDS.match(s):
+    if _THOUSANDS.match(s) and not decimal_comma:
         s = s.replace("{,}", "").replace(",", "")
     s = _AND.sub(", ", s)
-    s = _IN.sub("", s)
-    return Cleaned(s, degrees, percent, hedged)
+    m3 = _IN.match(s)
+    if m3 and forms.is_label(m3.group(1)):
+        s = s[m3.end() :]
+    return Cleaned(s, degrees, percent, hedged, unit)
 
 
 def _closing(s: str, i: int) -> int:
@@ -133,53 +144,89 @@ _MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\en
 @dataclass(frozen=True)
 class Node:
     """``kind`` is scalar, matrix, set, seq, list or union; ``items`` hold child nodes (rows of
-    a matrix are seq nodes) and ``value`` a scalar's text."""
+    a matrix are seq nodes) and ``value`` a scalar's text (a matrix's too, for arithmetic on
+    it). ``label`` is the name an answer gave the value (``a_3`` in ``a_3 = 2``); ``pm`` marks
+    the two readings of an item with ``\\pm``, spliced into the list or set around them."""
 
     kind: str
     items: tuple[Node, ...] = ()
     value: str = ""
     brackets: str = ""
+    label: str = ""
+    pm: bool = False
 
 
-def structure(s: str) -> Node:
+def _items(parts: list[str], labels: bool) -> tuple[tuple[Node, ...], bool]:
+    """Structure each part, splicing the two readings of a ``\\pm`` item in its place; also
+    says whether any was spliced (then the collection has no order)."""
+    out: list[Node] = []
+    spliced = False
+    for p in parts:
+        node = structure(p, labels)
+        if node.pm:
+            out.extend(replace(c, label=c.label or node.label) for c in node.items)
+            spliced = True
+        else:
+            out.append(node)
+    return tuple(out), spliced
+
+
+def _split_items(s: str) -> list[str]:
+    """Top-level items: ``;`` separates when present (``p=5,q=2;p=7,q=2``), else ``,``."""
+    items = split_top(s, ";")
+    if len(items) > 1:
+        return [p for p in items if p]
+    return split_top(s, ",")
+
+
+def structure(s: str, labels: bool = True) -> Node:
+    """The shape of an answer. With ``labels``, ``name = value`` parts carry their name."""
     s = s.strip()
     if not s:
         raise ParseFailure("empty answer")
     if _depth(s) > MAX_DEPTH:
         raise ParseFailure(f"brackets nested more than {MAX_DEPTH} deep")
-    m = _PM.match(s)
-    if m and "\\pm" not in m.group(2) and m.group(2).strip():
-        # a \pm b is the set {a - b, a + b}; \pm b is {-b, b}.
-        a, b = m.group(1).strip(), m.group(2).strip()
-        items = (f"-({b})", f"{b}") if not a else (f"{a}-({b})", f"{a}+({b})")
-        return Node("set", tuple(Node("scalar", value=x) for x in items))
+    lab = forms.split_label(s) if labels else None
+    if lab:
+        node = structure(lab[1], labels)
+        names = forms.tuple_labels(lab[0])
+        if names and node.kind == "seq" and len(names) == len(node.items):
+            return replace(node, items=tuple(replace(c, label=n) for c, n in zip(node.items, names, strict=True)))
+        return replace(node, label=forms.norm_label(lab[0]))
     m = _MATRIX.match(s)
-    if m:
+    if m and "\\begin" not in m.group(2):  # one matrix, not a product of two
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
-        return Node("matrix", tuple(Node("seq", tuple(structure(c) for c in r.split("&")), brackets="[]") for r in rows))
+        return Node("matrix", tuple(Node("seq", tuple(structure(c, labels) for c in r.split("&")), brackets="[]") for r in rows), value=s)
     if s.startswith("\\{") and s.endswith("\\}"):
-        inner = s[2:-2]
-        return Node("set", tuple(structure(p) for p in split_top(inner, ",") if p))
+        return Node("set", _items(_split_items(s[2:-2]), labels)[0])
     parts = split_top(s, "\\cup")
     if len(parts) > 1:
-        return Node("union", tuple(structure(p) for p in parts))
+        return Node("union", tuple(structure(p, labels) for p in parts))
+    single = len(split_top(s, ",")) == 1 and len(split_top(s, ";")) == 1
+    if single and forms.has_pm(s):
+        # a \pm b is the set {a + b, a - b}: both readings, as whole texts (so precedence is
+        # the parser's: \frac{-1 \pm \sqrt{13}}{4} is two fractions).
+        plus, minus = forms.expand_pm(s)
+        return Node("set", (structure(plus, labels), structure(minus, labels)), pm=True)
     if s[0] in "([" and s[-1] in ")]" and _closing(s, 0) == len(s) - 1:
-        items = split_top(s[1:-1], ",")
+        items = _split_items(s[1:-1])
         if len(items) == 1:
-            return structure(items[0]) if s[0] == "(" or s[-1] == "]" else Node("scalar", value=s)
-        return Node("seq", tuple(structure(p) for p in items), brackets=s[0] + s[-1])
+            return structure(items[0], labels) if s[0] == "(" or s[-1] == "]" else Node("scalar", value=s)
+        return Node("seq", tuple(structure(p, labels) for p in items), brackets=s[0] + s[-1])
     if s[0] == "{" and _closing(s, 0) == len(s) - 1:
         items = split_top(s[1:-1], ",")
         if len(items) > 1:
-            return Node("set", tuple(structure(p) for p in items))
-    items = split_top(s, ",")
+            return Node("set", _items(items, labels)[0])
+    items = _split_items(s)
     if len(items) > 1:
         if any(not p for p in items):
             raise ParseFailure("empty item in a list")
-        return Node("list", tuple(structure(p) for p in items))
-    items = split_top(s, ";")
-    if len(items) > 1:
-        return Node("list", tuple(structure(p) for p in items if p))
+        nodes, spliced = _items(items, labels)
+        return Node("set" if spliced else "list", nodes)
+    iv = forms.interval_text(s) if labels else None
+    if iv:
+        label, brackets, low, high = iv
+        return Node("seq", (structure(low, labels), structure(high, labels)), brackets=brackets, label=forms.norm_label(label))
     return Node("scalar", value=s)
 
 
@@ -190,10 +237,13 @@ _FRAC = re.compile(r"^([+-]?)\\frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s
 
 
 def fast_rational(s: str) -> Fraction | None:
-    """A plain rational literal as an exact ``Fraction``, or None (then sympy parses it)."""
+    """A plain rational literal as an exact ``Fraction``, or None (then sympy parses it).
+    Repeating decimals (``0.1\\overline{6}``) are rationals too."""
     s = s.strip()
     if len(s) > 200:
         return None
+    if "\\overline" in s:
+        return forms.repeating_decimal(s)
     if _DECIMAL.match(s):
         return Fraction(s)
     m = _SLASH.match(s)

@@ -1,0 +1,248 @@
+"""Answer forms that need reading before any math: money, MATH's thousands, labels, inequalities,
+``\\pm``, repeating decimals, units, numerals in a base.
+
+Pure string work with linear-time regexes on text that ``mathtext.clean`` has already capped at
+``MAX_ANSWER_CHARS``; ``mathtext`` and ``mathcore`` call these. Each rule is written so that a
+near miss stays a different answer:
+
+- ``32,\\!349`` (MATH's thousands separator) is 32349, so ``32.349`` stays another number.
+- A *label* is a name: a letter or Greek letter with a subscript (``a_{37}``), a function value
+  (``f(2)``), a modulus (``|AB|``), points (``AB``, ``m\\angle ABC``), a ratio of those
+  (``A:B``) or a tuple of those (``(p,q)``). ``2x = 5`` and ``x^2 = 4`` are equations, not
+  labelled values: a coefficient or an operator on the left changes what the value means.
+- An inequality in one label is an interval: ``2 \\le x \\le 5`` is ``[2, 5]``, ``x > 3`` is
+  ``(3, \\infty)``; the strictness of each side decides its bracket.
+- ``a \\pm b`` is the two values ``a + b`` and ``a - b``; every ``\\pm`` in one item takes the
+  same sign and ``\\mp`` the other (the linked reading: ``(\\pm 1, \\pm 2)`` is two points,
+  not four).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+# -- money and separators -------------------------------------------------------------------------
+_MATH_THOUSANDS = re.compile(r"(\d),\\!\s*(?=\d{3}(?!\d))")
+_LONE_DOLLAR_START = re.compile(r"^\$\s*(?=[-+]?[\d.])")
+_LONE_DOLLAR_END = re.compile(r"(?<=[\d.])\s*\$$")
+_DECIMAL_COMMA = re.compile(r"(?<![\d.])(\d+)(?:,|\{,\})(\d+)(?![\d,])")
+
+
+def strip_money(s: str) -> str:
+    """Drop ``\\$`` everywhere, ``$…$`` used as inline math delimiters (an even count), and a
+    lone ``$`` next to a number (``$1,000.99``, ``1,000.99$``)."""
+    s = s.replace("\\$", "")
+    count = s.count("$")
+    if count >= 2 and count % 2 == 0:
+        return s.replace("$", " ").strip()
+    if count == 1:
+        s = _LONE_DOLLAR_START.sub("", s)
+        s = _LONE_DOLLAR_END.sub("", s)
+    return s.strip()
+
+
+def join_math_thousands(s: str) -> str:
+    """``32,\\! 349`` -> ``32349``: MATH marks a thousands comma with a negative thin space."""
+    return _MATH_THOUSANDS.sub(r"\1", s)
+
+
+def decimal_commas(s: str) -> str:
+    """``1000,99`` and ``1{,}5`` -> ``1000.99`` and ``1.5`` (the opt-in ``decimal_comma``)."""
+    return _DECIMAL_COMMA.sub(r"\1.\2", s)
+
+
+# -- repeating decimals -------------------------------------------------------------------------
+_REPEATING = re.compile(r"^([+-]?)(\d*)\.(\d*)\\overline\s*\{(\d{1,60})\}$")
+
+
+def repeating_decimal(s: str) -> Fraction | None:
+    """``0.1\\overline{6}`` -> 1/6, exactly; None when ``s`` is not one."""
+    m = _REPEATING.match(s)
+    if not m or len(m.group(2)) > 100 or len(m.group(3)) > 100:
+        return None
+    sign, whole, fixed, period = m.groups()
+    value = Fraction(int(whole or "0"))
+    value += Fraction(int(fixed or "0"), 10 ** len(fixed)) if fixed else 0
+    value += Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+    return -value if sign == "-" else value
+
+
+# -- numerals in a base ---------------------------------------------------------------------------
+_BASED = re.compile(r"^([0-9A-Za-z]+)_\{?\s*(\d{1,2})\s*\}?$")
+
+
+def based_numeral(s: str) -> tuple[str, int] | None:
+    """``1011_2`` -> ("1011", 2): digits and base compare exactly (``1011_3`` is another
+    numeral, which the LaTeX grammar would read as 1011 with a subscript dropped)."""
+    m = _BASED.match(s.replace(" ", ""))
+    if not m:
+        return None
+    return m.group(1).upper(), int(m.group(2))
+
+
+# -- units --------------------------------------------------------------------------------------
+_UNIT_ALIASES = {
+    "inch": "in", "inches": "in", "in": "in", "foot": "ft", "feet": "ft", "ft": "ft",
+    "meter": "m", "meters": "m", "metre": "m", "metres": "m", "m": "m",
+    "centimeter": "cm", "centimeters": "cm", "cm": "cm", "millimeter": "mm", "millimeters": "mm", "mm": "mm",
+    "kilometer": "km", "kilometers": "km", "km": "km", "mile": "mi", "miles": "mi", "mi": "mi",
+    "yard": "yd", "yards": "yd", "yd": "yd", "hour": "h", "hours": "h", "hr": "h", "hrs": "h", "h": "h",
+    "minute": "min", "minutes": "min", "min": "min", "mins": "min",
+    "second": "s", "seconds": "s", "sec": "s", "secs": "s", "s": "s",
+    "dollar": "usd", "dollars": "usd", "cent": "cent", "cents": "cent",
+    "degree": "deg", "degrees": "deg", "unit": "unit", "units": "unit", "square": "sq", "sq": "sq",
+    "cubic": "cu", "pound": "lb", "pounds": "lb", "lb": "lb", "lbs": "lb", "ounce": "oz", "ounces": "oz", "oz": "oz",
+    "gram": "g", "grams": "g", "g": "g", "kilogram": "kg", "kilograms": "kg", "kg": "kg",
+    "liter": "l", "liters": "l", "litre": "l", "litres": "l", "l": "l", "day": "day", "days": "day",
+    "week": "week", "weeks": "week", "year": "year", "years": "year", "mph": "mph",
+}
+_WORD = re.compile(r"[a-z]+|\d")
+
+
+def unit_key(text: str) -> tuple[str, ...]:
+    """A unit's words, normalised (``inches`` and ``in`` are one unit; ``cm^2`` keeps its 2)."""
+    words = _WORD.findall(re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", text.lower()))
+    out = []
+    for w in words:
+        if w in _UNIT_ALIASES:
+            out.append(_UNIT_ALIASES[w])
+        else:
+            out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
+    return tuple(out)
+
+
+# -- labels -------------------------------------------------------------------------------------
+_GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|varepsilon|theta|vartheta|lambda|mu|nu|xi|rho|sigma|tau|phi|varphi|chi|psi|omega)(?![a-zA-Z])"
+_NAME = rf"(?:[a-zA-Z]|{_GREEK})(?:_(?:[a-zA-Z0-9]|\{{[a-zA-Z0-9,]{{1,8}}\}}))?'*"
+_POINTS = r"(?:m?\\angle\s*)?[A-Z]{2,4}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
+_ATOM = rf"(?:{_POINTS}|{_NAME}\([^()=<>]{{1,20}}\)|\|(?:{_NAME}|[A-Z]{{2,4}})\||{_NAME})"
+LABEL = re.compile(rf"^\s*(?:{_ATOM}(?:\s*:\s*{_ATOM})*|\(\s*{_ATOM}(?:\s*,\s*{_ATOM})+\s*\))\s*$")
+_TUPLE_LABEL = re.compile(rf"^\s*\(\s*({_ATOM}(?:\s*,\s*{_ATOM})+)\s*\)\s*$")
+
+
+def is_label(s: str) -> bool:
+    return len(s) <= 60 and bool(LABEL.match(s))
+
+
+def norm_label(s: str) -> str:
+    """Spaces and braces around a subscript do not change a label: ``a_{37}`` is ``a_37``."""
+    return re.sub(r"_\{(\w+)\}", r"_\1", re.sub(r"\s+", "", s))
+
+
+def tuple_labels(label: str) -> list[str] | None:
+    """``(p, q)`` -> ["p", "q"]; None for a label that is not a tuple."""
+    m = _TUPLE_LABEL.match(label)
+    if not m:
+        return None
+    from .mathtext import split_top
+
+    return [norm_label(x) for x in split_top(m.group(1), ",")]
+
+
+def top_equals(s: str) -> list[int]:
+    """Offsets of ``=`` outside brackets (``\\le``-style relations are not ``=``)."""
+    out, depth = [], 0
+    for i, c in enumerate(s):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "=" and depth == 0 and (i == 0 or s[i - 1] not in "<>!\\") and (i + 1 == len(s) or s[i + 1] != "="):
+            out.append(i)
+    return out
+
+
+def split_label(s: str) -> tuple[str, str] | None:
+    """``LABEL = value`` -> (label, value) for exactly one top-level ``=`` with a label on its
+    left; None otherwise (``2x = 5`` is an equation, ``a = b = 3`` a chain)."""
+    eq = top_equals(s)
+    if len(eq) != 1:
+        return None
+    lhs, rhs = s[: eq[0]], s[eq[0] + 1 :]
+    if not rhs.strip() or not is_label(lhs):
+        return None
+    return lhs.strip(), rhs.strip()
+
+
+# -- inequalities as intervals --------------------------------------------------------------------
+_REL = re.compile(r"\\leqslant|\\geqslant|\\leq(?![a-zA-Z])|\\geq(?![a-zA-Z])|\\le(?![a-zA-Z])|\\ge(?![a-zA-Z])|<=|>=|<|>|≤|≥")
+_LESS = {"<": False, "\\le": True, "\\leq": True, "\\leqslant": True, "<=": True, "≤": True}
+_MORE = {">": False, "\\ge": True, "\\geq": True, "\\geqslant": True, ">=": True, "≥": True}
+
+
+def _split_relations(s: str) -> tuple[list[str], list[str]] | None:
+    parts, ops, depth, start, i = [], [], 0, 0, 0
+    while i < len(s):
+        c = s[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            m = _REL.match(s, i)
+            if m:
+                parts.append(s[start:i].strip())
+                ops.append(m.group(0))
+                i = start = m.end()
+                continue
+        i += 1
+    parts.append(s[start:].strip())
+    if not ops or any(not p for p in parts):
+        return None
+    return parts, ops
+
+
+def interval_text(s: str) -> tuple[str, str, str, str] | None:
+    """An inequality in one label as ``(label, brackets, low, high)``: ``2 \\le x < 5`` ->
+    ("x", "[)", "2", "5"); ``x > 3`` -> ("x", "()", "3", "\\infty"). None when ``s`` is not one
+    (two labels, mixed directions, more than two relations)."""
+    split = _split_relations(s)
+    if split is None:
+        return None
+    parts, ops = split
+    if len(ops) == 2:
+        a, label, b = parts
+        if not is_label(label) or is_label(a) and not _plain(a) or is_label(b) and not _plain(b):
+            return None
+        if all(o in _LESS for o in ops):
+            return label, ("[" if _LESS[ops[0]] else "(") + ("]" if _LESS[ops[1]] else ")"), a, b
+        if all(o in _MORE for o in ops):
+            return label, ("[" if _MORE[ops[1]] else "(") + ("]" if _MORE[ops[0]] else ")"), b, a
+        return None
+    if len(ops) != 1:
+        return None
+    lhs, rhs = parts
+    op = ops[0]
+    if is_label(lhs) and not is_label(rhs):
+        label, bound, upper = lhs, rhs, op in _LESS  # x < 3: 3 bounds x from above
+    elif is_label(rhs) and not is_label(lhs):
+        label, bound, upper = rhs, lhs, op in _MORE  # 3 > x: the same
+    else:
+        return None
+    closed = _LESS.get(op, _MORE.get(op, False))
+    if upper:
+        return label, "(" + ("]" if closed else ")"), "-\\infty", bound
+    return label, ("[" if closed else "(") + ")", bound, "\\infty"
+
+
+def _plain(s: str) -> bool:
+    """A single-letter bound such as ``a`` in ``a \\le x \\le b`` (still a bound, not the label)."""
+    return bool(re.fullmatch(r"[a-zA-Z]", s.strip()))
+
+
+# -- plus-minus --------------------------------------------------------------------------------
+_PM = re.compile(r"\\pm(?![a-zA-Z])\s*")
+_MP = re.compile(r"\\mp(?![a-zA-Z])\s*")
+
+
+def has_pm(s: str) -> bool:
+    return bool(_PM.search(s) or _MP.search(s))
+
+
+def expand_pm(s: str) -> tuple[str, str]:
+    """The two readings of an item with ``\\pm``: every ``\\pm`` ``+`` (``\\mp`` ``-``), then the
+    other way round."""
+    plus = _MP.sub("-", _PM.sub("+", s))
+    minus = _MP.sub("+", _PM.sub("-", s))
+    return plus, minus

@@ -1,0 +1,207 @@
+"""Whether two sympy values are equal: exact for rationals, relative for other numbers, sample
+points for expressions, a constant ratio for equations and inequalities.
+
+The rules are described in ``rlvr.rewards.mathcore`` (step 4). Runs only in the worker processes
+of ``rlvr.rewards.math``; sympy is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .mathcore import MathPolicy
+
+_POINTS = (Fraction(37, 100), Fraction(171, 100), Fraction(-53, 100), Fraction(29, 10), Fraction(-13, 7))
+
+
+def sym(v: Any) -> Any:
+    import sympy
+
+    return sympy.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else v
+
+
+def _num_close(a: Any, b: Any, policy: MathPolicy) -> bool | None:
+    """Numeric closeness of two sympy numbers; None when they do not evaluate to numbers."""
+    import sympy
+
+    try:
+        x, y = sympy.N(a, 30), sympy.N(b, 30)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001
+        return None
+    if not (x.is_number and y.is_number):
+        return None
+    xr, xi = x.as_real_imag()
+    yr, yi = y.as_real_imag()
+    vals = [xr, xi, yr, yi]
+    if not all(v.is_finite and v.is_Number for v in vals):
+        if all(v.is_Number or v.is_infinite for v in vals):
+            return bool(xr == yr and xi == yi)
+        return None
+    diff = abs(sympy.Float(xr - yr, 30)) + abs(sympy.Float(xi - yi, 30))
+    scale = max(abs(xr) + abs(xi), abs(yr) + abs(yi))
+    return bool(diff <= max(policy.abs_tol, policy.rel_tol * scale))
+
+
+def _points_agree(d: Any, symbols: list[Any]) -> bool | None:
+    """Whether expression ``d`` is (numerically) zero at every sample point; None if undefined."""
+    import sympy
+
+    seen = False
+    for k in range(len(_POINTS)):
+        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
+        try:
+            val = sympy.N(d.subs(subs), 30)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception:  # noqa: BLE001
+            continue
+        if not val.is_number or val.has(sympy.zoo, sympy.nan):
+            continue
+        seen = True
+        if abs(val) > sympy.Float("1e-12"):
+            return False
+    return True if seen else None
+
+
+def _canonical(e: Any) -> Any:
+    """Rebuild with sympy's evaluation on (the parser builds unevaluated trees): orders sums
+    and products canonically without expanding or factoring anything."""
+    if not getattr(e, "args", None) or not hasattr(e, "func"):
+        return e
+    try:
+        return e.func(*[_canonical(x) for x in e.args])
+    except Exception:  # noqa: BLE001
+        return e
+
+
+def _too_big(expr: Any) -> bool:
+    """Whether a power in ``expr`` has a numeric exponent over 10^5 in size (its value would
+    have more digits than we can evaluate within a timeout)."""
+    import sympy
+
+    for node in sympy.preorder_traversal(expr):
+        if isinstance(node, sympy.Pow) and node.exp.is_number and node.base not in (0, 1, -1):
+            if node.exp.has(sympy.Pow) and _too_big(node.exp):
+                return True
+            try:
+                if abs(float(node.exp)) > 1e5:
+                    return True
+            except (TypeError, ValueError, OverflowError):
+                return True
+        if isinstance(node, sympy.factorial) and node.args[0].is_number:
+            try:
+                if abs(float(node.args[0])) > 1e5:
+                    return True
+            except (TypeError, ValueError, OverflowError):
+                return True
+    return False
+
+
+def expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
+    import sympy
+
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a == b
+    a, b = sym(a), sym(b)
+    if isinstance(a, sympy.Basic) and isinstance(b, sympy.Basic) and (a.is_Relational or b.is_Relational):
+        return _relation_equal(a, b, policy)
+    if isinstance(a, sympy.MatrixBase) or isinstance(b, sympy.MatrixBase):
+        if not (isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase)) or a.shape != b.shape:
+            return False
+        return all(expr_equal(x, y, policy) for x, y in zip(a, b, strict=True))
+    if isinstance(a, sympy.Set) or isinstance(b, sympy.Set):
+        return bool(a == b)
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return bool(a == b)
+    if a.has(sympy.zoo, sympy.nan) or b.has(sympy.zoo, sympy.nan):
+        return False  # undefined (a division by zero) equals nothing, not even another one
+    if policy.form == "structural":
+        a, b = _canonical(a), _canonical(b)
+        if a == b:
+            return True
+        if a.is_number and b.is_number and not a.free_symbols and a.is_Rational and b.is_Rational:
+            return bool(a == b)
+        return False
+    if a == b:
+        return True
+    symbols = sorted(a.free_symbols | b.free_symbols, key=str)
+    if _too_big(a) or _too_big(b):
+        # 10^{10^{10}} and friends: evaluating them would not finish; only identical
+        # expressions are equal.
+        return False
+    if not symbols:
+        ca, cb = _canonical(a), _canonical(b)
+        if getattr(ca, "is_Rational", False) and getattr(cb, "is_Rational", False) and policy.rel_tol <= 1e-9 and policy.abs_tol == 0:
+            return bool(ca == cb)  # exact: 8^{11} is not 8589934600, however close
+        close = _num_close(a, b, policy)
+        if close is not None:
+            return close
+        return bool(sympy.simplify(a - b) == 0)
+    d = a - b
+    agree = _points_agree(d, symbols)
+    if agree is False:
+        return False
+    if sympy.expand(d) == 0:
+        return True
+    if agree:
+        return True  # zero at every sample point: the numerical identity test
+    return bool(sympy.simplify(d) == 0)  # no sample point was defined: try to prove it
+
+
+def _constant_ratio(d1: Any, d2: Any) -> Any:
+    """``d1/d2`` when it is the same number at every sample point, False when it varies, None
+    when no sample point is defined (then simplify decides)."""
+    import sympy
+
+    symbols = sorted(d1.free_symbols | d2.free_symbols, key=str)
+    ratios = []
+    for k in range(len(_POINTS)):
+        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
+        try:
+            x, y = sympy.N(d1.subs(subs), 30), sympy.N(d2.subs(subs), 30)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception:  # noqa: BLE001
+            continue
+        if not (x.is_number and y.is_number) or y == 0 or x.has(sympy.zoo, sympy.nan) or y.has(sympy.zoo, sympy.nan):
+            continue
+        ratios.append(x / y)
+    if not ratios:
+        return None
+    first = ratios[0]
+    if any(abs(r - first) > sympy.Float("1e-12") * max(abs(first), 1) for r in ratios[1:]):
+        return False
+    return sympy.nsimplify(first, rational=True) if abs(first) > sympy.Float("1e-12") else sympy.Integer(0)
+
+
+def _relation_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
+    import sympy
+
+    if not (a.is_Relational and b.is_Relational):
+        return False  # assignments were unwrapped in text already; an equation is not a value
+    if type(a) is not type(b):
+        if isinstance(a, sympy.Equality) or isinstance(b, sympy.Equality):
+            return False
+        b = b.reversed  # x < 3 is 3 > x
+        if type(a) is not type(b):
+            return False
+    d1, d2 = a.lhs - a.rhs, b.lhs - b.rhs
+    if d1 == 0 or d2 == 0:
+        return bool(d1 == d2 and a == b)
+    if policy.form == "structural":
+        return bool(a == b)
+    # Equal as equations/inequalities when one difference is a constant multiple of the other
+    # (positive for inequalities). Two equations that both end in "= 0" are therefore compared
+    # by their left sides, never by the zero they share.
+    ratio = _constant_ratio(d1, d2)
+    if ratio is None:
+        ratio = sympy.simplify(d1 / d2)
+    if ratio is False or ratio.free_symbols or not ratio.is_number or ratio == 0 or not ratio.is_finite:
+        return False
+    if not isinstance(a, sympy.Equality) and not (ratio.is_positive):
+        return False
+    return True
