@@ -663,7 +663,7 @@ def test_every_finding_the_fixtures_produce_is_listed_in_the_help() -> None:
 
     found = {f.check for d in sorted(SYN.iterdir()) for f in diagnose(load_run(d)).findings}
     listed = EPILOG.split("variants")[0]
-    assert len(found) == 12
+    assert len(found) == 13
     assert all(name in listed for name in found)
 
 
@@ -759,3 +759,49 @@ def test_verifier_failing_only_at_the_end_of_a_long_run_is_found(tmp_path: Path)
     (f,) = diagnose(load_run(run)).findings
     assert f.check == "verifier_errors"
     assert f.numbers["mean"] < 0.05 and "over steps 401-500" in f.evidence
+
+
+# ---- a broken reward is named before anything else (issue 14) --------------------------------
+REAL = DATA / "real"
+
+
+def test_a_run_whose_every_sample_was_masked_is_named_reward_broken_with_the_rollouts_evidence() -> None:
+    d = diagnose(load_run(REAL / "reward_broken"))
+    first = d.findings[0]
+    assert first.check == "reward_broken" and first.patch is None
+    assert "rewards/masked_rate averaged 100% over steps 3-5" in first.evidence
+    assert "grad_norm was 0" in first.evidence
+    assert "16 of 16 kept samples say term 'broken': ValueError: boom" in first.evidence
+    assert "no_learning_signal" not in {f.check for f in d.findings}  # explained by the reward, not the prompts
+
+
+def test_a_non_finite_reward_is_named_reward_broken_and_the_learning_rate_is_not_blamed(tmp_path: Path) -> None:
+    d = diagnose(load_run(SYN / "reward_nonfinite"))
+    assert [f.check for f in d.findings] == ["reward_broken"]
+    assert "the reward is not a finite number: reward (step 31)" in d.findings[0].evidence
+    assert "grad_norm, loss, reward_std went non-finite too" in d.findings[0].evidence
+    with pytest.raises(ConfigError, match="reward_broken: its fix is not a config change"):
+        write_patch(d, tmp_path / "p.yaml")
+
+
+def test_a_reward_never_logged_by_a_plain_trl_run_is_reward_broken(tmp_path: Path) -> None:
+    run = tmp_path / "trl"
+    run.mkdir()
+    _write_metrics(run, [{"step": s, "loss": 0.0, "grad_norm": 0.0, "reward": None, "reward_std": None, "frac_reward_zero_std": 0.0} for s in range(1, 8)])
+    (f, *_) = diagnose(load_run(run)).findings
+    assert f.check == "reward_broken" and "reward was never logged in 7 logged steps" in f.evidence
+
+
+def test_an_eval_that_decided_nothing_is_evidence_of_a_broken_reward(tmp_path: Path) -> None:
+    run = _copy("healthy", tmp_path)
+    rows = _rows("healthy")
+    for r in rows:
+        if "eval/accuracy" in r and r["step"] >= 30:
+            r.update({"eval/n": 0, "eval/masked": 200, "eval/accuracy": 0.0})
+    _write_metrics(run, rows)
+    f = diagnose(load_run(run)).findings[0]
+    assert f.check == "reward_broken" and "held-out evals at steps 30, 40, 50, 60 decided no sample" in f.evidence
+
+
+def test_a_partly_masked_run_is_not_reward_broken() -> None:
+    assert "reward_broken" not in {f.check for f in diagnose(load_run(SYN / "verifier_errors")).findings}

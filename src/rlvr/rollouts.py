@@ -182,3 +182,36 @@ def at_step(run_dir: Path, step: int) -> list[dict[str, Any]]:
         raise RunError(f"{run_dir}: no rollouts at step {step}; kept steps: {near or 'none'}")
     newest = max(int(r["rollout"].get("session", 1)) for r in rows)
     return [r for r in rows if int(r["rollout"].get("session", 1)) == newest]
+
+
+def error_summary(run_dir: Path, step: int | None = None) -> str:
+    """The most common error among the masked rollouts of ``step`` (default: the newest step
+    with any), as one line: "at step 5, 16 of 16 kept samples say term 'x': ValueError: ...";
+    '' when there are none (or no rollouts)."""
+    from collections import Counter
+
+    from .stopping import error_text
+
+    try:
+        if step is None:
+            with_errors = [int(r["rollout"]["step"]) for r in read(run_dir) if _errors(r)]
+            if not with_errors:
+                return ""
+            step = max(with_errors)
+        rows = at_step(run_dir, step)
+    except (RunError, OSError):
+        return ""
+    counts: Counter[str] = Counter()
+    for r in rows:
+        for term, v in _errors(r):
+            counts[f"term {term!r}: {error_text(str(v.get('detail') or v.get('error_kind') or ''))}"] += 1
+    if not counts:
+        return ""
+    what, n = counts.most_common(1)[0]
+    return f"at step {step}, {n} of {len(rows)} kept samples say {what}"
+
+
+def _errors(rec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    scores = rec.get("scores") or {}
+    return [(t, v) for t, v in scores.items() if isinstance(v, Mapping) and v.get("outcome") == "error"] if isinstance(scores, Mapping) else []
+

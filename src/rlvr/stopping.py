@@ -109,21 +109,7 @@ def error_text(detail: str) -> str:
 
 def stop_evidence(run_dir: Path, step: int) -> str:
     """The most common verdict detail among the masked rollouts of ``step`` (one line), or ''."""
-    from collections import Counter
-
     from . import rollouts
 
-    try:
-        rows = rollouts.at_step(run_dir, step)
-    except RunError:
-        return ""
-    errors: Counter[str] = Counter()
-    for r in rows:
-        for term, v in (r.get("scores") or {}).items():
-            if isinstance(v, Mapping) and v.get("outcome") == "error":
-                detail = error_text(str(v.get("detail") or v.get("error_kind") or ""))
-                errors[f"term {term!r}: {detail}"] += 1
-    if not errors:
-        return ""
-    what, n = errors.most_common(1)[0]
-    return f"; at step {step}, {n} of {len(rows)} kept samples say {what} (all: {run_dir / rollouts.FOLDER})"
+    summary = rollouts.error_summary(run_dir, step)
+    return f"; {summary} (all: {run_dir / rollouts.FOLDER})" if summary else ""

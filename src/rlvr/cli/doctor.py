@@ -10,8 +10,8 @@ HELP = "name a run's failure mode from its metrics; --patch writes a config with
 
 
 EPILOG = """\
-checks, in priority order (errors before warnings): nan, verifier_errors, reward_hacking, performance_collapse,
-moe_plain_grpo, no_learning_signal, kl_explosion, entropy_collapse, entropy_blowup,
+checks, in priority order (errors before warnings): reward_broken, nan, verifier_errors, reward_hacking,
+performance_collapse, moe_plain_grpo, no_learning_signal, kl_explosion, entropy_collapse, entropy_blowup,
 length_hacking, truncation, off_policy_instability.
 
 variants (only when the symptom shows):

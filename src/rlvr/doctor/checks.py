@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .findings import Finding, Note, Patch
@@ -42,6 +43,7 @@ ERROR_RATE_MAX = 0.05  # verifier errors are masked, but more than 5 % of sample
 CLIP_TOKEN_MAX = 0.2  # token-level clip fraction above this is large
 CLIP_SEQUENCE_MAX = 0.3  # GSPO clips ~15 % of sequences normally, so the bar is higher
 GRAD_RISE = 3.0  # grad_norm late/early ratio that, rising, signals off-policy instability
+ALL_MASKED = 0.99  # masked rate at or above this: (almost) no sample reached the policy with a reward
 
 
 
@@ -105,11 +107,72 @@ def _lr_halved(run: Run, why: str) -> Patch | None:
 Result = list[Finding | Note]
 
 
+def _is_reward_key(key: str) -> bool:
+    """A reward value itself (not a spread: a std over one valid sample is NaN in TRL's logs)."""
+    return key in ("reward", "eval_reward") or (key.startswith(("rewards/", "eval_rewards/")) and key.endswith("/mean"))
+
+
+def _reward_broken(run: Run) -> tuple[list[str], dict[str, float | int | None]]:
+    """Evidence that the reward itself gives the policy nothing: every sample masked, rewards that
+    are not finite numbers, a reward never logged, an eval that decided nothing."""
+    evidence: list[str] = []
+    numbers: dict[str, float | int | None] = {}
+    masked = run.series("rewards/masked_rate")
+    lm = late_mean(masked)
+    if lm is not None and lm[0] >= ALL_MASKED:
+        evidence.append(f"rewards/masked_rate averaged {lm[0]:.0%} over steps {lm[1][0]}-{lm[1][1]}: no sample was scored, so no reward reached the policy")
+        numbers["masked_rate"] = lm[0]
+    elif not len(masked) and run.train and all("reward" in r and r["reward"] is None for r in run.train):
+        evidence.append(f"reward was never logged in {len(run.train)} logged steps (TRL logs None when every reward function returned None for every sample)")
+    bad: dict[str, int] = {}
+    for r in run.train:
+        for k, v in r.items():
+            if _is_reward_key(k) and isinstance(v, float) and not math.isfinite(v) and k not in bad:
+                bad[k] = int(r["step"])  # type: ignore[arg-type]
+    if bad:
+        listed = ", ".join(f"{k} (step {st})" for k, st in sorted(bad.items(), key=lambda kv: kv[1])[:4])
+        evidence.append(f"the reward is not a finite number: {listed}{f' and {len(bad) - 4} more' if len(bad) > 4 else ''}")
+        numbers["first_nonfinite_step"] = min(bad.values())
+        after = sorted({k for r in run.train for k, v in r.items() if not _is_reward_key(k) and isinstance(v, float) and not math.isfinite(v)})
+        if after:
+            evidence.append(f"{', '.join(after[:4])} went non-finite too (a consequence: the advantage is computed from the reward)")
+    if evidence:
+        gn = late_mean(run.series("grad_norm"))
+        if gn is not None and gn[0] <= TINY:
+            evidence.append(f"grad_norm was {gn[0]:.2g} over steps {gn[1][0]}-{gn[1][1]} (nothing to learn from, whatever the learning rate)")
+    undecided = [int(e["step"]) for e in run.evals if e.get("eval/n") == 0 and (e.get("eval/masked") or 0) > 0]  # type: ignore[arg-type]
+    if undecided:
+        evidence.append(f"held-out evals at steps {', '.join(map(str, undecided[:5]))} decided no sample (all masked)")
+    if evidence and run.rollout_errors:
+        evidence.append(f"the kept rollouts say why: {run.rollout_errors}")
+    return evidence, numbers
+
+
+def check_reward_broken(run: Run) -> Result:
+    """First of all checks: with no usable reward, every other symptom (zero grad_norm, zero-std
+    groups, NaN) is a consequence, and no hyperparameter can help."""
+    evidence, numbers = _reward_broken(run)
+    if not evidence:
+        return []
+    source = Path(run.source) if Path(run.source).is_dir() else Path(run.source).parent
+    kept = source / "rollouts" / "rollouts.jsonl"
+    where = f"`rlvr score {kept} --task TASK` shows every verdict of the completions the run kept" if kept.exists() else "`rlvr score` on a few completions shows every verdict"
+    return [Finding(
+        "reward_broken", "error", "rewards/masked_rate" if "masked_rate" in numbers else "reward", "; ".join(evidence),
+        f"The reward is broken, not the policy or the learning rate: fix the reward function, then rescore and re-sign the gate. {where}, and `rlvr task check` tries every term on a few rows.",
+        None, numbers,
+    )]
+
+
 def check_nan(run: Run) -> Result:
+    if _reward_broken(run)[0]:
+        return []  # NaN downstream of a broken reward is the reward's fault: never blame the learning rate for it
     bad: dict[str, int] = {}
     for rows in (run.train, run.evals):
         for r in rows:
             for k, v in r.items():
+                if _is_reward_key(k):
+                    continue  # a non-finite reward is the reward's fault (check_reward_broken), not the optimiser's
                 if isinstance(v, float) and not math.isfinite(v) and k not in bad:
                     bad[k] = int(r["step"])  # type: ignore[arg-type]
     if not bad:
@@ -278,6 +341,8 @@ def check_moe(run: Run) -> Result:
 
 
 def check_no_learning_signal(run: Run) -> Result:
+    if _reward_broken(run)[0]:
+        return []  # explained: a broken reward gives every group the same (no) reward
     zs, rs, gn = run.series("frac_reward_zero_std"), run.series("reward_std"), run.series("grad_norm")
     parts, severity = [], None
     numbers: dict[str, float | int | None] = {}
@@ -493,6 +558,6 @@ def check_loss_explained(run: Run) -> Result:
 
 
 CHECKS: tuple[Callable[[Run], Result], ...] = (
-    check_nan, check_verifier_errors, check_reward_hacking, check_collapse, check_moe, check_no_learning_signal,
+    check_reward_broken, check_nan, check_verifier_errors, check_reward_hacking, check_collapse, check_moe, check_no_learning_signal,
     check_kl, check_entropy, check_length, check_truncation, check_off_policy, check_loss_explained,
 )

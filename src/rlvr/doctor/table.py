@@ -69,6 +69,8 @@ class Run:
     model_config: Mapping[str, Any] | None = None  # the model's config.json, if found
     model_config_path: str | None = None
     warnings: tuple[str, ...] = ()  # things skipped while reading (a torn last line, ...)
+    rollout_errors: str = ""  # the most common error among the run's kept rollouts (rlvr.rollouts)
+    events: tuple[Mapping[str, Any], ...] = ()  # resume / stopped lines of metrics.jsonl, in order
 
     @property
     def config_known(self) -> bool:
@@ -166,7 +168,14 @@ def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
         source=run.source, kind=run.kind, train=run.train, evals=run.evals, grpo=grpo, rlvr=rlvr,
         config_path=str(cfg_path) if cfg_path is not None else None, explicit=explicit,
         model_config=mc, model_config_path=mc_path, warnings=run.warnings,
+        rollout_errors=_rollout_errors(base), events=run.events,
     )
+
+
+def _rollout_errors(run_dir: Path) -> str:
+    from ..rollouts import error_summary
+
+    return error_summary(run_dir)
 
 
 def _run_status(run_dir: Path) -> str:
@@ -332,6 +341,7 @@ def _finish(source: str, kind: str, train: list[dict[str, float | None]], evals:
 def _from_jsonl(path: Path, *, source: str, kind: str) -> Run:
     lines = path.read_text().splitlines()
     train, evals, warnings = [], [], []
+    events: list[dict[str, Any]] = []
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -345,12 +355,16 @@ def _from_jsonl(path: Path, *, source: str, kind: str) -> Run:
             raise DataError(f"{where}: not valid JSON: {exc.msg}") from exc
         if not isinstance(raw, dict):
             raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+        if isinstance(raw.get("event"), str):  # rlvr train's resume / stopped marks, not metrics
+            events.append(dict(raw))
+            continue
         t, e = _split_row(raw, where, ("eval/", "eval_"))
         if t:
             train.append(t)
         if e:
             evals.append(e)
-    return _finish(source, kind, train, evals, warnings)
+    run = _finish(source, kind, train, evals, warnings)
+    return Run(source=run.source, kind=run.kind, train=run.train, evals=run.evals, warnings=run.warnings, events=tuple(events))
 
 
 def _from_trainer_state(path: Path, *, source: str) -> Run:

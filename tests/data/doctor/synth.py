@@ -112,6 +112,10 @@ SCENARIOS: dict[str, tuple[Plant | None, Plant | None, dict[str, Any], dict[str,
     "collapse": (
         _set(rewards__correct__mean=lambda t, g: abs(lerp(0.4, 0.05, t) + g.gauss(0, 0.03))),
         lambda r, t, g: r.update({"eval/accuracy": round(lerp(0.4, 0.1, t) + g.gauss(0, 0.005), 3)}), {}, None),
+    # A reward returning inf (a plain TRL run; rlvr makes it an error verdict): the advantage and then
+    # the loss and gradients go NaN, which looks like an optimiser blow-up and is not one.
+    "reward_nonfinite": (lambda r, t, g: r.update({"reward": float("inf"), "rewards/correct/mean": float("inf"), "reward_std": float("nan"),
+                                                   "loss": float("nan"), "grad_norm": float("nan")}) if t > 0.5 else None, None, {}, None),
     "kl_explosion": (_set(kl=lambda t, g: 0.01 if t < 0.7 else lerp(0.05, 2.5, (t - 0.7) / 0.3)), None, {}, None),
     "verifier_errors": (_set(rewards__correct__error_rate=lambda t, g: abs(0.15 + g.gauss(0, 0.02))), None, {}, None),
     "off_policy": (_set(**{"clip_ratio__region_mean": lambda t, g: abs(lerp(0.1, 0.35, t) + g.gauss(0, 0.01))}), None, {"num_iterations": 4}, None),
