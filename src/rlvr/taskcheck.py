@@ -20,9 +20,11 @@ checks that import TRL or score the data, so a task that passes it does not fail
   terms on purpose (it judges a negative-weight term by the reward it gives), so ``load_task``
   accepts them and task check reports them.
 - ``sft:`` -- its keys against the installed TRL's ``SFTConfig``, with the closest name.
-- ground truths -- each answer-checking term (``exact``, ``math``, any verifier of kind
-  ``answer``) is run on every row with the ground truth itself as the answer: a gold the verifier
-  cannot parse, or does not accept as equal to itself, is reported with its file and row.
+- ground truths -- every row of each answer-checking term: ``math`` golds go through the math
+  verifier's own gold check (``rewards.mathcore.gold_problem``: the parse a comparison runs);
+  other terms of kind ``answer`` (``exact``, custom ones) are run with the ground truth itself as
+  the answer, and one they cannot read or do not accept as equal to itself is reported. Each
+  problem names the file and row.
 """
 
 from __future__ import annotations
@@ -75,9 +77,21 @@ def gold_problems(task: Task) -> list[Problem]:
             if ref.startswith("hf:"):
                 continue
             rows = task.load_split(split)
-            samples = [Sample(task.answer.wrap(str(r.get(column, ""))), row=r, prompt=_prompt(task, r)) for r in rows]
             bad = []
-            for i, v in enumerate(verifier.verify_batch(samples), 1):
+            policy = getattr(verifier, "policy", None)
+            if type(verifier).__module__ == "rlvr.rewards.math" and policy is not None:
+                # The math verifier's own gold check (the parse a comparison runs), row by row.
+                from .rewards.base import Verdict
+                from .rewards.mathcore import gold_problem
+
+                for i, r in enumerate(rows, 1):
+                    gold = r.get(column)
+                    why = "no ground truth" if gold is None or str(gold).strip() == "" else gold_problem(str(gold), policy)
+                    if why:
+                        bad.append((i, gold, Verdict.error(why, kind="ground_truth")))
+                rows = []
+            samples = [Sample(task.answer.wrap(str(r.get(column, ""))), row=r, prompt=_prompt(task, r)) for r in rows]
+            for i, v in enumerate(verifier.verify_batch(samples) if samples else [], 1):
                 if v.outcome is Outcome.CORRECT:
                     continue
                 if v.outcome is Outcome.ERROR and v.error_kind != "ground_truth":
@@ -89,7 +103,7 @@ def gold_problems(task: Task) -> list[Problem]:
                 problems.append(Problem(f"{where}:{i}", f"row {i}: term {t.name!r}: the ground truth {gold!r} {what}: {v.detail}",
                                         "rewrite the answer in a form the verifier reads, or drop the row; an unreadable gold masks the row in training"))
             if len(bad) > MAX_ROW_PROBLEMS:
-                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} of {len(rows)} ground truths in all (listed above)", "check answer.column and the verifier's options"))
+                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} unreadable ground truths in all (listed above)", "check answer.column and the verifier's options"))
     return problems
 
 
