@@ -105,3 +105,46 @@ def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> 
         server.kill()
     assert [(r.sample_id, r.label) for r in store.reviews()] == [(1, "lower"), (1, "right"), (2, "right"), (2, "higher")]
     assert {sid: r.label for sid, r in store.latest_reviews().items()} == {1: "right", 2: "higher"}
+
+
+class LongSampler:
+    """Completions of 300 lines of working before the answer: far taller than the window."""
+
+    backend = "fake"
+
+    def sample(self, prompts: Any, n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: Any = None, progress: Any = None) -> Any:
+        from rlvr.arithmetic import reference_answer
+        from rlvr.generate import Completion
+
+        out = []
+        for p in prompts:
+            text = "".join(f"step {i}: carry the one\n" for i in range(300)) + f"<answer>{reference_answer(p) or '0'}</answer>"
+            out.append([Completion(text, tuple(range(len(text))), "stop") for _ in range(n)])
+        return out
+
+
+def _in_view(page: Any, selector: str) -> bool:
+    return bool(page.eval_on_selector(selector, "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }"))
+
+
+def test_verdict_buttons_stay_in_view_on_a_long_completion_and_a_click_records_the_verdict(task: Any, browser: Any) -> None:
+    # Observed: with a long completion the verdict buttons were below the fold; the reviewer had
+    # to scroll to the end of every sample to give a verdict.
+    store = gate.build_set(task, gate.db_path(task), sampler=LongSampler(), size=SMALL)
+    server = Server(task.path, reviewer="scroller")
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(server.url + "/sample/1")
+        assert page.eval_on_selector("#completion", "e => e.getBoundingClientRect().height") > 3 * 720
+        for fraction in (0.0, 0.5):
+            page.evaluate(f"window.scrollTo(0, document.body.scrollHeight * {fraction})")
+            for label in ("right", "higher", "lower"):
+                assert _in_view(page, f"button[value={label}]"), (label, fraction)
+        with page.expect_navigation():
+            page.click("button[value=higher]")
+        assert "/sample/2" in page.url
+        assert page.locator("#bucket").get_attribute("title")  # the selection bucket says what it is
+        page.close()
+    finally:
+        server.kill()
+    assert [(r.sample_id, r.label, r.reviewer) for r in store.reviews()] == [(1, "higher", "scroller")]

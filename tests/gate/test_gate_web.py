@@ -210,3 +210,60 @@ def test_verdict_on_a_page_older_than_a_rescore_is_refused(user_task: Any) -> No
     assert "re-scored after it was shown" in resp.text
     assert store.reviews() == []
     assert _post(c, c.get(f"/sample/{sid}"), "right").status_code == 303
+
+
+def _one_sample_store(tmp_path: Any, completion: str, verdict: Verdict, row: dict[str, Any] | None = None, bucket: str = "low") -> Store:
+    return Store.create(tmp_path / "one.db", {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
+                        [NewSample(0, "40+2=", row or {"answer": "42"}, completion, (1,), "stop", bucket, {"correct": verdict}, 0.0, "fail")])
+
+
+def test_the_all_bucket_label_says_what_it_means(tmp_path: Any) -> None:
+    # Observed: the sample header said "all" with nothing to say what it was.
+    from rlvr.gate.review import BUCKET_HELP
+
+    text = "<answer>43</answer>"
+    store = _one_sample_store(tmp_path, text, Verdict.wrong(answer="43", span=(8, 10)), bucket="all")
+    html = _client(store).get("/sample/1").text
+    assert f"<span id=bucket title='{BUCKET_HELP['all']}'>in the set as: all</span>" in html
+    assert "every sampled completion: the pool was no larger than the set" in html
+
+
+def test_every_bucket_the_set_builder_assigns_has_an_explanation() -> None:
+    from rlvr.gate.build import Candidate, select
+    from rlvr.gate.review import BUCKET_HELP
+
+    def pool(n: int) -> list[Candidate]:
+        return [Candidate(i, "p", {}, "c", (), "stop", {}, None if i % 5 == 0 else float(i), "fail") for i in range(n)]
+
+    seen = {b for _, b in select(pool(100), 20, 0)} | {b for _, b in select(pool(10), 20, 0)}
+    assert seen == set(BUCKET_HELP)
+
+
+def test_page_shows_a_word_diff_between_the_expected_and_the_given_answer(tmp_path: Any) -> None:
+    text = "<answer>43</answer>"
+    html = _client(_one_sample_store(tmp_path, text, Verdict.wrong(answer="43", span=(8, 10)))).get("/sample/1").text
+    assert "<code id=given>43</code>" in html
+    assert "<code id=diff><del title='expected, not given'>42</del><ins title='given, not expected'>43</ins></code>" in html
+
+
+def test_an_answer_equal_to_the_expected_one_is_marked_identical(tmp_path: Any) -> None:
+    html = _client(_one_sample_store(tmp_path, "<answer>42</answer>", Verdict.correct(answer="42", span=(8, 10)))).get("/sample/1").text
+    assert "<code id=diff>42</code> <span class=muted>(identical to the expected answer)</span>" in html
+
+
+def test_a_completion_without_an_answer_says_none_was_extracted_and_why(tmp_path: Any) -> None:
+    html = _client(_one_sample_store(tmp_path, "42", Verdict.unparseable("no <answer> span"))).get("/sample/1").text
+    assert "none extracted (unparseable: no &lt;answer&gt; span)" in html
+
+
+def test_a_json_ground_truth_is_shown_and_diffed_as_json(tmp_path: Any) -> None:
+    row = {"answer": {"name": "f", "arguments": {"x": 1}}}
+    given = '{"arguments": {"x": 2}, "name": "f"}'  # the store keeps rows with sorted keys
+    html = _client(_one_sample_store(tmp_path, f"<answer>{given}</answer>", Verdict.wrong(answer=given), row=row)).get("/sample/1").text
+    assert "<code id=expected>{&quot;arguments&quot;: {&quot;x&quot;: 1}, &quot;name&quot;: &quot;f&quot;}</code>" in html
+    assert "<del title='expected, not given'>1</del><ins title='given, not expected'>2</ins>" in html
+
+
+def test_the_verdict_form_is_sticky_at_the_bottom_of_the_window(store: Store) -> None:
+    html = _client(store).get("/sample/1").text
+    assert "#verdict{position:sticky;bottom:0;" in html  # the layout itself is checked in a real browser (test_gate_browser)

@@ -8,9 +8,13 @@ to the person judging it.
 
 from __future__ import annotations
 
+import difflib
+import json
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .agreement import SampleStatus
 
@@ -21,6 +25,20 @@ SHOW_HELP = {
     "unreviewed": "no verdict yet",
     "all": "every sample",
 }
+
+
+# Why a sample is in the set (``rlvr.gate.build.select``), for the label beside it.
+BUCKET_HELP = {
+    "all": "every sampled completion: the pool was no larger than the set",
+    "low": "among the lowest weighted totals in the pool",
+    "high": "among the highest weighted totals in the pool",
+    "middle": "a seeded random draw from between the lowest and highest totals",
+    "masked": "a term could not decide it (masked out of training)",
+}
+
+
+def bucket_help(bucket: str) -> str:
+    return BUCKET_HELP.get(bucket, "how the set builder picked it")
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,33 @@ def segments(text: str, span: tuple[int, int] | None) -> list[tuple[str, str]]:
 def plain(text: str) -> str:
     """``text`` with every invisible character replaced by its marker."""
     return "".join(marker(ch) or ch for ch in text)
+
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def answer_text(value: Any) -> str:
+    """A ground truth as the reviewer should compare it: strings as they are, else compact JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def answer_diff(expected: str, given: str) -> list[tuple[str, str]]:
+    """``given`` against ``expected`` as (op, text) pieces in order: ``same``, ``missing`` (in the
+    expected answer only) and ``extra`` (in the given answer only). Compared by words, numbers
+    and single punctuation marks, so ``42`` against ``43`` is one changed number, not a digit."""
+    a, b = _TOKEN.findall(expected), _TOKEN.findall(given)
+    out: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(("same", "".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(("missing", "".join(a[i1:i2])))
+        if j2 > j1:
+            out.append(("extra", "".join(b[j1:j2])))
+    return out
 
 
 def answer_span(verdicts: Mapping[str, object], correctness_term: str) -> tuple[int, int] | None:

@@ -10,6 +10,11 @@ interface), rejects requests whose ``Host`` is not ``127.0.0.1``/``localhost`` (
 and every POST carries a per-server random token (another site open in the same browser cannot
 post verdicts). It has no login: anyone with a shell on the machine can review.
 
+The verdict form (note and buttons) is sticky at the bottom of the window, so a long completion
+never scrolls the buttons out of view. Beside the expected answer, the page shows the answer the
+correctness term extracted and a word-level diff against the expected one, and it says why the
+sample is in the set (its selection bucket, ``review.BUCKET_HELP``).
+
 Keys: ``r`` reward is right, ``h`` should be higher, ``l`` should be lower, ``a`` accept an open
 disagreement (the note is the reason), ``n`` write a note (``Esc`` leaves the note), ``j``/``k``
 next/previous, ``1``-``4`` filters (to do, open disagreements, unreviewed, all), ``f`` the
@@ -26,7 +31,17 @@ from urllib.parse import parse_qs, urlencode
 
 from ..errors import GateError
 from .agreement import agreement, format_agreement, statuses
-from .review import SHOW, SHOW_HELP, Filter, answer_span, segments, step
+from .review import (
+    SHOW,
+    SHOW_HELP,
+    Filter,
+    answer_diff,
+    answer_span,
+    answer_text,
+    bucket_help,
+    segments,
+    step,
+)
 from .store import CLASSES, LABELS, StaleReward, Store, reward_fingerprint
 
 HOST = "127.0.0.1"
@@ -43,6 +58,10 @@ button{font-size:15px;padding:6px 12px;margin-right:6px}kbd{border:1px solid #99
 .state-open,.state-changed{color:#b00;font-weight:600}.state-agrees,.state-resolved,.state-accepted{color:#070}
 textarea{width:100%;height:4em;font:inherit}nav a,#prev,#next{margin-right:14px}.muted{color:#666;font-size:13px}
 #help{display:none;background:#fffbe6;border:1px solid #e6d37a;padding:8px;margin:6px 0}
+#verdict{position:sticky;bottom:0;background:#fff;border-top:2px solid #bbb;padding:4px 0 2px;z-index:1}
+#verdict textarea{height:2.6em}#verdict p{margin:4px 0}
+#diff del{background:#fdd;color:#900;text-decoration:line-through}#diff ins{background:#dfd;color:#060;text-decoration:none}
+#bucket{border-bottom:1px dotted #666;cursor:help}
 """
 
 _JS = """
@@ -116,6 +135,22 @@ def _completion_html(text: str, span: tuple[int, int] | None) -> str:
         else:
             out.append(_e(piece))
     return "".join(out) or "<span class=muted>(empty completion)</span>"
+
+
+def _diff_html(expected: str, given: str | None, verdict: Any) -> str:
+    """The given answer against the expected one: what is missing struck through, what is extra
+    underlined in green; invisible characters drawn as markers in both."""
+    if given is None:
+        why = f" ({_e(verdict.outcome.value)}: {_e(verdict.detail)})" if verdict is not None else ""
+        return f"<p>Given answer: <span class=muted id=diff>none extracted{why}</span></p>"
+    if given == expected:
+        return f"<p>Given answer: <code id=diff>{_completion_html(given, None)}</code> <span class=muted>(identical to the expected answer)</span></p>"
+    parts = []
+    for op, piece in answer_diff(expected, given):
+        body = _completion_html(piece, None)
+        parts.append(f"<del title='expected, not given'>{body}</del>" if op == "missing" else f"<ins title='given, not expected'>{body}</ins>" if op == "extra" else body)
+    return (f"<p>Given answer: <code id=given>{_completion_html(given, None)}</code></p>"
+            f"<p>Diff, expected → given <span class=muted>(<del>missing</del> <ins>extra</ins>)</span>: <code id=diff>{''.join(parts)}</code></p>")
 
 
 def _score(value: float | None) -> str:
@@ -238,12 +273,17 @@ class ReviewApp:
             if disagreement else ""
         )
         hidden = "".join(f"<input type=hidden name='f_{_e(k)}' value='{_e(v)}'>" for k, v in flt.query().items())
+        expected = answer_text(s.row.get(self.answer_column))
+        judged = s.verdicts.get(self.correctness_term)
+        given = judged.answer if judged is not None else next((v.answer for v in s.verdicts.values() if v.answer is not None), None)
         return (
-            f"<h2>Sample {s.id} <span class=muted>prompt #{s.prompt_index} · {_e(s.bucket)} · {len(s.token_ids)} tokens, {_e(s.finish_reason)}</span></h2>"
+            f"<h2>Sample {s.id} <span class=muted>prompt #{s.prompt_index} · <span id=bucket title='{_e(bucket_help(s.bucket))}'>in the set as: {_e(s.bucket)}</span>"
+            f" · {len(s.token_ids)} tokens, {_e(s.finish_reason)}</span></h2>"
+            f"<p class=muted id=bucket-help>In the set as “{_e(s.bucket)}”: {_e(bucket_help(s.bucket))}.</p>"
             f"<p>State: <span class='state-{_e(st.state)}' id=state>{_e(st.state)}</span></p>"
             f"<h3>Prompt</h3><pre id=prompt>{_completion_html(s.prompt, None)}</pre>"
             f"<h3>Completion <span class=muted>(extracted answer highlighted)</span></h3><pre id=completion>{_completion_html(s.completion, span)}</pre>"
-            f"<p>Expected answer: <code id=expected>{_e(s.row.get(self.answer_column))}</code></p>"
+            f"<p>Expected answer: <code id=expected>{_e(expected)}</code></p>{_diff_html(expected, given, judged)}"
             f"<table><tr><th>term</th><th>weight</th><th>outcome</th><th>score</th><th>answer</th><th>detail</th></tr>{rows}</table>"
             f"<p>Total reward: <b id=total>{_e(_score(s.total))}</b> · class <b>{_e(s.reward_class)}</b></p>"
             f"<form id=verdict method=post action='/sample/{s.id}' data-disagreement='{_e(disagreement)}'>"
