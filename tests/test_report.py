@@ -112,3 +112,75 @@ def test_nonsense_eval_sizes_do_not_break_the_error_bars(tmp_path: Path) -> None
     (tmp_path / "m.csv").write_text("step,eval/accuracy,eval/n\n0,0.5,-1\n10,1.5,0\n20,0.4,200\n")
     rep = write_report(load_run(tmp_path / "m.csv"), tmp_path / "out")
     assert next(p for p in rep.plots if p.name == "accuracy").path is not None
+
+
+# ---- resumes, eval sizes, the gate (issue 14) ------------------------------------------------
+def _healthy_copy(tmp_path: Path) -> tuple[Path, list[dict]]:
+    run = tmp_path / "run"
+    shutil.copytree(SYN / "healthy", run)
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return run, rows
+
+
+def _write(run: Path, rows: list[dict]) -> None:
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_report_marks_a_resume_on_the_plots_and_lists_it(tmp_path: Path) -> None:
+    from rlvr.report import resume_steps
+
+    run, rows = _healthy_copy(tmp_path)
+    cut = next(i for i, r in enumerate(rows) if r["step"] == 31)
+    rows.insert(cut, {"step": 30, "time": 1075.0, "event": "resume", "resumed_from": "checkpoint-30", "skipped": ["checkpoint-40"]})
+    _write(run, rows)
+    loaded = load_run(run)
+    assert resume_steps(loaded) == [30] and len(loaded.train) == 60  # the mark is not a logged step
+    text = write_report(loaded, tmp_path / "out").html.read_text()
+    assert "Resumes and stops" in text and "resumed from checkpoint-30; skipped incomplete checkpoint-40" in text
+
+
+def test_evals_of_different_sizes_are_separate_lines_with_their_size(tmp_path: Path) -> None:
+    from rlvr.report import _lines, accuracy_by_size
+
+    run, rows = _healthy_copy(tmp_path)
+    for r in rows:
+        if "eval/accuracy" in r and r["step"] >= 40:
+            r.update({"eval/n": 8, "eval/masked": 0, "eval/prompts": 8})
+    _write(run, rows)
+    loaded = load_run(run)
+    sizes = [(size, list(series.steps)) for size, series in accuracy_by_size(loaded)]
+    assert sizes == [(200, [0, 10, 20, 30]), (8, [40, 50, 60])]
+    assert [ln.label for ln in _lines(loaded)["accuracy"][2]] == ["held-out accuracy (n=200)", "held-out accuracy (n=8)"]
+    text = write_report(loaded, tmp_path / "out").html.read_text()
+    assert "Evals of different sizes are separate lines" in text
+
+
+def test_evals_of_one_size_stay_one_line(tmp_path: Path) -> None:
+    from rlvr.report import _lines
+
+    assert [ln.label for ln in _lines(load_run(SYN / "healthy"))["accuracy"][2]] == ["held-out accuracy"]
+
+
+def test_the_eval_table_reports_masked_beside_decided(tmp_path: Path) -> None:
+    run, rows = _healthy_copy(tmp_path)
+    for r in rows:
+        if "eval/accuracy" in r:
+            r.update({"eval/n": 150, "eval/masked": 50})
+    _write(run, rows)
+    text = write_report(load_run(run), tmp_path / "out").html.read_text()
+    assert "<th>masked (undecided)</th>" in text and "<td>200</td><td>150</td><td>50</td>" in text
+
+
+def test_the_report_shows_the_gate_status_or_the_no_gate_reason(tmp_path: Path) -> None:
+    from rlvr.report import gate_text
+
+    text = write_report(load_run(SYN / "healthy"), tmp_path).html.read_text()
+    assert "<td>inspection gate</td><td>bypassed with --no-gate: synthetic fixture</td>" in text
+    passed = {"status": "passed", "reviewer": "alice", "samples": 64, "signed_at": "2026-12-01T10:00:00Z", "record": "x/gate.json"}
+    assert gate_text({"gate": passed}) == "passed (reviewer alice, 64 samples read, signed 2026-12-01T10:00:00Z, record x/gate.json)"
+    assert gate_text({"gate": {"status": "bypassed", "no_gate_reason": "smoke test"}}) == "bypassed with --no-gate: smoke test"
+
+
+def test_a_stopped_run_says_why_in_the_report(tmp_path: Path) -> None:
+    text = write_report(load_run(DATA / "real" / "reward_broken"), tmp_path).html.read_text()
+    assert "stopped: every sample was masked" in text and "reward_broken" in text

@@ -6,6 +6,11 @@ the run did not log is left out and the report says so, rather than drawing an e
 HTML file embeds the PNGs as base64 and has no external links, scripts or fonts, so it can be
 mailed or archived on its own; it also carries the doctor's findings and notes for the same run.
 
+Resumes are marked (a dashed line on every plot, and a list of the run's sessions), and held-out
+evals of different sizes (``--eval-prompts`` changed between sessions, say) are drawn as separate
+lines and listed with their size: an accuracy over 8 prompts and one over 200 are not one curve.
+The configuration table shows the gate's status or the ``--no-gate`` reason.
+
 Reads the same inputs as ``rlvr doctor`` (run directory, TRL ``trainer_state.json``, CSV).
 """
 
@@ -14,9 +19,10 @@ from __future__ import annotations
 import base64
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .doctor import Diagnosis, Run, Series, diagnose
 from .doctor.checks import held_out_accuracy
@@ -52,12 +58,42 @@ class _Line:
     marker: bool = False  # evals are sparse: draw points
 
 
+def eval_size(row: Mapping[str, Any]) -> int | None:
+    """How many held-out prompts an eval line covers: ``eval/prompts``, else decided + masked."""
+    for key in ("eval/prompts",):
+        if isinstance(row.get(key), int | float):
+            return int(row[key])
+    n, masked = row.get("eval/n"), row.get("eval/masked")
+    if isinstance(n, int | float):
+        return int(n) + (int(masked) if isinstance(masked, int | float) else 0)
+    return None
+
+
+def accuracy_by_size(run: Run) -> list[tuple[int | None, Series]]:
+    """Held-out accuracy split by eval size, largest first; one series when every eval has one size."""
+    held = held_out_accuracy(run)
+    sizes = {int(r["step"]): eval_size(r) for r in run.evals}  # type: ignore[arg-type]
+    groups: dict[int | None, list[tuple[int, float]]] = {}
+    for step, value in zip(held.steps, held.values, strict=True):
+        groups.setdefault(sizes.get(step), []).append((step, value))
+    out = [(size, Series(held.key, tuple(s for s, _ in pts), tuple(v for _, v in pts))) for size, pts in groups.items()]
+    return sorted(out, key=lambda t: -(t[0] or 0))
+
+
+def resume_steps(run: Run) -> list[int]:
+    return [int(e["step"]) for e in run.events if e.get("event") == "resume" and isinstance(e.get("step"), int | float)]
+
+
 def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
     """name -> (title, y label, lines)."""
     terms = run.term_names()
     rewards = [_Line(run.series("reward"), "reward (weighted sum)")] + [_Line(run.series(f"rewards/{t}/mean"), t) for t in terms]
-    held = held_out_accuracy(run)
-    acc = [_Line(held if len(held) else run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
+    by_size = accuracy_by_size(run)
+    if len(by_size) > 1:
+        acc = [_Line(series, f"held-out accuracy (n={size if size is not None else '?'})", True) for size, series in by_size]
+    else:
+        held = by_size[0][1] if by_size else Series("eval/accuracy", (), ())
+        acc = [_Line(held if len(held) else run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
     length = [
         _Line(run.series("completions/mean_length"), "mean length (train)"),
         _Line(run.series("completions/mean_terminated_length"), "mean terminated length (train)"),
@@ -102,9 +138,14 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
             # Two binomial standard errors, so a reader does not over-read a wiggle between evals.
             n_series = run.series("eval/n", evals=True)
             ns = dict(zip(n_series.steps, n_series.values, strict=True))
-            acc = drawn[0].series
-            err = [2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s, 0) >= 1 and 0 <= v <= 1 else 0.0 for s, v in zip(acc.steps, acc.values, strict=True)]
-            ax.errorbar(acc.steps, acc.values, yerr=err, fmt="none", capsize=3, linewidth=1)
+            for ln in drawn:
+                acc = ln.series
+                err = [2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s, 0) >= 1 and 0 <= v <= 1 else 0.0 for s, v in zip(acc.steps, acc.values, strict=True)]
+                ax.errorbar(acc.steps, acc.values, yerr=err, fmt="none", capsize=3, linewidth=1)
+        for i, step in enumerate(resume_steps(run)):
+            ax.axvline(step, color="#777", linestyle="--", linewidth=1, label="resume" if i == 0 else None)
+        if resume_steps(run) and len(drawn) == 1:
+            ax.legend(fontsize=8)
         if name in ("accuracy", "zero_std"):
             ax.set_ylim(-0.02, 1.02)  # fractions on their whole scale
         ax.set_title(title)
@@ -151,7 +192,21 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         rows = [[k, repr(run.grpo[k])] for k in CONFIG_KEYS if k in run.grpo]
         if isinstance(run.rlvr.get("model"), str):
             rows.insert(0, ["model", run.rlvr["model"]])
+        rows.insert(0, ["inspection gate", gate_text(run.rlvr)])
+        if isinstance(run.rlvr.get("stop"), Mapping):
+            rows.append(["stop rules", ", ".join(f"{k} {v}" for k, v in run.rlvr["stop"].items())])
         parts.append("<h2>Configuration</h2>" + _table(rows, ["setting", "value"]))
+    sessions = [e for e in run.events if e.get("event") in ("resume", "stopped")]
+    if sessions:
+        rows = []
+        for e in sessions:
+            if e.get("event") == "resume":
+                skipped = e.get("skipped") or []
+                what = f"resumed from {e.get('resumed_from')}" + (f"; skipped incomplete {', '.join(map(str, skipped))}" if skipped else "")
+            else:
+                what = f"stopped: {e.get('reason')}"
+            rows.append([str(e.get("step")), str(e.get("time", "")), what])
+        parts.append("<h2>Resumes and stops</h2>" + _table(rows, ["step", "run time (s)", "what"]))
     parts.append("<h2>Doctor</h2>")
     if d.healthy:
         parts.append("<p>No findings: nothing in the metrics calls for a change. Keep plain GRPO.</p>")
@@ -178,13 +233,33 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         parts.append(f"<h3>{esc(p.title)}</h3><img alt='{esc(p.title)}' src='data:image/png;base64,{data}'>")
     if run.evals:
         acc = held_out_accuracy(run)
-        n = run.series("eval/n", evals=True)
-        nmap = dict(zip(n.steps, n.values, strict=True))
-        rows = [[str(s), _fmt(v), _fmt(nmap.get(s))] for s, v in zip(acc.steps, acc.values, strict=True)]
+        by_step = {int(r["step"]): r for r in run.evals}  # type: ignore[arg-type]
+        rows = []
+        for s_, v in zip(acc.steps, acc.values, strict=True):
+            r = by_step.get(s_, {})
+            size = eval_size(r)
+            rows.append([str(s_), _fmt(v), str(size) if size is not None else "-", _fmt(r.get("eval/n")), _fmt(r.get("eval/masked"))])
         if rows:
-            parts.append("<h2>Held-out evals</h2>" + _table(rows, ["step", "accuracy", "n"]))
+            note = "<p>Evals of different sizes are separate lines in the plot: their accuracies are not one series.</p>" if len(accuracy_by_size(run)) > 1 else ""
+            parts.append("<h2>Held-out evals</h2>" + note + _table(rows, ["step", "accuracy", "prompts", "decided", "masked (undecided)"]))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def gate_text(rlvr: Mapping[str, Any]) -> str:
+    """The gate's status as the run recorded it: passed (who, how many samples) or bypassed (why)."""
+    gate = rlvr.get("gate")
+    reason = rlvr.get("no_gate_reason")
+    if not isinstance(gate, Mapping):
+        return f"bypassed: {reason}" if reason else "not recorded"
+    status = gate.get("status")
+    if status == "passed":
+        bits = [f"reviewer {gate.get('reviewer')}" if gate.get("reviewer") else "", f"{gate.get('samples')} samples read" if gate.get("samples") else "",
+                f"signed {gate.get('signed_at')}" if gate.get("signed_at") else "", f"record {gate.get('record')}" if gate.get("record") else ""]
+        return "passed (" + ", ".join(b for b in bits if b) + ")"
+    if status == "bypassed" or reason or gate.get("bypassed"):
+        return f"bypassed with --no-gate: {gate.get('no_gate_reason') or gate.get('reason') or reason}"
+    return str(status or "not recorded")
 
 
 def write_report(run: Run, out_dir: str | Path) -> Report:
