@@ -94,6 +94,28 @@ def test_answers_longer_than_the_budget_are_counted_and_warned_about(tmp_path: P
     assert report.problems() == []  # doubtful, not unusable
 
 
+def test_a_large_split_is_measured_on_a_seeded_sample_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlvr import lengths
+
+    monkeypatch.setattr(lengths, "MAX_ROWS", 3)
+    task = load_task(make_task(tmp_path / "t", budget=16))
+    report = check_lengths(task)
+    assert (report.n_rows, report.n_total) == (3, 4)
+    assert report.summary().endswith("(a sample of 3 of 4 rows)")
+    assert check_lengths(task) == report  # seeded: the same rows every time
+
+
+def test_chat_prompts_are_measured_with_the_chat_template(tmp_path: Path) -> None:
+    from rlvr.generate import prompt_ids
+    from rlvr.models import build_tokenizer
+
+    path = make_task(tmp_path / "t", budget=16)
+    path.write_text(path.read_text().replace("prompt: {template: '{question}='}", "prompt: {system: 'Add.', user: '{question}='}"))
+    task = load_task(path)
+    expected = len(prompt_ids(build_tokenizer(), task.render_prompt(task.load_split("train")[0])))
+    assert expected > 4 and check_lengths(task).prompt.max == expected
+
+
 def test_max_positions_is_read_from_a_local_config(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"text_config": {"max_position_embeddings": 4096}}))
     assert max_positions(str(tmp_path)) == 4096
@@ -203,6 +225,8 @@ def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_trunca
     [warning] = target_warnings(task, rows, build_tokenizer(), max_length=20, positions=256)
     assert warning.startswith("1 of 2 SFT examples (prompt + target) are longer than 20 tokens (SFT max_length)")
     assert target_warnings(task, rows, build_tokenizer(), max_length=1024, positions=256) == []
+    [by_positions] = target_warnings(task, rows, build_tokenizer(), max_length=1024, positions=20)
+    assert by_positions.endswith("longer than 20 tokens (the model's maximum positions): their targets are truncated during SFT")
     from rlvr.sft import _stderr_warning
 
     _stderr_warning("x")
