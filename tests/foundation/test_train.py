@@ -389,3 +389,23 @@ def test_rlvr_score_reads_the_kept_rollouts(two_step_run: tuple[Path, object], t
     task = load_task(root / "task" / "task.yaml")
     summary = score_file(root / "run" / "rollouts" / "rollouts.jsonl", task.reward_set(), out=tmp_path / "scored.jsonl")
     assert summary.rows == 2 * 16 and summary.masked == 0
+
+
+def test_a_finished_run_is_recognised_by_its_step_target(tmp_path: Path) -> None:
+    from rlvr.train import _finished
+
+    (tmp_path / "final").mkdir()
+    done = {"status": "done", "steps": 40, "max_steps": 40}
+    assert _finished(done, 40, tmp_path / "final") and _finished(done, -1, tmp_path / "final")
+    assert not _finished(done, 60, tmp_path / "final")  # a higher --max-steps trains further
+    assert not _finished({**done, "status": "stopped"}, 40, tmp_path / "final")
+    assert not _finished(done, 40, tmp_path / "missing")
+
+
+def test_stop_thresholds_in_a_config_file_are_read_from_either_form(tmp_path: Path) -> None:
+    run_form = tmp_path / "run.yaml"
+    run_form.write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-3}, "rlvr": {"stop": {"masked_steps": 3}}}))
+    flat = tmp_path / "plan.yaml"
+    flat.write_text(yaml.safe_dump({"env": {"RLVR_VARIANT": "grpo", "RLVR_STOP_ZERO_STD_STEPS": "0"}, "learning_rate": 1e-3}))
+    assert read_config_file(run_form)[1]["stop"] == {"masked_steps": 3}
+    assert read_config_file(flat)[1]["stop"] == {"zero_std_steps": 0}

@@ -259,13 +259,16 @@ def test_rlvr_train_refuses_a_changed_reward_module_before_loading_anything(sign
 
 
 # -- the gate covers the data (issue 14) ------------------------------------------------------
-def test_editing_train_jsonl_after_signing_stops_the_gate(signed: Any) -> None:
+def test_editing_train_jsonl_after_signing_stops_train(signed: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
     train = signed.root / "train.jsonl"
     old = sha256_file(train)
     train.write_text(train.read_text().replace('"answer": "', '"answer": "1', 1))
-    with pytest.raises(GateError) as info:
-        gate.enforce(signed)
-    assert f"data.train (train.jsonl) changed since signing: sha256 was {old}, now {sha256_file(train)}" in str(info.value)
+    assert main(["train", str(signed.path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"data.train (train.jsonl) changed since signing: sha256 was {old}, now {sha256_file(train)}" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_file_a_term_option_names_is_bound_by_the_record(tmp_path: Path) -> None:
