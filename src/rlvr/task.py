@@ -43,7 +43,7 @@ from __future__ import annotations
 import difflib
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,179 +53,18 @@ from . import yamlio
 from .data import decode_utf8, read_rows
 from .errors import ConfigError, DataError, Problem, VerifierError
 from .rewards import AnswerFormat, build_verifier
-from .rewards.combine import RewardSet, Term
-
-MAX_ROW_PROBLEMS = 5
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    train: str
-    eval: str | None = None
-    eval_size: int | None = None
-
-
-@dataclass(frozen=True)
-class PromptSpec:
-    template: str | None = None
-    system: str | None = None
-    user: str | None = None
-
-    @property
-    def chat(self) -> bool:
-        return self.template is None
-
-    def columns(self) -> list[str]:
-        out: list[str] = []
-        for text in (self.template, self.system, self.user):
-            if text:
-                out += [f for _, f, _, _ in string.Formatter().parse(text) if f]
-        return sorted(set(out))
-
-
-@dataclass(frozen=True)
-class TermSpec:
-    name: str
-    verifier: str
-    weight: float = 1.0
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GenerationSpec:
-    temperature: float = 0.7
-    max_completion_length: int = 256
-    top_p: float = 1.0
-
-
-@dataclass(frozen=True)
-class ProbeSpec:
-    """Routing thresholds: ``sft`` when no sample succeeds, ``too-easy`` at or above
-    ``too_easy``; a sample succeeds when the task's success term's outcome is ``correct``."""
-
-    k: int = 8
-    max_prompts: int = 64
-    too_easy: float = 0.9
-
-
-@dataclass(frozen=True)
-class EvalSpec:
-    """The held-out verified-accuracy eval during training."""
-
-    every: int = 50
-    max_prompts: int = 200
-    temperature: float = 0.0
-
-
-@dataclass(frozen=True)
-class Task:
-    path: Path
-    name: str
-    model: str
-    data: DataSpec
-    prompt: PromptSpec
-    answer: AnswerFormat
-    answer_column: str
-    rewards: tuple[TermSpec, ...]
-    generation: GenerationSpec = GenerationSpec()
-    grpo: Mapping[str, Any] = field(default_factory=dict)
-    sft: Mapping[str, Any] = field(default_factory=dict)
-    probe: ProbeSpec = ProbeSpec()
-    eval: EvalSpec = EvalSpec()
-    seed: int = 3407
-    success: str = ""  # resolved by load_task: declared, or the only non-shaping term
-    success_problem: Problem | None = None  # why there is none (ambiguous, or no term checks the answer)
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
-
-    @property
-    def success_term(self) -> str:
-        """The term whose outcome is success for the probe, the held-out eval, the gate's
-        pass/fail classes and the doctor (see the module docstring). Raises ``ConfigError`` when
-        the task does not name one unambiguously: a command that counts successes cannot start,
-        while one that does not (``rlvr audit``, ``rlvr score``) still runs."""
-        if not self.success:
-            raise ConfigError(self.success_problem or Problem(f"{self.path}: success", "no success term", "add success: NAME"))
-        return self.success
-
-    @property
-    def correctness_term(self) -> str:
-        """Deprecated name of ``success_term``."""
-        return self.success_term
-
-    def resolve(self, ref: str) -> str:
-        """A data or model reference relative to the task file."""
-        if ref.startswith(("hf:", "builtin:")):
-            return ref
-        p = Path(ref)
-        if not p.is_absolute():
-            candidate = self.root / p
-            if candidate.exists() or not _looks_like_hub_id(ref):
-                return str(candidate)
-        return ref
-
-    def load_split(self, split: str) -> list[dict[str, Any]]:
-        ref = self.data.train if split == "train" else self.data.eval
-        if ref is None:
-            raise DataError(f"{self.path}: data.{split} is not set")
-        rows = read_rows(self.resolve(ref))
-        if split == "eval" and self.data.eval_size:
-            rows = rows[: self.data.eval_size]
-        return rows
-
-    def render_prompt(self, row: Mapping[str, Any], tokenizer: Any = None) -> Any:
-        """The prompt for a row: a string for plain templates; for chat prompts a list of messages,
-        or (given a tokenizer) the text its chat template renders with the generation prompt."""
-        if self.prompt.template is not None:
-            return self.prompt.template.format_map(_Row(row))
-        messages = []
-        if self.prompt.system:
-            messages.append({"role": "system", "content": self.prompt.system.format_map(_Row(row))})
-        messages.append({"role": "user", "content": (self.prompt.user or "").format_map(_Row(row))})
-        if tokenizer is None:
-            return messages
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-    def reward_set(self) -> RewardSet:
-        terms = []
-        for t in self.rewards:
-            verifier = build_verifier(t.verifier, {**_default_options(t, self), **t.options}, self.answer, search=self.root)
-            terms.append(Term(t.name, verifier, t.weight))
-        return RewardSet(terms)
-
-    def with_overrides(self, **changes: Any) -> Task:
-        return replace(self, **changes)
-
-
-class _Row(dict):
-    def __missing__(self, key: str) -> str:
-        raise KeyError(key)
-
-
-def _default_options(term: TermSpec, task: Task) -> dict[str, Any]:
-    """Options every answer-checking verifier gets from the task unless the term sets them."""
-    if term.verifier in ("format",):
-        return {}
-    try:
-        from .rewards import BUILTINS, _import
-
-        cls = _import(BUILTINS[term.verifier]) if term.verifier in BUILTINS else None
-    except VerifierError:
-        cls = None
-    if cls is not None:
-        import inspect
-
-        if "column" in inspect.signature(cls).parameters:
-            return {"column": task.answer_column}
-    return {}
-
-
-def _looks_like_hub_id(ref: str) -> bool:
-    parts = ref.split("/")
-    return len(parts) == 2 and all(parts) and not ref.startswith((".", "/"))
-
+from .taskspec import (  # noqa: F401 - the types are re-exported: rlvr.task is where callers import them from
+    MAX_ROW_PROBLEMS,
+    DataSpec,
+    EvalSpec,
+    GenerationSpec,
+    ProbeSpec,
+    PromptSpec,
+    Task,
+    TermSpec,
+    _default_options,
+    _looks_like_hub_id,
+)
 
 # -- validation --------------------------------------------------------------------------------
 _TOP_KEYS = {"name", "model", "data", "prompt", "answer", "rewards", "success", "generation", "grpo", "sft", "probe", "eval", "seed", "description"}
