@@ -211,7 +211,8 @@ def test_reward_terms_that_all_error_are_reported_as_a_verifier_problem_not_a_ze
     root.mkdir()
     (root / "broken_rewards.py").write_text(BROKEN)
     rewards = "  - {name: fmt, verifier: broken_rewards.always_fail, weight: 0.1}\n  - {name: correct, verifier: broken_rewards.always_fail}\n"
-    report = run_probe(make_task(root, rewards=rewards), out_dir=tmp_path / "out", k=4, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    # Two custom terms: either could decide success, so the task names it (issue 19).
+    report = run_probe(make_task(root, rewards=rewards, extra="success: correct\n"), out_dir=tmp_path / "out", k=4, sampler=FakeSampler(lambda p: 0.5), progress=False)
     assert report.route == "fix-verifier"
     assert report.route != "sft"
     assert report.n_samples == 0 and report.n_undecided == 48
@@ -415,7 +416,7 @@ def test_cli_exits_nonzero_when_the_verifier_decides_nothing(tmp_path: Path) -> 
     root.mkdir()
     (root / "broken_rewards.py").write_text(BROKEN)
     rewards = "  - {name: fmt, verifier: broken_rewards.always_fail}\n  - {name: correct, verifier: broken_rewards.always_fail}\n"
-    task = make_task(root, n=2, rewards=rewards)
+    task = make_task(root, n=2, rewards=rewards, extra="success: correct\n")
     assert cli(["probe", str(task), "-k", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 1
 
 
