@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
+import math as _math  # not bound as `math`: importing the submodule rlvr.rewards.math rebinds that name here
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -149,7 +149,7 @@ def as_verdict(value: Any, row: int | None = None) -> Verdict:
         score = float(value)
     except (TypeError, ValueError, OverflowError):
         return Verdict.error(f"{where}the reward function returned {type(value).__name__}, not a number")
-    if not math.isfinite(score) or abs(score) > FLOAT32_MAX:
+    if not _math.isfinite(score) or abs(score) > FLOAT32_MAX:
         return Verdict.error(f"{where}the reward function returned {score!r}, not a finite number within float32's range")
     return Verdict.correct(score) if score > 0 else Verdict.wrong(score)
 
