@@ -40,7 +40,6 @@ from .errors import ConfigError, Problem, RunError
 from .stopping import RunStopped, StopRules, StopWatch, stop_evidence
 from .task import Task
 
-__all__ = ["RunStopped", "StopRules", "TrainOptions", "TrainResult", "train"]
 
 @dataclass(frozen=True)
 class TrainOptions:
@@ -342,6 +341,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     peft_config, load_kwargs = peft_setup(peft, hw)
     if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
         if (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists():
+            if latest_checkpoint(run_dir) is None:
+                status = _read_json(run_dir / "run.json").get("status", "unknown")
+                raise RunError(f"{run_dir} already holds a run (status {status}) with no complete checkpoint to resume: choose another --run-dir, or delete it")
             raise RunError(f"{run_dir} already holds a run; pass --resume to continue it, or choose another --run-dir")
     final = run_dir / "final"
     main = _is_main_process()

@@ -409,3 +409,13 @@ def test_stop_thresholds_in_a_config_file_are_read_from_either_form(tmp_path: Pa
     flat.write_text(yaml.safe_dump({"env": {"RLVR_VARIANT": "grpo", "RLVR_STOP_ZERO_STD_STEPS": "0"}, "learning_rate": 1e-3}))
     assert read_config_file(run_form)[1]["stop"] == {"masked_steps": 3}
     assert read_config_file(flat)[1]["stop"] == {"zero_std_steps": 0}
+
+
+def test_a_stopped_run_without_checkpoints_is_not_offered_a_resume(tmp_path: Path) -> None:
+    grpo = {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"masked_steps": 1}}
+    task = load_task(_broken_task(tmp_path / "task", grpo=grpo))
+    opts = TrainOptions(run_dir=tmp_path / "run", max_steps=3, no_gate_reason="test", progress=False, eval_every=0)
+    with pytest.raises(RunError, match="stopped at step 1"):
+        train(task, opts)
+    with pytest.raises(RunError, match=r"already holds a run \(status stopped\) with no complete checkpoint to resume"):
+        train(task, opts)
