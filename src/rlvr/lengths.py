@@ -16,8 +16,9 @@ tokenizer and spec are built in memory) and measures, over the train split:
   SFT trains on (``reference_completion``), so the same numbers say how many SFT targets a
   budget would cut.
 
-Reported as p50/p95/max. A budget that does not fit the longest prompt plus the budget within
-the model's maximum positions is a ``ConfigError`` for ``rlvr train`` and ``rlvr probe``.
+Reported as p50/p95/max. A budget that, after the longest prompt, does not fit the model's
+maximum positions is a ``ConfigError`` for ``rlvr train``, ``rlvr probe`` and ``rlvr task check``;
+reference answers longer than the budget are a warning (``LengthReport.warnings``).
 
 What is approximate, stated honestly:
 
