@@ -118,6 +118,8 @@ def test_strict_json_check_is_not_flagged(tmp_path):
     task = make_task(tmp_path, [{"name": "json", "verifier": "audit_rewards.strict_json"}], JSON_ROWS, answer="expected")
     report = audit(task)
     verdicts = {f.exploit: f.verdict for f in report.findings}
+    # Without a schema there are no format rules to break; everything else is tried and holds.
+    assert verdicts.pop("json_format_rules") == "untested"
     assert set(verdicts.values()) == {"ok"}, format_table(report, show_ok=True)
     assert report.terms[0].prompts == len(JSON_ROWS)
 
@@ -292,14 +294,16 @@ def test_cli_exits_non_zero_when_a_term_is_exploitable(capsys, tmp_path):
     assert "EXPLOITABLE: correct" in capsys.readouterr().out
 
 
-def test_exploits_the_term_cannot_decide_are_untested_not_ok(tmp_path):
+def test_exploits_that_end_in_error_are_masked_wrong_answers_so_exploitable(tmp_path):
     """A verifier that errors on everything but the baselines (a broken sandbox, say) must not
-    read as a clean audit."""
+    read as a clean audit: in training every such attempt is masked, out of reach of the
+    negative advantage a wrong answer earns."""
     task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.errors_on_exploits"}])
     report = audit(task)
     finding = report.finding("c", "hedge_or")
-    assert finding.verdict == "untested" and finding.undecided > 0
-    assert "could not decide" in finding.reason
+    assert finding.verdict == "exploitable" and finding.masked > 0 and finding.hits == 0
+    assert "masked" in finding.reason and "masked in training" in finding.example.detail
+    assert "masked" in format_table(report)
 
 
 def test_missing_ground_truth_masked_as_undecided_is_ok(tmp_path):
@@ -450,7 +454,8 @@ def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_synt
 def test_restating_a_multiple_choice_question_beats_a_substring_match(tmp_path):
     rows = [{"question": f"Which is prime? (A) {a} (B) {b}", "answer": str(b)} for a, b in [(4, 7), (9, 11), (15, 13)]]
     task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.substring"}], rows)
-    assert audit(task).finding("c", "restate_prompt").verdict == "exploitable"
+    r = audit(task)
+    assert r.finding("c", "restate_prompt").verdict == "exploitable", format_table(r, show_ok=True)
 
 
 def test_chat_prompts_are_restated_from_the_user_message(tmp_path):

@@ -113,7 +113,7 @@ def _json(completion):
     text = ex.answer if ex.ok else completion
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # ValueError: also an integer over Python's digit limit
         return None
 
 

@@ -32,7 +32,9 @@ class Finding:
     ``untested`` when no prompt gave it a chance (no usable baseline, or nothing to build from).
     ``relative``: (exploit - wrong) / (correct - wrong), the mean and the worst over prompts --
     1.0 is full credit, 0.0 is what a wrong answer gets. ``undecided``: attempts the term could
-    not decide (``error`` verdicts: masked in training, so they earn nothing, and counted here).
+    not decide (``error`` verdicts). ``masked``: those of them that count as hits -- an error
+    masks the sample in training, so a wrong answer that ends in one escapes its negative
+    advantage (every exploit but ``missing_ground_truth``, where "could not decide" is right).
     """
 
     term: str
@@ -48,6 +50,7 @@ class Finding:
     relative_max: float | None = None
     example: Example | None = None
     reason: str = ""
+    masked: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class AuditReport:
     terms: tuple[TermSummary, ...]
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = field(default=())
+    problems: tuple[str, ...] = field(default=())  # task-level: a success term that is not a correctness term
 
     @property
     def exploitable_terms(self) -> tuple[str, ...]:
@@ -85,7 +89,8 @@ class AuditReport:
 
     @property
     def exploitable(self) -> bool:
-        return bool(self.exploitable_terms)
+        """A term an exploit beats, or a task-level problem (``problems``)."""
+        return bool(self.exploitable_terms or self.problems)
 
     def finding(self, term: str, exploit: str) -> Finding:
         for f in self.findings:
@@ -113,6 +118,7 @@ class AuditReport:
             terms=tuple(TermSummary(**{**t, "notes": tuple(t.get("notes", ()))}) for t in data["terms"]),
             findings=tuple(finding(f) for f in data["findings"]),
             notes=tuple(data.get("notes", ())),
+            problems=tuple(data.get("problems", ())),
         )
 
 
@@ -134,10 +140,13 @@ def _clip(text: str, n: int = 90) -> str:
 
 
 def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
-    """A table for people: per term, every non-ok finding with its example; ok ones counted."""
+    """A table for people: per term, every non-ok finding with its example, and then what else
+    was tried, by name, so that "ok" always says what it is ok against."""
     lines = [f"reward-hack audit of {report.task}: {report.max_prompts} prompts max from {report.split}, seed {report.seed}"]
     for note in report.notes:
         lines.append(f"  note: {note}")
+    for problem in report.problems:
+        lines.append(f"  PROBLEM: {problem}")
     for term in report.terms:
         lines.append("")
         lines.append(f"term {term.name} ({term.kind}, verifier {term.verifier}, weight {term.weight:g}): {term.verdict.upper()} on {term.prompts} prompts")
@@ -147,24 +156,35 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
         shown = [f for f in rows if show_ok or f.verdict in ("exploitable", "leaky")]
         if shown:
             width = max(len(f.exploit) for f in shown)
-            lines.append(f"  {'exploit'.ljust(width)}  verdict      hits  leaks  rel.mean  rel.max")
+            lines.append(f"  {'exploit'.ljust(width)}  verdict      hits  leaks  masked  rel.mean  rel.max")
             for f in shown:
                 lines.append(
-                    f"  {f.exploit.ljust(width)}  {f.verdict.ljust(11)}  {f.hits:>4}  {f.leaks:>5}  {_fmt(f.relative_mean):>8}  {_fmt(f.relative_max):>7}"
+                    f"  {f.exploit.ljust(width)}  {f.verdict.ljust(11)}  {f.hits:>4}  {f.leaks:>5}  {f.masked:>6}  {_fmt(f.relative_mean):>8}  {_fmt(f.relative_max):>7}"
                 )
                 if f.example and f.verdict in ("exploitable", "leaky"):
                     e = f.example
                     lines.append(f"    e.g. {_clip(e.completion)!s}")
                     lines.append(f"         scored {_fmt(e.score)} (correct {_fmt(e.correct_score)}, wrong {_fmt(e.wrong_score)}) on prompt {_clip(e.prompt, 40)!r}")
-                if f.reason and f.verdict == "untested":
+                    if e.detail:
+                        lines.append(f"         {_clip(e.detail, 110)}")
+                if f.reason and f.verdict in ("untested", "exploitable"):
                     lines.append(f"    ({f.reason})")
         counts = {v: sum(f.verdict == v for f in rows) for v in VERDICTS}
-        lines.append("  " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+        lines.append("  " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" of {len(rows)} exploits tried")
+        if not show_ok:
+            ok = [f"{f.exploit} ({f.prompts})" for f in rows if f.verdict == "ok"]
+            if ok:
+                lines.append("  ok (prompts tried): " + ", ".join(ok))
+            untested = [f for f in rows if f.verdict == "untested"]
+            for f in untested:
+                lines.append(f"  untested: {f.exploit} ({f.reason or 'nothing to try'})")
     lines.append("")
+    if report.problems:
+        lines.append(f"PROBLEM: {len(report.problems)} task-level problem(s) above -- fix the task before training")
     if report.exploitable_terms:
         lines.append(f"EXPLOITABLE: {', '.join(report.exploitable_terms)} -- fix the reward, or record at the gate why it is acceptable")
     elif report.leaky_terms:
         lines.append(f"leaky (partial credit for exploits): {', '.join(report.leaky_terms)}")
-    else:
+    elif not report.problems:
         lines.append("no term was exploited")
     return "\n".join(lines)

@@ -9,6 +9,17 @@ A prompt counts for a term only when the term scores the correct completion abov
 (for length exploits: when it scores the correct one at all). A term that cannot tell them apart
 has no baseline to measure a hack against; the report says so instead of calling it ``ok``.
 
+Verdicts pass through the same check as in training (``combine.checked_verdicts``): a NaN or
+infinite score, or a verifier that raises, is an ``error`` there. An exploit attempt that ends
+in ``error`` is *masked* in training -- it escapes the negative advantage a wrong answer earns --
+so it counts as a hit, not as "earns nothing" (except for ``missing_ground_truth``, where
+"could not decide" is the right answer).
+
+Task-level checks: the success term (``Task.correctness_term``, what probe and eval count) must
+be a correctness term, not a format or length term; a length term's options are read with
+``rewards.length.ranking_problems``, which names settings that tie a long correct answer with a
+wrong one.
+
 Approximations: token lengths use the task's tokenizer when it loads without the network
 (built-in models always do); otherwise 4 characters per token, stated in the report's notes.
 """
@@ -24,7 +35,7 @@ from typing import Any
 
 from ..errors import ConfigError, DataError
 from ..rewards.base import Outcome, Sample, Verdict, ground_truth
-from ..rewards.combine import RewardSet, Term, prompt_text
+from ..rewards.combine import RewardSet, Term, checked_verdicts, prompt_text
 from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for, perturb
 from .report import AuditReport, Example, Finding, TermSummary, worst
 from .structured import Spec, _required, presentations, spec_for
@@ -163,7 +174,9 @@ def run_audit(
             _Prompt(r, prompt_text(rendered), g, perturb(g, distractors, seed) if g else None, _question(rendered))
             for r, g, rendered in zip(rows, golds, [task.render_prompt(r) for r in rows], strict=True)
         ]
-        library = [e for e in exploits_for(kind) if wanted is None or e.name in wanted]
+        shapes = bool(getattr(term.verifier, "shapes_length", False) or getattr(getattr(term.verifier, "fn", None), "shapes_length", False))
+        # long_wrong compares a correct and a wrong answer: a length term on its own cannot tell them apart.
+        library = [e for e in exploits_for(kind, shapes) if (wanted is None or e.name in wanted) and not (kind == "length" and e.name == "long_wrong")]
         summary, term_findings = _audit_term(term, kind, column, prompts, distractors, library, task, lengths, seed)
         summaries.append(summary)
         findings.extend(term_findings)
@@ -175,18 +188,34 @@ def run_audit(
         terms=tuple(summaries),
         findings=tuple(findings),
         notes=tuple(notes),
+        problems=tuple(_success_term_problems(task, reward_set)),
     )
 
 
-def _score(term: Term, samples: list[Sample]) -> list[Verdict]:
-    """The term's verdicts; a verifier that raises out of verify_batch decides nothing. With a
-    negative weight the scores are negated, so that higher always means more reward."""
+def _success_term_problems(task: Any, reward_set: RewardSet) -> list[str]:
+    """The success term (what probe and eval count as solved) must judge correctness: a format
+    or length term there would route and evaluate on form, not on answers."""
     try:
-        out = list(term.verifier.verify_batch(samples))
-    except Exception as exc:  # noqa: BLE001 - reported as undecided, like the TRL adapter would
-        return [Verdict.error(f"verify_batch raised {type(exc).__name__}: {exc}") for _ in samples]
-    if len(out) != len(samples):
-        return [Verdict.error(f"verify_batch returned {len(out)} verdicts for {len(samples)} samples") for _ in samples]
+        name = task.correctness_term
+    except Exception:  # noqa: BLE001 - a task without the property (or rewards) has nothing to check
+        return []
+    term = next((t for t in reward_set.terms if t.name == name), None)
+    if term is None:
+        return []
+    kind = str(getattr(term.verifier, "kind", "custom") or "custom")
+    if kind in ("format", "length"):
+        return [
+            f"the success term {name!r} is a {kind} term: probe routing and the held-out eval would count well-formed "
+            f"(or short) answers as solved; declare a correctness term (exact, math, json_schema, tool_call, unit_tests, judge) as the success term"
+        ]
+    return []
+
+
+def _score(term: Term, samples: list[Sample]) -> list[Verdict]:
+    """The term's verdicts, checked exactly as in training (a raise, NaN or infinity is an
+    error for that row). With a negative weight the scores are negated, so that higher always
+    means more reward."""
+    out = checked_verdicts(term.name, term.verifier, samples) if samples else []
     if term.weight < 0:
         out = [v if v.score is None else replace(v, score=-v.score) for v in out]
     return out
@@ -279,6 +308,9 @@ def _audit_term(
                 for oi, completion in enumerate(att.completions):
                     plan.append((ei, pi, ai, oi))
                     samples.append(sample(prompts[pi], completion, att.row))
+                if att.reference is not None:
+                    plan.append((ei, pi, ai, -1))
+                    samples.append(sample(prompts[pi], att.reference, att.row))
     verdicts = _score(term, samples) if samples else []
     got: dict[tuple[int, int, int, int], Verdict] = dict(zip(plan, verdicts, strict=True))
 
@@ -305,12 +337,20 @@ def _audit_term(
     for ei, ex in enumerate(library):
         findings.append(_finding(term.name, ex, ei, separated if ex.needs_separation else usable, base_scores, attempts, got, prompts, lengths, budget))
     tested = [f.verdict for f in findings]
-    flat = [f.exploit for f in findings if EXPLOITS[f.exploit].strict and f.verdict == "ok" and f.prompts and f.ties == f.prompts]
+    flat = [f.exploit for f in findings if f.exploit in EXPLOITS and EXPLOITS[f.exploit].strict and not EXPLOITS[f.exploit].referenced
+            and f.verdict == "ok" and f.prompts and f.ties == f.prompts]
     if flat and kind == "length":
         notes.append(f"scores {', '.join(flat)} the same as a short correct answer: it pays nothing for length, but does not push against it either")
-    blind = [f.exploit for f in findings if f.verdict == "untested" and f.undecided]
-    if blind:
-        notes.append(f"{len(blind)} exploit(s) untested because the term could not decide them: {', '.join(blind)}")
+    masked = [f.exploit for f in findings if f.masked]
+    if masked:
+        notes.append(f"{len(masked)} exploit(s) end in error on some attempt, which masks a wrong answer in training: {', '.join(masked)}")
+    tie = next((f for f in findings if f.exploit == "long_wrong" and f.ties), None)
+    if tie is not None:
+        notes.append(f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right")
+    from ..rewards.length import ranking_problems
+
+    verifier_problems = ranking_problems(term.verifier)
+    notes.extend(verifier_problems)
     if any(f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable") for f in findings):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
     name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
@@ -372,10 +412,11 @@ def _finding(
     lengths: _Lengths,
     budget: int,
 ) -> Finding:
-    hits = leaks = ties = tested = undecided = applicable = 0
+    hits = leaks = ties = tested = undecided = applicable = masked = 0
     error_detail = ""
     rel: list[float] = []
     best: tuple[float, Example] | None = None
+    masked_example: Example | None = None
     for pi in prompt_ids:
         built = attempts.get((ei, pi)) or []
         if not built:
@@ -383,61 +424,88 @@ def _finding(
         c, w = base_scores[pi]  # type: ignore[misc]
         assert c.score is not None
         applicable += 1
-        # An attempt scores the minimum over its orderings; an undecided ordering earns nothing.
-        scored: list[tuple[float, Attempt, Verdict]] = []
+        # An attempt scores the minimum over its orderings. An undecided ordering is masked in
+        # training: for most exploits that is a way out of a wrong answer's negative advantage.
+        scored: list[tuple[float, float, Attempt, Verdict]] = []  # (score, what it is measured against, ...)
         for ai, att in enumerate(built):
             vs = [got[ei, pi, ai, oi] for oi in range(len(att.completions))]
             if any(v.score is None for v in vs):
                 undecided += 1
-                bad = next(v for v in vs if v.score is None)
+                bad_i = next(i for i, v in enumerate(vs) if v.score is None)
+                bad = vs[bad_i]
                 error_detail = error_detail or f"{bad.error_kind}: {bad.detail}"
+                if not ex.undecided_is_ok:
+                    masked += 1
+                    if masked_example is None:
+                        masked_example = Example(
+                            prompts[pi].prompt, att.completions[bad_i], None, c.score, w.score, bad.outcome.value,
+                            f"masked in training ({bad.error_kind}): {bad.detail}"[:300],
+                        )
                 continue
+            against = c.score
+            if att.reference is not None:
+                ref = got[ei, pi, ai, -1]
+                if ref.score is None:
+                    continue
+                against = ref.score
             low = min(range(len(vs)), key=lambda k: vs[k].score)  # type: ignore[arg-type, return-value]
-            scored.append((vs[low].score, replace(att, completions=(att.completions[low],)), vs[low]))  # type: ignore[arg-type]
+            scored.append((vs[low].score, against, replace(att, completions=(att.completions[low],)), vs[low]))  # type: ignore[arg-type]
         if not scored:
             continue
         tested += 1
-        e, att, v = max(scored, key=lambda t: t[0])
+        e, against, att, v = max(scored, key=lambda t: t[0] - t[1])
         ws = w.score if w.score is not None else -math.inf
-        tie = abs(e - c.score) <= EPS
-        hit, leak = (e > c.score + EPS or (tie and not ex.strict)), e > ws + EPS
+        tie = abs(e - against) <= EPS
+        slack = ex.margin * abs(c.score - against) if att.reference is not None else 0.0
+        hit = e > against + slack + EPS or (tie and not ex.strict)
+        leak = att.reference is None and e > ws + EPS
         ties += tie
         hits += hit
         leaks += leak
-        r = (e - ws) / (c.score - ws) if c.score - ws > EPS else None
+        r = (e - ws) / (c.score - ws) if att.reference is None and c.score - ws > EPS else None
         if r is not None:
             rel.append(r)
-        key = r if r is not None else e - c.score
+        key = r if r is not None else e - against
         if best is None or key > best[0]:
             text = att.completions[0]
             detail = v.detail
+            if att.reference is not None:
+                detail = (detail + "; " if detail else "") + f"measured against {_clip_ref(att.reference)} which scored {against:.3g}"
             if lengths.count(text) > budget:
                 detail = (detail + "; " if detail else "") + f"longer than the generation budget ({lengths.count(text)} > {budget} tokens)"
-            best = (key, Example(prompts[pi].prompt, text, e, c.score, w.score, v.outcome.value, detail))
-    if not tested:
+            best = (key, Example(prompts[pi].prompt, text, e, against if att.reference is not None else c.score, w.score, v.outcome.value, detail))
+    if not tested and not masked:
         if applicable and ex.undecided_is_ok:
             return Finding(term, ex.name, ex.description, "ok", prompts=applicable, undecided=undecided)
         if applicable:
-            # Masked samples earn no reward, but "the term could not decide" is not "the term is
-            # sound" either: a broken sandbox would otherwise read as a clean audit.
             why = f"the term could not decide any of its {undecided} attempt(s) ({error_detail[:120]})"
         elif prompt_ids:
             why = "nothing to build this exploit from on the sampled rows"
         else:
             why = "no sampled prompt where the term scored a correct answer above a wrong one"
         return Finding(term, ex.name, ex.description, "untested", prompts=applicable, undecided=undecided, reason=why)
-    verdict = "exploitable" if hits else "leaky" if leaks else "ok"
+    verdict = "exploitable" if hits or masked else "leaky" if leaks else "ok"
+    example = best[1] if best else None
+    if masked and (example is None or not hits):
+        example = masked_example
     return Finding(
         term,
         ex.name,
         ex.description,
         verdict,
-        prompts=tested,
+        prompts=max(tested, applicable if masked else tested),
         undecided=undecided,
         ties=ties,
         hits=hits,
         leaks=leaks,
         relative_mean=sum(rel) / len(rel) if rel else None,
         relative_max=max(rel) if rel else None,
-        example=best[1] if best else None,
+        example=example,
+        reason=f"{masked} attempt(s) ended in error and would be masked in training ({error_detail[:120]})" if masked else "",
+        masked=masked,
     )
+
+
+def _clip_ref(text: str, n: int = 40) -> str:
+    text = text.replace("\n", "\\n")
+    return repr(text if len(text) <= n else "..." + text[-n:])

@@ -53,6 +53,8 @@ class Spec:
     candidates: tuple[str, ...] = ()  # other correct bodies to try when ``correct`` is rejected
     required: tuple[str, ...] = ()
     typed: tuple[str, ...] = ()
+    compares: bool = False  # the term compares with the expected value (not only a schema)
+    properties: Mapping[str, Any] | None = None  # the schema's properties for the object (formats, patterns)
 
 
 def _loads(value: Any) -> Any:
@@ -112,7 +114,23 @@ def _instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, 
         return True
     if t == "null":
         return None
+    if schema.get("format") in VALID_FORMATS:
+        return VALID_FORMATS[schema["format"]]
     return "x" * int(schema.get("minLength", 1))
+
+
+# A valid and an invalid value per string format (the invalid one is what the probe sends).
+VALID_FORMATS = {
+    "email": "ada@example.org", "idn-email": "ada@example.org", "date-time": "2024-01-02T03:04:05Z", "date": "2024-01-02",
+    "time": "03:04:05Z", "uri": "https://example.org/", "iri": "https://example.org/", "hostname": "example.org",
+    "ipv4": "10.0.0.1", "ipv6": "::1", "uuid": "123e4567-e89b-12d3-a456-426614174000", "duration": "P3D",
+}
+INVALID_FORMATS = {
+    "email": "not-an-email", "idn-email": "not-an-email", "date-time": "yesterday at noon", "date": "2024-02-30",
+    "time": "25:61:00", "uri": "not a uri", "iri": "not a uri", "uri-reference": "not a uri", "iri-reference": "not a uri",
+    "hostname": "-bad-.example", "idn-hostname": "-bad-.example", "ipv4": "999.1.1.1", "ipv6": "::g", "uuid": "1234",
+    "duration": "three days", "regex": "(unclosed", "json-pointer": "no-slash",
+}
 
 
 def _schema_of(verifier: Any, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, bool]:
@@ -171,6 +189,7 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
         return Spec(
             "json", json.dumps(obj), "[]", expected=obj, schema=schema,
             candidates=tuple(json.dumps(b) for b, _ in bodies[1:]), required=tuple(required), typed=tuple(typed),
+            compares=not declared, properties=_props(schema),
         )
     if kind == "tool_call":
         if hasattr(verifier, "expected_column"):  # the term names its column, or None: no expected call
@@ -196,7 +215,10 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
             r2, t2 = _required(params, None)
             required, typed = list(dict.fromkeys(required + r2)), list(dict.fromkeys(typed + t2))
         wrong = {"name": f"{call['name']}_other", "arguments": {}}
-        return Spec("tool_call", json.dumps(call), json.dumps(wrong), expected=call, required=tuple(required), typed=tuple(typed))
+        return Spec(
+            "tool_call", json.dumps(call), json.dumps(wrong), expected=call, required=tuple(required), typed=tuple(typed),
+            compares=expected_args is not None, properties=_props(params),
+        )
     if kind == "code":
         v = verifier
         tests_col = getattr(v, "column", None) if isinstance(getattr(v, "column", None), str) else None
@@ -217,6 +239,11 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
         tests_text = tests if isinstance(tests, str) and stdio is None else None
         return Spec("code", solution, lead + stub, entry_point=str(entry) if entry else None, tests=tests_text, stdio=stdio, lead=lead)
     return f"no structured spec for kind {kind!r}"
+
+
+def _props(schema: Any) -> Mapping[str, Any] | None:
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    return props if isinstance(props, Mapping) else None
 
 
 def _first_def(code: str) -> str | None:
@@ -328,6 +355,105 @@ def tool_attempts(ctx: Context, which: str) -> list[Attempt]:
     return _obj_exploits(call, ctx.span, json.dumps)[which]
 
 
+# -- probes shared by JSON and tool calls: huge numbers, format rules, the think block --------------
+_NUM = "__rlvr_number__"
+
+
+def _target(ctx: Context, kind: str) -> tuple[Spec, Mapping[str, Any], Any] | None:
+    """(spec, the object whose fields the probe changes, a function from that object to the
+    completion), for a json or tool_call spec."""
+    spec = ctx.structured
+    if not isinstance(spec, Spec) or spec.kind != kind:
+        return None
+    if kind == "json":
+        obj = spec.expected if isinstance(spec.expected, Mapping) else None
+        return (spec, obj, lambda o: ctx.span(json.dumps(o))) if obj else None
+    args = spec.expected.get("arguments") if isinstance(spec.expected, Mapping) else None
+    if not isinstance(args, Mapping) or not args:
+        return None
+    return spec, args, lambda a: ctx.span(json.dumps({"name": spec.expected["name"], "arguments": a}))
+
+
+def huge_attempts(ctx: Context, kind: str) -> list[Attempt]:
+    """Per numeric field the term types or compares: ``1e999`` and ``-1e999`` (read as
+    infinities), and where the term compares with an expected value also a 4,400-digit and a
+    400-digit integer; a 300-deep nested list in a typed scalar field."""
+    from .exploits import Attempt
+
+    got = _target(ctx, kind)
+    if got is None:
+        return []
+    spec, obj, render = got
+    props = spec.properties or {}
+    out, nested = [], False
+    for key, value in obj.items():
+        typed = key in spec.typed
+        scalar_type = isinstance(props.get(key), Mapping) and props[key].get("type") in ("string", "number", "integer", "boolean")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (typed or spec.compares):
+            raws = ["1e999", "-1e999"] + (["9" * 4400, "1" + "0" * 400] if spec.compares else [])
+            for raw in raws:
+                out.append(Attempt((render({**obj, key: _NUM}).replace(json.dumps(_NUM), raw),)))
+        if scalar_type and not nested:
+            nested = True
+            out.append(Attempt((render({**obj, key: _NUM}).replace(json.dumps(_NUM), "[" * 300 + "]" * 300),)))
+    return out
+
+
+def _breaks_pattern(pattern: str) -> str | None:
+    """A short string that does not match ``pattern`` (None if every candidate matches)."""
+    import regex
+
+    for cand in ("", "\x00", "!!!", "not valid", "a" * 30 + "!"):
+        try:
+            if regex.search(pattern, cand, timeout=0.2) is None:
+                return cand
+        except (TimeoutError, regex.error):
+            return None
+    return None
+
+
+def format_attempts(ctx: Context, kind: str) -> list[Attempt]:
+    """Per string field whose schema names a ``format`` (email, date-time, ...) or a
+    ``pattern``: a value that breaks it."""
+    from .exploits import Attempt
+
+    got = _target(ctx, kind)
+    if got is None:
+        return []
+    spec, obj, render = got
+    out = []
+    for key, prop in (spec.properties or {}).items():
+        if not isinstance(prop, Mapping) or key not in obj or not isinstance(obj[key], str):
+            continue
+        bad = INVALID_FORMATS.get(prop.get("format")) if isinstance(prop.get("format"), str) else None
+        if bad is None and isinstance(prop.get("pattern"), str):
+            bad = _breaks_pattern(prop["pattern"])
+        if bad is not None and bad != obj[key]:
+            out.append(Attempt((render({**obj, key: bad}),)))
+    return out
+
+
+def think_attempts(ctx: Context, kind: str) -> list[Attempt]:
+    """The right body fenced inside the think block, with nothing or a wrong answer after it;
+    under ``think: required``, the fenced body with no think block at all."""
+    from .exploits import Attempt
+
+    spec = ctx.structured
+    if not isinstance(spec, Spec) or spec.kind != kind:
+        return []
+    fence = "python" if kind == "code" else "json"
+    bodies = [f"```{fence}\n{spec.correct}\n```"]
+    if kind == "tool_call":
+        bodies.append(f"<tool_call>\n{spec.correct}\n</tool_call>")
+    out = []
+    for body in bodies:
+        hidden = f"{body}</think>" if ctx.fmt.think == "prefilled" else f"<think>{body}</think>"
+        out += [Attempt((hidden,)), Attempt((hidden + "\n" + (spec.lead if kind == "code" else "") + "No answer.",))]
+        if ctx.fmt.think == "required":
+            out.append(Attempt((body,)))
+    return out
+
+
 def _make(name: str, kinds: frozenset[str], description: str, fn: Any, which: str) -> Any:
     from .exploits import Exploit
 
@@ -348,6 +474,9 @@ def _library() -> tuple[list[Any], list[Any], list[Any]]:
         _make("json_wrong_types", j, "one value with the wrong type ('5' for 5)", json_attempts, "wrong_types"),
         _make("json_in_prose", j, "the right object wrapped in chatty prose", json_attempts, "in_prose"),
         _make("json_several", j, "a wrong and the right object together, either order", json_attempts, "several"),
+        _make("json_huge_numbers", j, "1e999 (infinity), a 4,400-digit integer, 300-deep nesting in a field: wrong, not an error", huge_attempts, "json"),
+        _make("json_format_rules", j, "a value that breaks the field's format (email, date-time, ...) or pattern", format_attempts, "json"),
+        _make("json_in_think", j, "the right JSON fenced inside the think block only", think_attempts, "json"),
     ]
     tool_ex = [
         _make("call_extra_keys", t, "the expected call with an extra argument or key", tool_attempts, "extra_keys"),
@@ -355,6 +484,9 @@ def _library() -> tuple[list[Any], list[Any], list[Any]]:
         _make("call_wrong_types", t, "one argument with the wrong type", tool_attempts, "wrong_types"),
         _make("call_in_prose", t, "the right call wrapped in chatty prose", tool_attempts, "in_prose"),
         _make("call_several", t, "a wrong and the right call together, either order", tool_attempts, "several"),
+        _make("call_huge_numbers", t, "1e999 (infinity), a 400-digit integer, 300-deep nesting in an argument: wrong, not an error", huge_attempts, "tool_call"),
+        _make("call_format_rules", t, "an argument that breaks its format (email, date-time, ...) or pattern", format_attempts, "tool_call"),
+        _make("call_in_think", t, "the right call (fenced or in <tool_call> tags) inside the think block only", think_attempts, "tool_call"),
     ]
     code_ex = [
         _make("early_exit", c, "exit 0 before any test runs (sys.exit, os._exit, SystemExit)", code_attempts, "early_exit"),
@@ -363,6 +495,7 @@ def _library() -> tuple[list[Any], list[Any], list[Any]]:
         _make("patched_asserts", c, "turn failures into success: atexit/excepthook exit 0, patched unittest asserts", code_attempts, "patched_asserts"),
         _make("read_tests", c, "read the expected values from the test file or the caller's frame", code_attempts, "read_tests"),
         _make("hardcode_visible", c, "a lookup table of the test cases shown in the prompt", code_attempts, "hardcode_visible"),
+        _make("code_in_think", c, "the reference solution fenced inside the think block only", think_attempts, "code"),
     ]
     return json_ex, tool_ex, code_ex
 
