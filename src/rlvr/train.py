@@ -433,6 +433,8 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
                 return
             if state.is_world_process_zero:
                 log.write(state.global_step, {k: v for k, v in logs.items()})
+            # Every process sees the same values (TRL averages log_metric values and reward stats
+            # across processes before logging), so every process stops at the same step.
             why = watch.update(state.global_step, logs)
             if why is not None:
                 why += stop_evidence(run_dir, state.global_step)

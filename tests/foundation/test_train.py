@@ -419,3 +419,28 @@ def test_a_stopped_run_without_checkpoints_is_not_offered_a_resume(tmp_path: Pat
         train(task, opts)
     with pytest.raises(RunError, match=r"already holds a run \(status stopped\) with no complete checkpoint to resume"):
         train(task, opts)
+
+
+@pytest.mark.slow
+def test_under_two_processes_a_reward_broken_on_one_rank_stops_both(tmp_path: Path) -> None:
+    """A stop on one process only would leave the other waiting in the next collective forever.
+    Measured ~30 s on 2 CPU cores (accelerate, gloo)."""
+    import os
+    import subprocess
+    import sys
+
+    grpo = {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"masked_steps": 2}}
+    path = make_task(tmp_path / "task", shaping=True, extra={"grpo": grpo})
+    (tmp_path / "task" / "rankbroken.py").write_text(
+        "import os\n\ndef boom(completions, **kwargs):\n    if os.environ.get('RANK', '0') == '1':\n        raise ValueError('boom on rank 1')\n    return [0.0] * len(completions)\n")
+    spec = yaml.safe_load(path.read_text())
+    spec["rewards"].insert(2, {"name": "rankbroken", "verifier": "rankbroken.boom", "weight": 1.0})
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    run = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rlvr.cli.main", "train", str(path), "--run-dir", str(run), "--max-steps", "6", "--no-gate", "distributed stop",
+                           "--eval-every", "0", "--no-progress", "--launch", "accelerate", "--num-processes", "2"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "stopped" and meta["steps"] == 2
+    assert [x["rewards/masked_rate"] for x in lines(run / "metrics.jsonl") if "reward" in x] == [0.5, 0.5]  # the mean over both processes
