@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     problems = sft_problems(task.sft, f"{task.path}: sft.") + sft_problems(overrides, "--set ")
     if problems:
         raise ConfigError(problems, source="rlvr sft")
+    if args.target_pass_rate is not None:
+        task.success_term  # noqa: B018 - the dev pass rate counts it: raises before training when there is none
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
     if args.target_pass_rate is not None and not 0 < args.target_pass_rate <= 1:

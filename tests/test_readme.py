@@ -1,0 +1,165 @@
+"""The README's tutorial, run from the README itself, so it cannot drift from the CLI.
+
+Commands are the ``$ rlvr ...`` lines of the ``console`` blocks in the "Tutorial" section, run in
+order in a fresh folder. Each output line the README shows must appear in the real output (paths
+relative to that folder); a line ending in ``...`` is a prefix, a line ``...`` stands for lines
+left out. ``rlvr inspect review`` gets the reader's keys on stdin: ``r`` (the reward is right) for
+every sample, which is true of the built-in task's exact-match reward.
+
+The default run covers the commands that load no model weights for sampling or training (task
+example and check, audit, plan), the task file shown, the verifier example and the verifier
+options table in docs/reference.md; ``-m slow`` runs the whole tutorial.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import re
+import shlex
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pytest
+
+from rlvr.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+REFERENCE = ROOT / "docs" / "reference.md"
+FAST = ("task example", "task check", "audit", "plan")
+
+
+@dataclass(frozen=True)
+class Step:
+    command: str
+    expected: tuple[str, ...]
+
+    @property
+    def argv(self) -> list[str]:
+        return shlex.split(self.command)[1:]
+
+
+def section(text: str, title: str) -> str:
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def tutorial_steps() -> list[Step]:
+    text = section(README.read_text(encoding="utf-8"), "Tutorial")
+    steps: list[Step] = []
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
+        command, lines = None, []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                if command:
+                    steps.append(Step(command, tuple(lines)))
+                command, lines = line[2:].strip(), []
+            else:
+                lines.append(line)
+        if command:
+            steps.append(Step(command, tuple(lines)))
+    return [s for s in steps if s.command.startswith("rlvr ")]
+
+
+def marked_block(text: str, marker: str) -> str:
+    return re.search(rf"<!-- {marker} -->\n```\w*\n(.*?)```", text, re.S).group(1)
+
+
+def run_step(step: Step, folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(folder)
+    if step.argv[:2] == ["inspect", "review"]:
+        monkeypatch.setattr(sys, "stdin", io.StringIO("r\n" * 200 + "q\n"))
+    capsys.readouterr()
+    code = main(step.argv)
+    out = capsys.readouterr().out.replace(f"{folder}/", "")
+    assert code == 0, f"{step.command} exited {code}:\n{out}"
+    return out
+
+
+def assert_shown(step: Step, out: str) -> None:
+    actual = out.splitlines()
+    for line in step.expected:
+        if not line.strip() or line.strip() == "...":
+            continue
+        if line.endswith("..."):
+            prefix = line[:-3].rstrip()
+            assert any(a.startswith(prefix) for a in actual), f"{step.command}: no line starts with {prefix!r}:\n{out}"
+        else:
+            assert line in actual, f"{step.command}: the README shows {line!r}, the command printed:\n{out}"
+
+
+def test_the_tutorial_has_every_step_of_the_workflow() -> None:
+    shown = [" ".join(s.argv[:2]) if s.argv[0] in ("task", "inspect") else s.argv[0] for s in tutorial_steps()]
+    for step in ("task example", "task check", "probe", "sft", "inspect build", "inspect review", "inspect sign", "audit", "plan", "train", "doctor", "report"):
+        assert step in shown, step
+
+
+def test_the_tutorial_steps_that_load_no_weights_run_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = []
+    for step in tutorial_steps():
+        if any(step.command.startswith(f"rlvr {f}") for f in FAST):
+            assert_shown(step, run_step(step, tmp_path, capsys, monkeypatch))
+            ran.append(step.command)
+    assert len(ran) == len(FAST)
+
+
+@pytest.mark.slow
+def test_the_whole_tutorial_runs_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for step in tutorial_steps():
+        assert_shown(step, run_step(step, tmp_path, capsys, monkeypatch))
+    assert (tmp_path / "runs" / "mytask" / "final" / "config.json").exists()
+    assert (tmp_path / "runs" / "mytask" / "report" / "report.html").exists()
+
+
+def test_the_task_file_shown_is_the_one_task_example_writes(tmp_path: Path) -> None:
+    from rlvr.arithmetic import write_task
+
+    shown = marked_block(README.read_text(encoding="utf-8"), "tutorial:task-yaml")
+    assert write_task(tmp_path / "mytask").read_text() == shown
+
+
+def test_the_verifier_example_works_as_the_success_term(tmp_path: Path) -> None:
+    import yaml
+
+    from rlvr.arithmetic import write_task
+    from rlvr.rewards import Sample
+    from rlvr.task import load_task
+    from rlvr.taskcheck import check_task
+
+    code = marked_block(README.read_text(encoding="utf-8"), "tutorial:verifier")
+    path = write_task(tmp_path / "mytask")
+    (tmp_path / "mytask" / "myverifiers.py").write_text(code)
+    spec = yaml.safe_load(path.read_text())
+    spec["rewards"][1] = {"name": "correct", "verifier": "myverifiers.close_enough"}
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    task = load_task(path)
+    assert task.success_term == "correct" and check_task(task) == []
+    term = task.reward_set().terms[1].verifier
+    outcomes = [term.verify(Sample(c, row={"answer": "78"})).outcome.value for c in ("<answer>79</answer>", "<answer>80</answer>", "79")]
+    assert outcomes == ["correct", "wrong", "unparseable"]
+
+
+def verifier_option_rows() -> dict[str, str]:
+    """What the verifier-options table in docs/reference.md must say, from the constructors."""
+    from rlvr.rewards import BUILTINS, _import
+    from rlvr.rewards.mathcore import MathPolicy
+
+    rows = {}
+    for name, target in BUILTINS.items():
+        params = inspect.signature(_import(target)).parameters.values()
+        parts = [f"`{p.name}` ({'required' if p.default is p.empty else repr(p.default)})" for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        text = ", ".join(parts)
+        if name == "math":  # the policy options arrive as keyword arguments
+            text += "; policy: " + ", ".join(f"`{f.name}` ({f.default!r})" for f in fields(MathPolicy))
+        rows[name] = text
+    return rows
+
+
+def test_the_reference_lists_every_verifier_option_with_its_default() -> None:
+    text = REFERENCE.read_text(encoding="utf-8")
+    table = text.split("<!-- verifier-options:begin -->")[1].split("<!-- verifier-options:end -->")[0]
+    shown = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.M))
+    assert shown == verifier_option_rows()
