@@ -444,3 +444,43 @@ def test_under_two_processes_a_reward_broken_on_one_rank_stops_both(tmp_path: Pa
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "stopped" and meta["steps"] == 2
     assert [x["rewards/masked_rate"] for x in lines(run / "metrics.jsonl") if "reward" in x] == [0.5, 0.5]  # the mean over both processes
+
+
+KILLED_MID_SAVE = '''
+import os, signal, sys
+from pathlib import Path
+import transformers
+from rlvr.task import load_task
+from rlvr.train import TrainOptions, train
+
+save_rng = transformers.Trainer._save_rng_state
+
+def dying(self, output_dir):  # the weights and optimizer of checkpoint-4 are on disk, the rest is not
+    if self.state.global_step == 4:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return save_rng(self, output_dir)
+
+transformers.Trainer._save_rng_state = dying
+train(load_task(sys.argv[1]), TrainOptions(run_dir=Path(sys.argv[2]), max_steps=6, no_gate_reason="kill -9 test", progress=False, eval_every=0))
+'''
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_mid_save_resumes_from_the_last_complete_checkpoint(tmp_path: Path) -> None:
+    """Issue 14: a checkpoint cut off by kill -9 made --resume fail with a raw FileNotFoundError.
+    A real SIGKILL in the middle of the Trainer's save (~30 s on 2 shared cores; the fast version
+    cuts a checkpoint's files by hand: test_resume_skips_a_checkpoint_cut_off_while_saving_and_says_so)."""
+    import os
+    import subprocess
+    import sys
+
+    task_path = make_task(tmp_path / "task", shaping=True)
+    run = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", KILLED_MID_SAVE, str(task_path), str(run)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    cut = run / "checkpoints" / "checkpoint-4"
+    assert cut.is_dir() and not (cut / "trainer_state.json").exists() and not (cut / "rlvr-complete.json").exists()
+    result = train(load_task(task_path), TrainOptions(run_dir=run, max_steps=6, resume=True, no_gate_reason="kill -9 test", progress=False, eval_every=0))
+    assert result.resumed_from is not None and result.resumed_from.name == "checkpoint-2"
+    assert [p.name for p in result.skipped] == ["checkpoint-4"] and result.steps == 6
