@@ -153,3 +153,17 @@ def test_an_unknown_verifier_option_lists_the_valid_ones(tmp_path: Path, capsys:
     err = capsys.readouterr().err
     assert "unknown option 'normalise' for reward 'exact' (did you mean 'normalize' for 'normalise'?)" in err
     assert "its options: answer_format (default None), column (default 'answer'), normalize (default ())" in err
+
+
+AMBIGUOUS = {"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "loose", "verifier": "math"}]}
+
+
+@pytest.mark.parametrize("argv", [["inspect", "build", "TASK"], ["sft", "TASK", "--target-pass-rate", "0.2"], ["probe", "TASK"]])
+def test_commands_that_count_successes_refuse_an_ambiguous_task_before_loading_a_model(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlvr.models
+
+    path = make_task(tmp_path / "task", extra=AMBIGUOUS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(rlvr.models, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    assert main([str(path) if a == "TASK" else a for a in argv]) == 1
+    assert "could decide success" in capsys.readouterr().err
