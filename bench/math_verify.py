@@ -17,7 +17,8 @@ Both verifiers get the same (gold, prediction) pairs:
   4\\sqrt(2) vs 4, hedges, power towers, a ground truth that does not parse).
 
 The process and its verifier worker are pinned to one CPU (``sched_setaffinity``), rlvr with a
-single worker process. Printed: verifications per second for both, the throughput ratio,
+single worker process. Wall-clock rates move with whatever else the machine runs; the CPU rates
+(rlvr's comparison run in-process, math-verify's ``parse``+``verify``) are the steadier ratio. Printed: verifications per second for both, the throughput ratio,
 agreement with the labels on both sets, and every false positive on the adversarial list.
 math-verify runs in the main thread, where its ``signal.alarm`` timeout works. Its ``verify``
 is called as ``verify(gold, pred)``, the order its README prescribes.
@@ -236,6 +237,29 @@ def run_ours(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], flo
     return [None if x.outcome is Outcome.ERROR else x.outcome is Outcome.CORRECT for x in verdicts], seconds
 
 
+def cpu_ours(pairs: list[tuple[str, str, bool]]) -> float:
+    """CPU seconds of rlvr's comparison work for ``pairs``, run in this process (what its worker
+    does, without the pipe): steadier than wall time on a shared machine."""
+    from rlvr.rewards.mathcore import (
+        MathPolicy,
+        compare_texts,
+        fast_compare,
+        parse_answer,
+        parse_scalar,
+        warm,
+    )
+
+    warm()
+    parse_answer.cache_clear()  # cold, like math-verify's runs: every text is new to it
+    parse_scalar.cache_clear()
+    policy = MathPolicy()
+    start = time.process_time()
+    for g, p, _ in pairs:
+        if fast_compare(g, p, policy) is None:
+            compare_texts(g, p, policy)
+    return time.process_time() - start
+
+
 def run_math_verify(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], float]:
     # This file is named math_verify.py too: take its folder off the path to import the package.
     here = os.path.dirname(os.path.abspath(__file__))
@@ -245,13 +269,17 @@ def run_math_verify(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | Non
 
     verify(parse("$1$"), parse("$1$"))  # warm the grammar
     out: list[bool | None] = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for g, p, _ in pairs:
         try:
             out.append(bool(verify(parse(f"${g}$"), parse(f"${p}$"))))
         except Exception:  # noqa: BLE001
             out.append(None)
+    MV_CPU.append(time.process_time() - cpu)
     return out, time.perf_counter() - start
+
+
+MV_CPU: list[float] = []  # CPU seconds of each math-verify run, in call order
 
 
 def agreement(results: list[bool | None], pairs: list[tuple[str, str, bool]]) -> tuple[int, int, int, int]:
@@ -311,7 +339,14 @@ def main() -> int:
         print(f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4} {ca:>6}/{len(corpus):<6} {cfp:>4} {cfn:>4} {cerr:>4} {len(corpus) / cor_s:>9.1f}")
     if len(rows) == 2:
         ratio = (len(generated) / rows[0][2]) / (len(generated) / rows[1][2])
-        print(f"\nthroughput ratio rlvr / math-verify: {ratio:.2f}x on the generated pairs, {(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus")
+        print(f"\nthroughput ratio rlvr / math-verify (wall): {ratio:.2f}x on the generated pairs, {(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus")
+    if args.only != "math-verify":
+        gen_cpu, cor_cpu = cpu_ours(generated), cpu_ours(corpus_pairs)
+        line = f"rlvr CPU: {len(generated) / gen_cpu:.0f} verif/s generated, {len(corpus) / cor_cpu:.0f} verif/s corpus (in-process comparison, no pipe)"
+        if len(MV_CPU) == 3:
+            mv_gen, mv_cor = MV_CPU[0], MV_CPU[2]
+            line += f"; math-verify CPU: {len(generated) / mv_gen:.0f} and {len(corpus) / mv_cor:.0f} verif/s; CPU ratio {mv_gen / gen_cpu:.1f}x generated, {mv_cor / cor_cpu:.1f}x corpus"
+        print(line)
     print("\nper form on the corpus (agree/n, false positives, false negatives, undecided):")
     per_form(corpus, corpus_results)
     for name, _, _, lab, _, _ in rows:
