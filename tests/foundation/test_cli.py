@@ -158,7 +158,7 @@ def test_an_unknown_verifier_option_lists_the_valid_ones(tmp_path: Path, capsys:
 AMBIGUOUS = {"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "loose", "verifier": "math"}]}
 
 
-@pytest.mark.parametrize("argv", [["inspect", "build", "TASK"], ["sft", "TASK", "--target-pass-rate", "0.2"], ["probe", "TASK"]])
+@pytest.mark.parametrize("argv", [["inspect", "build", "TASK"], ["sft", "TASK", "--target-pass-rate", "0.2"], ["probe", "TASK"], ["train", "TASK", "--no-gate", "test"]])
 def test_commands_that_count_successes_refuse_an_ambiguous_task_before_loading_a_model(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import rlvr.models
 
