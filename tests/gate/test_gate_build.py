@@ -189,6 +189,7 @@ def test_inspect_build_reads_a_runs_rollouts_at_a_step(task: Any, tmp_path: Path
     assert main(["inspect", "build", str(task.path), "--run", str(run), "--step", "3", "--size", "50"]) == 0
     out = capsys.readouterr().out
     assert "16 samples (pass 8, fail 8, masked 0)" in out
+    assert "the run kept 16 completions at step 3 (fewer than --size 50); every one is in the set" in out
     store = gate.open_store(task, run / "inspect" / "step-3")
     assert store.meta()["source"] == f"rollouts:{run}@3" and store.meta()["model"] == f"{run} at step 3"
     assert {s.row["answer"] for s in store.samples()} == {r["answer"] for r in task.load_split("train")[:2]}

@@ -123,6 +123,8 @@ def _build_from_run(task: Any, args: argparse.Namespace) -> int:
     samples = store.samples()
     classes = {c: sum(s.reward_class == c for s in samples) for c in ("pass", "fail", "masked")}
     print(f"inspection set from {args.run} at step {args.step}: {len(samples)} samples ({', '.join(f'{k} {v}' for k, v in classes.items())}) in {path}")
+    if len(samples) < args.size:
+        print(f"note: the run kept {len(samples)} completions at step {args.step} (fewer than --size {args.size}); every one is in the set")
     print(f"read them: rlvr inspect serve {args.task} --gate {folder} (or review); this set checks the policy mid-run, it is not the base-model gate")
     return 0
 
