@@ -100,6 +100,10 @@ def test_one_wrong_label_or_swapped_values_is_unequal():
            ("x = 12", "y = 12"), ("(5,2),(7,2)", "p=5,q=2;p=2,q=7")], "unequal")
 
 
+def test_labels_never_excuse_a_bracket_or_a_restated_label_that_differs():
+    check([("(p,q)=(3,2)", "(3,2]"), ("(3,2)", "(p,q)=(3,2]"), ("(p,q)=(3,2)", "(q,p)=(2,3]"), ("x = 2, y = 3", "(2, 3]"), ("(x,y) = (2,3)", "y=2, y=3")], "unequal")
+
+
 def test_bare_values_compare_in_the_gold_order():
     assert decide("a_3 = 2, a_{37} = 19", "2, 19") == "equal"
     check([("a_3 = 2, a_{37} = 19", "19, 2"), ("(3,2)", "(p,q)=(2,3)"), ("4, 5", "AB=5,CD=4"), ("x = 2, y = 3", "(3, 2)")], "unequal")

@@ -6,44 +6,58 @@ linear-time regexes), so sympy is imported lazily, inside the functions that nee
 
 Pipeline for one (gold, prediction) pair:
 
-1. ``clean``: strip ``$``/``\\(\\)``, ``\\left``/``\\right``, spacing commands, a wrapping
-   ``\\boxed{}``, trailing periods, ``\\$``; note and strip degree marks (``^\\circ``, ``°``) and
-   percent signs; drop text units (``5 \\text{ cm}``, ``12 dollars``); remove thousands
-   separators from plain numbers; flag hedges (``3 \\text{ or } 5``, ``3 or 5``).
-2. ``structure``: split at the top level into a matrix, a set ``\\{…\\}``, a union of intervals,
-   a bracketed sequence (tuple or interval: the brackets are kept and must match), a bare comma
-   list, or a scalar. Structures of different kinds are never equal.
-3. Scalars: plain rationals (``-12``, ``3.25``, ``1e-3``, ``7/8``, ``\\frac{7}{8}``) become
-   ``Fraction`` and compare exactly; the common LaTeX subset goes through ``mathfast`` (a strict
-   recursive-descent parser, 50x faster); everything else is parsed by ``latex2sympy2_extended``
-   (its ANTLR grammar; nothing is ever ``eval``-ed) after a few plain-text rewrites (``sqrt(2)``,
-   ``pi``, ``**``, ``3e5``).
-4. Comparison of two sympy values: rational values (after sympy's own evaluation, so
-   ``2^{10}`` is 1024) compare exactly; other numbers are evaluated to 30 significant digits and compared
-   *relatively* (``|a-b| <= max(abs_tol, rel_tol*max(|a|,|b|))``, default ``rel_tol=1e-9``),
-   so 1/2^99 and 1/2^98 differ however small both are. Expressions with symbols are evaluated
-   at five fixed sample points at 30 digits: any difference rejects; ``expand(a - b) == 0``
-   accepts; otherwise agreement at every point to 1e-12 accepts (a numerical identity test:
-   the one approximate step, chosen over ``simplify`` because simplify costs 100 ms and more
-   per call); ``simplify`` decides only when no sample point is defined. Equations are equal
-   when ``(lhs1 - rhs1) / (lhs2 - rhs2)`` is the same nonzero constant at every sample point --
-   not because both end in ``= 0``.
+1. ``clean``: strip ``$``/``\\(\\)``, inline ``$…$`` pairs, ``\\$`` and a lone currency ``$``,
+   ``\\left``/``\\right``, spacing commands, a wrapping ``\\boxed{}``, trailing periods; join
+   MATH's thousands (``32,\\!349``) and plain separators (``1,000``, ``1\\,000``); note and strip
+   degree marks (``^\\circ``, ``°``) and percent signs; drop a trailing unit (``5 \\text{ cm}``,
+   ``12 dollars``) but remember it: two answers with different units are unequal; flag hedges
+   (``3 \\text{ or } 5``, ``3 or 5``).
+2. ``structure`` (``mathtext``, rules in ``mathforms``): split at the top level into a matrix, a
+   set ``\\{…\\}``, a union of intervals, a bracketed sequence (tuple or interval: the brackets
+   are kept and must match), a list (``;`` separates when present, else ``,``), or a scalar.
+   ``name = value`` carries its label (``a_{37} = 19``, ``f(2) = 6``, ``|AB| = 1``,
+   ``(p,q) = (3,2)``); an inequality in one label is an interval (``2 \\le x \\le 5`` is
+   ``[2, 5]``); an item with ``\\pm`` is its two readings, spliced into the collection around
+   it, which then has no order. Structures of different kinds are never equal.
+3. Scalars: plain rationals (``-12``, ``3.25``, ``1e-3``, ``7/8``, ``\\frac{7}{8}``,
+   ``0.1\\overline{6}``) become ``Fraction`` and compare exactly; numerals in a base
+   (``1011_2``) compare digit by digit; the common LaTeX subset goes through ``mathfast`` (a
+   strict recursive-descent parser, 50x faster); everything else is parsed by
+   ``latex2sympy2_extended`` (its ANTLR grammar; nothing is ever ``eval``-ed) after a few
+   plain-text rewrites (``sqrt(2)``, ``pi``, ``**``, ``3e5``). A standalone ``i`` is the
+   imaginary unit unless something binds it as an index (``\\sum_{i=1}``, ``a_i``); matrix
+   arithmetic (``2\\begin{pmatrix}…\\end{pmatrix}``, a product of two) is evaluated.
+4. Comparison of two sympy values (``mathsym``): rational values (after sympy's own evaluation,
+   so ``2^{10}`` is 1024) compare exactly; other numbers are evaluated to 30 significant digits
+   and compared *relatively* (``|a-b| <= max(abs_tol, rel_tol*max(|a|,|b|))``, default
+   ``rel_tol=1e-9``), so 1/2^99 and 1/2^98 differ however small both are. Expressions with
+   symbols are evaluated at five fixed sample points at 30 digits: any difference rejects;
+   ``expand(a - b) == 0`` accepts; otherwise agreement at every point to 1e-12 accepts (a
+   numerical identity test: the one approximate step, chosen over ``simplify`` because
+   simplify costs 100 ms and more per call); ``simplify`` decides only when no sample point is
+   defined. Equations are equal when ``(lhs1 - rhs1) / (lhs2 - rhs2)`` is the same nonzero
+   constant at every sample point -- not because both end in ``= 0``.
+
+Collections: a set answers in any order, and so does a bare list for a set; a set for a bare
+list is compared in the order it is written; a bare list is ordered (``ordered_lists``) unless
+it lists points (``(1,2), (3,4)``), came from ``\\pm`` or is a ground truth joined by ``or``
+(``(11,7) or (7,11)``: every alternative must be given). When both sides give labels they
+match label by label in any order; when one side does, the values compare in the gold's order.
 
 Policies (``MathPolicy``): ordered vs unordered bare lists, tolerance, structural form
 (``x^2-1`` is not ``(x-1)(x+1)`` for a "factor" task), degrees (45° equals π/4 only when
-``angles="degrees"``), percent handling, and whether ``x = 3`` counts as ``3``.
+``angles="degrees"``), percent handling, whether ``x = 3`` counts as ``3``, and the opt-ins
+``decimal_comma`` and ``chained``.
 
 Hedges: ``3 or 5`` against a scalar ground truth is ``unequal``; against a list or set, ``or``
-separates solutions (``x = -2 or x = 3`` answers ``-2, 3``). A bare list answers a set in any
-order. ``x \\in S`` is ``S``.
+separates solutions (``x = -2 or x = 3`` answers ``-2, 3``). ``x \\in S`` is ``S``.
 
-Known limits: text units are dropped, not converted (``1 km`` equals ``1`` and ``1 m``);
-chained inequalities (``2 \\le x \\le 5``) are not intervals; ``i`` is a symbol, not the
-imaginary unit, unless the grammar says otherwise; repeating decimals (``\\overline``) do not
-parse;
-``lowercase_symbols`` is on in the LaTeX parser, so ``X`` and ``x`` are the same symbol;
-intervals written with parentheses and 2-tuples are the same structure; no chemistry, no
-multiple-choice letters beyond exact text.
+Known limits: text units are compared by name, never converted (``1 km`` is not ``1000 m``;
+an answer without a unit matches a gold with one); an inequality and an open interval are the
+same structure as a 2-tuple, so ``0 < x < 1`` also equals the point ``(0, 1)``;
+``lowercase_symbols`` is on in the LaTeX parser, so ``X`` and ``x`` are the same symbol; several
+``\\pm`` in one item take the same sign (``(\\pm 1, \\pm 2)`` is two points, not four); no
+chemistry, no multiple-choice letters beyond exact text.
 """
 
 from __future__ import annotations
@@ -234,6 +248,13 @@ def _record(n: Node) -> bool:
     return n.kind in ("list", "seq") and len(n.items) > 1 and all(c.label for c in n.items) and len({c.label for c in n.items}) == len(n.items)
 
 
+def _tuple_like(g: Node, p: Node) -> bool:
+    """A record answers a bare list or a ``( )`` tuple; two tuples need the same brackets."""
+    if g.kind == p.kind == "seq":
+        return g.brackets == p.brackets
+    return {g.kind, p.kind} <= {"list", "seq"} and (g.brackets or "()") == "()" and (p.brackets or "()") == "()"
+
+
 def _unlabelled(n: Node) -> Node:
     return replace(n, label="") if n.label else n
 
@@ -243,10 +264,11 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         return False  # restated labels must match: "a_{38} = 19" does not answer a_{37}
     if _record(g) and _record(p):  # both give labels: match label by label, in any order
         by_label = {c.label: c for c in p.items}
-        return set(by_label) == {c.label for c in g.items} and all(_node_equal(_unlabelled(c), _unlabelled(by_label[c.label]), policy) for c in g.items)
-    if (_record(g) or _record(p)) and {g.kind, p.kind} <= {"list", "seq"} and "[" not in g.brackets + p.brackets:
-        # labels on one side only: the values in the gold's order
-        return len(g.items) == len(p.items) and all(_node_equal(_unlabelled(x), _unlabelled(y), policy) for x, y in zip(g.items, p.items, strict=True))
+        return _tuple_like(g, p) and set(by_label) == {c.label for c in g.items} and all(_node_equal(_unlabelled(c), _unlabelled(by_label[c.label]), policy) for c in g.items)
+    if (_record(g) or _record(p)) and _tuple_like(g, p):
+        # labels on one side only: the values in the gold's order (a label both sides give
+        # must still match)
+        return len(g.items) == len(p.items) and all(_node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True))
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
     if g.kind == "list" and p.kind == "set":
