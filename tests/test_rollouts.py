@@ -89,3 +89,13 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     with (tmp_path / "rollouts" / "rollouts.jsonl").open("a") as fh:
         fh.write(json.dumps({"rollout": {"step": 2}})[:10])
     assert rollouts.steps(tmp_path) == [1]
+
+
+def test_a_scored_copy_beside_the_rollouts_is_not_read_as_rollouts(tmp_path: Path) -> None:
+    from rlvr.rewards.scoring import score_file
+
+    rs = reward_set()
+    record(rollouts.Recorder(tmp_path, rs, group_size=8), rs, batch(1))
+    score_file(tmp_path / "rollouts" / "rollouts.jsonl", rs)  # writes rollouts.scored.jsonl beside it
+    assert (tmp_path / "rollouts" / "rollouts.scored.jsonl").exists()
+    assert len(rollouts.at_step(tmp_path, 1)) == 16

@@ -43,7 +43,9 @@ _NOT_COLUMNS = {"prompts", "completions", "completion_ids", "trainer_state", "lo
 def files(run_dir: Path) -> list[Path]:
     """The rollout files of a run, oldest first."""
     folder = run_dir / FOLDER
-    rotated = sorted(folder.glob("rollouts.*.jsonl"), key=lambda p: -int(p.name.split(".")[1]) if p.name.split(".")[1].isdigit() else 0)
+    # Only rollouts.<N>.jsonl: `rlvr score` writes rollouts.scored.jsonl beside them by default.
+    numbered = [p for p in folder.glob("rollouts.*.jsonl") if p.name.split(".")[1].isdigit()]
+    rotated = sorted(numbered, key=lambda p: -int(p.name.split(".")[1]))
     current = folder / NAME
     return rotated + ([current] if current.exists() else [])
 
