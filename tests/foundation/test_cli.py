@@ -105,6 +105,18 @@ def test_output_piped_into_a_reader_that_stops_ends_quietly() -> None:
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
+def test_a_closed_pipe_ends_the_command_with_status_141(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["memory", "--table"]) == 141
+
+
 def test_help_shows_a_percent_sign_once(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["sft", "--help"])

@@ -88,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (``rlvr ... | head``): stop quietly, as cat and grep do. stdout is
         # pointed at /dev/null so the interpreter's final flush does not raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (embedded, captured): nothing to flush
+            pass
         return 141
 
 
