@@ -42,8 +42,9 @@ CODE_ROWS = [
 ]
 
 
-def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict] = ROWS, *, answer: str = "answer", budget: int = 12, think: str = "none", allow_multiple: bool = False):
-    """A task folder with the test rewards importable as ``audit_rewards``."""
+def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict] = ROWS, *, answer: str = "answer", budget: int = 12, think: str = "none", allow_multiple: bool = False, **extra):
+    """A task folder with the test rewards importable as ``audit_rewards``; ``extra`` adds
+    top-level keys (``success``)."""
     shutil.copy(WEAK, tmp_path / "audit_rewards.py")
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = {
@@ -54,6 +55,7 @@ def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict] = ROWS, *, a
         "answer": {"column": answer, "think": think, "allow_multiple": allow_multiple},
         "rewards": rewards,
         "generation": {"max_completion_length": budget},
+        **extra,
     }
     (tmp_path / "task.yaml").write_text(json.dumps(spec))
     return load_task(tmp_path / "task.yaml")
@@ -331,11 +333,24 @@ def test_builtin_math_verifier_is_not_flagged_on_a_math_task(tmp_path):
 def test_builtin_unit_tests_verifier_is_not_flagged_on_a_code_task(tmp_path):
     rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
-    report = audit(task)
+    # code_in_think has its own test below (a known hole in rewards/code.py).
+    report = audit(task, exploits=[e for e in EXPLOITS if e != "code_in_think"])
     assert report.terms[0].verdict == "ok", format_table(report, show_ok=True)
     assert report.terms[0].prompts == len(CODE_ROWS)
     # Every code exploit was decided (the sandbox ran it), none just errored out.
     assert all(f.verdict == "ok" and f.undecided == 0 for f in report.findings), format_table(report, show_ok=True)
+
+
+@pytest.mark.xfail(strict=True, reason="rewards/code.py takes the last fenced block anywhere, also inside <think> (reported with issue 20)")
+def test_builtin_unit_tests_verifier_ignores_code_inside_the_think_block(tmp_path):
+    rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
+    assert audit(task, exploits=["code_in_think"]).finding("tests", "code_in_think").verdict == "ok"
+
+
+def test_code_reward_that_reads_code_inside_the_think_block_is_flagged(tmp_path):
+    task = make_task(tmp_path, [{"name": "tests", "verifier": "audit_rewards.think_blind_compare"}], CODE_ROWS, answer="solution")
+    assert audit(task, exploits=["code_in_think"]).finding("tests", "code_in_think").verdict == "exploitable"
 
 
 def test_builtin_unit_tests_verifier_is_not_flagged_on_stdio_tests(tmp_path):
@@ -346,7 +361,7 @@ def test_builtin_unit_tests_verifier_is_not_flagged_on_stdio_tests(tmp_path):
          "answer": json.dumps([{"input": "abc\n", "output": "ABC\n"}, {"input": "Hi\n", "output": "HI\n"}])},
     ]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
-    report = audit(task)
+    report = audit(task, exploits=[e for e in EXPLOITS if e != "code_in_think"])
     assert report.terms[0].verdict == "ok" and report.terms[0].prompts == 2, format_table(report, show_ok=True)
     assert report.finding("tests", "early_exit").verdict == "ok"
 
@@ -444,6 +459,8 @@ def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_synt
     ctx = Context(prompt=prompt, row=row, fmt=AnswerFormat(), gold=None, wrong=None, structured=spec, wrap=lambda s: s)
     built = 0
     for ex in CODE_EXPLOITS:
+        if ex.name == "code_in_think":  # its trick is the think block around valid code
+            continue
         for attempt in ex.build(ctx):
             for code in attempt.completions:
                 ast.parse((prompt if continuation else "") + code)
@@ -481,7 +498,7 @@ def test_builtin_format_and_exact_are_not_flagged_under_any_answer_format(tmp_pa
 def test_partial_credit_for_hardcoded_visible_tests_is_leaky(tmp_path):
     rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests", "options": {"partial_credit": True}}], rows)
-    report = audit(task)
+    report = audit(task, exploits=[e for e in EXPLOITS if e != "code_in_think"])
     finding = report.finding("tests", "hardcode_visible")
     assert finding.verdict == "leaky" and 0 < finding.relative_max < 1
     assert report.leaky_terms == ("tests",) and not report.exploitable_terms

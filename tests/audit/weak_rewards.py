@@ -142,6 +142,8 @@ strict_json.kind = "json"
 
 # -- code ----------------------------------------------------------------------------------------------
 def _code(completion):
+    """The first fenced block after the think block (nothing inside it is the answer)."""
+    completion = completion.rpartition("</think>")[2]
     m = re.search(r"```(?:python)?\n(.*?)```", completion, flags=re.S)
     return m.group(1) if m else completion
 
@@ -171,7 +173,7 @@ print("\\n" + json.dumps([fn(*args) for args in calls]))
 """
 
 
-def trusted_compare(sample):
+def trusted_compare(sample, code=None):
     """SOUND: the child gets only the inputs and prints its outputs as JSON; the parent compares
     them with the expected values, exact types. Exit codes and printed text are never trusted."""
     tree = ast.parse(sample.row["tests"])
@@ -182,7 +184,7 @@ def trusted_compare(sample):
     entry = sample.row["entry_point"]
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "solution.py"), "w") as fh:
-            fh.write(_code(sample.completion))
+            fh.write(code if code is not None else _code(sample.completion))
         try:
             proc = subprocess.run(
                 [sys.executable, "-I", "-c", _HARNESS % entry],
@@ -205,6 +207,15 @@ def trusted_compare(sample):
 
 
 trusted_compare.kind = "code"
+
+
+def think_blind_compare(sample):
+    """WEAK: trusted_compare, but the code is the first fenced block anywhere, think block included."""
+    m = re.search(r"```(?:python)?\n(.*?)```", sample.completion, flags=re.S)
+    return trusted_compare(sample, m.group(1) if m else sample.completion)
+
+
+think_blind_compare.kind = "code"
 
 
 def errors_on_exploits(sample):
@@ -244,3 +255,134 @@ def caseless_format(sample):
 
 
 caseless_format.kind = "format"
+
+
+# -- issue 20: the weak variants each new probe must flag ---------------------------------------------
+def nfkc_exact(sample):
+    """WEAK: exact match after full NFKC, which folds 9⁵ into 95."""
+    import unicodedata
+
+    ex = extract(sample.completion, FMT)
+    if not ex.ok:
+        return Verdict.unparseable(ex.problem or "")
+    fold = lambda t: unicodedata.normalize("NFKC", t).strip()  # noqa: E731
+    return 1.0 if fold(ex.answer) == fold(str(sample.row["answer"])) else 0.0
+
+
+nfkc_exact.kind = "answer"
+
+
+def loose_thousands(sample):
+    """WEAK: drops any comma or space between digits (12,34 and 3,141 read as 1234 and 3141)."""
+    ex = extract(sample.completion, FMT)
+    if not ex.ok:
+        return Verdict.unparseable(ex.problem or "")
+    drop = lambda t: re.sub(r"(?<=\d)[, ](?=\d)", "", t.strip())  # noqa: E731
+    return 1.0 if drop(ex.answer) == drop(str(sample.row["answer"])) else 0.0
+
+
+loose_thousands.kind = "answer"
+
+
+def strip_format(sample):
+    """WEAK format term: one span whose text survives .strip() -- a zero-width space does."""
+    spans = re.findall(r"<answer>(.*?)</answer>", sample.completion, flags=re.S)
+    return 1.0 if len(spans) == 1 and spans[0].strip() and sample.completion.strip().endswith("</answer>") else 0.0
+
+
+strip_format.kind = "format"
+
+
+def word_repetition(sample):
+    """WEAK repetition term: repeated whitespace-separated 3-grams only."""
+    words = sample.completion.lower().split()
+    if len(words) < 3:
+        return 0.0
+    grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    return -(1 - len(set(grams)) / len(grams))
+
+
+word_repetition.kind = "length"
+
+
+def _first_block(completion):
+    """The first fenced block or <tool_call> block anywhere, think block included; else the span."""
+    m = re.search(r"```(?:json)?\n(.*?)```|<tool_call>(.*?)</tool_call>", completion, flags=re.S)
+    if m:
+        return m.group(1) if m.group(1) is not None else m.group(2)
+    ex = extract(completion, FMT)
+    return ex.answer if ex.ok else None
+
+
+def fence_anywhere_json(sample):
+    """WEAK: the first fenced JSON block anywhere (inside <think> too) equal to the expected object."""
+    try:
+        got = json.loads(_first_block(sample.completion) or "")
+    except ValueError:
+        return 0.0
+    return 1.0 if got == json.loads(sample.row["expected"]) else 0.0
+
+
+fence_anywhere_json.kind = "json"
+
+
+def float_call(sample):
+    """WEAK tool_call: the first call anywhere; numeric arguments within a float tolerance, so
+    1e999 (infinity) passes and a 400-digit integer raises."""
+    try:
+        call = json.loads(_first_block(sample.completion) or "")
+    except ValueError:
+        return 0.0
+    want = json.loads(sample.row["tool_call"])
+    if not isinstance(call, dict) or call.get("name") != want["name"] or set(call) - {"name", "arguments"}:
+        return 0.0
+    args = call.get("arguments") or {}
+    if not isinstance(args, dict) or set(args) != set(want["arguments"]):
+        return 0.0
+    for k, v in want["arguments"].items():
+        got = args[k]
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(got, bool) or not isinstance(got, (int, float)):
+                return 0.0
+            if not abs(float(got) - float(v)) <= 1e-9 * max(abs(float(got)), abs(float(v))):
+                return 0.0
+        elif got != v:
+            return 0.0
+    return 1.0
+
+
+float_call.kind = "tool_call"
+
+
+def inverted_length(sample):
+    """WEAK wrapped length term: exact match, minus up to 2 for length on correct answers only
+    (``apply_to: correct`` with ``max_penalty: 2``), so a long wrong answer beats a long right one."""
+    v = anchored(sample)
+    if v.outcome.value != "correct":
+        return v
+    over = max(0, len(sample.completion_ids or []) - 8)
+    return 1.0 - min(2.0, 2.0 * over / 8)
+
+
+inverted_length.shapes_length = True
+
+
+def nan_on_hedge(sample):
+    """WEAK: NaN for an answer with ' or ' in it (TRL would sum it away as 0; here it masks)."""
+    ex = extract(sample.completion, FMT)
+    if ex.ok and " or " in (ex.answer or ""):
+        return float("nan")
+    return anchored(sample)
+
+
+def raises_on_huge(sample):
+    """WEAK: reads the answer as a number with int(), falling back to int(float()): 1e999 and a
+    4,400-digit integer raise (OverflowError, ValueError), which masks the sample."""
+    ex = extract(sample.completion, FMT)
+    if not ex.ok:
+        return Verdict.unparseable(ex.problem or "")
+    try:
+        value = int(ex.answer)
+    except ValueError:
+        value = int(float(ex.answer))
+    return 1.0 if value == int(sample.row["answer"]) else 0.0

@@ -180,6 +180,7 @@ def run_audit(
         summary, term_findings = _audit_term(term, kind, column, prompts, distractors, library, task, lengths, seed)
         summaries.append(summary)
         findings.extend(term_findings)
+    problems = tuple(_success_term_problems(task, reward_set, notes))
     return AuditReport(
         task=str(task.path),
         seed=seed,
@@ -188,16 +189,19 @@ def run_audit(
         terms=tuple(summaries),
         findings=tuple(findings),
         notes=tuple(notes),
-        problems=tuple(_success_term_problems(task, reward_set)),
+        problems=problems,
     )
 
 
-def _success_term_problems(task: Any, reward_set: RewardSet) -> list[str]:
+def _success_term_problems(task: Any, reward_set: RewardSet, notes: list[str]) -> list[str]:
     """The success term (what probe and eval count as solved) must judge correctness: a format
-    or length term there would route and evaluate on form, not on answers."""
+    or length term there would route and evaluate on form, not on answers. The task file's own
+    check knows the built-in shaping verifiers; this one reads the kind the built term declares,
+    so a custom verifier that checks only the format is caught too."""
     try:
         name = task.correctness_term
-    except Exception:  # noqa: BLE001 - a task without the property (or rewards) has nothing to check
+    except Exception as exc:  # noqa: BLE001 - an undeclared or ambiguous success term: audit still runs
+        notes.append(f"no success term to check: {exc}")
         return []
     term = next((t for t in reward_set.terms if t.name == name), None)
     if term is None:
