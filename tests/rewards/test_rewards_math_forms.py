@@ -52,6 +52,11 @@ def test_plus_minus_inside_a_set_or_a_labelled_list_is_spliced_into_it():
            ("x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}", "\\frac{1}{2}, \\frac{-1 + \\sqrt{13}}{4}, \\frac{-1 - \\sqrt{13}}{4}"), ("(\\pm 1, 0)", "(1,0), (-1,0)")], "equal")
 
 
+def test_plus_minus_readings_answer_a_list_in_any_order():
+    check([("-3, 3", "\\pm 3"), ("3, -3", "\\pm 3"), ("1, 3", "2 \\pm 1"), ("-2, 1+\\sqrt{5}, 1-\\sqrt{5}", "1 \\pm \\sqrt{5}, -2")], "equal")
+    check([("-3, 4", "\\pm 3"), ("1, 2, 3", "2 \\pm 1")], "unequal")
+
+
 def test_plus_minus_sets_differing_in_one_sign_or_one_value_are_unequal():
     check([("\\{1\\pm\\sqrt{5},-2\\}", "1+\\sqrt{5}, 1-\\sqrt{5}, 2"), ("\\frac{-1 \\pm \\sqrt{13}}{4}", "\\frac{1 \\pm \\sqrt{13}}{4}"), ("\\frac{-1 \\pm \\sqrt{13}}{4}", "\\frac{-1+\\sqrt{13}}{4}"),
            ("\\pm 3", "3"), ("3", "\\pm 3"), ("2 \\pm \\sqrt{3}", "2+\\sqrt{3}, 2+\\sqrt{3}"), ("x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}", "\\frac{-1 \\pm \\sqrt{13}}{4}")], "unequal")

@@ -271,8 +271,10 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         return len(g.items) == len(p.items) and all(_node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True))
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
-    if g.kind == "list" and p.kind == "set":
+    if g.kind == "list" and p.kind == "set" and p.brackets != "±":
         p = replace(p, kind="list")  # a set for a list: compared in the order it is written
+    if g.kind == "list" and p.kind == "set":
+        return _match_unordered(g.items, p.items, policy)  # \\pm readings have no written order
     if {g.kind, p.kind} == {"matrix", "scalar"} and "\\begin" in (g.value + p.value):
         # matrix arithmetic (2\\begin{pmatrix}...\\end{pmatrix}, a product): evaluate both
         return expr_equal(parse_scalar(to_latex(g.value)), parse_scalar(to_latex(p.value)), policy)

@@ -146,7 +146,8 @@ class Node:
     """``kind`` is scalar, matrix, set, seq, list or union; ``items`` hold child nodes (rows of
     a matrix are seq nodes) and ``value`` a scalar's text (a matrix's too, for arithmetic on
     it). ``label`` is the name an answer gave the value (``a_3`` in ``a_3 = 2``); ``pm`` marks
-    the two readings of an item with ``\\pm``, spliced into the list or set around them."""
+    the two readings of an item with ``\\pm``, spliced into the list or set around them; a set
+    holding such readings has ``brackets="±"`` (it was never written in an order)."""
 
     kind: str
     items: tuple[Node, ...] = ()
@@ -198,7 +199,8 @@ def structure(s: str, labels: bool = True) -> Node:
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
         return Node("matrix", tuple(Node("seq", tuple(structure(c, labels) for c in r.split("&")), brackets="[]") for r in rows), value=s)
     if s.startswith("\\{") and s.endswith("\\}"):
-        return Node("set", _items(_split_items(s[2:-2]), labels)[0])
+        nodes, spliced = _items(_split_items(s[2:-2]), labels)
+        return Node("set", nodes, brackets="±" if spliced else "")
     parts = split_top(s, "\\cup")
     if len(parts) > 1:
         return Node("union", tuple(structure(p, labels) for p in parts))
@@ -207,7 +209,7 @@ def structure(s: str, labels: bool = True) -> Node:
         # a \pm b is the set {a + b, a - b}: both readings, as whole texts (so precedence is
         # the parser's: \frac{-1 \pm \sqrt{13}}{4} is two fractions).
         plus, minus = forms.expand_pm(s)
-        return Node("set", (structure(plus, labels), structure(minus, labels)), pm=True)
+        return Node("set", (structure(plus, labels), structure(minus, labels)), brackets="±", pm=True)
     if s[0] in "([" and s[-1] in ")]" and _closing(s, 0) == len(s) - 1:
         items = _split_items(s[1:-1])
         if len(items) == 1:
@@ -222,7 +224,7 @@ def structure(s: str, labels: bool = True) -> Node:
         if any(not p for p in items):
             raise ParseFailure("empty item in a list")
         nodes, spliced = _items(items, labels)
-        return Node("set" if spliced else "list", nodes)
+        return Node("set", nodes, brackets="±") if spliced else Node("list", nodes)
     iv = forms.interval_text(s) if labels else None
     if iv:
         label, brackets, low, high = iv
