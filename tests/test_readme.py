@@ -163,3 +163,21 @@ def test_the_reference_lists_every_verifier_option_with_its_default() -> None:
     table = text.split("<!-- verifier-options:begin -->")[1].split("<!-- verifier-options:end -->")[0]
     shown = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.M))
     assert shown == verifier_option_rows()
+
+
+@pytest.mark.parametrize("doc", [README, REFERENCE])
+def test_every_relative_link_resolves(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    broken = []
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve() if path else doc
+        if not file.exists():
+            broken.append(target)
+        elif anchor and file.suffix == ".md":
+            slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", file.read_text(encoding="utf-8"), re.M)}
+            if anchor not in slugs:
+                broken.append(target)
+    assert broken == []
