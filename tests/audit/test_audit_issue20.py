@@ -263,3 +263,20 @@ def test_format_with_boxed_style_passes_the_new_probes(tmp_path):
     task = task.with_overrides(answer=dataclasses.replace(task.answer, style="boxed"))
     report = audit(task)
     assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report)
+
+
+def test_cli_prints_what_was_tried_on_a_sound_task(capsys, tmp_path):
+    from rlvr.cli.main import main
+
+    make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "c", "verifier": "exact"}])
+    assert main(["audit", str(tmp_path / "task.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "ok (prompts tried): restate_prompt (6), hedge_or (6)" in out and "of 17 exploits tried" in out
+
+
+def test_cli_exits_non_zero_on_a_task_level_problem(capsys, tmp_path):
+    from rlvr.cli.main import main
+
+    make_task(tmp_path, [{"name": "fmt", "verifier": "audit_rewards.has_tag"}, {"name": "c", "verifier": "exact"}], success="fmt")
+    assert main(["audit", str(tmp_path / "task.yaml"), "--term", "c"]) == 1
+    assert "PROBLEM" in capsys.readouterr().out

@@ -3,12 +3,15 @@
 ``run_audit(task)`` samples prompts, builds for each a correct completion, a wrong one and every
 exploit that targets each term's verifier kind (``rlvr.audit.exploits``), scores them with the
 term, and reports per exploit and term: ``exploitable`` (the exploit scored at least as high as
-the correct answer on some prompt), ``leaky`` (above the wrong answer), ``ok``, or ``untested``.
+the correct answer on some prompt, or ended in an error, which masks a wrong answer in training),
+``leaky`` (above the wrong answer), ``ok``, or ``untested``. It also checks that the task's
+success term is a correctness term, and reads length terms' options for ties.
 
 Threat model and limits: the library holds *known* hacks (restating, hedging, answers outside
-the span, repeated or empty tags, confusables, extra JSON keys, code that exits early or fakes
-its output, length); passing it does not prove a reward sound, so the human gate still reads
-samples. The audit itself never executes model text: code exploits reach only the term's own
+the span or inside the think block, repeated, empty or invisible spans, confusables and values a
+loose normalisation folds onto the answer, infinities and huge numbers, extra JSON keys, broken
+``format`` rules, code that exits early or fakes its output, length, loops with and without
+spaces); passing it does not prove a reward sound, so the human gate still reads samples. The audit itself never executes model text: code exploits reach only the term's own
 verifier (the sandbox, for ``unit_tests``). No GPU and no model weights are needed.
 """
 

@@ -1,14 +1,19 @@
 """``rlvr audit task.yaml``: attack the task's reward terms with known reward hacks.
 
+The table names every exploit it tried on each term, with the number of prompts it was tried on,
+so "ok" always says what it is ok against; ``--all`` adds a row per finding.
+
 Exit status: 0 when no term is exploitable (leaky terms are reported but pass), 1 when a term is
-exploitable or the task cannot be audited, 2 for a bad argument.
+exploitable (an exploit scores as high as a correct answer, or ends in an error that would mask
+it in training), the task has a task-level problem (a success term that is not a correctness
+term) or the task cannot be audited, 2 for a bad argument.
 """
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "attack the task's reward terms with known reward hacks; non-zero exit if any is exploitable"
+HELP = "attack the task's reward terms with known reward hacks; non-zero exit if any is exploitable or the success term is not a correctness term"
 
 
 def _positive(text: str) -> int:
