@@ -98,8 +98,8 @@ def extract_code(completion: str, fmt: AnswerFormat, how: str = "auto") -> tuple
 
 
 @functools.lru_cache(maxsize=4096)
-def _plan(style: str, key: str, is_text: bool, entry: str | None) -> Any:
-    from ..sandbox.checks import BadTestsError, plan_asserts, plan_stdio
+def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -> Any:
+    from ..sandbox.checks import BadTestsError, plan_stdio, plan_tests
 
     tests: Any = key if is_text else json.loads(key)
     if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
@@ -111,7 +111,7 @@ def _plan(style: str, key: str, is_text: bool, entry: str | None) -> Any:
                 raise BadTestsError("the tests are not JSON stdin/stdout cases") from None
     if style == "stdio" or not isinstance(tests, str):
         return plan_stdio(tests)
-    return plan_asserts(tests, entry)
+    return plan_tests(tests, entry, prefix)
 
 
 class UnitTests(BaseVerifier):
@@ -136,6 +136,7 @@ class UnitTests(BaseVerifier):
         strict: bool = False,
         python: str | None = None,
         limits_exceeded: str = "mask",
+        weaker: str = "error",
         pool: Any = None,
     ) -> None:
         problems = []
@@ -153,6 +154,8 @@ class UnitTests(BaseVerifier):
             problems.append(Problem("unit_tests.float_tolerance", f"must be >= 0, got {float_tolerance!r}", "0 compares floats exactly"))
         if limits_exceeded not in ("mask", "wrong"):
             problems.append(Problem("unit_tests.limits_exceeded", f"must be mask or wrong, got {limits_exceeded!r}", "mask (the default) follows the verifier rules"))
+        if weaker not in ("error", "run"):
+            problems.append(Problem("unit_tests.weaker", f"must be error or run, got {weaker!r}", "error (the default) never rewards a test the trusted side cannot run"))
         if problems:
             raise VerifierError("; ".join(str(p) for p in problems))
         self.fmt = answer_format or AnswerFormat()
@@ -170,40 +173,55 @@ class UnitTests(BaseVerifier):
         self.strict = strict
         self.python = python
         self.limits_exceeded = limits_exceeded
+        self.weaker = weaker
         self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
-        # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, and how
-        # many relied on in-child (weaker) tests. Infrastructure failures are counted, not hidden.
+        # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, weaker
+        # (rows whose tests the trusted side cannot run: refused, or run in the child and
+        # flagged). Infrastructure failures are counted, not hidden.
         self.counts: collections.Counter[str] = collections.Counter()
 
     # -- per row -----------------------------------------------------------------------------
     def plan(self, row: Mapping[str, Any]) -> Any:
         """The row's test plan; raises ``BadTestsError`` (a ground-truth problem). Plans are
-        cached by the tests' text: the G samples of a GRPO group share one row."""
+        cached by the tests' text: the G samples of a GRPO group share one row. A plan's
+        ``weaker`` lists why the trusted side cannot run the tests (``weaker_reasons``)."""
         from ..sandbox.checks import BadTestsError
 
         tests = row.get(self.column)
         if tests is None or (isinstance(tests, str) and not tests.strip()):
             raise BadTestsError(f"row has no tests in column {self.column!r}")
         entry = self.entry_point or row.get(self.entry_point_column)
+        prefix = str(row.get(self.prefix_column) or "") if self.prefix_column else ""
         try:
             key = tests if isinstance(tests, str) else json.dumps(tests, sort_keys=True)
         except (TypeError, ValueError):
             raise BadTestsError(f"column {self.column!r} holds {type(tests).__name__}, not tests") from None
-        return _plan(self.style, key, isinstance(tests, str), str(entry) if entry else None)
+        return _plan(self.style, key, isinstance(tests, str), str(entry) if entry else None, prefix)
 
+    def weaker_reasons(self, row: Mapping[str, Any]) -> tuple[str, ...]:
+        """Why this row's tests cannot be decided on the trusted side (empty when they can).
+        ``rlvr audit`` and ``rlvr inspect`` can show it per row."""
+        from ..sandbox.checks import BadTestsError
 
-    def _job(self, code: str, plan: Any) -> Any:
-        from ..sandbox.pool import Job
+        try:
+            return tuple(self.plan(row).weaker)
+        except BadTestsError:
+            return ()
+
+    def conversation(self, code: str, plan: Any) -> Any:
+        from ..sandbox.checks import LegacyRun, StdioRun, TestRun
 
         if plan.mode == "stdio":
-            return Job(code, mode="stdio", inputs=plan.inputs, timeout=self.timeout)
-        return Job(code, calls=tuple(p.call for p in plan.pairs), setup=plan.setup, residual=plan.residual, timeout=self.timeout)
+            return StdioRun(plan, code, self.timeout)
+        if plan.weaker:
+            return LegacyRun(plan, code, self.timeout)
+        return TestRun(plan, code, self.timeout)
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
-        from ..sandbox.checks import BadTestsError, judge
+        from ..sandbox.checks import BadTestsError
 
         out: list[Verdict | None] = [None] * len(samples)
         todo: list[tuple[int, Any, Any, str | None, tuple[int, int] | None]] = []
@@ -217,38 +235,54 @@ class UnitTests(BaseVerifier):
             except BadTestsError as exc:
                 out[i] = Verdict.error(str(exc), kind="ground_truth")
                 continue
+            if plan.weaker:
+                self.counts["weaker"] += 1
+                if self.weaker == "error":
+                    out[i] = Verdict.error("the trusted side cannot run these tests (weaker): " + "; ".join(plan.weaker[:3]), kind="weaker", answer=code, span=span)
+                    continue
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
-            todo.append((i, plan, self._job(prefix + code, plan), code, span))
+            todo.append((i, plan, self.conversation(prefix + code, plan), code, span))
         if todo:
             pool = self.pool or shared_pool(self.workers, self.timeout, self.memory_mb, self.strict, self.python)
             try:
-                raws = pool.run([t[2] for t in todo])
+                ends = pool.run([t[2] for t in todo])
             except SandboxError:
                 raise  # a sandbox that cannot start is a setup problem: stop, do not mask it all
-            for (i, plan, _job, code, span), raw in zip(todo, raws, strict=True):
-                v = out[i] = self._verdict(plan, raw, code, span, judge)
+            for (i, plan, conv, code, span), end in zip(todo, ends, strict=True):
+                v = out[i] = self._verdict(plan, conv, end, code, span)
                 self.counts[v.error_kind or ("passed" if v.outcome.value == "correct" else "failed")] += 1
-                self.counts["weaker"] += plan.weaker
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 
-    def _verdict(self, plan: Any, raw: Any, code: str | None, span: tuple[int, int] | None, judge: Any) -> Verdict:
+    def _verdict(self, plan: Any, conv: Any, end: Any, code: str | None, span: tuple[int, int] | None) -> Verdict:
+        """The outcome class is decided here from what the worker measured, never from what the
+        child claims: a MemoryError it raised, its exit code, a closed pipe are ``wrong`` unless
+        the worker saw the limit hit (wall clock or CPU time at the deadline; peak memory at half
+        the budget or more)."""
         kw: dict[str, Any] = {"answer": code, "span": span}
-        if self.limits_exceeded == "wrong" and raw.why in ("timeout", "memory"):
-            what = f"timed out after {self.timeout:g}s" if raw.why == "timeout" else f"exceeded the {self.memory_mb} MB memory budget"
-            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
-        if raw.why == "timeout":
-            return Verdict.error(f"timed out after {self.timeout:g}s", kind="timeout", **kw)
-        if raw.why == "memory":
-            return Verdict.error(f"exceeded the {self.memory_mb} MB memory budget", kind="memory", **kw)
-        if raw.why.startswith("sandbox"):
-            return Verdict.error(raw.why, kind="sandbox", **kw)
-        if raw.why != "done" or raw.payload is None:
-            # The child died or scribbled over its channel: its own doing, never a pass.
-            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally ({raw.why})", **kw)
-        j = judge(plan, raw.payload, self.float_tolerance)
-        if j.status == "memory":
-            return Verdict.error(j.detail, kind="memory", **kw)
+        if end.why.startswith("sandbox"):
+            return Verdict.error(end.why, kind="sandbox", **kw)
+        j = conv.result
+        if j is None:
+            return Verdict.error("sandbox: no judgement", kind="sandbox", **kw)
         if j.status == "passed":
             return Verdict.correct(detail=j.detail, **kw)
+        if j.status == "weaker":
+            self.counts["weaker"] += 1
+            return Verdict.error(j.detail, kind="weaker", **kw)
+        if j.status == "error":
+            return Verdict.error(j.detail, kind="sandbox", **kw)
+        if j.status == "over_limit":
+            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {j.detail}", **kw)
+        budget = self.memory_mb << 20
+        memory = end.maxrss >= budget // 2 and (j.memory or end.why in ("exited", "closed"))
+        limit = "timeout" if end.why == "timeout" and j.status == "incomplete" else "memory" if memory else ""
+        if limit:
+            what = f"timed out after {self.timeout:g}s" if limit == "timeout" else f"exceeded the {self.memory_mb} MB memory budget (peak {end.maxrss >> 20} MB, measured)"
+            if self.limits_exceeded == "wrong":
+                return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
+            return Verdict.error(what, kind=limit, **kw)
+        if j.status == "incomplete":
+            how = {"output_limit": "its answers went over the size limit", "closed": "it closed its answer channel", "exited": f"it ended itself ({end.status})"}.get(end.why, end.why)
+            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally: {how}", **kw)
         score = j.passed / j.total if self.partial_credit and j.total else 0.0
         return Verdict.wrong(score, detail=j.detail, **kw)

@@ -38,21 +38,24 @@ workers' interpreter has the standard library and nothing else.
 
 from __future__ import annotations
 
-from .checks import CheckPlan, Judgement, Pair, judge, plan_asserts, plan_stdio
-from .pool import LAYERS, Job, Layers, Limits, RawResult, SandboxPool, choose_python
+from .checks import BadTestsError, CheckPlan, Judgement, LegacyRun, StdioRun, TestRun, decode, plan_stdio, plan_tests
+from .pool import LAYERS, Conversation, Layers, Limits, SandboxPool, SessionEnd, choose_python
 
 __all__ = [
     "LAYERS",
+    "BadTestsError",
     "CheckPlan",
-    "Job",
+    "Conversation",
     "Judgement",
     "Layers",
+    "LegacyRun",
     "Limits",
-    "Pair",
-    "RawResult",
     "SandboxPool",
+    "SessionEnd",
+    "StdioRun",
+    "TestRun",
     "choose_python",
-    "judge",
-    "plan_asserts",
+    "decode",
     "plan_stdio",
+    "plan_tests",
 ]

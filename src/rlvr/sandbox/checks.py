@@ -1,260 +1,216 @@
-"""Trusted-side test plans and verdicts: the child returns outputs, this module decides.
+"""Trusted-side test plans, bounded decoding of the child's answers, and the conversations that
+judge a sample (``judge.py`` interprets assert-style tests; stdin/stdout is compared here).
 
-Assert-style tests are parsed with ``ast`` (never executed here) and turned into pairs of a call
-expression, which runs in the child, and an expected value, which is evaluated *here* from
-literals and arithmetic only and never enters the child. Converted forms:
+A plan is made once per row (the G samples of a group share it). Assert-style tests are parsed
+(never executed here at plan time); anything the trusted interpreter does not run makes the plan
+*weaker*, with the reasons, so the caller can refuse the row (the default) or run it inside the
+sandbox and flag the verdict (forgeable, and said so).
 
-- ``assert CALL == EXPECTED`` (either side), ``!=``, ``assert CALL is None/True/False``;
-- ``assert abs(CALL - EXPECTED) < TOL`` (also ``<=``, ``math.fabs``, either operand order);
-- ``assert CALL`` / ``assert not CALL`` (truthiness of the *decoded* value, decided here).
-
-Everything else (loops, helpers, expected values computed by code) stays *residual*: it runs in
-the child and its pass/fail comes back from there, so it is forgeable by code that patches the
-interpreter. Such a plan is flagged ``weaker`` and the verdict says so.
-
-Values come back as tagged JSON (``harness.encode``) and are decoded into plain builtins, so an
-object with ``__eq__`` returning True, or a subclass of ``int``, never reaches a comparison.
-Types are compared exactly, with one approximation: an ``int`` and a ``float`` that are equal
-compare equal (as Python's ``==`` does; HumanEval's canonical solutions rely on it). ``bool`` is
-never equal to ``int``. Floats compare exactly unless a tolerance is given (by the test or the
-``float_tolerance`` option).
+Decoding is bounded, because the answers come from the attacker: one answer is at most
+``pool.MAX_FRAME`` bytes (the worker caps a sample's answers at 4 MiB in all), at most
+``MAX_ITEMS`` values, ``MAX_DEPTH`` deep, integers at most ``MAX_INT_HEX`` hex digits, and at most
+``MAX_SAME_HASH`` hashable values sharing one hash (a set of integers built to collide would cost
+the trainer quadratic time). Decoding and judging run under a deadline. Over any limit the sample
+is ``wrong``, with the reason.
 """
 
 from __future__ import annotations
 
 import ast
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-MAX_EXPECTED_ITEMS = 1_000_000
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One converted test: ``call`` runs in the child; ``op`` and ``expected`` are decided here."""
-
-    call: str
-    expected: Any = None
-    op: str = "eq"  # eq | ne | lt | le (abs difference against tol) | truthy | falsy
-    tol: float = 0.0
-
-
-@dataclass(frozen=True)
-class CheckPlan:
-    """What a sample is checked against. ``calls`` mode uses ``setup`` + ``pairs`` (+ ``residual``);
-    ``stdio`` mode uses ``inputs`` and ``outputs``."""
-
-    mode: str
-    setup: str = ""
-    pairs: tuple[Pair, ...] = ()
-    residual: str = ""
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-
-    @property
-    def weaker(self) -> bool:
-        return bool(self.residual)
-
-    @property
-    def n_tests(self) -> int:
-        if self.mode == "stdio":
-            return len(self.inputs)
-        return len(self.pairs) + (1 if self.residual else 0)
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """``status``: passed | failed | memory. ``passed`` of ``total`` tests."""
-
-    status: str
-    passed: int
-    total: int
-    detail: str = ""
+MAX_ITEMS = 200_000
+MAX_DEPTH = 100
+MAX_INT_HEX = 100_000
+MAX_SAME_HASH = 32
+MAX_STDOUT = 1 << 20
 
 
 class BadTestsError(ValueError):
     """The tests of a row cannot be parsed (a ground-truth problem, not the sample's)."""
 
 
-# -- safe evaluation of expected values (no names, no calls except a few constructors) --------
-_BINOPS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: a**b,
-}
+class JudgeLimit(Exception):
+    """Over a size, time or count limit while decoding or judging: the sample is wrong."""
 
 
-class _NotLiteral(Exception):
-    pass
+class Opaque:
+    """A value the child could not express as plain data (an object of its own class): equal to
+    nothing, not even itself, so its ``__eq__`` never decides anything."""
 
+    def __init__(self, name: str) -> None:
+        self.name = name
 
-def literal(node: ast.AST) -> Any:
-    """Evaluate literals and arithmetic on them; raise ``_NotLiteral`` for anything else."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        items = [literal(e) for e in node.elts]
-        return tuple(items) if isinstance(node, ast.Tuple) else list(items) if isinstance(node, ast.List) else set(items)
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise _NotLiteral
-        return {literal(k): literal(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
-        v = literal(node.operand)
-        return -v if isinstance(node.op, ast.USub) else +v if isinstance(node.op, ast.UAdd) else not v
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        a, b = literal(node.left), literal(node.right)
-        if isinstance(node.op, ast.Pow) and (not isinstance(b, (int, float)) or abs(b) > 256):
-            raise _NotLiteral
-        if isinstance(node.op, ast.Mult) and any(isinstance(x, (str, bytes, list, tuple)) for x in (a, b)):
-            n = b if isinstance(b, int) else a
-            if not isinstance(n, int) or n > MAX_EXPECTED_ITEMS:
-                raise _NotLiteral
-        try:
-            return _BINOPS[type(node.op)](a, b)
-        except Exception as exc:  # noqa: BLE001
-            raise _NotLiteral from exc
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        name, args = node.func.id, [literal(a) for a in node.args]
-        if name == "float" and len(args) == 1 and isinstance(args[0], (str, int, float)):
-            try:
-                return float(args[0])
-            except ValueError as exc:
-                raise _NotLiteral from exc
-        if name in ("set", "frozenset", "tuple", "list") and len(args) <= 1:
-            return {"set": set, "frozenset": frozenset, "tuple": tuple, "list": list}[name](*args)
-    raise _NotLiteral
-
-
-def _is_literal(node: ast.AST) -> bool:
-    try:
-        literal(node)
-        return True
-    except (_NotLiteral, RecursionError):
+    def __eq__(self, other: object) -> bool:
         return False
 
+    def __ne__(self, other: object) -> bool:
+        return True
 
-# -- assert conversion ---------------------------------------------------------------------------
-def _abs_diff(node: ast.AST) -> tuple[ast.AST, ast.AST] | None:
-    """``abs(A - B)`` / ``math.fabs(A - B)`` -> (A, B)."""
-    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"<{self.name} object>"
+
+
+_HASHED = (int, float, complex, tuple, frozenset)
+
+
+def decode(t: Any) -> Any:
+    """Tagged JSON -> plain builtins, within the limits above. Raises ``JudgeLimit`` over a limit
+    and ``ValueError`` on anything malformed."""
+    budget = [MAX_ITEMS]
+    hashes: dict[int, list[Any]] = {}
+    return _decode(t, 0, budget, hashes)
+
+
+def _decode(t: Any, depth: int, budget: list[int], hashes: dict[int, list[Any]]) -> Any:  # noqa: C901
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise JudgeLimit(f"the answer holds more than {MAX_ITEMS} values")
+    if depth > MAX_DEPTH:
+        raise JudgeLimit(f"the answer is nested more than {MAX_DEPTH} deep")
+    if type(t) is not list or not t or type(t[0]) is not str:
+        raise ValueError("malformed value")
+    tag = t[0]
+    v = t[1] if len(t) > 1 else None
+    if tag == "n":
         return None
-    f = node.func
-    ok = (isinstance(f, ast.Name) and f.id == "abs") or (isinstance(f, ast.Attribute) and f.attr == "fabs" and isinstance(f.value, ast.Name) and f.value.id == "math")
-    arg = node.args[0]
-    if ok and isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Sub):
-        return arg.left, arg.right
-    return None
-
-
-def convert_assert(test: ast.expr) -> Pair | None:
-    """A pair for one assert's test expression, or None when it cannot be decided here."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.Eq, ast.NotEq)):
-            for call, exp in ((left, right), (right, left)):
-                if _is_literal(exp) and not _is_literal(call):
-                    return Pair(ast.unparse(call), literal(exp), "eq" if isinstance(op, ast.Eq) else "ne")
-            return None
-        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (None, True, False) and not _is_literal(left):
-            return Pair(ast.unparse(left), right.value, "eq")
-        if isinstance(op, (ast.Lt, ast.LtE)) and _is_literal(right):
-            parts = _abs_diff(left)
-            tol = literal(right)
-            if parts and isinstance(tol, (int, float)) and not isinstance(tol, bool):
-                a, b = parts
-                for call, exp in ((a, b), (b, a)):
-                    if _is_literal(exp) and not _is_literal(call):
-                        value = literal(exp)
-                        if isinstance(value, (int, float)) and not isinstance(value, bool):
-                            return Pair(ast.unparse(call), value, "lt" if isinstance(op, ast.Lt) else "le", float(tol))
-        return None
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and not _is_literal(test.operand):
-        return Pair(ast.unparse(test.operand), None, "falsy")
-    if isinstance(test, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)) and not _is_literal(test):
-        return Pair(ast.unparse(test), None, "truthy")
-    return None
-
-
-def _stored(nodes: Sequence[ast.AST]) -> set[str]:
-    out: set[str] = set()
-    for n in nodes:
-        for sub in ast.walk(n):
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
-                out.add(sub.id)
-            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(sub.name)
-            elif isinstance(sub, ast.arg):
-                out.add(sub.arg)
+    if tag == "b" and type(v) is bool:
+        return v
+    if tag == "s" and type(v) is str:
+        return v
+    if tag == "i" and type(v) is int:
+        out: Any = v
+    elif tag == "I" and type(v) is str:
+        if len(v) > MAX_INT_HEX:
+            raise JudgeLimit("an integer of more than 400,000 bits")
+        out = int(v, 16)
+    elif tag == "f" and type(v) is str and len(v) < 40:
+        out = float(v)
+    elif tag == "c" and len(t) == 3 and type(t[1]) is str and type(t[2]) is str and len(t[1]) < 40 and len(t[2]) < 40:
+        out = complex(float(t[1]), float(t[2]))
+    elif tag == "y" and type(v) is str:
+        return bytes.fromhex(v)
+    elif tag in ("l", "t", "S", "F") and type(v) is list:
+        items = [_decode(x, depth + 1, budget, hashes) for x in v]
+        if tag == "l":
+            return items
+        if tag in ("S", "F"):
+            for x in items:
+                if not isinstance(x, (int, float, complex, str, bytes, tuple, frozenset, type(None), bool)):
+                    raise ValueError("unhashable value in a set")
+        out = {"t": tuple, "S": set, "F": frozenset}[tag](items)
+        if tag == "S":
+            return out
+    elif tag == "d" and type(v) is list:
+        pairs = []
+        for pair in v:
+            if type(pair) is not list or len(pair) != 2:
+                raise ValueError("malformed dict item")
+            k = _decode(pair[0], depth + 1, budget, hashes)
+            if not isinstance(k, (int, float, complex, str, bytes, tuple, frozenset, type(None), bool)):
+                raise ValueError("unhashable dict key")
+            pairs.append((k, _decode(pair[1], depth + 1, budget, hashes)))
+        return dict(pairs)
+    elif tag == "?":
+        return Opaque("candidate")
+    else:
+        raise ValueError(f"malformed value tag {tag!r}")
+    # Numbers and tuples hash the same in every process: count collisions before any set or
+    # dict (here or in the test) is built from them.
+    if isinstance(out, _HASHED):
+        try:
+            h = hash(out)
+        except TypeError:
+            return out
+        seen = hashes.setdefault(h, [])
+        if not any(type(x) is type(out) and x == out for x in seen):
+            seen.append(out)
+            if len(seen) > MAX_SAME_HASH:
+                raise JudgeLimit(f"more than {MAX_SAME_HASH} distinct values in the answer share one hash (built to collide)")
     return out
 
 
-def _loaded(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+# -- plans ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckPlan:
+    """What a sample is checked against. ``tests`` mode: the test source (and its parse tree),
+    the entry point, the trusted prompt's helper functions; ``weaker`` lists why the trusted
+    side cannot run it (empty: it can). ``stdio`` mode: inputs and expected outputs."""
+
+    mode: str
+    source: str = ""
+    entry: str | None = None
+    tree: Any = field(default=None, compare=False, repr=False)
+    prefix_nodes: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    auto_check: bool = False
+    weaker: tuple[str, ...] = ()
+    n_asserts: int = 0
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+
+    @property
+    def n_tests(self) -> int:
+        return len(self.inputs) if self.mode == "stdio" else max(1, self.n_asserts)
 
 
-def _references(node: ast.AST, names: set[str]) -> bool:
-    return bool(_loaded(node) & names)
+def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "") -> CheckPlan:
+    """A plan for assert-style tests: module-level asserts (MBPP), HumanEval's
+    ``def check(candidate)``, helper functions, loops. Raises ``BadTestsError`` when the code
+    does not parse or checks nothing."""
+    from .judge import static_reasons
 
-
-def plan_asserts(test_code: str, entry_point: str | None = None) -> CheckPlan:
-    """A plan for assert-style tests: HumanEval's ``def check(candidate): ...`` or plain
-    module-level asserts (MBPP). Raises ``BadTestsError`` when the code does not parse."""
     try:
         tree = ast.parse(test_code)
     except SyntaxError as exc:
         raise BadTestsError(f"the tests do not parse: {exc.msg} (line {exc.lineno})") from None
-    check = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
-    if check is not None:
-        module = [s for s in tree.body if s is not check and not _calls_check(s)]
-        body = check.body
-        params = [a.arg for a in check.args.args]
-        alias = params[0] if params else "candidate"
-        if not entry_point:
-            raise BadTestsError("the tests define check(candidate) but the row names no entry point")
-        setup_nodes: list[ast.stmt] = list(module)
-        local_names = _stored(body) - {alias}
-        hoisted = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom))]
-        setup = ast.unparse(ast.Module(body=setup_nodes + hoisted, type_ignores=[]))
-        setup += f"\n{alias} = {entry_point}\n"
-        blocked = local_names - _stored(hoisted)
-    else:
-        body = [s for s in tree.body if isinstance(s, ast.Assert)]
-        others = [s for s in tree.body if not isinstance(s, ast.Assert)]
-        setup = ast.unparse(ast.Module(body=others, type_ignores=[]))
-        blocked = set()
-    pairs: list[Pair] = []
-    residual: list[ast.stmt] = []
-    for stmt in body:
-        if isinstance(stmt, ast.Assert):
-            if _is_literal(stmt.test):
-                continue  # `assert True`: tests nothing about the sample
-            pair = convert_assert(stmt.test)
-            if pair is not None and not _references(stmt.test, blocked):
-                pairs.append(pair)
-                continue
-        if check is not None and isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            continue  # hoisted into the setup
-        residual.append(stmt)
-    has_assert = any(isinstance(n, (ast.Assert, ast.Raise)) for s in residual for n in ast.walk(s))
-    residual_code = ""
-    if has_assert:
-        inner = ast.unparse(ast.Module(body=residual, type_ignores=[]))
-        indented = "\n".join("    " + line for line in inner.splitlines())
-        residual_code = f"def __rlvr_residual():\n{indented}\n__rlvr_residual()\n"
-    if not pairs and not residual_code:
+    n_asserts = sum(isinstance(n, (ast.Assert, ast.Raise)) for n in ast.walk(tree))
+    if not n_asserts:
         raise BadTestsError("the tests contain no assert that checks the sample")
-    return CheckPlan("calls", setup=setup, pairs=tuple(pairs), residual=residual_code)
+    check = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
+    calls_check = any(
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == "check"
+        for s in tree.body
+    )
+    if check is not None and not calls_check and not entry_point:
+        raise BadTestsError("the tests define check(candidate) but the row names no entry point")
+    reasons = static_reasons(tree)
+    prefix_nodes: list[ast.stmt] = []
+    if prefix.strip():
+        try:
+            ptree = ast.parse(prefix)
+        except SyntaxError:
+            ptree = None
+        for node in ptree.body if ptree else []:
+            # The prompt's own complete helpers (HumanEval's poly, encode_cyclic) run here, so a
+            # program cannot redefine what the tests rely on. The entry point is the candidate's.
+            if isinstance(node, ast.FunctionDef) and node.name != entry_point and not _stub(node):
+                why = static_reasons(ast.Module(body=[node], type_ignores=[]))
+                if why:
+                    reasons.append(f"the prompt's helper {node.name} runs in the sandbox ({why[0]})")
+                else:
+                    prefix_nodes.append(node)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not static_reasons(ast.Module(body=[node], type_ignores=[])):
+                prefix_nodes.append(node)
+    return CheckPlan(
+        "tests",
+        source=test_code,
+        entry=entry_point,
+        tree=tree,
+        prefix_nodes=tuple(prefix_nodes),
+        auto_check=check is not None and not calls_check,
+        weaker=tuple(reasons),
+        n_asserts=n_asserts,
+    )
 
 
-def _calls_check(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "check"
+def _stub(node: ast.FunctionDef) -> bool:
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
+    return all(isinstance(s, ast.Pass) for s in body)
 
 
 def plan_stdio(cases: Any) -> CheckPlan:
@@ -276,91 +232,6 @@ def plan_stdio(cases: Any) -> CheckPlan:
     return CheckPlan("stdio", inputs=tuple(inputs), outputs=tuple(outputs))
 
 
-# -- decoding and comparing ---------------------------------------------------------------------
-class Opaque:
-    """A value the child could not express as plain data (a custom object): equal to nothing."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = object.__hash__
-
-    def __repr__(self) -> str:
-        return f"<{self.name} object>"
-
-
-def decode(t: Any, depth: int = 0) -> Any:
-    """Tagged JSON -> plain builtins. Raises ValueError on anything malformed."""
-    if depth > 100 or not isinstance(t, list) or not t or not isinstance(t[0], str):
-        raise ValueError("malformed value")
-    tag = t[0]
-    v = t[1] if len(t) > 1 else None
-    if tag == "n":
-        return None
-    if tag == "b" and type(v) is bool:
-        return v
-    if tag == "i" and type(v) in (int, str):
-        return int(v)
-    if tag == "f" and type(v) is str:
-        return float(v)
-    if tag == "s" and type(v) is str:
-        return v
-    if tag in ("l", "t", "S", "F") and type(v) is list:
-        items = [decode(x, depth + 1) for x in v]
-        return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
-    if tag == "d" and type(v) is list:
-        return {decode(k, depth + 1): decode(x, depth + 1) for k, x in v}
-    if tag == "y" and type(v) is str:
-        return bytes.fromhex(v)
-    if tag == "c" and len(t) == 3:
-        return complex(float(t[1]), float(t[2]))
-    if tag == "?":
-        return Opaque(str(v))
-    raise ValueError(f"malformed value tag {tag!r}")
-
-
-def same(got: Any, exp: Any, tol: float = 0.0) -> bool:
-    """Exact-type equality of plain values (see the module docstring for the int/float rule)."""
-    tg, te = type(got), type(exp)
-    if tg is bool or te is bool:
-        return tg is te and got == exp
-    if tg in (int, float) and te in (int, float):
-        if got == exp:
-            return True
-        return bool(tol) and math.isclose(float(got), float(exp), rel_tol=tol, abs_tol=tol)
-    if tg is not te:
-        return False
-    if tg in (list, tuple):
-        return len(got) == len(exp) and all(same(a, b, tol) for a, b in zip(got, exp, strict=True))
-    if tg is dict:
-        return got.keys() == exp.keys() and all(same(got[k], exp[k], tol) for k in exp)
-    if tg is complex:
-        return got == exp
-    return bool(got == exp)
-
-
-def _check_pair(pair: Pair, value: Any, tol: float) -> bool:
-    if isinstance(value, Opaque):
-        return False
-    if pair.op == "eq":
-        return same(value, pair.expected, tol)
-    if pair.op == "ne":
-        return not same(value, pair.expected, tol)
-    if pair.op in ("lt", "le"):
-        if type(value) not in (int, float):
-            return False
-        diff = abs(value - pair.expected)
-        return diff < pair.tol if pair.op == "lt" else diff <= pair.tol
-    if pair.op == "truthy":
-        return bool(value)
-    if pair.op == "falsy":
-        return not value
-    return False
-
-
 def normalize_output(text: str) -> list[str]:
     """Lines with trailing whitespace removed and trailing blank lines dropped; the *whole*
     output is compared, never a prefix."""
@@ -370,58 +241,192 @@ def normalize_output(text: str) -> list[str]:
     return lines
 
 
-def judge(plan: CheckPlan, payload: Mapping[str, Any], float_tolerance: float = 0.0) -> Judgement:
-    """Compare the child's outputs with the plan's expected values."""
-    total = plan.n_tests
-    load = payload.get("load")
-    if load is not None:
-        if load == "mem":
-            return Judgement("memory", 0, total, "out of memory while loading the program")
-        return Judgement("failed", 0, total, f"the program did not load: {load}")
-    calls = payload.get("calls")
-    expected_n = len(plan.inputs) if plan.mode == "stdio" else len(plan.pairs)
-    if not isinstance(calls, list) or len(calls) != expected_n:
-        return Judgement("failed", 0, total, "the sandbox returned a malformed result")
-    passed, notes, memory = 0, [], False
-    for i, r in enumerate(calls):
-        ok = False
-        if isinstance(r, list) and r and r[0] == "ok" and len(r) == 2:
-            try:
-                value = decode(r[1])
-            except (ValueError, TypeError, RecursionError):
-                value = Opaque("malformed")
-            if plan.mode == "stdio":
-                ok = isinstance(value, str) and normalize_output(value) == normalize_output(plan.outputs[i])
+# -- judging a sample: conversations with the child ----------------------------------------------
+@dataclass(frozen=True)
+class Judgement:
+    """``status``: ``passed``, ``failed`` (decided: a test failed, or the program raised before
+    finishing), ``incomplete`` (the child ended before the test could be decided: the session's
+    end says why), ``over_limit`` (the answers or the judging went over a limit: wrong),
+    ``weaker`` (the trusted side cannot run this test) or ``error`` (a fault on the trusted side).
+    ``memory``: the candidate's code raised MemoryError somewhere (a claim, checked against the
+    worker's measurement before it counts)."""
+
+    status: str
+    passed: int
+    total: int
+    detail: str = ""
+    memory: bool = False
+
+
+class TestRun:
+    """The conversation for assert-style tests (see ``judge.py``)."""
+
+    def __init__(self, plan: CheckPlan, code: str, timeout: float, judge_s: float | None = None) -> None:
+        self.plan, self.code, self.timeout = plan, code, timeout
+        self.judge_s = judge_s if judge_s is not None else max(2.0, timeout)
+        self.result: Judgement | None = None
+        self.rounds = 0
+        self.spent = 0.0
+        self.strict = False  # set after a diverged replay: the sample is run again, exactly
+        self.restart = False
+        from .judge import Session
+
+        self.sess = Session()
+
+    def first(self) -> list[dict[str, Any]] | None:
+        return self._round()
+
+    def feed(self, answers: list[Any], ended: bool) -> list[dict[str, Any]] | None:
+        self.sess.answers.extend(answers)
+        self.sess.ended = self.sess.ended or ended
+        return self._round()
+
+    def _round(self) -> list[dict[str, Any]] | None:
+        if self.result is not None:
+            return None
+        t0 = time.monotonic()
+        try:
+            return self._pass(t0)
+        finally:
+            self.spent += time.monotonic() - t0
+
+    def _pass(self, t0: float) -> list[dict[str, Any]] | None:  # noqa: C901 - one decision table
+        from .judge import (
+            MAX_ROUNDS,
+            CandidateError,
+            Diverged,
+            Function,
+            Lost,
+            NeedFlush,
+            Pass,
+            Scope,
+            StopPass,
+            Unsupported,
+        )
+
+        self.rounds += 1
+        p = Pass(self.sess, t0 + max(0.0, self.judge_s - self.spent), self.plan.entry, self.strict)
+        ended_by = ""
+        try:
+            if self.rounds > MAX_ROUNDS * (5 if self.strict else 1):
+                raise JudgeLimit(f"the test needed more than {MAX_ROUNDS} exchanges with the program")
+            scope = Scope({}, None)
+            p.remote({"k": "load", "code": self.code})
+            p.block(list(self.plan.prefix_nodes), scope)
+            p.block(self.plan.tree.body, scope)
+            if self.plan.auto_check:
+                fn = scope.vars.get("check")
+                if isinstance(fn, Function):
+                    fn(p.lookup(self.plan.entry or "", scope))
+        except (NeedFlush, StopPass):
+            p.pending = True
+        except Lost:
+            ended_by = "lost"
+        except (JudgeLimit, RecursionError) as exc:
+            return self._final(Judgement("over_limit", 0, self.plan.n_tests, f"over a judging limit: {exc}", self.sess.memory))
+        except Unsupported as exc:
+            return self._final(Judgement("weaker", 0, self.plan.n_tests, f"the trusted side cannot run this test: {exc}"))
+        except Diverged as exc:
+            if self.strict:
+                return self._final(Judgement("error", 0, self.plan.n_tests, str(exc)))
+            from .judge import Session
+
+            # Speculation ran ahead into operations a later pass orders differently. Start over
+            # in a fresh child, one operation per exchange (exact, slower).
+            self.strict, self.restart, self.rounds, self.sess = True, True, 0, Session()
+            return None
+        except CandidateError as exc:
+            ended_by = f"the candidate's code raised {exc.names[0] if exc.names else 'an exception'}"
+        except ValueError as exc:
+            if "malformed" in str(exc):
+                ended_by = "the program sent a malformed answer"
             else:
-                ok = _check_pair(plan.pairs[i], value, float_tolerance)
-            if not ok and len(notes) < 3:
-                what = plan.pairs[i].call if plan.mode != "stdio" else f"input {i}"
-                notes.append(f"{what[:80]} -> {_short(value)}")
-        elif isinstance(r, list) and r and r[0] == "mem":
-            memory = True
-        elif isinstance(r, list) and len(r) == 2 and r[0] == "exc" and len(notes) < 3:
-            what = plan.pairs[i].call if plan.mode != "stdio" else f"input {i}"
-            notes.append(f"{what[:80]} raised {str(r[1])[:40]}")
-        passed += ok
-    if plan.residual:
-        res = payload.get("residual")
-        if res == "ok":
-            passed += 1
-        elif res == "mem":
-            memory = True
-        else:
-            notes.append(f"in-child tests: {str(res)[:60]}")
-    if memory:
-        return Judgement("memory", passed, total, "out of memory during the tests")
-    status = "passed" if passed == total else "failed"
-    detail = f"{passed}/{total} tests passed"
-    if plan.weaker:
-        detail += " (1 test ran inside the sandbox: weaker, forgeable)"
-    if notes:
-        detail += "; " + "; ".join(notes)
-    return Judgement(status, passed, total, detail)
+                ended_by = f"the test raised ValueError: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the test itself raised: it did not pass
+            ended_by = f"the test raised {type(exc).__name__}"
+        if p.pending and not self.sess.ended:
+            new = self.sess.ops[self.sess.sent:]
+            if new:
+                self.sess.sent = len(self.sess.ops)
+                return new
+        total = max(1, p.passed + p.failed + (1 if ended_by and ended_by != "lost" else 0))
+        notes = list(p.notes)
+        if ended_by == "lost" or (p.pending and self.sess.ended):
+            if p.failed:
+                return self._final(Judgement("failed", p.passed, max(total, self.plan.n_tests), "; ".join(notes + ["the program ended before the rest ran"]), self.sess.memory))
+            return self._final(Judgement("incomplete", p.passed, max(total, self.plan.n_tests), "the program ended before the tests were decided", self.sess.memory))
+        if ended_by:
+            notes.append(ended_by)
+        status = "passed" if not p.failed and not ended_by else "failed"
+        detail = f"{p.passed}/{total} checks passed" + ("; " + "; ".join(notes) if notes else "")
+        return self._final(Judgement(status, p.passed if status == "failed" else total, total, detail, self.sess.memory))
+
+    def _final(self, j: Judgement) -> None:
+        self.result = j
+        return None
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+class StdioRun:
+    """The conversation for stdin/stdout tests: the whole output is compared here."""
+
+    def __init__(self, plan: CheckPlan, code: str, timeout: float) -> None:
+        self.plan, self.code, self.timeout = plan, code, timeout
+        self.result: Judgement | None = None
+
+    def first(self) -> list[dict[str, Any]]:
+        return [{"k": "prog", "code": self.code}] + [{"k": "stdio", "input": i, "cap": MAX_STDOUT} for i in self.plan.inputs]
+
+    def feed(self, answers: list[Any], ended: bool) -> None:
+        total = len(self.plan.inputs)
+        passed, notes, memory = 0, [], False
+        for i in range(total):
+            if i + 1 >= len(answers):
+                if passed < i:
+                    break  # an earlier case already failed: decided
+                self.result = Judgement("incomplete", passed, total, "the program ended before every input ran", memory)
+                return None
+            ans = answers[i + 1]
+            ok = False
+            if isinstance(ans, list) and ans and ans[0] == "ok" and len(ans) >= 2:
+                try:
+                    out = decode(ans[1])
+                except (ValueError, JudgeLimit):
+                    out = None
+                ok = isinstance(out, str) and normalize_output(out) == normalize_output(self.plan.outputs[i])
+                if not ok and len(notes) < 3:
+                    notes.append(f"input {i}: wrong output")
+            elif isinstance(ans, list) and ans and ans[0] == "mem":
+                memory = True
+                notes.append(f"input {i}: MemoryError")
+            elif len(notes) < 3:
+                notes.append(f"input {i}: raised {str(ans[1][0]) if isinstance(ans, list) and len(ans) > 1 and isinstance(ans[1], list) and ans[1] else 'an exception'}")
+            passed += ok
+        status = "passed" if passed == total else "failed"
+        self.result = Judgement(status, passed, total, f"{passed}/{total} inputs passed" + ("; " + "; ".join(notes) if notes else ""), memory)
+        return None
+
+
+class LegacyRun:
+    """A weaker row run the old way, when the task asks for it: the whole test file executes in
+    the child and only "it raised nothing" comes back. Forgeable; the verdict says so."""
+
+    def __init__(self, plan: CheckPlan, code: str, timeout: float) -> None:
+        self.plan, self.code, self.timeout = plan, code, timeout
+        self.result: Judgement | None = None
+
+    def first(self) -> list[dict[str, Any]]:
+        entry = self.plan.entry if self.plan.auto_check else None
+        return [{"k": "load", "code": self.code}, {"k": "legacy", "tests": self.plan.source, "entry": entry}]
+
+    def feed(self, answers: list[Any], ended: bool) -> None:
+        why = "weaker (ran inside the sandbox, forgeable): " + "; ".join(self.plan.weaker[:2])
+        if len(answers) < 2:
+            if answers and answers[0][0] != "ok":
+                self.result = Judgement("failed", 0, 1, "the program did not load; " + why)
+            else:
+                self.result = Judgement("incomplete", 0, 1, why)
+            return None
+        ok = all(isinstance(a, list) and a and a[0] == "ok" for a in answers[:2])
+        memory = any(isinstance(a, list) and a and a[0] == "mem" for a in answers)
+        self.result = Judgement("passed" if ok else "failed", int(ok), 1, why, memory)
+        return None

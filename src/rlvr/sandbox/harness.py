@@ -21,21 +21,22 @@ Lifecycle:
 Framing on stdin/stdout: 4-byte big-endian length, then UTF-8 JSON.
 """
 
+import fcntl
 import json
 import os
 import resource
 import select
-import shutil
 import signal
 import struct
 import sys
+import termios
 import time
 
 # Run as a script with -I (no script directory on sys.path): find the sibling module by path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 from isolation import (  # noqa: E402
-    HIDDEN_DIRS,
+    F_SETPIPE_SZ,
     PR_SET_NO_NEW_PRIVS,
     PR_SET_PDEATHSIG,
     _err,
@@ -43,15 +44,19 @@ from isolation import (  # noqa: E402
     apply_seccomp,
     build_ruleset,
     build_seccomp_bpf,
+    detach,
     fork_sample,
     landlock_abi,
     libc,
+    mount_tmpfs,
     restrict_self,
     seccomp_lib,
     set_rlimits,
     setup_namespaces,
     vmsize,
 )
+
+import child as child_module  # noqa: E402 - the child's side, loaded before any directory is hidden
 
 sys.path[:] = [p for p in sys.path if p not in (_HERE, "")]  # samples import nothing from here
 
@@ -63,20 +68,25 @@ PREIMPORT = (
     "enum numbers cmath queue threading types"
 ).split()
 
-MAX_RESULT = 4 << 20
+MAX_FRAME = 1 << 20  # one answer from the child, bytes
+MAX_OUTPUT = 4 << 20  # all answers of one sample, bytes
 SECCOMP_BPF = b""
-
-# -- framing ------------------------------------------------------------------------------------
-def read_msg(fd):
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    (n,) = struct.unpack(">I", head)
-    body = _read_exact(fd, n)
-    return None if body is None else json.loads(body.decode("utf-8"))
+CHILD = None  # the child module, imported before the host directories are hidden
 
 
-def _read_exact(fd, n):
+# -- framing with the pool: 1-byte type, 4-byte big-endian length, payload ----------------------
+# Trainer -> worker: J (session control JSON: only the timeout), D (data for the child: spliced
+# from our stdin into the child's pipe, never read into this process), E (end the session).
+# Worker -> trainer: H (hello), C (one answer of the child: spliced likewise), S (session status).
+# The worker therefore never holds a job, a program or an answer in its memory, and the next
+# child, forked from it, cannot find one there.
+def write_frame(kind, payload):
+    data = kind + struct.pack(">I", len(payload)) + payload
+    while data:
+        data = data[os.write(1, data):]
+
+
+def read_exact(fd, n):
     buf = b""
     while len(buf) < n:
         chunk = os.read(fd, n - len(buf))
@@ -86,120 +96,21 @@ def _read_exact(fd, n):
     return buf
 
 
-def write_msg(fd, obj):
-    data = json.dumps(obj).encode("utf-8")
-    data = struct.pack(">I", len(data)) + data
-    while data:
-        data = data[os.write(fd, data):]
-
-
-# -- the child ---------------------------------------------------------------------------------
-def encode(x, depth=0):
-    """Tagged JSON with exact types: the pool decodes it into plain builtins, so nothing the
-    child defines (an always-equal object, a subclass) survives the trip."""
-    if depth > 60:
-        raise ValueError("nested too deeply")
-    t = type(x)
-    if x is None:
-        return ["n"]
-    if t is bool:
-        return ["b", x]
-    if t is int:
-        return ["i", str(x)] if abs(x) > 2**53 else ["i", x]
-    if t is float:
-        return ["f", repr(x)]
-    if t is str:
-        return ["s", x]
-    if t is list or t is tuple:
-        return ["l" if t is list else "t", [encode(v, depth + 1) for v in x]]
-    if t is set or t is frozenset:
-        return ["S" if t is set else "F", [encode(v, depth + 1) for v in x]]
-    if t is dict:
-        return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]]
-    if t is bytes:
-        return ["y", x.hex()]
-    if t is complex:
-        return ["c", repr(x.real), repr(x.imag)]
-    return ["?", t.__name__ if isinstance(t.__name__, str) else "object"]
-
-
-def _run_calls(job, ns):
-    out = []
-    for expr in job.get("calls", []):
-        try:
-            value = eval(compile(expr, "<test>", "eval"), ns)  # noqa: S307 - inside the sandbox
-            out.append(["ok", encode(value)])
-        except MemoryError:
-            out.append(["mem"])
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a call is a failed call
-            out.append(["exc", type(exc).__name__])
-    return out
-
-
-def _run_stdio(job):
-    import io
-
-    out = []
-    real_in, real_out = sys.stdin, sys.stdout
-    cap = job.get("max_output", 1 << 20)
-    for text in job.get("inputs", []):
-        buf = io.BytesIO()
-        sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
-        sys.stdout = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
-        status = "ok"
-        try:
-            exec(compile(job["code"], "<solution>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102
-        except SystemExit:
-            pass  # a program may end itself; its output so far is what it printed
-        except MemoryError:
-            status = "mem"
-        except BaseException as exc:  # noqa: BLE001
-            status = "exc:" + type(exc).__name__
-        try:
-            sys.stdout.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-        data = buf.getvalue()
-        sys.stdin, sys.stdout = real_in, real_out
-        if status == "mem":
-            out.append(["mem"])
-        elif status != "ok":
-            out.append(["exc", status[4:]])
-        elif len(data) > cap:
-            out.append(["exc", "OutputLimit"])
-        else:
-            out.append(["ok", ["s", data.decode("utf-8", "replace")]])
-    return out
-
-
-def run_job(job):
-    if job["mode"] == "stdio":
-        return {"calls": _run_stdio(job)}
-    ns = {"__name__": "__sandbox__", "__builtins__": __builtins__}
+def discard(fd, n):
+    """Move ``n`` bytes from ``fd`` to /dev/null without reading them into this process."""
+    null = os.open("/dev/null", os.O_WRONLY)
     try:
-        exec(compile(job["code"], "<solution>", "exec"), ns)  # noqa: S102 - inside the sandbox
-    except MemoryError:
-        return {"load": "mem"}
-    except BaseException as exc:  # noqa: BLE001 - includes SystemExit before the tests
-        return {"load": "exc:" + type(exc).__name__}
-    try:
-        if job.get("setup"):
-            exec(compile(job["setup"], "<test-setup>", "exec"), ns)  # noqa: S102
-    except BaseException as exc:  # noqa: BLE001
-        return {"load": "setup:" + type(exc).__name__}
-    result = {"calls": _run_calls(job, ns)}
-    if job.get("residual"):
-        try:
-            exec(compile(job["residual"], "<test>", "exec"), ns)  # noqa: S102
-            result["residual"] = "ok"
-        except MemoryError:
-            result["residual"] = "mem"
-        except BaseException as exc:  # noqa: BLE001
-            result["residual"] = "exc:" + type(exc).__name__
-    return result
+        while n > 0:
+            moved = os.splice(fd, null, n)
+            if moved <= 0:
+                return
+            n -= moved
+    finally:
+        os.close(null)
 
 
-def child_main(cfg, job, wfd, workdir):
+# -- the child -----------------------------------------------------------------------------------
+def child_main(cfg, job_timeout, rfd, wfd, workdir):
     """Never returns. Order matters: rlimits and uid before no-new-privs, then Landlock, then
     seccomp last (it forbids what the earlier steps need)."""
     code = 70
@@ -208,7 +119,7 @@ def child_main(cfg, job, wfd, workdir):
         null = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        keep = sorted(fd for fd in (wfd, cfg["ruleset_fd"]) if fd >= 0)
+        keep = sorted(fd for fd in (rfd, wfd, cfg["ruleset_fd"]) if fd >= 0)
         start = 3
         for fd in keep:
             os.closerange(start, fd)
@@ -218,7 +129,7 @@ def child_main(cfg, job, wfd, workdir):
             os.setpgid(0, 0)
         lim = cfg["limits"]
         if cfg["rlimits"]:
-            set_rlimits(lim, job)
+            set_rlimits(lim, {"timeout": job_timeout})
         os.chdir(workdir)
         if cfg["uid"] is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
@@ -235,69 +146,201 @@ def child_main(cfg, job, wfd, workdir):
             apply_seccomp(SECCOMP_BPF)
         os.environ.clear()
         os.environ.update({"HOME": workdir, "PATH": "/nonexistent", "LANG": "C.UTF-8"})
-        result = run_job(job)
-        data = json.dumps(result).encode("utf-8")
-        while data:
-            data = data[os.write(wfd, data):]
+        CHILD.Child(rfd, wfd).serve()
         code = 0
-    except MemoryError:
-        code = 71
-    except BaseException:  # noqa: BLE001 - the worker reports the exit code
+    except BaseException:  # noqa: BLE001 - the exit code is reported but decides nothing
         code = 70
     os._exit(code)
 
 
-def run_sample(cfg, job, seq):
-    # Forked when the job arrives, so the job reaches the child in memory. (Cloning the next
-    # child ahead of time was measured: no faster here, and more moving parts.)
+def make_workdir(cfg, seq):
+    """A fresh directory per sample: its own size-capped tmpfs when we have a mount namespace
+    (removed by one detach, whatever the sample built in it), else a plain directory."""
     workdir = f"{cfg['workroot']}/s{seq}"
     os.mkdir(workdir, 0o700)
-    if cfg["uid"] is not None:
+    if cfg["tmpfs_per_sample"]:
+        opts = f"size={cfg['limits']['workdir_bytes']},nr_inodes=4096,mode=0700"
+        if cfg["uid"] is not None:
+            opts += f",uid={cfg['uid']},gid={cfg['uid']}"
+        if mount_tmpfs(workdir, opts) != 0:
+            os.rmdir(workdir)
+            raise OSError("could not mount the sample's tmpfs")
+    elif cfg["uid"] is not None:
         os.chown(workdir, cfg["uid"], cfg["uid"])
-    rfd, wfd = os.pipe()
+    return workdir
+
+
+def remove_workdir(cfg, workdir):
+    if cfg["tmpfs_per_sample"]:
+        detach(workdir)
+        os.rmdir(workdir)
+    else:
+        remove_tree(workdir)
+
+
+def remove_tree(top):
+    """Delete a directory tree without recursion (a sample can nest it thousands deep)."""
+    stack = [top]
+    while stack:
+        d = stack[-1]
+        try:
+            entries = list(os.scandir(d))
+        except FileNotFoundError:
+            stack.pop()
+            continue
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(e.path)
+                else:
+                    os.unlink(e.path)
+            except FileNotFoundError:
+                pass
+        if subdirs:
+            stack.extend(subdirs)
+            continue
+        os.rmdir(d)
+        stack.pop()
+
+
+def run_sample(cfg, ctl, seq):
+    """One session: fork the child, relay frames both ways until the trainer ends it, the child
+    ends, or the deadline passes; then report how it ended, as measured here."""
+    timeout = float(ctl["timeout"])
+    workdir = make_workdir(cfg, seq)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        fcntl.fcntl(out_r, F_SETPIPE_SZ, MAX_FRAME)
+    except OSError:
+        pass
     t0 = time.monotonic()
-    pid = fork_sample(cfg["pidns"])
+    pid = fork_sample(cfg["pidns"], cfg["ipcns"])
     if pid == 0:
-        os.close(rfd)
-        child_main(cfg, job, wfd, workdir)
-    os.close(wfd)
-    deadline = t0 + job["timeout"]
-    data, why = b"", None
+        os.close(in_w)
+        os.close(out_r)
+        child_main(cfg, timeout, in_r, out_w, workdir)
+    os.close(in_r)
+    os.close(out_w)
+    pidfd = os.pidfd_open(pid)
+    os.set_blocking(in_w, False)
+    os.set_blocking(out_r, False)
+    deadline = t0 + timeout
+    why = None
+    ended = False  # the trainer said E
+    inbound = 0  # bytes of the current D frame still to move into the child's pipe
+    inbound_head = b""  # length prefix still to write into the child's pipe
+    total_out = 0
+    out_eof = False
+    child_gone = False
     try:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                why = "timeout"
+                why = why or "timeout"
                 break
-            ready, _, _ = select.select([rfd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(rfd, 1 << 16)
-            if not chunk:
+            if ended and why is None:
+                why = "ended"
                 break
-            data += chunk
-            if len(data) > MAX_RESULT:
-                why = "output_limit"
+            if out_eof:
+                # The child closed its answer pipe (or died): nothing more can come back.
+                why = why or ("exited" if child_gone else "closed")
                 break
+            rl, wl = [], []
+            if not ended and inbound == 0 and not inbound_head:
+                rl.append(0)
+            if inbound or inbound_head:
+                wl.append(in_w)
+            if not out_eof:
+                rl.append(out_r)
+            if not child_gone:
+                rl.append(pidfd)
+            r, w, _ = select.select(rl, wl, [], left)
+            if pidfd in r:
+                child_gone = True
+            if out_r in r:
+                sent = _pump_out(out_r)
+                if sent is None:
+                    out_eof = True
+                else:
+                    total_out += sent
+                    if total_out > MAX_OUTPUT:
+                        why = "output_limit"
+                        break
+            if in_w in w:
+                try:
+                    if inbound_head:
+                        inbound_head = inbound_head[os.write(in_w, inbound_head):]
+                    elif inbound:
+                        inbound -= os.splice(0, in_w, inbound, flags=os.SPLICE_F_NONBLOCK)
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    discard(0, inbound)
+                    inbound, inbound_head = 0, b""
+            if 0 in r and inbound == 0 and not inbound_head:
+                head = read_exact(0, 5)
+                if head is None:
+                    ended = True
+                    continue
+                kind, n = head[:1], struct.unpack(">I", head[1:])[0]
+                if kind == b"D":
+                    if child_gone:
+                        discard(0, n)
+                    else:
+                        inbound, inbound_head = n, struct.pack(">I", n)
+                elif kind == b"E":
+                    ended = True
+                else:
+                    discard(0, n)
     finally:
-        os.close(rfd)
-    if why is not None:
         _kill(pid, cfg["pidns"])
-    _, status = os.waitpid(pid, 0)
-    if not cfg["pidns"]:
-        _kill(pid, False)  # leftovers in its process group
-    shutil.rmtree(workdir, ignore_errors=True)
-    if why is None:
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            why = "timeout" if sig in (signal.SIGXCPU, signal.SIGKILL) else f"signal:{signal.Signals(sig).name}"
-        elif os.WEXITSTATUS(status) == 71:
-            why = "memory"
-        elif os.WEXITSTATUS(status) != 0 or not data:
-            why = f"exit:{os.WEXITSTATUS(status)}"
-        else:
-            why = "done"
-    return {"why": why, "result": data.decode("utf-8", "replace") if why == "done" else "", "wall": time.monotonic() - t0}
+        _, status, usage = os.wait4(pid, 0)
+        if not cfg["pidns"]:
+            _kill(pid, False)  # leftovers in its process group
+        if inbound:
+            discard(0, inbound)
+        # What is still in the pipe (written before the end) goes to the trainer.
+        while why != "output_limit" and total_out <= MAX_OUTPUT:
+            sent = _pump_out(out_r)
+            if not sent:
+                break
+            total_out += sent
+        for fd in (in_w, out_r, pidfd):
+            os.close(fd)
+        remove_workdir(cfg, workdir)
+    wall = time.monotonic() - t0
+    cpu = usage.ru_utime + usage.ru_stime
+    if why in ("ended", "exited") and cpu >= timeout:
+        why = "timeout"  # the CPU limit was hit: measured by the kernel, not claimed
+    if os.WIFSIGNALED(status):
+        exit_desc = f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
+    else:
+        exit_desc = f"exit:{os.WEXITSTATUS(status)}"
+    return {"why": why, "wall": wall, "cpu": cpu, "maxrss": usage.ru_maxrss * 1024, "status": exit_desc}
+
+
+def _pump_out(fd):
+    """Forward what the child wrote to the trainer, as it comes (the trainer splits it into
+    answers). Returns the bytes forwarded, or None at end of file."""
+    avail = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    if avail <= 0:
+        try:
+            if os.read(fd, 1) == b"":
+                return None
+        except BlockingIOError:
+            return 0
+        return None  # unreachable: FIONREAD said the pipe was empty
+    avail = min(avail, MAX_FRAME)
+    os.write(1, b"R" + struct.pack(">I", avail))
+    n = avail
+    while n:
+        try:
+            n -= os.splice(fd, 1, n)
+        except BlockingIOError:
+            select.select([], [1], [])  # the trainer is behind: wait until our stdout has room
+    return avail
 
 
 def _kill(pid, pidns):
@@ -411,22 +454,52 @@ def probe_layers(cfg, layers):
         else:
             cfg["seccomp"] = True
             layers["seccomp"] = "active: no exec, no fork, only AF_UNIX sockets, no ptrace/mount/unshare/bpf/io_uring"
-    cfg["pidns"] = False
+    cfg["pidns"] = cfg["ipcns"] = False
     if "pidns" not in on:
         layers["pidns"] = "unavailable: disabled"
+        layers.setdefault("ipcns", "unavailable: disabled")
         return
     try:
-        pid = fork_sample(True)
+        pid = fork_sample(True, False)
         if pid == 0:
             os._exit(0 if os.getpid() == 1 else 3)
         _, st = os.waitpid(pid, 0)
         if os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0:
             cfg["pidns"] = True
             layers["pidns"] = "active: one per sample"
+            if "ipcns" in on:
+                try:
+                    pid = fork_sample(True, True)
+                    if pid == 0:
+                        os._exit(0)
+                    os.waitpid(pid, 0)
+                    cfg["ipcns"] = True
+                    layers["ipcns"] = "active: one per sample (its SysV objects and message queues die with it)"
+                except OSError as exc:
+                    layers["ipcns"] = f"unavailable: {exc}"
+            else:
+                layers["ipcns"] = "unavailable: disabled"
         else:
             layers["pidns"] = "unavailable: the clone child was not pid 1"
     except OSError as exc:
         layers["pidns"] = f"unavailable: {exc}"
+    layers.setdefault("ipcns", "unavailable: needs the per-sample PID namespace (one clone)")
+
+
+def hidden_dirs(prefix):
+    """Every top-level directory a sample does not need, so that even ``stat`` (which Landlock
+    does not restrict) finds nothing of the host there: /etc, /proc, /sys, /var, /home, the
+    repository, ... The interpreter's directories (/usr, /lib*, /bin, the prefix) and /dev stay."""
+    keep = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/dev"}
+    out = []
+    for name in sorted(os.listdir("/")):
+        d = "/" + name
+        if d in keep or os.path.islink(d) or not os.path.isdir(d):
+            continue
+        if (prefix + "/").startswith(d + "/"):
+            continue  # the interpreter lives here (pyenv under /root, a venv in the repository)
+        out.append(d)
+    return out + [d for d in ("/dev/shm", "/dev/mqueue") if os.path.isdir(d) and not os.path.islink(d)]
 
 
 def readable_paths():
@@ -446,24 +519,27 @@ def readable_paths():
 
 
 def main():
+    global CHILD
     cfg = json.loads(sys.argv[1])
     for name in PREIMPORT:
         try:
             __import__(name)
         except ImportError:
             pass
+    CHILD = child_module
     layers = {}
     cfg["readable"] = readable_paths()
+    cfg["limits"]["vmsize"] = vmsize()  # before /proc is hidden
     # Never hide the directory the interpreter lives in (pyenv under /root): later imports would fail.
     prefix = os.path.realpath(sys.prefix)
-    hide = [d for d in HIDDEN_DIRS if not (prefix + "/").startswith(d + "/")]
     if "netns" in cfg["enable"] or "mountns" in cfg["enable"]:
-        setup_namespaces(layers, hide)
+        setup_namespaces(layers, hidden_dirs(prefix))
     else:
-        layers["netns"] = layers["mountns"] = "unavailable: disabled"
+        layers["netns"] = layers["mountns"] = layers["ipcns"] = "unavailable: disabled"
+    mounted = layers["mountns"].startswith("active")
     # Workdirs live on a tmpfs: our private /tmp inside the mount namespace, else /dev/shm
     # (a disk-backed /tmp costs milliseconds per sample in mkdir and rmtree).
-    if layers["mountns"].startswith("active") and "/tmp" in layers["mountns"]:
+    if mounted and "/tmp" in layers["mountns"]:
         cfg["workroot"] = "/tmp/rlvr-sandbox"
     elif os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         cfg["workroot"] = f"/dev/shm/rlvr-sandbox-{os.getpid()}"
@@ -471,26 +547,38 @@ def main():
         cfg["workroot"] = f"/tmp/rlvr-sandbox-{os.getpid()}"
     os.makedirs(cfg["workroot"], exist_ok=True)
     os.chmod(cfg["workroot"], 0o711)
+    cfg["tmpfs_per_sample"] = False
+    if mounted:
+        probe_dir = cfg["workroot"] + "/probe"
+        os.mkdir(probe_dir)
+        if mount_tmpfs(probe_dir, "size=1m,nr_inodes=16,mode=0700") == 0:
+            detach(probe_dir)
+            cfg["tmpfs_per_sample"] = True
+        os.rmdir(probe_dir)
     probe_layers(cfg, layers)
     cfg["ruleset_fd"] = -1
     if cfg["landlock"]:
         cfg["ruleset_fd"] = build_ruleset(cfg["landlock"], cfg["readable"], [cfg["workroot"], "/dev/null"])
-    cfg["limits"]["vmsize"] = vmsize()
+    layers["workdir"] = "active: a fresh tmpfs per sample, capped" if cfg["tmpfs_per_sample"] else "unavailable: a plain directory per sample (no mount namespace)"
     layers["python"] = f"{sys.executable} {sys.version.split()[0]}"
-    write_msg(1, {"hello": layers, "pid": os.getpid()})
+    write_frame(b"H", json.dumps({"hello": layers, "pid": os.getpid()}).encode())
     seq = 0
     while True:
-        job = read_msg(0)
-        if job is None:
-            shutil.rmtree(cfg["workroot"], ignore_errors=True)
+        head = read_exact(0, 5)
+        if head is None:
+            remove_tree(cfg["workroot"])
             return
+        kind, n = head[:1], struct.unpack(">I", head[1:])[0]
+        if kind != b"J":
+            discard(0, n)  # data for a session that already ended
+            continue
+        ctl = json.loads(read_exact(0, n) or b"{}")
         seq += 1
         try:
-            reply = run_sample(cfg, job, seq)
+            status = run_sample(cfg, ctl, seq)
         except Exception as exc:  # noqa: BLE001 - the pool maps this to a sandbox error
-            reply = {"why": f"sandbox:{type(exc).__name__}: {exc}", "result": "", "wall": 0.0}
-        reply["id"] = job.get("id")
-        write_msg(1, reply)
+            status = {"why": f"sandbox:{type(exc).__name__}: {exc}"}
+        write_frame(b"S", json.dumps(status).encode())
 
 
 if __name__ == "__main__":

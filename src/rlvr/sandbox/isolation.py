@@ -13,15 +13,17 @@ import resource
 import signal
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 CLONE_THREAD = 0x00010000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 16384, 1 << 18
+MNT_DETACH = 2
+F_SETPIPE_SZ = 1031
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_clone = 56
 SYS_landlock_create_ruleset, SYS_landlock_add_rule, SYS_landlock_restrict_self = 444, 445, 446
-HIDDEN_DIRS = ("/tmp", "/run", "/var/run", "/dev/shm", "/home", "/root")
 
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -37,13 +39,14 @@ def _err(what):
 
 # -- layers (worker side, once) ----------------------------------------------------------------
 def setup_namespaces(layers, hide):
-    """Network + mount namespace for the whole worker; tmpfs over the directories in ``hide``."""
-    flags = CLONE_NEWNET | CLONE_NEWNS
+    """Network, mount and IPC namespace for the whole worker; an empty tmpfs over each directory
+    in ``hide`` (read-only except /tmp, where the workdirs live)."""
+    flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC
     uid, gid = os.getuid(), os.getgid()
     if os.geteuid() != 0:
         flags |= CLONE_NEWUSER  # unprivileged: namespaces need a user namespace of our own
     if libc.unshare(flags) != 0:
-        layers["netns"] = layers["mountns"] = "unavailable: " + str(_err("unshare"))
+        layers["netns"] = layers["mountns"] = layers["ipcns"] = "unavailable: " + str(_err("unshare"))
         return
     if flags & CLONE_NEWUSER:
         try:
@@ -54,7 +57,7 @@ def setup_namespaces(layers, hide):
             with open("/proc/self/gid_map", "w") as fh:
                 fh.write(f"0 {gid} 1")
         except OSError as exc:
-            layers["netns"] = layers["mountns"] = f"unavailable: user namespace maps: {exc}"
+            layers["netns"] = layers["mountns"] = layers["ipcns"] = f"unavailable: user namespace maps: {exc}"
             return
     layers["netns"] = "active"
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
@@ -64,11 +67,24 @@ def setup_namespaces(layers, hide):
     for d in hide:
         if os.path.islink(d) or not os.path.isdir(d):
             continue
-        if libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=256m,mode=1777") == 0:
+        flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (0 if d == "/tmp" else MS_RDONLY)
+        opts = b"size=256m,mode=1777" if d == "/tmp" else b"size=4k,nr_inodes=2,mode=0755"
+        if libc.mount(b"tmpfs", d.encode(), b"tmpfs", flags, opts) == 0:
             hidden.append(d)
         else:
             failed.append(d)
-    layers["mountns"] = "active: tmpfs over " + " ".join(hidden) + (f"; failed {' '.join(failed)}" if failed else "")
+    layers["mountns"] = "active: empty tmpfs over " + " ".join(hidden) + (f"; failed {' '.join(failed)}" if failed else "")
+
+
+def mount_tmpfs(path, opts):
+    """0 on success. A sample's workdir: its own tmpfs, size- and inode-capped."""
+    return libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts.encode())
+
+
+def detach(path):
+    """Unmount at once, whatever is inside (no tree walk, no recursion limit)."""
+    if libc.umount2(path.encode(), MNT_DETACH) != 0:
+        raise _err(f"umount {path}")
 
 
 def landlock_abi():
@@ -171,7 +187,15 @@ DENY = (
     "pivot_root chroot unshare setns bpf io_uring_setup io_uring_enter io_uring_register "
     "keyctl add_key request_key perf_event_open userfaultfd kexec_load init_module finit_module "
     "delete_module reboot swapon swapoff open_by_handle_at name_to_handle_at personality "
-    "fanotify_init move_mount open_tree fsopen fsmount fspick mount_setattr"
+    "fanotify_init move_mount open_tree fsopen fsmount fspick mount_setattr "
+    # Memory outside the address-space budget, and objects that outlive a process.
+    "memfd_create memfd_secret shmget shmat shmctl shmdt msgget msgsnd msgrcv msgctl semget semop "
+    "semtimedop semctl mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr "
+    # Reaching other processes through pidfds or comparing their kernel objects.
+    "pidfd_open pidfd_getfd pidfd_send_signal process_madvise kcmp "
+    # Sockets: only socketpair() is left (below). socket() is refused for every family, so no
+    # pathname UNIX socket (a host daemon's, anywhere) can be connected to or sent to.
+    "socket connect"
 ).split()
 
 
@@ -199,8 +223,10 @@ def build_seccomp_bpf():
             rule(eperm, name)
         rule(eperm, "clone", (0, 7, CLONE_THREAD, 0))  # (flags & CLONE_THREAD) == 0: a process
         rule(enosys, "clone3")  # glibc then falls back to clone(), which the rule above checks
-        rule(eperm, "socket", (0, 1, 1, 0))  # domain != AF_UNIX
-        rule(eperm, "socketpair", (0, 1, 1, 0))
+        rule(eperm, "socketpair", (0, 1, 1, 0))  # domain != AF_UNIX
+        rule(eperm, "socketpair", (1, 7, 0xF, 2))  # (type & 0xf) == SOCK_DGRAM: sendto() could name a path
+        rule(eperm, "sendto", (4, 1, 0, 0))  # an explicit destination address
+
         rule(eperm, "kill", (0, 6, 1, 0))  # pid > 1 (unsigned, so -1 too): only itself (pid 1)
         fd = os.memfd_create("seccomp")
         try:
@@ -254,15 +280,15 @@ def set_rlimits(lim, job):
     resource.setrlimit(resource.RLIMIT_AS, (want, hard))
 
 
-def fork_sample(pidns):
-    """fork(), or a raw clone() into a new PID namespace (unshare(CLONE_NEWPID) works once per
-    process, so a per-sample namespace needs clone)."""
+def fork_sample(pidns, ipcns=False):
+    """fork(), or a raw clone() into a new PID namespace, and with ``ipcns`` a new IPC namespace
+    (unshare(CLONE_NEWPID) works once per process, so a per-sample namespace needs clone)."""
     if not pidns:
         return os.fork()
     if os.uname().machine != "x86_64":
         raise OSError("per-sample PID namespaces use the x86-64 clone() number; not on " + os.uname().machine)
     pylib.PyOS_BeforeFork()
-    pid = pylib.syscall(ctypes.c_long(SYS_clone), ctypes.c_ulong(CLONE_NEWPID | signal.SIGCHLD), None, None, None, ctypes.c_ulong(0))
+    pid = pylib.syscall(ctypes.c_long(SYS_clone), ctypes.c_ulong(CLONE_NEWPID | (CLONE_NEWIPC if ipcns else 0) | signal.SIGCHLD), None, None, None, ctypes.c_ulong(0))
     errno = ctypes.get_errno()
     if pid == 0:
         pylib.PyOS_AfterFork_Child()

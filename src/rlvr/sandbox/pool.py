@@ -28,13 +28,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..errors import SandboxError
 
 HARNESS = Path(__file__).with_name("harness.py")
-LAYERS = ("rlimits", "no_new_privs", "netns", "mountns", "uid", "landlock", "seccomp", "pidns")
+LAYERS = ("rlimits", "no_new_privs", "netns", "mountns", "ipcns", "workdir", "uid", "landlock", "seccomp", "pidns")
 LAYER_FIX = {
     "netns": "run as root, or enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
     "mountns": "run as root, or enable unprivileged user namespaces",
@@ -42,6 +43,8 @@ LAYER_FIX = {
     "landlock": "use a kernel with Landlock enabled (lsm=landlock,...)",
     "seccomp": "install libseccomp2 (scripts/install-system-deps.sh)",
     "pidns": "run as root, or enable unprivileged user namespaces",
+    "ipcns": "run as root, or enable unprivileged user namespaces (x86-64: the per-sample clone)",
+    "workdir": "run as root, or enable unprivileged user namespaces (a tmpfs per sample needs a mount namespace)",
     "no_new_privs": "a Linux kernel >= 3.5",
     "rlimits": "a POSIX system",
 }
@@ -53,13 +56,15 @@ _warned = False
 @dataclass(frozen=True)
 class Limits:
     """Per-sample limits. ``timeout`` is wall-clock seconds for the whole sample (CPU seconds are
-    capped just above it); ``memory_mb`` is an address-space budget over the child's size at fork."""
+    capped just above it); ``memory_mb`` is an address-space budget over the child's size at fork;
+    ``workdir_mb`` caps the sample's own tmpfs (files it writes count against it)."""
 
     timeout: float = 5.0
     memory_mb: int = 1024
     file_mb: int = 16
     open_files: int = 64
     processes: int = 64
+    workdir_mb: int = 64
 
 
 @dataclass(frozen=True)
@@ -83,44 +88,35 @@ class Layers:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class Job:
-    """One sample. ``calls`` mode: exec ``code``, then ``setup`` (trusted test scaffolding), then
-    evaluate each call expression and return its value; ``residual`` is test code that could not
-    be turned into (call, expected) pairs and runs in the child (weaker: it is forgeable).
-    ``stdio`` mode: run ``code`` once per input with that stdin and return the whole stdout."""
+class Conversation(Protocol):
+    """The trusted side of one sample. ``first()`` gives the first batch of operations for the
+    child; ``feed(answers, ended)`` receives the child's answers to the last batch (fewer than
+    asked when the child stopped; ``ended`` then says so) and returns the next batch, or None
+    when it has what it needs. All judging happens in ``feed``, in the trainer's process."""
 
-    code: str
-    mode: str = "calls"
-    calls: tuple[str, ...] = ()
-    setup: str = ""
-    residual: str = ""
-    inputs: tuple[str, ...] = ()
-    timeout: float | None = None
+    timeout: float
 
-    def to_wire(self, limits: Limits) -> dict[str, object]:
-        return {
-            "mode": self.mode,
-            "code": self.code,
-            "calls": list(self.calls),
-            "setup": self.setup,
-            "residual": self.residual,
-            "inputs": list(self.inputs),
-            "timeout": float(self.timeout or limits.timeout),
-            "max_output": 1 << 20,
-        }
+    def first(self) -> list[dict[str, Any]]: ...
+
+    def feed(self, answers: list[Any], ended: bool) -> list[dict[str, Any]] | None: ...
 
 
 @dataclass(frozen=True)
-class RawResult:
-    """What came back for one job. ``why``: ``done`` (``payload`` holds the child's JSON, still
-    untrusted), ``timeout``, ``memory``, ``output_limit``, ``exit:N``, ``signal:NAME`` (the child
-    died: its own doing), or ``sandbox:...`` (the infrastructure failed)."""
+class SessionEnd:
+    """How a sample's session ended, as measured by the worker (never as claimed by the child).
+    ``why``: ``ended`` (the trainer had what it needed), ``exited`` (the child ended itself),
+    ``closed`` (the child closed its answer pipe), ``timeout`` (the wall-clock deadline, or CPU
+    time at the limit), ``output_limit``, or ``sandbox: ...`` (the infrastructure failed).
+    ``maxrss``: the child's peak resident memory in bytes, from the kernel."""
 
     why: str
-    payload: dict[str, object] | None = None
     wall: float = 0.0
-    layers: tuple[str, ...] = field(default_factory=tuple)
+    cpu: float = 0.0
+    maxrss: int = 0
+    status: str = ""
+
+
+MAX_FRAME = 1 << 20  # one answer of the child, bytes (the worker caps all answers at 4 MiB)
 
 
 # -- choosing the interpreter ------------------------------------------------------------------
@@ -186,27 +182,28 @@ class _Worker:
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.win, self.rout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        hello = self.recv(60.0)
-        if hello is None or "hello" not in hello:
+        self.buf = b""
+        hello = self.frame(60.0)
+        if hello is None or hello[0] != b"H":
             self.errfile.seek(0)
             err = self.errfile.read().decode("utf-8", "replace").strip().splitlines()
             self.kill()
             raise SandboxError(f"a sandbox worker failed to start ({python}): {err[-1] if err else 'no output'}")
-        self.layers: dict[str, str] = hello["hello"]
+        self.layers: dict[str, str] = json.loads(hello[1])["hello"]
 
-    def send(self, msg: dict[str, object]) -> None:
-        data = json.dumps(msg).encode("utf-8")
-        data = struct.pack(">I", len(data)) + data
+    def send(self, kind: bytes, payload: bytes) -> None:
+        data = kind + struct.pack(">I", len(payload)) + payload
         while data:
             data = data[os.write(self.win, data):]
 
-    def recv(self, timeout: float) -> dict[str, object] | None:
+    def frame(self, timeout: float) -> tuple[bytes, bytes] | None:
+        """The worker's next frame (type, payload), or None on timeout or end of file."""
         deadline = time.monotonic() + timeout
-        head = self._read(4, deadline)
+        head = self._read(5, deadline)
         if head is None:
             return None
-        body = self._read(struct.unpack(">I", head)[0], deadline)
-        return None if body is None else json.loads(body)
+        body = self._read(struct.unpack(">I", head[1:])[0], deadline)
+        return None if body is None else (head[:1], body)
 
     def _read(self, n: int, deadline: float) -> bytes | None:
         buf = b""
@@ -221,6 +218,63 @@ class _Worker:
                     return None
                 buf += chunk
         return buf
+
+    def session(self, conv: Conversation, timeout: float) -> SessionEnd:
+        """Run one conversation. The worker owns the child's deadline; this one (timeout plus a
+        grace period) only catches a worker that stopped answering."""
+        deadline = time.monotonic() + timeout + GRACE_S
+        self.send(b"J", json.dumps({"timeout": timeout}).encode())
+        stream = b""  # the child's answers as the worker forwards them: 4-byte length + JSON
+        end: SessionEnd | None = None
+        ops: list[dict[str, Any]] | None = conv.first()
+        over = ""
+        while ops is not None:
+            self.send(b"D", json.dumps({"ops": ops}, separators=(",", ":")).encode())
+            answers: list[Any] = []
+            while len(answers) < len(ops) and end is None and not over:
+                # Whole answers already buffered first.
+                if len(stream) >= 4:
+                    n = struct.unpack(">I", stream[:4])[0]
+                    if n > MAX_FRAME:
+                        over = f"an answer of {n} bytes is over the {MAX_FRAME}-byte limit"
+                        break
+                    if len(stream) >= 4 + n:
+                        try:
+                            answers.append(json.loads(stream[4:4 + n]))
+                        except (ValueError, RecursionError):
+                            answers.append(["garbled"])
+                        stream = stream[4 + n:]
+                        continue
+                got = self.frame(max(0.0, deadline - time.monotonic()))
+                if got is None:
+                    raise SandboxError("the worker did not answer in time" if self.proc.poll() is None else "the worker died")
+                kind, body = got
+                if kind == b"R":
+                    stream += body
+                elif kind == b"S":
+                    end = _end(body)
+            if over:
+                break
+            try:
+                ops = conv.feed(answers, end is not None)
+            except Exception as exc:  # noqa: BLE001 - end the session cleanly, then report it
+                over, ops = f"sandbox: the trusted side failed: {type(exc).__name__}: {exc}", None
+            if end is not None:
+                break
+        if end is None:
+            self.send(b"E", b"")
+            while end is None:
+                got = self.frame(max(0.0, deadline - time.monotonic()))
+                if got is None:
+                    raise SandboxError("the worker did not answer in time" if self.proc.poll() is None else "the worker died")
+                if got[0] == b"S":
+                    end = _end(got[1])
+        if over.startswith("sandbox"):
+            return SessionEnd(over)
+        if over:
+            conv.feed([], True)
+            return SessionEnd("output_limit", end.wall, end.cpu, end.maxrss, over)
+        return end
 
     def kill(self) -> None:
         try:
@@ -250,10 +304,15 @@ class _Worker:
         self.kill()
 
 
+def _end(body: bytes) -> SessionEnd:
+    d = json.loads(body)
+    return SessionEnd(str(d.get("why")), float(d.get("wall", 0.0)), float(d.get("cpu", 0.0)), int(d.get("maxrss", 0)), str(d.get("status", "")))
+
+
 # -- the pool ----------------------------------------------------------------------------------
 class SandboxPool:
     """A pool of sandbox workers. ``run(jobs)`` runs them in parallel and returns one
-    ``RawResult`` per job, in order. Thread-safe; workers start on first use.
+    ``SessionEnd`` per conversation, in order. Thread-safe; workers start on first use.
 
     ``strict``: refuse to start (``SandboxError``) unless every layer in ``LAYERS`` is active.
     Otherwise the missing layers are printed once per process, on stderr.
@@ -296,6 +355,7 @@ class SandboxPool:
                 "file_bytes": lim.file_mb << 20,
                 "open_files": lim.open_files,
                 "processes": lim.processes,
+                "workdir_bytes": lim.workdir_mb << 20,
             },
             "enable": list(self.enable),
         }
@@ -338,12 +398,14 @@ class SandboxPool:
         return self.start()
 
     # running
-    def run(self, jobs: Sequence[Job]) -> list[RawResult]:
+    def run(self, convs: Sequence[Conversation]) -> list[SessionEnd]:
+        """Run each conversation on some worker, in parallel; one ``SessionEnd`` per conversation,
+        in order. Whatever a sample did, the pool keeps serving."""
         with self._lock:
             self._start()
-            results: list[RawResult | None] = [None] * len(jobs)
+            results: list[SessionEnd | None] = [None] * len(convs)
             todo: queue.Queue[int] = queue.Queue()
-            for i in range(len(jobs)):
+            for i in range(len(convs)):
                 todo.put(i)
 
             def serve(slot: int) -> None:
@@ -352,16 +414,16 @@ class SandboxPool:
                         i = todo.get_nowait()
                     except queue.Empty:
                         return
-                    results[i] = self._run_one(slot, jobs[i], i)
+                    results[i] = self._run_one(slot, convs[i])
 
-            threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in range(min(self.n, len(jobs)))]
+            threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in range(min(self.n, len(convs)))]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            return [r if r is not None else RawResult("sandbox: no result") for r in results]
+            return [r if r is not None else SessionEnd("sandbox: no result") for r in results]
 
-    def _run_one(self, slot: int, job: Job, seq: int) -> RawResult:
+    def _run_one(self, slot: int, conv: Conversation) -> SessionEnd:
         worker = self._workers[slot]
         try:
             if worker is None or worker.proc.poll() is not None:
@@ -369,38 +431,25 @@ class SandboxPool:
                     worker.kill()
                     self.restarts += 1
                 worker = self._workers[slot] = _Worker(self._python, self._cfg(slot))
-            wire = job.to_wire(self.limits)
-            wire["id"] = seq
-            worker.send(wire)
-            reply = worker.recv(float(wire["timeout"]) + GRACE_S)  # type: ignore[arg-type]
+            end = worker.session(conv, float(conv.timeout or self.limits.timeout))
+            if getattr(conv, "restart", False):
+                conv.restart = False  # type: ignore[attr-defined]
+                end = worker.session(conv, float(conv.timeout or self.limits.timeout))
         except (OSError, SandboxError, ValueError) as exc:
-            reply, why = None, f"sandbox: {type(exc).__name__}: {exc}"
-        else:
-            if reply is None:
-                died = worker.proc.poll() is not None
-                why = "sandbox: the worker died" if died else "sandbox: the worker did not answer in time"
-            else:
-                why = ""
-        if reply is None or reply.get("id") != seq:
             # A stuck or confused worker is replaced; the sample is an infrastructure error.
             if worker is not None:
                 worker.kill()
             self._workers[slot] = None
             self.restarts += 1
             self.infra_errors += 1
-            return RawResult(why or "sandbox: reply out of order")
-        kind = str(reply.get("why", "sandbox: no status"))
-        if kind.startswith("sandbox"):
-            self.infra_errors += 1
-        payload = None
-        if kind == "done":
             try:
-                payload = json.loads(str(reply.get("result", "")))
-                if not isinstance(payload, dict):
-                    payload, kind = None, "garbled"
-            except (ValueError, RecursionError):
-                payload, kind = None, "garbled"  # the child wrote something else into its channel
-        return RawResult(kind, payload, float(reply.get("wall", 0.0)))  # type: ignore[arg-type]
+                conv.feed([], True)
+            except Exception:  # noqa: BLE001 - the verdict is an infrastructure error anyway
+                pass
+            return SessionEnd(f"sandbox: {type(exc).__name__}: {exc}")
+        if end.why.startswith("sandbox"):
+            self.infra_errors += 1
+        return end
 
     def close(self) -> None:
         with self._lock:
