@@ -7,15 +7,16 @@ Built-in verifiers live in ``BUILTINS`` (name -> "module:Class", imported on fir
 format          exactly one well-formed answer span (and the think block the format asks for)
 exact           exact match of the answer span, opt-in normalisation rules (``exact.py``)
 math            symbolic/numeric equivalence with explicit policies, hard timeouts (``math.py``)
-json_schema     JSON answer valid for a draft 2020-12 schema or pydantic model, no extra keys
+json_schema     JSON answer valid for a draft 2020-12 schema (formats enforced) or pydantic model, no extra keys
 tool_call       tool name known, arguments valid for its schema, equal to the expected call
 length_penalty  0 within a token budget, negative past it
 overlong        DAPO's soft overlong punishment
-repetition      share of repeated word n-grams, as a penalty
+repetition      share of repeated word or character n-grams (loops without spaces too), as a penalty
 judge           an OpenAI-compatible LLM judge; refuses to run without a calibration record
 unit_tests      the code sandbox (``code.py``)
-==============  ============================================================================== Anything else is a dotted import path to a
-verifier class, a verifier instance, a ``fn(sample) -> Verdict | float | None`` or a TRL-style
+==============  ==============================================================================
+
+Anything else is a dotted import path to a verifier class, a verifier instance, a ``fn(sample) -> Verdict | float | None`` or a TRL-style
 batch function ``fn(prompts, completions, **kwargs) -> list[float | None]``.
 """
 

@@ -6,6 +6,9 @@ Output: the same objects, in the same order, each with ``scores`` (term -> verdi
 outcome, score, detail, answer, span, error_kind), ``reward`` (the weighted total TRL would
 compute, or null when the row is masked) and ``masked``.
 
+Every output line is strict JSON: non-finite numbers (which Python's reader accepts in input
+rows) are written as null, and a line holding a lone surrogate is written with ``\\u`` escapes.
+
 Every line is read and checked before anything is written; a bad line raises ``DataError``
 naming the file, the line and the field. The output is written to a temporary file and moved
 into place at the end, so an interrupted run never leaves a half-written file over a good one,
