@@ -181,3 +181,11 @@ def test_every_relative_link_resolves(doc: Path) -> None:
             if anchor not in slugs:
                 broken.append(target)
     assert broken == []
+
+
+def test_the_readme_shows_every_example_task_file_as_it_is() -> None:
+    text = README.read_text(encoding="utf-8")
+    examples = sorted(p.parent for p in (ROOT / "examples").glob("*/task.yaml") if p.parent.name != "arithmetic")
+    assert examples
+    for folder in examples:
+        assert marked_block(text, f"example:{folder.name}") == (folder / "task.yaml").read_text(encoding="utf-8"), folder.name
