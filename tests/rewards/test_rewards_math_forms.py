@@ -118,6 +118,23 @@ def test_an_equation_is_not_a_labelled_value():
     check([("5", "2x = 5"), ("4", "x^2 = 4"), ("3", "x + 1 = 3"), ("8", "AB = 8, BC = 8")], "unequal")
 
 
+def test_a_labelled_answer_for_a_bare_gold_is_accepted_whatever_it_names():
+    # A documented limit: only labels both sides give are compared.
+    assert decide("3", "y = 3") == "equal"
+    assert decide("x = 3", "y = 3") == "unequal"
+
+
+def test_symbols_are_case_insensitive_in_the_grammar():
+    # A documented limit of the LaTeX parser (lowercase_symbols).
+    assert decide("X + 1", "x + 1") == "equal"
+
+
+def test_percent_either_accepts_both_readings():
+    assert decide("0.5", "50\\%", percent="either") == "equal"
+    assert decide("50", "50\\%", percent="either") == "equal"
+    assert decide("0.5", "5\\%", percent="either") == "unequal"
+
+
 def test_assignment_false_compares_labels_as_equations():
     assert decide("1", "f(x)=1", assignment=False) == "unequal"
     assert decide("y = 3x - 2", "3x - y = 2", assignment=False) == "equal"
@@ -192,7 +209,7 @@ def test_repeating_decimals_are_exact_rationals():
 
 def test_i_is_the_imaginary_unit_unless_it_is_an_index():
     assert imaginary("3+4i") and imaginary("e^{i\\pi}")
-    assert not imaginary("\\sum_{i=1}^{n} i") and not imaginary("a_i + 1") and not imaginary("\\pi") and not imaginary("\\sin x")
+    assert not imaginary("\\sum_{i=1}^{n} i") and not imaginary("a_i + 1") and not imaginary("i = 1") and not imaginary("\\pi") and not imaginary("\\sin x")
     check([("e^{i\\pi}", "-1"), ("-3+4i", "(1+2i)^2"), ("-1", "i^2"), ("2i", "\\sqrt{-4}"), ("1-i", "\\frac{2}{1+i}"), ("3+4i", "4i+3")], "equal")
     check([("3+4i", "3-4i"), ("3+4i", "4+3i"), ("e^{i\\pi}", "1"), ("1-i", "\\frac{2}{1-i}"), ("-1", "i"), ("1+i", "2")], "unequal")
 
