@@ -34,9 +34,10 @@ that cannot be checked is refused when the term is built, unless ``check_formats
 ``pattern`` and ``patternProperties`` run on the ``regex`` engine with a time limit per match
 (``pattern_timeout``, default 0.5 s); a match that runs out of time is a *wrong* answer.
 
-Every call is bounded by a hard timeout (``timeout``, default 10 s): the check runs in a worker
-process of ``rlvr.rewards.pool`` that is killed past it (an ``error``, ``error_kind="timeout"``).
-``timeout: null`` checks in-process, unbounded.
+Every sample of a batch (``verify_batch``: what scoring, the audit and the TRL adapter call) is
+bounded by a hard timeout (``timeout``, default 10 s): the check runs in a worker process of
+``rlvr.rewards.pool`` that is killed past it (an ``error``, ``error_kind="timeout"``).
+``timeout: null`` checks in-process, unbounded; ``verify`` on one sample always runs in-process.
 
 Tool calls: ``{"name": ..., "arguments": {...}}`` (``arguments`` may also be a JSON string, as
 OpenAI returns it). The name must be one of ``tools`` (OpenAI function specs), the arguments
