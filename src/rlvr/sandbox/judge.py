@@ -312,6 +312,7 @@ class Function:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
         scope = Scope(bound, self.scope, self.interp.declared(self.node))
         interp = self.interp
+        interp.fn_calls += 1
         lazy, interp.lazy = interp.lazy, False
         try:
             if isinstance(self.node, ast.Lambda):
@@ -374,6 +375,10 @@ class Pass:
         self.notes: list[str] = []
         self.try_depth = 0
         self.lazy = False
+        self.fn_calls = 0
+        # Asserts put off with what they read, so the next round can decide just them.
+        self.deferred: list[tuple[ast.Assert, dict[str, Any], int, int]] = []
+        self.quick_ok = not strict
         self.steps = 0
         self.rng = random.Random(0)
         self.builtins = dict(_BASE_BUILTINS)
@@ -670,6 +675,7 @@ class Pass:
             if not self.truth(self.expr(s.test, scope)):
                 raise AssertionError()
             return
+        k0, calls0 = self.n_ops, self.fn_calls
         try:
             self.lazy = True
             try:
@@ -681,6 +687,10 @@ class Pass:
             ok = self.truth(v)
         except NeedFlush:
             self.pending = True
+            if self.fn_calls == calls0 and self.quick_ok:
+                self.deferred.append((s, _snapshot(s.test, scope), k0, self.n_ops))
+            else:
+                self.quick_ok = False  # a function of the test ran partly: replay everything
             return  # put off: its operations are recorded; the next pass decides it
         except (JudgeLimit, Unsupported):
             raise
@@ -1032,6 +1042,60 @@ class Pass:
                     raise JudgeLimit("replace past the size limit")
         if fn in (bytes, bytearray, str) and args and type(args[0]) is int and args[0] > MAX_SEQ:
             raise JudgeLimit("a sequence past the size limit")
+
+
+def _copy(v: Any, depth: int = 0) -> Any:
+    if depth > 50:
+        raise JudgeLimit("a value nested too deeply")
+    t = type(v)
+    if t is list:
+        return [_copy(x, depth + 1) for x in v]
+    if t is dict:
+        return {k: _copy(x, depth + 1) for k, x in v.items()}
+    if t is set:
+        return set(v)
+    if t is tuple:
+        return tuple(_copy(x, depth + 1) for x in v)
+    return v
+
+
+def _snapshot(test: ast.expr, scope: Scope) -> dict[str, Any]:
+    """The values an assert reads, copied (later statements may change them)."""
+    out: dict[str, Any] = {}
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in out:
+            s: Scope | None = scope
+            while s is not None:
+                if node.id in s.vars:
+                    out[node.id] = _copy(s.vars[node.id])
+                    break
+                s = s.parent
+    return out
+
+
+def quick_round(p: Pass, deferred: list[tuple[ast.Assert, dict[str, Any], int, int]]) -> bool:
+    """Decide the asserts a pass put off, each from its snapshot, replaying the same operations.
+    False when that is not exact (the next pass then replays the whole test)."""
+    for node, snap, k0, k1 in deferred:
+        p.n_ops = k0
+        p.fresh.clear()
+        scope = Scope(dict(snap), None)
+        try:
+            ok = p.truth(p.expr(node.test, scope))
+        except (NeedFlush, StopPass, Lost, Diverged, JudgeLimit, Unsupported):
+            return False
+        except Exception as exc:  # noqa: BLE001 - an exception inside the assert fails it
+            ok = False
+            p._note(f"line {node.lineno}: {_exc_name(exc)}")
+        if p.n_ops != k1 or p.fn_calls:
+            return False
+        if ok:
+            p.passed += 1
+        else:
+            p.failed += 1
+            if not p.notes or not p.notes[-1].startswith(f"line {node.lineno}:"):
+                p._note(f"line {node.lineno}: assert failed: {ast.unparse(node.test)[:80]}")
+    return True
 
 
 def _load(target: ast.expr) -> ast.expr:
