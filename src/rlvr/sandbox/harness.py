@@ -35,6 +35,7 @@ import time
 # Run as a script with -I (no script directory on sys.path): find the sibling module by path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
+import child as child_module  # noqa: E402 - the child's side, loaded before any directory is hidden
 from isolation import (  # noqa: E402
     F_SETPIPE_SZ,
     PR_SET_NO_NEW_PRIVS,
@@ -55,8 +56,6 @@ from isolation import (  # noqa: E402
     setup_namespaces,
     vmsize,
 )
-
-import child as child_module  # noqa: E402 - the child's side, loaded before any directory is hidden
 
 sys.path[:] = [p for p in sys.path if p not in (_HERE, "")]  # samples import nothing from here
 
