@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "memory": "rlvr.cli.memory",
     "sft": "rlvr.cli.sft",
     "train": "rlvr.cli.train",
+    "serve": "rlvr.cli.serve",
     "doctor": "rlvr.cli.doctor",
     "report": "rlvr.cli.report",
     "judge": "rlvr.cli.judge",

@@ -1,0 +1,272 @@
+"""The reward server: a Starlette app served by uvicorn.
+
+Endpoints (docs/serve.md has the request and response shapes):
+
+- ``POST /v1/score``: the rlvr API, every term's verdict, the weighted reward (``null`` when
+  masked), the mask, and a stand-in ``engine_reward`` for clients that cannot mask.
+- ``POST /get_reward``: OpenRLHF's remote reward protocol (``--remote_rm_url``).
+- ``GET /healthz``: ``{"status": "ok"}`` while the server accepts work (no token needed).
+- ``GET /metrics``: Prometheus text, per-term error, timeout, unparseable and masked rates.
+
+Limits, each answered with a JSON error and never with a stopped server:
+
+- Admission: at most ``workers + max_queue`` batches are admitted (scoring or waiting for a
+  worker); one more gets ``503`` with ``Retry-After``. A batch keeps its place until its rows are
+  actually finished, also when its response already went out at the deadline, so the bound holds
+  for the work on the CPU and not only for the open connections.
+- Size: a body over ``max_body_bytes`` gets ``413`` (checked on ``Content-Length`` and while
+  reading a chunked body), more than ``max_rows`` samples ``413``, a body that is not JSON, or
+  not ``application/json``, ``400`` / ``415``.
+- Deadline: rows not scored within ``deadline`` seconds are answered as masked, every term an
+  ``error`` of kind ``timeout``. Python cannot stop a running thread, so the verifier keeps its
+  worker until its own timeout (every built-in verifier has one) and the batch keeps its place.
+- Shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and waits for the requests
+  in flight, which wait for their batches (up to the deadline), then the worker pool is joined.
+
+Binding: 127.0.0.1 unless the caller passes another host, which ``check_bind`` allows only with
+``allow_remote`` and a token. With a token every endpoint but ``/healthz`` needs
+``Authorization: Bearer TOKEN`` or ``?token=TOKEN`` (OpenRLHF sends no headers, so its URL carries
+the token; keep access logs off). On a loopback bind without a token, requests whose ``Host`` is
+not local are refused (DNS rebinding) and only ``application/json`` bodies are read, which a web
+page cannot send cross-origin without a preflight this server never answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import secrets
+import time
+from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, Problem
+from ..rewards.base import Sample
+from ..rewards.combine import Scored
+from .engines import openrlhf_response
+from .scoring import RequestError, Scorer, deadline_scored, openrlhf_samples, rlvr_samples
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server accepts. Each default states its consequence in ``rlvr serve --help``."""
+
+    workers: int = 2  # chunks scored at once (threads; math and code fan out to their own processes)
+    max_queue: int = 8  # batches admitted beyond ``workers``; more get 503 + Retry-After
+    max_body_bytes: int = 16 * 1024 * 1024
+    max_rows: int = 4096
+    deadline: float = 300.0  # seconds; rows not scored by then are masked as timeouts
+    chunk: int = 32  # rows per unit of work
+    retry_after: int = 2  # seconds, sent with 503
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None, allow_remote: bool) -> None:
+    """Refuse a non-loopback bind without ``allow_remote`` and a token (``ConfigError``)."""
+    if is_loopback(host):
+        return
+    problems = []
+    if not allow_remote:
+        problems.append(Problem(f"--host {host}", "binding another address than 127.0.0.1 exposes the reward server to the network", "add --allow-remote, and set a token"))
+    if not token:
+        problems.append(Problem(f"--host {host}", "a server reachable from the network needs a token", "set RLVR_SERVE_TOKEN or --token-file PATH; clients send Authorization: Bearer TOKEN or ?token=TOKEN"))
+    if problems:
+        raise ConfigError(problems)
+
+
+class RewardServer:
+    """The ASGI app. ``scorer`` is already gated (``Scorer.from_task``)."""
+
+    def __init__(self, scorer: Scorer, limits: Limits = Limits(), *, token: str | None = None, host: str = LOOPBACK) -> None:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        self.scorer = scorer
+        self.limits = limits
+        self.token = token or None
+        self.local_only = is_loopback(host) and not self.token
+        self.pool = ThreadPoolExecutor(max_workers=max(1, limits.workers), thread_name_prefix="rlvr-serve")
+        self.active = 0
+        self.capacity = max(1, limits.workers) + max(0, limits.max_queue)
+        scorer.metrics.capacity = self.capacity
+        self.app = Starlette(
+            routes=[
+                Route("/v1/score", self.score, methods=["POST"]),
+                Route("/get_reward", self.get_reward, methods=["POST"]),
+                Route("/healthz", self.healthz, methods=["GET"]),
+                Route("/metrics", self.metrics, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    def _lifespan(self, app: Any) -> Any:
+        from contextlib import asynccontextmanager
+
+        @asynccontextmanager
+        async def span(app: Any) -> Any:
+            yield
+            # Requests in flight have been answered (uvicorn waits for them); join the chunks
+            # that are still running past a deadline so no verifier is cut mid-row.
+            await asyncio.get_running_loop().run_in_executor(None, self.pool.shutdown, True)
+
+        return span(app)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _error(self, endpoint: str, exc: RequestError, headers: dict[str, str] | None = None) -> Any:
+        from starlette.responses import JSONResponse
+
+        self.scorer.metrics.request(endpoint, exc.status)
+        return JSONResponse(exc.to_json(), status_code=exc.status, headers=headers)
+
+    def _check_access(self, request: Any) -> None:
+        if self.local_only:
+            host = request.headers.get("host", "")
+            name = host.rsplit(":", 1)[0].strip("[]") if not host.startswith("[") else host[1:].split("]")[0]
+            if not is_loopback(name):
+                self.scorer.metrics.reject("host")
+                raise RequestError(400, f"refused: Host {host!r} is not local")
+        if self.token:
+            auth = request.headers.get("authorization", "")
+            given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.query_params.get("token", "")
+            if not secrets.compare_digest(given.encode(), self.token.encode()):
+                self.scorer.metrics.reject("unauthorized")
+                raise RequestError(401, "missing or wrong token (Authorization: Bearer TOKEN, or ?token=TOKEN)")
+
+    async def _body(self, request: Any) -> Any:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            self.scorer.metrics.reject("content_type")
+            raise RequestError(415, f"the body must be application/json, got {ctype or 'no content type'!r}")
+        limit = self.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            self.scorer.metrics.reject("too_large")
+            raise RequestError(413, f"the body is {int(declared)} bytes; the limit is {limit} (split the batch, or raise --max-body-mb)")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                self.scorer.metrics.reject("too_large")
+                raise RequestError(413, f"the body is over {limit} bytes (split the batch, or raise --max-body-mb)")
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self.scorer.metrics.reject("bad_json")
+            raise RequestError(400, f"the body is not valid JSON: {exc}") from None
+
+    def _admit(self) -> None:
+        if self.active >= self.capacity:
+            self.scorer.metrics.reject("queue_full")
+            raise RequestError(503, f"the server is busy: {self.active} batches admitted, the limit is {self.capacity}; retry later")
+        self.active += 1
+        self.scorer.metrics.active = self.active
+
+    def _release(self, _: Any = None) -> None:
+        self.active -= 1
+        self.scorer.metrics.active = self.active
+
+    async def _score(self, samples: Sequence[Sample]) -> list[Scored]:
+        """Score in chunks on the worker pool; rows not done by the deadline are masked as
+        timeouts. The batch's admission is released when every chunk has finished."""
+        loop = asyncio.get_running_loop()
+        size = max(1, self.limits.chunk)
+        starts = list(range(0, len(samples), size))
+        futures = [loop.run_in_executor(self.pool, self.scorer.reward_set.score, samples[i : i + size], i) for i in starts]
+        gathered = asyncio.gather(*futures, return_exceptions=True)
+        gathered.add_done_callback(self._release)
+        start = time.monotonic()
+        await asyncio.wait(futures, timeout=self.limits.deadline)
+        out: list[Scored] = []
+        late = 0
+        for i, fut in zip(starts, futures, strict=True):
+            n = len(samples[i : i + size])
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                out.extend(fut.result())
+            else:
+                # RewardSet.score never raises (every failure is a verdict); a chunk that is not
+                # done is past the deadline.
+                late += n
+                out.extend(deadline_scored(self.scorer.reward_set.names, n, self.limits.deadline))
+        self.scorer.metrics.scored(out, time.monotonic() - start, late)
+        return out
+
+    # -- endpoints --------------------------------------------------------------------------
+    async def score(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        try:
+            self._check_access(request)
+            samples, keys = rlvr_samples(await self._body(request), self.limits.max_rows)
+            self._admit()
+        except RequestError as exc:
+            return self._error("score", exc, self._retry(exc))
+        scored = await self._score(samples)
+        return JSONResponse(self._rlvr_response(scored, keys))
+
+    def _rlvr_response(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> dict[str, Any]:
+        from ..rewards.scoring import jsonable
+
+        engine = self.scorer.engine_rewards(scored, keys)
+        results = [self.scorer.result(s, e) for s, e in zip(scored, engine, strict=True)]
+        self.scorer.metrics.request("score", 200)
+        return jsonable({"results": results, "masked": sum(s.masked for s in scored), "meta": self.scorer.meta})
+
+    async def get_reward(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        from ..rewards.scoring import jsonable
+
+        try:
+            self._check_access(request)
+            samples, keys, _ = openrlhf_samples(await self._body(request), self.scorer.task.answer_column, self.limits.max_rows)
+            self._admit()
+        except RequestError as exc:
+            return self._error("get_reward", exc, self._retry(exc))
+        scored = await self._score(samples)
+        body = openrlhf_response(self.scorer, samples, keys, scored)
+        self.scorer.metrics.request("get_reward", 200)
+        return JSONResponse(jsonable(body))
+
+    def _retry(self, exc: RequestError) -> dict[str, str] | None:
+        return {"Retry-After": str(self.limits.retry_after)} if exc.status == 503 else None
+
+    async def healthz(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"status": "ok", "task": self.scorer.meta["task"], "gate": self.scorer.meta["gate"]["status"],
+                             "batches_active": self.active, "batches_capacity": self.capacity})
+
+    async def metrics(self, request: Any) -> Any:
+        from starlette.responses import PlainTextResponse
+
+        try:
+            self._check_access(request)
+        except RequestError as exc:
+            return self._error("metrics", exc)
+        return PlainTextResponse(self.scorer.metrics.prometheus(), media_type="text/plain; version=0.0.4")
+
+
+def serve(server: RewardServer, host: str = LOOPBACK, port: int = 5000, *, log: bool = False) -> None:
+    """Run until SIGTERM/SIGINT, then finish the requests in flight (module docstring)."""
+    import uvicorn
+
+    config = uvicorn.Config(server, host=host, port=port, log_level="info" if log else "warning", access_log=log,
+                            timeout_graceful_shutdown=int(server.limits.deadline) + 30, lifespan="on")
+    uvicorn.Server(config).run()

@@ -1,0 +1,431 @@
+"""What the reward server and the engine adapters share: a gated task's terms, the request
+shapes they accept, stand-in rewards for engines that cannot mask, and the counters behind
+``/metrics``.
+
+The order of a scoring call, server or adapter alike:
+
+1. ``Scorer.from_task`` loads the task and checks its gate with ``rlvr.gate.enforce``, the
+   function ``rlvr train`` calls: no matching record, no scorer (``--no-gate REASON`` bypasses it,
+   and the reason is copied into every response's ``meta``).
+2. A request becomes ``Sample`` objects (``rlvr_samples`` for the rlvr API, ``openrlhf_samples``
+   for OpenRLHF's remote reward protocol, ``verl_sample`` for verl's ``compute_score``).
+3. ``RewardSet.score`` scores every term (``rewards/combine.py``: a row is masked when any term
+   could not decide it).
+4. For an engine without masking, ``Imputer.fill`` gives each masked row a stand-in reward (see
+   its docstring and docs/serve.md for what that does to the GRPO advantage).
+
+Departure from TRL: TRL can leave a row out of its group's baseline (every reward function
+returns ``None``); verl and OpenRLHF take one number per row, so a masked row must be given one.
+The rlvr API still returns ``reward: null`` and ``masked: true`` for it; only the engine-facing
+fields (``engine_reward``, OpenRLHF's ``rewards``, verl's ``score``) carry the stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..rewards.base import Outcome, Sample, Verdict
+from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
+
+
+class RequestError(ValueError):
+    """A request the server refuses: ``status`` is the HTTP status, ``where`` the field."""
+
+    def __init__(self, status: int, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.where = where
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": str(self)}
+        if self.where:
+            out["where"] = self.where
+        return out
+
+
+# -- requests ---------------------------------------------------------------------------------
+def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]]:
+    """The rlvr API's request: ``{"samples": [{"completion": ..., "prompt": ..., "group": ...,
+    <dataset columns>}, ...]}``, each sample shaped like a line of ``rlvr score``'s input. The
+    group key (for stand-in rewards) is ``group`` when given, else the prompt text."""
+    if not isinstance(body, Mapping):
+        raise RequestError(400, f"the body must be a JSON object, got {type(body).__name__}")
+    rows = body.get("samples")
+    if not isinstance(rows, list):
+        raise RequestError(400, "field 'samples' must be a list of objects", "samples")
+    _check_count(len(rows), max_rows, "samples")
+    samples, keys = [], []
+    for i, row in enumerate(rows):
+        where = f"samples[{i}]"
+        if not isinstance(row, Mapping):
+            raise RequestError(400, f"each sample must be an object, got {type(row).__name__}", where)
+        completion = row.get("completion")
+        if not isinstance(completion, (str, list)):
+            raise RequestError(400, "field 'completion' must be a string or a list of messages", f"{where}.completion")
+        prompt = row.get("prompt") or ""
+        if not isinstance(prompt, (str, list)):
+            raise RequestError(400, "field 'prompt' must be a string or a list of messages", f"{where}.prompt")
+        ids = row.get("completion_ids")
+        columns = {k: v for k, v in row.items() if k not in ("completion", "completion_ids", "prompt", "group")}
+        text = prompt_text(prompt)
+        samples.append(Sample(completion=completion_text(completion), row=columns, prompt=text, completion_ids=ids if isinstance(ids, list) else None))
+        group = row.get("group")
+        keys.append(_key(group) if group is not None else ("prompt", text))
+    return samples, keys
+
+
+# The end-of-sequence markers a decoded query ends with: OpenRLHF decodes prompt + response with
+# skip_special_tokens=False (openrlhf/utils/agent.py, SingleTurnAgentExecutor.execute), so the
+# response carries its EOS token, which the format term would read as text after the answer.
+_TRAILING_SPECIAL = re.compile(r"(?:\s*(?:<\|[A-Za-z0-9_]+\|>|</s>|<eos>|<end_of_turn>))+\s*$")
+
+
+def split_query(query: str, prompt: str) -> tuple[str, bool]:
+    """The response part of an OpenRLHF query (prompt + response) and whether the prompt was
+    found in it. Trailing special tokens (``<|im_end|>``, ``</s>``...) are removed. When the query
+    does not contain the prompt verbatim (a tokenizer that does not round-trip), the whole query
+    is the completion: extraction is anchored to the answer span, but a prompt that itself holds
+    an answer span would then be read as a second answer (a format failure, never a pass)."""
+    idx = query.find(prompt) if prompt else -1
+    text = query[idx + len(prompt):] if idx >= 0 else query
+    return _TRAILING_SPECIAL.sub("", text), idx >= 0 or not prompt
+
+
+def label_row(label: Any, answer_column: str) -> dict[str, Any]:
+    """An OpenRLHF label (``--label_key``'s value) as dataset columns: a JSON object (or a string
+    holding one) gives its keys as columns; anything else is the task's answer column."""
+    if isinstance(label, Mapping):
+        return dict(label)
+    if isinstance(label, str) and label.lstrip().startswith("{"):
+        try:
+            value = json.loads(label)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return {answer_column: label}
+
+
+def openrlhf_samples(body: Any, answer_column: str, max_rows: int) -> tuple[list[Sample], list[Hashable], int]:
+    """OpenRLHF's remote reward request ``{"query": [...], "prompts": [...], "labels": [...]}``
+    (openrlhf/utils/agent.py ``_fetch_rewards_via_http``; older releases' remote_rm_utils.py sends
+    the same three keys). Returns the samples, their group keys (the prompt text: OpenRLHF sends
+    each prompt's samples with the same prompt string) and how many queries did not contain their
+    prompt."""
+    if not isinstance(body, Mapping):
+        raise RequestError(400, f"the body must be a JSON object, got {type(body).__name__}")
+    queries = body.get("query")
+    if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+        raise RequestError(400, "field 'query' must be a list of strings (prompt + response)", "query")
+    _check_count(len(queries), max_rows, "query")
+    prompts = body.get("prompts", [""] * len(queries))
+    labels = body.get("labels", [None] * len(queries))
+    if prompts is None:
+        prompts = [""] * len(queries)
+    if labels is None:
+        labels = [None] * len(queries)
+    for name, values in (("prompts", prompts), ("labels", labels)):
+        if not isinstance(values, list) or len(values) != len(queries):
+            raise RequestError(400, f"field '{name}' must be a list with one entry per query ({len(queries)})", name)
+    samples, keys, missing = [], [], 0
+    for i, (q, p, label) in enumerate(zip(queries, prompts, labels, strict=True)):
+        if not isinstance(p, str):
+            raise RequestError(400, "each prompt must be a string", f"prompts[{i}]")
+        completion, found = split_query(q, p)
+        missing += not found
+        samples.append(Sample(completion=completion, row=label_row(label, answer_column), prompt=p))
+        keys.append(("prompt", p))
+    return samples, keys, missing
+
+
+def verl_sample(solution_str: Any, ground_truth: Any, extra_info: Any, answer_column: str) -> tuple[Sample, Hashable]:
+    """One verl sample: the decoded response, ``reward_model.ground_truth`` as the task's answer
+    column (a mapping gives several columns), ``extra_info``'s keys as further columns. The group
+    key is ``extra_info``'s ``uid`` or ``index`` when present (verl's example preprocessing writes
+    ``index``), else the ground truth: two prompts with the same answer in one batch share a
+    group, an approximation that only matters for masked rows."""
+    extra = dict(extra_info) if isinstance(extra_info, Mapping) else {}
+    row = {k: v for k, v in extra.items() if k not in ("uid", "index")}
+    if isinstance(ground_truth, Mapping):
+        row.update(ground_truth)
+    else:
+        row[answer_column] = ground_truth
+    prompt = extra.get("question") or extra.get("prompt") or ""
+    if "uid" in extra:
+        key: Hashable = ("uid", _key(extra["uid"]))
+    elif "index" in extra:
+        key = ("index", _key(extra["index"]))
+    else:
+        key = ("truth", _key(ground_truth))
+    return Sample(completion=str(solution_str), row=row, prompt=prompt_text(prompt)), key
+
+
+def _check_count(n: int, max_rows: int, where: str) -> None:
+    if n == 0:
+        raise RequestError(400, "no samples to score", where)
+    if n > max_rows:
+        raise RequestError(413, f"{n} samples in one request; the limit is {max_rows} (split the batch, or raise --max-rows)", where)
+
+
+def _key(value: Any) -> Hashable:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return json.dumps(value, sort_keys=True, default=str)
+
+
+# -- stand-in rewards -------------------------------------------------------------------------
+IMPUTE_SOURCES = ("group", "history", "global", "fallback")
+
+
+class Imputer:
+    """Stand-in rewards for masked rows, for engines that take one number per row.
+
+    A masked row gets, in this order: the mean reward of the decided rows of its group in the
+    same call (``group``); else the mean of the decided rows of its group seen in earlier calls
+    (``history``, a bounded LRU of ``history`` groups); else the mean of every decided row seen so
+    far (``global``); else ``fallback`` (only before any row was ever decided).
+
+    Why the group mean: GRPO's advantage is ``(r - mean(group)) / std(group)``. A row at the group
+    mean of the others leaves the mean unchanged and gets advantage exactly 0, as TRL's masking
+    does; what differs is the std, which shrinks from ``sqrt(SS/(k-1))`` to ``sqrt(SS/k)`` for
+    ``k`` decided rows, so their advantages grow by ``sqrt(k/(k-1))`` (1.08 for k=7). A row scored
+    0 instead moves the mean and gives the slow-but-maybe-correct answer a negative advantage.
+    A group whose rows are all masked gets one value for all of them: zero advantage everywhere,
+    as with true masking. ``tests/serve/test_serve_engines.py`` measures all of this.
+    """
+
+    def __init__(self, history: int = 4096, fallback: float = 0.0) -> None:
+        self.history = history
+        self.fallback = float(fallback)
+        self._groups: OrderedDict[Hashable, tuple[float, int]] = OrderedDict()
+        self._total = (0.0, 0)
+        self._lock = threading.Lock()
+
+    def fill(self, values: Sequence[float | None], keys: Sequence[Hashable]) -> list[tuple[float, str | None]]:
+        """``(reward, source)`` per row: the value itself when decided (source ``None``), else the
+        stand-in and where it came from (one of ``IMPUTE_SOURCES``)."""
+        batch: dict[Hashable, list[float]] = {}
+        for v, k in zip(values, keys, strict=True):
+            if v is not None:
+                batch.setdefault(k, []).append(v)
+        with self._lock:
+            out: list[tuple[float, str | None]] = []
+            for v, k in zip(values, keys, strict=True):
+                if v is not None:
+                    out.append((v, None))
+                elif k in batch:
+                    out.append((sum(batch[k]) / len(batch[k]), "group"))
+                elif k in self._groups:
+                    s, n = self._groups[k]
+                    out.append((s / n, "history"))
+                elif self._total[1]:
+                    out.append((self._total[0] / self._total[1], "global"))
+                else:
+                    out.append((self.fallback, "fallback"))
+            for k, vs in batch.items():
+                s, n = self._groups.pop(k, (0.0, 0))
+                self._groups[k] = (s + sum(vs), n + len(vs))
+                self._total = (self._total[0] + sum(vs), self._total[1] + len(vs))
+            while len(self._groups) > self.history:
+                self._groups.popitem(last=False)
+        return out
+
+
+# -- metrics ----------------------------------------------------------------------------------
+@dataclass
+class Metrics:
+    """Counters behind ``/metrics`` (Prometheus text exposition format 0.0.4), thread-safe."""
+
+    terms: list[str]
+    requests: dict[tuple[str, int], int] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+    masked: int = 0
+    deadline_rows: int = 0
+    outcomes: dict[tuple[str, str], int] = field(default_factory=dict)
+    error_kinds: dict[tuple[str, str], int] = field(default_factory=dict)
+    imputed: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    active: int = 0
+    capacity: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def request(self, endpoint: str, status: int) -> None:
+        with self._lock:
+            self.requests[(endpoint, status)] = self.requests.get((endpoint, status), 0) + 1
+
+    def reject(self, reason: str) -> None:
+        with self._lock:
+            self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+    def count_imputed(self, sources: Sequence[str | None]) -> None:
+        with self._lock:
+            for src in sources:
+                if src is not None:
+                    self.imputed[src] = self.imputed.get(src, 0) + 1
+
+    def scored(self, scored: Sequence[Scored], seconds: float, deadline_rows: int = 0) -> None:
+        with self._lock:
+            self.samples += len(scored)
+            self.seconds += seconds
+            self.deadline_rows += deadline_rows
+            for s in scored:
+                self.masked += s.masked
+                for name, v in s.verdicts.items():
+                    key = (name, v.outcome.value)
+                    self.outcomes[key] = self.outcomes.get(key, 0) + 1
+                    if v.error_kind:
+                        self.error_kinds[(name, v.error_kind)] = self.error_kinds.get((name, v.error_kind), 0) + 1
+
+    def rates(self) -> dict[str, dict[str, float]]:
+        """Per term: the share of samples with outcome error, error kind timeout, outcome
+        unparseable; and the masked share of all samples (key ``""``)."""
+        with self._lock:
+            n = self.samples or 1
+            out = {t: {
+                "error_rate": self.outcomes.get((t, Outcome.ERROR.value), 0) / n,
+                "timeout_rate": self.error_kinds.get((t, "timeout"), 0) / n,
+                "unparseable_rate": self.outcomes.get((t, Outcome.UNPARSEABLE.value), 0) / n,
+            } for t in self.terms}
+            out[""] = {"masked_rate": self.masked / n}
+            return out
+
+    def prometheus(self) -> str:
+        rates = self.rates()
+        lines: list[str] = []
+
+        def metric(name: str, kind: str, help_text: str, samples: Sequence[tuple[Mapping[str, str], float]]) -> None:
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            for labels, value in samples:
+                text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+                lines.append(f"{name}{{{text}}} {_num(value)}" if text else f"{name} {_num(value)}")
+
+        with self._lock:
+            metric("rlvr_serve_requests_total", "counter", "HTTP requests answered, by endpoint and status code.",
+                   [({"endpoint": e, "code": str(c)}, n) for (e, c), n in sorted(self.requests.items())])
+            metric("rlvr_serve_rejected_total", "counter", "Requests refused before scoring, by reason.",
+                   [({"reason": r}, n) for r, n in sorted(self.rejected.items())])
+            metric("rlvr_serve_samples_total", "counter", "Samples scored.", [({}, self.samples)])
+            metric("rlvr_serve_masked_total", "counter", "Samples masked (some term could not decide).", [({}, self.masked)])
+            metric("rlvr_serve_deadline_samples_total", "counter", "Samples not scored before the request deadline (masked, error kind timeout).", [({}, self.deadline_rows)])
+            metric("rlvr_serve_outcomes_total", "counter", "Verdicts by term and outcome.",
+                   [({"term": t, "outcome": o}, n) for (t, o), n in sorted(self.outcomes.items())])
+            metric("rlvr_serve_errors_total", "counter", "Error verdicts by term and kind.",
+                   [({"term": t, "kind": k}, n) for (t, k), n in sorted(self.error_kinds.items())])
+            metric("rlvr_serve_imputed_total", "counter", "Masked samples given a stand-in reward for an engine, by source.",
+                   [({"source": s}, n) for s, n in sorted(self.imputed.items())])
+            metric("rlvr_serve_scoring_seconds_total", "counter", "Seconds spent scoring.", [({}, self.seconds)])
+            metric("rlvr_serve_batches_active", "gauge", "Batches admitted and not finished (scoring or waiting).", [({}, self.active)])
+            metric("rlvr_serve_batches_capacity", "gauge", "Batches admitted at most; beyond it requests get 503.", [({}, self.capacity)])
+        for key, help_text in (("error_rate", "Share of samples whose verdict is an error (masked), by term."),
+                               ("timeout_rate", "Share of samples whose verdict is a timeout error, by term."),
+                               ("unparseable_rate", "Share of samples with no answer span to judge, by term.")):
+            metric(f"rlvr_serve_term_{key}", "gauge", help_text, [({"term": t}, r[key]) for t, r in rates.items() if t])
+        metric("rlvr_serve_masked_rate", "gauge", "Share of samples masked.", [({}, rates[""]["masked_rate"])])
+        return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _num(value: float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value)) if math.isfinite(value) else "NaN"
+
+
+# -- the scorer -------------------------------------------------------------------------------
+def deadline_scored(names: Sequence[str], n: int, deadline: float) -> list[Scored]:
+    """``n`` rows that were not scored before the request's deadline: every term an ``error`` of
+    kind ``timeout``, so they are masked and counted, never scored 0."""
+    v = Verdict.error(f"not scored within the server's deadline of {deadline:g} s", kind="timeout")
+    return [Scored(dict.fromkeys(names, v)) for _ in range(n)]
+
+
+class Scorer:
+    """A gated task's reward terms and what every response carries (``meta``)."""
+
+    def __init__(self, task: Any, reward_set: RewardSet, gate: Mapping[str, Any], *, fallback: float = 0.0, history: int = 4096) -> None:
+        self.task = task
+        self.reward_set = reward_set
+        self.gate = dict(gate)
+        self.metrics = Metrics(list(reward_set.names))
+        self.imputer = Imputer(history, fallback)
+        self.success_imputer = Imputer(history, fallback)
+        try:
+            self.success: str | None = task.success_term
+        except Exception:  # noqa: BLE001 - a task without one still serves; OpenRLHF's scores use the total
+            self.success = None
+        from ..gate.record import sha256_file
+
+        self.meta = {
+            "task": task.name,
+            "task_path": str(task.path),
+            "task_sha256": sha256_file(task.path),
+            "terms": [{"name": t.name, "weight": t.weight} for t in reward_set.terms],
+            "success_term": self.success,
+            "gate": {k: self.gate.get(k) for k in ("status", "record", "record_sha256", "reviewer", "signed_at", "no_gate_reason")},
+        }
+
+    @classmethod
+    def from_task(cls, path: str | Path, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, fallback: float = 0.0) -> Scorer:
+        """Load the task and enforce its gate exactly as ``rlvr train`` does (``GateError`` when the
+        record is missing or does not match; ``no_gate_reason`` bypasses it and is recorded)."""
+        from ..gate import enforce
+        from ..task import load_task
+
+        task = load_task(path, check_data=False)
+        gate = enforce(task, gate_path=gate_path, no_gate_reason=no_gate_reason)
+        return cls(task, task.reward_set(), gate, fallback=fallback)
+
+    def engine_rewards(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> list[tuple[float, str | None]]:
+        """One number per row for an engine without masking (``Imputer``); counted in
+        ``/metrics`` by source."""
+        out = self.imputer.fill([self.reward_set.total(s) for s in scored], keys)
+        self.metrics.count_imputed([src for _, src in out])
+        return out
+
+    def success_scores(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> list[float]:
+        """The success term's score per row (OpenRLHF's ``scores``, read by its dynamic
+        filtering), with the same stand-in for masked rows; the total when the task has none."""
+        if self.success is None:
+            values = [self.reward_set.total(s) for s in scored]
+        else:
+            values = [None if s.masked else s.verdicts[self.success].score for s in scored]
+        return [v for v, _ in self.success_imputer.fill(values, keys)]
+
+    def result(self, scored: Scored, engine: tuple[float, str | None]) -> dict[str, Any]:
+        return {
+            "scores": {name: v.to_json() for name, v in scored.verdicts.items()},
+            "reward": self.reward_set.total(scored),
+            "masked": scored.masked,
+            "engine_reward": engine[0],
+            "imputed": engine[1],
+        }
+
+    def term_logs(self, scored: Sequence[Scored]) -> dict[str, list[float]]:
+        """Per-sample values an engine averages into its own metrics: each term's score (an
+        error verdict logs 0 here; its share is in ``/error``), and 0/1 indicators whose means
+        are the rates ``rlvr doctor`` reads: ``rlvr/<term>/error``, ``/timeout``,
+        ``/unparseable`` and ``rlvr/masked``."""
+        logs: dict[str, list[float]] = {}
+        for name in self.reward_set.names:
+            vs = [s.verdicts[name] for s in scored]
+            logs[f"rlvr/{name}/score"] = [v.score if v.score is not None else 0.0 for v in vs]
+            logs[f"rlvr/{name}/error"] = [float(v.outcome is Outcome.ERROR) for v in vs]
+            logs[f"rlvr/{name}/timeout"] = [float(v.error_kind == "timeout") for v in vs]
+            logs[f"rlvr/{name}/unparseable"] = [float(v.outcome is Outcome.UNPARSEABLE) for v in vs]
+        logs["rlvr/masked"] = [float(s.masked) for s in scored]
+        return logs
