@@ -194,6 +194,23 @@ def test_an_open_interval_also_equals_the_point_it_is_written_like():
     assert decide("(0, 1)", "0 < x < 1") == "equal"
 
 
+def test_inequalities_joined_by_or_answer_a_union_of_intervals():
+    union = "(-\\infty, -1) \\cup (1, \\infty)"
+    check([(union, "x < -1 \\text{ or } x > 1"), ("x < -1 \\text{ or } x > 1", union)], "equal")
+    check([(union, "x < -1 \\text{ or } x \\ge 1"), ("x < -1 \\text{ or } x > 1", "(-\\infty, -1] \\cup (1, \\infty)"), (union, "x < -1 \\text{ or } 5")], "unequal")
+
+
+def test_empty_set_and_real_line_spellings():
+    check([("\\emptyset", "\\varnothing"), ("\\{\\}", "\\emptyset"), ("(-\\infty, \\infty)", "\\mathbb{R}"), ("\\mathbb{R}", "(-\\infty,\\infty)")], "equal")
+    check([("\\emptyset", "0"), ("\\emptyset", "\\{0\\}"), ("\\mathbb{R}", "[0, \\infty)")], "unequal")
+
+
+def test_a_column_vector_equals_the_tuple_of_its_entries():
+    col = "\\begin{pmatrix}1\\\\2\\end{pmatrix}"
+    check([(col, "(1,2)"), ("(2, -1)", "\\begin{pmatrix} 2 \\\\ -1 \\end{pmatrix}"), ("(1,2,3)", "\\langle 1,2,3\\rangle")], "equal")
+    check([(col, "(2,1)"), (col, "[1,2]"), ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "(1,2,3,4)"), ("\\begin{pmatrix}1&2\\end{pmatrix}", "(1,2)")], "unequal")
+
+
 # -- 8. units ---------------------------------------------------------------------------------------
 def test_units_are_compared_by_name_and_never_converted():
     check([("12 \\text{ inches}", "12 \\text{ in}"), ("20 \\text{ meters}", "20\\text{ m}"), ("12 \\text{ cm}", "12"), ("125", "125 \\text{ miles}")], "equal")

@@ -275,6 +275,12 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         p = replace(p, kind="list")  # a set for a list: compared in the order it is written
     if g.kind == "list" and p.kind == "set":
         return _match_unordered(g.items, p.items, policy)  # \\pm readings have no written order
+    if {g.kind, p.kind} == {"matrix", "seq"}:
+        # a column vector written as a tuple: (1, 2) for \\begin{pmatrix}1\\\\2\\end{pmatrix}
+        m, t = (g, p) if g.kind == "matrix" else (p, g)
+        if t.brackets != "()" or len(m.items) != len(t.items) or any(len(row.items) != 1 for row in m.items):
+            return False
+        return all(_node_equal(x, y, policy) for x, y in zip([r.items[0] for r in g.items] if g is m else g.items, [r.items[0] for r in p.items] if p is m else p.items, strict=True))
     if {g.kind, p.kind} == {"matrix", "scalar"} and "\\begin" in (g.value + p.value):
         # matrix arithmetic (2\\begin{pmatrix}...\\end{pmatrix}, a product): evaluate both
         return expr_equal(parse_scalar(to_latex(g.value)), parse_scalar(to_latex(p.value)), policy)
@@ -308,7 +314,9 @@ def parse_answer(text: str, assignment: bool = True, decimal_comma: bool = False
             body = OR_WORD.sub(", ", body)
         node = structure(body, assignment)
         if alternatives and c.hedged and node.kind == "list":
-            node = replace(node, kind="set")
+            # "x < -1 or x > 1" is a union of intervals; "(11,7) or (7,11)" a set of solutions
+            intervals = all(n.kind == "seq" and n.label and len(n.items) == 2 for n in node.items)
+            node = replace(node, kind="union" if intervals else "set")
     _parse_leaves(node)
     return node
 
@@ -357,10 +365,12 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if cg.unit and cp.unit and cg.unit != cp.unit:
         return "unequal", f"another unit ({' '.join(cp.unit)}, expected {' '.join(cg.unit)})"
     if cp.hedged:
-        if g.kind not in ("list", "set"):
+        if g.kind not in ("list", "set", "union"):
             return "unequal", "hedged answer (several alternatives)"
-        # "x = -2 or x = 3" answers "find all solutions" as a list, not as a hedge.
-        pred = OR_WORD.sub(", ", pred)
+        # "x = -2 or x = 3" answers "find all solutions" as a list, not as a hedge; "x < -1 or
+        # x > 1" answers a union of intervals.
+        joiner = " \\cup " if g.kind == "union" else ", "
+        pred = OR_WORD.sub(lambda _: joiner, pred)
     if policy.chained and "=" not in cg.text:
         eq = forms.top_equals(cp.text)
         if len(eq) >= 2 or (len(eq) == 1 and not forms.split_label(cp.text)):

@@ -101,8 +101,9 @@ _WORD = re.compile(r"[a-z]+|\d")
 
 
 def unit_key(text: str) -> tuple[str, ...]:
-    """A unit's words, normalised (``inches`` and ``in`` are one unit; ``cm^2`` keeps its 2)."""
-    words = _WORD.findall(re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", text.lower()))
+    """A unit's words, normalised (``inches`` and ``in`` are one unit, ``p.m.`` is ``pm``; ``cm^2``
+    keeps its 2)."""
+    words = _WORD.findall(re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", text.lower()).replace(".", ""))
     out = []
     for w in words:
         if w in _UNIT_ALIASES:

@@ -42,6 +42,8 @@ _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
 OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
 _IN = re.compile(r"^(.{1,40}?)\s*\\in(?![a-zA-Z])\s*")
 _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
+_EMPTY = re.compile(r"\\varnothing|∅|\\\{\s*\\\}|\\O(?![a-zA-Z])")
+_REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
 _TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
@@ -85,6 +87,8 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     if _THOUSANDS.match(s) and not decimal_comma:
         s = s.replace("{,}", "").replace(",", "")
     s = _AND.sub(", ", s)
+    s = _EMPTY.sub(r"\\emptyset", s)
+    s = s.replace("\\langle", "(").replace("\\rangle", ")")  # a vector <1, 2, 3> is a tuple
     m3 = _IN.match(s)
     if m3 and forms.is_label(m3.group(1)):
         s = s[m3.end() :]
@@ -194,6 +198,8 @@ def structure(s: str, labels: bool = True) -> Node:
         if names and node.kind == "seq" and len(names) == len(node.items):
             return replace(node, items=tuple(replace(c, label=n) for c, n in zip(node.items, names, strict=True)))
         return replace(node, label=forms.norm_label(lab[0]))
+    if _REALS.match(s):  # the real line
+        return Node("seq", (Node("scalar", value="-\\infty"), Node("scalar", value="\\infty")), brackets="()")
     m = _MATRIX.match(s)
     if m and "\\begin" not in m.group(2):  # one matrix, not a product of two
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
