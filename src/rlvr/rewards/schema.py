@@ -393,6 +393,9 @@ class _Bounded(BaseVerifier):
     timeout: float | None = None
     _kwargs: dict[str, Any]
 
+    def _columns(self) -> tuple[str, ...]:  # pragma: no cover - overridden
+        return ()
+
     def _remote(self, kwargs: dict[str, Any], timeout: float | None) -> None:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0):
             raise VerifierError(f"timeout must be a positive number of seconds or null, got {timeout!r}")
@@ -406,7 +409,10 @@ class _Bounded(BaseVerifier):
         from .pool import shared_pool
 
         pool = shared_pool(preload=("rlvr.rewards.schema",))
-        plain = [Sample(s.completion, dict(s.row), s.prompt, None) for s in samples]
+        # Only the columns the check reads travel to the worker (a dataset row may hold values
+        # that do not pickle, such as images, and need not pay for the trip).
+        cols = self._columns()
+        plain = [Sample(s.completion, {k: s.row[k] for k in cols if k in s.row}, "", None) for s in samples]
         results = pool.map("rlvr.rewards.schema:_remote_verify", [(type(self).__name__, self._kwargs, self._key, [s]) for s in plain], timeout=self.timeout)
         out = []
         for i, r in enumerate(results):
@@ -472,6 +478,9 @@ class JsonSchemaVerifier(_Bounded):
              "pattern_timeout": pattern_timeout},
             timeout,
         )
+
+    def _columns(self) -> tuple[str, ...]:
+        return (self.schema_column,) if self.schema_column else ()
 
     def _build(self, schema: Any, where: str, strict_formats: bool = True) -> Any:
         return _validator(schema if self.extra_keys else forbid_extra(schema), where, self.check_formats, self.pattern_timeout, strict_formats)
@@ -612,6 +621,9 @@ class ToolCallVerifier(_Bounded):
              "check_formats": check_formats, "pattern_timeout": pattern_timeout},
             timeout,
         )
+
+    def _columns(self) -> tuple[str, ...]:
+        return (self.expected_column,) if self.expected_column else ()
 
     def _expected(self, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None]:
         if not self.expected_column or row.get(self.expected_column) is None:
