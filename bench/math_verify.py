@@ -105,8 +105,8 @@ LABELLED: list[tuple[str, str, bool]] = [
     (r"\dfrac{5}{6}", r"\frac{5}{6}", True),
     (r"50\%", "50", True),
     (r"\infty", r"\infty", True),
-    # Realistic forms. rlvr misses three of them: "2 \\le x \\le 5" as an interval, e^{i\\pi},
-    # and repeating decimals (\\overline), which it cannot parse as a ground truth.
+    # Realistic forms ("2 \\le x \\le 5" as an interval, e^{i\\pi} and repeating decimals were
+    # missed before issue 13).
     (r"\frac{3}{2}", r"1\frac{1}{2}", True),
     (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}", True),
     ("12", r"12 \text{ inches}", True),

@@ -325,7 +325,7 @@ def _undefined(node: Node, policy: MathPolicy) -> bool:
     if node.kind != "scalar":
         return any(_undefined(c, policy) for c in node.items)
     text = _scalar_text(clean(node.value).text, policy)
-    if _TIME.match(text):
+    if _TIME.match(text) or _numeral(text):
         return False
     value = parse_scalar(text)
     return bool(getattr(value, "has", None) and value.has(_sympy().zoo, _sympy().nan))
