@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  success     {success.name} ({success.verifier}; {'declared' if declared else 'the only term that checks the answer'}): probe, eval, gate and doctor count its 'correct' outcomes")
     print(f"  generation  temperature {task.generation.temperature:g}, top_p {task.generation.top_p:g}, max {task.generation.max_completion_length} tokens")
     print("\n".join(length_lines))
-    from ..rewards.length import ranking_problems  # length options that tie a long correct answer with a wrong one
+    from ..rewards.length import ranking_problems
 
-    for term in task.reward_set().terms:
+    for term in task.reward_set().terms:  # length options that tie a long correct answer with a wrong one
         for line in ranking_problems(term.verifier):
             print(f"  note        {term.name}: {line}")
     print("  grpo, sft   valid for rlvr train and rlvr sft (hardware rules are checked by rlvr plan and rlvr train on the machine)")
