@@ -31,9 +31,30 @@ def wrong(prompt: str) -> str:
     return f"<answer>{int(a) + int(b) + 1}</answer>"
 
 
+LENIENT = """
+def anything(sample):
+    \"\"\"Correct for any answer in tags: a second answer-checking term that disagrees with exact.\"\"\"
+    return 1.0 if "<answer>" in sample.completion else 0.0
+"""
+
+
 def dapo_task(tmp_path: Path) -> Task:
     [overlong] = term_patch("dapo", {"max_completion_length": 8}, {"format", "exact"})
     return load_task(make_task(tmp_path, extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, overlong]}))
+
+
+def declared_task(tmp_path: Path) -> Task:
+    """Two terms that check the answer; success: names the strict one."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "lenient.py").write_text(LENIENT)
+    rewards = [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "lenient", "verifier": "lenient.anything", "weight": 0.5}]
+    return load_task(make_task(tmp_path, extra={"rewards": rewards, "success": "correct"}))
+
+
+@pytest.fixture(params=["dapo", "declared"])
+def task_of(request: pytest.FixtureRequest):  # noqa: ANN201
+    """A task whose success term is ``correct`` while another term calls a wrong answer correct."""
+    return dapo_task if request.param == "dapo" else declared_task
 
 
 class WrongSampler:
@@ -45,34 +66,35 @@ class WrongSampler:
         return [[Completion(wrong(p), (1, 2, 3), "stop") for _ in range(n)] for p in prompts]
 
 
-def test_the_overlong_term_alone_would_call_a_wrong_answer_correct(tmp_path: Path) -> None:
-    # Why the bug mattered: what the old rule would have counted.
-    task = dapo_task(tmp_path)
+def test_the_other_term_alone_would_call_a_wrong_answer_correct(tmp_path: Path, task_of) -> None:  # noqa: ANN001
+    # Why it matters: what the old rule (the last non-format term) would have counted.
+    task = task_of(tmp_path)
     verdicts = task.reward_set().score([Sample(wrong("10+10="), row={"answer": "20"})])[0].verdicts
-    assert verdicts["overlong"].outcome.value == "correct" and verdicts["correct"].outcome.value == "wrong"
+    assert verdicts[task.rewards[-1].name].outcome.value == "correct" and verdicts["correct"].outcome.value == "wrong"
+    assert task.success_term == "correct"
 
 
-def test_probe_counts_the_success_term_not_the_appended_overlong_term(tmp_path: Path) -> None:
+def test_probe_counts_the_success_term_not_the_appended_overlong_term(tmp_path: Path, task_of) -> None:  # noqa: ANN001
     from rlvr.probe import run_probe
 
-    task = dapo_task(tmp_path / "task")
+    task = task_of(tmp_path / "task")
     report = run_probe(task, out_dir=tmp_path / "probe", k=2, max_prompts=4, sampler=WrongSampler(), progress=False)
     assert report.success_term == "correct" and report.successes == 0
 
 
-def test_held_out_eval_counts_the_success_term(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_held_out_eval_counts_the_success_term(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task_of) -> None:  # noqa: ANN001
     import rlvr.evaluate as ev
 
-    task = dapo_task(tmp_path)
+    task = task_of(tmp_path)
     monkeypatch.setattr(ev, "generate_texts", lambda model, tok, prompts, **kw: [(wrong(p), [1, 2]) for p in prompts])
     res = ev.evaluate(None, None, task, task.load_split("eval"))
     assert res.correct == 0 and res.n == 8
 
 
-def test_gate_classes_count_the_success_term(tmp_path: Path) -> None:
+def test_gate_classes_count_the_success_term(tmp_path: Path, task_of) -> None:  # noqa: ANN001
     from rlvr.gate.build import score
 
-    task = dapo_task(tmp_path)
+    task = task_of(tmp_path)
     rows = task.load_split("train")[:3]
     scored = score(task, task.reward_set(), [Sample(wrong(task.render_prompt(r)), row=r, prompt=task.render_prompt(r)) for r in rows])
     assert [cls for _, _, cls in scored] == ["fail"] * 3
