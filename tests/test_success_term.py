@@ -2,9 +2,10 @@
 
 The regression: success was the last non-format term, so appending the overlong term that
 `rlvr plan --variant dapo` and `rlvr doctor --patch` advise made it the success term, and the
-probe then counted every (wrong, short) completion as a success. Each test below appends that
-term to a task whose model only ever answers wrong, and checks that the consumer still counts
-the correctness term."""
+probe then counted every (wrong, short) completion as a success. Each consumer test runs twice:
+on a task with that term appended, and on one with a second answer-checking term and a declared
+``success: correct``. In both, the other term calls the model's (always wrong) answers correct,
+and the consumer must still count ``correct``."""
 
 from __future__ import annotations
 
