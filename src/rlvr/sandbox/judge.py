@@ -1061,15 +1061,18 @@ def _copy(v: Any, depth: int = 0) -> Any:
 
 def _snapshot(test: ast.expr, scope: Scope) -> dict[str, Any]:
     """The values an assert reads, copied (later statements may change them)."""
+    names = getattr(test, "_rlvr_names", None)
+    if names is None:
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        test._rlvr_names = names  # type: ignore[attr-defined] - plans (and trees) are cached
     out: dict[str, Any] = {}
-    for node in ast.walk(test):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in out:
-            s: Scope | None = scope
-            while s is not None:
-                if node.id in s.vars:
-                    out[node.id] = _copy(s.vars[node.id])
-                    break
-                s = s.parent
+    for name in names:
+        s: Scope | None = scope
+        while s is not None:
+            if name in s.vars:
+                out[name] = _copy(s.vars[name])
+                break
+            s = s.parent
     return out
 
 
