@@ -145,7 +145,7 @@ def load_length_tools(model_ref: str) -> tuple[Any, int | None]:
         name = model_ref.split(":", 1)[1]
         if name not in BUILTIN_MODELS:
             raise ModelError(f"unknown built-in model {name!r}; known: {', '.join(BUILTIN_MODELS)}")
-        return build_tokenizer(), BUILTIN_MODELS[name].max_position_embeddings
+        return build_tokenizer(name), BUILTIN_MODELS[name].max_position_embeddings
     from .models import load_tokenizer
 
     return load_tokenizer(model_ref), max_positions(model_ref)

@@ -1,9 +1,17 @@
-"""Model and tokenizer loading: a local path, a hub id, or a built-in tiny model.
+"""Model and tokenizer loading: a local path, a hub id, or a built-in model.
 
-Built-in models are created locally (no download), with a character-level tokenizer built with
-``tokenizers`` and wrapped as ``PreTrainedTokenizerFast``, and saved with ``save_pretrained`` to a
-cache folder, so every later stage -- SFT, GRPO, TRL's reference-model rebuild, the probe --
-loads them through the same code path as a real checkpoint.
+Built-in models are created locally (no download) with random weights, deterministic from their
+spec, and saved with ``save_pretrained`` to a cache folder, so every later stage -- SFT, GRPO,
+TRL's reference-model rebuild, the probe -- loads them through the same code path as a real
+checkpoint:
+
+- ``builtin:tiny`` (and ``tiny-wide``): a character-level tokenizer in which the answer and think
+  tags are single tokens, and a one-line chat template; fast enough to train in a demo.
+- ``builtin:small``: a Qwen2 decoder of about 3.7 M parameters with a byte-level BPE tokenizer
+  trained here (``rlvr.bpe``): tags split into several pieces that merge with their neighbours,
+  a ChatML chat template, ``<|im_end|>`` as EOS, a distinct pad token, no BOS, and a generation
+  config with sampling defaults of its own, as a real chat model has. ``builtin:small-think`` is
+  the same model whose generation prompt opens ``<think>`` (a ``think: prefilled`` task).
 
 We reload our tokenizers with ``PreTrainedTokenizerFast`` and not ``AutoTokenizer``: on a saved
 qwen2-type folder ``AutoTokenizer`` builds a ``Qwen2Tokenizer`` that silently drops spaces.
@@ -44,6 +52,15 @@ class TinySpec:
     intermediate_size: int = 512
     max_position_embeddings: int = 256
     seed: int = 0
+    tokenizer: str = "char"  # "char" (rlvr.models) or "bpe" (rlvr.bpe)
+    think_default: bool = False  # the chat template's generation prompt opens <think>
+
+
+# Generation defaults of the BPE built-ins, Qwen2.5-Instruct's: a tool that leaves them in force
+# samples from a different distribution than the one it asked for.
+SMALL_GENERATION = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05}
+_SMALL = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, intermediate_size=768,
+              max_position_embeddings=1024, tokenizer="bpe")
 
 
 # Measured on 2 CPU cores: 128 hidden x 2 layers (~0.5 M parameters) SFTs to a partial pass rate
@@ -51,6 +68,8 @@ class TinySpec:
 BUILTIN_MODELS: dict[str, TinySpec] = {
     "tiny": TinySpec(),
     "tiny-wide": TinySpec(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4, intermediate_size=1024),
+    "small": TinySpec(**_SMALL),
+    "small-think": TinySpec(**_SMALL, think_default=True),
 }
 
 
@@ -77,8 +96,25 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
 
 
-def build_tokenizer() -> Any:
-    """The character-level tokenizer of the built-in models (every printable ASCII character)."""
+def _spec_key(spec: TinySpec) -> str:
+    fields = asdict(spec)
+    for name, default in (("tokenizer", "char"), ("think_default", False)):  # tiny's key predates them
+        if fields[name] == default:
+            del fields[name]
+    if spec.tokenizer == "bpe":
+        from .bpe import BpeSpec
+
+        fields["bpe"] = asdict(BpeSpec())
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def build_tokenizer(name: str = "tiny") -> Any:
+    """The tokenizer of built-in model ``name``: the character-level one (every printable ASCII
+    character) or, for the BPE built-ins, the trained byte-level BPE (cached after the first
+    training, so a length check does not retrain it)."""
+    spec = BUILTIN_MODELS[name]
+    if spec.tokenizer == "bpe":
+        return _bpe_tokenizer(spec)
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -94,6 +130,30 @@ def build_tokenizer() -> Any:
     return fast
 
 
+def _bpe_tokenizer(spec: TinySpec) -> Any:
+    from transformers import PreTrainedTokenizerFast
+
+    from .bpe import BpeSpec, chat_template, train_tokenizer
+
+    key = hashlib.sha256(json.dumps(asdict(BpeSpec()), sort_keys=True).encode()).hexdigest()[:12]
+    folder = cache_dir() / "builtin" / f"bpe-{key}"
+    if not (folder / "tokenizer.json").exists():
+        tok = train_tokenizer(BpeSpec())
+        tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
+        tok.save_pretrained(tmp)
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process saved it first: theirs is the same tokenizer
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    tok.padding_side = "left"
+    tok.model_max_length = spec.max_position_embeddings
+    tok.chat_template = chat_template(spec.think_default)
+    return tok
+
+
 def build_builtin(name: str, dest: str | Path | None = None) -> Path:
     """Create built-in model ``name`` (deterministic from its spec) and save it; return its folder.
 
@@ -103,7 +163,7 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
     if name not in BUILTIN_MODELS:
         raise ModelError(f"unknown built-in model {name!r}; known: {', '.join(BUILTIN_MODELS)}")
     spec = BUILTIN_MODELS[name]
-    key = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode()).hexdigest()[:12]
+    key = _spec_key(spec)
     out = Path(dest) if dest else cache_dir() / "builtin" / f"{name}-{key}"
     if (out / "config.json").exists() and (out / "tokenizer.json").exists():
         return out
@@ -111,7 +171,7 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     quiet_libraries()
-    tok = build_tokenizer()
+    tok = build_tokenizer(name)
     config = Qwen2Config(
         vocab_size=len(tok),
         hidden_size=spec.hidden_size,
@@ -122,7 +182,7 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
         max_position_embeddings=spec.max_position_embeddings,
         tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
+        bos_token_id=tok.bos_token_id if tok.bos_token_id is not None else tok.pad_token_id,  # Qwen2.5 names <|endoftext|> here
         eos_token_id=tok.eos_token_id,
     )
     state = torch.random.get_rng_state()
@@ -131,6 +191,10 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
     torch.random.set_rng_state(state)
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
+    if spec.tokenizer == "bpe":  # like Qwen2.5-Instruct: stop at <|im_end|> or <|endoftext|>
+        model.generation_config.eos_token_id = [tok.eos_token_id, tok.pad_token_id]
+        for k, v in SMALL_GENERATION.items():
+            setattr(model.generation_config, k, v)
     tmp = out.with_name(out.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(tmp)

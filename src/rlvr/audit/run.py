@@ -105,7 +105,7 @@ def _load_tokenizer(task: Any) -> tuple[Any, str | None]:
         if task.model.startswith("builtin:"):
             from ..models import build_tokenizer
 
-            return build_tokenizer(), None
+            return build_tokenizer(task.model.split(":", 1)[1]), None
         from ..models import load_tokenizer
 
         return load_tokenizer(task.model), None
