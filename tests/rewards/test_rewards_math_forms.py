@@ -183,6 +183,11 @@ def test_endpoints_brackets_and_directions_must_match():
     check([("(0,1)", "[0,1]"), ("0<f(x)<1", "0 \\le f(x) < 1"), ("2 \\le x \\le 5", "(2,5)"), ("[3, \\infty)", "x > 3"), ("(3, \\infty)", "x \\ge 3"), ("x > 3", "x < 3"), ("x>3", "3>x"), ("2 \\le x \\le 5", "[2,6]")], "unequal")
 
 
+def test_an_inequality_still_equals_the_same_inequality_written_another_way():
+    check([("x < 1", "-x > -1"), ("x < 3", "x \\lt 3"), ("x > 5", "x \\gt 5"), ("x \\leq 5", "5 \\geq x"), ("x <= 1", "-x >= -1")], "equal")
+    check([("x < 1", "x > -1"), ("x < 1", "-x < -1"), ("x > 5", "x \\lt 5")], "unequal")
+
+
 def test_inequalities_in_two_names_or_mixed_directions_are_not_intervals():
     assert interval_text("x < y") is None
     assert interval_text("1 < x > 3") is None

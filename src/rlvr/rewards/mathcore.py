@@ -243,6 +243,9 @@ def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPol
     return True
 
 
+_REL = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]eqslant")
+
+
 def _record(n: Node) -> bool:
     """A list or tuple whose items all carry distinct labels (``x = 2, y = 3``)."""
     return n.kind in ("list", "seq") and len(n.items) > 1 and all(c.label for c in n.items) and len({c.label for c in n.items}) == len(n.items)
@@ -284,6 +287,9 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
     if {g.kind, p.kind} == {"matrix", "scalar"} and "\\begin" in (g.value + p.value):
         # matrix arithmetic (2\\begin{pmatrix}...\\end{pmatrix}, a product): evaluate both
         return expr_equal(parse_scalar(to_latex(g.value)), parse_scalar(to_latex(p.value)), policy)
+    if {g.kind, p.kind} == {"seq", "scalar"} and (g.value if g.kind == "seq" else p.value) and _REL.search(g.value + p.value):
+        # an inequality read as an interval against one that is not (-x > -1 for x < 1)
+        return _scalar_equal(g.value, p.value, policy)
     if g.kind != p.kind:
         return False
     if g.kind == "scalar":

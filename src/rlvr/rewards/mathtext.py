@@ -42,6 +42,7 @@ _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
 OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
 _IN = re.compile(r"^(.{1,40}?)\s*\\in(?![a-zA-Z])\s*")
 _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
+_LT_GT = re.compile(r"\\[lg]t(?![a-zA-Z])")
 _EMPTY = re.compile(r"\\varnothing|∅|\\\{\s*\\\}|\\O(?![a-zA-Z])")
 _REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
 _TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
@@ -88,6 +89,7 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
         s = s.replace("{,}", "").replace(",", "")
     s = _AND.sub(", ", s)
     s = _EMPTY.sub(r"\\emptyset", s)
+    s = _LT_GT.sub(lambda mm: "<" if mm.group(0) == "\\lt" else ">", s)
     s = s.replace("\\langle", "(").replace("\\rangle", ")")  # a vector <1, 2, 3> is a tuple
     m3 = _IN.match(s)
     if m3 and forms.is_label(m3.group(1)):
@@ -234,7 +236,8 @@ def structure(s: str, labels: bool = True) -> Node:
     iv = forms.interval_text(s) if labels else None
     if iv:
         label, brackets, low, high = iv
-        return Node("seq", (structure(low, labels), structure(high, labels)), brackets=brackets, label=forms.norm_label(label))
+        # value keeps the inequality, so "-x > -1" can still be compared with it as a relation
+        return Node("seq", (structure(low, labels), structure(high, labels)), value=s, brackets=brackets, label=forms.norm_label(label))
     return Node("scalar", value=s)
 
 
