@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import ConfigError, DataError
 from ..rewards.base import Outcome, Sample, Verdict, ground_truth
 from ..rewards.combine import RewardSet, Term, checked_verdicts, prompt_text
+from ..rewards.length import ranking_problems
 from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for, perturb
 from .report import AuditReport, Example, Finding, TermSummary, worst
 from .structured import Spec, _required, presentations, spec_for
@@ -351,10 +352,7 @@ def _audit_term(
     tie = next((f for f in findings if f.exploit == "long_wrong" and f.ties), None)
     if tie is not None:
         notes.append(f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right")
-    from ..rewards.length import ranking_problems
-
-    verifier_problems = ranking_problems(term.verifier)
-    notes.extend(verifier_problems)
+    notes.extend(ranking_problems(term.verifier))
     if any(f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable") for f in findings):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
     name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
