@@ -334,7 +334,9 @@ def test_adversarial_forms_finish_as_wrong_or_undecided(pred):
 
 
 def test_the_hard_timeout_still_bounds_a_slow_comparison():
+    # Texts no other test uses, so no worker has them cached; each needs the grammar and an integral.
     v = MathVerifier(answer_format=AnswerFormat(style="boxed"), timeout=0.01)
-    verdicts = v.verify_batch([Sample(f"\\boxed{{\\frac{{-1 \\pm \\sqrt{{{13 + k}}}}}{{4}}}}", {"answer": f"\\frac{{-1+\\sqrt{{{13 + k}}}}}{{4}}, \\frac{{-1-\\sqrt{{{13 + k}}}}}{{4}}"}) for k in range(3)])
+    samples = [Sample(f"\\boxed{{1 \\pm \\int_0^1 x^{{{9001 + k}}} dx}}", {"answer": f"1 + \\frac{{1}}{{{9002 + k}}}, 1 - \\frac{{1}}{{{9002 + k}}}"}) for k in range(3)]
+    verdicts = v.verify_batch(samples)
     assert all(x.outcome in (Outcome.ERROR, Outcome.CORRECT) for x in verdicts)
     assert any(x.error_kind == "timeout" for x in verdicts)
