@@ -89,7 +89,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "grpo": {},
     # DAPO (arXiv 2503.14476): clip-higher, token-level loss, no KL, overlong filtering. The soft
     # overlong punishment is a reward term, not a GRPOConfig field: see VARIANT_TERMS. Dynamic
-    # sampling is not in TRL's GRPOTrainer, so this is DAPO without it.
+    # sampling is not in TRL's GRPOTrainer: rlvr's online filter stands in for it (rlvr.dynamic,
+    # on by default for a run whose loss is "dapo"; grpo: {dynamic: {mode: off}} turns it off).
     "dapo": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True},
     # Dr. GRPO (arXiv 2503.20783): no 1/|o| length normalisation, no std scaling. The paper also
     # drops the KL term; we keep the recipe's beta so the variant changes only what fixes the
@@ -191,8 +192,8 @@ def resolve(
 ) -> dict[str, Any]:
     """The recipe with the hardware's answers (bf16, vLLM mode), the task's generation settings,
     the variant overlay and the task's ``grpo:`` overrides, in that order of precedence (last
-    wins). The task's ``justify:`` mapping and ``reward_weights`` are not GRPOConfig values here
-    and are left out (see ``justifications``)."""
+    wins). The task's ``justify:`` mapping, ``reward_weights``, ``stop`` and ``dynamic`` are not
+    GRPOConfig values here and are left out (see ``justifications``, ``rlvr.stopping``, ``rlvr.dynamic``)."""
     if variant is not None and variant not in VARIANTS:
         raise ConfigError(Problem("variant", f"unknown variant {variant!r}", f"one of {', '.join(VARIANTS)}"))
     cfg = dict(RECIPE)
@@ -207,7 +208,7 @@ def resolve(
     if seed is not None:
         cfg["seed"] = seed
     cfg.update(VARIANTS.get(variant or "grpo", {}))
-    overrides = {k: v for k, v in task_grpo.items() if k not in ("reward_weights", "justify", "stop")}
+    overrides = {k: v for k, v in task_grpo.items() if k not in ("reward_weights", "justify", "stop", "dynamic")}
     cfg.update(overrides)
     if variant == "gspo" and "steps_per_generation" not in overrides and "generation_batch_size" not in overrides:
         cfg["steps_per_generation"] = 4 * int(cfg["gradient_accumulation_steps"])

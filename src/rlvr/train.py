@@ -82,7 +82,22 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     stop = _file_stop(path)
     if stop:
         out["stop"] = stop
+    dynamic = _file_section(path, "dynamic")
+    if dynamic:
+        out["dynamic"] = dynamic
     return grpo, out
+
+
+def _file_section(path: Path, key: str) -> dict[str, Any]:
+    """``rlvr: {<key>: {...}}`` in a run's config.yaml; {} when absent or unreadable."""
+    from . import yamlio
+
+    try:
+        raw = yamlio.load(Path(path).read_text(encoding="utf-8")) or {}
+    except Exception:  # noqa: BLE001 - read_config has already reported an unreadable file
+        return {}
+    rl = raw.get("rlvr") if isinstance(raw, Mapping) else None
+    return dict(rl[key]) if isinstance(rl, Mapping) and isinstance(rl.get(key), Mapping) else {}
 
 
 def _file_stop(path: Path) -> dict[str, Any]:
@@ -329,6 +344,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     file_rlvr = read_config_file(opts.config_path)[1] if opts.config_path is not None else {}
     justified.update(file_rlvr.get("justification") or {})
     stop_rules = StopRules.resolve(task.grpo.get("stop"), file_rlvr.get("stop"))
+    from .dynamic import DynamicSampling
+
+    dynamic = DynamicSampling.resolve(task.grpo.get("dynamic"), file_rlvr.get("dynamic"), variant=recipe.variant_of(cfg))
     from .models import resolve_model
 
     model_arg = opts.model or task.model
@@ -387,6 +405,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         "success_term": task.success_term,
         "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.success_term, "temperature": task.eval.temperature},
         "stop": stop_rules.to_json(),
+        "dynamic": dynamic.to_json(),
         "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
         "hardware": dict(hw),
         "peft": {"method": peft, **({k: v for k, v in LORA.items() if k != "task_type"} if peft != "none" else {})},
@@ -458,7 +477,12 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
 
     recorder = rollouts.Recorder(run_dir, rewards, group_size=int(cfg.get("num_generations", 8)), logging_steps=int(args.logging_steps or 1),
                                  session=len(sessions) + 1, enabled=main)
-    trainer = GRPOTrainer(
+    trainer_cls: Any = GRPOTrainer
+    if dynamic.enabled:
+        from .dynamic import trainer_class
+
+        trainer_cls = trainer_class(GRPOTrainer)
+    trainer = trainer_cls(
         model=model,
         reward_funcs=recorder.wrap(rewards.trl_functions()),
         args=args,
@@ -467,6 +491,12 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         callbacks=[RlvrCallback()],
         peft_config=peft_config,
     )
+    if dynamic.enabled:
+        from .dynamic import PromptFilter
+
+        # Its state is saved into every checkpoint and read back on resume (rlvr.dynamic).
+        trainer.rlvr_filter = PromptFilter(len(trainer.train_dataset), dynamic, seed=int(args.seed))
+        trainer.rlvr_success = task.success_term
     if peft_config is not None:
         model = trainer.model  # the PeftModel: held-out evals must see the adapter
     quiet_progress(trainer, opts.progress, "GRPO")

@@ -1,0 +1,341 @@
+"""Dynamic sampling inside TRL's ``GRPOTrainer``: stop spending generations on prompts that teach nothing.
+
+A group whose rewards are all equal has zero advantage, so it contributes no gradient (TRL #3857),
+yet it costs a full set of generations. DAPO (arXiv 2503.14476) fixes this by over-sampling and
+dropping such groups; TRL 1.16 has no dynamic sampling (#3708). rlvr implements the **online
+filter**: it remembers, per prompt, whether its recent groups were flat, and replaces a prompt
+whose last ``visits`` groups were all flat with a fresh one *before* generation, so the step's
+batch is full of prompts that can still teach and no extra completion is generated.
+
+How it works, per generation batch (every ``steps_per_generation x num_iterations`` micro-steps,
+where TRL's ``_prepare_inputs`` calls ``_generate_and_score_completions``):
+
+1. The prompts the sampler drew are gathered from every process (their order is the global batch's:
+   TRL's RepeatSampler gives each process a contiguous slice) and split into groups of
+   ``num_generations``.
+2. ``PromptFilter.plan`` keeps every group whose prompt is not skipped and gives a skipped one's
+   slot to an eligible prompt, chosen by a random generator seeded with (seed, step, generation):
+   the same on every process, and the same after a resume. Each process then takes its own slice,
+   so batch shapes never change and every rank holds the same plan.
+3. TRL generates and scores the batch as usual. The rewards it gathers from every process are read
+   back (``_calculate_rewards``), and ``PromptFilter.observe`` records each group: *flat* when its
+   decided samples' total rewards (the weighted sum the advantage sees) lie within ``epsilon`` of
+   each other, or when fewer than two samples were decided. Masked samples (every term undecided)
+   do not count as variance.
+4. A prompt whose last ``visits`` groups were flat is skipped until ``recheck_after`` optimizer
+   steps have passed; then it may be drawn again, and one more flat group skips it again.
+
+Never starving the sampler: a skipped prompt's slot goes to an eligible prompt not already in the
+batch; when none is left (every prompt is skipped), the drawn prompt is trained as drawn and
+counted in ``dynamic/starved_groups``. Such a group is judged again like any visit.
+
+Departures, stated: DAPO's filter drops a group *after* generating it (it keeps 0 < #correct < G);
+this filter predicts from the prompt's recent groups instead, so a prompt that has just become
+learnable is missed until its re-check, and a prompt that has just become flat is trained once more.
+It judges the total reward, not the success term alone: a group that is all correct but differs in
+its format term still has an advantage, so it is not skipped. The over-generate-and-refill mode
+(``resample``) is not implemented.
+
+What is verified, and where: on CPU, in one process, with gradient accumulation,
+``steps_per_generation > 1`` and ``num_iterations > 1`` (tests/test_dynamic.py); the plan's
+independence from the process count is tested on the pure ``PromptFilter``. vLLM (colocate or
+server) and ``accelerate launch`` with several processes were not run: the filter only changes
+which prompts enter generation, so it goes through whichever engine TRL uses, but that is reasoning,
+not a measurement.
+
+Metrics (TRL averages them over each logging window): ``dynamic/kept_groups`` and
+``dynamic/replaced_groups`` (groups the sampler drew that were trained, or given to another prompt),
+``dynamic/starved_groups``, ``dynamic/skipped_prompts`` (prompts skipped at that step),
+``dynamic/skipped_solved`` and ``dynamic/skipped_unsolved`` (the skipped ones whose last group was
+all solved, or all failed, by the success term), ``dynamic/zero_std_before`` (share of the groups
+the sampler drew whose prompt was skipped: the filter's prediction of flat groups) and
+``dynamic/zero_std_after`` (share of the trained groups found flat, by the filter's epsilon; TRL's
+``frac_reward_zero_std`` measures the same batch with float closeness).
+Resume: the filter's state is written into every checkpoint (``rlvr_dynamic.json``) and read back
+when training resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, Problem
+
+MODES = ("off", "filter")
+STATE_FILE = "rlvr_dynamic.json"
+
+# The defaults, and the settings the `dapo` overlay turns on. Heuristics, not published constants:
+# two flat visits in a row (at G = 8 a prompt with a 50 % pass rate gives a flat group with
+# probability 2 x 0.5^8 ~ 0.008, twice in a row ~ 6e-5, so a skip is almost never a learnable prompt
+# mistaken; one with a 90 % rate: 0.43, twice 0.19), re-checked after 20 optimizer steps.
+DEFAULTS: dict[str, Any] = {"mode": "off", "visits": 2, "recheck_after": 20, "epsilon": 1e-6}
+VARIANT_DEFAULTS: dict[str, dict[str, Any]] = {"dapo": {"mode": "filter"}}
+
+
+@dataclass(frozen=True)
+class DynamicSampling:
+    """The training option (task: ``grpo: {dynamic: {...}}``; the run's config records it)."""
+
+    mode: str = "off"  # off: plain GRPO; filter: skip prompts whose recent groups were flat
+    visits: int = 2  # K: a prompt is skipped after this many flat groups in a row
+    recheck_after: int = 20  # M: optimizer steps a skipped prompt waits before it may be drawn again
+    epsilon: float = 1e-6  # rewards within this of each other count as equal (not float equality)
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    @classmethod
+    def resolve(cls, *layers: Mapping[str, Any] | None, variant: str = "grpo", where: str = "grpo.dynamic") -> DynamicSampling:
+        """The defaults, the variant's (on for ``dapo``), then each layer in turn (task, then
+        config file). Every problem is reported at once."""
+        values: dict[str, Any] = {**DEFAULTS, **VARIANT_DEFAULTS.get(variant, {})}
+        problems: list[Problem] = []
+        for layer in layers:
+            if layer is None:
+                continue
+            if not isinstance(layer, Mapping):
+                problems.append(Problem(where, f"must be a mapping, got {layer!r}", "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 20}"))
+                continue
+            for key, value in layer.items():
+                if key not in DEFAULTS:
+                    problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(DEFAULTS)}"))
+                elif key == "mode" and value not in MODES:
+                    problems.append(Problem(f"{where}.mode", f"{value!r} is not one of {', '.join(MODES)}",
+                                            "filter skips prompts whose recent groups were flat; off is plain GRPO (resample is not implemented)"))
+                elif key in ("visits", "recheck_after") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                    problems.append(Problem(f"{where}.{key}", f"must be a whole number of at least 1, got {value!r}"))
+                elif key == "epsilon" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf):
+                    problems.append(Problem(f"{where}.epsilon", f"must be a non-negative number, got {value!r}"))
+                else:
+                    values[key] = value
+        if problems:
+            raise ConfigError(problems)
+        return cls(str(values["mode"]), int(values["visits"]), int(values["recheck_after"]), float(values["epsilon"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_flat(rewards: Sequence[float | None], epsilon: float) -> bool:
+    """Whether a group teaches nothing: its decided rewards (None or NaN: masked) lie within
+    ``epsilon`` of each other, or fewer than two were decided."""
+    decided = [float(r) for r in rewards if r is not None and not math.isnan(float(r))]
+    return len(decided) < 2 or max(decided) - min(decided) <= epsilon
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One generation batch's decision: the prompt (dataset index) of each group, as drawn and as trained."""
+
+    drawn: tuple[int, ...]
+    trained: tuple[int, ...]
+    replaced: int
+    starved: int
+
+
+@dataclass
+class PromptFilter:
+    """Per-prompt memory of recent groups and the skip decisions. Pure Python: the same inputs give
+    the same plan in every process."""
+
+    n_prompts: int
+    settings: DynamicSampling
+    seed: int = 0
+    history: dict[int, list[bool]] = field(default_factory=dict)  # last `visits` groups: flat?
+    solved: dict[int, float] = field(default_factory=dict)  # last group's mean success reward
+    skipped_until: dict[int, int] = field(default_factory=dict)  # prompt -> first step it may be drawn again
+    generations: int = 0  # generation batches planned so far (seeds the replacement draw)
+
+    def is_skipped(self, prompt: int, step: int) -> bool:
+        return self.skipped_until.get(prompt, -1) > step
+
+    def skipped_at(self, step: int) -> list[int]:
+        return sorted(p for p, until in self.skipped_until.items() if until > step)
+
+    def plan(self, drawn: Sequence[int], step: int) -> Plan:
+        """Keep each drawn prompt that is not skipped; give each skipped one's slot to an eligible
+        prompt not already in the batch, or keep it (starved) when none is left."""
+        rng = random.Random(f"rlvr-dynamic:{self.seed}:{step}:{self.generations}")
+        self.generations += 1
+        used = {p for p in drawn if not self.is_skipped(p, step)}
+        trained, replaced, starved = [], 0, 0
+        order: list[int] | None = None
+        for p in drawn:
+            if p < 0 or not self.is_skipped(p, step):
+                trained.append(p)
+                continue
+            pick = None
+            for _ in range(64):  # cheap random probes first; a full scan only when most prompts are skipped
+                q = rng.randrange(self.n_prompts)
+                if q not in used and not self.is_skipped(q, step):
+                    pick = q
+                    break
+            if pick is None:
+                if order is None:
+                    order = list(range(self.n_prompts))
+                    rng.shuffle(order)
+                pick = next((q for q in order if q not in used and not self.is_skipped(q, step)), None)
+            if pick is None:
+                trained.append(p)
+                starved += 1
+            else:
+                trained.append(pick)
+                replaced += 1
+            used.add(trained[-1])
+        return Plan(tuple(drawn), tuple(trained), replaced, starved)
+
+    def observe(self, prompt: int, rewards: Sequence[float | None], success: Sequence[float | None] | None, step: int) -> bool:
+        """Record one trained group; returns whether it was flat."""
+        flat = is_flat(rewards, self.settings.epsilon)
+        if prompt < 0:
+            return flat
+        h = self.history.setdefault(prompt, [])
+        h.append(flat)
+        del h[: -self.settings.visits]
+        if success is not None:
+            decided = [float(s) for s in success if s is not None and not math.isnan(float(s))]
+            if decided:
+                self.solved[prompt] = sum(decided) / len(decided)
+        if len(h) == self.settings.visits and all(h):
+            self.skipped_until[prompt] = step + self.settings.recheck_after
+        else:
+            self.skipped_until.pop(prompt, None)
+        return flat
+
+    def counts(self, step: int) -> dict[str, int]:
+        """Skipped prompts at ``step``, split by their last group: all solved (>= 0.5 mean success) or not."""
+        skipped = self.skipped_at(step)
+        solved = sum(1 for p in skipped if self.solved.get(p, 0.0) >= 0.5)
+        return {"skipped_prompts": len(skipped), "skipped_solved": solved, "skipped_unsolved": len(skipped) - solved}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"n_prompts": self.n_prompts, "settings": self.settings.to_json(), "seed": self.seed, "generations": self.generations,
+                "history": {str(k): v for k, v in self.history.items()}, "solved": {str(k): v for k, v in self.solved.items()},
+                "skipped_until": {str(k): v for k, v in self.skipped_until.items()}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.generations = int(state.get("generations", 0))
+        self.history = {int(k): [bool(x) for x in v] for k, v in (state.get("history") or {}).items()}
+        self.solved = {int(k): float(v) for k, v in (state.get("solved") or {}).items()}
+        self.skipped_until = {int(k): int(v) for k, v in (state.get("skipped_until") or {}).items()}
+
+    def save(self, folder: Path) -> Path:
+        path = Path(folder) / STATE_FILE
+        path.write_text(json.dumps(self.state_dict()))
+        return path
+
+    def load(self, folder: Path) -> bool:
+        """Read the state saved in a checkpoint folder; False when it has none (a run started
+        without the filter)."""
+        path = Path(folder) / STATE_FILE
+        if not path.exists():
+            return False
+        self.load_state_dict(json.loads(path.read_text()))
+        return True
+
+
+def prompt_key(prompt: Any) -> str:
+    """A prompt's identity (a string, or chat messages)."""
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+
+
+def trainer_class(base: type) -> type:
+    """``base`` (TRL's GRPOTrainer) with the online filter. The instance needs ``rlvr_filter`` (a
+    ``PromptFilter``) and ``rlvr_success`` (the success term's name, or None) set before training."""
+    import torch
+    from accelerate.utils import gather_object
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    class DynamicGRPOTrainer(base):  # type: ignore[misc, valid-type]
+        rlvr_filter: PromptFilter
+        rlvr_success: str | None = None
+        _rlvr_rewards: Any = None
+        _rlvr_index: dict[str, int] | None = None
+
+        def _rlvr_prompt_index(self) -> dict[str, int]:
+            if self._rlvr_index is None:
+                index: dict[str, int] = {}
+                for i, p in enumerate(self.train_dataset["prompt"]):
+                    index.setdefault(prompt_key(p), i)  # a duplicated prompt shares the first one's memory
+                self._rlvr_index = index
+            return self._rlvr_index
+
+        def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
+            out = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self._rlvr_rewards = out  # gathered from every process: the same tensor on every rank
+            return out
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            if not self.model.training:
+                return super()._generate_and_score_completions(inputs)
+            g = self.num_generations
+            index = self._rlvr_prompt_index()
+            local = [index.get(prompt_key(x.get("prompt")), -1) for x in inputs]
+            everyone = list(gather_object(local))
+            groups = [everyone[i:i + g] for i in range(0, len(everyone), g)]
+            step = int(self.state.global_step)
+            if any(len(set(grp)) != 1 or len(grp) != g for grp in groups):
+                # Not TRL's RepeatSampler layout (an iterable dataset, say): train as drawn, judge nothing.
+                return super()._generate_and_score_completions(inputs)
+            plan = self.rlvr_filter.plan([grp[0] for grp in groups], step)
+            rank, n = self.accelerator.process_index, len(inputs)
+            rows = [p for p in plan.trained for _ in range(g)][rank * n:(rank + 1) * n]
+            keys = list(inputs[0].keys())
+            new_inputs = []
+            for x, old, new in zip(inputs, local, rows, strict=True):
+                if new == old:
+                    new_inputs.append(x)
+                else:
+                    row = self.train_dataset[new]
+                    new_inputs.append({k: row[k] for k in keys if k in row})
+            self._rlvr_rewards = None
+            out = super()._generate_and_score_completions(new_inputs)
+            self._rlvr_observe(plan, step)
+            return out
+
+        def _rlvr_observe(self, plan: Plan, step: int) -> None:
+            rewards = self._rlvr_rewards
+            if rewards is None:
+                return
+            g = self.num_generations
+            weights = self.reward_weights.to(rewards.device)
+            undecided = torch.isnan(rewards).all(dim=1)
+            total = (rewards * weights.unsqueeze(0)).nansum(dim=1)
+            total[undecided] = torch.nan
+            names = list(self.reward_func_names)
+            succ = rewards[:, names.index(self.rlvr_success)] if self.rlvr_success in names else None
+            flats = 0
+            for i, prompt in enumerate(plan.trained):
+                chunk = slice(i * g, (i + 1) * g)
+                s = succ[chunk].tolist() if succ is not None else None
+                flats += self.rlvr_filter.observe(prompt, total[chunk].tolist(), s, step)
+            m = self._metrics["train"]
+            n = max(len(plan.trained), 1)
+            m["dynamic/kept_groups"].append(float(len(plan.trained) - plan.replaced - plan.starved))
+            m["dynamic/replaced_groups"].append(float(plan.replaced))
+            m["dynamic/starved_groups"].append(float(plan.starved))
+            m["dynamic/zero_std_before"].append((plan.replaced + plan.starved) / n)
+            m["dynamic/zero_std_after"].append(flats / n)
+            for k, v in self.rlvr_filter.counts(step).items():
+                m[f"dynamic/{k}"].append(float(v))
+
+        def _save_checkpoint(self, model: Any, trial: Any) -> None:
+            super()._save_checkpoint(model, trial)
+            if self.args.should_save:
+                folder = Path(self._get_output_dir(trial=trial)) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+                if folder.is_dir():
+                    self.rlvr_filter.save(folder)
+
+        def _load_optimizer_and_scheduler(self, checkpoint: Any) -> None:
+            super()._load_optimizer_and_scheduler(checkpoint)
+            if checkpoint is not None:
+                self.rlvr_filter.load(Path(checkpoint))
+
+    return DynamicGRPOTrainer
