@@ -209,8 +209,6 @@ class RewardServer:
 
     # -- endpoints --------------------------------------------------------------------------
     async def score(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse
-
         try:
             self._check_access(request)
             samples, keys = rlvr_samples(await self._body(request), self.limits.max_rows)
@@ -218,21 +216,15 @@ class RewardServer:
         except RequestError as exc:
             return self._error("score", exc, self._retry(exc))
         scored = await self._score(samples)
-        return JSONResponse(self._rlvr_response(scored, keys))
+        return json_response(self._rlvr_response(scored, keys))
 
     def _rlvr_response(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> dict[str, Any]:
-        from ..rewards.scoring import jsonable
-
         engine = self.scorer.engine_rewards(scored, keys)
         results = [self.scorer.result(s, e) for s, e in zip(scored, engine, strict=True)]
         self.scorer.metrics.request("score", 200)
-        return jsonable({"results": results, "masked": sum(s.masked for s in scored), "meta": self.scorer.meta})
+        return {"results": results, "masked": sum(s.masked for s in scored), "meta": self.scorer.meta}
 
     async def get_reward(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse
-
-        from ..rewards.scoring import jsonable
-
         try:
             self._check_access(request)
             samples, keys, _ = openrlhf_samples(await self._body(request), self.scorer.task.answer_column, self.limits.max_rows)
@@ -242,7 +234,7 @@ class RewardServer:
         scored = await self._score(samples)
         body = openrlhf_response(self.scorer, samples, keys, scored)
         self.scorer.metrics.request("get_reward", 200)
-        return JSONResponse(jsonable(body))
+        return json_response(body)
 
     def _retry(self, exc: RequestError) -> dict[str, str] | None:
         return {"Retry-After": str(self.limits.retry_after)} if exc.status == 503 else None
@@ -261,6 +253,21 @@ class RewardServer:
         except RequestError as exc:
             return self._error("metrics", exc)
         return PlainTextResponse(self.scorer.metrics.prometheus(), media_type="text/plain; version=0.0.4")
+
+
+def json_response(body: Any) -> Any:
+    """Strict JSON (ASCII, so a lone surrogate from a model stays valid). Verdict scores are
+    finite by construction (``check_verdict``); a non-finite number elsewhere (a huge weight times
+    a score) is written as null rather than as the invalid ``NaN``/``Infinity``."""
+    from starlette.responses import Response
+
+    from ..rewards.scoring import jsonable
+
+    try:
+        text = json.dumps(body, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        text = json.dumps(jsonable(body), allow_nan=False, separators=(",", ":"))
+    return Response(text, media_type="application/json")
 
 
 def serve(server: RewardServer, host: str = LOOPBACK, port: int = 5000, *, log: bool = False) -> None:
