@@ -262,6 +262,10 @@ def test_chained_equation_last_value_is_opt_in():
     assert decide("5", "2 + 3 = 5", chained=True) == "equal"
     assert decide("5", "x = 5 = 6", chained=True) == "unequal"
     assert decide("y = 2x + 1", "y = 2x + 1", chained=True) == "equal"
+    assert decide("x = 11", "x = 5+5+1 = 7 = 11", chained=True) == "equal"
+    assert decide("z = 1 + 1 = 2", "z = 3 + 3 = 2", chained=True) == "equal"
+    assert decide("z = 1 + 1 = 2", "z = 1 + 1 = 3", chained=True) == "unequal"
+    assert decide("2x + 3y = 6", "2x + 3y = 6 = 6", chained=True) == "unequal"  # the gold is an equation
 
 
 def test_numeric_tolerance_is_opt_in():

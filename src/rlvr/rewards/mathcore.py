@@ -107,9 +107,9 @@ class MathPolicy:
         label. False compares ``x = 3`` as an equation.
     decimal_comma: ``1000,99`` is 1000.99 and ``1{,}5`` is 1.5 (then a list needs ``;`` or a
         space after its commas). Off by default: ``1,500`` is then fifteen hundred.
-    chained: the last side of a chained equation counts (``x = 2 + 3 = 5`` answers 5), when
-        the ground truth is not itself an equation. Off by default: such an answer is
-        compared as written.
+    chained: the last side of a chained equation counts (``x = 2 + 3 = 5`` answers 5; a gold
+        ``z = 1 + 1 = 2`` is 2), unless the gold's value is itself an equation. Off by default:
+        such an answer is compared as written.
     """
 
     ordered_lists: bool = True
@@ -360,6 +360,8 @@ def _parse_leaves(node: Node) -> None:
 def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
     ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
+    if policy.chained:
+        gold, pred = _last_sides(gold, pred, policy)
     problem = gold_problem(gold, policy)
     if problem:
         return "gold_unparseable", problem
@@ -377,10 +379,6 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         # x > 1" answers a union of intervals.
         joiner = " \\cup " if g.kind == "union" else ", "
         pred = OR_WORD.sub(lambda _: joiner, pred)
-    if policy.chained and "=" not in cg.text:
-        eq = forms.top_equals(cp.text)
-        if len(eq) >= 2 or (len(eq) == 1 and not forms.split_label(cp.text)):
-            pred = cp.text[eq[-1] + 1 :]  # "x = 2 + 3 = 5": the last side counts (opt-in)
     try:
         p = parse_answer(pred, policy.assignment, policy.decimal_comma)
     except ParseFailure as exc:
@@ -404,6 +402,25 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if g.kind != p.kind:
         return "unequal", f"expected a {g.kind}, got a {p.kind}"
     return "unequal", ""
+
+
+def _last_sides(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
+    """The opt-in ``chained`` policy: a chain ``a = b = c`` counts as its last side ``c`` (on
+    either side), and so does a prediction's one equation ``2 + 3 = 5``, unless the gold's value
+    is itself an equation (then equations are compared as equations)."""
+    try:
+        cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
+    except ParseFailure:
+        return gold, pred
+    eg = forms.top_equals(cg.text)
+    if len(eg) >= 2:
+        gold = cg.text[eg[-1] + 1 :]
+    elif "=" in _scalar_text(cg.text, policy):
+        return gold, pred  # an equation is the answer
+    ep = forms.top_equals(cp.text)
+    if len(ep) >= 2 or (len(ep) == 1 and not forms.split_label(cp.text)):
+        pred = cp.text[ep[-1] + 1 :]
+    return gold, pred
 
 
 def gold_problem(gold: str, policy: MathPolicy | None = None) -> str | None:
