@@ -257,3 +257,17 @@ def test_concurrent_clients_each_get_their_own_rows_back_in_order(scorer: Any) -
         assert "rlvr_serve_samples_total 90" in httpx.get(server.url + "/metrics", timeout=5).text
     finally:
         server.stop()
+
+
+def test_a_completion_with_a_lone_surrogate_still_gets_valid_json(client: Any) -> None:
+    body = json.dumps({"samples": [_sample(right("4\ud800"))]}).encode()  # escaped in the request
+    r = client.post("/v1/score", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200
+    assert json.loads(r.content)["results"][0]["scores"]["correct"]["answer"] == "4\ud800"
+
+
+def test_a_non_finite_number_in_a_response_is_written_as_null_not_as_invalid_json() -> None:
+    from rlvr.serve.app import json_response
+
+    r = json_response({"reward": float("inf"), "ok": [1.0, float("nan")]})
+    assert json.loads(r.body) == {"reward": None, "ok": [1.0, None]}
