@@ -5,64 +5,65 @@ from __future__ import annotations
 import pytest
 
 from rlvr.sandbox.checks import (
+    MAX_SAME_HASH,
     BadTestsError,
+    JudgeLimit,
     Opaque,
-    Pair,
     decode,
-    judge,
     normalize_output,
-    plan_asserts,
     plan_stdio,
-    same,
+    plan_tests,
 )
 
 
-def test_equality_assert_becomes_a_pair_with_the_expected_value_kept_outside():
-    plan = plan_asserts("assert add(2, 3) == 5\n")
-    assert plan.pairs == (Pair("add(2, 3)", 5, "eq"),)
-    assert "5" not in plan.setup and not plan.residual
+def test_check_function_plan_calls_check_with_the_entry_point():
+    plan = plan_tests("def check(candidate):\n    assert candidate(1) is True\n", "is_odd")
+    assert plan.auto_check and plan.entry == "is_odd" and not plan.weaker
 
 
-def test_expected_value_on_the_left_is_recognised():
-    assert plan_asserts("assert [1, 2] == f(x=1)").pairs[0] == Pair("f(x=1)", [1, 2], "eq")
+def test_a_test_file_that_calls_check_itself_is_not_called_twice():
+    plan = plan_tests("def check(c):\n    assert c(1) == 1\ncheck(f)\n")
+    assert not plan.auto_check
 
 
-def test_abs_difference_assert_becomes_a_tolerance_pair():
-    plan = plan_asserts("def check(candidate):\n    assert abs(candidate([1.0]) - 2.0/3.0) < 1e-6\n", "mad")
-    pair = plan.pairs[0]
-    assert (pair.call, pair.op, pair.tol) == ("candidate([1.0])", "lt", 1e-6)
-    assert pair.expected == pytest.approx(2.0 / 3.0)
+def test_loops_helpers_and_imports_of_trusted_modules_are_not_weaker():
+    src = "import math\nfrom collections import Counter\ndef helper(x):\n    return x + 1\nfor i in range(3):\n    assert f(i) == helper(i)\n"
+    assert plan_tests(src).weaker == ()
 
 
-def test_check_function_binds_candidate_to_the_entry_point_in_setup():
-    plan = plan_asserts("def check(candidate):\n    assert candidate(1) is True\n", "is_odd")
-    assert "candidate = is_odd" in plan.setup
-    assert plan.pairs == (Pair("candidate(1)", True, "eq"),)
+@pytest.mark.parametrize(
+    ("src", "why"),
+    [
+        ("class T:\n    pass\nassert f(1) == 1\n", "ClassDef"),
+        ("import os\nassert f(1) == 1\n", "imports os"),
+        ("assert f(1).__class__ == int\n", "__class__"),
+        ("assert eval('f(1)') == 1\n", "eval"),
+        ("with open('x') as fh:\n    assert f(fh) == 1\n", "With"),
+    ],
+)
+def test_what_the_trusted_side_cannot_run_makes_the_plan_weaker_with_the_reason(src, why):
+    assert any(why in r for r in plan_tests(src).weaker)
 
 
-def test_loop_asserts_stay_in_the_child_and_flag_the_plan_weaker():
-    plan = plan_asserts("def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i + 1\n", "inc")
-    assert not plan.pairs and plan.weaker and plan.n_tests == 1
-
-
-def test_assert_on_a_local_variable_is_not_converted():
-    plan = plan_asserts("def check(candidate):\n    x = [3, 1]\n    assert candidate(x) == 2\n", "f")
-    assert not plan.pairs and plan.weaker
-
-
-def test_assert_true_is_not_counted_as_a_test():
-    plan = plan_asserts("def check(candidate):\n    assert True\n    assert candidate(1) == 1\n", "f")
-    assert plan.n_tests == 1
+def test_the_prompts_complete_helpers_are_kept_for_the_trusted_side_but_not_the_entry_stub():
+    prompt = "import math\ndef poly(xs, x):\n    return sum(xs)\ndef find_zero(xs):\n    \"\"\"doc\"\"\"\n"
+    plan = plan_tests("def check(c):\n    assert c([1]) == 0\n", "find_zero", prompt)
+    assert [getattr(n, "name", "import") for n in plan.prefix_nodes] == ["import", "poly"]
 
 
 def test_tests_that_do_not_parse_are_a_format_error():
     with pytest.raises(BadTestsError, match="do not parse"):
-        plan_asserts("assert f(1) ==")
+        plan_tests("assert f(1) ==")
+
+
+def test_tests_without_an_assert_are_a_format_error():
+    with pytest.raises(BadTestsError, match="no assert"):
+        plan_tests("f(1)\n")
 
 
 def test_check_without_an_entry_point_is_a_format_error():
     with pytest.raises(BadTestsError, match="entry point"):
-        plan_asserts("def check(candidate):\n    assert candidate(1) == 1\n", None)
+        plan_tests("def check(candidate):\n    assert candidate(1) == 1\n", None)
 
 
 def test_stdio_cases_accept_apps_style_inputs_and_outputs():
@@ -75,25 +76,9 @@ def test_stdio_cases_with_a_missing_output_are_a_format_error():
         plan_stdio([{"input": "1"}])
 
 
-def test_bool_never_equals_int():
-    assert not same(True, 1) and not same(1, True)
-
-
-def test_int_and_float_that_are_equal_compare_equal():
-    assert same(3, 3.0) and not same(3, 3.5)
-
-
-def test_list_never_equals_tuple():
-    assert not same([1, 2], (1, 2))
-
-
-def test_float_tolerance_applies_only_when_asked():
-    assert not same(0.1 + 0.2, 0.3) and same(0.1 + 0.2, 0.3, tol=1e-9)
-
-
 def test_opaque_values_equal_nothing_not_even_themselves():
     o = Opaque("AlwaysEqual")
-    assert o != o and not same(o, o)
+    assert o != o and not (o == o)
 
 
 def test_decode_rejects_malformed_tags():
@@ -102,26 +87,30 @@ def test_decode_rejects_malformed_tags():
 
 
 def test_decode_turns_tagged_json_into_plain_builtins():
-    assert decode(["t", [["i", 1], ["s", "a"], ["S", [["b", True]]]]]) == (1, "a", {True})
+    assert decode(["t", [["i", 1], ["s", "a"], ["S", [["b", True]]], ["I", "ff"]]]) == (1, "a", {True}, 255)
+
+
+def test_decode_refuses_integers_built_to_share_one_hash():
+    m = (1 << 61) - 1
+    tagged = ["l", [["I", format(1 + k * m, "x")] for k in range(MAX_SAME_HASH + 1)]]
+    with pytest.raises(JudgeLimit, match="share one hash"):
+        decode(tagged)
+
+
+def test_decode_accepts_many_equal_values():
+    assert decode(["l", [["i", 0]] * 10_000]) == [0] * 10_000
+
+
+def test_decode_refuses_answers_nested_too_deep_or_too_large():
+    deep: list = ["n"]
+    for _ in range(200):
+        deep = ["l", [deep]]
+    with pytest.raises(JudgeLimit, match="nested"):
+        decode(deep)
+    with pytest.raises(JudgeLimit, match="more than"):
+        decode(["l", [["n"]] * 300_000])
 
 
 def test_whole_output_is_compared_not_a_prefix():
     assert normalize_output("1\n2\n") != normalize_output("1\n")
     assert normalize_output("1  \n2\n\n") == normalize_output("1\n2")
-
-
-def test_a_missing_child_result_fails_every_test():
-    plan = plan_asserts("assert f(1) == 1\nassert f(2) == 2\n")
-    j = judge(plan, {"calls": [["ok", ["i", 1]]]})
-    assert (j.status, j.passed) == ("failed", 0)
-
-
-def test_a_forged_status_field_grants_nothing():
-    plan = plan_asserts("assert f(1) == 1\n")
-    assert judge(plan, {"status": "passed", "passed": 1, "calls": []}).status == "failed"
-
-
-def test_an_exception_in_a_call_fails_only_that_test():
-    plan = plan_asserts("assert f(1) == 1\nassert f(2) == 2\n")
-    j = judge(plan, {"calls": [["exc", "ZeroDivisionError"], ["ok", ["i", 2]]]})
-    assert (j.status, j.passed, j.total) == ("failed", 1, 2)

@@ -9,7 +9,38 @@ import time
 import pytest
 
 from rlvr.errors import SandboxError
-from rlvr.sandbox.pool import LAYERS, Job, Limits, SandboxPool, choose_python
+from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool, choose_python
+
+
+class Script:
+    """A conversation that loads ``code`` and sends fixed operations once."""
+
+    def __init__(self, code: str, ops: tuple = (), timeout: float = 2.0) -> None:
+        self.code, self.ops, self.timeout = code, list(ops), timeout
+        self.answers: list = []
+        self.ended = False
+
+    def first(self):
+        return [{"k": "load", "code": self.code}, *self.ops]
+
+    def feed(self, answers, ended):
+        self.answers, self.ended = answers, ended
+        return None
+
+
+def call(name: str, *args: object) -> list[dict]:
+    """Operations: look ``name`` up (operation 1, after the load), then call it with ``args``."""
+    return [{"k": "name", "name": name}, {"k": "call", "h": 1, "a": [_tag(a) for a in args], "kw": []}]
+
+
+def _tag(a: object) -> list:
+    return ["i", a] if type(a) is int else ["s", a] if type(a) is str else ["n"]
+
+
+def value(script: Script):
+    from rlvr.sandbox.checks import decode
+
+    return decode(script.answers[-1][1])
 
 
 def test_every_layer_is_reported_active_or_with_a_reason(pool):
@@ -19,32 +50,38 @@ def test_every_layer_is_reported_active_or_with_a_reason(pool):
 
 
 def test_a_call_returns_its_value_as_tagged_json(pool):
-    (r,) = pool.run([Job("def f(x):\n    return [x, str(x)]\n", calls=("f(2)",))])
-    assert r.why == "done" and r.payload == {"calls": [["ok", ["l", [["i", 2], ["s", "2"]]]]]}
+    sc = Script("def f(x):\n    return [x, str(x)]\n", call("f", 2))
+    (end,) = pool.run([sc])
+    assert end.why == "ended" and sc.answers[-1] == ["ok", ["l", [["i", 2], ["s", "2"]]]]
 
 
-def test_stdio_job_returns_the_whole_stdout_per_input(pool):
-    (r,) = pool.run([Job("print(int(input()) * 2)\nprint('end')\n", mode="stdio", inputs=("3\n", "5\n"))])
-    assert r.payload == {"calls": [["ok", ["s", "6\nend\n"]], ["ok", ["s", "10\nend\n"]]]}
+def test_stdio_runs_the_program_once_per_input_and_returns_the_whole_stdout(pool):
+    from rlvr.sandbox.checks import StdioRun, plan_stdio
+
+    conv = StdioRun(plan_stdio([{"input": "3\n", "output": "6\nend\n"}, {"input": "5\n", "output": "10\nend\n"}]), "print(int(input()) * 2)\nprint('end')\n", 2.0)
+    pool.run([conv])
+    assert conv.result.status == "passed"
 
 
 def test_wall_clock_deadline_kills_a_sleeping_sample(pool):
     t0 = time.monotonic()
-    (r,) = pool.run([Job("import time\ntime.sleep(30)\n", timeout=1.0)])
-    assert r.why == "timeout" and time.monotonic() - t0 < 10
+    (end,) = pool.run([Script("import time\ntime.sleep(30)\n", timeout=1.0)])
+    assert end.why == "timeout" and time.monotonic() - t0 < 10
 
 
 def test_results_come_back_in_job_order(pool):
-    jobs = [Job(f"import time\ntime.sleep({0.2 if i % 2 else 0})\ndef f():\n    return {i}\n", calls=("f()",)) for i in range(6)]
-    assert [r.payload["calls"][0][1][1] for r in pool.run(jobs)] == list(range(6))
+    scripts = [Script(f"import time\ntime.sleep({0.2 if i % 2 else 0})\ndef f():\n    return {i}\n", call("f")) for i in range(6)]
+    pool.run(scripts)
+    assert [value(sc) for sc in scripts] == list(range(6))
 
 
 def test_pool_replaces_a_worker_that_died(pool):
     victim = pool._workers[0]
     os.kill(victim.proc.pid, 9)
     victim.proc.wait()
-    results = pool.run([Job("def f():\n    return 1\n", calls=("f()",))] * 2)
-    assert all(r.why == "done" for r in results)
+    scripts = [Script("def f():\n    return 1\n", call("f")) for _ in range(2)]
+    ends = pool.run(scripts)
+    assert [e.why for e in ends] == ["ended", "ended"] and [value(sc) for sc in scripts] == [1, 1]
 
 
 def test_worker_environment_holds_no_trainer_secrets():
@@ -106,18 +143,19 @@ def _parents(path: str) -> list[str]:
     return out
 
 
-def test_memory_budget_turns_a_huge_allocation_into_a_memory_result(full_pool):
-    (r,) = full_pool.run([Job("x = bytearray(8 * 2**30)\n", calls=())])
-    assert r.why == "done" and r.payload == {"load": "mem"}
+def test_memory_budget_refuses_a_huge_allocation(full_pool):
+    sc = Script("x = bytearray(8 * 2**30)\n")
+    full_pool.run([sc])
+    assert sc.answers[0] == ["mem"]
 
 
 def test_cpu_bound_loop_is_a_timeout_not_a_crash():
     p = SandboxPool(1, Limits(timeout=1.0))
     try:
-        (r,) = p.run([Job("while True:\n    pass\n")])
+        (end,) = p.run([Script("while True:\n    pass\n", timeout=1.0)])
     finally:
         p.close()
-    assert r.why == "timeout"
+    assert end.why == "timeout"
 
 
 def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path, monkeypatch):
@@ -132,19 +170,22 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path,
 
 def test_threads_still_work_under_the_fork_ban(full_pool):
     code = "from concurrent.futures import ThreadPoolExecutor\ndef f():\n    with ThreadPoolExecutor(4) as ex:\n        return sum(ex.map(abs, [-1, -2, 3]))\n"
-    (r,) = full_pool.run([Job(code, calls=("f()",))])
-    assert r.payload == {"calls": [["ok", ["i", 6]]]}
+    sc = Script(code, call("f"))
+    full_pool.run([sc])
+    assert value(sc) == 6
 
 
 def test_a_sample_can_use_files_in_its_own_workdir(full_pool):
     code = "import os\ndef f():\n    open('scratch.txt', 'w').write('abc')\n    return open(os.path.join(os.getcwd(), 'scratch.txt')).read()\n"
-    (r,) = full_pool.run([Job(code, calls=("f()",))])
-    assert r.payload == {"calls": [["ok", ["s", "abc"]]]}
+    sc = Script(code, call("f"))
+    full_pool.run([sc])
+    assert value(sc) == "abc"
 
 
 def test_files_left_by_one_sample_are_gone_for_the_next(full_pool):
-    plant = "import os\ndef f():\n    open('planted', 'w').write('x')\n    return os.getcwd()\n"
-    (first,) = full_pool.run([Job(plant, calls=("f()",))])
-    look = f"import os\ndef f():\n    return os.path.exists({first.payload['calls'][0][1][1] + '/planted'!r})\n"
-    results = full_pool.run([Job(look, calls=("f()",))] * 2)
-    assert all(r.payload == {"calls": [["ok", ["b", False]]]} for r in results)
+    plant = Script("import os\ndef f():\n    open('planted', 'w').write('x')\n    return os.getcwd()\n", call("f"))
+    full_pool.run([plant])
+    where = value(plant) + "/planted"
+    looks = [Script(f"import os\ndef f():\n    return os.path.exists({where!r})\n", call("f")) for _ in range(2)]
+    full_pool.run(looks)
+    assert [value(sc) for sc in looks] == [False, False]

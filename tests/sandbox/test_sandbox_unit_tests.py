@@ -61,11 +61,14 @@ def test_timeout_is_not_scored_as_wrong(verifier):
     assert v.outcome is Outcome.ERROR and v.error_kind == "timeout" and v.score is None
 
 
-def test_running_out_of_memory_is_a_memory_error(full_pool):
+def test_a_refused_huge_allocation_is_wrong_not_a_masked_memory_error(full_pool):
+    # The budget refused it at once: the worker measured no memory pressure, so the MemoryError
+    # is the program's own (a claim it could make by raising it); see test_sandbox_verdicts for
+    # memory really hit.
     from rlvr.rewards.code import UnitTests
 
     v = UnitTests(timeout=2.0, pool=full_pool).verify(Sample(fenced("def add(a, b):\n    return len(bytearray(2**40))\n"), row={"tests": ADD}))
-    assert v.outcome is Outcome.ERROR and v.error_kind == "memory"
+    assert v.outcome is Outcome.WRONG and "MemoryError" in v.detail
 
 
 def test_row_without_tests_is_a_ground_truth_error(verifier):
@@ -86,10 +89,10 @@ def test_stdio_program_ending_with_sys_exit_keeps_its_output(verifier):
     assert v.outcome is Outcome.CORRECT
 
 
-def test_in_child_tests_are_flagged_weaker_in_the_detail(verifier):
+def test_loop_tests_are_decided_on_the_trusted_side_not_flagged_weaker(verifier):
     tests = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i * 2\n"
     v = verifier.verify(Sample(fenced("def double(x):\n    return 2 * x\n"), row={"tests": tests, "entry_point": "double"}))
-    assert v.outcome is Outcome.CORRECT and "weaker" in v.detail
+    assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("3/3")
 
 
 def test_timeout_masks_every_term_of_the_sample_in_training(verifier):
@@ -161,12 +164,6 @@ def test_task_file_with_a_unit_tests_term_scores_rows(tmp_path):
     row = task.load_split("train")[0]
     (scored,) = task.reward_set().score([Sample(fenced("def add(a, b):\n    return a + b\n"), row=row)])
     assert scored.verdicts["tests"].outcome is Outcome.CORRECT
-
-
-def test_expected_values_never_reach_the_sandbox(verifier):
-    plan = verifier.plan({"tests": "assert add(2, 3) == 987654321\nassert abs(add(1, 1) - 24681357.5) < 1e-6\n"})
-    wire = json.dumps(verifier._job("def add(a, b):\n    return a + b\n", plan).to_wire(verifier.pool.limits))
-    assert "987654321" not in wire and "24681357" not in wire
 
 
 def test_outcomes_are_counted_per_kind(pool):

@@ -11,7 +11,7 @@ operation, written as soon as it finishes, so a crash or a timeout keeps the ear
 Operations (``h`` = the number of an earlier operation, whose result is kept here as its handle;
 arguments are tagged values or ``["h", n]``):
 
-- ``load``: exec the program; ``name``: look a name up in the program's globals;
+- ``load``: exec the program (``prog``: only keep it, for stdio); ``name``: look a name up in the program's globals;
 - ``call`` / ``getattr`` / ``setattr`` / ``getitem``: the usual, on handles;
 - ``list`` / ``len`` / ``bool``: ``list(obj)``, ``len(obj)``, ``bool(obj)`` of a handle;
 - ``val``: the current value of a handle (mutable results are re-read after later calls);
@@ -135,6 +135,9 @@ class Child:
             if name in self.ns:
                 return self.keep(self.ns[name])
             return self.keep(getattr(self.ns["__builtins__"], name) if hasattr(self.ns["__builtins__"], name) else self.ns[name])
+        if k == "prog":
+            self.code = op["code"]
+            return ["ok", ["n"]]
         if k == "stdio":
             return ["ok", ["s", self.stdio(op["input"], op.get("cap", 1 << 20))]]
         if k == "legacy":
@@ -171,7 +174,7 @@ class Child:
         real_in, real_out = sys.stdin, sys.stdout
         buf = io.BytesIO()
         sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
-        sys.stdout = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
+        sys.stdout = out = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
         try:
             exec(compile(self.code, "<solution>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102
         except SystemExit:
@@ -183,6 +186,7 @@ class Child:
                 pass
             sys.stdin, sys.stdout = real_in, real_out
         data = buf.getvalue()
+        out.detach()  # keep buf open; the wrapper is done
         if len(data) > cap:
             raise OverflowError("output over the limit")
         return data.decode("utf-8", "replace")

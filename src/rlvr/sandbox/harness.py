@@ -178,29 +178,36 @@ def remove_workdir(cfg, workdir):
 
 
 def remove_tree(top):
-    """Delete a directory tree without recursion (a sample can nest it thousands deep)."""
-    stack = [top]
-    while stack:
-        d = stack[-1]
-        try:
-            entries = list(os.scandir(d))
-        except FileNotFoundError:
-            stack.pop()
-            continue
-        subdirs = []
-        for e in entries:
-            try:
+    """Delete a directory tree without recursion and without long paths (a sample can nest it
+    thousands deep): walk down by directory fd, one level open at a time."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(top, flags)
+    except FileNotFoundError:
+        return
+    names = []
+    while True:
+        sub = None
+        with os.scandir(fd) as it:
+            for e in it:
                 if e.is_dir(follow_symlinks=False):
-                    subdirs.append(e.path)
-                else:
-                    os.unlink(e.path)
-            except FileNotFoundError:
-                pass
-        if subdirs:
-            stack.extend(subdirs)
+                    sub = e.name
+                    break
+                os.unlink(e.name, dir_fd=fd)
+        if sub is not None:
+            nfd = os.open(sub, flags, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            names.append(sub)
             continue
-        os.rmdir(d)
-        stack.pop()
+        if not names:
+            os.close(fd)
+            os.rmdir(top)
+            return
+        parent = os.open("..", flags, dir_fd=fd)
+        os.close(fd)
+        fd = parent
+        os.rmdir(names.pop(), dir_fd=fd)
 
 
 def run_sample(cfg, ctl, seq):
