@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_sandbox_pool import Script, call, value
 
 from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
-
-from test_sandbox_pool import Script, call, value
 
 
 def _root() -> None:
