@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvr.errors import VerifierError
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
@@ -344,3 +348,34 @@ def test_the_hard_timeout_still_bounds_a_slow_comparison():
     verdicts = v.verify_batch(samples)
     assert all(x.outcome in (Outcome.ERROR, Outcome.CORRECT) for x in verdicts)
     assert any(x.error_kind == "timeout" for x in verdicts)
+
+
+# -- properties ----------------------------------------------------------------------------------
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1000, 10**12))
+def test_math_thousands_never_change_a_number_and_a_point_there_always_does(n):
+    grouped = f"{n:,}".replace(",", ",\\! ")
+    assert decide(grouped, str(n)) == "equal"
+    assert decide(grouped, f"{n:,}".replace(",", ".", 1).replace(",", "")) == "unequal"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text("0123456789", max_size=6), st.text("0123456789", min_size=1, max_size=6), st.integers(0, 99))
+def test_a_repeating_decimal_is_its_exact_fraction(fixed, period, whole):
+    text = f"{whole}.{fixed}\\overline{{{period}}}"
+    value = Fraction(int(f"{whole}{fixed}{period}") - int(f"{whole}{fixed}"), (10 ** len(period) - 1) * 10 ** len(fixed))
+    assert repeating_decimal(text) == value
+    assert decide(text, f"\\frac{{{value.numerator}}}{{{value.denominator}}}") == "equal"
+    if set(period) != {"0"}:  # 0.5\overline{0} is 0.5; any other period makes the truncation smaller
+        assert decide(text, f"{whole}.{fixed}{period}") == "unequal"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(-50, 50), st.integers(1, 50), st.booleans())
+def test_plus_minus_equals_its_two_values_and_nothing_one_off(a, b, swap):
+    pair = [f"{a + b}", f"{a - b}"]
+    pair = pair[::-1] if swap else pair
+    gold = f"{a} \\pm {b}"
+    assert decide(gold, ", ".join(pair)) == "equal"
+    assert decide(gold, f"{a + b}, {a - b + 1}") == "unequal"
+    assert decide(gold, f"{a + b}") == "unequal"
