@@ -271,3 +271,22 @@ def test_a_non_finite_number_in_a_response_is_written_as_null_not_as_invalid_jso
 
     r = json_response({"reward": float("inf"), "ok": [1.0, float("nan")]})
     assert json.loads(r.body) == {"reward": None, "ok": [1.0, None]}
+
+
+def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_finish(scorer: Any, task_path: Path) -> None:
+    server = ThreadServer(RewardServer(scorer, Limits(workers=1, max_queue=0, deadline=0.2)))
+    release = module_of(task_path).RELEASE
+    try:
+        r = httpx.post(server.url + "/v1/score", json={"samples": [_sample("WAIT " + right("4"))]}, timeout=30)
+        assert r.json()["results"][0]["masked"] is True  # answered at the deadline
+        busy = httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30)
+        assert busy.status_code == 503  # the verifier still holds the only worker
+        release.set()
+        for _ in range(600):
+            if httpx.get(server.url + "/healthz", timeout=5).json()["batches_active"] == 0:
+                break
+            threading.Event().wait(0.05)
+        assert httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30).status_code == 200
+    finally:
+        release.set()
+        server.stop()
