@@ -130,8 +130,10 @@ def weight_problems(task: Task) -> list[Problem]:
 
 def check_task(task: Task) -> list[Problem]:
     """Every problem ``rlvr task check`` reports beyond ``load_task``'s."""
+    from .rewards.code import weaker_problems
+
     success = [task.success_problem] if task.success_problem else []
-    return [*success, *weight_problems(task), *grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task)]
+    return [*success, *weight_problems(task), *grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task), *weaker_problems(task)]
 
 
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:

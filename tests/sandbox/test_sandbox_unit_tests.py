@@ -205,3 +205,18 @@ def test_limits_exceeded_wrong_scores_a_timeout_as_wrong(pool):
     v = UnitTests(timeout=1.0, limits_exceeded="wrong", pool=pool)
     verdict = v.verify(Sample(fenced("while True:\n    pass\n"), row={"tests": ADD}))
     assert verdict.outcome is Outcome.WRONG and verdict.score == 0.0 and "timed out" in verdict.detail
+
+
+def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
+    from rlvr.rewards.code import weaker_problems
+    from rlvr.task import load_task
+
+    rows = [{"question": "add", "tests": ADD}, {"question": "add", "tests": "class T:\n    pass\nassert add(1, 2) == 3\n"}]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "task.yaml").write_text(
+        "name: code\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}'}\n"
+        "answer: {column: tests}\nrewards:\n  - {name: tests, verifier: unit_tests, options: {timeout: 2}}\n"
+    )
+    problems = weaker_problems(load_task(tmp_path / "task.yaml"))
+    assert [p.where.rsplit(":", 1)[-1] for p in problems] == ["2"]
+    assert "error for every sample" in problems[0].what and "ClassDef" in problems[0].what
