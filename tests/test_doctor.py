@@ -30,7 +30,7 @@ GSPO = {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon":
 # scenario -> (the one finding expected, the patch's grpo change group or None)
 PLANTED = {
     "nan": ("nan", {"learning_rate": 5e-8}),
-    "no_signal": ("no_learning_signal", None),
+    "no_signal": ("no_learning_signal", {"dynamic": {"mode": "filter"}}),
     "entropy_collapse": ("entropy_collapse", DAPO),
     "dapo_entropy_collapse": ("entropy_collapse", None),  # checked separately: adaptive entropy
     "entropy_blowup": ("entropy_blowup", {"learning_rate": 2.5e-7}),
@@ -495,7 +495,7 @@ def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(capsys: 
     assert not (tmp_path / "x.yaml").exists()
 
 
-@pytest.mark.parametrize("name", sorted(n for n, (_, p) in PLANTED.items() if p is not None) + ["dapo_entropy_collapse"])
+@pytest.mark.parametrize("name", sorted(n for n, (_, p) in PLANTED.items() if p is not None and "dynamic" not in p) + ["dapo_entropy_collapse"])
 def test_patched_config_is_accepted_by_trl_grpo_config(name: str, tmp_path: Path) -> None:
     from trl import GRPOConfig
 
@@ -805,3 +805,55 @@ def test_an_eval_that_decided_nothing_is_evidence_of_a_broken_reward(tmp_path: P
 
 def test_a_partly_masked_run_is_not_reward_broken() -> None:
     assert "reward_broken" not in {f.check for f in diagnose(load_run(SYN / "verifier_errors")).findings}
+
+
+# ---- dynamic sampling (rlvr.dynamic) ------------------------------------------------------------
+
+
+def test_the_no_signal_patch_turns_on_the_online_filter_and_rlvr_train_reads_it(tmp_path: Path) -> None:
+    from rlvr.dynamic import DynamicSampling
+    from rlvr.train import read_config_file
+
+    run = _copy("no_signal", tmp_path)
+    path, f = write_patch(diagnose(load_run(run)))
+    assert f.check == "no_learning_signal" and "skips the solved prompts" in f.suggestion
+    grpo, rlvr = read_config_file(path)
+    assert "dynamic" not in grpo, "not a GRPOConfig field"
+    assert DynamicSampling.resolve(rlvr["dynamic"]).mode == "filter"
+
+
+def test_no_signal_with_the_filter_already_on_has_no_patch(tmp_path: Path) -> None:
+    run = _copy("no_signal", tmp_path)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["rlvr"]["dynamic"] = {"mode": "filter", "visits": 2, "recheck_after": 20, "epsilon": 1e-6}
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    f = diagnose(load_run(run)).findings[0]
+    assert f.check == "no_learning_signal" and f.patch is None and "already on" in f.suggestion
+
+
+def _dynamic_rows(before: float, starved: float, solved: float, unsolved: float) -> list[dict]:
+    return [{"step": s, "reward": 0.5, "reward_std": 0.3, "frac_reward_zero_std": 0.1, "grad_norm": 0.5, "dynamic/zero_std_before": before,
+             "dynamic/starved_groups": starved, "dynamic/skipped_solved": solved, "dynamic/skipped_unsolved": unsolved} for s in range(1, 21)]
+
+
+def test_a_filter_dropping_nearly_every_group_is_a_finding_of_its_own(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _write_metrics(run, _dynamic_rows(0.95, 1.0, 30, 2))
+    (f,) = [f for f in diagnose(load_run(run)).findings if f.check == "dynamic_sampling_drops_nearly_all"]
+    assert f.severity == "error" and "95%" in f.evidence and "too easy" in f.suggestion and f.patch is None
+
+
+def test_a_filter_dropping_nearly_all_unsolved_prompts_points_at_sft_and_without_starving_is_a_warning(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _write_metrics(run, _dynamic_rows(0.92, 0.0, 1, 40))
+    (f,) = [f for f in diagnose(load_run(run)).findings if f.check == "dynamic_sampling_drops_nearly_all"]
+    assert f.severity == "warning" and "SFT" in f.suggestion
+
+
+def test_a_filter_dropping_a_few_groups_is_not_a_finding(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _write_metrics(run, _dynamic_rows(0.3, 0.0, 3, 2))
+    assert "dynamic_sampling_drops_nearly_all" not in {f.check for f in diagnose(load_run(run)).findings}

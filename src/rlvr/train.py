@@ -78,11 +78,16 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     from .recipe import read_config
 
     grpo, meta = read_config(path)
+    # A doctor patch writes the online filter as grpo: {dynamic: ...} (how a task file spells it);
+    # it is rlvr's option, not a GRPOConfig field, so it leaves the GRPOConfig values here.
+    patched_dynamic = grpo.pop("dynamic", None)
     out = {"variant": meta.variant, "justification": dict(meta.justifications), "task": meta.task, "model": meta.model, "peft": meta.peft}
     stop = _file_stop(path)
     if stop:
         out["stop"] = stop
-    dynamic = _file_section(path, "dynamic")
+    dynamic: Any = {**_file_section(path, "dynamic"), **(patched_dynamic if isinstance(patched_dynamic, Mapping) else {})}
+    if patched_dynamic is not None and not isinstance(patched_dynamic, Mapping):
+        dynamic = patched_dynamic  # DynamicSampling.resolve says what is wrong with it
     if dynamic:
         out["dynamic"] = dynamic
     return grpo, out

@@ -44,6 +44,7 @@ CLIP_TOKEN_MAX = 0.2  # token-level clip fraction above this is large
 CLIP_SEQUENCE_MAX = 0.3  # GSPO clips ~15 % of sequences normally, so the bar is higher
 GRAD_RISE = 3.0  # grad_norm late/early ratio that, rising, signals off-policy instability
 ALL_MASKED = 0.99  # masked rate at or above this: (almost) no sample reached the policy with a reward
+DROPPED_NEAR_ALL = 0.9  # rlvr's filter skipped at least this share of the drawn groups: "near 100 %" (heuristic)
 
 
 
@@ -364,19 +365,69 @@ def check_no_learning_signal(run: Run) -> Result:
     cseries = run.series(f"rewards/{correct}/mean") if correct else None
     cm = late_mean(cseries) if cseries is not None else None
     early = mean(cseries.slice(0, 3).values) if cseries is not None and len(cseries) >= MIN_POINTS else None
+    # rlvr's online filter (rlvr.dynamic) skips prompts whose recent groups were flat: the config
+    # change for prompts that are too easy or mixed. Not for all-wrong prompts (every prompt would be
+    # skipped and the filter starves: SFT first), nor when training itself removed the signal.
+    filter_on = _dynamic_mode(run) == "filter"
+    patch = None if filter_on else Patch("dynamic sampling (online filter)", {"dynamic": {"mode": "filter"}},
+                                         why="skip prompts whose last groups all had the same reward; rlvr train reads grpo: {dynamic: ...}")
     if cm is not None and early is not None and abs(early - cm[0]) >= 0.1:
         fix = f"The groups were not uniform at the start ({correct!r} averaged {early:.2f} over the first steps, {cm[0]:.2f} at the end): training itself removed the signal. Read the other findings first; the prompts are not the cause."
+        patch = None
     elif cm is not None and cm[0] >= 0.9:
         fix = f"Groups are all correct ({correct!r} averages {cm[0]:.2f}): the prompts are too easy. Filter the train split to mid-difficulty prompts with `rlvr probe` (it emits a difficulty-filtered prompt set) or add harder ones."
+        fix += " The online filter (dynamic: {mode: filter}) skips the solved prompts during training meanwhile." if patch else ""
     elif cm is not None and cm[0] <= 0.1:
         fix = f"Groups are all wrong ({correct!r} averages {cm[0]:.2f}): the model cannot solve these prompts yet. Route through `rlvr probe`: a 0 % base rate means SFT first; otherwise keep only prompts with a nonzero pass rate."
+        patch = None
     else:
         fix = "Filter the train split to prompts whose base pass rate is neither 0 nor 1 (`rlvr probe` emits that set); more generations per prompt or temperature 1.0 also widen the spread."
+        fix += " The online filter (dynamic: {mode: filter}) skips prompts whose groups stay flat during training." if patch else ""
+    if filter_on:
+        fix += " The online filter was already on: the prompts it could not replace are the data's problem (see dynamic/* in the metrics)."
     return [Finding(
         "no_learning_signal", severity, "frac_reward_zero_std" if "frac_reward_zero_std" in numbers else next(iter(numbers)),
         "; ".join(parts) + " (a zero-variance group has zero advantage: no gradient, whatever the scaling)",
-        fix, None, numbers,
+        fix, patch, numbers,
     )]
+
+
+def _dynamic_mode(run: Run) -> str | None:
+    """The online filter's mode as the run's config records it (rlvr: {dynamic: ...}, or a
+    patched grpo: {dynamic: ...}); "filter" when only its metrics show."""
+    for section in (run.grpo, run.rlvr):
+        d = section.get("dynamic")
+        if isinstance(d, Mapping) and isinstance(d.get("mode"), str):
+            return str(d["mode"])
+    return "filter" if len(run.series("dynamic/zero_std_before")) else None
+
+
+def check_dynamic_dropping_nearly_all(run: Run) -> Result:
+    """rlvr's online filter skips (nearly) every group the sampler draws: the run trains on the few
+    prompts left, over and over, or on flat groups once none is left (``dynamic/starved_groups``)."""
+    before = run.series("dynamic/zero_std_before")
+    lm = late_mean(before)
+    if lm is None or len(before) < 3 or lm[0] < DROPPED_NEAR_ALL:
+        return []
+    v, (a, b) = lm
+    numbers: dict[str, float | int | None] = {"zero_std_before": v}
+    parts = [f"the online filter skipped {v:.0%} of the groups the sampler drew over steps {a}-{b}"]
+    starved = late_mean(run.series("dynamic/starved_groups"))
+    if starved is not None and starved[0] > 0:
+        numbers["starved_groups"] = starved[0]
+        parts.append(f"{starved[0]:.2g} groups per generation found no prompt to replace them (trained flat)")
+    solved, unsolved = late_mean(run.series("dynamic/skipped_solved")), late_mean(run.series("dynamic/skipped_unsolved"))
+    if solved is not None and unsolved is not None:
+        numbers.update(skipped_solved=solved[0], skipped_unsolved=unsolved[0])
+        parts.append(f"skipped prompts: {solved[0]:.0f} last solved by every completion, {unsolved[0]:.0f} by none")
+        if solved[0] >= unsolved[0]:
+            fix = "Most prompts are solved every time: the task is too easy for this model now. Add harder prompts (or stop: the run has learnt what these prompts teach)."
+        else:
+            fix = "Most prompts are failed every time: the model cannot solve them. Route through `rlvr probe` (SFT first at a 0 % base rate) or keep prompts with a nonzero pass rate."
+    else:
+        fix = "Nearly every prompt's groups are flat: change the data (`rlvr probe` emits a difficulty-filtered prompt set); no sampling setting can make a flat group teach."
+    return [Finding("dynamic_sampling_drops_nearly_all", "error" if "starved_groups" in numbers else "warning", "dynamic/zero_std_before",
+                    "; ".join(parts), fix, None, numbers)]
 
 
 def check_kl(run: Run) -> Result:
@@ -559,5 +610,6 @@ def check_loss_explained(run: Run) -> Result:
 
 CHECKS: tuple[Callable[[Run], Result], ...] = (
     check_reward_broken, check_nan, check_verifier_errors, check_reward_hacking, check_collapse, check_moe, check_no_learning_signal,
+    check_dynamic_dropping_nearly_all,
     check_kl, check_entropy, check_length, check_truncation, check_off_policy, check_loss_explained,
 )
