@@ -34,3 +34,5 @@ def test_check_prints_the_layers_and_stops_every_attack(capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "+ seccomp" in out and "GOT THROUGH" not in out and "still serving after the attacks: yes" in out
+    assert "pathname UNIX sockets: socket() and connect() denied by seccomp" in out
+    assert "stopped      raise_memory_error" in out and "stopped      hash_collision_answer" in out

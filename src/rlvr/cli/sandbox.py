@@ -16,6 +16,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--timeout", type=float, default=2.0, help="per-sample wall-clock limit in seconds for the attacks (default 2)")
 
 
+def unix_socket_guard(layers: object) -> str:
+    """Which layer stops a sample reaching a host daemon's UNIX socket, on this machine."""
+    active = layers.active  # type: ignore[attr-defined]
+    status = layers.status  # type: ignore[attr-defined]
+    if active("seccomp"):
+        note = "socket() and connect() denied by seccomp (only socketpair() is left; sendto() with an address is denied)"
+        if active("landlock"):
+            note += f"; Landlock ({status['landlock'].split(' (')[0].removeprefix('active: ')}) has no rule for them on this kernel"
+        return note
+    if active("mountns"):
+        return "NOT STOPPED outside the hidden directories: seccomp is missing (the mount namespace only hides /tmp, /run, /var, ...)"
+    return "NOT STOPPED: seccomp and the mount namespace are missing"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..rewards.base import Sample
@@ -35,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         missing = layers.missing()
         if missing:
             print(f"MISSING: {', '.join(missing)} (training with strict: true would refuse to start)")
+        print(f"pathname UNIX sockets: {unix_socket_guard(layers)}")
         verifier = UnitTests(timeout=args.timeout, pool=pool)
         results = run_attacks(verifier)
         print(f"\nattacks ({len(results)})")

@@ -459,7 +459,7 @@ def probe_layers(cfg, layers):
             layers["seccomp"] = "unavailable: " + why
         else:
             cfg["seccomp"] = True
-            layers["seccomp"] = "active: no exec, no fork, only AF_UNIX sockets, no ptrace/mount/unshare/bpf/io_uring"
+            layers["seccomp"] = "active: no exec, no fork, no socket() or connect() (socketpair only), no memfd or SysV IPC, no ptrace/mount/unshare/bpf/io_uring"
     cfg["pidns"] = cfg["ipcns"] = False
     if "pidns" not in on:
         layers["pidns"] = "unavailable: disabled"
