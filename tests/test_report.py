@@ -184,3 +184,27 @@ def test_the_report_shows_the_gate_status_or_the_no_gate_reason(tmp_path: Path) 
 def test_a_stopped_run_says_why_in_the_report(tmp_path: Path) -> None:
     text = write_report(load_run(DATA / "real" / "reward_broken"), tmp_path).html.read_text()
     assert "stopped: every sample was masked" in text and "reward_broken" in text
+
+
+def _dynamic_run(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(SYN / "healthy", run)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        if "reward" in r:
+            r.update({"dynamic/zero_std_before": 0.25, "dynamic/zero_std_after": 0.05, "dynamic/kept_groups": 3.0, "dynamic/replaced_groups": 1.0,
+                      "dynamic/starved_groups": 0.0, "dynamic/skipped_prompts": 12.0, "dynamic/skipped_solved": 10.0, "dynamic/skipped_unsolved": 2.0})
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
+def test_a_run_with_the_online_filter_gets_its_two_plots(tmp_path: Path) -> None:
+    rep = write_report(load_run(_dynamic_run(tmp_path)), tmp_path / "out")
+    assert [p.name for p in rep.plots] == PLOTS + ["dynamic", "dynamic_counts"]
+    assert all(p.path is not None and p.path.read_bytes().startswith(PNG) for p in rep.plots[-2:])
+    assert "zero-variance share before and after" in rep.html.read_text()
+
+
+def test_a_run_without_the_filter_gets_no_dynamic_plot_and_no_mention(tmp_path: Path) -> None:
+    rep = write_report(load_run(SYN / "healthy"), tmp_path)
+    assert [p.name for p in rep.plots] == PLOTS and "Dynamic sampling" not in rep.html.read_text()

@@ -2,7 +2,10 @@
 
 Six plots, each a PNG written with matplotlib's Agg backend (no display needed): reward per term,
 held-out accuracy, entropy, completion length, the zero-std fraction and KL. A plot whose metrics
-the run did not log is left out and the report says so, rather than drawing an empty axis. The
+the run did not log is left out and the report says so, rather than drawing an empty axis. A run
+trained with rlvr's online filter (``rlvr.dynamic``) gets two more: the zero-variance share of the
+groups the sampler drew and of the groups trained, and the filter's counts (kept, replaced and
+starved groups, skipped prompts); a run without it gets neither, and nothing is said about them. The
 HTML file embeds the PNGs as base64 and has no external links, scripts or fonts, so it can be
 mailed or archived on its own; it also carries the doctor's findings and notes for the same run.
 
@@ -110,6 +113,24 @@ def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
             _Line(run.series("completions/clipped_ratio"), "clipped (truncated) ratio"),
         ]),
         "kl": ("KL to the reference", "nats / token", [_Line(run.series("kl"), "kl")]),
+        **_dynamic_lines(run),
+    }
+
+
+def _dynamic_lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
+    """The online filter's plots, only for a run that logged its metrics."""
+    if not len(run.series("dynamic/zero_std_before")):
+        return {}
+    return {
+        "dynamic": ("Dynamic sampling: zero-variance share before and after the filter", "fraction of groups", [
+            _Line(run.series("dynamic/zero_std_before"), "drawn groups skipped (predicted flat)"),
+            _Line(run.series("dynamic/zero_std_after"), "trained groups found flat"),
+        ]),
+        "dynamic_counts": ("Dynamic sampling: groups and skipped prompts", "count", [
+            _Line(run.series(f"dynamic/{k}"), label) for k, label in (
+                ("kept_groups", "kept groups"), ("replaced_groups", "replaced groups"), ("starved_groups", "starved groups (no replacement)"),
+                ("skipped_prompts", "skipped prompts"), ("skipped_solved", "skipped: all solved"), ("skipped_unsolved", "skipped: none solved"))
+        ]),
     }
 
 
@@ -146,7 +167,7 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
             ax.axvline(step, color="#777", linestyle="--", linewidth=1, label="resume" if i == 0 else None)
         if resume_steps(run) and len(drawn) == 1:
             ax.legend(fontsize=8)
-        if name in ("accuracy", "zero_std"):
+        if name in ("accuracy", "zero_std", "dynamic"):
             ax.set_ylim(-0.02, 1.02)  # fractions on their whole scale
         ax.set_title(title)
         ax.set_xlabel("step")
@@ -195,6 +216,8 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         rows.insert(0, ["inspection gate", gate_text(run.rlvr)])
         if isinstance(run.rlvr.get("stop"), Mapping):
             rows.append(["stop rules", ", ".join(f"{k} {v}" for k, v in run.rlvr["stop"].items())])
+        if isinstance(run.rlvr.get("dynamic"), Mapping):
+            rows.append(["dynamic sampling", ", ".join(f"{k} {v}" for k, v in run.rlvr["dynamic"].items())])
         parts.append("<h2>Configuration</h2>" + _table(rows, ["setting", "value"]))
     sessions = [e for e in run.events if e.get("event") in ("resume", "stopped")]
     if sessions:
