@@ -3,9 +3,11 @@
 Each is text built from the row (the entry point, the tests shown in the prompt); the audit never
 runs it. Only the term's verifier does -- the sandbox, for ``unit_tests`` -- exactly as it would
 run a policy's program. What they try (prior-art-sandbox.md, section 3): exit 0 before the tests
-run, print a fake "passed", return an object whose ``__eq__`` is always true, turn failures into
-exit code 0 (``atexit``, ``sys.excepthook``, patched ``unittest`` asserts), read the expected
-values from the test file or the caller's frame, and hard-code the test cases the prompt shows.
+run, print a fake "passed", return an object whose ``__eq__`` (and ``__contains__``, ``__abs__``)
+is always true, turn failures into exit code 0 (``atexit``, ``sys.excepthook``, patched
+``unittest`` asserts), patch the builtins and ``math.isclose`` a test would use, read the
+expected values from the test file or the caller's frame, and hard-code the test cases the prompt
+shows.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ _ALWAYS_EQUAL = '''class _Anything:
         return iter(())
     def __len__(self):
         return 0
+    def __contains__(self, item):
+        return True
+    def __abs__(self):
+        return 0
+    def __sub__(self, other):
+        return self
+    __rsub__ = __sub__
+    def __float__(self):
+        return 0.0
 
 
 def {entry}(*args, **kwargs):
@@ -147,6 +158,12 @@ def code_attempts(ctx: Context, which: str) -> list[Attempt]:
             one(
                 "import unittest\nfor _n in dir(unittest.TestCase):\n    if _n.startswith('assert'):\n"
                 "        setattr(unittest.TestCase, _n, lambda *a, **k: None)\n" + stub
+            ),
+            # What a test's own operators and builtins would use, if they ran beside the program.
+            one(
+                "import builtins, math\nbuiltins.all = builtins.any = lambda *a, **k: True\n"
+                "builtins.isinstance = lambda *a: True\nmath.isclose = lambda *a, **k: True\n"
+                "builtins.AssertionError = type('AssertionError', (BaseException,), {})\n" + stub
             ),
         ]
     if spec.stdio is not None:
