@@ -25,6 +25,8 @@ checks that import TRL or score the data, so a task that passes it does not fail
   other terms of kind ``answer`` (``exact``, custom ones) are run with the ground truth itself as
   the answer, and one they cannot read or do not accept as equal to itself is reported. Each
   problem names the file and row.
+- unit tests -- ``unit_tests`` rows whose tests the sandbox's trusted side cannot run, with what
+  they will score (``rewards.code.weaker_problems``).
 """
 
 from __future__ import annotations
