@@ -64,19 +64,24 @@ def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_ne
     model.eval()
     tokenizer.padding_side = "left"
     device = next(model.parameters()).device
-    eos = tokenizer.eos_token_id
+    from .generate import _eos_ids
+
+    stop = sorted(_eos_ids(tokenizer, model))  # the tokenizer's EOS and the checkpoint's, as TRL stops on both
     out: list[tuple[str, list[int]]] = []
     try:
         for i in range(0, len(prompts), batch_size):
             batch = [p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts[i : i + batch_size]]
             enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            kw: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "eos_token_id": eos}
-            kw.update({"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 else {"do_sample": False})
+            kw: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "eos_token_id": stop, "repetition_penalty": 1.0}
+            # Explicit top_k and repetition_penalty: a checkpoint's generation_config (Qwen2.5's top_k 20,
+            # repetition_penalty 1.05) fills every value left unset, and would change what the eval measures.
+            kw.update({"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if temperature > 0 else {"do_sample": False})
             with torch.no_grad():
                 gen = model.generate(**enc, **kw)
             for row in gen[:, enc["input_ids"].shape[1] :].tolist():
-                ids = row[: row.index(eos) + 1] if eos in row else row
-                ids = [t for t in ids if t != tokenizer.pad_token_id]
+                end = next((i for i, t in enumerate(row) if t in stop), None)
+                ids = row[: end + 1] if end is not None else row
+                ids = [t for i, t in enumerate(ids) if t != tokenizer.pad_token_id or i == end]
                 out.append((tokenizer.decode(ids, skip_special_tokens=True), ids))
     finally:
         torch.random.set_rng_state(rng)

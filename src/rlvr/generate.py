@@ -121,6 +121,17 @@ def _eos_ids(tokenizer: Any, model: Any = None) -> set[int]:
     return ids
 
 
+def _saved_generation_config(model_path: str) -> Any:
+    """The checkpoint's generation config (its stop ids, e.g. Qwen2.5's ``<|endoftext|>`` beside
+    ``<|im_end|>``), or None when there is none."""
+    try:
+        from transformers import GenerationConfig
+
+        return type("Saved", (), {"generation_config": GenerationConfig.from_pretrained(model_path)})()
+    except Exception:  # noqa: BLE001 - no generation_config.json: the tokenizer's EOS alone
+        return None
+
+
 def _cut(ids: Sequence[int], eos: set[int], pad: int | None, max_new_tokens: int) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
     """Generated ids up to and including the first EOS; padding after it dropped."""
     for i, t in enumerate(ids):
@@ -208,6 +219,10 @@ class TransformersSampler:
             "num_return_sequences": copies,
             "pad_token_id": pad,
             "eos_token_id": sorted(self.eos),
+            # A checkpoint's generation_config fills every value left unset here, greedy included:
+            # Qwen2.5-Instruct's repetition_penalty 1.05 would change what the probe measures
+            # (TRL and the vLLM backend sample with 1.0).
+            "repetition_penalty": 1.0,
         }
         if not greedy:
             # top_k=0 and explicit values so a checkpoint's generation_config (often top_k=50,
@@ -241,7 +256,7 @@ class VllmSampler:
         except Exception as exc:  # noqa: BLE001 - an import of vLLM can fail in many ways
             raise ModelError(f"the vllm backend needs vLLM installed and working: {type(exc).__name__}: {exc}") from exc
         self.tokenizer = tokenizer
-        self.eos = _eos_ids(tokenizer)
+        self.eos = _eos_ids(tokenizer, _saved_generation_config(model_path))
         kw: dict[str, Any] = {"model": model_path, "gpu_memory_utilization": gpu_memory_utilization, "dtype": dtype, "skip_tokenizer_init": True}
         if max_model_len:
             kw["max_model_len"] = max_model_len
