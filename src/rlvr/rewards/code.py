@@ -14,16 +14,27 @@ Tests come from one column (the task's answer column by default), in one of two 
   ``{"inputs": [...], "outputs": [...]}``); the whole stdout is compared line by line, with
   trailing whitespace ignored.
 
-Verdicts are decided on the trusted side (``rlvr.sandbox.checks``): ``correct`` when every test
-passes; ``wrong`` otherwise, scored 0 or, with ``partial_credit``, the fraction passed. What the
-code prints, its exit code, ``sys.exit(0)`` or ``os._exit(0)`` never grant reward. A timeout,
-running out of memory or a sandbox failure is an ``error`` (kinds ``timeout``, ``memory``,
-``sandbox``), which the TRL adapter masks out of the group; a row whose tests do not parse is a
-``ground_truth`` error. Masking a timeout has a cost worth knowing: in a group whose other
+Verdicts are decided on the trusted side (``rlvr.sandbox.judge``): the test file runs in this
+process, in order, and the sandboxed child only answers what the candidate's code produces, as
+plain data; every comparison and builtin that decides pass or fail runs here. ``correct`` when
+every assert passes and nothing escapes; ``wrong`` otherwise, scored 0 or, with
+``partial_credit``, the fraction of asserts passed. What the code prints, its exit code, an
+exception it raises about itself (``MemoryError``), killing itself or closing its pipes never
+grant reward or masking. A ``timeout`` (the deadline, or CPU time at the limit), ``memory`` (the
+kernel saw a peak of at least half the budget) or ``sandbox`` failure, as the worker measured
+it, is an ``error``, which the TRL adapter masks out of the group; a row whose tests do not parse
+is a ``ground_truth`` error. Masking a timeout has a cost worth knowing: in a group whose other
 samples are wrong, a sample that loops forever escapes the negative advantage a wrong answer
 gets. ``limits_exceeded: wrong`` scores timeouts and memory blow-ups as wrong instead (sandbox
-failures stay masked); the default, ``mask``, follows the project's verifier rules. Tests that could not be converted into (call, expected) pairs run inside
-the sandbox and the verdict's detail says so (weaker).
+failures stay masked); the default, ``mask``, follows the project's verifier rules. A verdict
+the answers already decide (an assert failed) stands whatever the program does afterwards.
+
+Tests the trusted side cannot run (a class in the test file, ``with``, imports outside the
+trusted modules: ``docs/sandbox.md``) are *weaker*: with ``weaker: error`` (the default) every
+sample of the row is an error of kind ``weaker`` (masked, counted, never rewarded); ``weaker:
+run`` runs the test file inside the sandbox and flags the verdict as forgeable. ``rlvr task
+check`` lists such rows. With ``prefix_column``, the prompt's own complete helper functions run
+on the trusted side too, so a program cannot redefine what the tests rely on.
 
 Python only; the sandbox worker's interpreter has the standard library and nothing else.
 """

@@ -7,18 +7,22 @@ unprivileged uid, and that uid must still be able to import the standard library
 
 Lifecycle:
 
-1. The worker starts as root (or as the user, with a user namespace), unshares a network and a
-   mount namespace once, mounts tmpfs over /tmp, /run, /dev/shm, /home and /root, pre-imports the
-   modules samples commonly use, probes every layer and reports them in its hello message.
-2. For each job it clones one child into a new PID namespace (the child is its pid 1: when it
-   dies the kernel kills every process it left behind). The child closes every inherited fd,
-   sets rlimits, drops to the slot's uid, sets no-new-privileges, restricts itself with Landlock
-   and seccomp, runs the program and the test calls, and writes the *outputs* as tagged JSON to
-   a pipe. It never sees expected values, so it has nothing to compare: the pool decides.
-3. The worker enforces the wall-clock deadline, kills the child (and so its namespace), and
-   returns the raw result bytes, the exit status and why it stopped.
+1. The worker starts as root (or as the user, with a user namespace), unshares a network, a
+   mount and an IPC namespace once, covers every top-level directory a sample does not need with
+   an empty tmpfs, pre-imports the modules samples commonly use, probes every layer and reports
+   them in its hello message.
+2. For each sample it mounts a fresh tmpfs workdir and clones one child into a new PID and IPC
+   namespace (the child is its pid 1: when it dies the kernel kills every process it left
+   behind). The child closes every inherited fd, sets rlimits, drops to the slot's uid, sets
+   no-new-privileges, restricts itself with Landlock and seccomp, then serves operations
+   (``child.py``): the trusted side sends them, the child answers each with plain data.
+3. The worker relays both ways with ``splice`` (it never reads a job or an answer into its own
+   memory, so the next child, forked from it, cannot find one), enforces the wall-clock deadline
+   whatever the child does with its pipes, kills the child (and so its namespace), and reports
+   how the session ended as *it* measured it: CPU time and peak memory from ``wait4``.
 
-Framing on stdin/stdout: 4-byte big-endian length, then UTF-8 JSON.
+Framing on stdin/stdout: a 1-byte type, a 4-byte big-endian length, the payload (see
+``write_frame``).
 """
 
 import fcntl

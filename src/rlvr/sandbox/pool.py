@@ -10,9 +10,13 @@ to. It is chosen at start-up by probing each candidate *as that uid*: the ``pyth
 then Debian's ``/usr/bin/python3``, then the trainer's own interpreter. When none imports (pyenv
 under a 0700 ``/root``), the pool runs with the uid layer reported as unavailable, never silently.
 
-The pool owns a second deadline above the worker's: a worker that does not answer within the
-sample's timeout plus a grace period is killed and replaced, and the sample is an infrastructure
-error (``sandbox``). The pool keeps serving after any sample, whatever it did.
+A sample is a *conversation* (``checks.TestRun``, ``StdioRun``, ``LegacyRun``): the trusted side
+sends batches of operations, the child answers each, and all judging happens here, between
+batches. The child's answers are framed JSON, at most ``MAX_FRAME`` bytes each; the worker caps a
+sample's answers at 4 MiB. The pool owns a second deadline above the worker's: a worker that
+does not answer within the sample's timeout plus a grace period is killed and replaced, and the
+sample is an infrastructure error (``sandbox``). The pool keeps serving after any sample,
+whatever it did.
 """
 
 from __future__ import annotations
