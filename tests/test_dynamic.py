@@ -152,7 +152,7 @@ def score(completions, question, **kwargs):
     """1 for "easy" prompts, 0 for "hard" ones whatever the completion; a continuous share of
     digits otherwise (so those groups vary). Appends each call's prompts to SEEN."""
     with open(os.environ["RLVR_TEST_SEEN"], "a") as fh:
-        fh.write(json.dumps(list(question)) + "\\n")
+        fh.write(json.dumps({"rank": int(os.environ.get("RANK", "0")), "q": list(question)}) + "\\n")
     out = []
     for q, text in zip(question, completions):
         if q.startswith("easy"):
@@ -191,9 +191,14 @@ def planted_task(folder: Path, dynamic: dict[str, Any] | None, grpo: dict[str, A
 
 
 def seen(path: Path) -> list[list[str]]:
-    """Each reward call's prompts, one entry per group (the question repeated 8 times)."""
+    """Each generation's prompts in global batch order, one entry per group (the question repeated
+    8 times): the k-th reward call of rank 0, then the k-th of rank 1, ..."""
     calls = [json.loads(x) for x in path.read_text().splitlines()]
-    return [[qs[i] for i in range(0, len(qs), 8)] for qs in calls]
+    by_rank: dict[int, list[list[str]]] = {}
+    for c in calls:
+        by_rank.setdefault(c["rank"], []).append([c["q"][i] for i in range(0, len(c["q"]), 8)])
+    ranks = sorted(by_rank)
+    return [[q for r in ranks for q in by_rank[r][k]] for k in range(len(by_rank[ranks[0]]))]
 
 
 def run_planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[str, Any] | None, steps: int, name: str = "run", resume: bool = False) -> tuple[Path, list[list[str]]]:
@@ -270,5 +275,32 @@ def test_a_resumed_run_trains_the_same_prompts_and_ends_with_the_same_state(tmp_
     assert [sorted(g) for g in groups_b] == [sorted(g) for g in groups_whole]
     a = json.loads((whole / "checkpoints" / "checkpoint-8" / STATE_FILE).read_text())
     b = json.loads((part / "checkpoints" / "checkpoint-8" / STATE_FILE).read_text())
+    for key in ("history", "skipped_until", "generations"):
+        assert a[key] == b[key], key
+
+
+@pytest.mark.slow
+def test_two_processes_make_the_same_decisions_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """accelerate launch --num_processes 2 (CPU, gloo) with half the per-device batch: the same
+    global batches, so the same prompts trained per generation, split across the two ranks, and
+    the same filter state at the end. Measured ~40 s on 2 CPU cores."""
+    import os
+    import subprocess
+    import sys
+
+    dyn = {"mode": "filter", "visits": 1, "recheck_after": 100}
+    one, groups_one = run_planted(tmp_path / "one", monkeypatch, dyn, steps=8)
+    path = planted_task(tmp_path / "two" / "task", dyn, grpo={"per_device_train_batch_size": 8})
+    log = tmp_path / "two" / "seen.jsonl"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RLVR_TEST_SEEN": str(log)}
+    proc = subprocess.run([sys.executable, "-m", "rlvr.cli.main", "train", str(path), "--run-dir", str(tmp_path / "two" / "run"), "--max-steps", "8",
+                           "--no-gate", "dynamic sampling, two processes", "--eval-every", "0", "--no-progress", "--launch", "accelerate",
+                           "--num-processes", "2"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    calls = [json.loads(x) for x in log.read_text().splitlines()]
+    assert {c["rank"] for c in calls} == {0, 1}
+    assert seen(log) == groups_one
+    a = json.loads((one / "checkpoints" / "checkpoint-8" / STATE_FILE).read_text())
+    b = json.loads((tmp_path / "two" / "run" / "checkpoints" / "checkpoint-8" / STATE_FILE).read_text())
     for key in ("history", "skipped_until", "generations"):
         assert a[key] == b[key], key
