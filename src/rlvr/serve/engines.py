@@ -15,6 +15,10 @@ share, so these adapters are written against the engines' call signatures, read 
   ``{"rewards", "scores", "extra_logs"}``; queries are prompt + response decoded with special
   tokens. Recent releases call it with one sample at a time.
 
+``tests/serve/test_serve_engines.py`` checks these contracts as recorded; the opt-in
+``tests/serve/test_serve_engine_code.py`` runs OpenRLHF 0.11.2's and verl 0.9.1's own reward
+code (downloaded without dependencies) against these adapters and the server.
+
 Undecidable samples: neither engine can leave a row out of its group's baseline, so a masked row
 gets a stand-in reward (``scoring.Imputer``: the mean of its group's decided rows, which gives it
 advantage 0). The batched verl variant sees whole groups; the per-sample one and OpenRLHF's
