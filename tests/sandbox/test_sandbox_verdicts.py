@@ -249,3 +249,21 @@ def test_expected_values_never_reach_the_sandbox(pool):
     pool.run([conv])
     sent = json.dumps(conv.sess.ops)
     assert conv.result.status == "failed" and "987654321" not in sent and "24681357" not in sent
+
+
+def test_junk_written_on_the_answer_channel_is_never_a_pass(pool):
+    # The program writes frames of its own (junk, and answers it could have returned anyway) to
+    # every fd before the real answers: they can only stand for values it could return.
+    code = (
+        "import os, json, struct\n"
+        "def add(a, b):\n"
+        "    for fd in range(3, 64):\n"
+        "        for obj in (['ok', ['i', 5]], 7, ['exc', 'x'], {'ok': 1}):\n"
+        "            data = json.dumps(obj).encode()\n"
+        "            try:\n"
+        "                os.write(fd, struct.pack('>I', len(data)) + data)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    return 0\n"
+    )
+    assert outcome(pool, code, ADD) == "wrong"

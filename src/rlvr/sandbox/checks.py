@@ -278,7 +278,9 @@ class TestRun:
         return self._round()
 
     def feed(self, answers: list[Any], ended: bool) -> list[dict[str, Any]] | None:
-        self.sess.answers.extend(answers)
+        # The child's answers are untrusted: anything but ["ok", value, ...], ["exc", names] or
+        # ["mem"] is garbled (the trusted side treats it as an exception of the candidate).
+        self.sess.answers.extend(a if _well_formed(a) else ["garbled"] for a in answers)
         self.sess.ended = self.sess.ended or ended
         return self._round()
 
@@ -385,6 +387,16 @@ class TestRun:
     def _final(self, j: Judgement) -> None:
         self.result = j
         return None
+
+
+def _well_formed(a: Any) -> bool:
+    if type(a) is not list or not a or a[0] not in ("ok", "exc", "mem"):
+        return False
+    if a[0] == "ok":
+        return len(a) >= 2
+    if a[0] == "exc":
+        return len(a) == 2 and type(a[1]) is list and all(type(n) is str for n in a[1])
+    return True
 
 
 class StdioRun:

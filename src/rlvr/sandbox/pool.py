@@ -228,7 +228,8 @@ class _Worker:
         grace period) only catches a worker that stopped answering."""
         deadline = time.monotonic() + timeout + GRACE_S
         self.send(b"J", json.dumps({"timeout": timeout}).encode())
-        stream = b""  # the child's answers as the worker forwards them: 4-byte length + JSON
+        stream = bytearray()  # the child's answers as the worker forwards them: 4-byte length + JSON
+        pos = 0  # parsed up to here (an offset, not slicing: a child can send many tiny frames)
         end: SessionEnd | None = None
         ops: list[dict[str, Any]] | None = conv.first()
         over = ""
@@ -237,17 +238,20 @@ class _Worker:
             answers: list[Any] = []
             while len(answers) < len(ops) and end is None and not over:
                 # Whole answers already buffered first.
-                if len(stream) >= 4:
-                    n = struct.unpack(">I", stream[:4])[0]
+                if len(stream) - pos >= 4:
+                    n = struct.unpack(">I", stream[pos:pos + 4])[0]
                     if n > MAX_FRAME:
                         over = f"an answer of {n} bytes is over the {MAX_FRAME}-byte limit"
                         break
-                    if len(stream) >= 4 + n:
+                    if len(stream) - pos >= 4 + n:
                         try:
-                            answers.append(json.loads(stream[4:4 + n]))
+                            answers.append(json.loads(bytes(stream[pos + 4:pos + 4 + n])))
                         except (ValueError, RecursionError):
                             answers.append(["garbled"])
-                        stream = stream[4 + n:]
+                        pos += 4 + n
+                        if pos > MAX_FRAME:
+                            del stream[:pos]
+                            pos = 0
                         continue
                 got = self.frame(max(0.0, deadline - time.monotonic()))
                 if got is None:
