@@ -18,6 +18,12 @@ Three ways to score the same samples with unit tests:
   child (measured with ``perf``), not by the isolation layers;
 - **ours**: the pool with every layer this machine offers.
 
+Since the trusted-side interpreter (``rlvr.sandbox.judge``), "ours" and "bare" also run each
+test file in the trainer and exchange one batch of operations with the child (the CPU column
+counts the trainer too). ``--before REF`` first runs this same script against the sandbox as it
+was at git commit REF (``git archive`` into a temporary folder, put first on ``PYTHONPATH``), so
+the table before and after comes from one run on one machine state.
+
 Workloads: a trivial function with three asserts, and HumanEval's 164 canonical solutions.
 Prints samples per second and the ratios (targets: ours >= 25x pytest, ours >= 0.7x a bare
 fork-per-sample worker; both readings of "bare" are printed).
@@ -26,7 +32,7 @@ each is kept, and the load average is printed so a noisy run can be recognised. 
 sample (trainer + workers + their children, from /proc) varies much less than wall time under
 load, so it is printed too.
 
-    .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R]
+    .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R] [--before REF]
 """
 
 from __future__ import annotations
@@ -167,13 +173,30 @@ def run_pool(pool: SandboxPool, items: list[dict[str, str]]) -> tuple[float, int
     return elapsed, sum(x.outcome is Outcome.CORRECT for x in verdicts), cpu
 
 
+def run_before(args: argparse.Namespace) -> None:
+    here = Path(__file__).resolve().parents[1]
+    old = Path(tempfile.mkdtemp(prefix="rlvr-bench-before-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(here), "archive", args.before, "src"], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        cmd = [sys.executable, __file__, "--trivial", str(args.trivial), "--pytest-samples", str(args.pytest_samples), "--repeat", str(args.repeat), "--workers", str(args.workers)]
+        print(f"== before: {args.before} ==", flush=True)
+        subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(old / "src")}, check=True)
+        print("== after: this checkout ==", flush=True)
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trivial", type=int, default=400, help="trivial samples per round (default 400)")
     ap.add_argument("--pytest-samples", type=int, default=24, help="samples per workload for pytest, which is slow (default 24)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds for the pools; the best is reported (default 3)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--before", metavar="REF", help="first run the same benchmark against the sandbox at git commit REF")
     args = ap.parse_args()
+    if args.before:
+        run_before(args)
 
     loads = workloads(args.trivial)
     ours = SandboxPool(args.workers, Limits(timeout=10.0))
