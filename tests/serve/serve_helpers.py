@@ -24,6 +24,7 @@ from rlvr.rewards.base import BaseVerifier, Verdict, ground_truth
 from rlvr.rewards.format import AnswerFormat, extract
 
 RELEASE = threading.Event()  # completions containing WAIT block until a test sets it
+CALLS = []  # every completion this checker was asked about, in order
 
 
 class Check(BaseVerifier):
@@ -34,6 +35,7 @@ class Check(BaseVerifier):
         self.column = column
 
     def verify(self, sample):
+        CALLS.append(sample.completion)
         if "WAIT" in sample.completion:
             RELEASE.wait(30)
         if "SLEEP" in sample.completion:

@@ -290,3 +290,22 @@ def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_fin
     finally:
         release.set()
         server.stop()
+
+
+def test_chunks_not_started_by_the_deadline_are_dropped_not_scored_later(scorer: Any, task_path: Path) -> None:
+    server = ThreadServer(RewardServer(scorer, Limits(workers=1, deadline=0.2, chunk=1)))
+    module = module_of(task_path)
+    try:
+        rows = [_sample("WAIT " + right("4")), _sample("queued-1 " + right("4")), _sample("queued-2 " + right("4"))]
+        r = httpx.post(server.url + "/v1/score", json={"samples": rows}, timeout=30)
+        assert [x["masked"] for x in r.json()["results"]] == [True, True, True]
+        module.RELEASE.set()
+        for _ in range(600):
+            if httpx.get(server.url + "/healthz", timeout=5).json()["batches_active"] == 0:
+                break
+            threading.Event().wait(0.05)
+        assert httpx.get(server.url + "/healthz", timeout=5).json()["batches_active"] == 0
+        assert not any("queued" in c for c in module.CALLS)
+    finally:
+        module.RELEASE.set()
+        server.stop()

@@ -18,8 +18,9 @@ Limits, each answered with a JSON error and never with a stopped server:
   reading a chunked body), more than ``max_rows`` samples ``413``, a body that is not JSON, or
   not ``application/json``, ``400`` / ``415``.
 - Deadline: rows not scored within ``deadline`` seconds are answered as masked, every term an
-  ``error`` of kind ``timeout``. Python cannot stop a running thread, so the verifier keeps its
-  worker until its own timeout (every built-in verifier has one) and the batch keeps its place.
+  ``error`` of kind ``timeout``; their chunks that have not started are dropped. Python cannot
+  stop a running thread, so a chunk being scored keeps its worker until its verifier returns
+  (every built-in verifier has its own timeout) and the batch keeps its place until then.
 - Shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and waits for the requests
   in flight, which wait for their batches (up to the deadline), then the worker pool is joined.
 
@@ -178,30 +179,40 @@ class RewardServer:
         self.active += 1
         self.scorer.metrics.active = self.active
 
-    def _release(self, _: Any = None) -> None:
+    def _release(self) -> None:
         self.active -= 1
         self.scorer.metrics.active = self.active
 
     async def _score(self, samples: Sequence[Sample]) -> list[Scored]:
         """Score in chunks on the worker pool; rows not done by the deadline are masked as
-        timeouts. The batch's admission is released when every chunk has finished."""
+        timeouts, and chunks that have not started by then are dropped. The batch's admission is
+        released when every chunk has finished or been dropped (never while one still runs)."""
         loop = asyncio.get_running_loop()
         size = max(1, self.limits.chunk)
         starts = list(range(0, len(samples), size))
-        futures = [loop.run_in_executor(self.pool, self.scorer.reward_set.score, samples[i : i + size], i) for i in starts]
-        gathered = asyncio.gather(*futures, return_exceptions=True)
-        gathered.add_done_callback(self._release)
+        jobs = [self.pool.submit(self.scorer.reward_set.score, samples[i : i + size], i) for i in starts]
+        left = [len(jobs)]
+
+        def finished(_: Any) -> None:  # runs in a worker thread, or here when a job is dropped
+            left[0] -= 1
+            if left[0] == 0:
+                loop.call_soon_threadsafe(self._release)
+
+        for job in jobs:
+            job.add_done_callback(finished)
         start = time.monotonic()
-        await asyncio.wait(futures, timeout=self.limits.deadline)
+        await asyncio.wait([asyncio.wrap_future(j) for j in jobs], timeout=self.limits.deadline)
         out: list[Scored] = []
         late = 0
-        for i, fut in zip(starts, futures, strict=True):
+        for i, job in zip(starts, jobs, strict=True):
             n = len(samples[i : i + size])
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                out.extend(fut.result())
+            if job.done() and not job.cancelled() and job.exception() is None:
+                out.extend(job.result())
             else:
-                # RewardSet.score never raises (every failure is a verdict); a chunk that is not
-                # done is past the deadline.
+                # RewardSet.score never raises (every failure is a verdict): a chunk that is not
+                # done is past the deadline. One still queued is dropped; a running one keeps its
+                # worker until its verifier returns.
+                job.cancel()
                 late += n
                 out.extend(deadline_scored(self.scorer.reward_set.names, n, self.limits.deadline))
         self.scorer.metrics.scored(out, time.monotonic() - start, late)
