@@ -387,7 +387,7 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         equal = _node_equal(g, p, policy)
         if not equal and policy.assignment and "=" in gold and "=" in pred:
             # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
-            equal = _node_equal(parse_answer(gold, False), parse_answer(pred, False), policy)
+            equal = _node_equal(parse_answer(gold, False, policy.decimal_comma), parse_answer(pred, False, policy.decimal_comma), policy)
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     except (MemoryError, RecursionError):
