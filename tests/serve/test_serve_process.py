@@ -92,3 +92,10 @@ def test_kill_9_mid_batch_fails_that_request_and_a_restart_serves_again(task_pat
             again.stop()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("args", [["--fallback", "nan"], ["--workers", "0"], ["--deadline", "0"], ["--max-queue", "-1"], ["--write-adapter", "trl", "x.py"]])
+def test_bad_serve_options_are_refused_with_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    assert main(["serve", str(tmp_path / "task.yaml"), "--no-gate", "x", *args]) == 1
+    err = capsys.readouterr().err
+    assert args[0] in err and "Traceback" not in err

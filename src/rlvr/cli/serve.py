@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -40,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--max-body-mb", args.max_body_mb), ("--deadline", args.deadline)):
         if not value > 0:
             problems.append(Problem(flag, f"must be positive, got {value}", "omit it for the default"))
+    if not math.isfinite(args.fallback):
+        problems.append(Problem("--fallback", f"must be a finite number, got {args.fallback}", "a NaN or infinite reward ruins its whole group's advantages"))
     if args.max_queue < 0:
         problems.append(Problem("--max-queue", f"must be 0 or more, got {args.max_queue}", "omit it for the default"))
     if args.write_adapter and args.write_adapter[0] not in ("verl", "openrlhf"):
