@@ -62,9 +62,13 @@ class MathVerifier(BaseVerifier):
     """1.0 when the answer is mathematically equal to the ground truth under the policy.
 
     Options: every ``MathPolicy`` field (``ordered_lists``, ``rel_tol``, ``abs_tol``, ``form``,
-    ``angles``, ``percent``, ``assignment``), ``timeout`` (seconds per comparison), ``workers``
-    (worker processes; default min(4, cores)), ``reject_restated`` (default true), plus the
-    task's ``answer_format`` and ``column``.
+    ``angles``, ``percent``, ``assignment``, and the opt-ins ``decimal_comma`` and ``chained``),
+    ``timeout`` (seconds per comparison), ``workers`` (worker processes; default min(4, cores)),
+    ``reject_restated`` (default true), plus the task's ``answer_format`` and ``column``.
+
+    ``rlvr task check`` scores every row's ground truth as an answer to itself, so a gold this
+    verifier cannot parse is listed there with its row (``error_kind="ground_truth"``) before
+    any training; ``rlvr.rewards.mathcore.gold_problem`` gives the same reason for one text.
     """
 
     kind = "answer"
@@ -88,7 +92,7 @@ class MathVerifier(BaseVerifier):
         except TypeError as exc:
             raise VerifierError(f"bad math options: {exc}") from exc
         problems = []
-        for name in ("ordered_lists", "assignment"):
+        for name in ("ordered_lists", "assignment", "decimal_comma", "chained"):
             if not isinstance(getattr(self.policy, name), bool):
                 problems.append(f"{name} must be true or false, got {getattr(self.policy, name)!r}")
         for name in ("rel_tol", "abs_tol"):
