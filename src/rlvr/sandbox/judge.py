@@ -258,6 +258,7 @@ Ref.__bool__ = lambda self: bool(self._v())  # type: ignore[attr-defined]
 
 
 _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
+_ITERATING = {len, bool, list, tuple, sorted, set}
 # Nodes whose operands are all evaluated (their operations recorded) before the trusted operation
 # that may need a pending value: putting them off skips no operation.
 _PURE_APPLY = (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute, ast.FormattedValue, ast.JoinedStr, ast.Name, ast.Constant, ast.Compare, ast.Call, ast.Set, ast.List, ast.Tuple)
@@ -1001,7 +1002,7 @@ class Pass:
         fn = self.expr(e.func, scope)
         args: list[Any] = []
         for a in e.args:
-            if isinstance(a, ast.Starred):
+            if type(a) is ast.Starred:
                 args.extend(self.iterate(self.expr(a.value, scope)))
             else:
                 args.append(self.expr(a, scope))
@@ -1011,29 +1012,29 @@ class Pass:
                 kwargs.update(self.plain(self.expr(kw.value, scope)))
             else:
                 kwargs[kw.arg] = self.expr(kw.value, scope)
-        if type(fn) is Ref:
+        tf = type(fn)
+        if tf is Ref:
             return self.call_remote(fn, args, kwargs)
-        if isinstance(fn, Function):
+        if tf is Function:
             return fn(*args, **kwargs)
-        if fn is len or fn is bool or fn is list or fn is tuple or fn is sorted or fn is set:
-            if len(args) == 1 and type(args[0]) is Ref and isinstance(self.plain(args[0]), Opaque):
-                if fn is len:
-                    return self.remote({"k": "len", "h": args[0].k})
-                if fn is bool:
-                    return self.truth(args[0])
-                args = [self.plain(self.remote({"k": "list", "h": args[0].k}))]
-        if not callable(fn) or isinstance(fn, Opaque):
+        if fn in _ITERATING and len(args) == 1 and type(args[0]) is Ref and isinstance(self.plain(args[0]), Opaque):
+            if fn is len:
+                return self.remote({"k": "len", "h": args[0].k})
+            if fn is bool:
+                return self.truth(args[0])
+            args = [self.plain(self.remote({"k": "list", "h": args[0].k}))]
+        if fn is PENDING or isinstance(fn, Opaque) or not callable(fn):
             raise TypeError("not callable")
         self._guard_method(fn, args, kwargs)
-        args = [self.plain(a) if not isinstance(a, (list, tuple, dict, set)) else a for a in args]
-        if fn is isinstance or fn is issubclass or fn is type:
-            args = [self.plain(a) for a in args]
-        return fn(*args, **{k: self.plain(v) if type(v) is Ref else v for k, v in kwargs.items()})
+        args = [self.plain(a) if type(a) is Ref or a is PENDING else a for a in args]
+        if kwargs:
+            kwargs = {k: self.plain(v) if type(v) is Ref or v is PENDING else v for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
 
     def _guard_method(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         owner = getattr(fn, "__self__", None)
-        name = getattr(fn, "__name__", "")
-        if isinstance(owner, (str, bytes)):
+        if type(owner) in (str, bytes):
+            name = fn.__name__
             if name in ("center", "ljust", "rjust", "zfill", "expandtabs") and any(type(a) is int and a > MAX_SEQ for a in args):
                 raise JudgeLimit(f"{name} past the size limit")
             if name == "replace" and len(args) >= 2:
