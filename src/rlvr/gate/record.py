@@ -56,7 +56,7 @@ SHARED_MODULES = ("rlvr.rewards.base", "rlvr.rewards.format", "rlvr.rewards.comb
 # program's outputs with the expected ones (so it decides unit-test verdicts).
 FOLLOWED_PACKAGES = ("rlvr.rewards", "rlvr.sandbox")
 # Modules loaded by file path rather than imported, so the import scan cannot see them.
-LOADED_BY_PATH = {"rlvr.sandbox.pool": ("rlvr.sandbox.harness",)}
+LOADED_BY_PATH = {"rlvr.sandbox.pool": ("rlvr.sandbox.harness", "rlvr.sandbox.isolation", "rlvr.sandbox.child")}
 
 
 # -- where ------------------------------------------------------------------------------------
