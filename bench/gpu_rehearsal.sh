@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# GPU rehearsal: the GPU path of rlvr on a model of real size, offline, in under 10 minutes on one H200.
+#
+# What it runs, each phase in its own process (bench/gpu_rehearsal.py), so vLLM's memory is freed:
+#   build   a model with the exact shape of Qwen2.5-0.5B (24 layers, hidden 896, 14/2 heads,
+#           vocabulary 151,936), random weights, builtin:small's byte-level BPE and ChatML
+#           template; nothing is downloaded. Reused when already built (the script is idempotent).
+#   probe   rlvr's probe of a chat arithmetic task (think: required) with the vLLM backend, or
+#           transformers when vLLM is not installed: completions, generation tokens/s.
+#   grpo    STEPS GRPO steps, full fine-tuning in bf16, vLLM colocated when installed.
+#   lora    the same with LoRA.
+#   server  one `rlvr plan`-generated server-mode launch (trl vllm-serve + accelerate), only when
+#           two or more GPUs are visible.
+# For each training phase: median step time, completion tokens/s, peak GPU memory (device-wide,
+# polled every 50 ms, so vLLM's share counts) beside rlvr.memory's estimate for the same setting.
+# Results: WORK/gpu_rehearsal.json (copied to $OUT when set, e.g. by a device runner).
+#
+# Without a CUDA GPU it says so, writes a JSON that says so and exits 0. DRY_RUN=1 runs every phase
+# on the CPU with a shrunken model (2 steps, 16 tokens), to check the script itself.
+#
+# Settings (environment): PYTHON (default .venv/bin/python, else python3), WORK (default
+# /tmp/rlvr-gpu-rehearsal), STEPS (30), MAX_NEW (256), BATCH (16 completions per step),
+# PROBE_PROMPTS (64), PROBE_K (8), BUDGET_S (540: phases that would start after it are skipped).
+# Usage: bash bench/gpu_rehearsal.sh     (or DRY_RUN=1 bash bench/gpu_rehearsal.sh)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+pick_python() {
+    for py in "${PYTHON:-}" .venv/bin/python python3; do
+        [ -n "$py" ] || continue
+        if command -v "$py" >/dev/null 2>&1 && "$py" -c "import torch, transformers, trl, yaml" >/dev/null 2>&1; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+
+WORK=${WORK:-/tmp/rlvr-gpu-rehearsal}
+DRY_RUN=${DRY_RUN:-0}
+BUDGET_S=${BUDGET_S:-540}
+mkdir -p "$WORK"
+rm -f "$WORK"/build.json "$WORK"/probe.json "$WORK"/grpo.json "$WORK"/lora.json "$WORK"/server.json "$WORK"/gpu_rehearsal.json
+
+finish() {
+    if [ -n "${OUT:-}" ] && [ -f "$WORK/gpu_rehearsal.json" ]; then
+        mkdir -p "$OUT" && cp "$WORK/gpu_rehearsal.json" "$WORK"/*.log "$OUT"/ 2>/dev/null
+    fi
+    echo "gpu_rehearsal: results in $WORK/gpu_rehearsal.json"
+    exit 0
+}
+
+PY=$(pick_python) || {
+    echo "gpu_rehearsal: no Python with torch, transformers and trl found (set PYTHON=...); nothing measured"
+    echo '{"gpu": null, "not_measured": ["everything: no Python with torch, transformers and trl"]}' >"$WORK/gpu_rehearsal.json"
+    finish
+}
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
+export RLVR_CACHE="${RLVR_CACHE:-$WORK/cache}" TRL_EXPERIMENTAL_SILENCE=1 DRY_RUN
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+fi
+
+if [ "$DRY_RUN" != "1" ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+    echo "gpu_rehearsal: no CUDA GPU visible: nothing measured (DRY_RUN=1 checks the script on the CPU)"
+    echo '{"gpu": null, "not_measured": ["everything: no CUDA GPU visible"]}' >"$WORK/gpu_rehearsal.json"
+    finish
+fi
+[ "$DRY_RUN" = "1" ] && echo "gpu_rehearsal: DRY_RUN=1: CPU, shrunken model; the numbers measure nothing"
+echo "python: $PY   work: $WORK"
+
+start=$SECONDS
+for phase in build probe grpo lora server; do
+    if [ $((SECONDS - start)) -gt "$BUDGET_S" ]; then
+        echo "gpu_rehearsal: $phase skipped: past the time budget of ${BUDGET_S}s"
+        continue
+    fi
+    t0=$SECONDS
+    "$PY" bench/gpu_rehearsal.py "$phase" "$WORK" >"$WORK/$phase.log" 2>&1
+    rc=$?
+    grep -E "^$phase: " "$WORK/$phase.log" | cut -c1-400
+    if [ $rc -ne 0 ]; then
+        echo "gpu_rehearsal: $phase failed (exit $rc); last lines of $WORK/$phase.log:"
+        tail -n 15 "$WORK/$phase.log"
+        [ "$phase" = build ] && break
+    fi
+    echo "gpu_rehearsal: $phase took $((SECONDS - t0)) s"
+done
+"$PY" bench/gpu_rehearsal.py combine "$WORK" >"$WORK/combine.log" 2>&1 || tail -n 15 "$WORK/combine.log"
+finish
