@@ -267,3 +267,9 @@ def test_junk_written_on_the_answer_channel_is_never_a_pass(pool):
         "    return 0\n"
     )
     assert outcome(pool, code, ADD) == "wrong"
+
+
+def test_float_tolerance_applies_to_equality_only_when_asked(pool):
+    code = "def f():\n    return 0.1 + 0.2\n"
+    assert outcome(pool, code, "assert f() == 0.3\n") == "wrong"
+    assert outcome(pool, code, "assert f() == 0.3\nassert [f()] == [0.3]\nassert not (f() != 0.3)\n", float_tolerance=1e-9) == "correct"

@@ -226,7 +226,7 @@ class UnitTests(BaseVerifier):
             return StdioRun(plan, code, self.timeout)
         if plan.weaker:
             return LegacyRun(plan, code, self.timeout)
-        return TestRun(plan, code, self.timeout)
+        return TestRun(plan, code, self.timeout, float_tolerance=self.float_tolerance)
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]

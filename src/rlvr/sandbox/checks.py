@@ -261,8 +261,9 @@ class Judgement:
 class TestRun:
     """The conversation for assert-style tests (see ``judge.py``)."""
 
-    def __init__(self, plan: CheckPlan, code: str, timeout: float, judge_s: float | None = None) -> None:
+    def __init__(self, plan: CheckPlan, code: str, timeout: float, judge_s: float | None = None, float_tolerance: float = 0.0) -> None:
         self.plan, self.code, self.timeout = plan, code, timeout
+        self.tol = float_tolerance
         self.judge_s = judge_s if judge_s is not None else max(2.0, timeout)
         self.result: Judgement | None = None
         self.rounds = 0
@@ -314,7 +315,7 @@ class TestRun:
             # The last pass only put asserts off: decide just those (the common case: a list of
             # asserts, loops over literals), else replay the whole test below.
             first, self.quick = self.quick, None
-            q = Pass(self.sess, deadline, self.plan.entry)
+            q = Pass(self.sess, deadline, self.plan.entry, tol=self.tol)
             try:
                 done = quick_round(q, first.deferred)
             except RecursionError:
@@ -326,7 +327,7 @@ class TestRun:
                 status = "passed" if not failed else "failed"
                 detail = f"{passed if failed else total}/{total} checks passed" + ("; " + "; ".join(notes) if notes else "")
                 return self._final(Judgement(status, passed if failed else total, total, detail, self.sess.memory))
-        p = Pass(self.sess, deadline, self.plan.entry, self.strict)
+        p = Pass(self.sess, deadline, self.plan.entry, self.strict, self.tol)
         ended_by = ""
         try:
             if self.rounds > MAX_ROUNDS * (5 if self.strict else 1):

@@ -360,9 +360,10 @@ class Scope:
 class Pass:
     """One interpretation of the whole test against the answers known so far."""
 
-    def __init__(self, sess: Session, deadline: float, entry: str | None, strict: bool = False) -> None:
+    def __init__(self, sess: Session, deadline: float, entry: str | None, strict: bool = False, tol: float = 0.0) -> None:
         self.sess = sess
         self.strict = strict
+        self.tol = tol  # the verifier's float_tolerance: == and != on floats within it
         self.deadline = deadline
         self.entry = entry
         self.n_ops = 0
@@ -873,6 +874,8 @@ class Pass:
                     a, b = self.plain(left), self.plain(right)
                     if type(op) in (ast.In, ast.NotIn) and isinstance(b, Opaque):
                         raise TypeError("membership in an object of the candidate's own class")
+                    if self.tol and type(op) in (ast.Eq, ast.NotEq):
+                        return _close(a, b, self.tol) == (type(op) is ast.Eq)
                     return _CMP[type(op)](a, b)
 
                 # A chain stops at the first false link: only the last link may be put off.
@@ -1043,6 +1046,23 @@ class Pass:
                     raise JudgeLimit("replace past the size limit")
         if fn in (bytes, bytearray, str) and args and type(args[0]) is int and args[0] > MAX_SEQ:
             raise JudgeLimit("a sequence past the size limit")
+
+
+def _close(a: Any, b: Any, tol: float, depth: int = 0) -> bool:
+    """``a == b`` with floats compared within ``tol`` (relative and absolute), also inside lists,
+    tuples and dict values; everything else as Python compares it."""
+    if type(a) is Ref:
+        a = a._v()
+    if type(b) is Ref:
+        b = b._v()
+    ta, tb = type(a), type(b)
+    if ta in (int, float) and tb in (int, float) and (ta is float or tb is float):
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+    if depth < 50 and ta is tb and ta in (list, tuple):
+        return len(a) == len(b) and all(_close(x, y, tol, depth + 1) for x, y in zip(a, b, strict=True))
+    if depth < 50 and ta is tb is dict:
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tol, depth + 1) for k in a)
+    return bool(a == b)
 
 
 def _copy(v: Any, depth: int = 0) -> Any:
