@@ -187,3 +187,30 @@ def test_whole_workflow_on_small_in_chat_format(tmp_path: Path, think: str, mode
         assert main(["doctor", str(run)]) in (0, 1)
         assert main(["report", str(run), "--out", str(tmp_path / f"report-{peft}")]) == 0
         assert (tmp_path / f"report-{peft}" / "report.html").exists()
+
+
+# -- the think policy against the chat template ----------------------------------------------------
+def _think_warnings(tmp_path: Path, think: str, model: str) -> list[str]:
+    from rlvr.lengths import check_lengths
+    from rlvr.task import load_task
+
+    return [w for w in check_lengths(load_task(chat_task(tmp_path, think=think, model=model))).warnings() if "ends with <think>" in w or "does not end with <think>" in w]
+
+
+def test_prefilled_on_a_template_that_does_not_open_think_is_warned(tmp_path: Path) -> None:
+    assert _think_warnings(tmp_path, "prefilled", "builtin:small")
+
+
+@pytest.mark.parametrize("think", ["required", "none"])
+def test_a_template_that_opens_think_is_warned_for_a_policy_that_expects_an_opening_tag(tmp_path: Path, think: str) -> None:
+    assert _think_warnings(tmp_path, think, "builtin:small-think")
+
+
+@pytest.mark.parametrize(("think", "model"), [("required", "builtin:small"), ("prefilled", "builtin:small-think"), ("optional", "builtin:small-think")])
+def test_a_think_policy_that_matches_the_template_is_not_warned(tmp_path: Path, think: str, model: str) -> None:
+    assert _think_warnings(tmp_path, think, model) == []
+
+
+def test_task_check_prints_the_think_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["task", "check", str(chat_task(tmp_path, think="required", model="builtin:small-think"))]) == 0
+    assert "think: required fails every one of them" in capsys.readouterr().out

@@ -85,6 +85,7 @@ class LengthReport:
     answer: Spread  # reference completions, EOS included
     answers_over_budget: int
     think: str = "none"
+    prompt_opens_think: bool | None = None  # the rendered prompt ends with <think> (None: not measured)
 
     @property
     def overflow(self) -> bool:
@@ -111,6 +112,9 @@ class LengthReport:
             )
         if self.think in ("required", "prefilled"):
             out.append(f"the format requires a think block: the reference answers carry an empty one, so reasoning needs tokens beyond {self.answer.p95}")
+        mismatch = _think_mismatch(self.think, self.prompt_opens_think)
+        if mismatch:
+            out.append(mismatch)
         return out
 
     def summary(self) -> str:
@@ -123,6 +127,20 @@ class LengthReport:
             "model": self.model, "budget": self.budget, "max_positions": self.max_positions, "n_rows": self.n_rows, "n_total": self.n_total,
             "prompt": vars(self.prompt), "answer": vars(self.answer), "answers_over_budget": self.answers_over_budget,
         }
+
+
+def _think_mismatch(think: str, opens: bool | None) -> str | None:
+    """The think policy against what the prompt does: a template that opens ``<think>`` (as
+    DeepSeek-R1 distills and builtin:small-think do) makes every completion start inside the block."""
+    if opens is None:
+        return None
+    if think == "prefilled" and not opens:
+        return ("answer.think is prefilled, but the rendered prompt does not end with <think> (the chat template does not open the block): "
+                "a completion that opens it fails the format; use think: required, or a model whose template opens <think>")
+    if opens and think in ("none", "required"):
+        return (f"the rendered prompt ends with <think> (the chat template opened the block), so completions start inside it and never "
+                f"write <think>: think: {think} fails every one of them; use think: prefilled (or optional)")
+    return None
 
 
 def answer_text(value: Any) -> str:
@@ -204,7 +222,18 @@ def check_lengths(task: Any, model: str | None = None, *, tokenizer: Any = None,
         answer=Spread.of(answer_lens),
         answers_over_budget=sum(n > budget for n in answer_lens),
         think=task.answer.think,
+        prompt_opens_think=_opens_think(task, picked, tokenizer),
     )
+
+
+def _opens_think(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool | None:
+    if not rows:
+        return None
+    try:
+        text = task.render_prompt(rows[0], tokenizer) if task.prompt.chat else task.render_prompt(rows[0])
+    except Exception:  # noqa: BLE001 - a template that does not render is reported where prompts are built
+        return None
+    return str(text).rstrip().endswith("<think>")
 
 
 # A share of probe samples cut off at the budget above which the probe says truncation, not
