@@ -214,3 +214,21 @@ def test_a_think_policy_that_matches_the_template_is_not_warned(tmp_path: Path, 
 def test_task_check_prints_the_think_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["task", "check", str(chat_task(tmp_path, think="required", model="builtin:small-think"))]) == 0
     assert "think: required fails every one of them" in capsys.readouterr().out
+
+
+def test_chat_template_kwargs_that_change_the_prompt_only_for_training_are_warned(tmp_path: Path) -> None:
+    from rlvr.lengths import check_lengths
+    from rlvr.task import load_task
+
+    task = load_task(chat_task(tmp_path, think="prefilled", model="builtin:small", extra={"grpo": {"chat_template_kwargs": {"enable_thinking": True}}}))
+    assert any("only TRL's training reads it" in w for w in check_lengths(task).warnings())
+
+
+def test_eval_tokenizes_a_chat_prompt_as_the_probe_and_trl_do() -> None:
+    from rlvr.generate import prompt_ids
+    from rlvr.models import load_tokenizer
+
+    tok = load_tokenizer("builtin:small")
+    messages = [{"role": "system", "content": "Answer in <answer> tags."}, *MESSAGES]
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)  # what evaluate.generate_texts tokenizes
+    assert tok(text, add_special_tokens=False)["input_ids"] == prompt_ids(tok, messages)

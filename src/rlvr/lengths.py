@@ -86,6 +86,7 @@ class LengthReport:
     answers_over_budget: int
     think: str = "none"
     prompt_opens_think: bool | None = None  # the rendered prompt ends with <think> (None: not measured)
+    training_prompt_differs: bool = False  # grpo.chat_template_kwargs renders another prompt for TRL only
 
     @property
     def overflow(self) -> bool:
@@ -115,6 +116,10 @@ class LengthReport:
         mismatch = _think_mismatch(self.think, self.prompt_opens_think)
         if mismatch:
             out.append(mismatch)
+        if self.training_prompt_differs:
+            out.append("grpo.chat_template_kwargs changes the rendered prompt, and only TRL's training reads it: the probe, the gate, "
+                       "the held-out eval and SFT render prompts without it and measure another prompt than the one trained on; "
+                       "use a model whose chat template does this by default (e.g. builtin:small-think opens <think>)")
         return out
 
     def summary(self) -> str:
@@ -223,7 +228,20 @@ def check_lengths(task: Any, model: str | None = None, *, tokenizer: Any = None,
         answers_over_budget=sum(n > budget for n in answer_lens),
         think=task.answer.think,
         prompt_opens_think=_opens_think(task, picked, tokenizer),
+        training_prompt_differs=_training_prompt_differs(task, picked, tokenizer),
     )
+
+
+def _training_prompt_differs(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool:
+    kwargs = task.grpo.get("chat_template_kwargs") if isinstance(task.grpo, Mapping) else None
+    if not rows or not task.prompt.chat or not isinstance(kwargs, Mapping) or not kwargs:
+        return False
+    try:
+        messages = task.render_prompt(rows[0])
+        plain = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return plain != tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
+    except Exception:  # noqa: BLE001 - a template that does not render is reported where prompts are built
+        return False
 
 
 def _opens_think(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool | None:
