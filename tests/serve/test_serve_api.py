@@ -309,3 +309,17 @@ def test_chunks_not_started_by_the_deadline_are_dropped_not_scored_later(scorer:
     finally:
         module.RELEASE.set()
         server.stop()
+
+
+def test_a_failure_of_the_scoring_code_itself_masks_the_rows_as_a_crash(scorer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from starlette.testclient import TestClient
+
+    def broken(samples: Any, offset: int = 0) -> Any:
+        raise MemoryError("out of memory while scoring")
+
+    monkeypatch.setattr(scorer.reward_set, "score", broken)
+    with TestClient(RewardServer(scorer), base_url="http://127.0.0.1") as c:
+        res = c.post("/v1/score", json={"samples": [_sample(right("4"))]}).json()["results"][0]
+        assert res["masked"] is True and res["scores"]["correct"]["error_kind"] == "crash"
+        assert "MemoryError" in res["scores"]["correct"]["detail"]
+        assert c.get("/healthz").json()["batches_active"] == 0

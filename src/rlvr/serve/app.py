@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, Problem
-from ..rewards.base import Sample
+from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
 from .engines import openrlhf_response
 from .scoring import RequestError, Scorer, deadline_scored, openrlhf_samples, rlvr_samples
@@ -208,10 +208,15 @@ class RewardServer:
             n = len(samples[i : i + size])
             if job.done() and not job.cancelled() and job.exception() is None:
                 out.extend(job.result())
+            elif job.done() and not job.cancelled():
+                # RewardSet.score turns every verifier failure into a verdict; this is a failure
+                # of the scoring code itself: the rows are masked, as a crash, never scored 0.
+                exc = job.exception()
+                v = Verdict.error(f"scoring failed: {type(exc).__name__}: {exc}", kind="crash")
+                out.extend(Scored(dict.fromkeys(self.scorer.reward_set.names, v)) for _ in range(n))
             else:
-                # RewardSet.score never raises (every failure is a verdict): a chunk that is not
-                # done is past the deadline. One still queued is dropped; a running one keeps its
-                # worker until its verifier returns.
+                # A chunk that is not done is past the deadline. One still queued is dropped; a
+                # running one keeps its worker until its verifier returns.
                 job.cancel()
                 late += n
                 out.extend(deadline_scored(self.scorer.reward_set.names, n, self.limits.deadline))
