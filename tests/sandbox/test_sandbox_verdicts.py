@@ -273,3 +273,9 @@ def test_float_tolerance_applies_to_equality_only_when_asked(pool):
     code = "def f():\n    return 0.1 + 0.2\n"
     assert outcome(pool, code, "assert f() == 0.3\n") == "wrong"
     assert outcome(pool, code, "assert f() == 0.3\nassert [f()] == [0.3]\nassert not (f() != 0.3)\n", float_tolerance=1e-9) == "correct"
+
+
+def test_failing_a_test_then_hitting_the_memory_limit_for_real_is_still_wrong(full_pool):
+    grow = "def add(a, b):\n    if a == 2:\n        return 0\n    x = []\n    while True:\n        x.append(bytearray(1 << 20))\n"
+    v = run(full_pool, grow, ADD, timeout=5.0, memory_mb=256)
+    assert v.outcome is Outcome.WRONG, v.detail

@@ -248,8 +248,8 @@ class Judgement:
     finishing), ``incomplete`` (the child ended before the test could be decided: the session's
     end says why), ``over_limit`` (the answers or the judging went over a limit: wrong),
     ``weaker`` (the trusted side cannot run this test) or ``error`` (a fault on the trusted side).
-    ``memory``: the candidate's code raised MemoryError somewhere (a claim, checked against the
-    worker's measurement before it counts)."""
+    ``memory``: every failure was the candidate's MemoryError (a claim, checked against the
+    worker's measurement before it counts; a failure decided otherwise stands)."""
 
     status: str
     passed: int
@@ -326,7 +326,8 @@ class TestRun:
                 notes = (first.notes + q.notes)[:3]
                 status = "passed" if not failed else "failed"
                 detail = f"{passed if failed else total}/{total} checks passed" + ("; " + "; ".join(notes) if notes else "")
-                return self._final(Judgement(status, passed if failed else total, total, detail, self.sess.memory))
+                only_memory = failed == first.mem_failures + q.mem_failures
+                return self._final(Judgement(status, passed if failed else total, total, detail, self.sess.memory and only_memory))
         p = Pass(self.sess, deadline, self.plan.entry, self.strict, self.tol)
         ended_by = ""
         try:
@@ -377,13 +378,17 @@ class TestRun:
         notes = list(p.notes)
         if ended_by == "lost" or (p.pending and self.sess.ended):
             if p.failed:
-                return self._final(Judgement("failed", p.passed, max(total, self.plan.n_tests), "; ".join(notes + ["the program ended before the rest ran"]), self.sess.memory))
+                only_memory = p.failed == p.mem_failures
+                return self._final(Judgement("failed", p.passed, max(total, self.plan.n_tests), "; ".join(notes + ["the program ended before the rest ran"]), self.sess.memory and only_memory))
             return self._final(Judgement("incomplete", p.passed, max(total, self.plan.n_tests), "the program ended before the tests were decided", self.sess.memory))
         if ended_by:
             notes.append(ended_by)
         status = "passed" if not p.failed and not ended_by else "failed"
         detail = f"{p.passed}/{total} checks passed" + ("; " + "; ".join(notes) if notes else "")
-        return self._final(Judgement(status, p.passed if status == "failed" else total, total, detail, self.sess.memory))
+        # A failure decided by anything but the candidate's MemoryError stands: a program cannot
+        # fail a test and then blow its memory to be masked.
+        only_memory = p.failed == p.mem_failures and (not ended_by or "MemoryError" in ended_by)
+        return self._final(Judgement(status, p.passed if status == "failed" else total, total, detail, self.sess.memory and only_memory))
 
     def _final(self, j: Judgement) -> None:
         self.result = j

@@ -378,6 +378,7 @@ class Pass:
         self.try_depth = 0
         self.lazy = False
         self.fn_calls = 0
+        self.mem_failures = 0  # failed asserts whose failure was a MemoryError of the candidate
         # Asserts put off with what they read, so the next round can decide just them.
         self.deferred: list[tuple[ast.Assert, dict[str, Any], int, int]] = []
         self.quick_ok = not strict
@@ -698,6 +699,7 @@ class Pass:
             raise
         except Exception as exc:  # noqa: BLE001 - an exception inside the assert fails it
             ok = False
+            self.mem_failures += _is_memory(exc)
             self._note(f"line {s.lineno}: {_exc_name(exc)}")
         if ok:
             self.passed += 1
@@ -1110,6 +1112,7 @@ def quick_round(p: Pass, deferred: list[tuple[ast.Assert, dict[str, Any], int, i
             return False
         except Exception as exc:  # noqa: BLE001 - an exception inside the assert fails it
             ok = False
+            p.mem_failures += _is_memory(exc)
             p._note(f"line {node.lineno}: {_exc_name(exc)}")
         if p.n_ops != k1 or p.fn_calls:
             return False
@@ -1126,6 +1129,10 @@ def _load(target: ast.expr) -> ast.expr:
     node = copy.copy(target)
     node.ctx = ast.Load()
     return node
+
+
+def _is_memory(exc: BaseException) -> bool:
+    return isinstance(exc, CandidateError) and "MemoryError" in exc.names
 
 
 def _exc_name(exc: BaseException) -> str:
