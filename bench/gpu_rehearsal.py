@@ -98,7 +98,7 @@ def build(work: Path) -> dict[str, Any]:
         import torch
         from transformers import Qwen2Config, Qwen2ForCausalLM
 
-        tok = build_tokenizer("small")
+        tok = _padded(build_tokenizer("small"), arch.vocab)
         shape = dict(hidden_size=arch.hidden, num_hidden_layers=arch.layers, num_attention_heads=arch.heads,
                      num_key_value_heads=arch.kv_heads, intermediate_size=arch.intermediate)
         if DRY:
@@ -117,7 +117,25 @@ def build(work: Path) -> dict[str, Any]:
         tmp.rename(folder)
     built = memory.load_architecture(str(folder))
     _write_task(work, folder)
-    return {"model": str(folder), "params": built.params, "table_params": arch.params, "shape_matches_table": (built.layers, built.hidden, built.vocab) == (arch.layers, arch.hidden, arch.vocab)}
+    return {"model": str(folder), "tokenizer_entries": len(_tokenizer(work)), "params": built.params, "table_params": arch.params, "shape_matches_table": (built.layers, built.hidden, built.vocab) == (arch.layers, arch.hidden, arch.vocab)}
+
+
+def _padded(tok: Any, size: int) -> Any:
+    """The BPE with unused entries ``<unused_N>`` up to the model's vocabulary size: random weights
+    sample from all 151,936 rows, and a detokenizer (vLLM's) must be able to turn every id into text.
+    They go into the BPE's vocabulary, not the added tokens, so tokenizing stays as fast as before."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    raw = json.loads(tok.backend_tokenizer.to_str())
+    vocab = raw["model"]["vocab"]
+    n = len(tok)
+    for i in range(n, size):
+        vocab[f"<unused_{i}>"] = i
+    fast = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(raw)), padding_side="left", pad_token=tok.pad_token,
+                                   eos_token=tok.eos_token, additional_special_tokens=["<|im_start|>", "<|im_end|>"])
+    fast.chat_template = tok.chat_template
+    return fast
 
 
 def _write_task(work: Path, model: Path) -> Path:

@@ -46,3 +46,18 @@ def test_cpu_dry_run_goes_through_every_phase_and_writes_the_figures(tmp_path: P
         assert phases[name]["peft"] == peft and phases[name]["steps"] == 2
         assert phases[name]["estimate_peak_gb"] > 0 and phases[name]["median_step_s"] > 0
     assert "two GPUs" in phases["server"]["skipped"]
+
+
+def test_rehearsal_model_has_a_tokenizer_entry_for_every_row_it_can_sample(tmp_path: Path) -> None:
+    import sys
+
+    env = {**os.environ, "DRY_RUN": "1", "RLVR_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_rehearsal.py"), "build", str(tmp_path / "work")], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    built = json.loads((tmp_path / "work" / "build.json").read_text())
+    assert built["tokenizer_entries"] == 151_936  # Qwen2.5-0.5B's vocabulary rows, all decodable (vLLM detokenizes every sampled id)
+    from rlvr.models import load_tokenizer
+
+    tok = load_tokenizer(built["model"])
+    assert tok.decode([151_935]) == "<unused_151935>"
+    assert tok("<answer>42</answer>", add_special_tokens=False)["input_ids"] == load_tokenizer("builtin:small")("<answer>42</answer>", add_special_tokens=False)["input_ids"]
