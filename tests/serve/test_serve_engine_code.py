@@ -4,8 +4,9 @@
 - OpenRLHF 0.11.2 ``SingleTurnAgentExecutor.execute`` (openrlhf/utils/agent.py) with a fake
   tokenizer and a fake vLLM engine: its aiohttp client calls ``rlvr serve``'s ``/get_reward``, and
   its file loader loads the adapter ``--write-adapter openrlhf`` writes.
-- verl 0.9.1 ``BatchRewardManager`` and ``NaiveRewardManager`` (verl/workers/reward_manager/) on
-  a small duck-typed ``DataProto`` calling the verl adapter, and verl's own
+- verl 0.9.1's reward loop ``NaiveRewardManager.run_single`` (its default training path), its
+  legacy ``BatchRewardManager`` and ``NaiveRewardManager`` (verl/workers/reward_manager/), on a
+  small duck-typed ``DataProto`` calling the verl adapter, and verl's own
   ``compute_grpo_outcome_advantage`` (verl/trainer/ppo/core_algos.py) on the rewards they write.
 
 Only the reward path is loaded: package ``__init__`` files and imports it does not use (Ray,
@@ -165,7 +166,13 @@ class FakeDataProto:
     def __len__(self) -> int:
         return len(self.batch["prompts"])
 
-    def __getitem__(self, i: int) -> Item:
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):  # verl's reward loop takes data[-1:] of a one-sample DataProto
+            out = object.__new__(FakeDataProto)
+            out.batch = {k: v[i] for k, v in self.batch.items()}
+            out.non_tensor_batch = {k: v[i] for k, v in self.non_tensor_batch.items()}
+            out.meta_info = {}
+            return out
         return Item(batch={k: v[i] for k, v in self.batch.items()}, non_tensor_batch={k: v[i] for k, v in self.non_tensor_batch.items()})
 
     def __iter__(self) -> Any:
@@ -242,3 +249,58 @@ def test_verl_naive_reward_manager_calls_the_per_sample_function(engine_modules:
     # per sample, the masked row sees only the earlier rows of its group
     assert rewards == pytest.approx([1.1, 0.1, 1.1, (1.1 + 0.1 + 1.1) / 3, 1.1, 1.1])
     assert out["reward_extra_info"]["rlvr_imputed_other"] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+
+
+def _verl_reward_loop_manager(engine_modules: Any) -> Any:
+    """verl 0.9.1's default path: the reward loop's NaiveRewardManager (verl/experimental/
+    reward_loop/reward_manager/naive.py), which calls ``compute_score`` once per sample in an
+    executor thread. ``reward.reward_manager.name=batch`` has no reward-loop counterpart there."""
+    import asyncio as _asyncio
+
+    root = SRC / "verl"
+    engine_modules.package("verl", root, DataProto=FakeDataProto)
+    engine_modules.package("omegaconf", DictConfig=dict)
+    engine_modules.package("verl.utils", root / "utils")
+    engine_modules.package("verl.utils.ray_utils", get_event_loop=_asyncio.get_event_loop)
+    engine_modules.package("verl.utils.reward_score", default_compute_score=None)
+    engine_modules.package("verl.experimental", root / "experimental")
+    engine_modules.package("verl.experimental.reward_loop", root / "experimental" / "reward_loop")
+    rl = root / "experimental" / "reward_loop" / "reward_manager"
+    engine_modules.package("verl.experimental.reward_loop.reward_manager", rl, register=lambda name: (lambda cls: cls))
+    engine_modules.load("verl.experimental.reward_loop.reward_manager.base", rl / "base.py")
+    return engine_modules.load("verl.experimental.reward_loop.reward_manager.naive", rl / "naive.py").NaiveRewardManager
+
+
+def test_verl_reward_loop_scores_each_sample_and_masks_with_the_groups_earlier_rows(engine_modules: Any, tmp_path: Path) -> None:
+    from rlvr.serve.engines import VerlAdapter
+
+    manager_cls = _verl_reward_loop_manager(engine_modules)
+    adapter = VerlAdapter(write_task(tmp_path / "t"), no_gate_reason="engine contract test")
+    data = FakeDataProto(["2+2="] * 4 + ["3*3="] * 2, RESPONSES, TRUTHS, INDEX)
+
+    async def run() -> list[dict[str, Any]]:
+        manager = manager_cls(config={}, tokenizer=CharTokenizer(), compute_score=adapter.compute_score)
+        return [await manager.run_single(data[i : i + 1]) for i in range(len(data))]  # in order
+
+    out = asyncio.run(run())
+    assert [o["reward_score"] for o in out] == pytest.approx([1.1, 0.1, 1.1, (1.1 + 0.1 + 1.1) / 3, 1.1, 1.1])
+    assert [o["reward_extra_info"]["rlvr_masked"] for o in out] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+
+
+def test_verl_reward_loop_run_concurrently_still_gives_every_sample_one_finite_reward(engine_modules: Any, tmp_path: Path) -> None:
+    import math
+
+    from rlvr.serve.engines import VerlAdapter
+
+    manager_cls = _verl_reward_loop_manager(engine_modules)
+    adapter = VerlAdapter(write_task(tmp_path / "t"), no_gate_reason="engine contract test")
+    data = FakeDataProto(["2+2="] * 4 + ["3*3="] * 2, RESPONSES, TRUTHS, INDEX)
+
+    async def run() -> list[dict[str, Any]]:
+        manager = manager_cls(config={}, tokenizer=CharTokenizer(), compute_score=adapter.compute_score)
+        return list(await asyncio.gather(*(manager.run_single(data[i : i + 1]) for i in range(len(data)))))
+
+    out = asyncio.run(run())
+    decided = [o["reward_score"] for i, o in enumerate(out) if i != 3]
+    assert decided == pytest.approx([1.1, 0.1, 1.1, 1.1, 1.1])
+    assert math.isfinite(out[3]["reward_score"]) and out[3]["reward_extra_info"]["rlvr_masked"] == 1.0

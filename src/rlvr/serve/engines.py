@@ -3,13 +3,16 @@
 Neither engine is imported: verl 0.9 and OpenRLHF 0.11 pin transformers versions rlvr cannot
 share, so these adapters are written against the engines' call signatures, read from their code:
 
-- verl, per sample (``NaiveRewardManager``, verl/workers/reward_manager/naive.py):
-  ``compute_score(data_source=, solution_str=, ground_truth=, extra_info=)``; a dict result must
-  hold ``score`` and its other keys are collected per sample into ``reward_extra_info`` (so every
-  row returns the same keys).
-- verl, batched (``BatchRewardManager``, verl/workers/reward_manager/batch.py, selected with
-  ``reward_model.reward_manager=batch``): ``compute_score(data_sources=, solution_strs=,
-  ground_truths=, extra_infos=, **reward_kwargs)`` returning one float or dict per sample.
+- verl, per sample: ``compute_score(data_source=, solution_str=, ground_truth=, extra_info=)``,
+  called by the reward loop's ``NaiveRewardManager.run_single`` in verl 0.9.1
+  (verl/experimental/reward_loop/reward_manager/naive.py, from executor threads, possibly
+  concurrently) and by the legacy ``NaiveRewardManager`` (verl/workers/reward_manager/naive.py);
+  a dict result must hold ``score`` and its other keys are collected per sample into
+  ``reward_extra_info`` (so every row returns the same keys).
+- verl, batched (the legacy ``BatchRewardManager``, verl/workers/reward_manager/batch.py,
+  ``reward_model.reward_manager=batch`` in releases that use it; verl 0.9.1's reward loop has no
+  batch manager): ``compute_score(data_sources=, solution_strs=, ground_truths=, extra_infos=,
+  **reward_kwargs)`` returning one float or dict per sample.
 - OpenRLHF (``--remote_rm_url /path/reward_func.py``; openrlhf/utils/agent.py
   ``SingleTurnAgentExecutor``): ``reward_func(queries, prompts, labels)`` returning
   ``{"rewards", "scores", "extra_logs"}``; queries are prompt + response decoded with special
@@ -123,9 +126,10 @@ reward_func = OpenRLHFAdapter({task!r}, gate_path={gate!r}, no_gate_reason={reas
 
 _VERL_FILE = '''"""verl reward function for task {name!r}, written by `rlvr serve --write-adapter verl`.
 
-Use: custom_reward_function.path={out} custom_reward_function.name=compute_score
-(per sample), or custom_reward_function.name=compute_score_batch with
-reward_model.reward_manager=batch (whole groups: masked samples get their group's mean).
+Use (verl 0.9.1): reward.custom_reward_function.path={out}
+reward.custom_reward_function.name=compute_score (per sample). With verl's legacy
+BatchRewardManager (reward_model.reward_manager=batch, releases that have it):
+custom_reward_function.name=compute_score_batch (whole groups: masked samples get their group's mean).
 The gate is checked when verl imports this file, as `rlvr train` checks it.
 """
 from rlvr.serve.engines import VerlAdapter
