@@ -186,7 +186,10 @@ class _Worker:
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.win, self.rout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        self.buf = b""
+        self.buf = bytearray()
+        self.pos = 0
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.rout, selectors.EVENT_READ)
         hello = self.frame(60.0)
         if hello is None or hello[0] != b"H":
             self.errfile.seek(0)
@@ -201,27 +204,27 @@ class _Worker:
             data = data[os.write(self.win, data):]
 
     def frame(self, timeout: float) -> tuple[bytes, bytes] | None:
-        """The worker's next frame (type, payload), or None on timeout or end of file."""
+        """The worker's next frame (type, payload), or None on timeout or end of file. Reads
+        in large chunks into one buffer (a sample's answers come as many small frames)."""
         deadline = time.monotonic() + timeout
-        head = self._read(5, deadline)
-        if head is None:
-            return None
-        body = self._read(struct.unpack(">I", head[1:])[0], deadline)
-        return None if body is None else (head[:1], body)
-
-    def _read(self, n: int, deadline: float) -> bytes | None:
-        buf = b""
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.rout, selectors.EVENT_READ)
-            while len(buf) < n:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    return None
-                chunk = os.read(self.rout, n - len(buf))
-                if not chunk:
-                    return None
-                buf += chunk
-        return buf
+        while True:
+            p = self.pos
+            if len(self.buf) - p >= 5:
+                n = struct.unpack(">I", self.buf[p + 1:p + 5])[0]
+                if len(self.buf) - p >= 5 + n:
+                    kind, body = bytes(self.buf[p:p + 1]), bytes(self.buf[p + 5:p + 5 + n])
+                    self.pos = p + 5 + n
+                    if self.pos > (1 << 20) or self.pos == len(self.buf):
+                        del self.buf[:self.pos]  # compact now and then, not per frame
+                        self.pos = 0
+                    return kind, body
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sel.select(left):
+                return None
+            chunk = os.read(self.rout, 1 << 20)
+            if not chunk:
+                return None
+            self.buf += chunk
 
     def session(self, conv: Conversation, timeout: float) -> SessionEnd:
         """Run one conversation. The worker owns the child's deadline; this one (timeout plus a
@@ -285,6 +288,10 @@ class _Worker:
         return end
 
     def kill(self) -> None:
+        try:
+            self.sel.close()
+        except (OSError, AttributeError):
+            pass
         try:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
