@@ -1,4 +1,5 @@
-"""Plain GRPO against rlvr's online filter (rlvr.dynamic), side by side in one script, on the tiny model.
+"""Plain GRPO against rlvr's dynamic sampling (rlvr.dynamic: the online filter and resample), side by
+side in one script, on the tiny model.
 
 For each task (the built-in addition task, and the mixed-operation one: + - *) and each seed:
 build the tiny model, SFT it until a dev slice reaches a 20 % pass rate (the demo's warm start, so
@@ -6,12 +7,15 @@ GRPO has signal), then train GRPO from that one checkpoint with each mode for th
 steps. The train split is cut to ``--train-rows`` prompts so a run sees each prompt several times:
 the filter judges a prompt by its previous groups, so on a split visited once it cannot act.
 
-Printed per run and as ratios (filter / plain): held-out accuracy after the same number of steps,
-wall-clock seconds, generated completion tokens (from ``completions/mean_length``) and the share of
-zero-variance groups trained (TRL's ``frac_reward_zero_std``), with the filter's own
-``dynamic/zero_std_before`` (share of drawn groups it skipped). The filter generates no extra
-completion, so equal steps are equal generated completions; the token and time ratios say how far
-apart they are. Held-out accuracy is greedy over ``--eval-prompts`` prompts.
+Printed per run and as ratios (mode / plain): held-out accuracy after the same number of steps,
+wall-clock seconds, generated completion tokens (from ``completions/mean_length`` and, for
+resample, its extra rounds) and the share of zero-variance groups before and after dynamic
+sampling (``dynamic/zero_std_before`` / ``_after``; for plain GRPO both are TRL's
+``frac_reward_zero_std``). The filter generates no extra completion, so its equal steps are equal
+generated completions; resample spends more per step, which the token and time ratios show, so its
+accuracy is also read at the plain run's token budget: the last held-out eval (every
+``--eval-every`` steps) whose generated tokens do not exceed plain's total. Held-out accuracy is
+greedy over ``--eval-prompts`` prompts.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/dynamic_sampling.py [--steps 150] [--seeds 0 1 2] [--train-rows 256]
 """
@@ -31,7 +35,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TASKS = {"add": "+", "mixed": "+-*"}
-MODES: dict[str, dict[str, Any] | None] = {"plain": {"mode": "off"}, "filter": {"mode": "filter", "visits": 2, "recheck_after": 20}}
+MODES: dict[str, dict[str, Any]] = {
+    "plain": {"mode": "off"},
+    "filter": {"mode": "filter", "visits": 2, "recheck_after": 20},
+    "resample": {"mode": "resample", "max_rounds": 3, "short_batch": "kept"},
+}
 
 
 def write_task(folder: Path, ops: str, seed: int, train_rows: int, dynamic: dict[str, Any] | None) -> Path:
@@ -48,7 +56,7 @@ def write_task(folder: Path, ops: str, seed: int, train_rows: int, dynamic: dict
     return path
 
 
-def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: int, root: Path) -> dict[str, dict[str, float]]:
+def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: int, eval_every: int, root: Path) -> dict[str, dict[str, Any]]:
     from rlvr.models import build_builtin
     from rlvr.sft import SftOptions, run_sft
     from rlvr.task import load_task
@@ -60,23 +68,34 @@ def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: in
     base = str(build_builtin("tiny", root / "base"))
     sft = run_sft(base_task, SftOptions(out_dir=root / "sft", model=base, target_pass_rate=0.2, progress=False))
     print(f"{task_name:<6} seed {seed} SFT: {sft.steps} steps, dev pass rate {sft.dev_pass_rate}", flush=True)
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for mode, dyn in MODES.items():
         task = load_task(write_task(root / f"task-{mode}", ops, seed, train_rows, dyn))
         t0 = time.perf_counter()
-        res = train(task, TrainOptions(run_dir=root / f"run-{mode}", model=str(sft.out_dir), max_steps=steps, no_gate_reason="bench",
-                                       progress=False, eval_every=steps, eval_prompts=eval_prompts))
+        train(task, TrainOptions(run_dir=root / f"run-{mode}", model=str(sft.out_dir), max_steps=steps, no_gate_reason="bench",
+                                 progress=False, eval_every=eval_every, eval_prompts=eval_prompts))
         wall = time.perf_counter() - t0
         lines = [json.loads(x) for x in (root / f"run-{mode}" / "metrics.jsonl").read_text().splitlines()]
         gen = [x for x in lines if "completions/mean_length" in x]
-        per_gen = 64  # per_device_train_batch_size of the built-in task, one generation per step
+        per_gen = 64  # per_device_train_batch_size of the built-in task; one generation (round) per step
+        tokens, cum = 0.0, {}
+        for x in gen:
+            tokens += x["completions/mean_length"] * (per_gen + x.get("dynamic/extra_completions", 0.0))
+            cum[x["step"]] = tokens
+        evals = [(x["step"], x["time"], x["eval/accuracy"]) for x in lines if "eval/accuracy" in x]
         out[mode] = {
-            "acc0": res.evals[0]["eval/accuracy"], "acc": res.evals[-1]["eval/accuracy"], "seconds": wall,
-            "tokens": sum(x["completions/mean_length"] * per_gen for x in gen),
-            "zero_std": statistics.mean(x["frac_reward_zero_std"] for x in gen),
-            "skipped_drawn": statistics.mean(x.get("dynamic/zero_std_before", 0.0) for x in gen),
+            "acc0": evals[0][2], "acc": evals[-1][2], "seconds": wall, "tokens": tokens, "evals": [(s, t, cum.get(s, 0.0), a) for s, t, a in evals],
+            "before": statistics.mean(x.get("dynamic/zero_std_before", x["frac_reward_zero_std"]) for x in gen),
+            "after": statistics.mean(x.get("dynamic/zero_std_after", x["frac_reward_zero_std"]) for x in gen),
+            "rounds": statistics.mean(x.get("dynamic/rounds", 1.0) for x in gen),
         }
     return out
+
+
+def at_budget(evals: list[tuple[int, float, float, float]], *, seconds: float | None = None, tokens: float | None = None) -> float:
+    """Held-out accuracy of the last eval within a time or token budget."""
+    ok = [a for _, t, k, a in evals if (seconds is None or t <= seconds) and (tokens is None or k <= tokens * 1.001)]
+    return ok[-1] if ok else evals[0][3]
 
 
 def main() -> None:
@@ -86,28 +105,36 @@ def main() -> None:
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     ap.add_argument("--train-rows", type=int, default=256)
     ap.add_argument("--eval-prompts", type=int, default=200)
+    ap.add_argument("--eval-every", type=int, default=25)
     args = ap.parse_args()
     rows = []
     for task_name in args.tasks:
         for seed in args.seeds:
             with tempfile.TemporaryDirectory(prefix="rlvr-bench-dyn-") as tmp:
-                r = one(task_name, seed, args.steps, args.train_rows, args.eval_prompts, Path(tmp))
+                r = one(task_name, seed, args.steps, args.train_rows, args.eval_prompts, args.eval_every, Path(tmp))
             for mode, m in r.items():
-                print(f"{task_name:<6} seed {seed} {mode:<7} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s  "
-                      f"{m['tokens']:8.0f} tokens  zero-std trained {m['zero_std']:.3f}  drawn groups skipped {m['skipped_drawn']:.3f}", flush=True)
+                print(f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s  {m['tokens']:8.0f} tokens  "
+                      f"rounds {m['rounds']:.2f}  zero-std before {m['before']:.3f} after {m['after']:.3f}", flush=True)
             rows.append((task_name, seed, r))
     print()
-    print(f"{'task':<6} {'seed':>4}  {'acc plain':>9} {'acc filter':>10} {'lift diff':>9}  {'time ratio':>10} {'token ratio':>11}  {'zero-std plain':>14} {'zero-std filter':>15}")
+    print("ratios against plain GRPO in the same task and seed (accuracy in points: mode - plain)")
+    print(f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} {'tokens x':>8} {'zero-std before':>15} {'after':>6}")
     for task_name, seed, r in rows:
-        p, f = r["plain"], r["filter"]
-        print(f"{task_name:<6} {seed:>4}  {p['acc']:9.3f} {f['acc']:10.3f} {(f['acc'] - p['acc']) * 100:+8.1f}p  {f['seconds'] / p['seconds']:10.2f} "
-              f"{f['tokens'] / max(p['tokens'], 1):11.2f}  {p['zero_std']:14.3f} {f['zero_std']:15.3f}")
+        p = r["plain"]
+        for mode in [m for m in r if m != "plain"]:
+            m = r[mode]
+            at_t = at_budget(m["evals"], seconds=p["evals"][-1][1])
+            at_k = at_budget(m["evals"], tokens=p["tokens"])
+            print(f"{task_name:<6} {seed:>4} {mode:<8} {(m['acc'] - p['acc']) * 100:+8.1f}p {(at_t - p['acc']) * 100:+7.1f}p {(at_k - p['acc']) * 100:+9.1f}p "
+                  f"{m['seconds'] / p['seconds']:7.2f} {m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}")
     for task_name in args.tasks:
         sel = [r for t, _, r in rows if t == task_name]
-        print(f"{task_name}: mean over {len(sel)} seeds: accuracy plain {statistics.mean(r['plain']['acc'] for r in sel):.3f}, "
-              f"filter {statistics.mean(r['filter']['acc'] for r in sel):.3f}; zero-std share trained plain "
-              f"{statistics.mean(r['plain']['zero_std'] for r in sel):.3f}, filter {statistics.mean(r['filter']['zero_std'] for r in sel):.3f}; "
-              f"time ratio {statistics.mean(r['filter']['seconds'] / r['plain']['seconds'] for r in sel):.2f}")
+        parts = []
+        for mode in sel[0]:
+            parts.append(f"{mode} acc {statistics.mean(r[mode]['acc'] for r in sel):.3f} (zero-std after {statistics.mean(r[mode]['after'] for r in sel):.3f}, "
+                         f"time x{statistics.mean(r[mode]['seconds'] / r['plain']['seconds'] for r in sel):.2f}, "
+                         f"tokens x{statistics.mean(r[mode]['tokens'] / r['plain']['tokens'] for r in sel):.2f})")
+        print(f"{task_name}, mean of {len(sel)} seeds: " + "; ".join(parts))
 
 
 if __name__ == "__main__":

@@ -36,9 +36,9 @@ def test_the_task_can_turn_the_filter_off_in_dapo() -> None:
 
 def test_every_bad_setting_is_reported_at_once() -> None:
     with pytest.raises(ConfigError) as err:
-        DynamicSampling.resolve({"mode": "resample", "visits": 0, "epsilon": -1, "colour": 1})
+        DynamicSampling.resolve({"mode": "sometimes", "visits": 0, "epsilon": -1, "colour": 1, "max_rounds": 0, "short_batch": "all"})
     text = str(err.value)
-    for where in ("grpo.dynamic.mode", "grpo.dynamic.visits", "grpo.dynamic.epsilon", "grpo.dynamic.colour"):
+    for where in ("grpo.dynamic.mode", "grpo.dynamic.visits", "grpo.dynamic.epsilon", "grpo.dynamic.colour", "grpo.dynamic.max_rounds", "grpo.dynamic.short_batch"):
         assert where in text, where
 
 
@@ -254,7 +254,7 @@ def test_the_filter_logs_its_metrics_with_every_generation(filtered: tuple[Path,
 def test_the_run_config_records_the_filter_settings(filtered: tuple[Path, list[list[str]]]) -> None:
     run, _ = filtered
     cfg = yaml.safe_load((run / "config.yaml").read_text())
-    assert cfg["rlvr"]["dynamic"] == {"mode": "filter", "visits": 1, "recheck_after": 100, "epsilon": 1e-6}
+    assert cfg["rlvr"]["dynamic"] == {"mode": "filter", "visits": 1, "recheck_after": 100, "epsilon": 1e-6, "max_rounds": 3, "short_batch": "kept"}
 
 
 def test_every_checkpoint_holds_the_filter_state(filtered: tuple[Path, list[list[str]]]) -> None:
@@ -304,3 +304,132 @@ def test_two_processes_make_the_same_decisions_as_one(tmp_path: Path, monkeypatc
     b = json.loads((tmp_path / "two" / "run" / "checkpoints" / "checkpoint-8" / STATE_FILE).read_text())
     for key in ("history", "skipped_until", "generations"):
         assert a[key] == b[key], key
+
+
+# -- resample: the pure parts -----------------------------------------------------------------
+from rlvr.dynamic import Pick, assemble, pick_groups, refill  # noqa: E402
+
+
+def test_resample_keeps_groups_with_variance_in_order_and_asks_for_what_the_neediest_process_lacks() -> None:
+    # 2 processes x 2 groups; round 0: process 0 has two flat groups, process 1 one.
+    picks, need = pick_groups([[0.0, 0.0, 0.2, 0.0]], per_rank=2, ranks=2, epsilon=1e-6, short_batch="kept")
+    assert need == 2
+    # round 1: two groups per process (process 0: groups 0-1, process 1: groups 2-3)
+    picks, need = pick_groups([[0.0, 0.0, 0.2, 0.0], [0.4, 0.3, 0.5, 0.0]], per_rank=2, ranks=2, epsilon=1e-6, short_batch="kept")
+    assert need == 0
+    assert picks[0] == [Pick(1, 0, False, False), Pick(1, 1, False, False)]
+    assert picks[1] == [Pick(0, 0, False, False), Pick(1, 0, False, False)]
+
+
+def test_resample_short_of_groups_fills_with_the_least_flat_dropped_ones_masked_for_kept() -> None:
+    spreads = [[0.0, 1e-9], [0.5, 0.0]]
+    picks, need = pick_groups(spreads, per_rank=2, ranks=1, epsilon=1e-6, short_batch="kept")
+    assert need == 1 and picks[0] == [Pick(1, 0, False, False), Pick(0, 1, True, True)]
+    picks, _ = pick_groups(spreads, per_rank=2, ranks=1, epsilon=1e-6, short_batch="best")
+    assert picks[0][1] == Pick(0, 1, True, False)
+
+
+def test_refill_draws_fresh_prompts_and_repeats_only_when_every_prompt_is_used() -> None:
+    import random
+
+    used = {0, 1, 2}
+    got = refill(6, used, 3, random.Random(1))
+    assert sorted(got) == [3, 4, 5]
+    more = refill(6, used, 2, random.Random(1))
+    assert len(more) == 2 and all(0 <= q < 6 for q in more)
+
+
+def test_refill_is_the_same_for_the_same_generator_state() -> None:
+    import random
+
+    assert refill(10_000, {1, 2}, 16, random.Random("x")) == refill(10_000, {1, 2}, 16, random.Random("x"))
+
+
+def test_assemble_joins_rounds_of_different_lengths_and_masks_the_kept_fill() -> None:
+    import torch
+
+    def out(prompt_len: int, comp_len: int, base: float) -> dict:
+        return {"prompt_ids": torch.full((4, prompt_len), 7), "prompt_mask": torch.ones(4, prompt_len, dtype=torch.long),
+                "completion_ids": torch.full((4, comp_len), 9), "completion_mask": torch.ones(4, comp_len, dtype=torch.long),
+                "old_per_token_logps": torch.full((4, comp_len), base), "advantages": torch.arange(4, dtype=torch.float) + base,
+                "num_items_in_batch": torch.tensor(16)}
+
+    a, b = out(3, 2, 0.0), out(2, 5, 10.0)
+    got = assemble([a, b], [Pick(1, 1, False, False), Pick(0, 0, True, True)], group_size=2, pad_id=0)
+    assert got["prompt_ids"].shape == (4, 3) and got["completion_ids"].shape == (4, 5)
+    assert got["prompt_ids"][0].tolist() == [0, 7, 7] and got["prompt_mask"][0].tolist() == [0, 1, 1]  # left-padded
+    assert got["completion_ids"][2].tolist() == [9, 9, 0, 0, 0] and got["completion_mask"][2].tolist() == [0, 0, 0, 0, 0]  # masked fill
+    assert got["completion_mask"][0].tolist() == [1] * 5
+    assert got["advantages"].tolist() == [12.0, 13.0, 0.0, 0.0]
+    assert "num_items_in_batch" not in got
+
+
+# -- resample: training on the tiny model -----------------------------------------------------
+def run_capturing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[str, Any], steps: int) -> tuple[Path, list[list[tuple[str, bool]]]]:
+    """A planted run that records each generation batch TRL trains on: (prompt text, whether any
+    completion token of the row is in the loss) per row."""
+    import rlvr.dynamic as dyn_module
+
+    trained: list[list[tuple[str, bool]]] = []
+    original = dyn_module.trainer_class
+
+    def capturing(base: type) -> type:
+        cls = original(base)
+
+        class Capturing(cls):  # type: ignore[misc, valid-type]
+            def _generate_and_score_completions(self, inputs: Any) -> Any:
+                out = super()._generate_and_score_completions(inputs)
+                if self.model.training:
+                    texts = self.processing_class.batch_decode(out["prompt_ids"], skip_special_tokens=True)
+                    assert out["completion_ids"].shape[0] == len(inputs), "the batch keeps its shape"
+                    trained.append(list(zip(texts, out["completion_mask"].sum(dim=1).gt(0).tolist(), strict=True)))
+                return out
+
+        return Capturing
+
+    monkeypatch.setattr(dyn_module, "trainer_class", capturing)
+    run, _ = run_planted(tmp_path, monkeypatch, dynamic, steps=steps)
+    return run, trained
+
+
+@pytest.fixture(scope="module")
+def resampled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[tuple[str, bool]]]]:
+    mp = pytest.MonkeyPatch()
+    try:
+        return run_capturing(tmp_path_factory.mktemp("resample"), mp, {"mode": "resample", "max_rounds": 4}, steps=8)
+    finally:
+        mp.undo()
+
+
+def test_resample_never_trains_on_a_flat_group_while_groups_with_variance_are_left(resampled: tuple[Path, list[list[tuple[str, bool]]]]) -> None:
+    """Accumulation 2, steps_per_generation 2, num_iterations 2: each generation batch TRL trains
+    on holds only the 'mid' prompts in its loss; a planted prompt is at most a masked fill."""
+    _, trained = resampled
+    assert len(trained) == 4
+    for batch in trained:
+        in_loss = [text for text, counted in batch if counted]
+        assert in_loss and all(text.startswith("mid") for text in in_loss), batch
+
+
+def test_resample_logs_rounds_extra_completions_and_the_share_before_and_after(resampled: tuple[Path, list[list[tuple[str, bool]]]]) -> None:
+    run, _ = resampled
+    logs = [x for x in metrics(run) if "dynamic/rounds" in x]
+    assert [x["step"] for x in logs] == [1, 3, 5, 7]
+    first = logs[0]
+    # Each extra round generates only what the batch still lacks: whole groups of 8, fewer than 4.
+    extra = first["dynamic/extra_completions"]
+    assert first["dynamic/rounds"] >= 2 and extra % 8 == 0 and 0 < extra <= (first["dynamic/rounds"] - 1) * 24
+    assert first["dynamic/zero_std_before"] > 0 and first["dynamic/kept_groups"] + first["dynamic/starved_groups"] == 4
+    assert all(x["dynamic/zero_std_after"] == x["dynamic/starved_groups"] / 4 for x in logs)
+
+
+@pytest.mark.parametrize("short_batch", ["kept", "best"])
+def test_resample_with_its_rounds_spent_masks_the_flat_fill_or_trains_it_as_configured(short_batch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, trained = run_capturing(tmp_path, monkeypatch, {"mode": "resample", "max_rounds": 1, "short_batch": short_batch}, steps=2)
+    (batch,) = trained
+    planted = [counted for text, counted in batch if not text.startswith("mid")]
+    assert planted, "the seed's first batch draws planted prompts"
+    assert all(planted) if short_batch == "best" else not any(planted)
+    assert all(counted for text, counted in batch if text.startswith("mid"))
+    (log,) = [x for x in metrics(run) if "dynamic/rounds" in x]
+    assert log["dynamic/rounds"] == 1 and log["dynamic/extra_completions"] == 0 and log["dynamic/starved_groups"] == len(planted) / 8

@@ -67,14 +67,15 @@ from typing import Any
 
 from .errors import ConfigError, Problem
 
-MODES = ("off", "filter")
+MODES = ("off", "filter", "resample")
+SHORT_BATCH = ("kept", "best")
 STATE_FILE = "rlvr_dynamic.json"
 
 # The defaults, and the settings the `dapo` overlay turns on. Heuristics, not published constants:
 # two flat visits in a row (at G = 8 a prompt with a 50 % pass rate gives a flat group with
 # probability 2 x 0.5^8 ~ 0.008, twice in a row ~ 6e-5, so a skip is almost never a learnable prompt
 # mistaken; one with a 90 % rate: 0.43, twice 0.19), re-checked after 20 optimizer steps.
-DEFAULTS: dict[str, Any] = {"mode": "off", "visits": 2, "recheck_after": 20, "epsilon": 1e-6}
+DEFAULTS: dict[str, Any] = {"mode": "off", "visits": 2, "recheck_after": 20, "epsilon": 1e-6, "max_rounds": 3, "short_batch": "kept"}
 VARIANT_DEFAULTS: dict[str, dict[str, Any]] = {"dapo": {"mode": "filter"}}
 
 
@@ -86,6 +87,8 @@ class DynamicSampling:
     visits: int = 2  # K: a prompt is skipped after this many flat groups in a row
     recheck_after: int = 20  # M: optimizer steps a skipped prompt waits before it may be drawn again
     epsilon: float = 1e-6  # rewards within this of each other count as equal (not float equality)
+    max_rounds: int = 3  # resample: generation rounds per batch at most, the first included
+    short_batch: str = "kept"  # resample, rounds spent: kept = flat fill is masked out; best = flat fill trained as is
 
     @property
     def enabled(self) -> bool:
@@ -108,8 +111,11 @@ class DynamicSampling:
                     problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(DEFAULTS)}"))
                 elif key == "mode" and value not in MODES:
                     problems.append(Problem(f"{where}.mode", f"{value!r} is not one of {', '.join(MODES)}",
-                                            "filter skips prompts whose recent groups were flat; off is plain GRPO (resample is not implemented)"))
-                elif key in ("visits", "recheck_after") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                                            "filter skips prompts whose recent groups were flat; resample drops flat groups and generates more; off is plain GRPO"))
+                elif key == "short_batch" and value not in SHORT_BATCH:
+                    problems.append(Problem(f"{where}.short_batch", f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
+                                            "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups"))
+                elif key in ("visits", "recheck_after", "max_rounds") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                     problems.append(Problem(f"{where}.{key}", f"must be a whole number of at least 1, got {value!r}"))
                 elif key == "epsilon" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf):
                     problems.append(Problem(f"{where}.epsilon", f"must be a non-negative number, got {value!r}"))
@@ -117,17 +123,23 @@ class DynamicSampling:
                     values[key] = value
         if problems:
             raise ConfigError(problems)
-        return cls(str(values["mode"]), int(values["visits"]), int(values["recheck_after"]), float(values["epsilon"]))
+        return cls(str(values["mode"]), int(values["visits"]), int(values["recheck_after"]), float(values["epsilon"]),
+                   int(values["max_rounds"]), str(values["short_batch"]))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def spread(rewards: Sequence[float | None]) -> float:
+    """max - min of the decided rewards (None or NaN: masked); 0 with fewer than two decided."""
+    decided = [float(r) for r in rewards if r is not None and not math.isnan(float(r))]
+    return max(decided) - min(decided) if len(decided) >= 2 else 0.0
+
+
 def is_flat(rewards: Sequence[float | None], epsilon: float) -> bool:
     """Whether a group teaches nothing: its decided rewards (None or NaN: masked) lie within
     ``epsilon`` of each other, or fewer than two were decided."""
-    decided = [float(r) for r in rewards if r is not None and not math.isnan(float(r))]
-    return len(decided) < 2 or max(decided) - min(decided) <= epsilon
+    return spread(rewards) <= epsilon
 
 
 @dataclass(frozen=True)
@@ -241,20 +253,108 @@ class PromptFilter:
         return True
 
 
+# -- resample ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pick:
+    """One slot of a process's batch: local group ``group`` of generation round ``round``."""
+
+    round: int
+    group: int
+    flat: bool
+    masked: bool  # a flat fill whose loss is masked out (short_batch: kept)
+
+
+def pick_groups(spreads: Sequence[Sequence[float]], per_rank: int, ranks: int, epsilon: float, short_batch: str) -> tuple[list[list[Pick]], int]:
+    """The ``per_rank`` groups each process trains after the rounds so far. ``spreads[r][k]``: the
+    reward spread of global group k in round r (in a round of n groups per process, process q holds
+    groups q*n ... (q+1)*n - 1). Each process takes its groups with variance in order of
+    generation; when there are too few, the dropped groups with the largest spread fill the rest
+    (masked for ``kept``). Returns the picks and how many groups the neediest process still lacks
+    (0: no further round needed; the next round generates that many per process)."""
+    out, need = [], 0
+    for q in range(ranks):
+        mine = [(r, j, row[q * (len(row) // ranks) + j]) for r, row in enumerate(spreads) for j in range(len(row) // ranks)]
+        kept = [Pick(r, j, False, False) for r, j, s in mine if s > epsilon]
+        if len(kept) < per_rank:
+            need = max(need, per_rank - len(kept))
+            flat = sorted((t for t in mine if t[2] <= epsilon), key=lambda t: -t[2])  # stable: earlier rounds first among equals
+            kept += [Pick(r, j, True, short_batch == "kept") for r, j, _ in flat[: per_rank - len(kept)]]
+        out.append(kept[:per_rank])
+    return out, need
+
+
+def refill(n_prompts: int, used: set[int], count: int, rng: random.Random) -> list[int]:
+    """``count`` fresh prompts (dataset indices) not in ``used``; repeats only once every prompt is used."""
+    fresh = [i for i in range(n_prompts) if i not in used] if n_prompts <= 64 * count else []
+    out: list[int] = []
+    while len(out) < count:
+        if fresh:
+            out.append(fresh.pop(rng.randrange(len(fresh))))
+            used.add(out[-1])
+            continue
+        q = rng.randrange(n_prompts)
+        if q not in used or len(used) >= n_prompts:
+            out.append(q)
+        used.add(q)
+    return out
+
+
+# Row-aligned tensors of TRL's generation output and how each is padded when rounds of different
+# lengths are joined: (side, value); "pad" means the tokenizer's pad id.
+_ROW_KEYS = {
+    "prompt_ids": ("left", "pad"), "prompt_mask": ("left", 0),
+    "completion_ids": ("right", "pad"), "completion_mask": ("right", 0), "tool_mask": ("right", 1),
+    "old_per_token_logps": ("right", 0.0), "ref_per_token_logps": ("right", 0.0), "sampling_per_token_logps": ("right", 0.0),
+    "importance_sampling_ratio": ("right", 0.0), "advantages": (None, None),
+}
+
+
+def assemble(rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_size: int, pad_id: int) -> dict[str, Any]:
+    """One process's batch from its rounds' outputs: the picked groups' rows, each tensor padded to
+    the longest round. A masked pick keeps its rows (the shapes stay) with completion mask and
+    advantage zero. ``num_items_in_batch`` is left to the caller (it is a sum over processes)."""
+    import torch
+    import torch.nn.functional as F
+
+    unknown = sorted(set(rounds[0]) - set(_ROW_KEYS) - {"num_items_in_batch"})
+    if unknown:
+        from .errors import RunError
+
+        raise RunError(f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal or tool inputs); use mode: filter")
+    rows = [(p.round, p.group * group_size + i, p.masked) for p in picks for i in range(group_size)]
+    out: dict[str, Any] = {}
+    for key, (side, value) in _ROW_KEYS.items():
+        if key not in rounds[0]:
+            continue
+        tensors = [r[key] for r in rounds]
+        if side is not None and tensors[0].dim() == 2:
+            width = max(t.size(1) for t in tensors)
+            fill = pad_id if value == "pad" else value
+            tensors = [F.pad(t, (width - t.size(1), 0) if side == "left" else (0, width - t.size(1)), value=fill) for t in tensors]
+        out[key] = torch.stack([tensors[r][i] for r, i, _ in rows])
+    masked = torch.tensor([m for _, _, m in rows], device=out["completion_mask"].device)
+    if bool(masked.any()):
+        out["completion_mask"] = out["completion_mask"] * (~masked).unsqueeze(1).to(out["completion_mask"].dtype)
+        out["advantages"] = out["advantages"].masked_fill(masked, 0.0)
+    return out
+
+
 def prompt_key(prompt: Any) -> str:
     """A prompt's identity (a string, or chat messages)."""
     return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
 
 
 def trainer_class(base: type) -> type:
-    """``base`` (TRL's GRPOTrainer) with the online filter. The instance needs ``rlvr_filter`` (a
-    ``PromptFilter``) and ``rlvr_success`` (the success term's name, or None) set before training."""
+    """``base`` (TRL's GRPOTrainer) with dynamic sampling. Before training the instance needs
+    ``rlvr_dynamic`` (the settings), ``rlvr_success`` (the success term's name, or None) and, for
+    the filter, ``rlvr_filter`` (a ``PromptFilter``)."""
     import torch
     from accelerate.utils import gather_object
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     class DynamicGRPOTrainer(base):  # type: ignore[misc, valid-type]
-        rlvr_filter: PromptFilter
+        rlvr_dynamic: DynamicSampling
+        rlvr_filter: PromptFilter | None = None
         rlvr_success: str | None = None
         _rlvr_rewards: Any = None
         _rlvr_index: dict[str, int] | None = None
@@ -275,6 +375,9 @@ def trainer_class(base: type) -> type:
         def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             if not self.model.training:
                 return super()._generate_and_score_completions(inputs)
+            if self.rlvr_dynamic.mode == "resample":
+                return self._rlvr_resample(inputs)
+            assert self.rlvr_filter is not None
             g = self.num_generations
             index = self._rlvr_prompt_index()
             local = [index.get(prompt_key(x.get("prompt")), -1) for x in inputs]
@@ -298,6 +401,59 @@ def trainer_class(base: type) -> type:
             self._rlvr_rewards = None
             out = super()._generate_and_score_completions(new_inputs)
             self._rlvr_observe(plan, step)
+            return out
+
+        def _rlvr_spreads(self) -> list[float]:
+            """Each global group's reward spread, from the rewards TRL gathered (masked: NaN)."""
+            rewards = self._rlvr_rewards
+            g = self.num_generations
+            undecided = torch.isnan(rewards).all(dim=1)
+            total = (rewards * self.reward_weights.to(rewards.device).unsqueeze(0)).nansum(dim=1)
+            total[undecided] = torch.nan
+            values = total.tolist()
+            return [spread(values[k:k + g]) for k in range(0, len(values), g)]
+
+        def _rlvr_resample(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            settings, g, n = self.rlvr_dynamic, self.num_generations, len(inputs)
+            if n % g:
+                from .errors import RunError
+
+                raise RunError(f"dynamic sampling (resample) needs whole groups on every process: {n} rows per process is not a multiple of "
+                               f"num_generations {g} (make per_device_train_batch_size x steps_per_generation a multiple of it, or use mode: filter)")
+            per_rank, ranks, rank = n // g, self.accelerator.num_processes, self.accelerator.process_index
+            step = int(self.state.global_step)
+            index = self._rlvr_prompt_index()
+            used = {i for i in gather_object([index.get(prompt_key(x.get("prompt")), -1) for x in inputs]) if i >= 0}
+            rng = random.Random(f"rlvr-resample:{self.args.seed}:{step}")
+            keys = list(inputs[0].keys())
+            rounds, spreads = [], []
+            batch = inputs
+            while True:
+                self._rlvr_rewards = None
+                rounds.append(super()._generate_and_score_completions(batch))
+                spreads.append(self._rlvr_spreads())
+                picks, need = pick_groups(spreads, per_rank, ranks, settings.epsilon, settings.short_batch)
+                if not need or len(rounds) >= settings.max_rounds:
+                    break
+                # As many fresh prompts per process as the neediest one lacks (equal sizes: TRL gathers
+                # rewards across processes), the same on every process (same generator, same state).
+                fresh = refill(len(self.train_dataset), used, need * ranks, rng)[rank * need:(rank + 1) * need]
+                rows = [self.train_dataset[i] for i in fresh]
+                batch = [{k: row[k] for k in keys if k in row} for row in rows for _ in range(g)]
+            out = assemble(rounds, picks[rank], g, self._tokenizer.pad_token_id)
+            mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+            out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+            every = [p for q in picks for p in q]
+            m = self._metrics["train"]
+            total = len(every)
+            short = sum(p.flat for p in every)
+            m["dynamic/rounds"].append(float(len(rounds)))
+            m["dynamic/extra_completions"].append(float(sum(len(row) for row in spreads[1:]) * g))
+            m["dynamic/kept_groups"].append(float(total - short))
+            m["dynamic/dropped_groups"].append(float(sum(s <= settings.epsilon for r in spreads for s in r) - short))
+            m["dynamic/starved_groups"].append(float(short))
+            m["dynamic/zero_std_before"].append(sum(s <= settings.epsilon for s in spreads[0]) / len(spreads[0]))
+            m["dynamic/zero_std_after"].append(short / max(total, 1))
             return out
 
         def _rlvr_observe(self, plan: Plan, step: int) -> None:
@@ -328,14 +484,14 @@ def trainer_class(base: type) -> type:
 
         def _save_checkpoint(self, model: Any, trial: Any) -> None:
             super()._save_checkpoint(model, trial)
-            if self.args.should_save:
+            if self.args.should_save and self.rlvr_filter is not None:
                 folder = Path(self._get_output_dir(trial=trial)) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
                 if folder.is_dir():
                     self.rlvr_filter.save(folder)
 
         def _load_optimizer_and_scheduler(self, checkpoint: Any) -> None:
             super()._load_optimizer_and_scheduler(checkpoint)
-            if checkpoint is not None:
+            if checkpoint is not None and self.rlvr_filter is not None:
                 self.rlvr_filter.load(Path(checkpoint))
 
     return DynamicGRPOTrainer

@@ -499,9 +499,11 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     if dynamic.enabled:
         from .dynamic import PromptFilter
 
-        # Its state is saved into every checkpoint and read back on resume (rlvr.dynamic).
-        trainer.rlvr_filter = PromptFilter(len(trainer.train_dataset), dynamic, seed=int(args.seed))
+        trainer.rlvr_dynamic = dynamic
         trainer.rlvr_success = task.success_term
+        if dynamic.mode == "filter":
+            # Its state is saved into every checkpoint and read back on resume (rlvr.dynamic).
+            trainer.rlvr_filter = PromptFilter(len(trainer.train_dataset), dynamic, seed=int(args.seed))
     if peft_config is not None:
         model = trainer.model  # the PeftModel: held-out evals must see the adapter
     quiet_progress(trainer, opts.progress, "GRPO")
