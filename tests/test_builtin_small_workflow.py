@@ -232,3 +232,26 @@ def test_eval_tokenizes_a_chat_prompt_as_the_probe_and_trl_do() -> None:
     messages = [{"role": "system", "content": "Answer in <answer> tags."}, *MESSAGES]
     text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)  # what evaluate.generate_texts tokenizes
     assert tok(text, add_special_tokens=False)["input_ids"] == prompt_ids(tok, messages)
+
+
+@pytest.mark.parametrize(("think", "model", "target", "prompt_end"), [
+    ("required", "builtin:small", "<think></think><answer>20</answer><|im_end|>\n", "<|im_start|>assistant\n"),
+    ("prefilled", "builtin:small-think", "</think><answer>20</answer><|im_end|>\n", "<|im_start|>assistant\n<think>\n"),
+])
+def test_sft_loss_covers_exactly_the_completion_after_the_generation_prompt(tmp_path: Path, think: str, model: str, target: str, prompt_end: str) -> None:
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from rlvr.models import load_model, load_tokenizer
+    from rlvr.sft import sft_rows
+    from rlvr.task import load_task
+
+    task = load_task(chat_task(tmp_path / "task", think=think, model=model))
+    tok = load_tokenizer(model)
+    config = SFTConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none", max_steps=1)
+    trainer = SFTTrainer(model=load_model(model), args=config, train_dataset=Dataset.from_list(sft_rows(task, task.load_split("train")[:1])), processing_class=tok)
+    example = trainer.train_dataset[0]
+    trained = [i for i, label in zip(example["input_ids"], example["labels"], strict=True) if label != -100]
+    prompt = [i for i, label in zip(example["input_ids"], example["labels"], strict=True) if label == -100]
+    assert tok.decode(trained) == target  # the EOS is learned, the generation prompt is not
+    assert tok.decode(prompt).endswith(prompt_end)
