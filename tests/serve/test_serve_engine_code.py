@@ -304,3 +304,50 @@ def test_verl_reward_loop_run_concurrently_still_gives_every_sample_one_finite_r
     decided = [o["reward_score"] for i, o in enumerate(out) if i != 3]
     assert decided == pytest.approx([1.1, 0.1, 1.1, 1.1, 1.1])
     assert math.isfinite(out[3]["reward_score"]) and out[3]["reward_extra_info"]["rlvr_masked"] == 1.0
+
+
+# -- launch plans against the engines' option definitions -----------------------------------
+def _flatten(d: Any, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    if isinstance(d, dict):
+        for k, v in d.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            out.add(key)
+            out |= _flatten(v, key)
+    return out
+
+
+def test_every_verl_key_the_launch_plan_sets_exists_in_verls_config() -> None:
+    import yaml
+
+    from rlvr.serve.launch import VERL_KEYS
+
+    config = yaml.safe_load((SRC / "verl" / "trainer" / "config" / "_generated_ppo_trainer.yaml").read_text())
+    assert sorted(set(VERL_KEYS) - _flatten(config)) == []
+
+
+def test_every_openrlhf_flag_and_choice_the_launch_plan_uses_exists_in_train_ppo_ray() -> None:
+    from rlvr.serve.launch import _OPENRLHF_AGG, OPENRLHF_FLAGS
+
+    source = (SRC / "openrlhf" / "cli" / "train_ppo_ray.py").read_text()
+    defined: dict[str, list[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
+            first = node.args[0]
+            # per-role flags are written f"--{prefix}.name" in a loop over ("actor", "critic")
+            name = first.value if isinstance(first, ast.Constant) else ast.unparse(first).replace("f'--{prefix}.", "--actor.").replace('f"--{prefix}.', "--actor.").strip("'\"")
+            choices = next((ast.literal_eval(k.value) for k in node.keywords if k.arg == "choices"), None)
+            defined[name] = list(choices) if choices else []
+    assert sorted(set(OPENRLHF_FLAGS) - set(defined)) == []
+    assert set(_OPENRLHF_AGG.values()) <= set(defined["--actor.loss_agg_mode"])
+    assert {"group_norm", "dr_grpo"} <= set(defined["--algo.advantage.estimator"])
+    assert "k3" in defined["--algo.kl.estimator"] and "gspo" in defined["--actor.policy_loss_type"]
+
+
+def test_every_verl_value_the_launch_plan_uses_is_one_verl_handles() -> None:
+    from rlvr.serve.launch import _VERL_AGG
+
+    source = (SRC / "verl" / "trainer" / "ppo" / "core_algos.py").read_text()
+    for mode in {*_VERL_AGG.values(), "seq-mean-token-sum-norm"}:
+        assert f'"{mode}"' in source, mode
+    assert '@register_policy_loss("gspo")' in source and '"low_var_kl"' in source

@@ -26,6 +26,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deadline", type=float, default=300.0, metavar="SECONDS", help="per-request deadline (default 300); rows not scored by then are returned masked, as timeouts")
     parser.add_argument("--fallback", type=float, default=0.0, metavar="X", help="an engine's stand-in reward for a masked row before any row was ever decided (default 0.0; see docs/serve.md)")
     parser.add_argument("--write-adapter", nargs=2, metavar=("ENGINE", "PATH"), help="write the verl or openrlhf adapter file to PATH (gate checked first) and exit")
+    parser.add_argument("--launch", action="store_true", help="with --write-adapter: also write the engine's data (from the task's splits) and a launch script beside PATH, with rlvr's recipe mapped onto the engine's options (docs/serve.md)")
+    parser.add_argument("--gpus", type=int, default=1, metavar="N", help="with --launch: GPUs per node (default 1)")
+    parser.add_argument("--nodes", type=int, default=1, metavar="N", help="with --launch: nodes (default 1)")
+    parser.add_argument("--model", metavar="PATH_OR_ID", help="with --launch: the model the engine loads (default: the task's)")
     parser.add_argument("--log", action="store_true", help="uvicorn's access log (it shows ?token= in URLs)")
 
 
@@ -45,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
         problems.append(Problem("--fallback", f"must be a finite number, got {args.fallback}", "a NaN or infinite reward ruins its whole group's advantages"))
     if args.max_queue < 0:
         problems.append(Problem("--max-queue", f"must be 0 or more, got {args.max_queue}", "omit it for the default"))
+    if args.launch and not args.write_adapter:
+        problems.append(Problem("--launch", "writes the engine's data and command beside an adapter", "add --write-adapter ENGINE PATH"))
+    for flag, value in (("--gpus", args.gpus), ("--nodes", args.nodes)):
+        if value < 1:
+            problems.append(Problem(flag, f"must be at least 1, got {value}", "omit it for the default"))
     if args.write_adapter and args.write_adapter[0] not in ("verl", "openrlhf"):
         problems.append(Problem("--write-adapter", f"unknown engine {args.write_adapter[0]!r}", "use verl or openrlhf"))
     token = os.environ.get("RLVR_SERVE_TOKEN") or None
@@ -61,8 +70,22 @@ def run(args: argparse.Namespace) -> int:
     if args.write_adapter:
         from ..serve.engines import write_adapter
 
-        path = write_adapter(args.write_adapter[0], scorer.task, args.write_adapter[1], gate_path=args.gate, no_gate_reason=args.no_gate, fallback=args.fallback)
+        engine = args.write_adapter[0]
+        path = write_adapter(engine, scorer.task, args.write_adapter[1], gate_path=args.gate, no_gate_reason=args.no_gate, fallback=args.fallback)
         sys.stdout.write(f"wrote {path}\n")
+        if args.launch:
+            from ..serve.launch import openrlhf_plan, verl_plan
+
+            adapter = path.resolve()
+            data_dir = adapter.parent / f"{adapter.stem}.data"
+            make = verl_plan if engine == "verl" else openrlhf_plan
+            plan = make(scorer.task, adapter if engine == "verl" else str(adapter), data_dir, gpus=args.gpus, nodes=args.nodes, model=args.model)
+            script = adapter.with_suffix(".launch.sh")
+            script.write_text("#!/bin/sh\n# written by rlvr serve --launch; " + "; ".join(plan.notes) + "\n" + plan.shell() + "\n", encoding="utf-8")
+            script.chmod(0o755)
+            for role, f in plan.files.items():
+                sys.stdout.write(f"wrote {f} ({role} data)\n")
+            sys.stdout.write(f"wrote {script}:\n{plan.shell()}\n")
         return 0
     limits = Limits(workers=args.workers, max_queue=args.max_queue, max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_rows=args.max_rows, deadline=args.deadline)
     server = RewardServer(scorer, limits, token=token, host=args.host)

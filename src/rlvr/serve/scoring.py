@@ -148,16 +148,21 @@ def openrlhf_samples(body: Any, answer_column: str, max_rows: int) -> tuple[list
 
 def verl_sample(solution_str: Any, ground_truth: Any, extra_info: Any, answer_column: str) -> tuple[Sample, Hashable]:
     """One verl sample: the decoded response, ``reward_model.ground_truth`` as the task's answer
-    column (a mapping gives several columns), ``extra_info``'s keys as further columns. The group
-    key is ``extra_info``'s ``uid`` or ``index`` when present (verl's example preprocessing writes
-    ``index``), else the ground truth: two prompts with the same answer in one batch share a
-    group, an approximation that only matters for masked rows."""
+    column (a mapping gives several columns), ``extra_info``'s keys as further columns; an
+    ``extra_info.rlvr_row`` (a JSON object, written by ``rlvr serve --launch``) is the whole row
+    and wins over the rest. The group key is ``extra_info``'s ``uid`` or ``index`` when present
+    (verl's example preprocessing writes ``index``), else the ground truth: two prompts with the
+    same answer in one batch share a group, an approximation that only matters for masked rows."""
     extra = dict(extra_info) if isinstance(extra_info, Mapping) else {}
-    row = {k: v for k, v in extra.items() if k not in ("uid", "index")}
-    if isinstance(ground_truth, Mapping):
-        row.update(ground_truth)
+    whole = _json_object(extra.get("rlvr_row"))
+    if whole is not None:  # written by rlvr.serve.launch: the task's row, exactly
+        row = whole
     else:
-        row[answer_column] = ground_truth
+        row = {k: v for k, v in extra.items() if k not in ("uid", "index")}
+        if isinstance(ground_truth, Mapping):
+            row.update(ground_truth)
+        else:
+            row[answer_column] = ground_truth
     prompt = extra.get("question") or extra.get("prompt") or ""
     if "uid" in extra:
         key: Hashable = ("uid", _key(extra["uid"]))
@@ -166,6 +171,16 @@ def verl_sample(solution_str: Any, ground_truth: Any, extra_info: Any, answer_co
     else:
         key = ("truth", _key(ground_truth))
     return Sample(completion=str(solution_str), row=row, prompt=prompt_text(prompt)), key
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        obj = json.loads(value)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _check_count(n: int, max_rows: int, where: str) -> None:
