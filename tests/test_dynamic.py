@@ -42,6 +42,17 @@ def test_every_bad_setting_is_reported_at_once() -> None:
         assert where in text, where
 
 
+def test_resample_refuses_groups_split_across_processes_before_anything_loads() -> None:
+    from rlvr.dynamic import check_batch
+
+    resample = DynamicSampling(mode="resample")
+    cfg = {"num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}
+    check_batch(resample, cfg, processes=2)  # 8 per process: whole groups
+    with pytest.raises(ConfigError, match="whole groups on every process"):
+        check_batch(resample, {**cfg, "steps_per_generation": 1}, processes=2)
+    check_batch(DynamicSampling(mode="filter"), {**cfg, "steps_per_generation": 1}, processes=2)  # the filter works on global groups
+
+
 # -- what counts as flat ----------------------------------------------------------------------
 def test_rewards_within_epsilon_are_flat_and_beyond_it_are_not() -> None:
     assert is_flat([1.0, 1.0 + 1e-9], 1e-6)
@@ -433,3 +444,63 @@ def test_resample_with_its_rounds_spent_masks_the_flat_fill_or_trains_it_as_conf
     assert all(counted for text, counted in batch if text.startswith("mid"))
     (log,) = [x for x in metrics(run) if "dynamic/rounds" in x]
     assert log["dynamic/rounds"] == 1 and log["dynamic/extra_completions"] == 0 and log["dynamic/starved_groups"] == len(planted) / 8
+
+
+RESAMPLE_DRIVER = '''
+import json, os, sys
+from pathlib import Path
+import rlvr.dynamic as dyn
+from rlvr.task import load_task
+from rlvr.train import TrainOptions, train
+
+original = dyn.trainer_class
+out = Path(sys.argv[3]) / f"trained-{os.environ.get('RANK', '0')}.jsonl"
+
+def capturing(base):
+    cls = original(base)
+    class Capturing(cls):
+        def _generate_and_score_completions(self, inputs):
+            res = super()._generate_and_score_completions(inputs)
+            if self.model.training:
+                texts = self.processing_class.batch_decode(res["prompt_ids"], skip_special_tokens=True)
+                counted = res["completion_mask"].sum(dim=1).gt(0).tolist()
+                with out.open("a") as fh:
+                    fh.write(json.dumps({"rows": len(inputs), "out": [[t, c] for t, c in zip(texts, counted)]}) + "\\n")
+            return res
+    return Capturing
+
+dyn.trainer_class = capturing
+sys.path.insert(0, str(Path(sys.argv[1]).parent))
+train(load_task(sys.argv[1]), TrainOptions(run_dir=Path(sys.argv[2]), max_steps=4, no_gate_reason="resample, two processes", progress=False, eval_every=0))
+'''
+
+
+@pytest.mark.slow
+def test_resample_under_two_processes_trains_full_batches_of_groups_with_variance_on_both_ranks(tmp_path: Path) -> None:
+    """accelerate launch --num_processes 2 (CPU, gloo): both processes run the same rounds (TRL
+    gathers rewards across them: a mismatch would hang), keep their batch shape, and train only
+    groups with variance. Measured ~30 s on 2 CPU cores."""
+    import os
+    import subprocess
+    import sys
+
+    from rlvr.models import resolve_model
+
+    resolve_model("builtin:tiny")  # built once here: two processes building it at once would race
+    path = planted_task(tmp_path / "task", {"mode": "resample", "max_rounds": 4}, grpo={"per_device_train_batch_size": 8})
+    (tmp_path / "driver.py").write_text(RESAMPLE_DRIVER)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RLVR_TEST_SEEN": str(tmp_path / "seen.jsonl")}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--num_processes", "2", str(tmp_path / "driver.py"), str(path), str(tmp_path / "run"), str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    per_rank = [[json.loads(x) for x in (tmp_path / f"trained-{r}.jsonl").read_text().splitlines()] for r in (0, 1)]
+    assert len(per_rank[0]) == len(per_rank[1]) == 2  # 4 steps, a generation every 2
+    for batches in per_rank:
+        for b in batches:
+            assert len(b["out"]) == b["rows"] == 16
+            in_loss = [t for t, counted in b["out"] if counted]
+            assert in_loss and all(t.startswith("mid") for t in in_loss), b
+    calls = [json.loads(x) for x in (tmp_path / "seen.jsonl").read_text().splitlines()]
+    sizes = {r: [len(c["q"]) for c in calls if c["rank"] == r] for r in (0, 1)}
+    assert sizes[0] == sizes[1] and len(sizes[0]) > 2  # the same rounds, of the same sizes, on both ranks

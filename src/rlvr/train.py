@@ -358,6 +358,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     model_ref = resolve_model(model_arg)
     peft = opts.peft or file_rlvr.get("peft") or "none"
     validate_config(cfg, task, model_ref, hw, justified, peft)
+    from .dynamic import check_batch
+
+    check_batch(dynamic, cfg, _world_size())
     from .lengths import require_fit
 
     require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # a budget past the model's positions: refused before weights load
