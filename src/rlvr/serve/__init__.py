@@ -6,6 +6,8 @@
   in process, and the adapter files ``rlvr serve --write-adapter`` writes.
 - ``scoring``: what both share: the gated ``Scorer``, request parsing, stand-in rewards for masked
   rows (``Imputer``) and the metrics.
+- ``launch``: the engine's data and launch command with rlvr's recipe (``--write-adapter --launch``).
+- ``enginelogs``: verl's and OpenRLHF's offline logs under rlvr's metric names, for ``rlvr doctor``.
 
 Every entry point checks the inspection gate the way ``rlvr train`` does. docs/serve.md is the
 user's guide, with the wire formats and what a stand-in reward does to the GRPO advantage.
