@@ -842,6 +842,7 @@ def test_a_filter_dropping_nearly_every_group_is_a_finding_of_its_own(tmp_path: 
     _write_metrics(run, _dynamic_rows(0.95, 1.0, 30, 2))
     (f,) = [f for f in diagnose(load_run(run)).findings if f.check == "dynamic_sampling_drops_nearly_all"]
     assert f.severity == "error" and "95%" in f.evidence and "too easy" in f.suggestion and f.patch is None
+    assert "(filter) skipped" in f.evidence
 
 
 def test_a_filter_dropping_nearly_all_unsolved_prompts_points_at_sft_and_without_starving_is_a_warning(tmp_path: Path) -> None:
@@ -857,3 +858,11 @@ def test_a_filter_dropping_a_few_groups_is_not_a_finding(tmp_path: Path) -> None
     run.mkdir()
     _write_metrics(run, _dynamic_rows(0.3, 0.0, 3, 2))
     assert "dynamic_sampling_drops_nearly_all" not in {f.check for f in diagnose(load_run(run)).findings}
+
+
+def test_resample_finding_flat_groups_nearly_everywhere_says_resample_and_its_rounds(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _write_metrics(run, [{**r, "dynamic/rounds": 3.0} for r in _dynamic_rows(0.97, 2.0, 30, 2)])
+    (f,) = [f for f in diagnose(load_run(run)).findings if f.check == "dynamic_sampling_drops_nearly_all"]
+    assert "(resample) found flat 97%" in f.evidence and "3 generation rounds" in f.evidence

@@ -365,10 +365,10 @@ def check_no_learning_signal(run: Run) -> Result:
     cseries = run.series(f"rewards/{correct}/mean") if correct else None
     cm = late_mean(cseries) if cseries is not None else None
     early = mean(cseries.slice(0, 3).values) if cseries is not None and len(cseries) >= MIN_POINTS else None
-    # rlvr's online filter (rlvr.dynamic) skips prompts whose recent groups were flat: the config
-    # change for prompts that are too easy or mixed. Not for all-wrong prompts (every prompt would be
-    # skipped and the filter starves: SFT first), nor when training itself removed the signal.
-    filter_on = _dynamic_mode(run) == "filter"
+    # rlvr's dynamic sampling (rlvr.dynamic) keeps flat groups out of the batch: the config change
+    # for prompts that are too easy or mixed. Not for all-wrong prompts (every group would be
+    # dropped and the batch starves: SFT first), nor when training itself removed the signal.
+    filter_on = _dynamic_mode(run) in ("filter", "resample")
     patch = None if filter_on else Patch("dynamic sampling (online filter)", {"dynamic": {"mode": "filter"}},
                                          why="skip prompts whose last groups all had the same reward; rlvr train reads grpo: {dynamic: ...}")
     if cm is not None and early is not None and abs(early - cm[0]) >= 0.1:
@@ -384,7 +384,7 @@ def check_no_learning_signal(run: Run) -> Result:
         fix = "Filter the train split to prompts whose base pass rate is neither 0 nor 1 (`rlvr probe` emits that set); more generations per prompt or temperature 1.0 also widen the spread."
         fix += " The online filter (dynamic: {mode: filter}) skips prompts whose groups stay flat during training." if patch else ""
     if filter_on:
-        fix += " The online filter was already on: the prompts it could not replace are the data's problem (see dynamic/* in the metrics)."
+        fix += f" Dynamic sampling ({_dynamic_mode(run)}) was already on: the groups it could not replace are the data's problem (see dynamic/* in the metrics)."
     return [Finding(
         "no_learning_signal", severity, "frac_reward_zero_std" if "frac_reward_zero_std" in numbers else next(iter(numbers)),
         "; ".join(parts) + " (a zero-variance group has zero advantage: no gradient, whatever the scaling)",
@@ -393,29 +393,38 @@ def check_no_learning_signal(run: Run) -> Result:
 
 
 def _dynamic_mode(run: Run) -> str | None:
-    """The online filter's mode as the run's config records it (rlvr: {dynamic: ...}, or a
-    patched grpo: {dynamic: ...}); "filter" when only its metrics show."""
+    """Dynamic sampling's mode as the run's config records it (rlvr: {dynamic: ...}, or a patched
+    grpo: {dynamic: ...}); else what its metrics show (resample logs rounds, the filter does not)."""
     for section in (run.grpo, run.rlvr):
         d = section.get("dynamic")
         if isinstance(d, Mapping) and isinstance(d.get("mode"), str):
             return str(d["mode"])
+    if len(run.series("dynamic/rounds")):
+        return "resample"
     return "filter" if len(run.series("dynamic/zero_std_before")) else None
 
 
 def check_dynamic_dropping_nearly_all(run: Run) -> Result:
-    """rlvr's online filter skips (nearly) every group the sampler draws: the run trains on the few
-    prompts left, over and over, or on flat groups once none is left (``dynamic/starved_groups``)."""
+    """rlvr's dynamic sampling drops (nearly) every group the sampler draws: the filter trains on the
+    few prompts left, over and over; resample spends its rounds; either ends up training flat
+    groups once nothing is left (``dynamic/starved_groups``)."""
     before = run.series("dynamic/zero_std_before")
     lm = late_mean(before)
     if lm is None or len(before) < 3 or lm[0] < DROPPED_NEAR_ALL:
         return []
     v, (a, b) = lm
     numbers: dict[str, float | int | None] = {"zero_std_before": v}
-    parts = [f"the online filter skipped {v:.0%} of the groups the sampler drew over steps {a}-{b}"]
+    mode = _dynamic_mode(run)
+    what = "skipped" if mode == "filter" else "found flat"
+    parts = [f"dynamic sampling ({mode}) {what} {v:.0%} of the groups the sampler drew over steps {a}-{b}"]
+    rounds = late_mean(run.series("dynamic/rounds"))
+    if rounds is not None:
+        numbers["rounds"] = rounds[0]
+        parts.append(f"{rounds[0]:.2g} generation rounds per batch")
     starved = late_mean(run.series("dynamic/starved_groups"))
     if starved is not None and starved[0] > 0:
         numbers["starved_groups"] = starved[0]
-        parts.append(f"{starved[0]:.2g} groups per generation found no prompt to replace them (trained flat)")
+        parts.append(f"{starved[0]:.2g} groups per generation had no replacement (trained flat, or masked)")
     solved, unsolved = late_mean(run.series("dynamic/skipped_solved")), late_mean(run.series("dynamic/skipped_unsolved"))
     if solved is not None and unsolved is not None:
         numbers.update(skipped_solved=solved[0], skipped_unsolved=unsolved[0])
