@@ -87,13 +87,18 @@ class PeakMemory:
                 "torch_max_allocated_gb": round(torch.cuda.max_memory_allocated() / 1e9, 2)}
 
 
+def _model_dir(work: Path) -> Path:
+    """The dry run's shrunken model lives apart, so a later GPU run never reuses it."""
+    return work / ("model-dry" if DRY else "model")
+
+
 def build(work: Path) -> dict[str, Any]:
     """The Qwen2.5-0.5B-shaped model with the BPE tokenizer, saved in bf16 (reused when there)."""
     from rlvr import memory
     from rlvr.models import build_tokenizer
 
     arch = memory.SIZE_CLASSES["0.5B"]
-    folder = work / "model"
+    folder = _model_dir(work)
     if not (folder / "config.json").exists():
         import torch
         from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -111,7 +116,7 @@ def build(work: Path) -> dict[str, Any]:
         torch.random.set_rng_state(state)
         model.generation_config.eos_token_id = [tok.eos_token_id, tok.pad_token_id]
         model.generation_config.pad_token_id = tok.pad_token_id
-        tmp = folder.with_name("model.tmp")
+        tmp = folder.with_name(folder.name + ".tmp")
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         tmp.rename(folder)
@@ -174,7 +179,7 @@ def probe(work: Path) -> dict[str, Any]:
         shutil.rmtree(out)
     with PeakMemory() as pm:
         t0 = time.perf_counter()
-        sampler = make_sampler(str(work / "model"), backend=backend, gpu_memory_utilization=0.3, batch_size=512 if _cuda() else 16)
+        sampler = make_sampler(str(_model_dir(work)), backend=backend, gpu_memory_utilization=0.3, batch_size=512 if _cuda() else 16)
         load = time.perf_counter() - t0
         t0 = time.perf_counter()
         report = run_probe(work / "task" / "task.yaml", out_dir=out, sampler=sampler, progress=False)
@@ -213,7 +218,7 @@ def grpo(work: Path, peft: str) -> dict[str, Any]:
 
     tok_prompts, _ = measure(task, task.load_split("train")[:200], _tokenizer(work))
     prompt_tokens = max(tok_prompts)
-    arch = memory.load_architecture(str(work / "model"))
+    arch = memory.load_architecture(str(_model_dir(work)))
     gpu_gb = _gpu_gb()
     setting = memory.Setting(gpus=1, gpu_memory_gb=gpu_gb or 80.0, peft=peft, beta=float(cfg["beta"]),
                              vllm="colocate" if cfg.get("use_vllm") else "none", vllm_util=float(cfg.get("vllm_gpu_memory_utilization", 0.3)),
@@ -231,7 +236,7 @@ def grpo(work: Path, peft: str) -> dict[str, Any]:
 def _tokenizer(work: Path) -> Any:
     from rlvr.models import load_tokenizer
 
-    return load_tokenizer(str(work / "model"))
+    return load_tokenizer(str(_model_dir(work)))
 
 
 def _gpu_gb() -> float:
