@@ -504,3 +504,13 @@ def test_resample_under_two_processes_trains_full_batches_of_groups_with_varianc
     calls = [json.loads(x) for x in (tmp_path / "seen.jsonl").read_text().splitlines()]
     sizes = {r: [len(c["q"]) for c in calls if c["rank"] == r] for r in (0, 1)}
     assert sizes[0] == sizes[1] and len(sizes[0]) > 2  # the same rounds, of the same sizes, on both ranks
+
+
+def test_resample_refuses_to_join_outputs_it_does_not_know() -> None:
+    import torch
+
+    from rlvr.errors import RunError
+
+    out = {"prompt_ids": torch.zeros(2, 1), "completion_mask": torch.ones(2, 1), "advantages": torch.zeros(2), "pixel_values": torch.zeros(2, 3)}
+    with pytest.raises(RunError, match="pixel_values"):
+        assemble([out], [Pick(0, 0, False, False)], group_size=2, pad_id=0)

@@ -1,58 +1,52 @@
-"""Dynamic sampling inside TRL's ``GRPOTrainer``: stop spending generations on prompts that teach nothing.
+"""Dynamic sampling inside TRL's ``GRPOTrainer``: no step spent on groups that teach nothing.
 
 A group whose rewards are all equal has zero advantage, so it contributes no gradient (TRL #3857),
-yet it costs a full set of generations. DAPO (arXiv 2503.14476) fixes this by over-sampling and
-dropping such groups; TRL 1.16 has no dynamic sampling (#3708). rlvr implements the **online
-filter**: it remembers, per prompt, whether its recent groups were flat, and replaces a prompt
-whose last ``visits`` groups were all flat with a fresh one *before* generation, so the step's
-batch is full of prompts that can still teach and no extra completion is generated.
+yet it costs a full set of generations. DAPO (arXiv 2503.14476) over-samples and drops such groups;
+TRL 1.16 has no dynamic sampling (#3708). Two modes (``grpo: {dynamic: {mode: ...}}``), both hooked
+into TRL's ``_generate_and_score_completions``, which ``_prepare_inputs`` calls once per generation
+batch (every ``steps_per_generation x num_iterations`` micro-steps; the batch is then buffered and
+split as usual, so gradient accumulation and reuse are untouched).
 
-How it works, per generation batch (every ``steps_per_generation x num_iterations`` micro-steps,
-where TRL's ``_prepare_inputs`` calls ``_generate_and_score_completions``):
+A group is **flat** when its decided samples' total rewards (the weighted sum the advantage sees)
+lie within ``epsilon`` of each other, or fewer than two samples were decided. Masked samples (every
+term undecided) do not count as variance. Judged from the rewards TRL gathers from every process
+(read back from ``_calculate_rewards``), so every process reaches the same decision.
 
-1. The prompts the sampler drew are gathered from every process (their order is the global batch's:
-   TRL's RepeatSampler gives each process a contiguous slice) and split into groups of
-   ``num_generations``.
-2. ``PromptFilter.plan`` keeps every group whose prompt is not skipped and gives a skipped one's
-   slot to an eligible prompt, chosen by a random generator seeded with (seed, step, generation):
-   the same on every process, and the same after a resume. Each process then takes its own slice,
-   so batch shapes never change and every rank holds the same plan.
-3. TRL generates and scores the batch as usual. The rewards it gathers from every process are read
-   back (``_calculate_rewards``), and ``PromptFilter.observe`` records each group: *flat* when its
-   decided samples' total rewards (the weighted sum the advantage sees) lie within ``epsilon`` of
-   each other, or when fewer than two samples were decided. Masked samples (every term undecided)
-   do not count as variance.
-4. A prompt whose last ``visits`` groups were flat is skipped until ``recheck_after`` optimizer
-   steps have passed; then it may be drawn again, and one more flat group skips it again.
+**resample** (DAPO's): generate the batch, drop its flat groups, and generate fresh prompts for the
+missing slots, at most ``max_rounds`` rounds in all. Each process trains whole groups of its own
+(refused before the model loads when a process's generation batch is not whole groups); a round
+asks every process for as many groups as the neediest process still lacks (TRL gathers rewards
+across processes, which needs equal sizes), drawn with a generator seeded by (seed, step): the same
+prompts on every process. The rounds' outputs are joined row by row, each tensor padded to the
+longest round, so the batch keeps its shape. When the rounds run out, the remaining slots take the
+dropped groups with the largest spread: ``short_batch: kept`` masks them out of the loss (the step
+trains on the kept groups only), ``best`` trains them as generated.
 
-Never starving the sampler: a skipped prompt's slot goes to an eligible prompt not already in the
-batch; when none is left (every prompt is skipped), the drawn prompt is trained as drawn and
-counted in ``dynamic/starved_groups``. Such a group is judged again like any visit.
+**filter** (online, no extra generation): remember per prompt whether its recent groups were flat,
+and give the slot of a prompt whose last ``visits`` groups were all flat to an eligible prompt
+*before* generation; re-check a skipped prompt after ``recheck_after`` optimizer steps. The drawn
+prompts are gathered from every process (TRL's RepeatSampler gives each a contiguous slice of the
+global batch), replaced with a generator seeded by (seed, step, generation count), and each process
+takes its slice back: same plan everywhere, same after a resume, shapes unchanged. Never starving:
+when no eligible prompt is left, the drawn prompt is trained as drawn (``dynamic/starved_groups``)
+and judged again like any visit. Its state is written into every checkpoint (``rlvr_dynamic.json``)
+and read back on resume.
 
-Departures, stated: DAPO's filter drops a group *after* generating it (it keeps 0 < #correct < G);
-this filter predicts from the prompt's recent groups instead, so a prompt that has just become
-learnable is missed until its re-check, and a prompt that has just become flat is trained once more.
-It judges the total reward, not the success term alone: a group that is all correct but differs in
-its format term still has an advantage, so it is not skipped. The over-generate-and-refill mode
-(``resample``) is not implemented.
+Departures, stated: both judge the total reward, not "solved by every or by no completion" of the
+success term (a group all correct but differing in its format term still has an advantage). DAPO
+refills until the batch is full; resample stops after ``max_rounds`` and says how many slots it
+could not fill. The filter predicts from a prompt's previous groups, so it needs revisits (a split
+visited once is never filtered), misses a prompt that has just become learnable until its re-check,
+and trains one that has just become flat once more. With ``loss_type`` grpo or dr_grpo (a mean over
+sequences, or a fixed length per sequence) a masked slot still counts in the denominator, so a short
+batch scales that step's gradient by the kept share, as TRL's ``mask_truncated_completions`` does;
+dapo and bnpo normalise by the tokens in the loss and are unaffected.
 
-What is verified, and where: on CPU, in one process, with gradient accumulation,
-``steps_per_generation > 1`` and ``num_iterations > 1`` (tests/test_dynamic.py); the plan's
-independence from the process count is tested on the pure ``PromptFilter``. vLLM (colocate or
-server) and ``accelerate launch`` with several processes were not run: the filter only changes
-which prompts enter generation, so it goes through whichever engine TRL uses, but that is reasoning,
-not a measurement.
-
-Metrics (TRL averages them over each logging window): ``dynamic/kept_groups`` and
-``dynamic/replaced_groups`` (groups the sampler drew that were trained, or given to another prompt),
-``dynamic/starved_groups``, ``dynamic/skipped_prompts`` (prompts skipped at that step),
-``dynamic/skipped_solved`` and ``dynamic/skipped_unsolved`` (the skipped ones whose last group was
-all solved, or all failed, by the success term), ``dynamic/zero_std_before`` (share of the groups
-the sampler drew whose prompt was skipped: the filter's prediction of flat groups) and
-``dynamic/zero_std_after`` (share of the trained groups found flat, by the filter's epsilon; TRL's
-``frac_reward_zero_std`` measures the same batch with float closeness).
-Resume: the filter's state is written into every checkpoint (``rlvr_dynamic.json``) and read back
-when training resumes from it.
+Verified on CPU (tests/test_dynamic.py): one process with gradient accumulation,
+``steps_per_generation > 1`` and ``num_iterations > 1``; two processes under ``accelerate launch``
+(gloo); resume. Not run, for lack of hardware: vLLM (colocate or server; the extra rounds call the
+same ``_generate`` TRL uses) and GPU DeepSpeed/FSDP. Resample refuses multimodal inputs (it cannot
+join their outputs). Metrics: see docs/dynamic-sampling.md.
 """
 
 from __future__ import annotations
@@ -336,7 +330,7 @@ def assemble(rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_s
     if unknown:
         from .errors import RunError
 
-        raise RunError(f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal or tool inputs); use mode: filter")
+        raise RunError(f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal inputs); use mode: filter")
     rows = [(p.round, p.group * group_size + i, p.masked) for p in picks for i in range(group_size)]
     out: dict[str, Any] = {}
     for key, (side, value) in _ROW_KEYS.items():
