@@ -16,7 +16,8 @@ breaks, so this tokenizer copies the shape of Qwen2.5's:
 
 The training text is generated from a seed (arithmetic, English prose from templates, Python
 snippets, JSON objects, ChatML conversations with answer and think tags), so the tokenizer is a
-pure function of ``BpeSpec``: the same spec gives the same ``tokenizer.json`` byte for byte.
+pure function of ``BpeSpec`` (and of the ``tokenizers`` version that trains it): the same spec
+gives the same ``tokenizer.json`` byte for byte. Once trained it is cached (``rlvr.models``).
 """
 
 from __future__ import annotations
