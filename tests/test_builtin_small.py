@@ -48,7 +48,7 @@ def test_bpe_training_is_deterministic_from_its_spec() -> None:
     assert train_tokenizer().backend_tokenizer.to_str() == train_tokenizer().backend_tokenizer.to_str()
 
 
-def test_a_different_corpus_seed_gives_a_different_tokenizer() -> None:
+def test_a_different_corpus_seed_gives_different_training_text() -> None:
     assert corpus(BpeSpec(seed=1))[:50] != corpus(BpeSpec())[:50]
 
 
