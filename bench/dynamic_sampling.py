@@ -15,7 +15,8 @@ sampling (``dynamic/zero_std_before`` / ``_after``; for plain GRPO both are TRL'
 generated completions; resample spends more per step, which the token and time ratios show, so its
 accuracy is also read at the plain run's token budget: the last held-out eval (every
 ``--eval-every`` steps) whose generated tokens do not exceed plain's total. Held-out accuracy is
-greedy over ``--eval-prompts`` prompts.
+greedy over ``--eval-prompts`` prompts. Wall time moves with machine load (other processes on the
+same cores); the CPU-time ratio beside it does much less.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/dynamic_sampling.py [--steps 150] [--seeds 0 1 2] [--train-rows 256]
 """
@@ -71,10 +72,10 @@ def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: in
     out: dict[str, dict[str, Any]] = {}
     for mode, dyn in MODES.items():
         task = load_task(write_task(root / f"task-{mode}", ops, seed, train_rows, dyn))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         train(task, TrainOptions(run_dir=root / f"run-{mode}", model=str(sft.out_dir), max_steps=steps, no_gate_reason="bench",
                                  progress=False, eval_every=eval_every, eval_prompts=eval_prompts))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         lines = [json.loads(x) for x in (root / f"run-{mode}" / "metrics.jsonl").read_text().splitlines()]
         gen = [x for x in lines if "completions/mean_length" in x]
         per_gen = 64  # per_device_train_batch_size of the built-in task; one generation (round) per step
@@ -84,7 +85,7 @@ def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: in
             cum[x["step"]] = tokens
         evals = [(x["step"], x["time"], x["eval/accuracy"]) for x in lines if "eval/accuracy" in x]
         out[mode] = {
-            "acc0": evals[0][2], "acc": evals[-1][2], "seconds": wall, "tokens": tokens, "evals": [(s, t, cum.get(s, 0.0), a) for s, t, a in evals],
+            "acc0": evals[0][2], "acc": evals[-1][2], "seconds": wall, "cpu": cpu, "tokens": tokens, "evals": [(s, t, cum.get(s, 0.0), a) for s, t, a in evals],
             "before": statistics.mean(x.get("dynamic/zero_std_before", x["frac_reward_zero_std"]) for x in gen),
             "after": statistics.mean(x.get("dynamic/zero_std_after", x["frac_reward_zero_std"]) for x in gen),
             "rounds": statistics.mean(x.get("dynamic/rounds", 1.0) for x in gen),
@@ -113,12 +114,12 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="rlvr-bench-dyn-") as tmp:
                 r = one(task_name, seed, args.steps, args.train_rows, args.eval_prompts, args.eval_every, Path(tmp))
             for mode, m in r.items():
-                print(f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s  {m['tokens']:8.0f} tokens  "
+                print(f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s ({m['cpu']:6.1f} s CPU)  {m['tokens']:8.0f} tokens  "
                       f"rounds {m['rounds']:.2f}  zero-std before {m['before']:.3f} after {m['after']:.3f}", flush=True)
             rows.append((task_name, seed, r))
     print()
     print("ratios against plain GRPO in the same task and seed (accuracy in points: mode - plain)")
-    print(f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} {'tokens x':>8} {'zero-std before':>15} {'after':>6}")
+    print(f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} {'CPU x':>6} {'tokens x':>8} {'zero-std before':>15} {'after':>6}")
     for task_name, seed, r in rows:
         p = r["plain"]
         for mode in [m for m in r if m != "plain"]:
@@ -126,13 +127,14 @@ def main() -> None:
             at_t = at_budget(m["evals"], seconds=p["evals"][-1][1])
             at_k = at_budget(m["evals"], tokens=p["tokens"])
             print(f"{task_name:<6} {seed:>4} {mode:<8} {(m['acc'] - p['acc']) * 100:+8.1f}p {(at_t - p['acc']) * 100:+7.1f}p {(at_k - p['acc']) * 100:+9.1f}p "
-                  f"{m['seconds'] / p['seconds']:7.2f} {m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}")
+                  f"{m['seconds'] / p['seconds']:7.2f} {m['cpu'] / p['cpu']:6.2f} {m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}")
     for task_name in args.tasks:
         sel = [r for t, _, r in rows if t == task_name]
         parts = []
         for mode in sel[0]:
             parts.append(f"{mode} acc {statistics.mean(r[mode]['acc'] for r in sel):.3f} (zero-std after {statistics.mean(r[mode]['after'] for r in sel):.3f}, "
                          f"time x{statistics.mean(r[mode]['seconds'] / r['plain']['seconds'] for r in sel):.2f}, "
+                         f"CPU x{statistics.mean(r[mode]['cpu'] / r['plain']['cpu'] for r in sel):.2f}, "
                          f"tokens x{statistics.mean(r[mode]['tokens'] / r['plain']['tokens'] for r in sel):.2f})")
         print(f"{task_name}, mean of {len(sel)} seeds: " + "; ".join(parts))
 
