@@ -280,3 +280,17 @@ def test_dapo_term_patch_builds_with_the_builtin_overlong_verifier():
     verifier = build_verifier(term["verifier"], term["options"], AnswerFormat(), search=None)
     assert verifier.kind == "length"
     assert recipe.term_patch("dapo", cfg, present={"overlong"}) == [] and recipe.term_patch("grpo", cfg, present=set()) == []
+
+
+def test_dynamic_sampling_is_rlvrs_option_not_a_grpo_config_value() -> None:
+    cfg = recipe.resolve({"dynamic": {"mode": "resample"}, "learning_rate": 1e-4}, generation=GEN, hw=CPU)
+    assert "dynamic" not in cfg and cfg["learning_rate"] == 1e-4
+    assert not recipe.validate(cfg, target=Target(), known_fields=set(cfg), installed_trl="1.16.0")
+
+
+def test_the_dapo_overlay_turns_dynamic_sampling_on_and_plain_grpo_leaves_it_off() -> None:
+    from rlvr.dynamic import DynamicSampling
+
+    for variant, mode in (("dapo", "filter"), ("grpo", "off"), ("dr_grpo", "off")):
+        cfg = recipe.resolve({}, generation=GEN, hw=CPU, variant=variant)
+        assert DynamicSampling.resolve(variant=recipe.variant_of(cfg)).mode == mode, variant
