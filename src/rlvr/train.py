@@ -6,7 +6,8 @@ One run directory holds everything about a run::
     <run>/metrics.jsonl      one line per logging step (every TRL metric, per-term rewards and
                              verifier error rates) and one per held-out eval (eval/accuracy, ...)
     <run>/checkpoints/       TRL checkpoints, each marked complete once saved (rlvr.checkpoints);
-                             --resume continues from the newest complete one
+                             --resume continues from the newest complete one (with the online
+                             filter's state, rlvr_dynamic.json, when dynamic sampling filters)
     <run>/rollouts/          a bounded sample of completions per logging step with every verdict
                              (rlvr.rollouts)
     <run>/final/             the trained model and tokenizer
@@ -21,6 +22,9 @@ term could not decide) or the share of zero-variance groups stays at or above th
 ``STOP`` thresholds for that many logging steps in a row, training raises ``RunStopped`` with the
 evidence (``grpo: {stop: {...}}`` in the task, or ``rlvr: {stop: ...}`` in a config file, changes
 them; the run's config records them). A held-out eval that decides no sample raises too.
+
+Dynamic sampling (``grpo: {dynamic: {mode: filter | resample}}``; on for a ``dapo`` loss) keeps
+groups whose rewards are all equal out of the batch: see ``rlvr.dynamic``.
 """
 
 from __future__ import annotations
