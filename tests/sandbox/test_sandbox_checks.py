@@ -36,6 +36,7 @@ def test_loops_helpers_and_imports_of_trusted_modules_are_not_weaker():
     [
         ("class T:\n    pass\nassert f(1) == 1\n", "ClassDef"),
         ("import os\nassert f(1) == 1\n", "imports os"),
+        ("import re\nassert re.match('a', f(1))\n", "imports re"),
         ("assert f(1).__class__ == int\n", "__class__"),
         ("assert eval('f(1)') == 1\n", "eval"),
         ("with open('x') as fh:\n    assert f(fh) == 1\n", "With"),

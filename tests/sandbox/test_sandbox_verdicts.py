@@ -205,6 +205,8 @@ COLLIDE = (
         ("4 MiB of garbage", "def f():\n    return 'x' * (5 << 20)\n", "assert f() == 'x'\n"),
         ("a huge power asked of the trusted side", "def f():\n    return 10**5\n", "assert 7 ** f() ** 3 == 0\n"),
         ("a sequence blown up by the trusted side", "def f():\n    return 10**9\n", "assert 'ab' * f() == ''\n"),
+        ("a product of huge numbers asked of the trusted side", "def f():\n    return [(1 << 4000) + k for k in range(2000)]\n", "import math\nassert math.prod(f()) == 0\n"),
+        ("a quadratic sum of lists asked of the trusted side", "def f():\n    return [[0] * 10 for _ in range(50000)]\n", "assert sum(f(), []) == []\n"),
     ],
 )
 def test_a_reply_or_a_test_step_over_a_limit_is_wrong_with_a_reason(pool, name, code, tests):
