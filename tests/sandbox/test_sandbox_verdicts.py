@@ -281,3 +281,16 @@ def test_failing_a_test_then_hitting_the_memory_limit_for_real_is_still_wrong(fu
     grow = "def add(a, b):\n    if a == 2:\n        return 0\n    x = []\n    while True:\n        x.append(bytearray(1 << 20))\n"
     v = run(full_pool, grow, ADD, timeout=5.0, memory_mb=256)
     assert v.outcome is Outcome.WRONG, v.detail
+
+
+def test_a_replay_that_would_diverge_is_rerun_exactly_in_a_fresh_child(pool):
+    # len() of the candidate's own object needs one more operation once its value is known, so
+    # the batched replay diverges; the sample is then run again one operation at a time.
+    from rlvr.sandbox.checks import TestRun, plan_tests
+
+    code = "class Bag:\n    def __len__(self):\n        return 2\ndef f():\n    return Bag()\ndef g():\n    return 1\n"
+    tests = "assert len(f()) == 2\nassert g() == 1\n"
+    conv = TestRun(plan_tests(tests), code, 2.0)
+    pool.run([conv])
+    assert conv.strict and conv.result.status == "passed", conv.result
+    assert outcome(pool, code.replace("return 2", "return 3"), tests) == "wrong"
