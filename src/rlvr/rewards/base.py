@@ -33,7 +33,8 @@ class Verdict:
     ``score`` is ``None`` exactly when the outcome is ``error``. ``answer`` is the extracted
     answer text and ``span`` its (start, end) character offsets in the completion, when the
     verifier extracts one (the review page highlights it). ``error_kind`` is ``timeout``,
-    ``crash``, ``ground_truth``, ``sandbox`` or ``memory`` for errors. ``parts`` names the
+    ``crash``, ``ground_truth``, ``sandbox``, ``memory`` or ``weaker`` (``unit_tests``: tests the
+    trusted side cannot run) for errors. ``parts`` names the
     components of a composed score (a length wrapper's ``base`` and ``penalty``), so each stays
     loggable on its own (``rewards/<term>/<part>/mean``).
     """
