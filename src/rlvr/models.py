@@ -35,6 +35,7 @@ SPECIAL = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_t
 # Tags are single non-special added tokens: a completion "<answer>147</answer>" is 5 tokens, not
 # 20, which keeps the tiny model's sequences short; decoding still yields the literal tags.
 TAG_TOKENS = ["<answer>", "</answer>", "<think>", "</think>"]
+CHAR_TOKENIZER_VERSION = 2  # 2: consecutive newlines are separate tokens (1 made "\n\n" unknown)
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
@@ -105,6 +106,8 @@ def _spec_key(spec: TinySpec) -> str:
         from .bpe import BpeSpec
 
         fields["bpe"] = asdict(BpeSpec())
+    else:
+        fields["char_tokenizer"] = CHAR_TOKENIZER_VERSION  # a fixed tokenizer must not come from an old cache
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -122,7 +125,8 @@ def build_tokenizer(name: str = "tiny") -> Any:
     for ch in CHARS:
         vocab.setdefault(ch, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk_token"]))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    # [\s\S], not ".": the regex dot skips newlines, which left "\n\n" one unknown piece (decoded as nothing).
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     tok.decoder = decoders.Fuse()
     tok.add_tokens(TAG_TOKENS)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, padding_side="left", **SPECIAL)

@@ -65,3 +65,10 @@ def test_builtin_reference_resolves_to_a_cached_folder() -> None:
     first = load_tokenizer("builtin:tiny")
     second = load_tokenizer("builtin:tiny")
     assert first.get_vocab() == second.get_vocab()
+
+
+def test_consecutive_newlines_round_trip_and_are_not_unknown() -> None:
+    tok = _TOK[0] if _TOK else load_tokenizer("builtin:tiny")
+    ids = tok("a\n\n\tb", add_special_tokens=False)["input_ids"]
+    assert tok.unk_token_id not in ids
+    assert tok.decode(ids, skip_special_tokens=True) == "a\n\n\tb"
