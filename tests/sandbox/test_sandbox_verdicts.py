@@ -294,3 +294,8 @@ def test_a_replay_that_would_diverge_is_rerun_exactly_in_a_fresh_child(pool):
     pool.run([conv])
     assert conv.strict and conv.result.status == "passed", conv.result
     assert outcome(pool, code.replace("return 2", "return 3"), tests) == "wrong"
+
+
+def test_passing_a_test_function_to_the_program_is_weaker_not_run(pool):
+    v = run(pool, "def apply(fn, x):\n    return fn(x)\n", "assert apply(lambda x: x + 1, 2) == 3\n")
+    assert (v.outcome, v.error_kind) == (Outcome.ERROR, "weaker") and "passing a Function" in v.detail
