@@ -299,3 +299,13 @@ def test_a_replay_that_would_diverge_is_rerun_exactly_in_a_fresh_child(pool):
 def test_passing_a_test_function_to_the_program_is_weaker_not_run(pool):
     v = run(pool, "def apply(fn, x):\n    return fn(x)\n", "assert apply(lambda x: x + 1, 2) == 3\n")
     assert (v.outcome, v.error_kind) == (Outcome.ERROR, "weaker") and "passing a Function" in v.detail
+
+
+def test_results_kept_in_variables_compare_by_value_inside_containers_and_sorted(pool):
+    from rlvr.sandbox.checks import TestRun, plan_tests
+
+    tests = "r = f(2)\nq = [f(3)]\nassert r == 4\nassert q == [9]\nassert sorted([f(1), r]) == [1, 4]\n"
+    conv = TestRun(plan_tests(tests), "def f(x):\n    return x * x\n", 2.0)
+    pool.run([conv])
+    assert conv.result.status == "passed", conv.result
+    assert outcome(pool, "def f(x):\n    return x * x if x != 1 else 5\n", tests) == "wrong"

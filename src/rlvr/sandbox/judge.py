@@ -307,7 +307,7 @@ class Ref:
 
 def _forward(name: str) -> Callable[..., Any]:
     def method(self: Ref, *args: Any) -> Any:
-        return getattr(self._v(), name)(*args)
+        return getattr(self._v(), name)(*[a._v() if type(a) is Ref else a for a in args])
 
     method.__name__ = name
     return method
@@ -1142,18 +1142,22 @@ def _close(a: Any, b: Any, tol: float, depth: int = 0) -> bool:
     return bool(a == b)
 
 
-def _copy(v: Any, depth: int = 0) -> Any:
+def _copy(v: Any, depth: int = 0, rebind: Pass | None = None) -> Any:
+    """Containers copied; with ``rebind``, references re-attached to that pass (whose answers and
+    operation counter they must read)."""
     if depth > 50:
         raise JudgeLimit("a value nested too deeply")
     t = type(v)
     if t is list:
-        return [_copy(x, depth + 1) for x in v]
+        return [_copy(x, depth + 1, rebind) for x in v]
     if t is dict:
-        return {k: _copy(x, depth + 1) for k, x in v.items()}
+        return {k: _copy(x, depth + 1, rebind) for k, x in v.items()}
     if t is set:
         return set(v)
     if t is tuple:
-        return tuple(_copy(x, depth + 1) for x in v)
+        return tuple(_copy(x, depth + 1, rebind) for x in v)
+    if t is Ref and rebind is not None:
+        return Ref(rebind, v.k)
     return v
 
 
@@ -1180,7 +1184,7 @@ def quick_round(p: Pass, deferred: list[tuple[ast.Assert, dict[str, Any], int, i
     for node, snap, k0, k1 in deferred:
         p.n_ops = k0
         p.fresh.clear()
-        scope = Scope(dict(snap), None)
+        scope = Scope({k: _copy(v, 0, p) for k, v in snap.items()}, None)
         try:
             ok = p.truth(p.expr(node.test, scope))
         except (NeedFlush, StopPass, Lost, Diverged, JudgeLimit, Unsupported):
