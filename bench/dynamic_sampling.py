@@ -38,7 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TASKS = {"add": "+", "mixed": "+-*"}
 MODES: dict[str, dict[str, Any]] = {
     "plain": {"mode": "off"},
-    "filter": {"mode": "filter", "visits": 2, "recheck_after": 20},
+    "filter": {"mode": "filter", "visits": 2},  # re-check: two epochs (the default)
     "resample": {"mode": "resample", "max_rounds": 3, "short_batch": "kept"},
 }
 

@@ -30,6 +30,14 @@ def test_plain_grpo_has_the_filter_off_and_dapo_has_it_on() -> None:
     assert DynamicSampling.resolve(variant="dapo").mode == "filter"
 
 
+def test_an_unset_recheck_is_two_epochs_of_optimizer_steps() -> None:
+    settings = DynamicSampling.resolve(variant="dapo")
+    assert settings.recheck_after is None
+    assert settings.for_epoch(prompts=256, prompts_per_step=8).recheck_after == 64
+    assert settings.for_epoch(prompts=10, prompts_per_step=8).recheck_after == 4
+    assert DynamicSampling.resolve({"recheck_after": 5}).for_epoch(256, 8).recheck_after == 5
+
+
 def test_the_task_can_turn_the_filter_off_in_dapo() -> None:
     assert not DynamicSampling.resolve({"mode": "off"}, variant="dapo").enabled
 
@@ -121,7 +129,7 @@ def test_when_every_prompt_is_skipped_the_drawn_prompts_are_trained_and_counted_
 def test_the_plan_depends_only_on_state_step_and_seed() -> None:
     """Every process builds its own filter from the same gathered rewards: equal state must give
     equal plans, or ranks would train different prompts."""
-    filters = [PromptFilter(1000, DynamicSampling(mode="filter", visits=1), seed=7) for _ in range(2)]
+    filters = [PromptFilter(1000, DynamicSampling(mode="filter", visits=1, recheck_after=100), seed=7) for _ in range(2)]
     for f in filters:
         for p in range(0, 1000, 3):
             f.observe(p, flat_group(), None, step=0)
@@ -130,7 +138,7 @@ def test_the_plan_depends_only_on_state_step_and_seed() -> None:
 
 
 def test_skipped_prompts_are_split_by_whether_their_last_group_was_solved() -> None:
-    f = PromptFilter(10, DynamicSampling(mode="filter", visits=1))
+    f = PromptFilter(10, DynamicSampling(mode="filter", visits=1, recheck_after=100))
     f.observe(1, flat_group(), [1.0] * 8, step=0)
     f.observe(2, [0.0] * 8, [0.0] * 8, step=0)
     f.observe(3, [0.1] * 8, [0.0] * 8, step=0)

@@ -356,6 +356,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     from .dynamic import DynamicSampling
 
     dynamic = DynamicSampling.resolve(task.grpo.get("dynamic"), file_rlvr.get("dynamic"), variant=recipe.variant_of(cfg))
+    if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
+        per_step = int(cfg.get("per_device_train_batch_size", 8)) * int(cfg.get("gradient_accumulation_steps", 1)) * _world_size() // int(cfg.get("num_generations", 8))
+        dynamic = dynamic.for_epoch(len(task.load_split("train")), per_step)
     from .models import resolve_model
 
     model_arg = opts.model or task.model
