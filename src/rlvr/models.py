@@ -199,16 +199,28 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
         model.generation_config.eos_token_id = [tok.eos_token_id, tok.pad_token_id]
         for k, v in SMALL_GENERATION.items():
             setattr(model.generation_config, k, v)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    # One scratch folder per process: several processes (accelerate ranks, parallel tests) may
+    # build the same model at once, and a shared ".tmp" had one of them save into a folder the
+    # other had just renamed away.
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     (tmp / "rlvr_builtin.json").write_text(json.dumps({"name": name, **asdict(spec)}, indent=2))
+    if dest is None and (out / "config.json").exists():  # another process finished first: same spec, same bytes
+        shutil.rmtree(tmp, ignore_errors=True)
+        return out
     if out.exists():
-        import shutil
-
         shutil.rmtree(out)
-    tmp.rename(out)
+    try:
+        tmp.rename(out)
+    except OSError:  # another process renamed its copy in between
+        if dest is not None or not (out / "config.json").exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

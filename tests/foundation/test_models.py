@@ -72,3 +72,24 @@ def test_consecutive_newlines_round_trip_and_are_not_unknown() -> None:
     ids = tok("a\n\n\tb", add_special_tokens=False)["input_ids"]
     assert tok.unk_token_id not in ids
     assert tok.decode(ids, skip_special_tokens=True) == "a\n\n\tb"
+
+
+def _build_in_cache(cache: str) -> str:
+    import os
+
+    os.environ["RLVR_CACHE"] = cache
+    from rlvr.models import build_builtin
+
+    return str(build_builtin("tiny"))
+
+
+def test_two_processes_building_the_same_builtin_at_once_both_get_a_complete_model(tmp_path: Path) -> None:
+    # accelerate starts every rank at once on a cold cache: they used to share one ".tmp" folder,
+    # and one rank's save_pretrained found it renamed away by the other.
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(2) as pool:
+        outs = pool.map(_build_in_cache, [str(tmp_path)] * 2)
+    assert outs[0] == outs[1]
+    assert (Path(outs[0]) / "config.json").exists() and (Path(outs[0]) / "tokenizer.json").exists()
+    assert not [p for p in Path(outs[0]).parent.iterdir() if ".tmp" in p.name]
