@@ -198,8 +198,8 @@ class _Worker:
             raise SandboxError(f"a sandbox worker failed to start ({python}): {err[-1] if err else 'no output'}")
         self.layers: dict[str, str] = json.loads(hello[1])["hello"]
 
-    def send(self, kind: bytes, payload: bytes) -> None:
-        data = kind + struct.pack(">I", len(payload)) + payload
+    def send(self, kind: bytes, payload: bytes, before: bytes = b"") -> None:
+        data = before + kind + struct.pack(">I", len(payload)) + payload
         while data:
             data = data[os.write(self.win, data):]
 
@@ -230,14 +230,18 @@ class _Worker:
         """Run one conversation. The worker owns the child's deadline; this one (timeout plus a
         grace period) only catches a worker that stopped answering."""
         deadline = time.monotonic() + timeout + GRACE_S
-        self.send(b"J", json.dumps({"timeout": timeout}).encode())
+        head = json.dumps({"timeout": timeout}).encode()
+        pending = b"J" + struct.pack(">I", len(head)) + head  # sent with the first batch: one write
         stream = bytearray()  # the child's answers as the worker forwards them: 4-byte length + JSON
         pos = 0  # parsed up to here (an offset, not slicing: a child can send many tiny frames)
         end: SessionEnd | None = None
         ops: list[dict[str, Any]] | None = conv.first()
+        if ops is None:
+            self.send(b"J", head)  # nothing to ask: the session still starts and ends cleanly
         over = ""
         while ops is not None:
-            self.send(b"D", json.dumps({"ops": ops}, separators=(",", ":")).encode())
+            self.send(b"D", json.dumps({"ops": ops}, separators=(",", ":")).encode(), pending)
+            pending = b""
             answers: list[Any] = []
             while len(answers) < len(ops) and end is None and not over:
                 # Whole answers already buffered first.
