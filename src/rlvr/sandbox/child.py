@@ -84,12 +84,6 @@ class Child:
             buf += chunk
         return buf
 
-    def write(self, obj):
-        data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
-        data = struct.pack(">I", len(data)) + data
-        while data:
-            data = data[os.write(self.wfd, data):]
-
     # values
     def arg(self, a):
         tag = a[0]
@@ -204,10 +198,6 @@ class Child:
             except BaseException:  # noqa: BLE001
                 names = ["Exception"]
             return ["exc", [n for n in names if isinstance(n, str)][:8]]
-        try:
-            json.dumps(out)
-        except (ValueError, RecursionError, TypeError):
-            return ["exc", ["ValueError", "Exception", "BaseException"]]
         return out
 
     def serve(self):
@@ -216,4 +206,11 @@ class Child:
             if msg is None:
                 return
             for op in msg["ops"]:
-                self.write(self.answer(op))
+                out = self.answer(op)
+                try:
+                    data = json.dumps(out, separators=(",", ":")).encode("utf-8")
+                except (ValueError, RecursionError, TypeError, MemoryError):
+                    data = b'["exc",["ValueError","Exception","BaseException"]]'
+                data = struct.pack(">I", len(data)) + data
+                while data:
+                    data = data[os.write(self.wfd, data):]
