@@ -162,7 +162,7 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
     """A plan for assert-style tests: module-level asserts (MBPP), HumanEval's
     ``def check(candidate)``, helper functions, loops. Raises ``BadTestsError`` when the code
     does not parse or checks nothing."""
-    from .judge import static_reasons
+    from .trusted import static_reasons
 
     try:
         tree = ast.parse(test_code)

@@ -38,26 +38,33 @@ they run. Over a limit the sample is ``wrong`` with the reason.
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import math
 import operator
 import random
-import string
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from .checks import JudgeLimit, Opaque, decode
+from .trusted import (
+    BASE_BUILTINS,
+    BINOPS,
+    COMPARE,
+    FORBIDDEN_NAMES,
+    MAX_SEQ,
+    NO_GLOBALS,
+    TRUSTED_MODULES,
+    Module,
+    Unsupported,
+    guard_binop,
+    literal_code,
+    literal_tag,
+    make_module,
+)
 
-MAX_SEQ = 10_000_000  # elements of any sequence the test builds
-MAX_INT_BITS = 1_000_000
 MAX_OPS = 20_000
 MAX_ROUNDS = 200
-
-
-class Unsupported(Exception):
-    """The test uses something this interpreter does not run on the trusted side."""
 
 
 class Diverged(BaseException):
@@ -111,180 +118,6 @@ class _Continue(BaseException):
     pass
 
 
-EXC_NAMES = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type) and issubclass(getattr(builtins, n), BaseException)}
-_SAFE_BUILTINS = (
-    "abs all any ascii bin bool bytes chr complex dict divmod enumerate filter float format frozenset hex int "
-    "isinstance issubclass iter len list map max min next oct ord pow range repr reversed round set slice "
-    "sorted str sum tuple type zip callable hash"
-).split()
-FORBIDDEN_NAMES = {"exec", "eval", "compile", "open", "globals", "locals", "vars", "getattr", "setattr", "delattr", "__import__", "input", "breakpoint", "help", "exit", "quit", "memoryview", "object", "super", "classmethod", "staticmethod", "property", "dir", "id"}
-# Not ``re``: a pattern could backtrack for hours inside one C call, where no deadline reaches.
-TRUSTED_MODULES = ("math", "cmath", "random", "string", "copy", "typing", "collections", "itertools", "functools", "fractions", "operator", "heapq", "bisect")
-_UNSUPPORTED_NODES = (ast.ClassDef, ast.With, ast.AsyncWith, ast.AsyncFunctionDef, ast.AsyncFor, ast.Await, ast.Yield, ast.YieldFrom, ast.Match, ast.TryStar)
-
-
-def static_reasons(tree: ast.Module) -> list[str]:
-    """Why a test file cannot be run on the trusted side, found without running it."""
-    out: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, _UNSUPPORTED_NODES):
-            out.append(f"line {getattr(node, 'lineno', '?')}: {type(node).__name__} is not interpreted on the trusted side")
-        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
-            out.append(f"line {node.lineno}: uses {node.id}()")
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            out.append(f"line {node.lineno}: uses the attribute {node.attr}")
-        elif isinstance(node, ast.Import):
-            out += [f"line {node.lineno}: imports {a.name}" for a in node.names if a.name.split(".")[0] not in TRUSTED_MODULES]
-        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in TRUSTED_MODULES):
-            out.append(f"line {node.lineno}: imports from {node.module}")
-        elif isinstance(node, ast.FunctionDef) and node.decorator_list:
-            out.append(f"line {node.lineno}: decorated function {node.name}")
-    return sorted(set(out))
-
-
-# -- guarded operations --------------------------------------------------------------------------
-def _size(x: Any) -> int:
-    return len(x) if isinstance(x, (str, bytes, list, tuple)) else 0
-
-
-def _guard_binop(op: type, a: Any, b: Any) -> None:
-    if op is ast.Pow and type(a) is int and type(b) is int and b > 0 and abs(a) > 1 and a.bit_length() * b > MAX_INT_BITS:
-        raise JudgeLimit(f"{a.bit_length()}-bit number to the power {b}")
-    if op is ast.Mult:
-        for seq, n in ((a, b), (b, a)):
-            if _size(seq) and type(n) is int and _size(seq) * n > MAX_SEQ:
-                raise JudgeLimit("a sequence repeated past the size limit")
-    if op is ast.LShift and type(b) is int and b > MAX_INT_BITS:
-        raise JudgeLimit("a shift past the size limit")
-
-
-_BIN: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
-    ast.MatMult: operator.matmul,
-}
-_CMP: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
-    ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-}
-
-
-def _guard_range(*args: Any) -> range:
-    r = range(*args)
-    if len(r) > MAX_SEQ:
-        raise JudgeLimit(f"range of {len(r)} elements")
-    return r
-
-
-def _guard_pow(a: Any, b: Any, m: Any = None) -> Any:
-    if m is None:
-        _guard_binop(ast.Pow, a, b)
-        return pow(a, b)
-    if any(type(x) is int and x.bit_length() > 100_000 for x in (a, b, m)):
-        raise JudgeLimit("modular power of huge numbers")
-    return pow(a, b, m)
-
-
-def _guard_int_arg(limit: int, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapped(*args: Any) -> Any:
-        if any(type(a) is int and a > limit for a in args):
-            raise JudgeLimit(f"{fn.__name__} of a number over {limit}")
-        return fn(*args)
-
-    wrapped.__name__ = fn.__name__
-    return wrapped
-
-
-def _guard_bits(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``math.prod``/``math.lcm``: refuse when the inputs could make a result past the size limit
-    (one C call, where no deadline reaches)."""
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        items = list(args[0]) if fn is math.prod and args else list(args)
-        bits = sum(x.bit_length() if type(x) is int else 64 for x in items)
-        if bits > MAX_INT_BITS:
-            raise JudgeLimit(f"{fn.__name__} of numbers with {bits} bits in all")
-        return fn(items, *args[1:], **kwargs) if fn is math.prod else fn(*items)
-
-    wrapped.__name__ = fn.__name__
-    return wrapped
-
-
-def _guarded_op(op: type, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def wrapped(a: Any, b: Any) -> Any:
-        _guard_binop(op, a, b)
-        return fn(a, b)
-
-    wrapped.__name__ = fn.__name__
-    return wrapped
-
-
-_GUARDED_OPERATOR = {
-    name: _guarded_op(op, getattr(operator, name))
-    for name, op in (("pow", ast.Pow), ("ipow", ast.Pow), ("mul", ast.Mult), ("imul", ast.Mult), ("lshift", ast.LShift), ("ilshift", ast.LShift))
-}
-
-
-_NO_GLOBALS: dict[str, Any] = {"__builtins__": {}}
-_LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load)
-
-
-def _literal_code(node: ast.expr) -> Any:
-    """A compiled form of a container literal made of constants only (fresh objects each time,
-    at C speed), or None. Cached on the node: plans, and their trees, are cached."""
-    code = node.__dict__.get("_rlvr_code", False)
-    if code is False:
-        code = None
-        if all(isinstance(n, _LITERAL_NODES) for n in ast.walk(node)) and sum(1 for _ in ast.walk(node)) < 100_000:
-            if not any(isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant) for n in ast.walk(node)):
-                code = compile(ast.Expression(body=node), "<test literal>", "eval")
-        node._rlvr_code = code  # type: ignore[attr-defined]
-    return code
-
-
-def _literal_tag(node: ast.expr, value: Any, encode: Callable[[Any], Any]) -> Any:
-    if type(node) not in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant) or (type(node) is not ast.Constant and _literal_code(node) is None):
-        return encode(value)
-    tag = node.__dict__.get("_rlvr_tag")
-    if tag is None:
-        tag = node._rlvr_tag = encode(value)  # type: ignore[attr-defined]
-    return tag
-
-
-def _guard_sum(items: Any, start: Any = 0) -> Any:
-    """``sum`` of sequences copies the running total at every step: quadratic."""
-    if not isinstance(start, (int, float, complex)):
-        items = list(items)
-        if len(items) > 1000:
-            raise JudgeLimit(f"sum of {len(items)} sequences")
-    return sum(items, start)
-
-
-class _Module:
-    """A trusted module as the test sees it: public attributes only, a few guarded."""
-
-    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
-        self.__name = name
-        self.__attrs = attrs
-
-    def get(self, attr: str) -> Any:
-        if attr.startswith("_") or attr not in self.__attrs:
-            raise Unsupported(f"{self.__name}.{attr} is not available on the trusted side")
-        return self.__attrs[attr]
-
-
-def _public(mod: Any) -> dict[str, Any]:
-    return {k: getattr(mod, k) for k in dir(mod) if not k.startswith("_")}
-
-
-def _ticking(it: Any, tick: Callable[[], None]) -> Iterator[Any]:
-    for x in it:
-        tick()
-        yield x
-
-
 # -- references to the candidate's values -----------------------------------------------------
 class Ref:
     """A value produced by the candidate's code (operation ``k``). Trusted code only ever sees
@@ -328,9 +161,6 @@ _ITERATING = {len, bool, list, tuple, sorted, set}
 # Nodes whose operands are all evaluated (their operations recorded) before the trusted operation
 # that may need a pending value: putting them off skips no operation.
 _PURE_APPLY = (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute, ast.FormattedValue, ast.JoinedStr, ast.Name, ast.Constant, ast.Compare, ast.Call, ast.Set, ast.List, ast.Tuple)
-_BASE_BUILTINS: dict[str, Any] = {n: getattr(builtins, n) for n in _SAFE_BUILTINS}
-_BASE_BUILTINS.update({n: getattr(builtins, n) for n in EXC_NAMES})
-_BASE_BUILTINS.update({"range": _guard_range, "pow": _guard_pow, "sum": _guard_sum, "print": lambda *a, **k: None})
 
 
 def _immutable(x: Any) -> bool:
@@ -437,7 +267,7 @@ class Pass:
         self.values: dict[int, Any] = {}
         self.fresh: dict[int, Ref] = {}
         self._last_args: list[Any] = []
-        self._mods: dict[str, _Module] = {}
+        self._mods: dict[str, Module] = {}
         self.passed = 0
         self.failed = 0
         self.notes: list[str] = []
@@ -450,7 +280,7 @@ class Pass:
         self.quick_ok = not strict
         self.steps = 0
         self.rng = random.Random(0)
-        self.builtins = dict(_BASE_BUILTINS)
+        self.builtins = dict(BASE_BUILTINS)
 
     # -- the trusted namespace -------------------------------------------------------------------
     def tick(self) -> None:
@@ -458,50 +288,12 @@ class Pass:
         if self.steps & 255 == 0 and time.monotonic() > self.deadline:
             raise JudgeLimit("judging the test took longer than its deadline")
 
-    def module(self, name: str) -> _Module:
+    def module(self, name: str) -> Module:
         if name not in TRUSTED_MODULES:
             raise Unsupported(f"import {name}")
         if name not in self._mods:
-            self._mods[name] = self._make_module(name)
+            self._mods[name] = make_module(name, self.rng, self.tick)
         return self._mods[name]
-
-    def _make_module(self, name: str) -> _Module:  # noqa: C901 - one table
-        import bisect
-        import cmath
-        import collections
-        import fractions
-        import functools
-        import heapq
-        import itertools
-        import typing
-
-        if name == "math":
-            m = _public(math)
-            for fname, limit in (("factorial", 20_000), ("comb", 100_000), ("perm", 100_000)):
-                m[fname] = _guard_int_arg(limit, getattr(math, fname))
-            m["prod"] = _guard_bits(math.prod)
-            m["lcm"] = _guard_bits(math.lcm)
-            return _Module("math", m)
-        if name == "random":
-            rnd = {k: getattr(self.rng, k) for k in ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform", "seed", "gauss", "getrandbits")}
-            rnd["Random"] = random.Random
-            return _Module("random", rnd)
-        if name == "itertools":
-            tick = self.tick
-            return _Module("itertools", {k: (lambda f: (lambda *a, **kw: _ticking(f(*a, **kw), tick)))(getattr(itertools, k)) for k in _public(itertools) if not k[0].isupper()})
-        table: dict[str, Callable[[], _Module]] = {
-            "cmath": lambda: _Module("cmath", _public(cmath)),
-            "string": lambda: _Module("string", {k: v for k, v in _public(string).items() if isinstance(v, str)}),
-            "copy": lambda: _Module("copy", {"copy": copy.copy, "deepcopy": copy.deepcopy}),
-            "typing": lambda: _Module("typing", _public(typing)),
-            "collections": lambda: _Module("collections", {k: getattr(collections, k) for k in ("Counter", "defaultdict", "OrderedDict", "deque", "namedtuple")}),
-            "functools": lambda: _Module("functools", {"reduce": functools.reduce, "cmp_to_key": functools.cmp_to_key}),
-            "fractions": lambda: _Module("fractions", {"Fraction": fractions.Fraction}),
-            "operator": lambda: _Module("operator", {**_public(operator), **_GUARDED_OPERATOR}),
-            "heapq": lambda: _Module("heapq", _public(heapq)),
-            "bisect": lambda: _Module("bisect", _public(bisect)),
-        }
-        return table[name]()
 
     # -- operations on the candidate's side -------------------------------------------------------
     def remote(self, op: dict[str, Any]) -> Ref:
@@ -604,7 +396,7 @@ class Pass:
         self._last_args = args
         if nodes is not None and len(nodes) == len(args):
             # A literal argument's tagged form is the same every time: computed once per node.
-            tagged = [_literal_tag(n, a, self.arg) for n, a in zip(nodes, args, strict=True)]
+            tagged = [literal_tag(n, a, self.arg) for n, a in zip(nodes, args, strict=True)]
         else:
             tagged = [self.arg(a) for a in args]
         return self.remote({"k": "call", "h": target.k, "a": tagged, "kw": [[k, self.arg(v)] for k, v in kwargs.items()]})
@@ -911,10 +703,10 @@ class Pass:
 
     def binop(self, op: type, a: Any, b: Any) -> Any:
         a, b = self.plain(a), self.plain(b)
-        _guard_binop(op, a, b)
+        guard_binop(op, a, b)
         if isinstance(a, Opaque) or isinstance(b, Opaque):
             raise TypeError("an operation on an object of the candidate's own class")
-        return _BIN[op](a, b)
+        return BINOPS[op](a, b)
 
     def expr(self, e: ast.expr, scope: Scope) -> Any:
         if not self.lazy:
@@ -949,7 +741,7 @@ class Pass:
                         raise TypeError("membership in an object of the candidate's own class")
                     if self.tol and type(op) in (ast.Eq, ast.NotEq):
                         return _close(a, b, self.tol) == (type(op) is ast.Eq)
-                    return _CMP[type(op)](a, b)
+                    return COMPARE[type(op)](a, b)
 
                 # A chain stops at the first false link: only the last link may be put off.
                 if not (compare() if i == last else self.hard(compare)):
@@ -975,9 +767,9 @@ class Pass:
         if t is ast.BinOp:
             return self.binop(type(e.op), self.expr(e.left, scope), self.expr(e.right, scope))
         if t in (ast.List, ast.Tuple, ast.Set, ast.Dict):
-            code = _literal_code(e)
+            code = literal_code(e)
             if code is not None:
-                return eval(code, _NO_GLOBALS)  # noqa: S307 - a literal of the test file: constants only
+                return eval(code, NO_GLOBALS)  # noqa: S307 - a literal of the test file: constants only
         if t in (ast.List, ast.Tuple, ast.Set):
             items: list[Any] = []
             for x in e.elts:
@@ -1072,7 +864,7 @@ class Pass:
             raise StopPass()
         if type(obj) is Ref:
             return self.remote({"k": "getattr", "h": obj.k, "name": attr})
-        if isinstance(obj, _Module):
+        if isinstance(obj, Module):
             return obj.get(attr)
         if isinstance(obj, (Opaque, Function)):
             raise TypeError(f"no attribute {attr}")
