@@ -2,9 +2,10 @@
 
 Shape: a ``SandboxPool`` in the trainer starts a few *fresh* worker processes (``pool.py``);
 each worker forks one child per sample (``harness.py``, child side in ``child.py``). The trainer
-runs the row's test file itself (``judge.py``, a small interpreter for Python test code) and asks
-the child only for what the candidate's code produces: names, calls, attributes, indexing, each
-answered with plain data. ``checks.py`` plans a row's tests, decodes answers within limits, and
+runs the row's test file itself (``judge.py``, a small interpreter for Python test code, with its
+expressions in ``expressions.py``, its values in ``values.py`` and its allowed builtins, modules
+and guards in ``trusted.py``) and asks the child only for what the candidate's code produces:
+names, calls, attributes, indexing, each answered with plain data. ``checks.py`` plans a row's tests, decodes answers within limits, and
 judges stdin/stdout. ``rlvr sandbox check`` runs ``attacks.py``. The threat model, class by class
 with the tests that back it, is in ``docs/sandbox.md``.
 

@@ -271,7 +271,7 @@ class TestRun:
         self.strict = False  # set after a diverged replay: the sample is run again, exactly
         self.restart = False
         self.quick: Any = None
-        from .judge import Session
+        from .values import Session
 
         self.sess = Session()
 
@@ -295,18 +295,17 @@ class TestRun:
             self.spent += time.monotonic() - t0
 
     def _pass(self, t0: float) -> list[dict[str, Any]] | None:  # noqa: C901 - one decision table
-        from .judge import (
+        from .judge import Pass, quick_round
+        from .trusted import Unsupported
+        from .values import (
             MAX_ROUNDS,
             CandidateError,
             Diverged,
             Function,
             Lost,
             NeedFlush,
-            Pass,
             Scope,
             StopPass,
-            Unsupported,
-            quick_round,
         )
 
         self.rounds += 1
@@ -352,7 +351,7 @@ class TestRun:
         except Diverged as exc:
             if self.strict:
                 return self._final(Judgement("error", 0, self.plan.n_tests, str(exc)))
-            from .judge import Session
+            from .values import Session
 
             # Speculation ran ahead into operations a later pass orders differently. Start over
             # in a fresh child, one operation per exchange (exact, slower).
