@@ -341,7 +341,6 @@ def test_builtin_unit_tests_verifier_is_not_flagged_on_a_code_task(tmp_path):
     assert all(f.verdict == "ok" and f.undecided == 0 for f in report.findings), format_table(report, show_ok=True)
 
 
-@pytest.mark.xfail(strict=True, reason="rewards/code.py takes the last fenced block anywhere, also inside <think> (reported with issue 20)")
 def test_builtin_unit_tests_verifier_ignores_code_inside_the_think_block(tmp_path):
     rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)

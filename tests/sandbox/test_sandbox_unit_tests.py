@@ -220,3 +220,18 @@ def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
     problems = weaker_problems(load_task(tmp_path / "task.yaml"))
     assert [p.where.rsplit(":", 1)[-1] for p in problems] == ["2"]
     assert "error for every sample" in problems[0].what and "ClassDef" in problems[0].what
+
+
+@pytest.mark.parametrize("think", ["none", "optional", "required"])
+def test_code_fenced_only_inside_the_think_block_is_not_the_answer(think: str) -> None:
+    fmt = AnswerFormat(think=think)
+    drafted = "<think>\n```python\ndef f(x):\n    return x\n```\n</think>\nno code here"
+    code, _, problem = extract_code(drafted, fmt)
+    assert code is None and "after the think block" in problem
+    answered = drafted + "\n```python\ndef f(x):\n    return 2 * x\n```"
+    assert extract_code(answered, fmt)[0] == "def f(x):\n    return 2 * x\n"
+
+
+def test_under_think_required_a_fenced_block_without_the_think_block_is_not_the_answer() -> None:
+    code, _, problem = extract_code("```python\ndef f(x):\n    return x\n```", AnswerFormat(think="required"))
+    assert code is None and problem

@@ -1,7 +1,8 @@
 """The ``unit_tests`` reward term: run the sample's code against the row's tests in the sandbox.
 
 The code is taken from the answer span (when the completion has one; a fenced block inside it
-wins) or else from the last fenced code block; ``extract: whole`` takes the whole completion
+wins) or else from the last fenced code block after the think block (code drafted while thinking is never
+the answer); ``extract: whole`` takes the whole completion
 (HumanEval-style continuations, usually with ``prefix_column: prompt``). No code is
 ``unparseable``.
 
@@ -50,7 +51,7 @@ from typing import Any
 
 from ..errors import Problem, SandboxError, VerifierError
 from .base import BaseVerifier, Sample, Verdict
-from .format import AnswerFormat, extract
+from .format import AnswerFormat, answer_start, extract
 
 STYLES = ("auto", "assert", "stdio")
 EXTRACT = ("auto", "answer", "fence", "whole")
@@ -102,9 +103,14 @@ def extract_code(completion: str, fmt: AnswerFormat, how: str = "auto") -> tuple
             return (blocks[-1] if blocks else ex.answer), ex.span, ""
         if how == "answer":
             return None, None, ex.problem or "no answer span"
-    blocks = [b for lang, b in fenced_blocks(completion) if lang in ("", "python", "py", "python3")]
+    # Only after the think block: code drafted while thinking is not the answer (and under
+    # think: required a completion without the block has no answer at all).
+    start, problem = answer_start(completion, fmt)
+    if problem:
+        return None, None, problem
+    blocks = [b for lang, b in fenced_blocks(completion[start:]) if lang in ("", "python", "py", "python3")]
     if not blocks or not blocks[-1].strip():
-        return None, None, "no fenced Python code block"
+        return None, None, "no fenced Python code block after the think block" if start else "no fenced Python code block"
     return blocks[-1], None, ""
 
 
