@@ -353,6 +353,11 @@ def _audit_term(
     if tie is not None:
         notes.append(f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right")
     notes.extend(ranking_problems(term.verifier))
+    weaker_reasons = getattr(term.verifier, "weaker_reasons", None)  # unit_tests: tests the trusted side cannot run
+    weaker = [why for p in prompts if weaker_reasons is not None and (why := weaker_reasons(p.row))]
+    if weaker:
+        how = "run inside the sandbox, forgeably, each verdict flagged" if getattr(term.verifier, "weaker", "") == "run" else "score an error (masked) for every sample"
+        notes.append(f"{len(weaker)} of {len(prompts)} prompt(s) have tests the trusted side cannot decide, which {how}: {weaker[0][0]}")
     if any(f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable") for f in findings):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
     name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
