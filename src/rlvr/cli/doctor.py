@@ -11,8 +11,8 @@ HELP = "name a run's failure mode from its metrics; --patch writes a config with
 
 EPILOG = """\
 checks, in priority order (errors before warnings): reward_broken, nan, verifier_errors, reward_hacking,
-performance_collapse, moe_plain_grpo, no_learning_signal, kl_explosion, entropy_collapse, entropy_blowup,
-length_hacking, truncation, off_policy_instability.
+performance_collapse, moe_plain_grpo, no_learning_signal, dynamic_sampling_drops_nearly_all, kl_explosion,
+entropy_collapse, entropy_blowup, length_hacking, truncation, off_policy_instability.
 
 variants (only when the symptom shows):
   entropy_collapse  -> DAPO      loss_type dapo, epsilon 0.2, epsilon_high 0.28, beta 0,
@@ -20,6 +20,8 @@ variants (only when the symptom shows):
   length_hacking    -> Dr. GRPO  loss_type dr_grpo, scale_rewards none
   moe_plain_grpo    -> GSPO      importance_sampling_level sequence, epsilon 3e-4,
                                  epsilon_high 4e-4, beta 0, steps_per_generation 4x accumulation
+no_learning_signal on too-easy or mixed prompts patches grpo.dynamic {mode: filter} (skip prompts
+whose recent groups were flat), not a variant.
 Findings whose fix is not a config value (verifier, data) carry no patch; --patch then says so.
 """
 
