@@ -74,8 +74,10 @@ def f():
         libc = ctypes.CDLL(None, use_errno=True)
         shm = libc.shmget(0x52564C57, 4096, 0o1666)
         if shm >= 0:
+            libc.shmat.restype = ctypes.c_void_p
             addr = libc.shmat(shm, None, 0)
-            ctypes.memmove(addr, SECRET.encode(), len(SECRET))
+            if addr and addr != ctypes.c_void_p(-1).value:
+                ctypes.memmove(addr, SECRET.encode(), len(SECRET))
     except Exception:
         pass
     return SECRET
@@ -139,20 +141,26 @@ def test_a_secret_planted_by_one_sample_is_not_found_by_the_next_by_any_route(on
     assert _plant_then_hunt(one_worker) == []
 
 
-def test_the_hunt_finds_what_is_left_where_nothing_is_isolated():
+def test_the_hunt_finds_what_is_left_where_nothing_is_isolated(tmp_path):
     # The same plant and hunt with every layer off and the old workdir kept: the hunt must be
-    # able to succeed, or the test above proves nothing.
-    p = SandboxPool(1, Limits(timeout=3.0), enable=())
+    # able to succeed, or the test above proves nothing. It walks only a folder of its own: a
+    # walk over the host's /tmp reads whatever is there (a virtualenv, other tests' models) and
+    # can run past the deadline.
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    p = SandboxPool(1, Limits(timeout=10.0), enable=())
     try:
         secret = "planted-" + os.urandom(8).hex()
-        plant = Script(PLANT.format(secret=secret).replace('"../planted.txt"', '"/tmp/rlvr-hunt-test.txt"'), call("f"))
+        plant = Script(PLANT.format(secret=secret).replace('"../planted.txt"', repr(str(drop / "planted.txt"))), call("f"))
         p.run([plant])
-        hunt = Script(HUNT.replace('"/var/tmp"', '"/tmp/rlvr-hunt-test.txt"'), call("f", "planted-"))
+        tops = '(".", "..", "/tmp", "/dev/shm", "/run", "/var/tmp")'
+        assert tops in HUNT
+        hunt = Script(HUNT.replace(tops, repr((str(drop),))), call("f", "planted-"))
         p.run([hunt])
         found = value(hunt)
     finally:
         p.close()
-        for path in ("/tmp/rlvr-hunt-test.txt", "/tmp/planted.txt", "/dev/shm/planted.txt"):
+        for path in ("/tmp/planted.txt", "/dev/shm/planted.txt"):
             if os.path.exists(path):
                 os.unlink(path)
         os.environ.pop("RLVR_PLANTED", None)
