@@ -95,6 +95,8 @@ class Targets:
             "shown": self.shown_path,
             "dgram": self.dgram_path,
             "decoy": str(self.decoy),
+            "here": str(Path(__file__).resolve()),  # a host file that exists: rlvr's own source
+            "home_rc": str(Path.home() / ".bashrc"),
             "marker": str(self.marker),
             "tests_file": str(self.tests_file),
             "secret": self.secret,
@@ -186,7 +188,7 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("unix_socketpair_sendto", "import socket\ndef attack():\n    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n    a.sendto(b'x', {dgram!r})\n    return True\n", harmed=_dgram),
     Attack("sysv_shared_memory", "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None, use_errno=True)\n    return libc.shmget(0x52564C56, 1 << 20, 0o1666) >= 0\n"),
     Attack("memfd_outside_the_budget", "import os\ndef attack():\n    fd = os.memfd_create('x')\n    os.write(fd, b'x' * (1 << 20))\n    return True\n"),
-    Attack("stat_host_paths", "import os\ndef attack():\n    return any(os.path.exists(p) for p in ('/etc/passwd', '/proc/1', '/sys/kernel', '/var/log', '/work/main', '/root/.bashrc', {decoy!r}))\n"),
+    Attack("stat_host_paths", "import os\ndef attack():\n    return any(os.path.exists(p) for p in ('/etc/passwd', '/proc/1', '/sys/kernel', '/var/log', {here!r}, {home_rc!r}, {decoy!r}))\n"),
     # Verdicts forged inside the child (issue classes 1 and 4).
     Attack("patched_math_isclose", "import math\nmath.isclose = lambda *a, **k: True\ndef add(a, b):\n    return 0.0\n", "import math\nassert math.isclose(add(2, 3), 5.0)\n"),
     Attack("always_equal_inside_all", "class A:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\ndef add(a, b):\n    return A()\n", "assert all([add(2, 3) == 5, add(1, 1) == 2])\n"),
