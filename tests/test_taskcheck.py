@@ -45,6 +45,17 @@ def test_a_group_that_does_not_divide_the_batch_is_reported(tmp_path: Path) -> N
     assert "not divisible by num_generations (3)" in msg
 
 
+def test_bad_stop_and_dynamic_sampling_settings_are_reported_before_training(tmp_path: Path) -> None:
+    grpo = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
+            "stop": {"masked_rate": 2, "masked_stepz": 3}, "dynamic": {"mode": "sometimes"}}
+    msgs = problems(tmp_path / "bad", grpo=grpo)
+    assert any("grpo.stop.masked_rate" in m for m in msgs), msgs
+    assert any("grpo.stop.masked_stepz" in m and "unknown key" in m for m in msgs), msgs
+    assert any("grpo.dynamic" in m and "sometimes" in m for m in msgs), msgs
+    good = {**grpo, "stop": {"masked_rate": 0.5, "masked_steps": 3}, "dynamic": {"mode": "filter"}}
+    assert problems(tmp_path / "good", grpo=good) == []
+
+
 def test_a_misspelt_sft_key_suggests_the_field(tmp_path: Path) -> None:
     [msg] = problems(tmp_path, sft={"lerning_rate": 1e-4, "target_pass_rate": 0.2})
     assert "sft.lerning_rate: not a SFTConfig field" in msg and "did you mean 'learning_rate'" in msg

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem
+from .errors import ConfigError, Problem
 from .task import MAX_ROW_PROBLEMS, Task
 
 # Keys of the sft: section that rlvr reads itself (not SFTConfig fields).
@@ -53,7 +53,18 @@ def grpo_problems(task: Task) -> list[Problem]:
     cfg["reward_weights"] = [t.weight for t in task.rewards]
     target = recipe.Target(gpus=1, bf16=True, processes=1)
     problems = recipe.validate(cfg, target=target, model=_model_facts(task), justified=recipe.justifications(task.grpo))
-    return [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
+    out = [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
+    # rlvr's own grpo: keys, resolved as rlvr train resolves them (stopping rules, dynamic sampling).
+    from .dynamic import DynamicSampling
+    from .stopping import StopRules
+
+    for resolve in (lambda: StopRules.resolve(task.grpo.get("stop")),
+                    lambda: DynamicSampling.resolve(task.grpo.get("dynamic"), variant=recipe.variant_of(cfg))):
+        try:
+            resolve()
+        except ConfigError as exc:
+            out += [dataclasses.replace(p, where=f"{task.path}: {p.where}") for p in exc.problems]
+    return out
 
 
 def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:
