@@ -107,3 +107,15 @@ def test_the_module_converts_from_the_command_line(tmp_path: Path, capsys: pytes
     assert main(["verl", str(VERL), str(tmp_path / "m.jsonl")]) == 0
     assert "3 steps" in capsys.readouterr().out
     assert main(["trl", str(VERL), str(tmp_path / "m.jsonl")]) == 2
+
+
+def test_rlvr_doctor_reads_an_engine_log_directly(capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+    from rlvr.doctor.table import load_run
+
+    for engine, src in (("openrlhf", TB), ("verl", VERL)):
+        assert load_run(src, engine=engine).series("reward").steps == (1, 2, 3)
+        assert main(["doctor", str(src), "--engine", engine, "--json"]) == 0
+        assert '"findings"' in capsys.readouterr().out
+    with pytest.raises(DataError, match="verl's file logger"):
+        load_run(VERL, engine="openrlhf")

@@ -31,6 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("run", metavar="RUN", help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL metric names")
     parser.add_argument("--config", metavar="PATH", help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on TRL/CSV input)")
+    parser.add_argument("--engine", choices=("verl", "openrlhf"), help="RUN is that engine's log (a verl file-logger JSONL, or TensorBoard events of either), read under rlvr's metric names")
     parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of the readable report")
     parser.add_argument("--patch", action="store_true", help="write a new config with exactly one change group: the fix for the most urgent finding (or --finding)")
     parser.add_argument("--finding", metavar="CHECK", help="with --patch: act on this finding (e.g. entropy_collapse) instead of the most urgent one")
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.patch and (args.finding or args.out or args.force):
         raise ConfigError(Problem("--finding/--out/--force", "only mean something with --patch", "add --patch"))
-    d = diagnose(load_run(args.run, config=args.config))
+    d = diagnose(load_run(args.run, config=args.config, engine=args.engine))
     if args.json:
         out = d.to_json()
         if args.patch:

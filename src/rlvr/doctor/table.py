@@ -126,15 +126,24 @@ def _config_term_names(rlvr: Mapping[str, Any]) -> list[str]:
 # Loading
 
 
-def load_run(path: str | Path, *, config: str | Path | None = None) -> Run:
+def load_run(path: str | Path, *, config: str | Path | None = None, engine: str | None = None) -> Run:
     """Read a run directory, a ``trainer_state.json`` (or its checkpoint folder), a
-    ``metrics.jsonl`` or a CSV. ``config`` names a config.yaml to use instead of the one found
+    ``metrics.jsonl`` or a CSV; with ``engine`` (``verl`` or ``openrlhf``), that engine's log: a
+    verl file-logger JSONL or TensorBoard events, translated to rlvr's metric names by
+    ``rlvr.serve.enginelogs``. ``config`` names a config.yaml to use instead of the one found
     beside the metrics. Raises ``RunError`` when nothing readable is there and ``DataError``
     naming the file, line and field when a file is malformed."""
     p = Path(path)
     if not p.exists():
         raise RunError(f"{p}: no such run directory or metrics file (fix: pass a run directory, a trainer_state.json or a CSV)")
-    if p.is_dir():
+    if engine is not None:
+        import tempfile
+
+        from ..serve.enginelogs import read_engine_log, write_metrics_jsonl
+
+        with tempfile.TemporaryDirectory() as tmp:
+            run = _from_jsonl(write_metrics_jsonl(read_engine_log(p, engine), Path(tmp) / "metrics.jsonl"), source=str(p), kind="run")
+    elif p.is_dir():
         if (p / "metrics.jsonl").is_file():
             run = _from_jsonl(p / "metrics.jsonl", source=str(p), kind="run")
         elif (p / "trainer_state.json").is_file():
