@@ -571,7 +571,19 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         meta.update(status="done", steps=trainer.state.global_step, max_steps=trainer.state.max_steps, seconds=round(seconds, 2), final=str(final))
         meta.pop("error", None)
         write_meta()
+    _end_distributed(trainer)
     return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals, main, resumed_from=resume_from, skipped=skipped)
+
+
+def _end_distributed(trainer: Any) -> None:
+    """Under ``accelerate launch``: wait until rank 0 has written final/, then tear the process
+    group down. A rank that simply exited while its gloo threads were live aborted now and then
+    ("terminate called without an active exception", exit -6), failing a finished run."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        trainer.accelerator.wait_for_everyone()
+        dist.destroy_process_group()
 
 
 def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
