@@ -1,4 +1,4 @@
-"""Plain GRPO against rlvr's dynamic sampling (rlvr.dynamic: the online filter and resample), side by
+"""Plain GRPO against rlvr's dynamic sampling (rlvr.train.dynamic: the online filter and resample), side by
 side in one script, on the tiny model.
 
 For each task (the built-in addition task, and the mixed-operation one: + - *) and each seed:
@@ -46,7 +46,7 @@ MODES: dict[str, dict[str, Any]] = {
 def write_task(folder: Path, ops: str, seed: int, train_rows: int, dynamic: dict[str, Any] | None) -> Path:
     import yaml
 
-    from rlvr.arithmetic import TASK_YAML, write_splits
+    from rlvr.demo.arithmetic import TASK_YAML, write_splits
 
     write_splits(folder, train=train_rows, eval=200, seed=seed, ops=ops)
     spec = yaml.safe_load(TASK_YAML.format(seed=seed))
@@ -59,9 +59,9 @@ def write_task(folder: Path, ops: str, seed: int, train_rows: int, dynamic: dict
 
 def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: int, eval_every: int, root: Path) -> dict[str, dict[str, Any]]:
     from rlvr.models import build_builtin
-    from rlvr.sft import SftOptions, run_sft
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, train
+    from rlvr.train.sft import SftOptions, run_sft
 
     ops = TASKS[task_name]
     # SFT on the full built-in split (2,000 prompts), GRPO on a cut of it.

@@ -9,7 +9,7 @@
 #      every completion runs to MAX_NEW tokens: the memory is that of full-length completions.
 # For each it prints the measured median step time, the peak GPU memory (device-wide, polled
 # with torch.cuda.mem_get_info every 50 ms, so vLLM's share is included) and torch's peak
-# allocation, beside the planner's estimate for the same setting (rlvr.memory.estimate).
+# allocation, beside the planner's estimate for the same setting (rlvr.plan.memory.estimate).
 # vLLM is colocated when it is installed; without it generation runs in transformers and the
 # estimate is made with no vLLM share -- the script says which.
 #
@@ -61,8 +61,8 @@ import importlib.util
 import torch
 import yaml
 
-from rlvr import memory
-from rlvr.recipe import hardware
+from rlvr.plan import memory
+from rlvr.plan.recipe import hardware
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, train
 

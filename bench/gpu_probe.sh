@@ -59,7 +59,7 @@ import importlib.util
 import torch
 import transformers
 
-from rlvr import arithmetic
+from rlvr.demo import arithmetic
 from rlvr.generate import make_sampler, vllm_available
 from rlvr.probe import run_probe
 

@@ -94,8 +94,8 @@ def _model_dir(work: Path) -> Path:
 
 def build(work: Path) -> dict[str, Any]:
     """The Qwen2.5-0.5B-shaped model with the BPE tokenizer, saved in bf16 (reused when there)."""
-    from rlvr import memory
     from rlvr.models import build_tokenizer
+    from rlvr.plan import memory
 
     arch = memory.SIZE_CLASSES["0.5B"]
     folder = _model_dir(work)
@@ -146,8 +146,7 @@ def _padded(tok: Any, size: int) -> Any:
 def _write_task(work: Path, model: Path) -> Path:
     import yaml
 
-    from rlvr import arithmetic
-
+    from rlvr.demo import arithmetic
     task = work / "task"
     task.mkdir(parents=True, exist_ok=True)
     rows = arithmetic.generate(600, seed=0)
@@ -193,7 +192,7 @@ def probe(work: Path) -> dict[str, Any]:
 def grpo(work: Path, peft: str) -> dict[str, Any]:
     import yaml
 
-    from rlvr import memory
+    from rlvr.plan import memory
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, train
 

@@ -12,7 +12,7 @@
 #   server  one `rlvr plan`-generated server-mode launch (trl vllm-serve + accelerate), only when
 #           two or more GPUs are visible.
 # For each training phase: median step time, completion tokens/s, peak GPU memory (device-wide,
-# polled every 50 ms, so vLLM's share counts) beside rlvr.memory's estimate for the same setting.
+# polled every 50 ms, so vLLM's share counts) beside rlvr.plan.memory's estimate for the same setting.
 # Results: WORK/gpu_rehearsal.json (copied to $OUT when set, e.g. by a device runner).
 #
 # Without a CUDA GPU it says so, writes a JSON that says so and exits 0. DRY_RUN=1 runs every phase

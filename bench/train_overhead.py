@@ -47,7 +47,7 @@ def bare_trl(task, model_path: str, out: Path, steps: int) -> float:
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr import recipe
+    from rlvr.plan import recipe
     from rlvr.train import TrainOptions, resolve_grpo
 
     t0 = time.perf_counter()
@@ -82,10 +82,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
 
-    from rlvr.arithmetic import write_task
+    from rlvr.demo.arithmetic import write_task
     from rlvr.models import build_builtin, quiet_libraries
-    from rlvr.sft import SftOptions, run_sft
     from rlvr.task import load_task
+    from rlvr.train.sft import SftOptions, run_sft
 
     quiet_libraries()
     root = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))

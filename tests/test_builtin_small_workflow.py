@@ -70,8 +70,8 @@ def test_prefilled_prompts_end_inside_the_opened_think_block() -> None:
 @pytest.mark.parametrize(("think", "model", "starts"), [("required", "builtin:small", "<think></think><answer>"), ("prefilled", "builtin:small-think", "</think><answer>")])
 def test_sft_targets_render_after_the_generation_prompt(tmp_path: Path, think: str, model: str, starts: str) -> None:
     from rlvr.models import load_tokenizer
-    from rlvr.sft import sft_rows
     from rlvr.task import load_task
+    from rlvr.train.sft import sft_rows
 
     task = load_task(chat_task(tmp_path, think=think, model=model))
     tok = load_tokenizer(model)
@@ -243,8 +243,8 @@ def test_sft_loss_covers_exactly_the_completion_after_the_generation_prompt(tmp_
     from trl import SFTConfig, SFTTrainer
 
     from rlvr.models import load_model, load_tokenizer
-    from rlvr.sft import sft_rows
     from rlvr.task import load_task
+    from rlvr.train.sft import sft_rows
 
     task = load_task(chat_task(tmp_path / "task", think=think, model=model))
     tok = load_tokenizer(model)

@@ -807,12 +807,12 @@ def test_a_partly_masked_run_is_not_reward_broken() -> None:
     assert "reward_broken" not in {f.check for f in diagnose(load_run(SYN / "verifier_errors")).findings}
 
 
-# ---- dynamic sampling (rlvr.dynamic) ------------------------------------------------------------
+# ---- dynamic sampling (rlvr.train.dynamic) ------------------------------------------------------------
 
 
 def test_the_no_signal_patch_turns_on_the_online_filter_and_rlvr_train_reads_it(tmp_path: Path) -> None:
-    from rlvr.dynamic import DynamicSampling
     from rlvr.train import read_config_file
+    from rlvr.train.dynamic import DynamicSampling
 
     run = _copy("no_signal", tmp_path)
     path, f = write_patch(diagnose(load_run(run)))

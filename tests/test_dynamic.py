@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rlvr.dynamic import STATE_FILE, DynamicSampling, PromptFilter, is_flat
 from rlvr.errors import ConfigError
+from rlvr.train.dynamic import STATE_FILE, DynamicSampling, PromptFilter, is_flat
 
 ON = DynamicSampling(mode="filter", visits=2, recheck_after=10)
 
@@ -51,7 +51,7 @@ def test_every_bad_setting_is_reported_at_once() -> None:
 
 
 def test_resample_refuses_groups_split_across_processes_before_anything_loads() -> None:
-    from rlvr.dynamic import check_batch
+    from rlvr.train.dynamic import check_batch
 
     resample = DynamicSampling(mode="resample")
     cfg = {"num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}
@@ -326,7 +326,7 @@ def test_two_processes_make_the_same_decisions_as_one(tmp_path: Path, monkeypatc
 
 
 # -- resample: the pure parts -----------------------------------------------------------------
-from rlvr.dynamic import Pick, assemble, pick_groups, refill  # noqa: E402
+from rlvr.train.dynamic import Pick, assemble, pick_groups, refill  # noqa: E402
 
 
 def test_resample_keeps_groups_with_variance_in_order_and_asks_for_what_the_neediest_process_lacks() -> None:
@@ -387,7 +387,7 @@ def test_assemble_joins_rounds_of_different_lengths_and_masks_the_kept_fill() ->
 def run_capturing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[str, Any], steps: int) -> tuple[Path, list[list[tuple[str, bool]]]]:
     """A planted run that records each generation batch TRL trains on: (prompt text, whether any
     completion token of the row is in the loss) per row."""
-    import rlvr.dynamic as dyn_module
+    from rlvr.train import dynamic as dyn_module
 
     trained: list[list[tuple[str, bool]]] = []
     original = dyn_module.trainer_class
@@ -457,7 +457,7 @@ def test_resample_with_its_rounds_spent_masks_the_flat_fill_or_trains_it_as_conf
 RESAMPLE_DRIVER = '''
 import json, os, sys
 from pathlib import Path
-import rlvr.dynamic as dyn
+from rlvr.train import dynamic as dyn
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, train
 

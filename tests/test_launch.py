@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr import launch
 from rlvr.cli.main import build_parser, main
 from rlvr.errors import ConfigError
-from rlvr.launch import Cluster
+from rlvr.plan import launch
+from rlvr.plan.launch import Cluster
 
 ARITH = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
 
@@ -141,7 +141,7 @@ def test_multi_node_server_mode_gives_the_server_a_node_of_its_own():
 
 
 def test_multi_node_plan_trains_on_as_many_processes_as_it_validates(tmp_path: Path):
-    from rlvr.launch import PlanRequest, build_plan
+    from rlvr.plan.launch import PlanRequest, build_plan
 
     plan = build_plan(PlanRequest(task=str(ARITH), model="70B", gpus=8, nodes=2, output=str(tmp_path / "p.yaml")))
     assert plan.config["vllm_server_host"] == "SERVER_NODE_IP"

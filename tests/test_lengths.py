@@ -206,7 +206,7 @@ def test_truncation_below_half_of_the_samples_does_not_change_the_reason() -> No
 # -- SFT warns about the targets it would cut --------------------------------------------------
 def test_sft_warns_with_the_count_of_targets_longer_than_the_budget(tmp_path: Path) -> None:
     # Observed: SFT trained on targets the generation budget cuts off, without a warning.
-    from rlvr.sft import SftOptions, run_sft
+    from rlvr.train.sft import SftOptions, run_sft
 
     task = load_task(make_task(tmp_path / "t", budget=8, answers=("3", "5", LONG, LONG, LONG, "7")))
     said: list[str] = []
@@ -218,7 +218,7 @@ def test_sft_warns_with_the_count_of_targets_longer_than_the_budget(tmp_path: Pa
 
 def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_truncates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rlvr.models import build_tokenizer
-    from rlvr.sft import target_warnings
+    from rlvr.train.sft import target_warnings
 
     task = load_task(make_task(tmp_path / "t", budget=64, answers=("3", LONG)))
     rows = task.load_split("train")
@@ -227,7 +227,7 @@ def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_trunca
     assert target_warnings(task, rows, build_tokenizer(), max_length=1024, positions=256) == []
     [by_positions] = target_warnings(task, rows, build_tokenizer(), max_length=1024, positions=20)
     assert by_positions.endswith("longer than 20 tokens (the model's maximum positions): their targets are truncated during SFT")
-    from rlvr.sft import _stderr_warning
+    from rlvr.train.sft import _stderr_warning
 
     _stderr_warning("x")
     assert capsys.readouterr().err == "rlvr sft: warning: x\n"

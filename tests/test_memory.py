@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rlvr import memory
 from rlvr.cli.main import main
 from rlvr.errors import ConfigError, ModelError
-from rlvr.memory import GB, SIZE_CLASSES, Architecture, Setting
+from rlvr.plan import memory
+from rlvr.plan.memory import GB, SIZE_CLASSES, Architecture, Setting
 
 QWEN3_8B = Architecture("Qwen3-8B", layers=36, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=12288, vocab=151936, qk_norm=True)
 

@@ -115,7 +115,7 @@ def test_the_whole_tutorial_runs_as_written(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_the_task_file_shown_is_the_one_task_example_writes(tmp_path: Path) -> None:
-    from rlvr.arithmetic import write_task
+    from rlvr.demo.arithmetic import write_task
 
     shown = marked_block(README.read_text(encoding="utf-8"), "tutorial:task-yaml")
     assert write_task(tmp_path / "mytask").read_text() == shown
@@ -124,7 +124,7 @@ def test_the_task_file_shown_is_the_one_task_example_writes(tmp_path: Path) -> N
 def test_the_verifier_example_works_as_the_success_term(tmp_path: Path) -> None:
     import yaml
 
-    from rlvr.arithmetic import write_task
+    from rlvr.demo.arithmetic import write_task
     from rlvr.rewards import Sample
     from rlvr.task import load_task
     from rlvr.taskcheck import check_task

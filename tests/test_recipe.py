@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr import recipe
 from rlvr.errors import ConfigError
-from rlvr.recipe import ConfigMeta, ModelFacts, Target
+from rlvr.plan import recipe
+from rlvr.plan.recipe import ConfigMeta, ModelFacts, Target
 
 CPU = {"gpus": 0, "bf16": False}
 ONE_GPU = {"gpus": 1, "bf16": True, "vllm": True}
@@ -289,7 +289,7 @@ def test_dynamic_sampling_is_rlvrs_option_not_a_grpo_config_value() -> None:
 
 
 def test_the_dapo_overlay_turns_dynamic_sampling_on_and_plain_grpo_leaves_it_off() -> None:
-    from rlvr.dynamic import DynamicSampling
+    from rlvr.train.dynamic import DynamicSampling
 
     for variant, mode in (("dapo", "filter"), ("grpo", "off"), ("dr_grpo", "off")):
         cfg = recipe.resolve({}, generation=GEN, hw=CPU, variant=variant)

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "foundation"))
 from foundation_helpers import make_task  # noqa: E402
 
 from rlvr.generate import Completion  # noqa: E402
-from rlvr.recipe import term_patch  # noqa: E402
+from rlvr.plan.recipe import term_patch  # noqa: E402
 from rlvr.rewards import Sample  # noqa: E402
 from rlvr.task import Task, load_task  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 The stages, in workflow order (each also a ``rlvr`` command): ``load_task`` (the task file),
 ``run_probe`` (base rate and route), the verifiers (``build_verifier``), the inspection gate
-(``rlvr.gate``), ``run_audit`` (reward-hack probes), ``rlvr.recipe`` / ``rlvr.launch`` (plan),
+(``rlvr.gate``), ``run_audit`` (reward-hack probes), ``rlvr.plan.recipe`` / ``rlvr.plan.launch`` (plan),
 ``run_sft`` and ``train`` (TRL), ``diagnose`` (the doctor). Importing ``rlvr`` loads no torch,
 TRL or transformers: they are imported where they are used.
 """
@@ -14,9 +14,9 @@ from .doctor import Diagnosis, diagnose, load_run
 from .errors import ConfigError, RlvrError
 from .probe import ProbeReport, run_probe
 from .rewards import AnswerFormat, Outcome, Sample, Verdict, build_verifier
-from .sft import SftOptions, SftResult, run_sft
 from .task import Task, load_task
 from .train import TrainOptions, TrainResult, train
+from .train.sft import SftOptions, SftResult, run_sft
 
 __version__ = "0.1.0"
 

@@ -3,7 +3,7 @@
 Six plots, each a PNG written with matplotlib's Agg backend (no display needed): reward per term,
 held-out accuracy, entropy, completion length, the zero-std fraction and KL. A plot whose metrics
 the run did not log is left out and the report says so, rather than drawing an empty axis. A run
-trained with rlvr's online filter (``rlvr.dynamic``) gets two more: the zero-variance share of the
+trained with rlvr's online filter (``rlvr.train.dynamic``) gets two more: the zero-variance share of the
 groups the sampler drew and of the groups trained, and the filter's counts (kept, replaced and
 starved groups, skipped prompts); a run without it gets neither, and nothing is said about them. The
 HTML file embeds the PNGs as base64 and has no external links, scripts or fonts, so it can be

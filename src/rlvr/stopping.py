@@ -25,7 +25,7 @@ class RunStopped(RunError):
 
 @dataclass(frozen=True)
 class StopRules:
-    """When a run that cannot learn is stopped (see ``rlvr.recipe.STOP``). 0 steps: rule off."""
+    """When a run that cannot learn is stopped (see ``rlvr.plan.recipe.STOP``). 0 steps: rule off."""
 
     masked_rate: float
     masked_steps: int
@@ -35,7 +35,7 @@ class StopRules:
     @classmethod
     def resolve(cls, *layers: Mapping[str, Any] | None, where: str = "grpo.stop") -> StopRules:
         """The recipe's thresholds, overridden by each layer in turn (task, then config file)."""
-        from .recipe import STOP
+        from .plan.recipe import STOP
 
         values: dict[str, Any] = dict(STOP)
         problems = []

@@ -47,7 +47,7 @@ CHECK_HARDWARE = {"gpus": 1, "bf16": True, "vllm": False}
 
 def grpo_problems(task: Task) -> list[Problem]:
     """The problems ``rlvr train`` would raise for the task's ``grpo:`` section (one GPU, bf16)."""
-    from . import recipe
+    from .plan import recipe
 
     cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=CHECK_HARDWARE, seed=task.seed)
     cfg["reward_weights"] = [t.weight for t in task.rewards]
@@ -55,8 +55,8 @@ def grpo_problems(task: Task) -> list[Problem]:
     problems = recipe.validate(cfg, target=target, model=_model_facts(task), justified=recipe.justifications(task.grpo))
     out = [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
     # rlvr's own grpo: keys, resolved as rlvr train resolves them (stopping rules, dynamic sampling).
-    from .dynamic import DynamicSampling
     from .stopping import StopRules
+    from .train.dynamic import DynamicSampling
 
     for resolve in (lambda: StopRules.resolve(task.grpo.get("stop")),
                     lambda: DynamicSampling.resolve(task.grpo.get("dynamic"), variant=recipe.variant_of(cfg))):
@@ -69,7 +69,7 @@ def grpo_problems(task: Task) -> list[Problem]:
 
 def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:
     """Keys of an ``sft:`` section (or ``--set`` overrides) that SFTConfig does not have."""
-    from . import recipe
+    from .plan import recipe
 
     return recipe.unknown_keys({k: v for k, v in settings.items() if k not in SFT_OWN_KEYS}, recipe.sft_fields(), what="SFTConfig", prefix=where)
 
@@ -158,8 +158,8 @@ def _prompt(task: Task, row: Mapping[str, Any]) -> str:
 
 def _model_facts(task: Task) -> Any:
     """Whether the model is a mixture of experts and rebuildable, for local models and built-ins."""
-    from .launch import _model_facts as facts
-    from .recipe import ModelFacts
+    from .plan.launch import _model_facts as facts
+    from .plan.recipe import ModelFacts
 
     ref = task.model
     if ref.startswith("builtin:"):
@@ -168,7 +168,7 @@ def _model_facts(task: Task) -> Any:
     if not Path(local).exists():
         return None  # a hub id: its config may need the network; rlvr plan/train check it
     try:
-        from .memory import load_architecture
+        from .plan.memory import load_architecture
 
         moe = load_architecture(local).moe
     except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads

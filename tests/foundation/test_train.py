@@ -58,7 +58,7 @@ def test_held_out_eval_is_logged_at_the_start_and_every_n_steps(two_step_run: tu
 
 
 def test_resolved_config_states_every_recipe_value(two_step_run: tuple[Path, object]) -> None:
-    from rlvr.recipe import EXPLICIT_KEYS
+    from rlvr.plan.recipe import EXPLICIT_KEYS
 
     root, _ = two_step_run
     cfg = yaml.safe_load((root / "run" / "config.yaml").read_text())
@@ -157,7 +157,7 @@ def test_qlora_on_cpu_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
-    from rlvr.recipe import ConfigMeta, write_config
+    from rlvr.plan.recipe import ConfigMeta, write_config
 
     task = load_task(make_task(tmp_path / "task", shaping=True))
     grpo, _ = read_config_file(_write_run_config(tmp_path, task))
@@ -168,7 +168,7 @@ def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
 
 def _write_run_config(tmp_path: Path, task) -> Path:
     """The grpo values a CPU run of ``task`` resolves to, as a flat config."""
-    from rlvr import recipe
+    from rlvr.plan import recipe
     from rlvr.train import resolve_grpo
 
     cfg = resolve_grpo(task, TrainOptions(run_dir=tmp_path / "x"), recipe.hardware())
@@ -221,7 +221,7 @@ def test_groups_without_reward_variance_for_n_steps_stop_the_run(tmp_path: Path)
 
 
 def test_stop_thresholds_come_from_the_recipe_and_are_recorded(two_step_run: tuple[Path, object]) -> None:
-    from rlvr.recipe import STOP
+    from rlvr.plan.recipe import STOP
 
     root, _ = two_step_run
     cfg = yaml.safe_load((root / "run" / "config.yaml").read_text())

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.arithmetic import generate, reference_answer
+from rlvr.demo.arithmetic import generate, reference_answer
 from rlvr.generate import Completion
 
 _counter = itertools.count()

@@ -113,7 +113,7 @@ class LongSampler:
     backend = "fake"
 
     def sample(self, prompts: Any, n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: Any = None, progress: Any = None) -> Any:
-        from rlvr.arithmetic import reference_answer
+        from rlvr.demo.arithmetic import reference_answer
         from rlvr.generate import Completion
 
         out = []

@@ -19,7 +19,7 @@ from gate_fixtures import (
 )
 
 from rlvr import gate
-from rlvr.arithmetic import reference_answer
+from rlvr.demo.arithmetic import reference_answer
 from rlvr.errors import GateError
 from rlvr.gate.record import AuditOutcome, sha256_file
 from rlvr.task import load_task

@@ -53,7 +53,7 @@ class Check(BaseVerifier):
 
 def write_task(folder: Path, rows: int = 40) -> Path:
     """A task with a format term (weight 0.1) and a user-module correctness term (weight 1)."""
-    from rlvr.arithmetic import generate
+    from rlvr.demo.arithmetic import generate
 
     folder.mkdir(parents=True, exist_ok=True)
     module = f"serve_reward_{next(_counter)}_{os.getpid()}_{id(object())}"

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.errors import DataError
-from rlvr.serve.enginelogs import (
+from rlvr.doctor.enginelogs import (
     main,
     map_names,
     read_engine_log,
     read_tensorboard_scalars,
     write_metrics_jsonl,
 )
+from rlvr.errors import DataError
 
 DATA = Path(__file__).parent / "data"
 TB = DATA / "openrlhf-0.11.2.tfevents"

@@ -26,7 +26,14 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ..errors import ConfigError, Problem
-    from ..memory import Setting, format_estimate, format_table, load_architecture, recommend, table
+    from ..plan.memory import (
+        Setting,
+        format_estimate,
+        format_table,
+        load_architecture,
+        recommend,
+        table,
+    )
 
     problems = []
     for name in ("gpus", "batch", "prompt_tokens", "completion_tokens"):

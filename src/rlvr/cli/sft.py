@@ -24,9 +24,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..errors import ConfigError
-    from ..sft import SftOptions, run_sft
     from ..task import load_task
     from ..taskcheck import sft_problems
+    from ..train.sft import SftOptions, run_sft
 
     task = load_task(args.task)
     overrides = parse_sets(args.set)

@@ -19,7 +19,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "example":
-        from ..arithmetic import write_task
+        from ..demo.arithmetic import write_task
 
         if not args.ops or set(args.ops) - set("+-*"):
             from ..errors import ConfigError

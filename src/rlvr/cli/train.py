@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     if args.launch or args.num_processes is not None or args.accelerate_config:
         from ..errors import ConfigError, Problem
-        from ..launch import relaunch
+        from ..plan.launch import relaunch
 
         if not args.launch or not args.num_processes:
             raise ConfigError(Problem("--launch", "--num-processes and --accelerate-config go with --launch accelerate, which needs --num-processes N", "e.g. --launch accelerate --num-processes 2"))

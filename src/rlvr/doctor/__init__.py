@@ -4,7 +4,7 @@ Plain GRPO first; a variant only when its symptom shows, otherwise two things ch
 nobody can tell what helped. So ``diagnose`` names every symptom it sees, and ``write_patch``
 applies exactly one change group: the one for the first finding in priority order (a broken run --
 NaN, failing verifiers, a reward that measures the wrong thing, a run that destroyed what the model
-could do -- before the variants of DESIGN.md's table, whose overlays come from ``rlvr.recipe``):
+could do -- before the variants of DESIGN.md's table, whose overlays come from ``rlvr.plan.recipe``):
 
 - entropy collapse -> DAPO (loss_type "dapo", epsilon 0.2, epsilon_high 0.28, beta 0,
   mask_truncated_completions, plus a soft overlong punishment term);

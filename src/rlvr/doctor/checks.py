@@ -323,7 +323,7 @@ def check_moe(run: Run) -> Result:
     if level == "sequence":
         return []
     ga = int(_g(run, "gradient_accumulation_steps", 1) or 1)
-    from ..recipe import VARIANTS
+    from ..plan.recipe import VARIANTS
 
     grpo: dict[str, Any] = {
         **VARIANTS["gspo"],  # sequence level, epsilon 3e-4 / 4e-4, beta 0, loss_type grpo
@@ -365,7 +365,7 @@ def check_no_learning_signal(run: Run) -> Result:
     cseries = run.series(f"rewards/{correct}/mean") if correct else None
     cm = late_mean(cseries) if cseries is not None else None
     early = mean(cseries.slice(0, 3).values) if cseries is not None and len(cseries) >= MIN_POINTS else None
-    # rlvr's dynamic sampling (rlvr.dynamic) keeps flat groups out of the batch: the config change
+    # rlvr's dynamic sampling (rlvr.train.dynamic) keeps flat groups out of the batch: the config change
     # for prompts that are too easy or mixed. Not for all-wrong prompts (every group would be
     # dropped and the batch starves: SFT first), nor when training itself removed the signal.
     filter_on = _dynamic_mode(run) in ("filter", "resample")
@@ -491,7 +491,7 @@ def check_entropy(run: Run) -> Result:
         else:
             # The overlay and its soft overlong punishment term come from the recipe, so `rlvr plan
             # --variant dapo` and the doctor can never disagree on what DAPO means.
-            from ..recipe import VARIANTS, term_patch
+            from ..plan.recipe import VARIANTS, term_patch
 
             terms = tuple(term_patch("dapo", run.grpo, set(run.term_names()))) if isinstance(_g(run, "max_completion_length"), int) else ()
             patch = Patch("DAPO", dict(VARIANTS["dapo"]), add_terms=terms,
@@ -519,7 +519,7 @@ def check_entropy(run: Run) -> Result:
 
 
 def check_length(run: Run) -> Result:
-    from ..recipe import VARIANTS
+    from ..plan.recipe import VARIANTS
 
     dr_grpo = Patch("Dr. GRPO", dict(VARIANTS["dr_grpo"]), why="no per-sequence length normalisation, no std scaling of advantages")
     if _g(run, "loss_type") == "dr_grpo":

@@ -130,7 +130,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
     """Read a run directory, a ``trainer_state.json`` (or its checkpoint folder), a
     ``metrics.jsonl`` or a CSV; with ``engine`` (``verl`` or ``openrlhf``), that engine's log: a
     verl file-logger JSONL or TensorBoard events, translated to rlvr's metric names by
-    ``rlvr.serve.enginelogs``. ``config`` names a config.yaml to use instead of the one found
+    ``rlvr.doctor.enginelogs``. ``config`` names a config.yaml to use instead of the one found
     beside the metrics. Raises ``RunError`` when nothing readable is there and ``DataError``
     naming the file, line and field when a file is malformed."""
     p = Path(path)
@@ -139,7 +139,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
     if engine is not None:
         import tempfile
 
-        from ..serve.enginelogs import read_engine_log, write_metrics_jsonl
+        from .enginelogs import read_engine_log, write_metrics_jsonl
 
         with tempfile.TemporaryDirectory() as tmp:
             run = _from_jsonl(write_metrics_jsonl(read_engine_log(p, engine), Path(tmp) / "metrics.jsonl"), source=str(p), kind="run")

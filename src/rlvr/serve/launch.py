@@ -1,6 +1,6 @@
 """The engine's launch command and data with rlvr's recipe: verl 0.9.1 and OpenRLHF 0.11.2.
 
-The recipe is resolved exactly as ``rlvr plan`` resolves it (``rlvr.recipe.resolve``: recipe <
+The recipe is resolved exactly as ``rlvr plan`` resolves it (``rlvr.plan.recipe.resolve``: recipe <
 hardware < the task's generation settings < the task's ``grpo:`` overrides) and then renamed to the
 engine's options. Only what has a counterpart is mapped; a value with none, or with a different
 meaning, is a ``Problem`` rather than a silent approximation. Option names were read from the
@@ -99,7 +99,7 @@ class EnginePlan:
 
 def recipe(task: Any, gpus: int) -> dict[str, Any]:
     """The resolved recipe, as ``rlvr plan`` resolves it for ``gpus`` GPUs with vLLM."""
-    from ..recipe import resolve
+    from ..plan.recipe import resolve
 
     gen = {"temperature": task.generation.temperature, "top_p": task.generation.top_p, "max_completion_length": task.generation.max_completion_length}
     return resolve(task.grpo, generation=gen, hw={"gpus": gpus, "bf16": True, "vllm": True}, seed=task.seed)
@@ -176,7 +176,7 @@ def verl_plan(task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: 
     }
     command = ["python3", "-m", "verl.trainer.main_ppo"] + [f"{k}={_hydra(v)}" for k, v in o.items()]
     notes = [f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
-             "trainer.logger writes the file log rlvr.serve.enginelogs reads (VERL_FILE_LOGGER_PATH names it)"] + _model_note(model or task.model)
+             "trainer.logger writes the file log rlvr.doctor.enginelogs reads (VERL_FILE_LOGGER_PATH names it)"] + _model_note(model or task.model)
     return EnginePlan("verl", command, files, notes)
 
 
@@ -222,7 +222,7 @@ def openrlhf_plan(task: Any, reward: str, out_dir: Path, *, gpus: int = 1, nodes
     if cfg["importance_sampling_level"] == "sequence":
         cmd += ["--actor.policy_loss_type", "gspo"]
     notes = [f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
-             "--logger.tensorboard_dir writes the events rlvr.serve.enginelogs reads"] + _model_note(model or task.model)
+             "--logger.tensorboard_dir writes the events rlvr.doctor.enginelogs reads"] + _model_note(model or task.model)
     return EnginePlan("openrlhf", cmd, files, notes)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 
-from rlvr.arithmetic import generate
+from rlvr.demo.arithmetic import generate
 from rlvr.models import build_builtin, load_model, load_tokenizer
 
 

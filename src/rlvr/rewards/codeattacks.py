@@ -217,7 +217,7 @@ class AttackResult:
 
 def run_attacks(verifier: object, attacks: tuple[Attack, ...] = ATTACKS) -> list[AttackResult]:
     """Run every attack through ``verifier`` (a ``UnitTests``) in one batch; report each."""
-    from ..rewards.base import Outcome, Sample
+    from .base import Outcome, Sample
 
     targets = Targets()
     try:

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..rewards.base import Verdict
 from .arithmetic import reference_answer, write_task
-from .rewards.base import Verdict
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 
@@ -68,7 +68,7 @@ class Stage:
 
 
 def _probe(task: Any, model: str, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
-    from .probe import run_probe
+    from ..probe import run_probe
 
     rep = run_probe(task, model=model, out_dir=out, progress=False)
     say(f"    probe: {rep.rate:.1%} of {rep.n_samples} samples [{rep.low:.1%}, {rep.high:.1%}] -> route {rep.route}: {rep.reason}")
@@ -76,12 +76,12 @@ def _probe(task: Any, model: str, out: Path, say: Callable[[str], None]) -> dict
 
 
 def run_demo(out: Path, *, grpo_steps: int = 1000, target: float = 0.2, seed: int = 0, say: Callable[[str], None] = print, progress: bool = True) -> list[Stage]:
-    from .evaluate import evaluate
-    from .gate import reference_gate
-    from .models import build_builtin, load_model, load_tokenizer
-    from .sft import SftOptions, run_sft
-    from .task import load_task
-    from .train import TrainOptions, train
+    from ..evaluate import evaluate
+    from ..gate import reference_gate
+    from ..models import build_builtin, load_model, load_tokenizer
+    from ..task import load_task
+    from ..train import TrainOptions, train
+    from ..train.sft import SftOptions, run_sft
 
     t_start = time.time()
     out.mkdir(parents=True, exist_ok=True)

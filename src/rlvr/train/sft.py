@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, Problem
-from .lengths import reference_completion
-from .task import Task
+from ..errors import ConfigError, Problem
+from ..lengths import reference_completion
+from ..task import Task
 
 # TRL's SFTConfig.max_length default (1.16): longer prompt + completion sequences are truncated.
 TRL_SFT_MAX_LENGTH = 1024
@@ -85,7 +85,7 @@ def sft_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def target_warnings(task: Task, rows: list[dict[str, Any]], tokenizer: Any, *, max_length: int | None, positions: int | None) -> list[str]:
     """Counts of SFT targets that would be cut, by the generation budget or by SFT's sequence limit."""
-    from .lengths import measure
+    from ..lengths import measure
 
     prompts, answers = measure(task, rows, tokenizer)
     out = []
@@ -117,8 +117,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     from transformers import TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
-    from .evaluate import evaluate
-    from .models import load_model, load_tokenizer, resolve_model
+    from ..evaluate import evaluate
+    from ..models import load_model, load_tokenizer, resolve_model
 
     model_ref = resolve_model(opts.model or task.model)
     tokenizer = load_tokenizer(model_ref)
@@ -129,7 +129,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     dev, train_rows = (rows[: opts.dev_size], rows[opts.dev_size :]) if opts.target_pass_rate is not None else ([], rows)
     settings = {**SFT_DEFAULTS, **dict(task.sft), **dict(opts.overrides)}
     settings.setdefault("seed", task.seed)
-    from .lengths import max_positions
+    from ..lengths import max_positions
 
     warnings = target_warnings(task, train_rows, tokenizer, max_length=settings.get("max_length", TRL_SFT_MAX_LENGTH), positions=max_positions(model_ref))
     for message in warnings:  # before training: a warning after the run is too late to act on
@@ -158,7 +158,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         processing_class=tokenizer,
         callbacks=[StopAtTarget()],
     )
-    from .train import quiet_progress
+    from . import quiet_progress
 
     quiet_progress(trainer, opts.progress, "SFT")
     trainer.train()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, ModelError, PlanError, Problem
+from ..errors import ConfigError, ModelError, PlanError, Problem
 
 GB = 1e9
 OVERHEAD_BYTES = 2 * GB  # CUDA context, fragmentation, CUDA graphs (notes: 1-2 GB context)
@@ -189,7 +189,7 @@ def load_architecture(ref: str) -> Architecture:
         except (OSError, json.JSONDecodeError) as exc:
             raise ModelError(f"{path}: not a readable config.json: {exc}") from None
     if (path / "config.json").is_file() or ref.startswith("builtin:"):
-        from .models import model_config
+        from ..models import model_config
 
         return Architecture.from_config(model_config(ref), name=ref)
     try:

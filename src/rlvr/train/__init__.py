@@ -5,7 +5,7 @@ One run directory holds everything about a run::
     <run>/config.yaml        every resolved GRPOConfig value (grpo:) and rlvr's own (rlvr:)
     <run>/metrics.jsonl      one line per logging step (every TRL metric, per-term rewards and
                              verifier error rates) and one per held-out eval (eval/accuracy, ...)
-    <run>/checkpoints/       TRL checkpoints, each marked complete once saved (rlvr.checkpoints);
+    <run>/checkpoints/       TRL checkpoints, each marked complete once saved (rlvr.train.checkpoints);
                              --resume continues from the newest complete one (with the online
                              filter's state, rlvr_dynamic.json, when dynamic sampling filters)
     <run>/rollouts/          a bounded sample of completions per logging step with every verdict
@@ -24,7 +24,7 @@ evidence (``grpo: {stop: {...}}`` in the task, or ``rlvr: {stop: ...}`` in a con
 them; the run's config records them). A held-out eval that decides no sample raises too.
 
 Dynamic sampling (``grpo: {dynamic: {mode: filter | resample}}``; on for a ``dapo`` loss) keeps
-groups whose rewards are all equal out of the batch: see ``rlvr.dynamic``.
+groups whose rewards are all equal out of the batch: see ``rlvr.train.dynamic``.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError, Problem, RunError
-from .stopping import RunStopped, StopRules, StopWatch, stop_evidence
-from .task import Task
+from ..errors import ConfigError, Problem, RunError
+from ..stopping import RunStopped, StopRules, StopWatch, stop_evidence
+from ..task import Task
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A config YAML: ``{grpo: {...}, rlvr: {...}}`` (what rlvr train writes) or a flat mapping
     of GRPOConfig fields with rlvr's record under ``env:`` (what ``rlvr plan`` writes and
     ``trl grpo --config`` takes). Returns (grpo values, rlvr record)."""
-    from .recipe import read_config
+    from ..plan.recipe import read_config
 
     grpo, meta = read_config(path)
     # A doctor patch writes the online filter as grpo: {dynamic: ...} (how a task file spells it);
@@ -99,7 +99,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _file_section(path: Path, key: str) -> dict[str, Any]:
     """``rlvr: {<key>: {...}}`` in a run's config.yaml; {} when absent or unreadable."""
-    from . import yamlio
+    from .. import yamlio
 
     try:
         raw = yamlio.load(Path(path).read_text(encoding="utf-8")) or {}
@@ -112,7 +112,7 @@ def _file_section(path: Path, key: str) -> dict[str, Any]:
 def _file_stop(path: Path) -> dict[str, Any]:
     """Stop thresholds in a config file: ``rlvr: {stop: {...}}`` (a run's config.yaml) or
     ``env: {RLVR_STOP_MASKED_RATE: ...}`` (a flat plan)."""
-    from . import yamlio
+    from .. import yamlio
 
     try:
         raw = yamlio.load(Path(path).read_text(encoding="utf-8")) or {}
@@ -134,7 +134,7 @@ def _file_stop(path: Path) -> dict[str, Any]:
 
 def resolve_grpo(task: Task, opts: TrainOptions, hw: Mapping[str, Any]) -> dict[str, Any]:
     """The GRPOConfig values for this run: recipe < hardware < task < config file < CLI."""
-    from . import recipe
+    from ..plan import recipe
 
     cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed)
     if opts.config_path is not None:
@@ -196,9 +196,9 @@ def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapp
     """The recipe's validation (every problem at once) against this machine and this model,
     before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
     floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
-    from .launch import _model_facts
-    from .memory import load_architecture
-    from .recipe import Target, check
+    from ..plan.launch import _model_facts
+    from ..plan.memory import load_architecture
+    from ..plan.recipe import Target, check
 
     try:
         moe = load_architecture(model_ref).moe
@@ -215,7 +215,7 @@ def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
     Training against an uninspected reward is how a run reward-hacks. Returns the summary that
     goes into the run's config; ``--no-gate REASON`` bypasses the check and records the reason.
     """
-    from .gate import enforce
+    from ..gate import enforce
 
     return enforce(task, gate_path=opts.gate_path, no_gate_reason=opts.no_gate_reason, model=opts.model)
 
@@ -271,7 +271,7 @@ def _truncate_metrics(path: Path, step: int) -> float | None:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest complete checkpoint (see ``rlvr.checkpoints``)."""
+    """The newest complete checkpoint (see ``rlvr.train.checkpoints``)."""
     from .checkpoints import resume_point
 
     point = resume_point(run_dir)
@@ -298,7 +298,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _previous_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(config.yaml's rlvr: section, run.json) of the run in ``run_dir``; {} for what is missing."""
-    from . import yamlio
+    from .. import yamlio
 
     rl: dict[str, Any] = {}
     try:
@@ -317,7 +317,7 @@ def resume_model(task: Task, opts: TrainOptions, previous: Mapping[str, Any]) ->
     if not isinstance(started, str) or not started:
         return opts.model
     if opts.model is not None:
-        from .gate.record import _same_model
+        from ..gate.record import _same_model
 
         if not _same_model(opts.model, started):
             raise ConfigError(Problem("--model", f"{opts.model!r} is not the model this run started from ({started!r}); a resume continues the run's own weights",
@@ -343,7 +343,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     if opts.resume:
         opts = dataclasses.replace(opts, model=resume_model(task, opts, previous_rlvr))
     gate = enforce_gate(task, opts)
-    from . import recipe
+    from ..plan import recipe
 
     hw = recipe.hardware()
     cfg = resolve_grpo(task, opts, hw)
@@ -359,7 +359,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
         per_step = int(cfg.get("per_device_train_batch_size", 8)) * int(cfg.get("gradient_accumulation_steps", 1)) * _world_size() // int(cfg.get("num_generations", 8))
         dynamic = dynamic.for_epoch(len(task.load_split("train")), per_step)
-    from .models import resolve_model
+    from ..models import resolve_model
 
     model_arg = opts.model or task.model
     model_ref = resolve_model(model_arg)
@@ -368,7 +368,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     from .dynamic import check_batch
 
     check_batch(dynamic, cfg, _world_size())
-    from .lengths import require_fit
+    from ..lengths import require_fit
 
     require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # a budget past the model's positions: refused before weights load
     peft_config, load_kwargs = peft_setup(peft, hw)
@@ -402,9 +402,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from . import rollouts
-    from .evaluate import evaluate
-    from .models import load_model, load_tokenizer
+    from .. import rollouts
+    from ..evaluate import evaluate
+    from ..models import load_model, load_tokenizer
 
     eval_every = opts.eval_every if opts.eval_every is not None else task.eval.every
     eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
@@ -512,7 +512,7 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         trainer.rlvr_dynamic = dynamic
         trainer.rlvr_success = task.success_term
         if dynamic.mode == "filter":
-            # Its state is saved into every checkpoint and read back on resume (rlvr.dynamic).
+            # Its state is saved into every checkpoint and read back on resume (rlvr.train.dynamic).
             trainer.rlvr_filter = PromptFilter(len(trainer.train_dataset), dynamic, seed=int(args.seed))
     if peft_config is not None:
         model = trainer.model  # the PeftModel: held-out evals must see the adapter

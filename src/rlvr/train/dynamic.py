@@ -60,7 +60,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, Problem
+from ..errors import ConfigError, Problem
 
 MODES = ("off", "filter", "resample")
 SHORT_BATCH = ("kept", "best")
@@ -341,7 +341,7 @@ def assemble(rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_s
 
     unknown = sorted(set(rounds[0]) - set(_ROW_KEYS) - {"num_items_in_batch"})
     if unknown:
-        from .errors import RunError
+        from ..errors import RunError
 
         raise RunError(f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal inputs); use mode: filter")
     rows = [(p.round, p.group * group_size + i, p.masked) for p in picks for i in range(group_size)]
@@ -439,7 +439,7 @@ def trainer_class(base: type) -> type:
         def _rlvr_resample(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             settings, g, n = self.rlvr_dynamic, self.num_generations, len(inputs)
             if n % g:
-                from .errors import RunError
+                from ..errors import RunError
 
                 raise RunError(f"dynamic sampling (resample) needs whole groups on every process: {n} rows per process is not a multiple of "
                                f"num_generations {g} (make per_device_train_batch_size x steps_per_generation a multiple of it, or use mode: filter)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, PlanError, Problem
+from ..errors import ConfigError, PlanError, Problem
 
 # Assumptions of the duration estimate (H100 SXM-class numbers; override per GPU).
 GPU_BF16_FLOPS = 989e12
@@ -270,8 +270,8 @@ def build_plan(req: PlanRequest) -> Plan:
     or PlanError when nothing fits."""
     import dataclasses
 
+    from ..task import load_task
     from . import memory, recipe
-    from .task import load_task
 
     problems: list[Problem] = []
     if req.gpus < 0 or req.nodes < 1:
@@ -330,7 +330,7 @@ def build_plan(req: PlanRequest) -> Plan:
     extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
     meta = recipe.ConfigMeta(variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra)
     # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
-    from .models import resolve_model
+    from ..models import resolve_model
 
     served = resolve_model(model_id) if model_id.startswith("builtin:") else model_id
     launch = plan_launch(cluster, task=str(task.path), config=req.output, model=served, run_dir=req.run_dir,
@@ -438,7 +438,7 @@ def relaunch(command: str, parser: Any, args: Any, *, num_processes: int, config
     import socket
     import subprocess
 
-    from .models import resolve_model
+    from ..models import resolve_model
 
     if config_file is not None and not Path(config_file).is_file():
         raise ConfigError(Problem("--accelerate-config", f"no such file: {config_file}", "pass an accelerate config written by rlvr plan"))

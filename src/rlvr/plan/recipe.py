@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import yamlio
-from .errors import ConfigError, Problem
+from .. import yamlio
+from ..errors import ConfigError, Problem
 
 # Plain GRPO, the starting point of every task. A variant (DAPO, Dr. GRPO, GSPO) is applied only
 # when `rlvr doctor` has seen its symptom -- or, for GSPO, when the model is a mixture of experts.
@@ -89,7 +89,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "grpo": {},
     # DAPO (arXiv 2503.14476): clip-higher, token-level loss, no KL, overlong filtering. The soft
     # overlong punishment is a reward term, not a GRPOConfig field: see VARIANT_TERMS. Dynamic
-    # sampling is not in TRL's GRPOTrainer: rlvr's online filter stands in for it (rlvr.dynamic,
+    # sampling is not in TRL's GRPOTrainer: rlvr's online filter stands in for it (rlvr.train.dynamic,
     # on by default for a run whose loss is "dapo"; grpo: {dynamic: {mode: off}} turns it off).
     "dapo": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True},
     # Dr. GRPO (arXiv 2503.20783): no 1/|o| length normalisation, no std scaling. The paper also
@@ -193,7 +193,7 @@ def resolve(
     """The recipe with the hardware's answers (bf16, vLLM mode), the task's generation settings,
     the variant overlay and the task's ``grpo:`` overrides, in that order of precedence (last
     wins). The task's ``justify:`` mapping, ``reward_weights``, ``stop`` and ``dynamic`` are not
-    GRPOConfig values here and are left out (see ``justifications``, ``rlvr.stopping``, ``rlvr.dynamic``)."""
+    GRPOConfig values here and are left out (see ``justifications``, ``rlvr.stopping``, ``rlvr.train.dynamic``)."""
     if variant is not None and variant not in VARIANTS:
         raise ConfigError(Problem("variant", f"unknown variant {variant!r}", f"one of {', '.join(VARIANTS)}"))
     cfg = dict(RECIPE)

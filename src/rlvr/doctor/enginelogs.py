@@ -283,12 +283,12 @@ def write_metrics_jsonl(rows: Sequence[Mapping[str, Any]], out: str | Path) -> P
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rlvr.serve.enginelogs ENGINE LOG OUT.jsonl``: convert, then ``rlvr doctor OUT.jsonl``."""
+    """``python -m rlvr.doctor.enginelogs ENGINE LOG OUT.jsonl``: convert, then ``rlvr doctor OUT.jsonl``."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 3 or args[0] not in ("verl", "openrlhf"):
-        sys.stderr.write("usage: python -m rlvr.serve.enginelogs verl|openrlhf LOG OUT.jsonl\n")
+        sys.stderr.write("usage: python -m rlvr.doctor.enginelogs verl|openrlhf LOG OUT.jsonl\n")
         return 2
     try:
         rows = read_engine_log(args[1], args[0])
