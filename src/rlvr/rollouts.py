@@ -192,7 +192,6 @@ def error_summary(run_dir: Path, step: int | None = None) -> str:
     '' when there are none (or no rollouts)."""
     from collections import Counter
 
-    from .stopping import error_text
 
     try:
         if step is None:
@@ -217,3 +216,9 @@ def _errors(rec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     scores = rec.get("scores") or {}
     return [(t, v) for t, v in scores.items() if isinstance(v, Mapping) and v.get("outcome") == "error"] if isinstance(scores, Mapping) else []
 
+def error_text(detail: str) -> str:
+    """A verdict's error detail as one short line, without the row number (so equal errors on
+    different rows count together)."""
+    import re
+
+    return re.sub(r"^row \d+: ", "", " ".join(detail.split()))[:160]

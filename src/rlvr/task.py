@@ -52,7 +52,7 @@ import yaml
 from . import yamlio
 from .data import decode_utf8, read_rows
 from .errors import ConfigError, DataError, Problem, VerifierError
-from .rewards import AnswerFormat, build_verifier
+from .rewards import AnswerFormat
 from .taskspec import (  # noqa: F401 - the types are re-exported: rlvr.task is where callers import them from
     MAX_ROW_PROBLEMS,
     DataSpec,
@@ -368,7 +368,7 @@ def _check_terms_build(c: _Checker, task: Task) -> dict[str, bool]:
     for i, t in enumerate(task.rewards):
         shaping[t.name] = t.verifier in SHAPING_VERIFIERS
         try:
-            v = build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
+            v = task.term_verifier(t)
             shaping[t.name] |= isinstance(v, (FormatVerifier, LengthPenalty, OverlongPenalty, RepetitionPenalty))
         except VerifierError as exc:
             if t.verifier not in BUILTINS and "." not in t.verifier and ":" not in t.verifier:

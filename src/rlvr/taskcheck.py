@@ -26,7 +26,7 @@ checks that import TRL or score the data, so a task that passes it does not fail
   the answer, and one they cannot read or do not accept as equal to itself is reported. Each
   problem names the file and row.
 - unit tests -- ``unit_tests`` rows whose tests the sandbox's trusted side cannot run, with what
-  they will score (``rewards.code.weaker_problems``).
+  they will score (``weaker_problems``).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def grpo_problems(task: Task) -> list[Problem]:
     problems = recipe.validate(cfg, target=target, model=_model_facts(task), justified=recipe.justifications(task.grpo))
     out = [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
     # rlvr's own grpo: keys, resolved as rlvr train resolves them (stopping rules, dynamic sampling).
-    from .stopping import StopRules
     from .train.dynamic import DynamicSampling
+    from .train.stopping import StopRules
 
     for resolve in (lambda: StopRules.resolve(task.grpo.get("stop")),
                     lambda: DynamicSampling.resolve(task.grpo.get("dynamic"), variant=recipe.variant_of(cfg))):
@@ -76,13 +76,12 @@ def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Probl
 
 def gold_problems(task: Task) -> list[Problem]:
     """Rows whose ground truth an answer-checking term cannot parse or does not accept."""
-    from .rewards import Outcome, Sample, build_verifier
-    from .task import _default_options
+    from .rewards import Outcome, Sample
 
     problems: list[Problem] = []
     splits = [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]
     for t in task.rewards:
-        verifier = build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
+        verifier = task.term_verifier(t)
         column = getattr(verifier, "column", task.answer_column)
         if getattr(verifier, "kind", "") != "answer":
             continue
@@ -143,7 +142,6 @@ def weight_problems(task: Task) -> list[Problem]:
 
 def check_task(task: Task) -> list[Problem]:
     """Every problem ``rlvr task check`` reports beyond ``load_task``'s."""
-    from .rewards.code import weaker_problems
 
     success = [task.success_problem] if task.success_problem else []
     return [*success, *weight_problems(task), *grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task), *weaker_problems(task)]
@@ -174,3 +172,29 @@ def _model_facts(task: Task) -> Any:
     except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
         moe = False
     return facts(local, False, moe)
+
+def weaker_problems(task: Task) -> list[Problem]:
+    """``rlvr task check``: rows of a ``unit_tests`` term whose tests the trusted side cannot
+    run (a class in the test file, ``with``, an import outside the trusted modules, ...). With
+    the default ``weaker: error`` every sample of such a row is an error (masked, never
+    rewarded); ``weaker: run`` runs them inside the sandbox, forgeably, and flags each verdict.
+    Either way the task says so here, row by row, before any training."""
+    from .rewards.code import UnitTests
+
+    problems: list[Problem] = []
+    for t in task.rewards:
+        verifier = task.term_verifier(t)
+        if not isinstance(verifier, UnitTests):
+            continue
+        for split, ref in [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]:
+            if ref.startswith("hf:"):
+                continue
+            where = task.resolve(ref)
+            bad = [(i, why) for i, row in enumerate(task.load_split(split), 1) if (why := verifier.weaker_reasons(row))]
+            for i, why in bad[:MAX_ROW_PROBLEMS]:
+                fix = "rewrite the test with asserts, loops and functions (see docs/sandbox.md)" + ("" if verifier.weaker == "run" else ", or set weaker: run to run it in the sandbox, flagged")
+                what = "runs inside the sandbox, forgeably (weaker: run)" if verifier.weaker == "run" else "will be an error for every sample (weaker)"
+                problems.append(Problem(f"{where}:{i}", f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side and {what}: {'; '.join(why[:2])}", fix))
+            if len(bad) > MAX_ROW_PROBLEMS:
+                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} rows with weaker tests in all (listed above)", "see docs/sandbox.md"))
+    return problems

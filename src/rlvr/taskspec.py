@@ -153,9 +153,12 @@ class Task:
     def reward_set(self) -> RewardSet:
         terms = []
         for t in self.rewards:
-            verifier = build_verifier(t.verifier, {**_default_options(t, self), **t.options}, self.answer, search=self.root)
-            terms.append(Term(t.name, verifier, t.weight))
+            terms.append(Term(t.name, self.term_verifier(t), t.weight))
         return RewardSet(terms)
+
+    def term_verifier(self, term: TermSpec) -> Any:
+        """The verifier of one reward term, built with the task's answer format and answer column."""
+        return build_verifier(term.verifier, {**_default_options(term, self), **term.options}, self.answer, search=self.root)
 
     def with_overrides(self, **changes: Any) -> Task:
         return replace(self, **changes)

@@ -193,7 +193,7 @@ def resolve(
     """The recipe with the hardware's answers (bf16, vLLM mode), the task's generation settings,
     the variant overlay and the task's ``grpo:`` overrides, in that order of precedence (last
     wins). The task's ``justify:`` mapping, ``reward_weights``, ``stop`` and ``dynamic`` are not
-    GRPOConfig values here and are left out (see ``justifications``, ``rlvr.stopping``, ``rlvr.train.dynamic``)."""
+    GRPOConfig values here and are left out (see ``justifications``, ``rlvr.train.stopping``, ``rlvr.train.dynamic``)."""
     if variant is not None and variant not in VARIANTS:
         raise ConfigError(Problem("variant", f"unknown variant {variant!r}", f"one of {', '.join(VARIANTS)}"))
     cfg = dict(RECIPE)

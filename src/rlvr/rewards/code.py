@@ -303,31 +303,3 @@ class UnitTests(BaseVerifier):
             return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally: {how}", **kw)
         score = j.passed / j.total if self.partial_credit and j.total else 0.0
         return Verdict.wrong(score, detail=j.detail, **kw)
-
-
-def weaker_problems(task: Any) -> list[Problem]:
-    """``rlvr task check``: rows of a ``unit_tests`` term whose tests the trusted side cannot
-    run (a class in the test file, ``with``, an import outside the trusted modules, ...). With
-    the default ``weaker: error`` every sample of such a row is an error (masked, never
-    rewarded); ``weaker: run`` runs them inside the sandbox, forgeably, and flags each verdict.
-    Either way the task says so here, row by row, before any training."""
-    from ..task import MAX_ROW_PROBLEMS, _default_options
-    from . import build_verifier
-
-    problems: list[Problem] = []
-    for t in task.rewards:
-        verifier = build_verifier(t.verifier, {**_default_options(t, task), **t.options}, task.answer, search=task.root)
-        if not isinstance(verifier, UnitTests):
-            continue
-        for split, ref in [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]:
-            if ref.startswith("hf:"):
-                continue
-            where = task.resolve(ref)
-            bad = [(i, why) for i, row in enumerate(task.load_split(split), 1) if (why := verifier.weaker_reasons(row))]
-            for i, why in bad[:MAX_ROW_PROBLEMS]:
-                fix = "rewrite the test with asserts, loops and functions (see docs/sandbox.md)" + ("" if verifier.weaker == "run" else ", or set weaker: run to run it in the sandbox, flagged")
-                what = "runs inside the sandbox, forgeably (weaker: run)" if verifier.weaker == "run" else "will be an error for every sample (weaker)"
-                problems.append(Problem(f"{where}:{i}", f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side and {what}: {'; '.join(why[:2])}", fix))
-            if len(bad) > MAX_ROW_PROBLEMS:
-                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} rows with weaker tests in all (listed above)", "see docs/sandbox.md"))
-    return problems

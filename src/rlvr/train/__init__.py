@@ -41,8 +41,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, Problem, RunError
-from ..stopping import RunStopped, StopRules, StopWatch, stop_evidence
 from ..task import Task
+from .stopping import RunStopped, StopRules, StopWatch, stop_evidence
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, Problem, RunError
+from ..errors import ConfigError, Problem, RunError
 
 
 class RunStopped(RunError):
@@ -35,7 +35,7 @@ class StopRules:
     @classmethod
     def resolve(cls, *layers: Mapping[str, Any] | None, where: str = "grpo.stop") -> StopRules:
         """The recipe's thresholds, overridden by each layer in turn (task, then config file)."""
-        from .plan.recipe import STOP
+        from ..plan.recipe import STOP
 
         values: dict[str, Any] = dict(STOP)
         problems = []
@@ -99,17 +99,10 @@ class StopWatch:
         return None
 
 
-def error_text(detail: str) -> str:
-    """A verdict's error detail as one short line, without the row number (so equal errors on
-    different rows count together)."""
-    import re
-
-    return re.sub(r"^row \d+: ", "", " ".join(detail.split()))[:160]
-
 
 def stop_evidence(run_dir: Path, step: int) -> str:
     """The most common verdict detail among the masked rollouts of ``step`` (one line), or ''."""
-    from . import rollouts
+    from .. import rollouts
 
     summary = rollouts.error_summary(run_dir, step)
     return f"; {summary} (all: {run_dir / rollouts.FOLDER})" if summary else ""
