@@ -57,7 +57,9 @@ def write_task(folder: Path, ops: str, seed: int, train_rows: int, dynamic: dict
     return path
 
 
-def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: int, eval_every: int, root: Path) -> dict[str, dict[str, Any]]:
+def one(
+    task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: int, eval_every: int, root: Path
+) -> dict[str, dict[str, Any]]:
     from rlvr.models import build_builtin
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, train
@@ -73,8 +75,18 @@ def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: in
     for mode, dyn in MODES.items():
         task = load_task(write_task(root / f"task-{mode}", ops, seed, train_rows, dyn))
         t0, c0 = time.perf_counter(), time.process_time()
-        train(task, TrainOptions(run_dir=root / f"run-{mode}", model=str(sft.out_dir), max_steps=steps, no_gate_reason="bench",
-                                 progress=False, eval_every=eval_every, eval_prompts=eval_prompts))
+        train(
+            task,
+            TrainOptions(
+                run_dir=root / f"run-{mode}",
+                model=str(sft.out_dir),
+                max_steps=steps,
+                no_gate_reason="bench",
+                progress=False,
+                eval_every=eval_every,
+                eval_prompts=eval_prompts,
+            ),
+        )
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         lines = [json.loads(x) for x in (root / f"run-{mode}" / "metrics.jsonl").read_text().splitlines()]
         gen = [x for x in lines if "completions/mean_length" in x]
@@ -85,7 +97,12 @@ def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: in
             cum[x["step"]] = tokens
         evals = [(x["step"], x["time"], x["eval/accuracy"]) for x in lines if "eval/accuracy" in x]
         out[mode] = {
-            "acc0": evals[0][2], "acc": evals[-1][2], "seconds": wall, "cpu": cpu, "tokens": tokens, "evals": [(s, t, cum.get(s, 0.0), a) for s, t, a in evals],
+            "acc0": evals[0][2],
+            "acc": evals[-1][2],
+            "seconds": wall,
+            "cpu": cpu,
+            "tokens": tokens,
+            "evals": [(s, t, cum.get(s, 0.0), a) for s, t, a in evals],
             "before": statistics.mean(x.get("dynamic/zero_std_before", x["frac_reward_zero_std"]) for x in gen),
             "after": statistics.mean(x.get("dynamic/zero_std_after", x["frac_reward_zero_std"]) for x in gen),
             "rounds": statistics.mean(x.get("dynamic/rounds", 1.0) for x in gen),
@@ -93,7 +110,9 @@ def one(task_name: str, seed: int, steps: int, train_rows: int, eval_prompts: in
     return out
 
 
-def at_budget(evals: list[tuple[int, float, float, float]], *, seconds: float | None = None, tokens: float | None = None) -> float:
+def at_budget(
+    evals: list[tuple[int, float, float, float]], *, seconds: float | None = None, tokens: float | None = None
+) -> float:
     """Held-out accuracy of the last eval within a time or token budget."""
     ok = [a for _, t, k, a in evals if (seconds is None or t <= seconds) and (tokens is None or k <= tokens * 1.001)]
     return ok[-1] if ok else evals[0][3]
@@ -114,28 +133,37 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="rlvr-bench-dyn-") as tmp:
                 r = one(task_name, seed, args.steps, args.train_rows, args.eval_prompts, args.eval_every, Path(tmp))
             for mode, m in r.items():
-                print(f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s ({m['cpu']:6.1f} s CPU)  {m['tokens']:8.0f} tokens  "
-                      f"rounds {m['rounds']:.2f}  zero-std before {m['before']:.3f} after {m['after']:.3f}", flush=True)
+                print(
+                    f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s ({m['cpu']:6.1f} s CPU)  {m['tokens']:8.0f} tokens  "
+                    f"rounds {m['rounds']:.2f}  zero-std before {m['before']:.3f} after {m['after']:.3f}",
+                    flush=True,
+                )
             rows.append((task_name, seed, r))
     print()
     print("ratios against plain GRPO in the same task and seed (accuracy in points: mode - plain)")
-    print(f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} {'CPU x':>6} {'tokens x':>8} {'zero-std before':>15} {'after':>6}")
+    print(
+        f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} {'CPU x':>6} {'tokens x':>8} {'zero-std before':>15} {'after':>6}"
+    )
     for task_name, seed, r in rows:
         p = r["plain"]
         for mode in [m for m in r if m != "plain"]:
             m = r[mode]
             at_t = at_budget(m["evals"], seconds=p["evals"][-1][1])
             at_k = at_budget(m["evals"], tokens=p["tokens"])
-            print(f"{task_name:<6} {seed:>4} {mode:<8} {(m['acc'] - p['acc']) * 100:+8.1f}p {(at_t - p['acc']) * 100:+7.1f}p {(at_k - p['acc']) * 100:+9.1f}p "
-                  f"{m['seconds'] / p['seconds']:7.2f} {m['cpu'] / p['cpu']:6.2f} {m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}")
+            print(
+                f"{task_name:<6} {seed:>4} {mode:<8} {(m['acc'] - p['acc']) * 100:+8.1f}p {(at_t - p['acc']) * 100:+7.1f}p {(at_k - p['acc']) * 100:+9.1f}p "
+                f"{m['seconds'] / p['seconds']:7.2f} {m['cpu'] / p['cpu']:6.2f} {m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}"
+            )
     for task_name in args.tasks:
         sel = [r for t, _, r in rows if t == task_name]
         parts = []
         for mode in sel[0]:
-            parts.append(f"{mode} acc {statistics.mean(r[mode]['acc'] for r in sel):.3f} (zero-std after {statistics.mean(r[mode]['after'] for r in sel):.3f}, "
-                         f"time x{statistics.mean(r[mode]['seconds'] / r['plain']['seconds'] for r in sel):.2f}, "
-                         f"CPU x{statistics.mean(r[mode]['cpu'] / r['plain']['cpu'] for r in sel):.2f}, "
-                         f"tokens x{statistics.mean(r[mode]['tokens'] / r['plain']['tokens'] for r in sel):.2f})")
+            parts.append(
+                f"{mode} acc {statistics.mean(r[mode]['acc'] for r in sel):.3f} (zero-std after {statistics.mean(r[mode]['after'] for r in sel):.3f}, "
+                f"time x{statistics.mean(r[mode]['seconds'] / r['plain']['seconds'] for r in sel):.2f}, "
+                f"CPU x{statistics.mean(r[mode]['cpu'] / r['plain']['cpu'] for r in sel):.2f}, "
+                f"tokens x{statistics.mean(r[mode]['tokens'] / r['plain']['tokens'] for r in sel):.2f})"
+            )
         print(f"{task_name}, mean of {len(sel)} seeds: " + "; ".join(parts))
 
 

@@ -80,11 +80,17 @@ class PeakMemory:
         if not _cuda():
             import resource
 
-            return {"peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3), "note": "CPU dry run: not a GPU measurement"}
+            return {
+                "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3),
+                "note": "CPU dry run: not a GPU measurement",
+            }
         import torch
 
-        return {"peak_gpu_gb": round(self.peak / 1e9, 2), "peak_above_start_gb": round((self.peak - self.base) / 1e9, 2),
-                "torch_max_allocated_gb": round(torch.cuda.max_memory_allocated() / 1e9, 2)}
+        return {
+            "peak_gpu_gb": round(self.peak / 1e9, 2),
+            "peak_above_start_gb": round((self.peak - self.base) / 1e9, 2),
+            "torch_max_allocated_gb": round(torch.cuda.max_memory_allocated() / 1e9, 2),
+        }
 
 
 def _model_dir(work: Path) -> Path:
@@ -104,12 +110,27 @@ def build(work: Path) -> dict[str, Any]:
         from transformers import Qwen2Config, Qwen2ForCausalLM
 
         tok = _padded(build_tokenizer("small"), arch.vocab)
-        shape = dict(hidden_size=arch.hidden, num_hidden_layers=arch.layers, num_attention_heads=arch.heads,
-                     num_key_value_heads=arch.kv_heads, intermediate_size=arch.intermediate)
+        shape = dict(
+            hidden_size=arch.hidden,
+            num_hidden_layers=arch.layers,
+            num_attention_heads=arch.heads,
+            num_key_value_heads=arch.kv_heads,
+            intermediate_size=arch.intermediate,
+        )
         if DRY:
-            shape = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128)
-        config = Qwen2Config(vocab_size=arch.vocab, tie_word_embeddings=True, max_position_embeddings=32768, rope_theta=1_000_000.0,
-                             pad_token_id=tok.pad_token_id, bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **shape)
+            shape = dict(
+                hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128
+            )
+        config = Qwen2Config(
+            vocab_size=arch.vocab,
+            tie_word_embeddings=True,
+            max_position_embeddings=32768,
+            rope_theta=1_000_000.0,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            **shape,
+        )
         state = torch.random.get_rng_state()
         torch.manual_seed(0)
         model = Qwen2ForCausalLM(config).to(torch.float32 if DRY else torch.bfloat16)
@@ -122,7 +143,13 @@ def build(work: Path) -> dict[str, Any]:
         tmp.rename(folder)
     built = memory.load_architecture(str(folder))
     _write_task(work, folder)
-    return {"model": str(folder), "tokenizer_entries": len(_tokenizer(work)), "params": built.params, "table_params": arch.params, "shape_matches_table": (built.layers, built.hidden, built.vocab) == (arch.layers, arch.hidden, arch.vocab)}
+    return {
+        "model": str(folder),
+        "tokenizer_entries": len(_tokenizer(work)),
+        "params": built.params,
+        "table_params": arch.params,
+        "shape_matches_table": (built.layers, built.hidden, built.vocab) == (arch.layers, arch.hidden, arch.vocab),
+    }
 
 
 def _padded(tok: Any, size: int) -> Any:
@@ -137,8 +164,13 @@ def _padded(tok: Any, size: int) -> Any:
     n = len(tok)
     for i in range(n, size):
         vocab[f"<unused_{i}>"] = i
-    fast = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(raw)), padding_side="left", pad_token=tok.pad_token,
-                                   eos_token=tok.eos_token, additional_special_tokens=["<|im_start|>", "<|im_end|>"])
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(raw)),
+        padding_side="left",
+        pad_token=tok.pad_token,
+        eos_token=tok.eos_token,
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
     fast.chat_template = tok.chat_template
     return fast
 
@@ -147,20 +179,32 @@ def _write_task(work: Path, model: Path) -> Path:
     import yaml
 
     from rlvr.demo import arithmetic
+
     task = work / "task"
     task.mkdir(parents=True, exist_ok=True)
     rows = arithmetic.generate(600, seed=0)
     (task / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:500]))
     (task / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[500:]))
     spec = {
-        "name": "rehearsal", "model": str(model), "data": {"train": "train.jsonl", "eval": "eval.jsonl"},
+        "name": "rehearsal",
+        "model": str(model),
+        "data": {"train": "train.jsonl", "eval": "eval.jsonl"},
         "prompt": {"system": "Think in <think> tags, then answer in <answer> tags.", "user": "What is {question}?"},
         "answer": {"column": "answer", "format": "tags", "think": "required"},
         "rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}],
         "generation": {"temperature": 1.0, "max_completion_length": MAX_NEW},
         "probe": {"k": PROBE_K, "max_prompts": PROBE_PROMPTS},
-        "grpo": {"per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1, "num_generations": 8, "learning_rate": 1e-6,
-                 "beta": 0.0, "save_strategy": "no", "logging_steps": 1, "gradient_checkpointing": True, **({"bf16": False} if DRY else {})},
+        "grpo": {
+            "per_device_train_batch_size": BATCH,
+            "gradient_accumulation_steps": 1,
+            "num_generations": 8,
+            "learning_rate": 1e-6,
+            "beta": 0.0,
+            "save_strategy": "no",
+            "logging_steps": 1,
+            "gradient_checkpointing": True,
+            **({"bf16": False} if DRY else {}),
+        },
     }
     (task / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return task / "task.yaml"
@@ -178,15 +222,25 @@ def probe(work: Path) -> dict[str, Any]:
         shutil.rmtree(out)
     with PeakMemory() as pm:
         t0 = time.perf_counter()
-        sampler = make_sampler(str(_model_dir(work)), backend=backend, gpu_memory_utilization=0.3, batch_size=512 if _cuda() else 16)
+        sampler = make_sampler(
+            str(_model_dir(work)), backend=backend, gpu_memory_utilization=0.3, batch_size=512 if _cuda() else 16
+        )
         load = time.perf_counter() - t0
         t0 = time.perf_counter()
         report = run_probe(work / "task" / "task.yaml", out_dir=out, sampler=sampler, progress=False)
         secs = time.perf_counter() - t0
     tokens = sum(json.loads(x)["n_tokens"] for x in (out / "samples.jsonl").read_text().splitlines())
     n = report.n_samples + report.n_undecided
-    return {"backend": backend, "load_s": round(load, 1), "seconds": round(secs, 2), "completions": n, "tokens": tokens,
-            "tokens_per_s": round(tokens / secs, 1), "truncated": report.n_truncated, **pm.figures()}
+    return {
+        "backend": backend,
+        "load_s": round(load, 1),
+        "seconds": round(secs, 2),
+        "completions": n,
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / secs, 1),
+        "truncated": report.n_truncated,
+        **pm.figures(),
+    }
 
 
 def grpo(work: Path, peft: str) -> dict[str, Any]:
@@ -204,7 +258,17 @@ def grpo(work: Path, peft: str) -> dict[str, Any]:
         shutil.rmtree(run_dir)
     t0 = time.perf_counter()
     with PeakMemory() as pm:
-        train(task, TrainOptions(run_dir=run_dir, max_steps=STEPS, no_gate_reason="bench/gpu_rehearsal.sh", eval_every=0, progress=False, peft=peft))
+        train(
+            task,
+            TrainOptions(
+                run_dir=run_dir,
+                max_steps=STEPS,
+                no_gate_reason="bench/gpu_rehearsal.sh",
+                eval_every=0,
+                progress=False,
+                peft=peft,
+            ),
+        )
     wall = time.perf_counter() - t0
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())["trl_resolved"]
     lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -219,17 +283,35 @@ def grpo(work: Path, peft: str) -> dict[str, Any]:
     prompt_tokens = max(tok_prompts)
     arch = memory.load_architecture(str(_model_dir(work)))
     gpu_gb = _gpu_gb()
-    setting = memory.Setting(gpus=1, gpu_memory_gb=gpu_gb or 80.0, peft=peft, beta=float(cfg["beta"]),
-                             vllm="colocate" if cfg.get("use_vllm") else "none", vllm_util=float(cfg.get("vllm_gpu_memory_utilization", 0.3)),
-                             sleep_mode=bool(cfg.get("vllm_enable_sleep_mode")), per_device_batch=int(cfg["per_device_train_batch_size"]),
-                             prompt_tokens=prompt_tokens, completion_tokens=int(cfg["max_completion_length"]),
-                             gradient_checkpointing=bool(cfg.get("gradient_checkpointing")))
+    setting = memory.Setting(
+        gpus=1,
+        gpu_memory_gb=gpu_gb or 80.0,
+        peft=peft,
+        beta=float(cfg["beta"]),
+        vllm="colocate" if cfg.get("use_vllm") else "none",
+        vllm_util=float(cfg.get("vllm_gpu_memory_utilization", 0.3)),
+        sleep_mode=bool(cfg.get("vllm_enable_sleep_mode")),
+        per_device_batch=int(cfg["per_device_train_batch_size"]),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=int(cfg["max_completion_length"]),
+        gradient_checkpointing=bool(cfg.get("gradient_checkpointing")),
+    )
     est = memory.estimate(arch, setting)
-    return {"peft": peft, "steps": len(steps), "median_step_s": round(step_s, 3), "wall_s": round(wall, 1), "vllm": setting.vllm,
-            "bf16": bool(cfg.get("bf16")), "completions_per_step": completions, "mean_completion_tokens": round(mean_len, 1),
-            "completion_tokens_per_s": round(completions * mean_len / step_s, 1) if times else None,
-            "estimate_peak_gb": round(est.peak / 1e9, 2), "estimate_parts_gb": {k: round(v / 1e9, 3) for k, v in est.parts.items() if v},
-            "prompt_tokens": prompt_tokens, **pm.figures()}
+    return {
+        "peft": peft,
+        "steps": len(steps),
+        "median_step_s": round(step_s, 3),
+        "wall_s": round(wall, 1),
+        "vllm": setting.vllm,
+        "bf16": bool(cfg.get("bf16")),
+        "completions_per_step": completions,
+        "mean_completion_tokens": round(mean_len, 1),
+        "completion_tokens_per_s": round(completions * mean_len / step_s, 1) if times else None,
+        "estimate_peak_gb": round(est.peak / 1e9, 2),
+        "estimate_parts_gb": {k: round(v / 1e9, 3) for k, v in est.parts.items() if v},
+        "prompt_tokens": prompt_tokens,
+        **pm.figures(),
+    }
 
 
 def _tokenizer(work: Path) -> Any:
@@ -255,13 +337,36 @@ def server(work: Path) -> dict[str, Any]:
         return {"skipped": f"server mode needs two GPUs; {n} visible"}
     plan = work / "plan" / "plan.yaml"
     plan.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "rlvr.cli.main", "plan", str(work / "task" / "task.yaml"), "--gpus", str(n), "--max-steps", "5",
-                    "--run-dir", str(work / "run-server"), "--out", str(plan)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr.cli.main",
+            "plan",
+            str(work / "task" / "task.yaml"),
+            "--gpus",
+            str(n),
+            "--max-steps",
+            "5",
+            "--run-dir",
+            str(work / "run-server"),
+            "--out",
+            str(plan),
+        ],
+        check=True,
+    )
     commands = [line.split("# run: ", 1)[1] for line in plan.read_text().splitlines() if line.startswith("# run: ")]
     serve_cmd, train_cmd = commands[0], commands[-1] + " --no-gate bench/gpu_rehearsal.sh --no-progress --eval-every 0"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     t0 = time.perf_counter()
-    srv = subprocess.Popen(serve_cmd, shell=True, env=env, stdout=open(work / "plan" / "server.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    srv = subprocess.Popen(
+        serve_cmd,
+        shell=True,
+        env=env,
+        stdout=open(work / "plan" / "server.log", "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         import urllib.request
 
@@ -274,22 +379,41 @@ def server(work: Path) -> dict[str, Any]:
         rc = subprocess.run(train_cmd, shell=True, env=env, timeout=300).returncode
     finally:
         os.killpg(srv.pid, 15)
-    return {"gpus": n, "commands": [serve_cmd, train_cmd], "train_exit": rc, "wall_s": round(time.perf_counter() - t0, 1)}
+    return {
+        "gpus": n,
+        "commands": [serve_cmd, train_cmd],
+        "train_exit": rc,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
 
 
 def combine(work: Path) -> dict[str, Any]:
     import torch
 
-    out: dict[str, Any] = {"dry_run": DRY, "gpu": torch.cuda.get_device_name(0) if _cuda() else None, "gpu_memory_gb": round(_gpu_gb(), 1),
-                           "torch": torch.__version__, "settings": {"steps": STEPS, "max_new": MAX_NEW, "batch": BATCH, "probe_prompts": PROBE_PROMPTS, "probe_k": PROBE_K},
-                           "phases": {}, "not_measured": []}
+    out: dict[str, Any] = {
+        "dry_run": DRY,
+        "gpu": torch.cuda.get_device_name(0) if _cuda() else None,
+        "gpu_memory_gb": round(_gpu_gb(), 1),
+        "torch": torch.__version__,
+        "settings": {
+            "steps": STEPS,
+            "max_new": MAX_NEW,
+            "batch": BATCH,
+            "probe_prompts": PROBE_PROMPTS,
+            "probe_k": PROBE_K,
+        },
+        "phases": {},
+        "not_measured": [],
+    }
     try:
         import vllm
 
         out["vllm"] = vllm.__version__
     except Exception:  # noqa: BLE001 - not installed, or broken
         out["vllm"] = None
-        out["not_measured"].append("vLLM (not installed or not importable): probe and GRPO generation ran in transformers")
+        out["not_measured"].append(
+            "vLLM (not installed or not importable): probe and GRPO generation ran in transformers"
+        )
     for phase in ("build", "probe", "grpo", "lora", "server"):
         path = work / f"{phase}.json"
         out["phases"][phase] = json.loads(path.read_text()) if path.exists() else None
@@ -298,7 +422,14 @@ def combine(work: Path) -> dict[str, Any]:
     return out
 
 
-PHASES = {"build": build, "probe": probe, "grpo": lambda w: grpo(w, "none"), "lora": lambda w: grpo(w, "lora"), "server": server, "combine": combine}
+PHASES = {
+    "build": build,
+    "probe": probe,
+    "grpo": lambda w: grpo(w, "none"),
+    "lora": lambda w: grpo(w, "lora"),
+    "server": server,
+    "combine": combine,
+}
 
 if __name__ == "__main__":
     phase, work = sys.argv[1], Path(sys.argv[2])

@@ -52,6 +52,7 @@ def load_corpus(path: Path = CORPUS) -> list[tuple[str, str, str, bool]]:
         out.append((form, gold, pred, label == "equal"))
     return out
 
+
 # (gold, prediction, equivalent?) -- labels follow rlvr's default policy where the corpora
 # disagree (ordered bare lists, exact numbers, 45° is 45 unless the task says degrees).
 LABELLED: list[tuple[str, str, bool]] = [
@@ -174,7 +175,11 @@ def generate(n: int, seed: int) -> list[tuple[str, str, bool]]:
             a, b = rng.randrange(1, 200), rng.randrange(2, 200)
             q = Fraction(a, b)
             r = q if same else q + Fraction(1, rng.randrange(2, 50))
-            add(f"\\frac{{{q.numerator}}}{{{q.denominator}}}", rng.choice([f"{r.numerator}/{r.denominator}", f"\\frac{{{r.numerator * 3}}}{{{r.denominator * 3}}}"]), same)
+            add(
+                f"\\frac{{{q.numerator}}}{{{q.denominator}}}",
+                rng.choice([f"{r.numerator}/{r.denominator}", f"\\frac{{{r.numerator * 3}}}{{{r.denominator * 3}}}"]),
+                same,
+            )
         elif kind == 2:
             k, m = rng.randrange(2, 12), rng.choice([2, 3, 5, 6, 7, 10, 11])
             p = f"\\sqrt{{{k * k * m}}}" if same else f"\\sqrt{{{k * k * m + rng.randrange(1, 5)}}}"
@@ -240,14 +245,7 @@ def run_ours(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], flo
 def cpu_ours(pairs: list[tuple[str, str, bool]]) -> float:
     """CPU seconds of rlvr's comparison work for ``pairs``, run in this process (what its worker
     does, without the pipe): steadier than wall time on a shared machine."""
-    from rlvr.rewards.mathcore import (
-        MathPolicy,
-        compare_texts,
-        fast_compare,
-        parse_answer,
-        parse_scalar,
-        warm,
-    )
+    from rlvr.rewards.mathcore import MathPolicy, compare_texts, fast_compare, parse_answer, parse_scalar, warm
 
     warm()
     parse_answer.cache_clear()  # cold, like math-verify's runs: every text is new to it
@@ -292,7 +290,9 @@ def agreement(results: list[bool | None], pairs: list[tuple[str, str, bool]]) ->
 
 def per_form(cases: list[tuple[str, str, str, bool]], results: dict[str, list[bool | None]]) -> None:
     names = list(results)
-    header = f"{'form':<11} {'n':>4} {'neg':>4}" + "".join(f" | {n[:11]:>11} {'FP':>3} {'FN':>3} {'err':>3}" for n in names)
+    header = f"{'form':<11} {'n':>4} {'neg':>4}" + "".join(
+        f" | {n[:11]:>11} {'FP':>3} {'FN':>3} {'err':>3}" for n in names
+    )
     print(header)
     forms = list(dict.fromkeys(c[0] for c in cases)) + ["ALL"]
     for form in forms:
@@ -309,14 +309,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=1200)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", choices=("rlvr", "math-verify"), help="run one verifier (e.g. an older rlvr via PYTHONPATH)")
+    ap.add_argument(
+        "--only", choices=("rlvr", "math-verify"), help="run one verifier (e.g. an older rlvr via PYTHONPATH)"
+    )
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # the worker inherits it
     corpus = load_corpus()
     corpus_pairs = [(g, p, ok) for _, g, p, ok in corpus]
     generated = generate(args.pairs, args.seed)
-    print(f"{len(corpus)} corpus cases ({sum(not c[3] for c in corpus)} negatives), {len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core")
+    print(
+        f"{len(corpus)} corpus cases ({sum(not c[3] for c in corpus)} negatives), {len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core"
+    )
     from rlvr.rewards.mathcore import MathPolicy, fast_compare
 
     inproc = sum(fast_compare(g, p, MathPolicy()) is not None for g, p, _ in generated)
@@ -331,15 +335,21 @@ def main() -> int:
         cor, cor_s = fn(corpus_pairs)
         corpus_results[name] = cor
         rows.append((name, gen, gen_s, lab, cor, cor_s))
-    print(f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} {'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4} {'corpus agree':>13} {'FP':>4} {'FN':>4} {'err':>4} {'corpus/s':>9}")
+    print(
+        f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} {'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4} {'corpus agree':>13} {'FP':>4} {'FN':>4} {'err':>4} {'corpus/s':>9}"
+    )
     for name, gen, gen_s, lab, cor, cor_s in rows:
         a, fp, fn_, err = agreement(gen, generated)
         la, lfp, lfn, lerr = agreement(lab, LABELLED)
         ca, cfp, cfn, cerr = agreement(cor, corpus_pairs)
-        print(f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4} {ca:>6}/{len(corpus):<6} {cfp:>4} {cfn:>4} {cerr:>4} {len(corpus) / cor_s:>9.1f}")
+        print(
+            f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4} {ca:>6}/{len(corpus):<6} {cfp:>4} {cfn:>4} {cerr:>4} {len(corpus) / cor_s:>9.1f}"
+        )
     if len(rows) == 2:
         ratio = (len(generated) / rows[0][2]) / (len(generated) / rows[1][2])
-        print(f"\nthroughput ratio rlvr / math-verify (wall): {ratio:.2f}x on the generated pairs, {(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus")
+        print(
+            f"\nthroughput ratio rlvr / math-verify (wall): {ratio:.2f}x on the generated pairs, {(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus"
+        )
     if args.only != "math-verify":
         gen_cpu, cor_cpu = cpu_ours(generated), cpu_ours(corpus_pairs)
         line = f"rlvr CPU: {len(generated) / gen_cpu:.0f} verif/s generated, {len(corpus) / cor_cpu:.0f} verif/s corpus (in-process comparison, no pipe)"
@@ -351,19 +361,31 @@ def main() -> int:
     per_form(corpus, corpus_results)
     for name, _, _, lab, _, _ in rows:
         fps = [(g, p) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r is True and (g, p) in ADVERSARIAL]
-        print(f"{name}: false positives on the issue's adversarial cases: {len(fps)}" + "".join(f"\n    {g!r} vs {p!r}" for g, p in fps))
+        print(
+            f"{name}: false positives on the issue's adversarial cases: {len(fps)}"
+            + "".join(f"\n    {g!r} vs {p!r}" for g, p in fps)
+        )
     for name, gen, _, _, _, _ in rows:
         bad = [(g, p, ok, r) for (g, p, ok), r in zip(generated, gen, strict=True) if r != ok]
         if bad:
-            print(f"{name}: {len(bad)} generated disagreements, first 8 (gold, pred, label, got):" + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad[:8]))
+            print(
+                f"{name}: {len(bad)} generated disagreements, first 8 (gold, pred, label, got):"
+                + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad[:8])
+            )
     for name, _, _, lab, _, _ in rows:
         bad = [(g, p, ok, r) for (g, p, ok), r in zip(LABELLED, lab, strict=True) if r != ok]
         if bad:
-            print(f"{name}: labelled disagreements (gold, pred, label, got):" + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad))
+            print(
+                f"{name}: labelled disagreements (gold, pred, label, got):"
+                + "".join(f"\n    {g!r} vs {p!r}: {ok} / {r}" for g, p, ok, r in bad)
+            )
     for name, cor in corpus_results.items():
         bad = [(f, g, p, ok, r) for (f, g, p, ok), r in zip(corpus, cor, strict=True) if r != ok]
         if bad:
-            print(f"{name}: corpus disagreements (form, gold, pred, label, got):" + "".join(f"\n    [{f}] {g!r} vs {p!r}: {ok} / {r}" for f, g, p, ok, r in bad))
+            print(
+                f"{name}: corpus disagreements (form, gold, pred, label, got):"
+                + "".join(f"\n    [{f}] {g!r} vs {p!r}: {ok} / {r}" for f, g, p, ok, r in bad)
+            )
     return 0
 
 

@@ -62,7 +62,12 @@ def workloads(n_trivial: int) -> dict[str, list[dict[str, str]]]:
 
     trivial = [{"code": TRIVIAL_CODE, "tests": TRIVIAL_TESTS, "entry_point": "add", "check_style": "plain"}] * n_trivial
     he = [
-        {"code": p["prompt"] + p["canonical_solution"], "tests": p["test"], "entry_point": p["entry_point"], "check_style": "check"}
+        {
+            "code": p["prompt"] + p["canonical_solution"],
+            "tests": p["test"],
+            "entry_point": p["entry_point"],
+            "check_style": "check",
+        }
         for p in read_problems().values()
     ]
     return {"trivial": trivial, "humaneval": he}
@@ -98,7 +103,12 @@ def run_pytest(items: list[dict[str, str]], workers: int) -> tuple[float, int, f
             asserts = "\n".join("    " + line for line in item["tests"].splitlines())
             body = f"{item['code']}\n\ndef test_sample():\n{asserts}\n"
         (d / "test_sample.py").write_text(body)
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "test_sample.py"], cwd=d, capture_output=True, env=env)
+        r = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "test_sample.py"],
+            cwd=d,
+            capture_output=True,
+            env=env,
+        )
         return r.returncode == 0
 
     t0, c0 = time.perf_counter(), _self_cpu() + _children_cpu()
@@ -136,7 +146,12 @@ while True:
 
 
 def run_minimal(items: list[dict[str, str]], workers: int) -> tuple[float, int, float]:
-    procs = [subprocess.Popen(["/usr/bin/python3", "-I", "-S", "-c", MINIMAL_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(workers)]
+    procs = [
+        subprocess.Popen(
+            ["/usr/bin/python3", "-I", "-S", "-c", MINIMAL_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        for _ in range(workers)
+    ]
 
     def job(item: dict[str, str]) -> bytes:
         tests = item["tests"] + (f"\ncheck({item['entry_point']})\n" if item["check_style"] == "check" else "")
@@ -177,9 +192,22 @@ def run_before(args: argparse.Namespace) -> None:
     here = Path(__file__).resolve().parents[1]
     old = Path(tempfile.mkdtemp(prefix="rlvr-bench-before-"))
     try:
-        archive = subprocess.run(["git", "-C", str(here), "archive", args.before, "src"], capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(here), "archive", args.before, "src"], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-        cmd = [sys.executable, __file__, "--trivial", str(args.trivial), "--pytest-samples", str(args.pytest_samples), "--repeat", str(args.repeat), "--workers", str(args.workers)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--trivial",
+            str(args.trivial),
+            "--pytest-samples",
+            str(args.pytest_samples),
+            "--repeat",
+            str(args.repeat),
+            "--workers",
+            str(args.workers),
+        ]
         print(f"== before: {args.before} ==", flush=True)
         subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(old / "src")}, check=True)
         print("== after: this checkout ==", flush=True)
@@ -190,10 +218,14 @@ def run_before(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trivial", type=int, default=400, help="trivial samples per round (default 400)")
-    ap.add_argument("--pytest-samples", type=int, default=24, help="samples per workload for pytest, which is slow (default 24)")
+    ap.add_argument(
+        "--pytest-samples", type=int, default=24, help="samples per workload for pytest, which is slow (default 24)"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="rounds for the pools; the best is reported (default 3)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--before", metavar="REF", help="first run the same benchmark against the sandbox at git commit REF")
+    ap.add_argument(
+        "--before", metavar="REF", help="first run the same benchmark against the sandbox at git commit REF"
+    )
     args = ap.parse_args()
     if args.before:
         run_before(args)
@@ -203,15 +235,24 @@ def main() -> None:
     bare = SandboxPool(args.workers, Limits(timeout=10.0), enable=())
     layers = ours.start()
     bare.start()
-    print("ours:", ", ".join(n for n in LAYERS if layers.active(n)) or "no layers", "| missing:", ", ".join(layers.missing()) or "none")
+    print(
+        "ours:",
+        ", ".join(n for n in LAYERS if layers.active(n)) or "no layers",
+        "| missing:",
+        ", ".join(layers.missing()) or "none",
+    )
     print(f"workers: {args.workers}; load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    print(f"{'workload':<10} {'method':<8} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10} {'cpu ms/sample':>14}")
+    print(
+        f"{'workload':<10} {'method':<8} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10} {'cpu ms/sample':>14}"
+    )
     for name, items in loads.items():
         rates = {}
         py_items = items[:: max(1, len(items) // args.pytest_samples)][: args.pytest_samples]
         secs, ok, cpu = run_pytest(py_items, args.workers)
         rates["pytest"] = len(py_items) / secs
-        print(f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f} {cpu / len(py_items) * 1000:>14.2f}")
+        print(
+            f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f} {cpu / len(py_items) * 1000:>14.2f}"
+        )
         run_pool(ours, items[:20])  # warm both pools the same way
         run_pool(bare, items[:20])
         best: dict[str, float] = {}
@@ -224,8 +265,12 @@ def main() -> None:
                 best_cpu[label] = min(best_cpu.get(label, cpu), cpu)
         for label in ("minimal", "bare", "ours"):
             rates[label] = len(items) / best[label]
-            print(f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} {rates[label]:>10.1f} {best_cpu[label] / len(items) * 1000:>14.2f}")
-        print(f"{name:<10} ratio   ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   ours/bare = {rates['ours'] / rates['bare']:.2f}x (target >= 0.7x)   ours/minimal = {rates['ours'] / rates['minimal']:.2f}x\n")
+            print(
+                f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} {rates[label]:>10.1f} {best_cpu[label] / len(items) * 1000:>14.2f}"
+            )
+        print(
+            f"{name:<10} ratio   ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   ours/bare = {rates['ours'] / rates['bare']:.2f}x (target >= 0.7x)   ours/minimal = {rates['ours'] / rates['minimal']:.2f}x\n"
+        )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     ours.close()
     bare.close()

@@ -94,8 +94,10 @@ def bench(kind: str, batch: int, repeat: int) -> tuple[float, float]:
                 remote = r.json()["results"]
                 assert [s.masked for s in local] == [x["masked"] for x in remote]
         masked = sum(x["masked"] for x in remote)
-        print(f"{kind:<10} batch {batch}: in-process {batch / best_local:8.1f} samples/s, server {batch / best_remote:8.1f} samples/s, "
-              f"ratio {best_local / best_remote:.2f} (masked {masked})")
+        print(
+            f"{kind:<10} batch {batch}: in-process {batch / best_local:8.1f} samples/s, server {batch / best_remote:8.1f} samples/s, "
+            f"ratio {best_local / best_remote:.2f} (masked {masked})"
+        )
     finally:
         server.stop()
     return batch / best_local, batch / best_remote
@@ -116,8 +118,12 @@ def advantage_table() -> None:
     true = adv(decided) + [0.0]
     filled = [v for v, _ in Imputer().fill(group, ["g"] * len(group))]
     print("\nGRPO advantages of a group of 8 (rewards 1.1/0.1, last row masked), verl's formula:")
-    for name, values in (("true mask", true), ("group mean", adv(filled)), ("zero", adv([r if r is not None else 0.0 for r in group])),
-                         ("NaN", adv([r if r is not None else math.nan for r in group]))):
+    for name, values in (
+        ("true mask", true),
+        ("group mean", adv(filled)),
+        ("zero", adv([r if r is not None else 0.0 for r in group])),
+        ("NaN", adv([r if r is not None else math.nan for r in group])),
+    ):
         print(f"  {name:<10} " + " ".join(f"{a:+.3f}" for a in values))
     print(f"  decided rows scale by sqrt(7/6) = {math.sqrt(7 / 6):.4f} under the group-mean stand-in")
 

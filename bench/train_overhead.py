@@ -59,7 +59,13 @@ def bare_trl(task, model_path: str, out: Path, steps: int) -> float:
     model = AutoModelForCausalLM.from_pretrained(model_path)
     rows = task.load_split("train")
     ds = Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
-    trainer = GRPOTrainer(model=model, reward_funcs=[format_reward, correct_reward], args=GRPOConfig(**cfg), train_dataset=ds, processing_class=tok)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[format_reward, correct_reward],
+        args=GRPOConfig(**cfg),
+        train_dataset=ds,
+        processing_class=tok,
+    )
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # rlvr prints nothing per step either
@@ -72,7 +78,18 @@ def ours(task, model_path: str, out: Path, steps: int, eval_every: int = 0) -> f
     from rlvr.train import TrainOptions, train
 
     t0 = time.perf_counter()
-    train(task, TrainOptions(run_dir=out, model=model_path, max_steps=steps, no_gate_reason="benchmark", progress=False, eval_every=eval_every, overrides={"save_strategy": "no"}))
+    train(
+        task,
+        TrainOptions(
+            run_dir=out,
+            model=model_path,
+            max_steps=steps,
+            no_gate_reason="benchmark",
+            progress=False,
+            eval_every=eval_every,
+            overrides={"save_strategy": "no"},
+        ),
+    )
     return time.perf_counter() - t0
 
 
@@ -94,16 +111,22 @@ def main() -> None:
     # A partially trained model, so groups have reward variance and the optimiser really runs.
     sft = run_sft(task, SftOptions(out_dir=root / "sft", model=str(base), target_pass_rate=0.2, progress=False))
     model = str(sft.out_dir)
-    print(f"tiny model after SFT ({sft.steps} steps, dev pass rate {sft.dev_pass_rate:.0%}); {args.steps} GRPO steps per run, {args.repeats} repeats, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+    print(
+        f"tiny model after SFT ({sft.steps} steps, dev pass rate {sft.dev_pass_rate:.0%}); {args.steps} GRPO steps per run, {args.repeats} repeats, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"
+    )
     t_ours, t_bare = [], []
     for i in range(args.repeats):
         t_ours.append(ours(task, model, root / f"ours{i}", args.steps))
         t_bare.append(bare_trl(task, model, root / f"bare{i}", args.steps))
-        print(f"  repeat {i + 1}: rlvr {t_ours[-1]:.2f} s   bare TRL {t_bare[-1]:.2f} s   ratio {t_ours[-1] / t_bare[-1]:.3f}")
+        print(
+            f"  repeat {i + 1}: rlvr {t_ours[-1]:.2f} s   bare TRL {t_bare[-1]:.2f} s   ratio {t_ours[-1] / t_bare[-1]:.3f}"
+        )
     with_eval = ours(task, model, root / "ours-eval", args.steps, eval_every=50)
     mo, mb = statistics.median(t_ours), statistics.median(t_bare)
     print(f"median: rlvr train {mo:.2f} s, bare TRL {mb:.2f} s -> overhead ratio {mo / mb:.3f} (target <= 1.05)")
-    print(f"rlvr train with the held-out eval every 50 steps (200 prompts): {with_eval:.2f} s ({with_eval / mb:.3f}x bare; the eval is extra work, not overhead)")
+    print(
+        f"rlvr train with the held-out eval every 50 steps (200 prompts): {with_eval:.2f} s ({with_eval / mb:.3f}x bare; the eval is extra work, not overhead)"
+    )
     shutil.rmtree(root, ignore_errors=True)
 
 

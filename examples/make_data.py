@@ -57,7 +57,24 @@ def math_row(rng: random.Random) -> dict[str, Any]:
 
 
 # -- JSON that fits a schema -------------------------------------------------------------------
-NAMES = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "John", "Radia", "Ken", "Dennis", "Margaret", "Tim", "Linus", "Guido", "Katherine"]
+NAMES = [
+    "Ada",
+    "Alan",
+    "Grace",
+    "Edsger",
+    "Barbara",
+    "Donald",
+    "Frances",
+    "John",
+    "Radia",
+    "Ken",
+    "Dennis",
+    "Margaret",
+    "Tim",
+    "Linus",
+    "Guido",
+    "Katherine",
+]
 CITIES = ["Paris", "Oslo", "Lima", "Cairo", "Quito", "Hanoi", "Rome", "Accra"]
 
 
@@ -110,8 +127,28 @@ def code_row(rng: random.Random) -> dict[str, Any]:
 
 
 # -- free-text answers for a judge --------------------------------------------------------------
-ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
-        "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 

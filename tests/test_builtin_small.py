@@ -31,7 +31,13 @@ def test_small_is_a_qwen2_of_a_few_million_parameters_saved_with_save_pretrained
     assert cfg["model_type"] == "qwen2" and cfg["tie_word_embeddings"] is True
     n = sum(p.numel() for p in load_model("builtin:small").parameters())
     assert 2_000_000 <= n <= 6_000_000
-    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json", "chat_template.jinja"):
+    for name in (
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "generation_config.json",
+        "chat_template.jinja",
+    ):
         assert (path / name).exists(), name
 
 
@@ -107,14 +113,19 @@ def test_eos_is_im_end_the_pad_token_is_distinct_and_there_is_no_bos(tok) -> Non
 
 def test_chat_template_is_chatml_with_a_generation_prompt(tok) -> None:
     text = tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
-    assert text == "<|im_start|>system\nBe exact.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        text
+        == "<|im_start|>system\nBe exact.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    )
     ids = tok.apply_chat_template(MESSAGES, tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"]
     assert ids.count(tok.convert_tokens_to_ids("<|im_start|>")) == 3  # the markers are single special tokens
 
 
 def test_small_think_generation_prompt_opens_a_thinking_block() -> None:
     think = load_tokenizer("builtin:small-think")
-    assert think.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True).endswith("<|im_start|>assistant\n<think>\n")
+    assert think.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True).endswith(
+        "<|im_start|>assistant\n<think>\n"
+    )
     off = think.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True, enable_thinking=False)
     assert off.endswith("<|im_start|>assistant\n")
 
@@ -129,7 +140,9 @@ def test_a_rendered_conversation_starts_with_its_generation_prompt(name: str) ->
     # SFT renders prompt + completion and cuts the prompt off: the prefix must match.
     t = load_tokenizer(f"builtin:{name}")
     prompt = t.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
-    full = t.apply_chat_template([*MESSAGES, {"role": "assistant", "content": "</think><answer>4</answer>"}], tokenize=False)
+    full = t.apply_chat_template(
+        [*MESSAGES, {"role": "assistant", "content": "</think><answer>4</answer>"}], tokenize=False
+    )
     assert full.startswith(prompt) and full.endswith("<answer>4</answer><|im_end|>\n")
 
 

@@ -14,7 +14,13 @@ SCRIPT = ROOT / "bench" / "gpu_rehearsal.sh"
 
 
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "WORK": str(tmp_path / "work"), "RLVR_CACHE": str(tmp_path / "cache"), "OUT": str(tmp_path / "out"), **env}
+    full = {
+        **os.environ,
+        "WORK": str(tmp_path / "work"),
+        "RLVR_CACHE": str(tmp_path / "cache"),
+        "OUT": str(tmp_path / "out"),
+        **env,
+    }
     return subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=full, timeout=900)
 
 
@@ -52,12 +58,23 @@ def test_rehearsal_model_has_a_tokenizer_entry_for_every_row_it_can_sample(tmp_p
     import sys
 
     env = {**os.environ, "DRY_RUN": "1", "RLVR_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}
-    res = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_rehearsal.py"), "build", str(tmp_path / "work")], capture_output=True, text=True, env=env, timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gpu_rehearsal.py"), "build", str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     built = json.loads((tmp_path / "work" / "build.json").read_text())
-    assert built["tokenizer_entries"] == 151_936  # Qwen2.5-0.5B's vocabulary rows, all decodable (vLLM detokenizes every sampled id)
+    assert (
+        built["tokenizer_entries"] == 151_936
+    )  # Qwen2.5-0.5B's vocabulary rows, all decodable (vLLM detokenizes every sampled id)
     from rlvr.models import load_tokenizer
 
     tok = load_tokenizer(built["model"])
     assert tok.decode([151_935]) == "<unused_151935>"
-    assert tok("<answer>42</answer>", add_special_tokens=False)["input_ids"] == load_tokenizer("builtin:small")("<answer>42</answer>", add_special_tokens=False)["input_ids"]
+    assert (
+        tok("<answer>42</answer>", add_special_tokens=False)["input_ids"]
+        == load_tokenizer("builtin:small")("<answer>42</answer>", add_special_tokens=False)["input_ids"]
+    )

@@ -26,16 +26,25 @@ from rlvr.cli.main import main  # noqa: E402
 MESSAGES = [{"role": "user", "content": "What is 2+2?"}]
 
 
-def chat_task(folder: Path, *, think: str, model: str, rows: int = 16, budget: int = 16, extra: dict[str, Any] | None = None) -> Path:
+def chat_task(
+    folder: Path, *, think: str, model: str, rows: int = 16, budget: int = 16, extra: dict[str, Any] | None = None
+) -> Path:
     train_rows = [{"question": f"{i}+{i}", "answer": str(2 * i)} for i in range(10, 10 + rows)]
-    return make_task(folder, train_rows=train_rows, extra={
-        "model": model,
-        "prompt": {"system": "Reason in <think> tags, then answer in <answer> tags.", "user": "What is {question}?"},
-        "answer": {"column": "answer", "format": "tags", "think": think},
-        "generation": {"temperature": 1.0, "max_completion_length": budget},
-        "probe": {"k": 2, "max_prompts": 4},
-        **(extra or {}),
-    })
+    return make_task(
+        folder,
+        train_rows=train_rows,
+        extra={
+            "model": model,
+            "prompt": {
+                "system": "Reason in <think> tags, then answer in <answer> tags.",
+                "user": "What is {question}?",
+            },
+            "answer": {"column": "answer", "format": "tags", "think": think},
+            "generation": {"temperature": 1.0, "max_completion_length": budget},
+            "probe": {"k": 2, "max_prompts": 4},
+            **(extra or {}),
+        },
+    )
 
 
 def metrics(run: Path) -> list[dict[str, Any]]:
@@ -46,13 +55,34 @@ def metrics(run: Path) -> list[dict[str, Any]]:
 def test_chat_task_on_small_is_checked_probed_trained_and_evaluated(tmp_path: Path, think: str, model: str) -> None:
     task = chat_task(tmp_path / "task", think=think, model=model)
     assert main(["task", "check", str(task)]) == 0
-    assert main(["probe", str(task), "--out", str(tmp_path / "probe"), "--no-progress", "--backend", "transformers"]) == 0
+    assert (
+        main(["probe", str(task), "--out", str(tmp_path / "probe"), "--no-progress", "--backend", "transformers"]) == 0
+    )
     report = json.loads((tmp_path / "probe" / "report.json").read_text())
     # Random weights never end an answer: the probe must say the samples were cut off.
     assert report["n_truncated"] == report["n_samples"] == 8 and "cut off" in report["reason"]
     for peft in ("none", "lora"):
         run = tmp_path / f"run-{peft}"
-        assert main(["train", str(task), "--run-dir", str(run), "--max-steps", "1", "--no-gate", "smoke", "--no-progress", "--peft", peft, "--eval-every", "1"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    str(task),
+                    "--run-dir",
+                    str(run),
+                    "--max-steps",
+                    "1",
+                    "--no-gate",
+                    "smoke",
+                    "--no-progress",
+                    "--peft",
+                    peft,
+                    "--eval-every",
+                    "1",
+                ]
+            )
+            == 0
+        )
         lines = metrics(run)
         assert any("eval/accuracy" in x for x in lines) and any("rewards/correct/mean" in x for x in lines)
         rollout = json.loads((run / "rollouts" / "rollouts.jsonl").read_text().splitlines()[0])
@@ -67,7 +97,13 @@ def test_prefilled_prompts_end_inside_the_opened_think_block() -> None:
     assert tok.decode(prompt_ids(tok, MESSAGES)).endswith("<|im_start|>assistant\n<think>\n")
 
 
-@pytest.mark.parametrize(("think", "model", "starts"), [("required", "builtin:small", "<think></think><answer>"), ("prefilled", "builtin:small-think", "</think><answer>")])
+@pytest.mark.parametrize(
+    ("think", "model", "starts"),
+    [
+        ("required", "builtin:small", "<think></think><answer>"),
+        ("prefilled", "builtin:small-think", "</think><answer>"),
+    ],
+)
 def test_sft_targets_render_after_the_generation_prompt(tmp_path: Path, think: str, model: str, starts: str) -> None:
     from rlvr.models import load_tokenizer
     from rlvr.task import load_task
@@ -78,7 +114,7 @@ def test_sft_targets_render_after_the_generation_prompt(tmp_path: Path, think: s
     row = sft_rows(task, task.load_split("train")[:1])[0]
     prompt = tok.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
     full = tok.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
-    assert full.startswith(prompt) and full[len(prompt):].startswith(starts)
+    assert full.startswith(prompt) and full[len(prompt) :].startswith(starts)
 
 
 # -- what broke on a model with a generation config of its own -----------------------------------
@@ -96,7 +132,9 @@ def penalised(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
 def _argmax_decode(model: Any, tok: Any, n: int) -> list[int]:
     import torch
 
-    x = torch.tensor([tok.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]])
+    x = torch.tensor(
+        [tok.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]]
+    )
     out: list[int] = []
     with torch.no_grad():
         for _ in range(n):
@@ -162,25 +200,57 @@ def _checker(think: str):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("think", "model"), [("required", "builtin:small"), ("prefilled", "builtin:small-think")])
-def test_whole_workflow_on_small_in_chat_format(tmp_path: Path, think: str, model: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_whole_workflow_on_small_in_chat_format(
+    tmp_path: Path, think: str, model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.gate import reference_gate
     from rlvr.task import load_task
 
-    task_path = chat_task(tmp_path / "task", think=think, model=model, rows=160, budget=24,
-                          extra={"eval": {"every": 2, "max_prompts": 8}, "sft": {"per_device_train_batch_size": 16, "learning_rate": 3e-3, "warmup_steps": 5}})
+    task_path = chat_task(
+        tmp_path / "task",
+        think=think,
+        model=model,
+        rows=160,
+        budget=24,
+        extra={
+            "eval": {"every": 2, "max_prompts": 8},
+            "sft": {"per_device_train_batch_size": 16, "learning_rate": 3e-3, "warmup_steps": 5},
+        },
+    )
     sft = tmp_path / "sft"
     assert main(["sft", str(task_path), "--out", str(sft), "--max-steps", "40", "--no-progress"]) == 0
     assert main(["probe", str(task_path), "--model", str(sft), "--out", str(tmp_path / "probe"), "--no-progress"]) == 0
     probe = json.loads((tmp_path / "probe" / "report.json").read_text())
     assert probe["n_truncated"] < probe["n_samples"]  # SFT taught the model to end its answers with <|im_end|>
     task = load_task(task_path)
-    gate = reference_gate(task, model=str(sft), out_dir=task_path.parent / "gate", checker=_checker(think), size=24, min_samples=24)
+    gate = reference_gate(
+        task, model=str(sft), out_dir=task_path.parent / "gate", checker=_checker(think), size=24, min_samples=24
+    )
     assert json.loads(Path(gate).read_text())["counts"]["samples"] == 24
     capsys.readouterr()
     assert main(["audit", str(task_path)]) == 0, capsys.readouterr().out
     for peft in ("none", "lora"):
         run = tmp_path / f"run-{peft}"
-        assert main(["train", str(task_path), "--model", str(sft), "--run-dir", str(run), "--max-steps", "4", "--gate", str(gate), "--no-progress", "--peft", peft]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    str(task_path),
+                    "--model",
+                    str(sft),
+                    "--run-dir",
+                    str(run),
+                    "--max-steps",
+                    "4",
+                    "--gate",
+                    str(gate),
+                    "--no-progress",
+                    "--peft",
+                    peft,
+                ]
+            )
+            == 0
+        )
         assert sum("eval/accuracy" in x for x in metrics(run)) >= 2
         config = yaml.safe_load((run / "config.yaml").read_text())
         assert config["trl_resolved"]["max_completion_length"] == 24
@@ -194,7 +264,11 @@ def _think_warnings(tmp_path: Path, think: str, model: str) -> list[str]:
     from rlvr.lengths import check_lengths
     from rlvr.task import load_task
 
-    return [w for w in check_lengths(load_task(chat_task(tmp_path, think=think, model=model))).warnings() if "ends with <think>" in w or "does not end with <think>" in w]
+    return [
+        w
+        for w in check_lengths(load_task(chat_task(tmp_path, think=think, model=model))).warnings()
+        if "ends with <think>" in w or "does not end with <think>" in w
+    ]
 
 
 def test_prefilled_on_a_template_that_does_not_open_think_is_warned(tmp_path: Path) -> None:
@@ -202,11 +276,16 @@ def test_prefilled_on_a_template_that_does_not_open_think_is_warned(tmp_path: Pa
 
 
 @pytest.mark.parametrize("think", ["required", "none"])
-def test_a_template_that_opens_think_is_warned_for_a_policy_that_expects_an_opening_tag(tmp_path: Path, think: str) -> None:
+def test_a_template_that_opens_think_is_warned_for_a_policy_that_expects_an_opening_tag(
+    tmp_path: Path, think: str
+) -> None:
     assert _think_warnings(tmp_path, think, "builtin:small-think")
 
 
-@pytest.mark.parametrize(("think", "model"), [("required", "builtin:small"), ("prefilled", "builtin:small-think"), ("optional", "builtin:small-think")])
+@pytest.mark.parametrize(
+    ("think", "model"),
+    [("required", "builtin:small"), ("prefilled", "builtin:small-think"), ("optional", "builtin:small-think")],
+)
 def test_a_think_policy_that_matches_the_template_is_not_warned(tmp_path: Path, think: str, model: str) -> None:
     assert _think_warnings(tmp_path, think, model) == []
 
@@ -220,7 +299,14 @@ def test_chat_template_kwargs_that_change_the_prompt_only_for_training_are_warne
     from rlvr.lengths import check_lengths
     from rlvr.task import load_task
 
-    task = load_task(chat_task(tmp_path, think="prefilled", model="builtin:small", extra={"grpo": {"chat_template_kwargs": {"enable_thinking": True}}}))
+    task = load_task(
+        chat_task(
+            tmp_path,
+            think="prefilled",
+            model="builtin:small",
+            extra={"grpo": {"chat_template_kwargs": {"enable_thinking": True}}},
+        )
+    )
     assert any("only TRL's training reads it" in w for w in check_lengths(task).warnings())
 
 
@@ -230,15 +316,27 @@ def test_eval_tokenizes_a_chat_prompt_as_the_probe_and_trl_do() -> None:
 
     tok = load_tokenizer("builtin:small")
     messages = [{"role": "system", "content": "Answer in <answer> tags."}, *MESSAGES]
-    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)  # what evaluate.generate_texts tokenizes
+    text = tok.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True
+    )  # what evaluate.generate_texts tokenizes
     assert tok(text, add_special_tokens=False)["input_ids"] == prompt_ids(tok, messages)
 
 
-@pytest.mark.parametrize(("think", "model", "target", "prompt_end"), [
-    ("required", "builtin:small", "<think></think><answer>20</answer><|im_end|>\n", "<|im_start|>assistant\n"),
-    ("prefilled", "builtin:small-think", "</think><answer>20</answer><|im_end|>\n", "<|im_start|>assistant\n<think>\n"),
-])
-def test_sft_loss_covers_exactly_the_completion_after_the_generation_prompt(tmp_path: Path, think: str, model: str, target: str, prompt_end: str) -> None:
+@pytest.mark.parametrize(
+    ("think", "model", "target", "prompt_end"),
+    [
+        ("required", "builtin:small", "<think></think><answer>20</answer><|im_end|>\n", "<|im_start|>assistant\n"),
+        (
+            "prefilled",
+            "builtin:small-think",
+            "</think><answer>20</answer><|im_end|>\n",
+            "<|im_start|>assistant\n<think>\n",
+        ),
+    ],
+)
+def test_sft_loss_covers_exactly_the_completion_after_the_generation_prompt(
+    tmp_path: Path, think: str, model: str, target: str, prompt_end: str
+) -> None:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -249,7 +347,12 @@ def test_sft_loss_covers_exactly_the_completion_after_the_generation_prompt(tmp_
     task = load_task(chat_task(tmp_path / "task", think=think, model=model))
     tok = load_tokenizer(model)
     config = SFTConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none", max_steps=1)
-    trainer = SFTTrainer(model=load_model(model), args=config, train_dataset=Dataset.from_list(sft_rows(task, task.load_split("train")[:1])), processing_class=tok)
+    trainer = SFTTrainer(
+        model=load_model(model),
+        args=config,
+        train_dataset=Dataset.from_list(sft_rows(task, task.load_split("train")[:1])),
+        processing_class=tok,
+    )
     example = trainer.train_dataset[0]
     trained = [i for i, label in zip(example["input_ids"], example["labels"], strict=True) if label != -100]
     prompt = [i for i, label in zip(example["input_ids"], example["labels"], strict=True) if label == -100]

@@ -25,7 +25,14 @@ TRL = DATA / "trl_checkpoint"
 
 DAPO = {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True}
 DR_GRPO = {"loss_type": "dr_grpo", "scale_rewards": "none"}
-GSPO = {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0, "steps_per_generation": 16}
+GSPO = {
+    "importance_sampling_level": "sequence",
+    "loss_type": "grpo",
+    "epsilon": 3e-4,
+    "epsilon_high": 4e-4,
+    "beta": 0.0,
+    "steps_per_generation": 16,
+}
 
 # scenario -> (the one finding expected, the patch's grpo change group or None)
 PLANTED = {
@@ -245,7 +252,9 @@ def test_loss_near_zero_with_one_iteration_and_no_kl_is_a_note(tmp_path: Path) -
 def test_nan_is_found_whichever_metric_carries_it(tmp_path: Path) -> None:
     run = _copy("healthy", tmp_path)
     rows = _rows("healthy")
-    rows[-1]["eval/accuracy"] = float("inf") if "eval/accuracy" in rows[-1] else rows[-1].setdefault("entropy", float("inf"))
+    rows[-1]["eval/accuracy"] = (
+        float("inf") if "eval/accuracy" in rows[-1] else rows[-1].setdefault("entropy", float("inf"))
+    )
     rows[30]["rewards/format/std"] = float("nan")
     _write_metrics(run, rows)
     (f,) = diagnose(load_run(run)).findings
@@ -277,17 +286,29 @@ def test_a_resumed_run_relogging_steps_is_merged_not_doubled(tmp_path: Path) -> 
 # ---- MoE detection ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cfg", [
-    {"model_type": "mixtral", "num_local_experts": 8},
-    {"model_type": "deepseek_v3", "n_routed_experts": 256},
-    {"model_type": "qwen3_moe"},
-    {"model_type": "llava", "text_config": {"model_type": "x", "num_experts": 16}},
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"model_type": "mixtral", "num_local_experts": 8},
+        {"model_type": "deepseek_v3", "n_routed_experts": 256},
+        {"model_type": "qwen3_moe"},
+        {"model_type": "llava", "text_config": {"model_type": "x", "num_experts": 16}},
+    ],
+)
 def test_moe_is_detected_from_the_model_config(cfg: dict) -> None:
     assert is_moe(cfg)
 
 
-@pytest.mark.parametrize("cfg", [{"model_type": "qwen2"}, {"model_type": "x", "num_experts": 1}, {"model_type": "x", "num_experts": True}, None, {}])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"model_type": "qwen2"},
+        {"model_type": "x", "num_experts": 1},
+        {"model_type": "x", "num_experts": True},
+        None,
+        {},
+    ],
+)
 def test_dense_models_are_not_moe(cfg: dict | None) -> None:
     assert is_moe(cfg) is None
 
@@ -483,10 +504,15 @@ def test_doctor_cli_patch_writes_the_file_and_names_it(capsys: pytest.CaptureFix
     assert main(["doctor", str(run), "--patch"]) == 0
     out = capsys.readouterr().out
     assert "GSPO" in out and "config.doctor-moe_plain_grpo.yaml" in out
-    assert yaml.safe_load((run / "config.doctor-moe_plain_grpo.yaml").read_text())["grpo"]["importance_sampling_level"] == "sequence"
+    assert (
+        yaml.safe_load((run / "config.doctor-moe_plain_grpo.yaml").read_text())["grpo"]["importance_sampling_level"]
+        == "sequence"
+    )
 
 
-def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     run = _copy("moe", tmp_path)
     assert main(["doctor", str(run), "--patch", "--finding", "entropy_collapse"]) == 1
     assert "not among this run's findings" in capsys.readouterr().err
@@ -495,7 +521,10 @@ def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(capsys: 
     assert not (tmp_path / "x.yaml").exists()
 
 
-@pytest.mark.parametrize("name", sorted(n for n, (_, p) in PLANTED.items() if p is not None and "dynamic" not in p) + ["dapo_entropy_collapse"])
+@pytest.mark.parametrize(
+    "name",
+    sorted(n for n, (_, p) in PLANTED.items() if p is not None and "dynamic" not in p) + ["dapo_entropy_collapse"],
+)
 def test_patched_config_is_accepted_by_trl_grpo_config(name: str, tmp_path: Path) -> None:
     from trl import GRPOConfig
 
@@ -578,8 +607,26 @@ def test_patched_config_trains_with_rlvr_train(tmp_path: Path) -> None:
     shutil.copytree(REAL / "base_30", run)
     path, _ = write_patch(diagnose(load_run(run)), check="truncation")
     task = Path(__file__).parents[1] / "examples" / "arithmetic" / "task.yaml"
-    assert main(["train", str(task), "--run-dir", str(tmp_path / "new"), "--config", str(path), "--max-steps", "2",
-                 "--no-gate", "doctor test", "--eval-every", "0", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(task),
+                "--run-dir",
+                str(tmp_path / "new"),
+                "--config",
+                str(path),
+                "--max-steps",
+                "2",
+                "--no-gate",
+                "doctor test",
+                "--eval-every",
+                "0",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     grpo = yaml.safe_load((tmp_path / "new" / "config.yaml").read_text())["grpo"]
     assert grpo["max_completion_length"] == 20
 
@@ -604,7 +651,9 @@ def test_text_cannot_break_out_of_the_patch_header_comment() -> None:
     assert parsed["grpo"]["loss_type"] == "grpo" and parsed["grpo"]["seed"] == 1
 
 
-def test_moe_is_detected_from_a_hub_model_already_in_the_local_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moe_is_detected_from_a_hub_model_already_in_the_local_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     snap = tmp_path / "hub" / "models--acme--Big-30B-A3B" / "snapshots" / "abc123"
     snap.mkdir(parents=True)
     (snap / "config.json").write_text(json.dumps({"model_type": "qwen3_moe", "num_experts": 128}))
@@ -667,25 +716,78 @@ def test_every_finding_the_fixtures_produce_is_listed_in_the_help() -> None:
     assert all(name in listed for name in found)
 
 
-_keys = st.sampled_from(["step", "reward", "entropy", "kl", "grad_norm", "frac_reward_zero_std", "reward_std", "loss",
-                         "completions/mean_length", "completions/clipped_ratio", "clip_ratio/region_mean",
-                         "rewards/format/mean", "rewards/correct/mean", "rewards/correct/error_rate",
-                         "eval/accuracy", "eval/n", "eval/mean_length_incorrect", "time", "x"])
-_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=True, allow_infinity=True),
-                    st.text(max_size=5), st.lists(st.integers(), max_size=2))
+_keys = st.sampled_from(
+    [
+        "step",
+        "reward",
+        "entropy",
+        "kl",
+        "grad_norm",
+        "frac_reward_zero_std",
+        "reward_std",
+        "loss",
+        "completions/mean_length",
+        "completions/clipped_ratio",
+        "clip_ratio/region_mean",
+        "rewards/format/mean",
+        "rewards/correct/mean",
+        "rewards/correct/error_rate",
+        "eval/accuracy",
+        "eval/n",
+        "eval/mean_length_incorrect",
+        "time",
+        "x",
+    ]
+)
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(
-    st.lists(st.dictionaries(_keys, _values, max_size=8), max_size=25),
-    # mostly well-formed: an integer step and numbers, so the checks themselves get exercised
-    st.lists(st.fixed_dictionaries({"step": st.integers(0, 40)}, optional={
-        k: st.one_of(st.none(), st.floats(-1e6, 1e6), st.sampled_from([0.0, 1.0, math.nan, math.inf]))
-        for k in ["reward", "entropy", "kl", "grad_norm", "frac_reward_zero_std", "reward_std", "loss", "completions/mean_length",
-                  "completions/clipped_ratio", "clip_ratio/region_mean", "rewards/format/mean", "rewards/correct/mean",
-                  "rewards/correct/error_rate", "eval/accuracy", "eval/n", "eval/mean_length_incorrect"]}), min_size=6, max_size=40),
-), st.booleans())
-def test_arbitrary_metric_lines_give_a_diagnosis_or_a_clear_error(tmp_path: Path, rows: list[dict], with_config: bool) -> None:
+@given(
+    st.one_of(
+        st.lists(st.dictionaries(_keys, _values, max_size=8), max_size=25),
+        # mostly well-formed: an integer step and numbers, so the checks themselves get exercised
+        st.lists(
+            st.fixed_dictionaries(
+                {"step": st.integers(0, 40)},
+                optional={
+                    k: st.one_of(st.none(), st.floats(-1e6, 1e6), st.sampled_from([0.0, 1.0, math.nan, math.inf]))
+                    for k in [
+                        "reward",
+                        "entropy",
+                        "kl",
+                        "grad_norm",
+                        "frac_reward_zero_std",
+                        "reward_std",
+                        "loss",
+                        "completions/mean_length",
+                        "completions/clipped_ratio",
+                        "clip_ratio/region_mean",
+                        "rewards/format/mean",
+                        "rewards/correct/mean",
+                        "rewards/correct/error_rate",
+                        "eval/accuracy",
+                        "eval/n",
+                        "eval/mean_length_incorrect",
+                    ]
+                },
+            ),
+            min_size=6,
+            max_size=40,
+        ),
+    ),
+    st.booleans(),
+)
+def test_arbitrary_metric_lines_give_a_diagnosis_or_a_clear_error(
+    tmp_path: Path, rows: list[dict], with_config: bool
+) -> None:
     # Adversarial input: whatever a log holds, the doctor either diagnoses it or raises one of
     # its own errors naming the problem; it never crashes with a traceback.
     from rlvr.errors import RlvrError
@@ -787,7 +889,13 @@ def test_a_non_finite_reward_is_named_reward_broken_and_the_learning_rate_is_not
 def test_a_reward_never_logged_by_a_plain_trl_run_is_reward_broken(tmp_path: Path) -> None:
     run = tmp_path / "trl"
     run.mkdir()
-    _write_metrics(run, [{"step": s, "loss": 0.0, "grad_norm": 0.0, "reward": None, "reward_std": None, "frac_reward_zero_std": 0.0} for s in range(1, 8)])
+    _write_metrics(
+        run,
+        [
+            {"step": s, "loss": 0.0, "grad_norm": 0.0, "reward": None, "reward_std": None, "frac_reward_zero_std": 0.0}
+            for s in range(1, 8)
+        ],
+    )
     (f, *_) = diagnose(load_run(run)).findings
     assert f.check == "reward_broken" and "reward was never logged in 7 logged steps" in f.evidence
 
@@ -832,8 +940,20 @@ def test_no_signal_with_the_filter_already_on_has_no_patch(tmp_path: Path) -> No
 
 
 def _dynamic_rows(before: float, starved: float, solved: float, unsolved: float) -> list[dict]:
-    return [{"step": s, "reward": 0.5, "reward_std": 0.3, "frac_reward_zero_std": 0.1, "grad_norm": 0.5, "dynamic/zero_std_before": before,
-             "dynamic/starved_groups": starved, "dynamic/skipped_solved": solved, "dynamic/skipped_unsolved": unsolved} for s in range(1, 21)]
+    return [
+        {
+            "step": s,
+            "reward": 0.5,
+            "reward_std": 0.3,
+            "frac_reward_zero_std": 0.1,
+            "grad_norm": 0.5,
+            "dynamic/zero_std_before": before,
+            "dynamic/starved_groups": starved,
+            "dynamic/skipped_solved": solved,
+            "dynamic/skipped_unsolved": unsolved,
+        }
+        for s in range(1, 21)
+    ]
 
 
 def test_a_filter_dropping_nearly_every_group_is_a_finding_of_its_own(tmp_path: Path) -> None:
@@ -845,7 +965,9 @@ def test_a_filter_dropping_nearly_every_group_is_a_finding_of_its_own(tmp_path: 
     assert "(filter) skipped" in f.evidence
 
 
-def test_a_filter_dropping_nearly_all_unsolved_prompts_points_at_sft_and_without_starving_is_a_warning(tmp_path: Path) -> None:
+def test_a_filter_dropping_nearly_all_unsolved_prompts_points_at_sft_and_without_starving_is_a_warning(
+    tmp_path: Path,
+) -> None:
     run = tmp_path / "run"
     run.mkdir()
     _write_metrics(run, _dynamic_rows(0.92, 0.0, 1, 40))

@@ -44,9 +44,18 @@ def test_the_task_can_turn_the_filter_off_in_dapo() -> None:
 
 def test_every_bad_setting_is_reported_at_once() -> None:
     with pytest.raises(ConfigError) as err:
-        DynamicSampling.resolve({"mode": "sometimes", "visits": 0, "epsilon": -1, "colour": 1, "max_rounds": 0, "short_batch": "all"})
+        DynamicSampling.resolve(
+            {"mode": "sometimes", "visits": 0, "epsilon": -1, "colour": 1, "max_rounds": 0, "short_batch": "all"}
+        )
     text = str(err.value)
-    for where in ("grpo.dynamic.mode", "grpo.dynamic.visits", "grpo.dynamic.epsilon", "grpo.dynamic.colour", "grpo.dynamic.max_rounds", "grpo.dynamic.short_batch"):
+    for where in (
+        "grpo.dynamic.mode",
+        "grpo.dynamic.visits",
+        "grpo.dynamic.epsilon",
+        "grpo.dynamic.colour",
+        "grpo.dynamic.max_rounds",
+        "grpo.dynamic.short_batch",
+    ):
         assert where in text, where
 
 
@@ -58,7 +67,9 @@ def test_resample_refuses_groups_split_across_processes_before_anything_loads() 
     check_batch(resample, cfg, processes=2)  # 8 per process: whole groups
     with pytest.raises(ConfigError, match="whole groups on every process"):
         check_batch(resample, {**cfg, "steps_per_generation": 1}, processes=2)
-    check_batch(DynamicSampling(mode="filter"), {**cfg, "steps_per_generation": 1}, processes=2)  # the filter works on global groups
+    check_batch(
+        DynamicSampling(mode="filter"), {**cfg, "steps_per_generation": 1}, processes=2
+    )  # the filter works on global groups
 
 
 # -- what counts as flat ----------------------------------------------------------------------
@@ -129,7 +140,9 @@ def test_when_every_prompt_is_skipped_the_drawn_prompts_are_trained_and_counted_
 def test_the_plan_depends_only_on_state_step_and_seed() -> None:
     """Every process builds its own filter from the same gathered rewards: equal state must give
     equal plans, or ranks would train different prompts."""
-    filters = [PromptFilter(1000, DynamicSampling(mode="filter", visits=1, recheck_after=100), seed=7) for _ in range(2)]
+    filters = [
+        PromptFilter(1000, DynamicSampling(mode="filter", visits=1, recheck_after=100), seed=7) for _ in range(2)
+    ]
     for f in filters:
         for p in range(0, 1000, 3):
             f.observe(p, flat_group(), None, step=0)
@@ -193,7 +206,8 @@ def planted_task(folder: Path, dynamic: dict[str, Any] | None, grpo: dict[str, A
     rows = [{"question": q, "answer": "1"} for q in EASY + HARD + MID]
     (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = {
-        "name": "planted", "model": "builtin:tiny",
+        "name": "planted",
+        "model": "builtin:tiny",
         "data": {"train": "train.jsonl"},
         "prompt": {"template": "{question}="},
         "answer": {"column": "answer", "format": "tags"},
@@ -201,9 +215,18 @@ def planted_task(folder: Path, dynamic: dict[str, Any] | None, grpo: dict[str, A
         "generation": {"temperature": 1.0, "max_completion_length": 4},
         # 2 prompts per micro-batch, generation every steps_per_generation x num_iterations = 4
         # micro-steps (2 optimizer steps with accumulation 2), 4 prompts per generation.
-        "grpo": {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 2, "steps_per_generation": 2,
-                 "num_iterations": 2, "num_generations": 8, "beta": 0.0, "save_steps": 2, **(grpo or {}),
-                 **({"dynamic": dynamic} if dynamic is not None else {})},
+        "grpo": {
+            "learning_rate": 1e-3,
+            "per_device_train_batch_size": 16,
+            "gradient_accumulation_steps": 2,
+            "steps_per_generation": 2,
+            "num_iterations": 2,
+            "num_generations": 8,
+            "beta": 0.0,
+            "save_steps": 2,
+            **(grpo or {}),
+            **({"dynamic": dynamic} if dynamic is not None else {}),
+        },
     }
     (folder / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder / "task.yaml"
@@ -220,7 +243,14 @@ def seen(path: Path) -> list[list[str]]:
     return [[q for r in ranks for q in by_rank[r][k]] for k in range(len(by_rank[ranks[0]]))]
 
 
-def run_planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[str, Any] | None, steps: int, name: str = "run", resume: bool = False) -> tuple[Path, list[list[str]]]:
+def run_planted(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    dynamic: dict[str, Any] | None,
+    steps: int,
+    name: str = "run",
+    resume: bool = False,
+) -> tuple[Path, list[list[str]]]:
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, train
 
@@ -228,7 +258,17 @@ def run_planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[s
     monkeypatch.setenv("RLVR_TEST_SEEN", str(log))
     monkeypatch.syspath_prepend(str(tmp_path / "task"))
     task = load_task(planted_task(tmp_path / "task", dynamic))
-    train(task, TrainOptions(run_dir=tmp_path / name, max_steps=steps, resume=resume, no_gate_reason="dynamic sampling test", progress=False, eval_every=0))
+    train(
+        task,
+        TrainOptions(
+            run_dir=tmp_path / name,
+            max_steps=steps,
+            resume=resume,
+            no_gate_reason="dynamic sampling test",
+            progress=False,
+            eval_every=0,
+        ),
+    )
     return tmp_path / name, seen(log)
 
 
@@ -241,12 +281,16 @@ def filtered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[
     mp = pytest.MonkeyPatch()
     try:
         # 8 optimizer steps = 4 generations of 4 prompts = two epochs of the 8 prompts.
-        return run_planted(tmp_path_factory.mktemp("dyn"), mp, {"mode": "filter", "visits": 1, "recheck_after": 100}, steps=8)
+        return run_planted(
+            tmp_path_factory.mktemp("dyn"), mp, {"mode": "filter", "visits": 1, "recheck_after": 100}, steps=8
+        )
     finally:
         mp.undo()
 
 
-def test_planted_always_and_never_solved_prompts_are_not_trained_after_their_first_flat_group(filtered: tuple[Path, list[list[str]]]) -> None:
+def test_planted_always_and_never_solved_prompts_are_not_trained_after_their_first_flat_group(
+    filtered: tuple[Path, list[list[str]]],
+) -> None:
     """Two epochs: without the filter the sampler draws every prompt twice. Under accumulation 2,
     steps_per_generation 2 and num_iterations 2, each planted prompt is generated for once."""
     _, groups = filtered
@@ -263,8 +307,16 @@ def test_the_filter_logs_its_metrics_with_every_generation(filtered: tuple[Path,
     run, _ = filtered
     logs = [x for x in metrics(run) if "reward" in x]
     assert [x["step"] for x in logs] == [1, 3, 5, 7]
-    for key in ("dynamic/kept_groups", "dynamic/replaced_groups", "dynamic/starved_groups", "dynamic/skipped_prompts",
-                "dynamic/skipped_solved", "dynamic/skipped_unsolved", "dynamic/zero_std_before", "dynamic/zero_std_after"):
+    for key in (
+        "dynamic/kept_groups",
+        "dynamic/replaced_groups",
+        "dynamic/starved_groups",
+        "dynamic/skipped_prompts",
+        "dynamic/skipped_solved",
+        "dynamic/skipped_unsolved",
+        "dynamic/zero_std_before",
+        "dynamic/zero_std_after",
+    ):
         assert all(key in x for x in logs), key
     assert sum(x["dynamic/replaced_groups"] for x in logs) > 0
     assert logs[-1]["dynamic/skipped_prompts"] == 4 and logs[-1]["dynamic/skipped_solved"] == 2
@@ -273,7 +325,14 @@ def test_the_filter_logs_its_metrics_with_every_generation(filtered: tuple[Path,
 def test_the_run_config_records_the_filter_settings(filtered: tuple[Path, list[list[str]]]) -> None:
     run, _ = filtered
     cfg = yaml.safe_load((run / "config.yaml").read_text())
-    assert cfg["rlvr"]["dynamic"] == {"mode": "filter", "visits": 1, "recheck_after": 100, "epsilon": 1e-6, "max_rounds": 3, "short_batch": "kept"}
+    assert cfg["rlvr"]["dynamic"] == {
+        "mode": "filter",
+        "visits": 1,
+        "recheck_after": 100,
+        "epsilon": 1e-6,
+        "max_rounds": 3,
+        "short_batch": "kept",
+    }
 
 
 def test_every_checkpoint_holds_the_filter_state(filtered: tuple[Path, list[list[str]]]) -> None:
@@ -282,13 +341,17 @@ def test_every_checkpoint_holds_the_filter_state(filtered: tuple[Path, list[list
     assert len(state["skipped_until"]) == 4 and state["generations"] == 4
 
 
-def test_a_resumed_run_trains_the_same_prompts_and_ends_with_the_same_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_resumed_run_trains_the_same_prompts_and_ends_with_the_same_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An uninterrupted 8-step run against 4 steps, then a resume to 8 (~10 s on 2 CPU cores)."""
     dyn = {"mode": "filter", "visits": 1, "recheck_after": 100}
     whole, groups_whole = run_planted(tmp_path, monkeypatch, dyn, steps=8, name="whole")
     part, groups_a = run_planted(tmp_path, monkeypatch, dyn, steps=4, name="part")
     assert len(groups_a) == 2
-    _, groups_b = run_planted(tmp_path, monkeypatch, dyn, steps=8, name="part", resume=True)  # the same log, appended to
+    _, groups_b = run_planted(
+        tmp_path, monkeypatch, dyn, steps=8, name="part", resume=True
+    )  # the same log, appended to
     # The same prompts per generation; their order within a batch after a resume is the Trainer's
     # sampler replay (TRL reshuffles the second epoch differently after a resume), not the filter's.
     assert [sorted(g) for g in groups_b] == [sorted(g) for g in groups_whole]
@@ -312,9 +375,32 @@ def test_two_processes_make_the_same_decisions_as_one(tmp_path: Path, monkeypatc
     path = planted_task(tmp_path / "two" / "task", dyn, grpo={"per_device_train_batch_size": 8})
     log = tmp_path / "two" / "seen.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RLVR_TEST_SEEN": str(log)}
-    proc = subprocess.run([sys.executable, "-m", "rlvr.cli.main", "train", str(path), "--run-dir", str(tmp_path / "two" / "run"), "--max-steps", "8",
-                           "--no-gate", "dynamic sampling, two processes", "--eval-every", "0", "--no-progress", "--launch", "accelerate",
-                           "--num-processes", "2"], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr.cli.main",
+            "train",
+            str(path),
+            "--run-dir",
+            str(tmp_path / "two" / "run"),
+            "--max-steps",
+            "8",
+            "--no-gate",
+            "dynamic sampling, two processes",
+            "--eval-every",
+            "0",
+            "--no-progress",
+            "--launch",
+            "accelerate",
+            "--num-processes",
+            "2",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     calls = [json.loads(x) for x in log.read_text().splitlines()]
     assert {c["rank"] for c in calls} == {0, 1}
@@ -334,7 +420,9 @@ def test_resample_keeps_groups_with_variance_in_order_and_asks_for_what_the_need
     picks, need = pick_groups([[0.0, 0.0, 0.2, 0.0]], per_rank=2, ranks=2, epsilon=1e-6, short_batch="kept")
     assert need == 2
     # round 1: two groups per process (process 0: groups 0-1, process 1: groups 2-3)
-    picks, need = pick_groups([[0.0, 0.0, 0.2, 0.0], [0.4, 0.3, 0.5, 0.0]], per_rank=2, ranks=2, epsilon=1e-6, short_batch="kept")
+    picks, need = pick_groups(
+        [[0.0, 0.0, 0.2, 0.0], [0.4, 0.3, 0.5, 0.0]], per_rank=2, ranks=2, epsilon=1e-6, short_batch="kept"
+    )
     assert need == 0
     assert picks[0] == [Pick(1, 0, False, False), Pick(1, 1, False, False)]
     assert picks[1] == [Pick(0, 0, False, False), Pick(1, 0, False, False)]
@@ -368,23 +456,36 @@ def test_assemble_joins_rounds_of_different_lengths_and_masks_the_kept_fill() ->
     import torch
 
     def out(prompt_len: int, comp_len: int, base: float) -> dict:
-        return {"prompt_ids": torch.full((4, prompt_len), 7), "prompt_mask": torch.ones(4, prompt_len, dtype=torch.long),
-                "completion_ids": torch.full((4, comp_len), 9), "completion_mask": torch.ones(4, comp_len, dtype=torch.long),
-                "old_per_token_logps": torch.full((4, comp_len), base), "advantages": torch.arange(4, dtype=torch.float) + base,
-                "num_items_in_batch": torch.tensor(16)}
+        return {
+            "prompt_ids": torch.full((4, prompt_len), 7),
+            "prompt_mask": torch.ones(4, prompt_len, dtype=torch.long),
+            "completion_ids": torch.full((4, comp_len), 9),
+            "completion_mask": torch.ones(4, comp_len, dtype=torch.long),
+            "old_per_token_logps": torch.full((4, comp_len), base),
+            "advantages": torch.arange(4, dtype=torch.float) + base,
+            "num_items_in_batch": torch.tensor(16),
+        }
 
     a, b = out(3, 2, 0.0), out(2, 5, 10.0)
     got = assemble([a, b], [Pick(1, 1, False, False), Pick(0, 0, True, True)], group_size=2, pad_id=0)
     assert got["prompt_ids"].shape == (4, 3) and got["completion_ids"].shape == (4, 5)
     assert got["prompt_ids"][0].tolist() == [0, 7, 7] and got["prompt_mask"][0].tolist() == [0, 1, 1]  # left-padded
-    assert got["completion_ids"][2].tolist() == [9, 9, 0, 0, 0] and got["completion_mask"][2].tolist() == [0, 0, 0, 0, 0]  # masked fill
+    assert got["completion_ids"][2].tolist() == [9, 9, 0, 0, 0] and got["completion_mask"][2].tolist() == [
+        0,
+        0,
+        0,
+        0,
+        0,
+    ]  # masked fill
     assert got["completion_mask"][0].tolist() == [1] * 5
     assert got["advantages"].tolist() == [12.0, 13.0, 0.0, 0.0]
     assert "num_items_in_batch" not in got
 
 
 # -- resample: training on the tiny model -----------------------------------------------------
-def run_capturing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[str, Any], steps: int) -> tuple[Path, list[list[tuple[str, bool]]]]:
+def run_capturing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dynamic: dict[str, Any], steps: int
+) -> tuple[Path, list[list[tuple[str, bool]]]]:
     """A planted run that records each generation batch TRL trains on: (prompt text, whether any
     completion token of the row is in the loss) per row."""
     from rlvr.train import dynamic as dyn_module
@@ -420,7 +521,9 @@ def resampled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list
         mp.undo()
 
 
-def test_resample_never_trains_on_a_flat_group_while_groups_with_variance_are_left(resampled: tuple[Path, list[list[tuple[str, bool]]]]) -> None:
+def test_resample_never_trains_on_a_flat_group_while_groups_with_variance_are_left(
+    resampled: tuple[Path, list[list[tuple[str, bool]]]],
+) -> None:
     """Accumulation 2, steps_per_generation 2, num_iterations 2: each generation batch TRL trains
     on holds only the 'mid' prompts in its loss; a planted prompt is at most a masked fill."""
     _, trained = resampled
@@ -430,7 +533,9 @@ def test_resample_never_trains_on_a_flat_group_while_groups_with_variance_are_le
         assert in_loss and all(text.startswith("mid") for text in in_loss), batch
 
 
-def test_resample_logs_rounds_extra_completions_and_the_share_before_and_after(resampled: tuple[Path, list[list[tuple[str, bool]]]]) -> None:
+def test_resample_logs_rounds_extra_completions_and_the_share_before_and_after(
+    resampled: tuple[Path, list[list[tuple[str, bool]]]],
+) -> None:
     run, _ = resampled
     logs = [x for x in metrics(run) if "dynamic/rounds" in x]
     assert [x["step"] for x in logs] == [1, 3, 5, 7]
@@ -443,18 +548,26 @@ def test_resample_logs_rounds_extra_completions_and_the_share_before_and_after(r
 
 
 @pytest.mark.parametrize("short_batch", ["kept", "best"])
-def test_resample_with_its_rounds_spent_masks_the_flat_fill_or_trains_it_as_configured(short_batch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run, trained = run_capturing(tmp_path, monkeypatch, {"mode": "resample", "max_rounds": 1, "short_batch": short_batch}, steps=2)
+def test_resample_with_its_rounds_spent_masks_the_flat_fill_or_trains_it_as_configured(
+    short_batch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run, trained = run_capturing(
+        tmp_path, monkeypatch, {"mode": "resample", "max_rounds": 1, "short_batch": short_batch}, steps=2
+    )
     (batch,) = trained
     planted = [counted for text, counted in batch if not text.startswith("mid")]
     assert planted, "the seed's first batch draws planted prompts"
     assert all(planted) if short_batch == "best" else not any(planted)
     assert all(counted for text, counted in batch if text.startswith("mid"))
     (log,) = [x for x in metrics(run) if "dynamic/rounds" in x]
-    assert log["dynamic/rounds"] == 1 and log["dynamic/extra_completions"] == 0 and log["dynamic/starved_groups"] == len(planted) / 8
+    assert (
+        log["dynamic/rounds"] == 1
+        and log["dynamic/extra_completions"] == 0
+        and log["dynamic/starved_groups"] == len(planted) / 8
+    )
 
 
-RESAMPLE_DRIVER = '''
+RESAMPLE_DRIVER = """
 import json, os, sys
 from pathlib import Path
 from rlvr.train import dynamic as dyn
@@ -480,7 +593,7 @@ def capturing(base):
 dyn.trainer_class = capturing
 sys.path.insert(0, str(Path(sys.argv[1]).parent))
 train(load_task(sys.argv[1]), TrainOptions(run_dir=Path(sys.argv[2]), max_steps=4, no_gate_reason="resample, two processes", progress=False, eval_every=0))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -495,11 +608,29 @@ def test_resample_under_two_processes_trains_full_batches_of_groups_with_varianc
     from rlvr.models import resolve_model
 
     resolve_model("builtin:tiny")  # built once here: two processes building it at once would race
-    path = planted_task(tmp_path / "task", {"mode": "resample", "max_rounds": 4}, grpo={"per_device_train_batch_size": 8})
+    path = planted_task(
+        tmp_path / "task", {"mode": "resample", "max_rounds": 4}, grpo={"per_device_train_batch_size": 8}
+    )
     (tmp_path / "driver.py").write_text(RESAMPLE_DRIVER)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RLVR_TEST_SEEN": str(tmp_path / "seen.jsonl")}
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "--num_processes", "2", str(tmp_path / "driver.py"), str(path), str(tmp_path / "run"), str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--num_processes",
+        "2",
+        str(tmp_path / "driver.py"),
+        str(path),
+        str(tmp_path / "run"),
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     per_rank = [[json.loads(x) for x in (tmp_path / f"trained-{r}.jsonl").read_text().splitlines()] for r in (0, 1)]
@@ -519,6 +650,11 @@ def test_resample_refuses_to_join_outputs_it_does_not_know() -> None:
 
     from rlvr.errors import RunError
 
-    out = {"prompt_ids": torch.zeros(2, 1), "completion_mask": torch.ones(2, 1), "advantages": torch.zeros(2), "pixel_values": torch.zeros(2, 3)}
+    out = {
+        "prompt_ids": torch.zeros(2, 1),
+        "completion_mask": torch.ones(2, 1),
+        "advantages": torch.zeros(2),
+        "pixel_values": torch.zeros(2, 3),
+    }
     with pytest.raises(RunError, match="pixel_values"):
         assemble([out], [Pick(0, 0, False, False)], group_size=2, pad_id=0)

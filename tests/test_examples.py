@@ -18,7 +18,13 @@ import pytest
 from rlvr.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-KINDS = {"math-boxed": "math", "json-schema": "json_schema", "tool-call": "tool_call", "unit-tests": "unit_tests", "judge": "judge"}
+KINDS = {
+    "math-boxed": "math",
+    "json-schema": "json_schema",
+    "tool-call": "tool_call",
+    "unit-tests": "unit_tests",
+    "judge": "judge",
+}
 FAST = ("math-boxed", "json-schema", "tool-call", "unit-tests")  # judge needs the fake server
 
 
@@ -70,7 +76,10 @@ def calibrated_judge_example(tmp_path: Path, judge: FakeJudge, monkeypatch: pyte
     task = folder / "task.yaml"
     task.write_text(task.read_text().replace("http://127.0.0.1:8000/v1", judge.url))
     monkeypatch.chdir(folder)
-    assert main(["judge", "calibrate", "--task", "task.yaml", "--labels", "labels.jsonl", "--out", "calibration.json"]) == 0
+    assert (
+        main(["judge", "calibrate", "--task", "task.yaml", "--labels", "labels.jsonl", "--out", "calibration.json"])
+        == 0
+    )
     return task
 
 
@@ -107,7 +116,9 @@ def test_example_data_is_what_make_data_writes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", FAST)
-def test_example_passes_task_check_with_answers_inside_the_budget(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_passes_task_check_with_answers_inside_the_budget(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.lengths import check_lengths
     from rlvr.task import load_task
 
@@ -116,7 +127,9 @@ def test_example_passes_task_check_with_answers_inside_the_budget(name: str, cap
     assert check_lengths(load_task(EXAMPLES / name)).answers_over_budget == 0
 
 
-def test_the_judge_example_is_refused_until_its_judge_is_calibrated(tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_judge_example_is_refused_until_its_judge_is_calibrated(
+    tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["task", "check", str(EXAMPLES / "judge")]) == 1
     assert "no calibration record at calibration.json" in capsys.readouterr().err
@@ -126,7 +139,9 @@ def test_the_judge_example_is_refused_until_its_judge_is_calibrated(tmp_path: Pa
     assert main(["task", "check", str(task)]) == 0
 
 
-def test_the_examples_ground_truths_score_correct_under_their_own_verifier(tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_examples_ground_truths_score_correct_under_their_own_verifier(
+    tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The reference completion (what SFT trains on) is correct for every term: the data, the
     task file and the verifier agree with each other."""
     from rlvr.lengths import reference_completion
@@ -160,8 +175,24 @@ def smoke_train(task_path: Path, run_dir: Path) -> None:
     from rlvr.train import TrainOptions, train
 
     task = load_task(task_path)
-    small = {"per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "logging_steps": 1}
-    res = train(task, TrainOptions(run_dir=run_dir, max_steps=2, overrides=small, eval_every=2, eval_prompts=4, no_gate_reason="example smoke test", progress=False))
+    small = {
+        "per_device_train_batch_size": 16,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 8,
+        "logging_steps": 1,
+    }
+    res = train(
+        task,
+        TrainOptions(
+            run_dir=run_dir,
+            max_steps=2,
+            overrides=small,
+            eval_every=2,
+            eval_prompts=4,
+            no_gate_reason="example smoke test",
+            progress=False,
+        ),
+    )
     assert res.steps == 2 and (res.final_dir / "config.json").exists()
     logs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     steps = [x for x in logs if "reward" in x]
@@ -173,7 +204,9 @@ def smoke_train(task_path: Path, run_dir: Path) -> None:
 
 # Two steps of 2 prompts x 8 on builtin:tiny take 2-6 s each here: every example runs by default.
 @pytest.mark.parametrize("name", list(KINDS))
-def test_example_smoke_trains_two_steps_with_every_term_logged(name: str, tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_example_smoke_trains_two_steps_with_every_term_logged(
+    name: str, tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = fake_judge.requests
     smoke_train(example(name, tmp_path, fake_judge, monkeypatch), tmp_path / "run")
     if name == "judge":

@@ -167,7 +167,9 @@ class LLM:
 '''
 
 
-def test_vllm_adapter_passes_token_ids_seeds_each_request_and_decodes_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampler: TransformersSampler) -> None:
+def test_vllm_adapter_passes_token_ids_seeds_each_request_and_decodes_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampler: TransformersSampler
+) -> None:
     import sys
 
     (tmp_path / "vllm.py").write_text(FAKE_VLLM)
@@ -184,7 +186,10 @@ def test_vllm_adapter_passes_token_ids_seeds_each_request_and_decodes_itself(tmp
     groups = vs.sample(["1+1=", [{"role": "user", "content": "2+2"}]], n=2, temperature=0.7, max_new_tokens=5, seed=3)
     init, gen = vllm.CALLS[0], vllm.CALLS[1]
     assert init[1]["skip_tokenizer_init"] is True
-    assert [i["prompt_token_ids"] for i in gen[1]] == [prompt_ids(tok, "1+1="), prompt_ids(tok, [{"role": "user", "content": "2+2"}])]
+    assert [i["prompt_token_ids"] for i in gen[1]] == [
+        prompt_ids(tok, "1+1="),
+        prompt_ids(tok, [{"role": "user", "content": "2+2"}]),
+    ]
     assert len({p.seed for p in gen[2]}) == 2  # one seed per request, not one shared stream
     assert all(p.stop_token_ids == [tok.eos_token_id] for p in gen[2])
     stop = next(c for g in groups for c in g if c.finish_reason == "stop")

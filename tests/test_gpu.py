@@ -41,5 +41,8 @@ def test_a_grpo_step_runs_on_the_gpu(tmp_path: Path) -> None:
     from rlvr.train import TrainOptions, train
 
     task = load_task(make_task(tmp_path / "task"))
-    result = train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="gpu test", progress=False, eval_every=0))
+    result = train(
+        task,
+        TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="gpu test", progress=False, eval_every=0),
+    )
     assert result.steps == 1 and (result.final_dir / "config.json").exists()

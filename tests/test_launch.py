@@ -23,23 +23,40 @@ def test_one_gpu_runs_rlvr_train():
 
 
 def test_server_mode_splits_the_gpus_between_vllm_and_training():
-    plan = launch.plan_launch(Cluster(gpus=8, server_gpus=2, zero=3), task="t.yaml", config="p/plan.yaml", model="Qwen/Qwen2.5-7B",
-                              use_vllm=True, vllm_mode="server")
+    plan = launch.plan_launch(
+        Cluster(gpus=8, server_gpus=2, zero=3),
+        task="t.yaml",
+        config="p/plan.yaml",
+        model="Qwen/Qwen2.5-7B",
+        use_vllm=True,
+        vllm_mode="server",
+    )
     server, train = plan.commands
     assert server.startswith("CUDA_VISIBLE_DEVICES=0,1 trl vllm-serve --model Qwen/Qwen2.5-7B")
-    assert train.startswith("CUDA_VISIBLE_DEVICES=2,3,4,5,6,7 accelerate launch --config_file p/accelerate_zero3.yaml --num_processes 6")
+    assert train.startswith(
+        "CUDA_VISIBLE_DEVICES=2,3,4,5,6,7 accelerate launch --config_file p/accelerate_zero3.yaml --num_processes 6"
+    )
     assert yaml.safe_load(plan.files["accelerate_zero3.yaml"])["num_processes"] == 6
 
 
 def test_multi_node_gives_one_command_per_machine_rank():
-    plan = launch.plan_launch(Cluster(gpus=8, nodes=2, zero=3), task="t.yaml", config="plan.yaml", model="m", use_vllm=False)
+    plan = launch.plan_launch(
+        Cluster(gpus=8, nodes=2, zero=3), task="t.yaml", config="plan.yaml", model="m", use_vllm=False
+    )
     assert len(plan.commands) == 2
     assert "--machine_rank 0" in plan.commands[0] and "--machine_rank 1" in plan.commands[1]
     assert all("--num_processes 16 --num_machines 2" in c for c in plan.commands)
 
 
-@pytest.mark.parametrize(("cluster", "shipped"), [(Cluster(gpus=8, zero=3), "zero3.yaml"), (Cluster(gpus=8, zero=2), "zero2.yaml"),
-                                                  (Cluster(gpus=8, fsdp=True), "fsdp2.yaml"), (Cluster(gpus=8), "multi_gpu.yaml")])
+@pytest.mark.parametrize(
+    ("cluster", "shipped"),
+    [
+        (Cluster(gpus=8, zero=3), "zero3.yaml"),
+        (Cluster(gpus=8, zero=2), "zero2.yaml"),
+        (Cluster(gpus=8, fsdp=True), "fsdp2.yaml"),
+        (Cluster(gpus=8), "multi_gpu.yaml"),
+    ],
+)
 def test_accelerate_files_have_the_keys_of_trls_shipped_configs(cluster, shipped):
     from importlib import resources
 
@@ -53,7 +70,9 @@ def test_accelerate_files_have_the_keys_of_trls_shipped_configs(cluster, shipped
                 assert ours[section]["zero_stage"] == theirs[section]["zero_stage"]
 
 
-@pytest.mark.parametrize("cluster", [Cluster(gpus=8, zero=3), Cluster(gpus=4, fsdp=True), Cluster(gpus=8, nodes=2, zero=2), Cluster(gpus=2)])
+@pytest.mark.parametrize(
+    "cluster", [Cluster(gpus=8, zero=3), Cluster(gpus=4, fsdp=True), Cluster(gpus=8, nodes=2, zero=2), Cluster(gpus=2)]
+)
 def test_accelerate_files_load_with_accelerates_own_reader(tmp_path: Path, cluster):
     from accelerate.commands.config.config_args import load_config_from_file
 
@@ -81,10 +100,29 @@ def test_accelerate_argv_refuses_zero_processes():
 
 def test_argv_rebuilt_from_args_parses_back_to_the_same_args():
     parser = build_parser()
-    argv = ["train", "task.yaml", "--config", "p.yaml", "--max-steps", "2", "--no-gate", "smoke test", "--no-progress",
-            "--set", "beta=0.0", "--set", "seed=1", "--launch", "accelerate", "--num-processes", "2"]
+    argv = [
+        "train",
+        "task.yaml",
+        "--config",
+        "p.yaml",
+        "--max-steps",
+        "2",
+        "--no-gate",
+        "smoke test",
+        "--no-progress",
+        "--set",
+        "beta=0.0",
+        "--set",
+        "seed=1",
+        "--launch",
+        "accelerate",
+        "--num-processes",
+        "2",
+    ]
     args = parser.parse_args(argv)
-    rebuilt = launch.argv_from_args(args._train_parser, args, drop=("launch", "num_processes", "accelerate_config", "debug"))
+    rebuilt = launch.argv_from_args(
+        args._train_parser, args, drop=("launch", "num_processes", "accelerate_config", "debug")
+    )
     again = parser.parse_args(["train", *rebuilt])
     keep = {k: v for k, v in vars(args).items() if k not in ("launch", "num_processes", "_train_parser", "_run")}
     assert {k: v for k, v in vars(again).items() if k in keep} == keep
@@ -92,8 +130,16 @@ def test_argv_rebuilt_from_args_parses_back_to_the_same_args():
 
 
 def test_more_gpus_take_fewer_hours_for_the_same_work():
-    kw = dict(active_params=7_600_000_000, params=7_600_000_000, prompt_tokens=256, completion_tokens=1024, completions_per_step=256,
-              steps=100, beta=0.0, concurrent_sequences=64)
+    kw = dict(
+        active_params=7_600_000_000,
+        params=7_600_000_000,
+        prompt_tokens=256,
+        completion_tokens=1024,
+        completions_per_step=256,
+        steps=100,
+        beta=0.0,
+        concurrent_sequences=64,
+    )
     one, eight = launch.estimate_duration(gpus=1, **kw), launch.estimate_duration(gpus=8, **kw)
     assert eight.hours < one.hours and eight.gpu_hours == pytest.approx(8 * eight.hours)
     assert one.tokens_per_step == 256 * 1280
@@ -106,7 +152,20 @@ def test_num_processes_without_launch_is_one_line_and_nonzero(capsys):
 
 
 def test_launch_with_a_missing_accelerate_config_is_one_line(tmp_path: Path, capsys):
-    code = main(["train", str(ARITH), "--launch", "accelerate", "--num-processes", "2", "--accelerate-config", str(tmp_path / "no.yaml"), "--no-gate", "x"])
+    code = main(
+        [
+            "train",
+            str(ARITH),
+            "--launch",
+            "accelerate",
+            "--num-processes",
+            "2",
+            "--accelerate-config",
+            str(tmp_path / "no.yaml"),
+            "--no-gate",
+            "x",
+        ]
+    )
     assert code == 1 and "no such file" in capsys.readouterr().err
 
 
@@ -118,8 +177,29 @@ def test_grpo_runs_under_accelerate_with_two_cpu_processes(tmp_path: Path, capsy
     assert main(["plan", str(ARITH), "--gpus", "0", "-o", str(plan)]) == 0
     run_dir = tmp_path / "run"
     start = time.perf_counter()
-    code = main(["train", str(ARITH), "--config", str(plan), "--max-steps", "2", "--no-gate", "distributed smoke test", "--run-dir", str(run_dir),
-                 "--eval-every", "0", "--no-progress", "--set", "per_device_train_batch_size=16", "--launch", "accelerate", "--num-processes", "2"])
+    code = main(
+        [
+            "train",
+            str(ARITH),
+            "--config",
+            str(plan),
+            "--max-steps",
+            "2",
+            "--no-gate",
+            "distributed smoke test",
+            "--run-dir",
+            str(run_dir),
+            "--eval-every",
+            "0",
+            "--no-progress",
+            "--set",
+            "per_device_train_batch_size=16",
+            "--launch",
+            "accelerate",
+            "--num-processes",
+            "2",
+        ]
+    )
     elapsed = time.perf_counter() - start
     assert code == 0
     lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -132,8 +212,14 @@ def test_grpo_runs_under_accelerate_with_two_cpu_processes(tmp_path: Path, capsy
 
 
 def test_multi_node_server_mode_gives_the_server_a_node_of_its_own():
-    plan = launch.plan_launch(Cluster(gpus=8, nodes=3, server_gpus=8, zero=3), task="t.yaml", config="plan.yaml", model="m",
-                              use_vllm=True, vllm_mode="server")
+    plan = launch.plan_launch(
+        Cluster(gpus=8, nodes=3, server_gpus=8, zero=3),
+        task="t.yaml",
+        config="plan.yaml",
+        model="m",
+        use_vllm=True,
+        vllm_mode="server",
+    )
     server, *train = plan.commands
     assert server.startswith("# on node 2 (the vLLM server): trl vllm-serve --model m --tensor_parallel_size 8")
     assert len(train) == 2 and all("--num_processes 16 --num_machines 2" in c for c in train)

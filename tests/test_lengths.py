@@ -15,21 +15,21 @@ import pytest
 
 from rlvr.errors import ConfigError
 from rlvr.generate import Completion
-from rlvr.lengths import (
-    Spread,
-    check_lengths,
-    max_positions,
-    reference_completion,
-    require_fit,
-    truncation_reason,
-)
+from rlvr.lengths import Spread, check_lengths, max_positions, reference_completion, require_fit, truncation_reason
 from rlvr.probe import format_report, run_probe
 from rlvr.task import load_task
 
 LONG = "1234567890" * 3  # a 30-character answer: 33 tokens with its tags and EOS on builtin:tiny
 
 
-def make_task(root: Path, *, budget: int, answers: Sequence[str] = ("3", "5", "7", "9"), fmt: str = "{column: answer, format: tags}", extra: str = "") -> Path:
+def make_task(
+    root: Path,
+    *,
+    budget: int,
+    answers: Sequence[str] = ("3", "5", "7", "9"),
+    fmt: str = "{column: answer, format: tags}",
+    extra: str = "",
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     rows = [{"question": f"{i}+{i + 1}", "answer": a} for i, a in enumerate(answers)]
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -49,8 +49,19 @@ class FixedSampler:
     def __init__(self, text: str, finish_reason: str) -> None:
         self.text, self.finish_reason = text, finish_reason
 
-    def sample(self, prompts: Sequence[Any], n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: int | None = None, progress: Any = None) -> list[list[Completion]]:
-        return [[Completion(self.text, tuple(range(max_new_tokens)), self.finish_reason) for _ in range(n)] for _ in prompts]  # type: ignore[arg-type]
+    def sample(
+        self,
+        prompts: Sequence[Any],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Any = None,
+    ) -> list[list[Completion]]:
+        return [
+            [Completion(self.text, tuple(range(max_new_tokens)), self.finish_reason) for _ in range(n)] for _ in prompts
+        ]  # type: ignore[arg-type]
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -76,7 +87,10 @@ def test_reference_answers_are_measured_in_the_required_format_with_eos(tmp_path
 
 def test_a_non_string_answer_is_measured_as_compact_json(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "t", budget=16))
-    assert reference_completion(task, {"answer": {"name": "f", "arguments": {"x": 1}}}) == '<answer>{"name": "f", "arguments": {"x": 1}}</answer>'
+    assert (
+        reference_completion(task, {"answer": {"name": "f", "arguments": {"x": 1}}})
+        == '<answer>{"name": "f", "arguments": {"x": 1}}</answer>'
+    )
 
 
 def test_prompts_are_measured_as_trl_tokenizes_them(tmp_path: Path) -> None:
@@ -94,7 +108,9 @@ def test_answers_longer_than_the_budget_are_counted_and_warned_about(tmp_path: P
     assert report.problems() == []  # doubtful, not unusable
 
 
-def test_a_large_split_is_measured_on_a_seeded_sample_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_split_is_measured_on_a_seeded_sample_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rlvr import lengths
 
     monkeypatch.setattr(lengths, "MAX_ROWS", 3)
@@ -110,7 +126,9 @@ def test_chat_prompts_are_measured_with_the_chat_template(tmp_path: Path) -> Non
     from rlvr.models import build_tokenizer
 
     path = make_task(tmp_path / "t", budget=16)
-    path.write_text(path.read_text().replace("prompt: {template: '{question}='}", "prompt: {system: 'Add.', user: '{question}='}"))
+    path.write_text(
+        path.read_text().replace("prompt: {template: '{question}='}", "prompt: {system: 'Add.', user: '{question}='}")
+    )
     task = load_task(path)
     expected = len(prompt_ids(build_tokenizer(), task.render_prompt(task.load_split("train")[0])))
     assert expected > 4 and check_lengths(task).prompt.max == expected
@@ -137,11 +155,15 @@ def test_a_budget_beyond_the_models_positions_is_a_config_error_with_the_fix(tmp
 def test_probe_refuses_a_budget_beyond_the_models_positions_before_sampling(tmp_path: Path) -> None:
     sampler = FixedSampler("<answer>1</answer>", "stop")
     with pytest.raises(ConfigError, match="256 positions"):
-        run_probe(make_task(tmp_path / "t", budget=100000), out_dir=tmp_path / "out", k=2, sampler=sampler, progress=False)
+        run_probe(
+            make_task(tmp_path / "t", budget=100000), out_dir=tmp_path / "out", k=2, sampler=sampler, progress=False
+        )
     assert not (tmp_path / "out" / "samples.jsonl").exists()
 
 
-def test_train_refuses_a_budget_beyond_the_models_positions_before_weights_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_train_refuses_a_budget_beyond_the_models_positions_before_weights_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rlvr import models
     from rlvr.train import TrainOptions, train
 
@@ -149,18 +171,42 @@ def test_train_refuses_a_budget_beyond_the_models_positions_before_weights_load(
         raise AssertionError("weights were loaded before the budget was checked")
 
     monkeypatch.setattr(models, "load_model", no_weights)
-    task = load_task(make_task(tmp_path / "t", budget=100000, extra="grpo: {per_device_train_batch_size: 8, gradient_accumulation_steps: 1, num_generations: 8}\n"))
+    task = load_task(
+        make_task(
+            tmp_path / "t",
+            budget=100000,
+            extra="grpo: {per_device_train_batch_size: 8, gradient_accumulation_steps: 1, num_generations: 8}\n",
+        )
+    )
     with pytest.raises(ConfigError, match="256 positions"):
-        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="length check test", progress=False))
+        train(
+            task,
+            TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="length check test", progress=False),
+        )
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
 
 
 def test_train_checks_a_budget_set_on_the_command_line(tmp_path: Path) -> None:
     from rlvr.train import TrainOptions, train
 
-    task = load_task(make_task(tmp_path / "t", budget=8, extra="grpo: {per_device_train_batch_size: 8, gradient_accumulation_steps: 1, num_generations: 8}\n"))
+    task = load_task(
+        make_task(
+            tmp_path / "t",
+            budget=8,
+            extra="grpo: {per_device_train_batch_size: 8, gradient_accumulation_steps: 1, num_generations: 8}\n",
+        )
+    )
     with pytest.raises(ConfigError, match="100000 new tokens"):
-        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, overrides={"max_completion_length": 100000}, no_gate_reason="length check test", progress=False))
+        train(
+            task,
+            TrainOptions(
+                run_dir=tmp_path / "run",
+                max_steps=1,
+                overrides={"max_completion_length": 100000},
+                no_gate_reason="length check test",
+                progress=False,
+            ),
+        )
 
 
 # -- the probe says when truncation explains the rate ------------------------------------------
@@ -175,7 +221,9 @@ def test_probe_on_the_tiny_model_reports_the_cut_off_share_and_blames_the_budget
     n = report.n_truncated
     assert n > 8  # a random model rarely ends within 8 tokens
     assert report.route == "sft"  # the route is still the rate's ...
-    assert report.reason.startswith(f"{n} of 16 samples ({n / 16:.0%}) were cut off at max_completion_length 8")  # ... the reason leads with the cut
+    assert report.reason.startswith(
+        f"{n} of 16 samples ({n / 16:.0%}) were cut off at max_completion_length 8"
+    )  # ... the reason leads with the cut
     assert "truncation, not capability, explains" in report.reason and "at least 33" in report.reason
     text = format_report(report)
     assert f"cut off at 8 tokens (no EOS): {n}/16 = {n / 16:.0%}" in text
@@ -186,14 +234,26 @@ def test_probe_on_the_tiny_model_reports_the_cut_off_share_and_blames_the_budget
 
 
 def test_cut_off_samples_with_answers_that_fit_say_truncation_may_explain_the_rate(tmp_path: Path) -> None:
-    report = run_probe(make_task(tmp_path / "t", budget=8), out_dir=tmp_path / "out", k=2, sampler=FixedSampler("12345678", "length"), progress=False)
+    report = run_probe(
+        make_task(tmp_path / "t", budget=8),
+        out_dir=tmp_path / "out",
+        k=2,
+        sampler=FixedSampler("12345678", "length"),
+        progress=False,
+    )
     assert report.route == "sft" and report.n_truncated == 8
     assert "may explain" in report.reason and "the reference answers fit" in report.reason
     assert "No sample succeeded" in report.reason  # the rate's own reason follows
 
 
 def test_samples_that_end_leave_the_reason_unchanged(tmp_path: Path) -> None:
-    report = run_probe(make_task(tmp_path / "t", budget=8), out_dir=tmp_path / "out", k=2, sampler=FixedSampler("<answer>0</answer>", "stop"), progress=False)
+    report = run_probe(
+        make_task(tmp_path / "t", budget=8),
+        out_dir=tmp_path / "out",
+        k=2,
+        sampler=FixedSampler("<answer>0</answer>", "stop"),
+        progress=False,
+    )
     assert report.n_truncated == 0 and report.reason.startswith("No sample succeeded")
     assert "cut off at 8 tokens (no EOS): 0/8 = 0%" in format_report(report)
 
@@ -210,13 +270,26 @@ def test_sft_warns_with_the_count_of_targets_longer_than_the_budget(tmp_path: Pa
 
     task = load_task(make_task(tmp_path / "t", budget=8, answers=("3", "5", LONG, LONG, LONG, "7")))
     said: list[str] = []
-    res = run_sft(task, SftOptions(out_dir=tmp_path / "sft", overrides={"max_steps": 1, "per_device_train_batch_size": 2}, progress=False, warn=said.append))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            overrides={"max_steps": 1, "per_device_train_batch_size": 2},
+            progress=False,
+            warn=said.append,
+        ),
+    )
     assert said == list(res.warnings) and len(said) == 1
-    assert said[0].startswith("3 of 6 SFT targets are longer than generation.max_completion_length 8") and "at least 33" in said[0]
+    assert (
+        said[0].startswith("3 of 6 SFT targets are longer than generation.max_completion_length 8")
+        and "at least 33" in said[0]
+    )
     assert json.loads((tmp_path / "sft" / "rlvr_sft.json").read_text())["warnings"] == said
 
 
-def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_truncates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_truncates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.models import build_tokenizer
     from rlvr.train.sft import target_warnings
 
@@ -226,7 +299,9 @@ def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_trunca
     assert warning.startswith("1 of 2 SFT examples (prompt + target) are longer than 20 tokens (SFT max_length)")
     assert target_warnings(task, rows, build_tokenizer(), max_length=1024, positions=256) == []
     [by_positions] = target_warnings(task, rows, build_tokenizer(), max_length=1024, positions=20)
-    assert by_positions.endswith("longer than 20 tokens (the model's maximum positions): their targets are truncated during SFT")
+    assert by_positions.endswith(
+        "longer than 20 tokens (the model's maximum positions): their targets are truncated during SFT"
+    )
     from rlvr.train.sft import _stderr_warning
 
     _stderr_warning("x")
@@ -234,16 +309,23 @@ def test_sft_warns_on_stderr_by_default_and_counts_targets_its_max_length_trunca
 
 
 # -- rlvr task check ---------------------------------------------------------------------------
-def test_task_check_prints_the_lengths_and_warns_about_answers_over_the_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_task_check_prints_the_lengths_and_warns_about_answers_over_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
     assert main(["task", "check", str(make_task(tmp_path / "t", budget=8, answers=("3", LONG)))]) == 0
     out = capsys.readouterr().out
-    assert "lengths     budget 8 tokens; answers p50 4 / p95 33 / max 33; prompts p50 4 / p95 4 / max 4; model positions 256" in out
+    assert (
+        "lengths     budget 8 tokens; answers p50 4 / p95 33 / max 33; prompts p50 4 / p95 4 / max 4; model positions 256"
+        in out
+    )
     assert "warning     1 of 2 reference answers (50%) need more than max_completion_length 8" in out
 
 
-def test_task_check_refuses_a_budget_beyond_the_models_positions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_task_check_refuses_a_budget_beyond_the_models_positions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
     assert main(["task", "check", str(make_task(tmp_path / "t", budget=100000))]) == 1

@@ -15,7 +15,14 @@ needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 
 def dry_run(tmp_path: Path, *args: str) -> list[str]:
-    out = subprocess.run(["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}", *args], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        ["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return out.stdout.splitlines()
 
 

@@ -14,7 +14,17 @@ from rlvr.errors import ConfigError, ModelError
 from rlvr.plan import memory
 from rlvr.plan.memory import GB, SIZE_CLASSES, Architecture, Setting
 
-QWEN3_8B = Architecture("Qwen3-8B", layers=36, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=12288, vocab=151936, qk_norm=True)
+QWEN3_8B = Architecture(
+    "Qwen3-8B",
+    layers=36,
+    hidden=4096,
+    heads=32,
+    kv_heads=8,
+    head_dim=128,
+    intermediate=12288,
+    vocab=151936,
+    qk_norm=True,
+)
 
 
 def test_llama31_8b_kv_cache_at_20k_tokens_is_about_2_5_gb():
@@ -33,9 +43,20 @@ def test_llama31_8b_inference_weights_match_unsloths_16_gb():
     assert 2 * SIZE_CLASSES["8B"].params / GB == pytest.approx(16, rel=0.02)
 
 
-@pytest.mark.parametrize(("cls", "published_b"), [
-    ("0.5B", 0.49), ("1.5B", 1.54), ("3B", 3.09), ("7B", 7.61), ("8B", 8.03), ("14B", 14.7), ("32B", 32.5), ("70B", 70.6), ("30B-A3B", 30.5),
-])
+@pytest.mark.parametrize(
+    ("cls", "published_b"),
+    [
+        ("0.5B", 0.49),
+        ("1.5B", 1.54),
+        ("3B", 3.09),
+        ("7B", 7.61),
+        ("8B", 8.03),
+        ("14B", 14.7),
+        ("32B", 32.5),
+        ("70B", 70.6),
+        ("30B-A3B", 30.5),
+    ],
+)
 def test_size_class_parameter_counts_match_the_model_cards(cls, published_b):
     assert SIZE_CLASSES[cls].params / 1e9 == pytest.approx(published_b, rel=0.01)
 
@@ -48,8 +69,13 @@ def test_moe_active_parameters_match_the_model_card():
 # The note's worked table (prior-art-variants.md section 4): full FT 16 B/p, +copy 2 B/p, KV
 # KiB/token, fp32 logits and checkpointed activations at 16,384 tokens.
 WORKED = {
-    "0.5B": (8, 1.0, 12, 10.0, 0.7), "1.5B": (25, 3.1, 28, 10.0, 1.4), "3B": (49, 6.2, 36, 10.0, 2.4), "7B": (122, 15.2, 56, 10.0, 3.3),
-    "14B": (236, 29.5, 192, 10.0, 8.1), "32B": (524, 65.5, 256, 10.0, 10.7), "70B": (1129, 141, 320, 8.4, 21.5),
+    "0.5B": (8, 1.0, 12, 10.0, 0.7),
+    "1.5B": (25, 3.1, 28, 10.0, 1.4),
+    "3B": (49, 6.2, 36, 10.0, 2.4),
+    "7B": (122, 15.2, 56, 10.0, 3.3),
+    "14B": (236, 29.5, 192, 10.0, 8.1),
+    "32B": (524, 65.5, 256, 10.0, 10.7),
+    "70B": (1129, 141, 320, 8.4, 21.5),
 }
 
 
@@ -79,12 +105,21 @@ def test_qlora_keeps_embeddings_in_bf16():
 def test_parameter_count_from_config_matches_a_model_built_from_it(build):
     import transformers
 
-    kw = dict(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128)
+    kw = dict(
+        vocab_size=300,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+    )
     configs = {
         "qwen2": lambda: transformers.Qwen2Config(tie_word_embeddings=True, **kw),
         "llama": lambda: transformers.LlamaConfig(**kw),
         "qwen3": lambda: transformers.Qwen3Config(**kw),
-        "qwen3_moe": lambda: transformers.Qwen3MoeConfig(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=48, **kw),
+        "qwen3_moe": lambda: transformers.Qwen3MoeConfig(
+            num_experts=8, num_experts_per_tok=2, moe_intermediate_size=48, **kw
+        ),
         "mixtral": lambda: transformers.MixtralConfig(num_local_experts=4, num_experts_per_tok=2, **kw),
     }
     config = configs[build]()
@@ -167,18 +202,33 @@ def test_fixed_peft_is_respected():
 def test_config_missing_fields_lists_every_one():
     with pytest.raises(ConfigError) as err:
         Architecture.from_config({"hidden_size": 64})
-    assert {p.where for p in err.value.problems} == {"config.num_hidden_layers", "config.num_attention_heads", "config.vocab_size"}
+    assert {p.where for p in err.value.problems} == {
+        "config.num_hidden_layers",
+        "config.num_attention_heads",
+        "config.vocab_size",
+    }
 
 
 def test_load_architecture_reads_a_config_file_and_a_folder(tmp_path: Path):
-    cfg = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
+    cfg = {
+        "num_hidden_layers": 32,
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     assert memory.load_architecture(str(tmp_path / "config.json")).params == SIZE_CLASSES["8B"].params
     assert memory.load_architecture(str(tmp_path)).kv_bytes_per_token == 128 * 1024
 
 
 def test_load_architecture_accepts_class_model_name_and_hub_id():
-    assert memory.load_architecture("7b") is memory.load_architecture("Qwen2.5-7B") is memory.load_architecture("Qwen/Qwen2.5-7B")
+    assert (
+        memory.load_architecture("7b")
+        is memory.load_architecture("Qwen2.5-7B")
+        is memory.load_architecture("Qwen/Qwen2.5-7B")
+    )
 
 
 def test_unknown_model_names_the_size_classes():

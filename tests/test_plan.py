@@ -83,36 +83,73 @@ def test_plan_refuses_plain_grpo_for_a_mixture_of_experts(tmp_path: Path):
 
 
 def test_plan_accepts_gspo_for_a_mixture_of_experts(tmp_path: Path):
-    plan = build_plan(PlanRequest(task=str(ARITH), model="30B-A3B", gpus=8, variant="gspo", output=str(tmp_path / "p.yaml")))
+    plan = build_plan(
+        PlanRequest(task=str(ARITH), model="30B-A3B", gpus=8, variant="gspo", output=str(tmp_path / "p.yaml"))
+    )
     c = plan.config
     assert c["importance_sampling_level"] == "sequence" and c["steps_per_generation"] > c["gradient_accumulation_steps"]
 
 
 def test_forced_variant_on_moe_stores_the_reason(tmp_path: Path):
     out = tmp_path / "p.yaml"
-    assert main(["plan", str(ARITH), "--model", "30B-A3B", "--gpus", "8", "--force-variant", "routing replay in our fork", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                str(ARITH),
+                "--model",
+                "30B-A3B",
+                "--gpus",
+                "8",
+                "--force-variant",
+                "routing replay in our fork",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert yaml.safe_load(out.read_text())["env"]["RLVR_FORCED_VARIANT"] == "routing replay in our fork"
 
 
 def test_small_group_needs_a_justification_and_it_is_stored(tmp_path: Path, capsys):
-    task = make_task(tmp_path, {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1})
+    task = make_task(
+        tmp_path, {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}
+    )
     out = tmp_path / "p.yaml"
     assert main(["plan", str(task), "--gpus", "0", "-o", str(out)]) == 1
     assert "num_generations" in capsys.readouterr().err and not out.exists()
-    assert main(["plan", str(task), "--gpus", "0", "-o", str(out), "--justify", "num_generations=one-token answers"]) == 0
+    assert (
+        main(["plan", str(task), "--gpus", "0", "-o", str(out), "--justify", "num_generations=one-token answers"]) == 0
+    )
     assert recipe.read_config(out)[1].justifications == {"num_generations": "one-token answers"}
 
 
 def test_justification_written_in_the_task_is_stored(tmp_path: Path):
-    task = make_task(tmp_path, {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
-                                "justify": {"num_generations": "tiny model"}})
+    task = make_task(
+        tmp_path,
+        {
+            "num_generations": 4,
+            "per_device_train_batch_size": 8,
+            "gradient_accumulation_steps": 1,
+            "justify": {"num_generations": "tiny model"},
+        },
+    )
     plan = build_plan(PlanRequest(task=str(task), gpus=0, output=str(tmp_path / "p.yaml")))
     assert plan.meta.justifications == {"num_generations": "tiny model"} and "justify" not in plan.config
 
 
 def test_plan_lists_every_problem_at_once(tmp_path: Path, capsys):
-    task = make_task(tmp_path, {"num_generations": 4, "per_device_train_batch_size": 6, "gradient_accumulation_steps": 1,
-                                "learnig_rate": 1e-5, "loss_type": "ppo"})
+    task = make_task(
+        tmp_path,
+        {
+            "num_generations": 4,
+            "per_device_train_batch_size": 6,
+            "gradient_accumulation_steps": 1,
+            "learnig_rate": 1e-5,
+            "loss_type": "ppo",
+        },
+    )
     assert main(["plan", str(task), "--gpus", "0", "-o", str(tmp_path / "p.yaml")]) == 1
     err = capsys.readouterr().err
     assert "problems" in err
@@ -128,11 +165,23 @@ def test_bf16_is_refused_on_gpus_without_it(tmp_path: Path):
 
 def test_beta_with_a_config_file_model_is_refused_with_full_fine_tuning(tmp_path: Path):
     (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 300, "intermediate_size": 128}))
+    (tmp_path / "m" / "config.json").write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 2,
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "vocab_size": 300,
+                "intermediate_size": 128,
+            }
+        )
+    )
     task = make_task(tmp_path, {"beta": 0.01})
     with pytest.raises(ConfigError, match="beta"):
         build_plan(PlanRequest(task=str(task), model=str(tmp_path / "m"), gpus=1, output=str(tmp_path / "p.yaml")))
-    plan = build_plan(PlanRequest(task=str(task), model=str(tmp_path / "m"), gpus=1, peft="lora", output=str(tmp_path / "p.yaml")))
+    plan = build_plan(
+        PlanRequest(task=str(task), model=str(tmp_path / "m"), gpus=1, peft="lora", output=str(tmp_path / "p.yaml"))
+    )
     assert plan.meta.peft == "lora"
 
 
@@ -160,7 +209,9 @@ def test_dapo_plan_says_nothing_when_the_task_has_the_overlong_term(tmp_path: Pa
 
 
 def test_smaller_batch_keeps_the_completions_per_step(tmp_path: Path):
-    plan = build_plan(PlanRequest(task=str(ARITH), model="14B", gpus=1, gpu_memory_gb=80, output=str(tmp_path / "p.yaml")))
+    plan = build_plan(
+        PlanRequest(task=str(ARITH), model="14B", gpus=1, gpu_memory_gb=80, output=str(tmp_path / "p.yaml"))
+    )
     c = plan.config
     assert c["per_device_train_batch_size"] * c["gradient_accumulation_steps"] == 64  # the task's 64 x 1
 
@@ -193,7 +244,9 @@ def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
     assert grpo == dict(plan.config)  # env: (rlvr's record) is not taken for a GRPOConfig value
     hw = {"gpus": gpus * 1, "bf16": gpus > 0, "vllm": gpus > 0}
     resolved = resolve_grpo(load_task(ARITH), TrainOptions(run_dir=tmp_path / "run", config_path=out), hw)
-    assert {k: resolved[k] for k in plan.config if k not in ("report_to",)} == {k: v for k, v in plan.config.items() if k != "report_to"}
+    assert {k: resolved[k] for k in plan.config if k not in ("report_to",)} == {
+        k: v for k, v in plan.config.items() if k != "report_to"
+    }
 
 
 @pytest.mark.slow
@@ -210,12 +263,32 @@ def test_trl_grpo_trains_from_the_flat_plan(tmp_path: Path):
     data = tmp_path / "data"
     data.mkdir()
     rows = [json.loads(x) for x in (ARITH / "train.jsonl").read_text().splitlines()[:64]]
-    (data / "train.jsonl").write_text("".join(json.dumps({"prompt": r["question"] + "=", "answer": r["answer"]}) + "\n" for r in rows))
+    (data / "train.jsonl").write_text(
+        "".join(json.dumps({"prompt": r["question"] + "=", "answer": r["answer"]}) + "\n" for r in rows)
+    )
     (tmp_path / "rew.py").write_text("def length(completions, **kw):\n    return [len(c) / 10 for c in completions]\n")
     trl = Path(sys.executable).with_name("trl")
     out = tmp_path / "out"
-    proc = subprocess.run([str(trl), "grpo", "--config", str(plan), "--model_name_or_path", resolve_model("builtin:tiny"),
-                           "--dataset_name", str(data), "--reward_funcs", "rew.length", "--output_dir", str(out)],
-                          cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            str(trl),
+            "grpo",
+            "--config",
+            str(plan),
+            "--model_name_or_path",
+            resolve_model("builtin:tiny"),
+            "--dataset_name",
+            str(data),
+            "--reward_funcs",
+            "rew.length",
+            "--output_dir",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (out / "checkpoint-2").is_dir()

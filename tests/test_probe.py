@@ -38,7 +38,16 @@ class FakeSampler:
         self.calls: list[list[str]] = []
         self.fail_after_calls = fail_after_calls
 
-    def sample(self, prompts: Sequence[Any], n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: int | None = None, progress: Any = None) -> list[list[Completion]]:
+    def sample(
+        self,
+        prompts: Sequence[Any],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Any = None,
+    ) -> list[list[Completion]]:
         if self.fail_after_calls is not None and len(self.calls) >= self.fail_after_calls:
             raise KeyboardInterrupt
         self.calls.append(list(prompts))
@@ -151,14 +160,20 @@ def test_prompts_beyond_the_cap_are_a_seeded_subset_in_row_order() -> None:
 
 def test_the_probed_prompts_do_not_depend_on_the_sampling_seed(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=30)
-    a = run_probe(task, out_dir=tmp_path / "a", k=2, max_prompts=5, seed=1, sampler=FakeSampler(lambda p: 0.5), progress=False)
-    b = run_probe(task, out_dir=tmp_path / "b", k=2, max_prompts=5, seed=2, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    a = run_probe(
+        task, out_dir=tmp_path / "a", k=2, max_prompts=5, seed=1, sampler=FakeSampler(lambda p: 0.5), progress=False
+    )
+    b = run_probe(
+        task, out_dir=tmp_path / "b", k=2, max_prompts=5, seed=2, sampler=FakeSampler(lambda p: 0.5), progress=False
+    )
     assert [p.index for p in a.prompts] == [p.index for p in b.prompts] != list(range(5))
 
 
 # -- routes -----------------------------------------------------------------------------------
 def test_no_success_routes_to_sft_with_the_upper_bound(tmp_path: Path) -> None:
-    report = run_probe(make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.0), progress=False)
+    report = run_probe(
+        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.0), progress=False
+    )
     assert report.route == "sft"
     assert (report.successes, report.n_samples) == (0, 96)
     assert report.low == 0.0 and report.high == pytest.approx(wilson(0, 96)[1])
@@ -167,7 +182,9 @@ def test_no_success_routes_to_sft_with_the_upper_bound(tmp_path: Path) -> None:
 
 
 def test_intermediate_rate_routes_to_grpo(tmp_path: Path) -> None:
-    report = run_probe(make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.3), progress=False)
+    report = run_probe(
+        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.3), progress=False
+    )
     assert report.route == "grpo"
     assert 0 < report.rate < 0.9
     assert report.low < 0.3 < report.high
@@ -176,7 +193,9 @@ def test_intermediate_rate_routes_to_grpo(tmp_path: Path) -> None:
 
 
 def test_near_ceiling_routes_to_too_easy(tmp_path: Path) -> None:
-    report = run_probe(make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 1.0), progress=False)
+    report = run_probe(
+        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 1.0), progress=False
+    )
     assert report.route == "too-easy"
 
 
@@ -212,7 +231,13 @@ def test_reward_terms_that_all_error_are_reported_as_a_verifier_problem_not_a_ze
     (root / "broken_rewards.py").write_text(BROKEN)
     rewards = "  - {name: fmt, verifier: broken_rewards.always_fail, weight: 0.1}\n  - {name: correct, verifier: broken_rewards.always_fail}\n"
     # Two custom terms: either could decide success, so the task names it (issue 19).
-    report = run_probe(make_task(root, rewards=rewards, extra="success: correct\n"), out_dir=tmp_path / "out", k=4, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    report = run_probe(
+        make_task(root, rewards=rewards, extra="success: correct\n"),
+        out_dir=tmp_path / "out",
+        k=4,
+        sampler=FakeSampler(lambda p: 0.5),
+        progress=False,
+    )
     assert report.route == "fix-verifier"
     assert report.route != "sft"
     assert report.n_samples == 0 and report.n_undecided == 48
@@ -225,7 +250,13 @@ def test_undecided_samples_are_left_out_of_the_rate_and_warned_about(tmp_path: P
     root.mkdir()
     (root / "broken_rewards.py").write_text(BROKEN)
     rewards = "  - {name: format, weight: 0.1}\n  - {name: correct, verifier: broken_rewards.flaky}\n"
-    report = run_probe(make_task(root, rewards=rewards), out_dir=tmp_path / "out", k=4, sampler=FakeSampler(lambda p: 1.0), progress=False)
+    report = run_probe(
+        make_task(root, rewards=rewards),
+        out_dir=tmp_path / "out",
+        k=4,
+        sampler=FakeSampler(lambda p: 1.0),
+        progress=False,
+    )
     # answers 1, 5, 9, ... (i = 0, 2, 4, ...) error: half of the 12 prompts
     assert report.n_undecided == 24 and report.n_samples == 24
     assert report.rate == 1.0
@@ -234,7 +265,13 @@ def test_undecided_samples_are_left_out_of_the_rate_and_warned_about(tmp_path: P
 
 # -- files, resume, filter --------------------------------------------------------------------
 def test_samples_file_carries_what_the_inspection_gate_needs(tmp_path: Path) -> None:
-    run_probe(make_task(tmp_path / "t", n=3), out_dir=tmp_path / "out", k=2, sampler=FakeSampler(lambda p: 1.0), progress=False)
+    run_probe(
+        make_task(tmp_path / "t", n=3),
+        out_dir=tmp_path / "out",
+        k=2,
+        sampler=FakeSampler(lambda p: 1.0),
+        progress=False,
+    )
     lines = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 6
     first = lines[0]
@@ -266,7 +303,9 @@ def test_resume_after_an_interruption_samples_only_what_is_missing(tmp_path: Pat
     task = make_task(tmp_path / "t", n=20)  # k=16: 4 prompts a chunk, 5 chunks
     full = run_probe(task, out_dir=tmp_path / "full", k=16, sampler=FakeSampler(lambda p: 0.4), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        run_probe(task, out_dir=tmp_path / "cut", k=16, sampler=FakeSampler(lambda p: 0.4, fail_after_calls=2), progress=False)
+        run_probe(
+            task, out_dir=tmp_path / "cut", k=16, sampler=FakeSampler(lambda p: 0.4, fail_after_calls=2), progress=False
+        )
     cut = tmp_path / "cut" / "samples.jsonl"
     assert len(cut.read_text().splitlines()) == 2 * 4 * 16
     with cut.open("a") as fh:  # a line half-written when the process died
@@ -297,27 +336,62 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
 
 def test_filter_keeps_exactly_the_prompts_with_a_pass_rate_strictly_between_0_and_1(tmp_path: Path) -> None:
     probs = {0: 0.0, 1: 1.0, 2: 0.5, 3: 0.5, 4: 0.0, 5: 0.5}
-    report = run_probe(make_task(tmp_path / "t", n=6), out_dir=tmp_path / "out", k=16, filter=True, sampler=FakeSampler(lambda p: probs[index_of(p)]), progress=False)
+    report = run_probe(
+        make_task(tmp_path / "t", n=6),
+        out_dir=tmp_path / "out",
+        k=16,
+        filter=True,
+        sampler=FakeSampler(lambda p: probs[index_of(p)]),
+        progress=False,
+    )
     rows = [json.loads(x) for x in Path(report.filtered_path or "").read_text().splitlines()]
     assert [r["question"] for r in rows] == ["2+3", "3+4", "5+6"]
     assert report.n_filtered == 3
     # the filtered file is a valid training split for the same task
-    task_text = (tmp_path / "t" / "task.yaml").read_text().replace("train: train.jsonl", f"train: {report.filtered_path}")
+    task_text = (
+        (tmp_path / "t" / "task.yaml").read_text().replace("train: train.jsonl", f"train: {report.filtered_path}")
+    )
     (tmp_path / "t" / "task.yaml").write_text(task_text)
     assert len(load_task(tmp_path / "t" / "task.yaml").load_split("train")) == 3
 
 
 def test_bad_probe_settings_list_every_problem(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
-        run_probe(make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=0, max_prompts=0, sampler=FakeSampler(lambda p: 0.5), progress=False)
+        run_probe(
+            make_task(tmp_path / "t"),
+            out_dir=tmp_path / "out",
+            k=0,
+            max_prompts=0,
+            sampler=FakeSampler(lambda p: 0.5),
+            progress=False,
+        )
     assert len(err.value.problems) == 2
 
 
 def test_summarize_needs_no_model_or_files() -> None:
     stats = [PromptStat(0, 0, 8), PromptStat(1, 4, 8), PromptStat(2, 8, 8)]
-    report = summarize(stats, k=8, group_size=8, too_easy=0.9, task="t", model="m", success_term="c", temperature=1.0, max_new_tokens=8, backend="fake", seed=0)
+    report = summarize(
+        stats,
+        k=8,
+        group_size=8,
+        too_easy=0.9,
+        task="t",
+        model="m",
+        success_term="c",
+        temperature=1.0,
+        max_new_tokens=8,
+        backend="fake",
+        seed=0,
+    )
     assert report.rate == 0.5 and report.route == "grpo"
-    assert dict(report.histogram) == {"0": 1, "(0, 0.25)": 0, "[0.25, 0.5)": 0, "[0.5, 0.75)": 1, "[0.75, 1)": 0, "1": 1}
+    assert dict(report.histogram) == {
+        "0": 1,
+        "(0, 0.25)": 0,
+        "[0.25, 0.5)": 0,
+        "[0.5, 0.75)": 1,
+        "[0.75, 1)": 0,
+        "1": 1,
+    }
     # k == G: each prompt's only group of 8 is its 8 samples; 4 of 8 is never zero-variance
     assert report.zero_variance_share == pytest.approx(2 / 3)
     json.dumps(report.to_json())
@@ -349,7 +423,9 @@ def test_tiny_model_end_to_end_with_resume_and_filter(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         run_probe(task, out_dir=tmp_path / "cut", k=16, sampler=Interrupting(sampler, after=1), progress=False)
     # without a sampler: loads builtin:tiny itself, and samples only the second chunk
-    resumed = run_probe(task, out_dir=tmp_path / "cut", k=16, resume=True, filter=True, progress=False, backend="transformers")
+    resumed = run_probe(
+        task, out_dir=tmp_path / "cut", k=16, resume=True, filter=True, progress=False, backend="transformers"
+    )
     assert (tmp_path / "cut" / "samples.jsonl").read_text() == (tmp_path / "full" / "samples.jsonl").read_text()
     assert resumed.route == "sft" and resumed.n_filtered == 0
     assert Path(resumed.filtered_path or "").read_text() == ""
@@ -357,7 +433,11 @@ def test_tiny_model_end_to_end_with_resume_and_filter(tmp_path: Path) -> None:
 
 def test_chat_prompts_are_rendered_by_the_chat_template_and_stored_with_their_messages(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=2)
-    text = (tmp_path / "t" / "task.yaml").read_text().replace("prompt: {template: '{question}='}", "prompt: {system: 'Add.', user: '{question}='}")
+    text = (
+        (tmp_path / "t" / "task.yaml")
+        .read_text()
+        .replace("prompt: {template: '{question}='}", "prompt: {system: 'Add.', user: '{question}='}")
+    )
     (tmp_path / "t" / "task.yaml").write_text(text)
     report = run_probe(task, out_dir=tmp_path / "out", k=2, progress=False)
     assert report.n_samples == 4
@@ -407,7 +487,9 @@ def test_cli_probes_the_tiny_task_and_prints_the_route(tmp_path: Path, capsys: p
     assert cli(["probe", str(task), "-k", "4", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "route: SFT" in out and "0/16" in out
-    assert cli(["probe", str(task), "-k", "4", "--out", str(tmp_path / "o"), "--resume", "--json", "--no-progress"]) == 0
+    assert (
+        cli(["probe", str(task), "-k", "4", "--out", str(tmp_path / "o"), "--resume", "--json", "--no-progress"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["route"] == "sft"
 
 
@@ -431,8 +513,17 @@ def test_gpu_probe_script_runs_its_cpu_fallback_and_says_what_it_did_not_measure
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: run bench/gpu_probe.sh itself")
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "PROBE_PROMPTS": "4", "PROBE_K": "2", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(["bash", str(root / "bench" / "gpu_probe.sh")], env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "OUT": str(tmp_path),
+        "PROBE_PROMPTS": "4",
+        "PROBE_K": "2",
+        "OMP_NUM_THREADS": "1",
+    }
+    proc = subprocess.run(
+        ["bash", str(root / "bench" / "gpu_probe.sh")], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "RESULT backend=transformers device=cpu" in proc.stdout
     assert "not measured: GPU throughput" in proc.stdout

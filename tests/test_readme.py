@@ -85,7 +85,9 @@ def assert_shown(step: Step, out: str) -> None:
         if not line.strip() or line.strip() == "...":
             continue
         if "..." in line:  # each ... stands for any text (a duration, a long reason)
-            pattern = re.compile(".*?".join(re.escape(part) for part in line.split("...")) + ("" if line.endswith("...") else "$"))
+            pattern = re.compile(
+                ".*?".join(re.escape(part) for part in line.split("...")) + ("" if line.endswith("...") else "$")
+            )
             assert any(pattern.match(a) for a in actual), f"{step.command}: no line matches {line!r}:\n{out}"
         else:
             assert line in actual, f"{step.command}: the README shows {line!r}, the command printed:\n{out}"
@@ -93,11 +95,26 @@ def assert_shown(step: Step, out: str) -> None:
 
 def test_the_tutorial_has_every_step_of_the_workflow() -> None:
     shown = [" ".join(s.argv[:2]) if s.argv[0] in ("task", "inspect") else s.argv[0] for s in tutorial_steps()]
-    for step in ("task example", "task check", "probe", "sft", "inspect build", "inspect review", "inspect sign", "audit", "plan", "train", "doctor", "report"):
+    for step in (
+        "task example",
+        "task check",
+        "probe",
+        "sft",
+        "inspect build",
+        "inspect review",
+        "inspect sign",
+        "audit",
+        "plan",
+        "train",
+        "doctor",
+        "report",
+    ):
         assert step in shown, step
 
 
-def test_the_tutorial_steps_that_load_no_weights_run_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tutorial_steps_that_load_no_weights_run_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ran = []
     for step in tutorial_steps():
         if any(step.command.startswith(f"rlvr {f}") for f in FAST):
@@ -107,7 +124,9 @@ def test_the_tutorial_steps_that_load_no_weights_run_as_written(tmp_path: Path, 
 
 
 @pytest.mark.slow
-def test_the_whole_tutorial_runs_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_whole_tutorial_runs_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for step in tutorial_steps():
         assert_shown(step, run_step(step, tmp_path, capsys, monkeypatch))
     assert (tmp_path / "runs" / "mytask" / "final" / "config.json").exists()
@@ -138,7 +157,10 @@ def test_the_verifier_example_works_as_the_success_term(tmp_path: Path) -> None:
     task = load_task(path)
     assert task.success_term == "correct" and check_task(task) == []
     term = task.reward_set().terms[1].verifier
-    outcomes = [term.verify(Sample(c, row={"answer": "78"})).outcome.value for c in ("<answer>79</answer>", "<answer>80</answer>", "79")]
+    outcomes = [
+        term.verify(Sample(c, row={"answer": "78"})).outcome.value
+        for c in ("<answer>79</answer>", "<answer>80</answer>", "79")
+    ]
     assert outcomes == ["correct", "wrong", "unparseable"]
 
 
@@ -150,7 +172,11 @@ def verifier_option_rows() -> dict[str, str]:
     rows = {}
     for name, target in BUILTINS.items():
         params = inspect.signature(_import(target)).parameters.values()
-        parts = [f"`{p.name}` ({'required' if p.default is p.empty else repr(p.default)})" for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        parts = [
+            f"`{p.name}` ({'required' if p.default is p.empty else repr(p.default)})"
+            for p in params
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
         text = ", ".join(parts)
         if name == "math":  # the policy options arrive as keyword arguments
             text += "; policy: " + ", ".join(f"`{f.name}` ({f.default!r})" for f in fields(MathPolicy))
@@ -177,7 +203,10 @@ def test_every_relative_link_resolves(doc: Path) -> None:
         if not file.exists():
             broken.append(target)
         elif anchor and file.suffix == ".md":
-            slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", file.read_text(encoding="utf-8"), re.M)}
+            slugs = {
+                re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.*)$", file.read_text(encoding="utf-8"), re.M)
+            }
             if anchor not in slugs:
                 broken.append(target)
     assert broken == []
@@ -188,14 +217,20 @@ def test_the_readme_shows_every_example_task_file_as_it_is() -> None:
     examples = sorted(p.parent for p in (ROOT / "examples").glob("*/task.yaml") if p.parent.name != "arithmetic")
     assert examples
     for folder in examples:
-        assert marked_block(text, f"example:{folder.name}") == (folder / "task.yaml").read_text(encoding="utf-8"), folder.name
+        assert marked_block(text, f"example:{folder.name}") == (folder / "task.yaml").read_text(encoding="utf-8"), (
+            folder.name
+        )
 
 
 def test_the_reference_lists_every_task_file_key() -> None:
     from rlvr.task import _MOVED, _SECTION_KEYS, _TERM_KEYS, _TOP_KEYS
 
     table = section(REFERENCE.read_text(encoding="utf-8"), "The task file")
-    listed = set(re.findall(r"^\| `([\w.\[\]]+)`", table, re.M)) | {k for row in re.findall(r"^\| (`[^|]*`) \|", table, re.M) for k in re.findall(r"`([\w.\[\]]+)`", row)}
-    keys = {k for k in _TOP_KEYS if k not in _SECTION_KEYS} | {f"{s}.{k}" for s, ks in _SECTION_KEYS.items() for k in ks if (s, k) not in _MOVED}
+    listed = set(re.findall(r"^\| `([\w.\[\]]+)`", table, re.M)) | {
+        k for row in re.findall(r"^\| (`[^|]*`) \|", table, re.M) for k in re.findall(r"`([\w.\[\]]+)`", row)
+    }
+    keys = {k for k in _TOP_KEYS if k not in _SECTION_KEYS} | {
+        f"{s}.{k}" for s, ks in _SECTION_KEYS.items() for k in ks if (s, k) not in _MOVED
+    }
     keys |= {f"rewards[].{k}" for k in _TERM_KEYS} | {"grpo", "sft"}
     assert sorted(keys - listed) == []

@@ -39,13 +39,45 @@ def test_one_gpu_colocates_vllm_and_several_use_a_server():
     assert recipe.resolve({}, generation=GEN, hw={**ONE_GPU, "gpus": 4})["vllm_mode"] == "server"
 
 
-@pytest.mark.parametrize(("variant", "expected"), [
-    ("grpo", {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.01, "learning_rate": 5e-7, "num_generations": 8,
-              "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "seed": 3407}),
-    ("dapo", {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True}),
-    ("dr_grpo", {"loss_type": "dr_grpo", "scale_rewards": "none"}),
-    ("gspo", {"importance_sampling_level": "sequence", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0, "steps_per_generation": 16}),
-])
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        (
+            "grpo",
+            {
+                "loss_type": "grpo",
+                "scale_rewards": "group",
+                "beta": 0.01,
+                "learning_rate": 5e-7,
+                "num_generations": 8,
+                "per_device_train_batch_size": 8,
+                "gradient_accumulation_steps": 4,
+                "seed": 3407,
+            },
+        ),
+        (
+            "dapo",
+            {
+                "loss_type": "dapo",
+                "epsilon": 0.2,
+                "epsilon_high": 0.28,
+                "beta": 0.0,
+                "mask_truncated_completions": True,
+            },
+        ),
+        ("dr_grpo", {"loss_type": "dr_grpo", "scale_rewards": "none"}),
+        (
+            "gspo",
+            {
+                "importance_sampling_level": "sequence",
+                "epsilon": 3e-4,
+                "epsilon_high": 4e-4,
+                "beta": 0.0,
+                "steps_per_generation": 16,
+            },
+        ),
+    ],
+)
 def test_each_variant_sets_the_values_of_its_paper(variant, expected):
     cfg = recipe.resolve({}, generation=GEN, hw=ONE_GPU, variant=variant)
     assert {k: cfg[k] for k in expected} == expected
@@ -99,7 +131,9 @@ def test_trl_version_outside_the_tested_range_is_flagged():
 def test_num_generations_below_eight_needs_a_justification():
     cfg = recipe.resolve({"num_generations": 4}, generation=GEN, hw=CPU)
     assert "num_generations" in problems_at(cfg)
-    assert "num_generations" not in problems_at(cfg, justified={"num_generations": "answers are one token; groups of 4 rarely tie"})
+    assert "num_generations" not in problems_at(
+        cfg, justified={"num_generations": "answers are one token; groups of 4 rarely tie"}
+    )
 
 
 def test_a_blank_justification_is_not_a_justification():
@@ -123,7 +157,9 @@ def test_generation_batch_must_divide_by_the_global_batch():
 
 
 def test_the_process_count_enters_the_batch_arithmetic():
-    cfg = recipe.resolve({"per_device_train_batch_size": 4, "gradient_accumulation_steps": 1}, generation=GEN, hw={**ONE_GPU, "gpus": 2})
+    cfg = recipe.resolve(
+        {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 1}, generation=GEN, hw={**ONE_GPU, "gpus": 2}
+    )
     cfg["vllm_server_host"] = "127.0.0.1"
     assert "num_generations" in problems_at(cfg, target=Target(gpus=1, bf16=True))  # 4 x 1 process
     assert "num_generations" not in problems_at(cfg, target=Target(gpus=3, bf16=True, server_gpus=1))  # 4 x 2 processes
@@ -157,7 +193,11 @@ def test_server_mode_on_one_gpu_is_flagged():
 
 
 def test_server_mode_on_one_gpu_is_fine_with_a_remote_server():
-    cfg = {**recipe.resolve({}, generation=GEN, hw=ONE_GPU), "vllm_mode": "server", "vllm_server_base_url": "http://gen-node:8000"}
+    cfg = {
+        **recipe.resolve({}, generation=GEN, hw=ONE_GPU),
+        "vllm_mode": "server",
+        "vllm_server_base_url": "http://gen-node:8000",
+    }
     assert "vllm_mode" not in problems_at(cfg, target=Target(gpus=1, bf16=True))
 
 
@@ -180,7 +220,9 @@ def test_mixture_of_experts_refuses_token_level_ratios():
     moe = ModelFacts("Qwen3-30B-A3B", moe=True)
     cfg = recipe.resolve({}, generation=GEN, hw=CPU)
     assert "importance_sampling_level" in problems_at(cfg, model=moe)
-    assert "importance_sampling_level" not in problems_at(cfg, model=moe, forced_variant_reason="replaying routes in a fork")
+    assert "importance_sampling_level" not in problems_at(
+        cfg, model=moe, forced_variant_reason="replaying routes in a fork"
+    )
     gspo = recipe.resolve({}, generation=GEN, hw=CPU, variant="gspo")
     assert "importance_sampling_level" not in problems_at(gspo, model=moe)
 
@@ -191,13 +233,22 @@ def test_sequence_level_ratios_fully_on_policy_are_flagged():
 
 
 def test_enumerations_trl_checks_only_at_the_first_step_are_checked_now():
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU), "loss_type": "nope", "scale_rewards": "std", "importance_sampling_level": "seq"}
+    cfg = {
+        **recipe.resolve({}, generation=GEN, hw=CPU),
+        "loss_type": "nope",
+        "scale_rewards": "std",
+        "importance_sampling_level": "seq",
+    }
     assert {"loss_type", "scale_rewards", "importance_sampling_level"} <= problems_at(cfg)
 
 
 def test_every_problem_is_reported_at_once():
-    cfg = {**recipe.resolve({"num_generations": 4, "per_device_train_batch_size": 6}, generation=GEN, hw=ONE_GPU), "lerning_rate": 1.0,
-           "vllm_mode": "server", "loss_type": "ppo"}
+    cfg = {
+        **recipe.resolve({"num_generations": 4, "per_device_train_batch_size": 6}, generation=GEN, hw=ONE_GPU),
+        "lerning_rate": 1.0,
+        "vllm_mode": "server",
+        "loss_type": "ppo",
+    }
     with pytest.raises(ConfigError) as err:
         recipe.check(cfg, target=Target(gpus=1, bf16=False), installed_trl="2.0.0")
     where = {p.where for p in err.value.problems}
@@ -208,11 +259,17 @@ def test_every_problem_is_reported_at_once():
 
 def test_flat_config_round_trips_values_and_justifications(tmp_path: Path):
     cfg = recipe.resolve({"num_generations": 4}, generation=GEN, hw=CPU, variant="dapo")
-    meta = ConfigMeta(variant="dapo", justifications={"num_generations": "short answers"}, task="t.yaml", model="builtin:tiny")
+    meta = ConfigMeta(
+        variant="dapo", justifications={"num_generations": "short answers"}, task="t.yaml", model="builtin:tiny"
+    )
     path = recipe.write_config(tmp_path / "plan.yaml", cfg, meta, header="a plan\nline two")
     grpo, back = recipe.read_config(path)
     assert grpo == cfg
-    assert back.variant == "dapo" and back.justifications == {"num_generations": "short answers"} and back.model == "builtin:tiny"
+    assert (
+        back.variant == "dapo"
+        and back.justifications == {"num_generations": "short answers"}
+        and back.model == "builtin:tiny"
+    )
     assert path.read_text().startswith("# a plan\n# line two\n")
 
 
@@ -237,8 +294,16 @@ def test_cpu_flat_config_parses_into_a_grpo_config(tmp_path: Path, monkeypatch):
     cfg = recipe.resolve({}, generation=GEN, hw=CPU)
     path = recipe.write_config(tmp_path / "plan.yaml", cfg, ConfigMeta(justifications={"num_generations": "r"}))
     monkeypatch.delenv("RLVR_JUSTIFY_NUM_GENERATIONS", raising=False)
-    (args,) = TrlParser((GRPOConfig,)).parse_args_and_config(["--config", str(path), "--output_dir", str(tmp_path / "out")])
-    assert (args.loss_type, args.beta, args.learning_rate, args.num_generations, args.seed) == ("grpo", 0.01, 5e-7, 8, 3407)
+    (args,) = TrlParser((GRPOConfig,)).parse_args_and_config(
+        ["--config", str(path), "--output_dir", str(tmp_path / "out")]
+    )
+    assert (args.loss_type, args.beta, args.learning_rate, args.num_generations, args.seed) == (
+        "grpo",
+        0.01,
+        5e-7,
+        8,
+        3407,
+    )
     import os
 
     assert os.environ.pop("RLVR_JUSTIFY_NUM_GENERATIONS") == "r"  # TRL exported rlvr's record and ignored it
@@ -246,9 +311,20 @@ def test_cpu_flat_config_parses_into_a_grpo_config(tmp_path: Path, monkeypatch):
 
 def test_read_config_reads_a_run_directorys_config(tmp_path: Path):
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"grpo": {"loss_type": "dr_grpo", "beta": 0.0}, "rlvr": {"variant": "dr_grpo", "justification": {"num_generations": "r"}}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "grpo": {"loss_type": "dr_grpo", "beta": 0.0},
+                "rlvr": {"variant": "dr_grpo", "justification": {"num_generations": "r"}},
+            }
+        )
+    )
     grpo, meta = recipe.read_config(path)
-    assert grpo == {"loss_type": "dr_grpo", "beta": 0.0} and meta.variant == "dr_grpo" and meta.justifications == {"num_generations": "r"}
+    assert (
+        grpo == {"loss_type": "dr_grpo", "beta": 0.0}
+        and meta.variant == "dr_grpo"
+        and meta.justifications == {"num_generations": "r"}
+    )
 
 
 def test_read_config_names_the_file_when_it_is_not_a_mapping(tmp_path: Path):
@@ -279,7 +355,10 @@ def test_dapo_term_patch_builds_with_the_builtin_overlong_verifier():
     assert term["options"] == {"max_completion_length": 400, "cache": 100}
     verifier = build_verifier(term["verifier"], term["options"], AnswerFormat(), search=None)
     assert verifier.kind == "length"
-    assert recipe.term_patch("dapo", cfg, present={"overlong"}) == [] and recipe.term_patch("grpo", cfg, present=set()) == []
+    assert (
+        recipe.term_patch("dapo", cfg, present={"overlong"}) == []
+        and recipe.term_patch("grpo", cfg, present=set()) == []
+    )
 
 
 def test_dynamic_sampling_is_rlvrs_option_not_a_grpo_config_value() -> None:

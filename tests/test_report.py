@@ -65,7 +65,9 @@ def test_text_from_the_run_is_escaped_in_the_html(tmp_path: Path) -> None:
 
 def test_default_report_folder_is_inside_the_run() -> None:
     assert default_out_dir(load_run(SYN / "healthy")) == SYN / "healthy" / "report"
-    assert default_out_dir(load_run(DATA / "trl_checkpoint" / "trainer_state.json")) == DATA / "trl_checkpoint" / "report"
+    assert (
+        default_out_dir(load_run(DATA / "trl_checkpoint" / "trainer_state.json")) == DATA / "trl_checkpoint" / "report"
+    )
 
 
 def test_report_help_works(capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,7 +133,10 @@ def test_the_report_marks_a_resume_on_the_plots_and_lists_it(tmp_path: Path) -> 
 
     run, rows = _healthy_copy(tmp_path)
     cut = next(i for i, r in enumerate(rows) if r["step"] == 31)
-    rows.insert(cut, {"step": 30, "time": 1075.0, "event": "resume", "resumed_from": "checkpoint-30", "skipped": ["checkpoint-40"]})
+    rows.insert(
+        cut,
+        {"step": 30, "time": 1075.0, "event": "resume", "resumed_from": "checkpoint-30", "skipped": ["checkpoint-40"]},
+    )
     _write(run, rows)
     loaded = load_run(run)
     assert resume_steps(loaded) == [30] and len(loaded.train) == 60  # the mark is not a logged step
@@ -150,7 +155,10 @@ def test_evals_of_different_sizes_are_separate_lines_with_their_size(tmp_path: P
     loaded = load_run(run)
     sizes = [(size, list(series.steps)) for size, series in accuracy_by_size(loaded)]
     assert sizes == [(200, [0, 10, 20, 30]), (8, [40, 50, 60])]
-    assert [ln.label for ln in _lines(loaded)["accuracy"][2]] == ["held-out accuracy (n=200)", "held-out accuracy (n=8)"]
+    assert [ln.label for ln in _lines(loaded)["accuracy"][2]] == [
+        "held-out accuracy (n=200)",
+        "held-out accuracy (n=8)",
+    ]
     text = write_report(loaded, tmp_path / "out").html.read_text()
     assert "Evals of different sizes are separate lines" in text
 
@@ -176,9 +184,21 @@ def test_the_report_shows_the_gate_status_or_the_no_gate_reason(tmp_path: Path) 
 
     text = write_report(load_run(SYN / "healthy"), tmp_path).html.read_text()
     assert "<td>inspection gate</td><td>bypassed with --no-gate: synthetic fixture</td>" in text
-    passed = {"status": "passed", "reviewer": "alice", "samples": 64, "signed_at": "2026-12-01T10:00:00Z", "record": "x/gate.json"}
-    assert gate_text({"gate": passed}) == "passed (reviewer alice, 64 samples read, signed 2026-12-01T10:00:00Z, record x/gate.json)"
-    assert gate_text({"gate": {"status": "bypassed", "no_gate_reason": "smoke test"}}) == "bypassed with --no-gate: smoke test"
+    passed = {
+        "status": "passed",
+        "reviewer": "alice",
+        "samples": 64,
+        "signed_at": "2026-12-01T10:00:00Z",
+        "record": "x/gate.json",
+    }
+    assert (
+        gate_text({"gate": passed})
+        == "passed (reviewer alice, 64 samples read, signed 2026-12-01T10:00:00Z, record x/gate.json)"
+    )
+    assert (
+        gate_text({"gate": {"status": "bypassed", "no_gate_reason": "smoke test"}})
+        == "bypassed with --no-gate: smoke test"
+    )
 
 
 def test_a_stopped_run_says_why_in_the_report(tmp_path: Path) -> None:
@@ -192,8 +212,18 @@ def _dynamic_run(tmp_path: Path) -> Path:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     for r in rows:
         if "reward" in r:
-            r.update({"dynamic/zero_std_before": 0.25, "dynamic/zero_std_after": 0.05, "dynamic/kept_groups": 3.0, "dynamic/replaced_groups": 1.0,
-                      "dynamic/starved_groups": 0.0, "dynamic/skipped_prompts": 12.0, "dynamic/skipped_solved": 10.0, "dynamic/skipped_unsolved": 2.0})
+            r.update(
+                {
+                    "dynamic/zero_std_before": 0.25,
+                    "dynamic/zero_std_after": 0.05,
+                    "dynamic/kept_groups": 3.0,
+                    "dynamic/replaced_groups": 1.0,
+                    "dynamic/starved_groups": 0.0,
+                    "dynamic/skipped_prompts": 12.0,
+                    "dynamic/skipped_solved": 10.0,
+                    "dynamic/skipped_unsolved": 2.0,
+                }
+            )
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return run
 

@@ -15,7 +15,12 @@ from rlvr.rewards.combine import RewardSet, Term
 
 
 def reward_set() -> RewardSet:
-    return RewardSet([Term("format", build_verifier("format", {}, AnswerFormat()), 0.1), Term("correct", build_verifier("exact", {"column": "answer"}, AnswerFormat()), 1.0)])
+    return RewardSet(
+        [
+            Term("format", build_verifier("format", {}, AnswerFormat()), 0.1),
+            Term("correct", build_verifier("exact", {"column": "answer"}, AnswerFormat()), 1.0),
+        ]
+    )
 
 
 def batch(step: int, n: int = 16, text: str = "<answer>4</answer>") -> dict:
@@ -41,7 +46,11 @@ def test_a_step_keeps_at_most_per_step_lines_in_whole_groups(tmp_path: Path) -> 
     rows = rollouts.at_step(tmp_path, 1)
     assert len(rows) == 8  # 12 rounded down to one whole group of 8
     assert {r["rollout"]["group"] for r in rows} == {0}
-    assert rows[0]["scores"]["correct"]["outcome"] == "correct" and rows[0]["reward"] == pytest.approx(1.1) and rows[0]["masked"] is False
+    assert (
+        rows[0]["scores"]["correct"]["outcome"] == "correct"
+        and rows[0]["reward"] == pytest.approx(1.1)
+        and rows[0]["masked"] is False
+    )
     assert rows[0]["answer"] == "4" and rows[0]["completion_ids"] == [1, 2, 3]
 
 

@@ -41,14 +41,23 @@ def anything(sample):
 
 def dapo_task(tmp_path: Path) -> Task:
     [overlong] = term_patch("dapo", {"max_completion_length": 8}, {"format", "exact"})
-    return load_task(make_task(tmp_path, extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, overlong]}))
+    return load_task(
+        make_task(
+            tmp_path,
+            extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, overlong]},
+        )
+    )
 
 
 def declared_task(tmp_path: Path) -> Task:
     """Two terms that check the answer; success: names the strict one."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "lenient.py").write_text(LENIENT)
-    rewards = [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "lenient", "verifier": "lenient.anything", "weight": 0.5}]
+    rewards = [
+        {"name": "format", "weight": 0.1},
+        {"name": "correct", "verifier": "exact"},
+        {"name": "lenient", "verifier": "lenient.anything", "weight": 0.5},
+    ]
     return load_task(make_task(tmp_path, extra={"rewards": rewards, "success": "correct"}))
 
 
@@ -63,7 +72,16 @@ class WrongSampler:
 
     backend = "fake"
 
-    def sample(self, prompts: Sequence[Any], n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: int | None = None, progress: Any = None) -> list[list[Completion]]:
+    def sample(
+        self,
+        prompts: Sequence[Any],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Any = None,
+    ) -> list[list[Completion]]:
         return [[Completion(wrong(p), (1, 2, 3), "stop") for _ in range(n)] for p in prompts]
 
 
@@ -97,7 +115,11 @@ def test_gate_classes_count_the_success_term(tmp_path: Path, task_of) -> None:  
 
     task = task_of(tmp_path)
     rows = task.load_split("train")[:3]
-    scored = score(task, task.reward_set(), [Sample(wrong(task.render_prompt(r)), row=r, prompt=task.render_prompt(r)) for r in rows])
+    scored = score(
+        task,
+        task.reward_set(),
+        [Sample(wrong(task.render_prompt(r)), row=r, prompt=task.render_prompt(r)) for r in rows],
+    )
     assert [cls for _, _, cls in scored] == ["fail"] * 3
 
 
@@ -110,9 +132,15 @@ def test_doctor_reads_the_success_term_the_run_recorded(tmp_path: Path) -> None:
     # Term names the doctor's name-based guess cannot resolve: only the record says which is success.
     lines = [{"step": s, "reward": 0.5, "rewards/points/mean": 0.5, "rewards/brevity/mean": 0.0} for s in range(1, 4)]
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    (run / "config.yaml").write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-6}, "rlvr": {"reward_terms": ["points", "brevity"]}}))
+    (run / "config.yaml").write_text(
+        yaml.safe_dump({"grpo": {"learning_rate": 1e-6}, "rlvr": {"reward_terms": ["points", "brevity"]}})
+    )
     assert correctness_term(load_run(run)) is None
-    (run / "config.yaml").write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-6}, "rlvr": {"reward_terms": ["points", "brevity"], "success_term": "points"}}))
+    (run / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"grpo": {"learning_rate": 1e-6}, "rlvr": {"reward_terms": ["points", "brevity"], "success_term": "points"}}
+        )
+    )
     assert correctness_term(load_run(run)) == "points"
 
 
@@ -120,6 +148,15 @@ def test_a_command_that_counts_successes_refuses_an_ambiguous_task(tmp_path: Pat
     from rlvr.errors import ConfigError
     from rlvr.probe import run_probe
 
-    path = make_task(tmp_path / "task", extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "loose", "verifier": "math"}]})
+    path = make_task(
+        tmp_path / "task",
+        extra={
+            "rewards": [
+                {"name": "format", "weight": 0.1},
+                {"name": "correct", "verifier": "exact"},
+                {"name": "loose", "verifier": "math"},
+            ]
+        },
+    )
     with pytest.raises(ConfigError, match="could decide success"):
         run_probe(path, out_dir=tmp_path / "probe", k=2, max_prompts=2, sampler=WrongSampler(), progress=False)

@@ -28,7 +28,9 @@ def test_a_valid_task_has_no_problems(tmp_path: Path) -> None:
 
 
 def test_a_misspelt_grpo_key_suggests_the_field(tmp_path: Path) -> None:
-    [msg] = problems(tmp_path, grpo={"learning_rat": 1e-5, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1})
+    [msg] = problems(
+        tmp_path, grpo={"learning_rat": 1e-5, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}
+    )
     assert "grpo.learning_rat: not a GRPOConfig field" in msg and "did you mean 'learning_rate'" in msg
 
 
@@ -40,14 +42,23 @@ def test_a_group_below_the_floor_needs_a_justification(tmp_path: Path) -> None:
 
 
 def test_a_group_that_does_not_divide_the_batch_is_reported(tmp_path: Path) -> None:
-    grpo = {"num_generations": 3, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "justify": {"num_generations": "test"}}
+    grpo = {
+        "num_generations": 3,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "justify": {"num_generations": "test"},
+    }
     [msg] = problems(tmp_path, grpo=grpo)
     assert "not divisible by num_generations (3)" in msg
 
 
 def test_bad_stop_and_dynamic_sampling_settings_are_reported_before_training(tmp_path: Path) -> None:
-    grpo = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
-            "stop": {"masked_rate": 2, "masked_stepz": 3}, "dynamic": {"mode": "sometimes"}}
+    grpo = {
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "stop": {"masked_rate": 2, "masked_stepz": 3},
+        "dynamic": {"mode": "sometimes"},
+    }
     msgs = problems(tmp_path / "bad", grpo=grpo)
     assert any("grpo.stop.masked_rate" in m for m in msgs), msgs
     assert any("grpo.stop.masked_stepz" in m and "unknown key" in m for m in msgs), msgs
@@ -61,18 +72,24 @@ def test_a_misspelt_sft_key_suggests_the_field(tmp_path: Path) -> None:
     assert "sft.lerning_rate: not a SFTConfig field" in msg and "did you mean 'learning_rate'" in msg
 
 
-@pytest.mark.parametrize("weights,needle", [
-    ([0.1, 0.0], "rewards[1].weight: term 'correct' has weight 0"),
-    ([0.1, -1.0], "rewards[1].weight: term 'correct' has a negative weight -1"),
-    ([0.0, 0.0], "rewards: every weight is 0"),
-])
+@pytest.mark.parametrize(
+    "weights,needle",
+    [
+        ([0.1, 0.0], "rewards[1].weight: term 'correct' has weight 0"),
+        ([0.1, -1.0], "rewards[1].weight: term 'correct' has a negative weight -1"),
+        ([0.0, 0.0], "rewards: every weight is 0"),
+    ],
+)
 def test_zero_negative_and_all_zero_weights_are_problems(tmp_path: Path, weights: list[float], needle: str) -> None:
     [msg] = problems(tmp_path, rewards=[{**FORMAT, "weight": weights[0]}, {**CORRECT, "weight": weights[1]}])
     assert needle in msg
 
 
 def test_a_zero_in_grpo_reward_weights_is_a_problem(tmp_path: Path) -> None:
-    [msg] = problems(tmp_path, grpo={"reward_weights": [0.1, 0.0], "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1})
+    [msg] = problems(
+        tmp_path,
+        grpo={"reward_weights": [0.1, 0.0], "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1},
+    )
     assert "grpo.reward_weights: term 'correct' has weight 0" in msg
 
 
@@ -88,7 +105,12 @@ def test_a_format_only_reward_is_a_task_check_problem(tmp_path: Path) -> None:
 
 def test_every_unparseable_math_gold_is_named_with_its_row(tmp_path: Path) -> None:
     path = make_task(tmp_path, extra={"rewards": [FORMAT, {"name": "correct", "verifier": "math"}]})
-    rows = [{"question": "1+1", "answer": "2"}, {"question": "half", "answer": "\\frac{1}{"}, {"question": "x", "answer": "3/4"}, {"question": "y", "answer": "x^2+"}]
+    rows = [
+        {"question": "1+1", "answer": "2"},
+        {"question": "half", "answer": "\\frac{1}{"},
+        {"question": "x", "answer": "3/4"},
+        {"question": "y", "answer": "x^2+"},
+    ]
     write_rows(tmp_path / "train.jsonl", rows)
     msgs = [str(p) for p in check_task(load_task(path))]
     assert len(msgs) == 2, msgs
@@ -97,7 +119,13 @@ def test_every_unparseable_math_gold_is_named_with_its_row(tmp_path: Path) -> No
 
 
 def test_task_check_exits_1_and_lists_each_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = make_task(tmp_path, extra={"grpo": {"learning_rat": 1e-5, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1}, "sft": {"lerning_rate": 1}})
+    path = make_task(
+        tmp_path,
+        extra={
+            "grpo": {"learning_rat": 1e-5, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1},
+            "sft": {"lerning_rate": 1},
+        },
+    )
     assert main(["task", "check", str(path)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and "learning_rat" in err and "lerning_rate" in err and "2 problems" in err
@@ -106,6 +134,8 @@ def test_task_check_exits_1_and_lists_each_problem(tmp_path: Path, capsys: pytes
 def test_task_check_shows_the_success_term_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["task", "check", str(make_task(tmp_path / "a"))]) == 0
     assert "success     correct (exact; the only term that checks the answer)" in capsys.readouterr().out
-    path = make_task(tmp_path / "b", extra={"rewards": [FORMAT, CORRECT, {"name": "loose", "verifier": "math"}], "success": "loose"})
+    path = make_task(
+        tmp_path / "b", extra={"rewards": [FORMAT, CORRECT, {"name": "loose", "verifier": "math"}], "success": "loose"}
+    )
     assert main(["task", "check", str(path)]) == 0
     assert "success     loose (math; declared)" in capsys.readouterr().out

@@ -69,12 +69,82 @@ def chat_template(think_default: bool) -> str:
 
 
 # -- the training text --------------------------------------------------------------------------
-_NOUNS = ["model", "answer", "student", "teacher", "river", "garden", "number", "function", "record", "table", "city", "train",
-          "window", "letter", "problem", "result", "reward", "policy", "sample", "group", "token", "value", "question", "system"]
-_VERBS = ["checks", "writes", "reads", "counts", "returns", "finds", "keeps", "builds", "opens", "closes", "moves", "takes", "adds",
-          "explains", "computes", "verifies", "samples", "prints"]
-_ADJ = ["small", "large", "careful", "quick", "old", "new", "correct", "wrong", "short", "long", "bright", "quiet", "simple", "exact"]
-_NAMES = ["Ada", "Alan", "Grace", "Linus", "Marie", "Emmy", "Noether", "Turing", "Hopper", "Euler", "Gauss", "Ramanujan"]
+_NOUNS = [
+    "model",
+    "answer",
+    "student",
+    "teacher",
+    "river",
+    "garden",
+    "number",
+    "function",
+    "record",
+    "table",
+    "city",
+    "train",
+    "window",
+    "letter",
+    "problem",
+    "result",
+    "reward",
+    "policy",
+    "sample",
+    "group",
+    "token",
+    "value",
+    "question",
+    "system",
+]
+_VERBS = [
+    "checks",
+    "writes",
+    "reads",
+    "counts",
+    "returns",
+    "finds",
+    "keeps",
+    "builds",
+    "opens",
+    "closes",
+    "moves",
+    "takes",
+    "adds",
+    "explains",
+    "computes",
+    "verifies",
+    "samples",
+    "prints",
+]
+_ADJ = [
+    "small",
+    "large",
+    "careful",
+    "quick",
+    "old",
+    "new",
+    "correct",
+    "wrong",
+    "short",
+    "long",
+    "bright",
+    "quiet",
+    "simple",
+    "exact",
+]
+_NAMES = [
+    "Ada",
+    "Alan",
+    "Grace",
+    "Linus",
+    "Marie",
+    "Emmy",
+    "Noether",
+    "Turing",
+    "Hopper",
+    "Euler",
+    "Gauss",
+    "Ramanujan",
+]
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
 
@@ -83,11 +153,34 @@ def _sentence(rng: random.Random) -> str:
     if rng.random() < 0.3:
         subj = rng.choice(_NAMES)
     obj = f"{rng.choice(['the', 'a', 'one', 'each'])} {rng.choice(_NOUNS)}"
-    tail = rng.choice(["", f" in {rng.randint(2, 99)} steps", f" before the {rng.choice(_NOUNS)}", ", and it is done", " again"])
+    tail = rng.choice(
+        ["", f" in {rng.randint(2, 99)} steps", f" before the {rng.choice(_NOUNS)}", ", and it is done", " again"]
+    )
     return f"{subj} {rng.choice(_VERBS)} {obj}{tail}{rng.choice(['.', '.', '.', '!', '?'])}"
 
 
-_SYLLABLES = ["ka", "ro", "mi", "ten", "sul", "ba", "dor", "ve", "lin", "qu", "ar", "es", "om", "pri", "sta", "nel", "gu", "tor", "ish", "ent"]
+_SYLLABLES = [
+    "ka",
+    "ro",
+    "mi",
+    "ten",
+    "sul",
+    "ba",
+    "dor",
+    "ve",
+    "lin",
+    "qu",
+    "ar",
+    "es",
+    "om",
+    "pri",
+    "sta",
+    "nel",
+    "gu",
+    "tor",
+    "ish",
+    "ent",
+]
 
 
 def _word(rng: random.Random) -> str:
@@ -114,16 +207,20 @@ def _arith_text(rng: random.Random) -> str:
 def _code(rng: random.Random) -> str:
     name = rng.choice(["add", "count", "total", "check", "parse", "mean", "first", "last", "solve"])
     arg = rng.choice(["xs", "n", "text", "row", "items"])
-    body = rng.choice([
-        f"    return sum({arg})",
-        f"    if not {arg}:\n        return None\n    return {arg}[0]",
-        f"    out = []\n    for x in {arg}:\n        out.append(x * {rng.randint(2, 9)})\n    return out",
-        f"    return len({arg}) > {rng.randint(0, 9)}",
-        f"    total = 0\n    for i in range({arg}):\n        total += i\n    return total",
-    ])
+    body = rng.choice(
+        [
+            f"    return sum({arg})",
+            f"    if not {arg}:\n        return None\n    return {arg}[0]",
+            f"    out = []\n    for x in {arg}:\n        out.append(x * {rng.randint(2, 9)})\n    return out",
+            f"    return len({arg}) > {rng.randint(0, 9)}",
+            f"    total = 0\n    for i in range({arg}):\n        total += i\n    return total",
+        ]
+    )
     test = f"assert {name}([{rng.randint(0, 9)}, {rng.randint(0, 9)}]) == {rng.randint(0, 20)}"
-    html = f"<div class=\"{rng.choice(_NOUNS)}\">{rng.choice(_NAMES)}</div>"
-    return rng.choice([f"def {name}({arg}):\n{body}\n\n{test}\n", f"```python\ndef {name}({arg}):\n{body}\n```\n", html + "\n"])
+    html = f'<div class="{rng.choice(_NOUNS)}">{rng.choice(_NAMES)}</div>'
+    return rng.choice(
+        [f"def {name}({arg}):\n{body}\n\n{test}\n", f"```python\ndef {name}({arg}):\n{body}\n```\n", html + "\n"]
+    )
 
 
 def _json(rng: random.Random) -> str:
@@ -159,18 +256,26 @@ def train_tokenizer(spec: BpeSpec = BpeSpec(), *, think_default: bool = False) -
 
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=spec.vocab_size, min_frequency=2, show_progress=False,
-        special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=spec.vocab_size,
+        min_frequency=2,
+        show_progress=False,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(corpus(spec), trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, padding_side="left", pad_token=PAD, eos_token=IM_END,
+        tokenizer_object=tok,
+        padding_side="left",
+        pad_token=PAD,
+        eos_token=IM_END,
         additional_special_tokens=[IM_START, IM_END],
     )
     fast.chat_template = chat_template(think_default)

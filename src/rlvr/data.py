@@ -18,7 +18,9 @@ def decode_utf8(data: bytes, path: str | Path) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-        raise DataError(f"{path}:{line}: not UTF-8: byte 0x{data[exc.start]:02x} at byte {column} of line {line} (byte offset {exc.start} in the file)") from None
+        raise DataError(
+            f"{path}:{line}: not UTF-8: byte 0x{data[exc.start]:02x} at byte {column} of line {line} (byte offset {exc.start} in the file)"
+        ) from None
 
 
 def read_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -33,7 +35,9 @@ def read_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(f"{p}:{lineno}: not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start} of line {lineno} (byte offset {offset + exc.start} in the file)") from None
+                raise DataError(
+                    f"{p}:{lineno}: not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start} of line {lineno} (byte offset {offset + exc.start} in the file)"
+                ) from None
             offset += len(raw)
             if not line.strip():
                 continue

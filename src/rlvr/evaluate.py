@@ -49,11 +49,23 @@ class EvalResult:
     def raise_if_undecided(self, what: str = "held-out eval") -> None:
         """``RunError`` when the eval decided no sample: an accuracy of 0/0 is not a result."""
         if self.n == 0 and self.masked:
-            raise RunError(f"{what}: the success term could not decide any of the {self.masked} samples (all masked{': ' + self.error if self.error else ''}); "
-                           "fix the reward (rlvr score on a few completions shows each verdict) before training on it")
+            raise RunError(
+                f"{what}: the success term could not decide any of the {self.masked} samples (all masked{': ' + self.error if self.error else ''}); "
+                "fix the reward (rlvr score on a few completions shows each verdict) before training on it"
+            )
 
 
-def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 64, seed: int | None = None) -> list[tuple[str, list[int]]]:
+def generate_texts(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Any],
+    *,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    batch_size: int = 64,
+    seed: int | None = None,
+) -> list[tuple[str, list[int]]]:
     """One completion per prompt: (text decoded without special tokens, token ids up to EOS)."""
     import torch
 
@@ -70,12 +82,26 @@ def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_ne
     out: list[tuple[str, list[int]]] = []
     try:
         for i in range(0, len(prompts), batch_size):
-            batch = [p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts[i : i + batch_size]]
+            batch = [
+                p
+                if isinstance(p, str)
+                else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+                for p in prompts[i : i + batch_size]
+            ]
             enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            kw: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "eos_token_id": stop, "repetition_penalty": 1.0}
+            kw: dict[str, Any] = {
+                "max_new_tokens": max_new_tokens,
+                "pad_token_id": tokenizer.pad_token_id,
+                "eos_token_id": stop,
+                "repetition_penalty": 1.0,
+            }
             # Explicit top_k and repetition_penalty: a checkpoint's generation_config (Qwen2.5's top_k 20,
             # repetition_penalty 1.05) fills every value left unset, and would change what the eval measures.
-            kw.update({"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if temperature > 0 else {"do_sample": False})
+            kw.update(
+                {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+                if temperature > 0
+                else {"do_sample": False}
+            )
             with torch.no_grad():
                 gen = model.generate(**enc, **kw)
             for row in gen[:, enc["input_ids"].shape[1] :].tolist():
@@ -90,7 +116,16 @@ def generate_texts(model: Any, tokenizer: Any, prompts: Sequence[Any], *, max_ne
     return out
 
 
-def evaluate(model: Any, tokenizer: Any, task: Task, rows: Sequence[Mapping[str, Any]], *, temperature: float | None = None, max_new_tokens: int | None = None, seed: int | None = None) -> EvalResult:
+def evaluate(
+    model: Any,
+    tokenizer: Any,
+    task: Task,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float | None = None,
+    max_new_tokens: int | None = None,
+    seed: int | None = None,
+) -> EvalResult:
     """Verified accuracy of ``model`` on ``rows`` under the task's success term."""
     temperature = task.eval.temperature if temperature is None else temperature
     max_new_tokens = max_new_tokens or task.generation.max_completion_length
@@ -99,7 +134,10 @@ def evaluate(model: Any, tokenizer: Any, task: Task, rows: Sequence[Mapping[str,
     verifier = next(t.verifier for t in rewards.terms if t.name == term)
     prompts = [task.render_prompt(r) for r in rows]
     gens = generate_texts(model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-    samples = [Sample(completion=text, row=row, prompt=str(p), completion_ids=ids) for (text, ids), row, p in zip(gens, rows, prompts, strict=True)]
+    samples = [
+        Sample(completion=text, row=row, prompt=str(p), completion_ids=ids)
+        for (text, ids), row, p in zip(gens, rows, prompts, strict=True)
+    ]
     verdicts = verifier.verify_batch(samples)
     lengths = [len(ids) for _, ids in gens]
     ok = [v.outcome is Outcome.CORRECT for v in verdicts]

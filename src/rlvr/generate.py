@@ -85,11 +85,19 @@ class Sampler(Protocol):
 def _check_args(n: int, temperature: float, max_new_tokens: int, top_p: float) -> None:
     problems = []
     if not isinstance(n, int) or n < 1:
-        problems.append(Problem("n", f"must be a positive integer, got {n!r}", "ask for at least one completion per prompt"))
+        problems.append(
+            Problem("n", f"must be a positive integer, got {n!r}", "ask for at least one completion per prompt")
+        )
     if temperature < 0:
-        problems.append(Problem("temperature", f"must be >= 0, got {temperature}", "0 is greedy; the recipe samples at 0.7"))
+        problems.append(
+            Problem("temperature", f"must be >= 0, got {temperature}", "0 is greedy; the recipe samples at 0.7")
+        )
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        problems.append(Problem("max_new_tokens", f"must be a positive integer, got {max_new_tokens!r}", "a token budget such as 256"))
+        problems.append(
+            Problem(
+                "max_new_tokens", f"must be a positive integer, got {max_new_tokens!r}", "a token budget such as 256"
+            )
+        )
     if not 0 < top_p <= 1:
         problems.append(Problem("top_p", f"must be in (0, 1], got {top_p}", "1.0 disables nucleus sampling"))
     if problems:
@@ -101,7 +109,9 @@ def prompt_ids(tokenizer: Any, prompt: Prompt) -> list[int]:
     if isinstance(prompt, str):
         return list(tokenizer(prompt)["input_ids"])
     if getattr(tokenizer, "chat_template", None) is None:
-        raise ModelError("a chat prompt needs a tokenizer with a chat template; this tokenizer has none (use prompt.template for plain-text prompts)")
+        raise ModelError(
+            "a chat prompt needs a tokenizer with a chat template; this tokenizer has none (use prompt.template for plain-text prompts)"
+        )
     out = tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=True, return_dict=True)
     ids = out["input_ids"]
     if ids and isinstance(ids[0], list):  # some versions batch a single conversation
@@ -132,7 +142,9 @@ def _saved_generation_config(model_path: str) -> Any:
         return None
 
 
-def _cut(ids: Sequence[int], eos: set[int], pad: int | None, max_new_tokens: int) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
+def _cut(
+    ids: Sequence[int], eos: set[int], pad: int | None, max_new_tokens: int
+) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
     """Generated ids up to and including the first EOS; padding after it dropped."""
     for i, t in enumerate(ids):
         if t in eos:
@@ -200,7 +212,9 @@ class TransformersSampler:
                 self.model.train()
         return out
 
-    def _generate(self, chunk: list[list[int]], n: int, temperature: float, max_new_tokens: int, top_p: float) -> list[list[Completion]]:
+    def _generate(
+        self, chunk: list[list[int]], n: int, temperature: float, max_new_tokens: int, top_p: float
+    ) -> list[list[Completion]]:
         import torch
 
         pad = self.tokenizer.pad_token_id
@@ -250,14 +264,27 @@ class VllmSampler:
 
     backend = "vllm"
 
-    def __init__(self, model_path: str, tokenizer: Any, *, gpu_memory_utilization: float = 0.5, dtype: str = "auto", max_model_len: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        tokenizer: Any,
+        *,
+        gpu_memory_utilization: float = 0.5,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+    ) -> None:
         try:
             from vllm import LLM
         except Exception as exc:  # noqa: BLE001 - an import of vLLM can fail in many ways
             raise ModelError(f"the vllm backend needs vLLM installed and working: {type(exc).__name__}: {exc}") from exc
         self.tokenizer = tokenizer
         self.eos = _eos_ids(tokenizer, _saved_generation_config(model_path))
-        kw: dict[str, Any] = {"model": model_path, "gpu_memory_utilization": gpu_memory_utilization, "dtype": dtype, "skip_tokenizer_init": True}
+        kw: dict[str, Any] = {
+            "model": model_path,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "dtype": dtype,
+            "skip_tokenizer_init": True,
+        }
         if max_model_len:
             kw["max_model_len"] = max_model_len
         try:
@@ -282,8 +309,14 @@ class VllmSampler:
         # correlating outcomes across prompts (the probe's interval assumes independence).
         params = [
             SamplingParams(
-                n=n, temperature=temperature, top_p=top_p, top_k=-1 if temperature else 1, max_tokens=max_new_tokens,
-                seed=None if seed is None else seed * 100_003 + i, stop_token_ids=sorted(self.eos), detokenize=False,
+                n=n,
+                temperature=temperature,
+                top_p=top_p,
+                top_k=-1 if temperature else 1,
+                max_tokens=max_new_tokens,
+                seed=None if seed is None else seed * 100_003 + i,
+                stop_token_ids=sorted(self.eos),
+                detokenize=False,
             )
             for i in range(len(prompts))
         ]
@@ -340,7 +373,9 @@ def make_sampler(
 
     if backend == "vllm" and not vllm_available():
         reason = "vLLM is not installed" if importlib.util.find_spec("vllm") is None else "no CUDA GPU is visible"
-        raise ConfigError(Problem("backend", f"the vllm backend is unavailable: {reason}", "use backend transformers (or auto)"))
+        raise ConfigError(
+            Problem("backend", f"the vllm backend is unavailable: {reason}", "use backend transformers (or auto)")
+        )
     tokenizer = load_tokenizer(model_ref)
     if backend == "vllm" or (backend == "auto" and vllm_available()):
         return VllmSampler(resolve_model(model_ref), tokenizer, gpu_memory_utilization=gpu_memory_utilization)

@@ -98,8 +98,18 @@ class LengthReport:
         if not self.overflow:
             return []
         room = (self.max_positions or 0) - self.prompt.max
-        fix = f"set generation.max_completion_length to at most {room}" if room > 0 else "shorten the prompts or use a model with more positions"
-        return [Problem(where, f"{self.budget} new tokens after prompts of up to {self.prompt.max} tokens exceed the {self.max_positions} positions of {self.model}", fix)]
+        fix = (
+            f"set generation.max_completion_length to at most {room}"
+            if room > 0
+            else "shorten the prompts or use a model with more positions"
+        )
+        return [
+            Problem(
+                where,
+                f"{self.budget} new tokens after prompts of up to {self.prompt.max} tokens exceed the {self.max_positions} positions of {self.model}",
+                fix,
+            )
+        ]
 
     def warnings(self) -> list[str]:
         """What makes the budget doubtful without making it unusable."""
@@ -112,25 +122,37 @@ class LengthReport:
                 f"ends; raise generation.max_completion_length to at least {self.answer.max}"
             )
         if self.think in ("required", "prefilled"):
-            out.append(f"the format requires a think block: the reference answers carry an empty one, so reasoning needs tokens beyond {self.answer.p95}")
+            out.append(
+                f"the format requires a think block: the reference answers carry an empty one, so reasoning needs tokens beyond {self.answer.p95}"
+            )
         mismatch = _think_mismatch(self.think, self.prompt_opens_think)
         if mismatch:
             out.append(mismatch)
         if self.training_prompt_differs:
-            out.append("grpo.chat_template_kwargs changes the rendered prompt, and only TRL's training reads it: the probe, the gate, "
-                       "the held-out eval and SFT render prompts without it and measure another prompt than the one trained on; "
-                       "use a model whose chat template does this by default (e.g. builtin:small-think opens <think>)")
+            out.append(
+                "grpo.chat_template_kwargs changes the rendered prompt, and only TRL's training reads it: the probe, the gate, "
+                "the held-out eval and SFT render prompts without it and measure another prompt than the one trained on; "
+                "use a model whose chat template does this by default (e.g. builtin:small-think opens <think>)"
+            )
         return out
 
     def summary(self) -> str:
-        positions = f"model positions {self.max_positions}" if self.max_positions is not None else "model positions unknown"
+        positions = (
+            f"model positions {self.max_positions}" if self.max_positions is not None else "model positions unknown"
+        )
         sampled = f" (a sample of {self.n_rows} of {self.n_total} rows)" if self.n_rows < self.n_total else ""
         return f"budget {self.budget} tokens; answers {self.answer}; prompts {self.prompt}; {positions}{sampled}"
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "model": self.model, "budget": self.budget, "max_positions": self.max_positions, "n_rows": self.n_rows, "n_total": self.n_total,
-            "prompt": vars(self.prompt), "answer": vars(self.answer), "answers_over_budget": self.answers_over_budget,
+            "model": self.model,
+            "budget": self.budget,
+            "max_positions": self.max_positions,
+            "n_rows": self.n_rows,
+            "n_total": self.n_total,
+            "prompt": vars(self.prompt),
+            "answer": vars(self.answer),
+            "answers_over_budget": self.answers_over_budget,
         }
 
 
@@ -140,11 +162,15 @@ def _think_mismatch(think: str, opens: bool | None) -> str | None:
     if opens is None:
         return None
     if think == "prefilled" and not opens:
-        return ("answer.think is prefilled, but the rendered prompt does not end with <think> (the chat template does not open the block): "
-                "a completion that opens it fails the format; use think: required, or a model whose template opens <think>")
+        return (
+            "answer.think is prefilled, but the rendered prompt does not end with <think> (the chat template does not open the block): "
+            "a completion that opens it fails the format; use think: required, or a model whose template opens <think>"
+        )
     if opens and think in ("none", "required"):
-        return (f"the rendered prompt ends with <think> (the chat template opened the block), so completions start inside it and never "
-                f"write <think>: think: {think} fails every one of them; use think: prefilled (or optional)")
+        return (
+            f"the rendered prompt ends with <think> (the chat template opened the block), so completions start inside it and never "
+            f"write <think>: think: {think} fails every one of them; use think: prefilled (or optional)"
+        )
     return None
 
 
@@ -204,7 +230,15 @@ def measure(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> tup
     return prompts, [len(ids) + 1 for ids in encoded]
 
 
-def check_lengths(task: Any, model: str | None = None, *, tokenizer: Any = None, positions: int | None = None, budget: int | None = None, rows: Sequence[Mapping[str, Any]] | None = None) -> LengthReport:
+def check_lengths(
+    task: Any,
+    model: str | None = None,
+    *,
+    tokenizer: Any = None,
+    positions: int | None = None,
+    budget: int | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+) -> LengthReport:
     """Measure the task's train split against its budget and the model (``model`` default: the
     task's). Raises nothing for a bad budget: see ``LengthReport.problems`` and ``require_fit``."""
     model_ref = model or task.model

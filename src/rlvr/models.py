@@ -60,15 +60,24 @@ class TinySpec:
 # Generation defaults of the BPE built-ins, Qwen2.5-Instruct's: a tool that leaves them in force
 # samples from a different distribution than the one it asked for.
 SMALL_GENERATION = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05}
-_SMALL = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, intermediate_size=768,
-              max_position_embeddings=1024, tokenizer="bpe")
+_SMALL = dict(
+    hidden_size=256,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=768,
+    max_position_embeddings=1024,
+    tokenizer="bpe",
+)
 
 
 # Measured on 2 CPU cores: 128 hidden x 2 layers (~0.5 M parameters) SFTs to a partial pass rate
 # in seconds and GRPO lifts it in minutes; 4 M parameters was too slow to SFT in the demo budget.
 BUILTIN_MODELS: dict[str, TinySpec] = {
     "tiny": TinySpec(),
-    "tiny-wide": TinySpec(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4, intermediate_size=1024),
+    "tiny-wide": TinySpec(
+        hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4, intermediate_size=1024
+    ),
     "small": TinySpec(**_SMALL),
     "small-think": TinySpec(**_SMALL, think_default=True),
 }
@@ -186,7 +195,9 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
         max_position_embeddings=spec.max_position_embeddings,
         tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id if tok.bos_token_id is not None else tok.pad_token_id,  # Qwen2.5 names <|endoftext|> here
+        bos_token_id=tok.bos_token_id
+        if tok.bos_token_id is not None
+        else tok.pad_token_id,  # Qwen2.5 names <|endoftext|> here
         eos_token_id=tok.eos_token_id,
     )
     state = torch.random.get_rng_state()
@@ -236,7 +247,10 @@ def load_tokenizer(ref: str) -> Any:
     path = resolve_model(ref)
     cfg = Path(path) / "tokenizer_config.json"
     try:
-        if cfg.exists() and json.loads(cfg.read_text()).get("tokenizer_class") in ("PreTrainedTokenizerFast", "TokenizersBackend"):
+        if cfg.exists() and json.loads(cfg.read_text()).get("tokenizer_class") in (
+            "PreTrainedTokenizerFast",
+            "TokenizersBackend",
+        ):
             from transformers import PreTrainedTokenizerFast
 
             tok = PreTrainedTokenizerFast.from_pretrained(path)

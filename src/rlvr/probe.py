@@ -65,7 +65,14 @@ ROUTES = ("sft", "grpo", "too-easy", "fix-verifier")
 Z95 = 1.959963984540054
 # A share of undecided samples above which the report warns even though it can still route.
 ERROR_WARN_SHARE = 0.05
-HIST_BINS = ((0.0, 0.0, "0"), (0.0, 0.25, "(0, 0.25)"), (0.25, 0.5, "[0.25, 0.5)"), (0.5, 0.75, "[0.5, 0.75)"), (0.75, 1.0, "[0.75, 1)"), (1.0, 1.0, "1"))
+HIST_BINS = (
+    (0.0, 0.0, "0"),
+    (0.0, 0.25, "(0, 0.25)"),
+    (0.25, 0.5, "[0.25, 0.5)"),
+    (0.5, 0.75, "[0.5, 0.75)"),
+    (0.75, 1.0, "[0.75, 1)"),
+    (1.0, 1.0, "1"),
+)
 
 
 # -- statistics -------------------------------------------------------------------------------
@@ -224,7 +231,11 @@ def summarize(
     counts = [(p.successes, p.n) for p in prompts]
     route, reason = decide(s, n, undecided, too_easy=too_easy)
     total = n + undecided
-    cut = truncation_reason(n_truncated, total, int(meta.get("max_new_tokens") or 0), length_report) if route in ("sft", "grpo") else None
+    cut = (
+        truncation_reason(n_truncated, total, int(meta.get("max_new_tokens") or 0), length_report)
+        if route in ("sft", "grpo")
+        else None
+    )
     if cut:
         reason = f"{cut} {reason}"
     warnings = list(length_report.warnings()) if length_report is not None else []
@@ -275,7 +286,9 @@ def format_report(report: ProbeReport) -> str:
         lines.append(f"  undecided (verifier errors, not counted): {report.n_undecided}")
     total = report.n_samples + report.n_undecided
     if total:
-        lines.append(f"  cut off at {report.max_new_tokens} tokens (no EOS): {report.n_truncated}/{total} = {report.n_truncated / total:.0%}")
+        lines.append(
+            f"  cut off at {report.max_new_tokens} tokens (no EOS): {report.n_truncated}/{total} = {report.n_truncated / total:.0%}"
+        )
     if report.lengths:
         ln = report.lengths
         lines.append(
@@ -297,7 +310,9 @@ def format_report(report: ProbeReport) -> str:
     for w in report.warnings:
         lines.append(f"  warning: {w}")
     if report.filtered_path:
-        lines.append(f"  filtered prompt set: {report.n_filtered} rows in {report.filtered_path} (point data.train at it)")
+        lines.append(
+            f"  filtered prompt set: {report.n_filtered} rows in {report.filtered_path} (point data.train at it)"
+        )
     lines.append(f"  files: {report.out_dir}")
     return "\n".join(lines)
 
@@ -340,7 +355,9 @@ def _read_done(path: Path, k: int, chunk: int, indices: list[int]) -> tuple[list
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:
-            raise RunError(f"{path}: line {len(records) + 1} is not valid JSON; the file was edited, not just interrupted: move it away to start over") from None
+            raise RunError(
+                f"{path}: line {len(records) + 1} is not valid JSON; the file was edited, not just interrupted: move it away to start over"
+            ) from None
         records.append(rec)
         pos += len(line)
         offsets.append(pos)
@@ -355,14 +372,18 @@ def _read_done(path: Path, k: int, chunk: int, indices: list[int]) -> tuple[list
     for i, rec in enumerate(records[:full]):
         expected = indices[i // k]
         if rec.get("prompt_index") != expected:
-            raise RunError(f"{path}: line {i + 1} has prompt_index {rec.get('prompt_index')}, expected {expected}: the file does not match probe.json; move it away to start over")
+            raise RunError(
+                f"{path}: line {i + 1} has prompt_index {rec.get('prompt_index')}, expected {expected}: the file does not match probe.json; move it away to start over"
+            )
     if keep < len(raw):
         with path.open("r+b") as fh:
             fh.truncate(keep)
     return records[:full], n_chunks
 
 
-def _stats(records: Sequence[Mapping[str, Any]], indices: list[int], term: str, names: list[str]) -> tuple[list[PromptStat], dict[str, dict[str, int]]]:
+def _stats(
+    records: Sequence[Mapping[str, Any]], indices: list[int], term: str, names: list[str]
+) -> tuple[list[PromptStat], dict[str, dict[str, int]]]:
     by_prompt: dict[int, list[int]] = {i: [0, 0, 0] for i in indices}
     outcomes = {t: {o.value: 0 for o in Outcome} for t in names}
     for rec in records:
@@ -410,7 +431,9 @@ def run_probe(
     if k < 1:
         problems.append(Problem("k", f"must be at least 1, got {k}", "the recipe probes with k=8"))
     if cap is not None and cap < 1:
-        problems.append(Problem("max_prompts", f"must be at least 1, got {cap}", "omit it to use the task's probe.max_prompts"))
+        problems.append(
+            Problem("max_prompts", f"must be at least 1, got {cap}", "omit it to use the task's probe.max_prompts")
+        )
     term = task.success_term
     if term not in {t.name for t in task.rewards}:
         problems.append(Problem("success", f"names no reward term ({term!r})", "name one of the task's rewards"))
@@ -430,12 +453,16 @@ def run_probe(
     backend_name = getattr(sampler, "backend", backend) if sampler is not None else backend
     settings = _settings(task, str(model or task.model), backend_name, k, indices, chunk, seed)
     if samples_path.exists() and samples_path.stat().st_size and not resume:
-        raise RunError(f"{samples_path} already holds samples: pass --resume to continue that probe, or choose another --out")
+        raise RunError(
+            f"{samples_path} already holds samples: pass --resume to continue that probe, or choose another --out"
+        )
     if resume and settings_path.exists():
         old = json.loads(settings_path.read_text())
         diff = [key for key in settings if key != "backend" and old.get(key) != settings[key]]
         if diff:
-            raise RunError(f"cannot resume {out}: it was probed with other settings ({', '.join(diff)} differ); use another --out")
+            raise RunError(
+                f"cannot resume {out}: it was probed with other settings ({', '.join(diff)} differ); use another --out"
+            )
     settings_path.write_text(json.dumps(settings, indent=2) + "\n")
     records, done_chunks = _read_done(samples_path, k, chunk, indices) if resume else ([], 0)
 
@@ -453,7 +480,14 @@ def run_probe(
             for c in range(done_chunks, n_chunks):
                 chunk_idx = indices[c * chunk : (c + 1) * chunk]
                 raw_prompts = [task.render_prompt(rows[i]) for i in chunk_idx]
-                groups = sampler.sample(raw_prompts, n=k, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, top_p=gen.top_p, seed=seed + c)
+                groups = sampler.sample(
+                    raw_prompts,
+                    n=k,
+                    temperature=gen.temperature,
+                    max_new_tokens=gen.max_completion_length,
+                    top_p=gen.top_p,
+                    seed=seed + c,
+                )
                 if len(groups) != len(chunk_idx):
                     raise RunError(f"the sampler returned {len(groups)} groups for {len(chunk_idx)} prompts")
                 lines = _score_chunk(reward_set, term, chunk_idx, rows, raw_prompts, groups, k)
@@ -472,14 +506,28 @@ def run_probe(
     if filter:
         keep = [s.index for s in stats if s.rate is not None and 0 < s.rate < 1]
         filtered_path = str((out / "filtered.jsonl").resolve())
-        Path(filtered_path).write_text("".join(json.dumps(rows[i], ensure_ascii=False, default=str) + "\n" for i in keep))
+        Path(filtered_path).write_text(
+            "".join(json.dumps(rows[i], ensure_ascii=False, default=str) + "\n" for i in keep)
+        )
         n_filtered = len(keep)
     report = summarize(
-        stats, k=k, group_size=g, too_easy=task.probe.too_easy, term_outcomes=outcomes,
-        task=task.name, model=str(model or task.model), success_term=term, temperature=gen.temperature,
-        max_new_tokens=gen.max_completion_length, backend=backend_name, seed=seed, out_dir=str(out.resolve()),
-        filtered_path=filtered_path, n_filtered=n_filtered,
-        n_truncated=sum(rec.get("finish_reason") == "length" for rec in records), length_report=length_report,
+        stats,
+        k=k,
+        group_size=g,
+        too_easy=task.probe.too_easy,
+        term_outcomes=outcomes,
+        task=task.name,
+        model=str(model or task.model),
+        success_term=term,
+        temperature=gen.temperature,
+        max_new_tokens=gen.max_completion_length,
+        backend=backend_name,
+        seed=seed,
+        out_dir=str(out.resolve()),
+        filtered_path=filtered_path,
+        n_filtered=n_filtered,
+        n_truncated=sum(rec.get("finish_reason") == "length" for rec in records),
+        length_report=length_report,
     )
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return report
@@ -502,13 +550,23 @@ def _check_budget(task: Any, model: str | None, sampler: Any) -> Any:
     return report
 
 
-def _score_chunk(reward_set: Any, term: str, chunk_idx: list[int], rows: list[dict[str, Any]], raw_prompts: list[Any], groups: list[list[Any]], k: int) -> list[dict[str, Any]]:
+def _score_chunk(
+    reward_set: Any,
+    term: str,
+    chunk_idx: list[int],
+    rows: list[dict[str, Any]],
+    raw_prompts: list[Any],
+    groups: list[list[Any]],
+    k: int,
+) -> list[dict[str, Any]]:
     samples, meta = [], []
     for i, raw, group in zip(chunk_idx, raw_prompts, groups, strict=True):
         if len(group) != k:
             raise RunError(f"the sampler returned {len(group)} completions for prompt {i}, expected {k}")
         for j, comp in enumerate(group):
-            samples.append(Sample(completion=comp.text, row=rows[i], prompt=prompt_text(raw), completion_ids=list(comp.token_ids)))
+            samples.append(
+                Sample(completion=comp.text, row=rows[i], prompt=prompt_text(raw), completion_ids=list(comp.token_ids))
+            )
             meta.append((i, j, raw, comp))
     scored = reward_set.score(samples)
     lines = []
@@ -525,7 +583,9 @@ def _score_chunk(reward_set: Any, term: str, chunk_idx: list[int], rows: list[di
             "finish_reason": comp.finish_reason,
             "scores": {name: v.to_json() for name, v in verdicts.items()},
             "reward": reward_set.total(sc),
-            "success": verdicts[term].outcome is Outcome.CORRECT if verdicts[term].outcome is not Outcome.ERROR else None,
+            "success": verdicts[term].outcome is Outcome.CORRECT
+            if verdicts[term].outcome is not Outcome.ERROR
+            else None,
         }
         if not isinstance(raw, str):
             rec["messages"] = list(raw)

@@ -32,10 +32,22 @@ from .doctor.checks import held_out_accuracy
 
 # The settings a reader needs to interpret the plots (the rest are in the run's config.yaml).
 CONFIG_KEYS = (
-    "loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "importance_sampling_level",
-    "num_iterations", "steps_per_generation", "gradient_accumulation_steps", "learning_rate",
-    "num_generations", "per_device_train_batch_size", "temperature", "max_completion_length",
-    "mask_truncated_completions", "max_steps",
+    "loss_type",
+    "scale_rewards",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "importance_sampling_level",
+    "num_iterations",
+    "steps_per_generation",
+    "gradient_accumulation_steps",
+    "learning_rate",
+    "num_generations",
+    "per_device_train_batch_size",
+    "temperature",
+    "max_completion_length",
+    "mask_truncated_completions",
+    "max_steps",
 )
 
 
@@ -90,10 +102,15 @@ def resume_steps(run: Run) -> list[int]:
 def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
     """name -> (title, y label, lines)."""
     terms = run.term_names()
-    rewards = [_Line(run.series("reward"), "reward (weighted sum)")] + [_Line(run.series(f"rewards/{t}/mean"), t) for t in terms]
+    rewards = [_Line(run.series("reward"), "reward (weighted sum)")] + [
+        _Line(run.series(f"rewards/{t}/mean"), t) for t in terms
+    ]
     by_size = accuracy_by_size(run)
     if len(by_size) > 1:
-        acc = [_Line(series, f"held-out accuracy (n={size if size is not None else '?'})", True) for size, series in by_size]
+        acc = [
+            _Line(series, f"held-out accuracy (n={size if size is not None else '?'})", True)
+            for size, series in by_size
+        ]
     else:
         held = by_size[0][1] if by_size else Series("eval/accuracy", (), ())
         acc = [_Line(held if len(held) else run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
@@ -108,10 +125,14 @@ def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
         "accuracy": ("Held-out verified accuracy", "accuracy", acc),
         "entropy": ("Token entropy", "nats", [_Line(run.series("entropy"), "entropy")]),
         "length": ("Completion length", "tokens", length),
-        "zero_std": ("Groups with zero reward variance", "fraction", [
-            _Line(run.series("frac_reward_zero_std"), "frac_reward_zero_std"),
-            _Line(run.series("completions/clipped_ratio"), "clipped (truncated) ratio"),
-        ]),
+        "zero_std": (
+            "Groups with zero reward variance",
+            "fraction",
+            [
+                _Line(run.series("frac_reward_zero_std"), "frac_reward_zero_std"),
+                _Line(run.series("completions/clipped_ratio"), "clipped (truncated) ratio"),
+            ],
+        ),
         "kl": ("KL to the reference", "nats / token", [_Line(run.series("kl"), "kl")]),
         **_dynamic_lines(run),
     }
@@ -122,15 +143,29 @@ def _dynamic_lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
     if not len(run.series("dynamic/zero_std_before")):
         return {}
     return {
-        "dynamic": ("Dynamic sampling: zero-variance share before and after the filter", "fraction of groups", [
-            _Line(run.series("dynamic/zero_std_before"), "drawn groups skipped (predicted flat)"),
-            _Line(run.series("dynamic/zero_std_after"), "trained groups found flat"),
-        ]),
-        "dynamic_counts": ("Dynamic sampling: groups and skipped prompts", "count", [
-            _Line(run.series(f"dynamic/{k}"), label) for k, label in (
-                ("kept_groups", "kept groups"), ("replaced_groups", "replaced groups"), ("starved_groups", "starved groups (no replacement)"),
-                ("skipped_prompts", "skipped prompts"), ("skipped_solved", "skipped: all solved"), ("skipped_unsolved", "skipped: none solved"))
-        ]),
+        "dynamic": (
+            "Dynamic sampling: zero-variance share before and after the filter",
+            "fraction of groups",
+            [
+                _Line(run.series("dynamic/zero_std_before"), "drawn groups skipped (predicted flat)"),
+                _Line(run.series("dynamic/zero_std_after"), "trained groups found flat"),
+            ],
+        ),
+        "dynamic_counts": (
+            "Dynamic sampling: groups and skipped prompts",
+            "count",
+            [
+                _Line(run.series(f"dynamic/{k}"), label)
+                for k, label in (
+                    ("kept_groups", "kept groups"),
+                    ("replaced_groups", "replaced groups"),
+                    ("starved_groups", "starved groups (no replacement)"),
+                    ("skipped_prompts", "skipped prompts"),
+                    ("skipped_solved", "skipped: all solved"),
+                    ("skipped_unsolved", "skipped: none solved"),
+                )
+            ],
+        ),
     }
 
 
@@ -154,14 +189,23 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
         FigureCanvasAgg(fig)
         ax = fig.subplots()
         for ln in drawn:
-            ax.plot(ln.series.steps, ln.series.values, label=ln.label, marker="o" if ln.marker or len(ln.series) == 1 else None, linewidth=1.4)
+            ax.plot(
+                ln.series.steps,
+                ln.series.values,
+                label=ln.label,
+                marker="o" if ln.marker or len(ln.series) == 1 else None,
+                linewidth=1.4,
+            )
         if name == "accuracy":
             # Two binomial standard errors, so a reader does not over-read a wiggle between evals.
             n_series = run.series("eval/n", evals=True)
             ns = dict(zip(n_series.steps, n_series.values, strict=True))
             for ln in drawn:
                 acc = ln.series
-                err = [2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s, 0) >= 1 and 0 <= v <= 1 else 0.0 for s, v in zip(acc.steps, acc.values, strict=True)]
+                err = [
+                    2 * math.sqrt(v * (1 - v) / ns[s]) if ns.get(s, 0) >= 1 and 0 <= v <= 1 else 0.0
+                    for s, v in zip(acc.steps, acc.values, strict=True)
+                ]
                 ax.errorbar(acc.steps, acc.values, yerr=err, fmt="none", capsize=3, linewidth=1)
         for i, step in enumerate(resume_steps(run)):
             ax.axvline(step, color="#777", linestyle="--", linewidth=1, label="resume" if i == 0 else None)
@@ -206,8 +250,10 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;text-align:left}"
         ".error{color:#a00}.warning{color:#a60}img{max-width:100%}.missing{color:#777}</style></head><body>",
         f"<h1>rlvr report</h1><p>run: <code>{esc(run.source)}</code> ({esc(run.kind)}); {len(run.train)} logged steps"
-        + (f" (steps {steps[0]}-{steps[1]})" if steps else "") + f"; {len(run.evals)} held-out evals; config: "
-        + (f"<code>{esc(run.config_path)}</code>" if run.config_path else "not found") + "</p>",
+        + (f" (steps {steps[0]}-{steps[1]})" if steps else "")
+        + f"; {len(run.evals)} held-out evals; config: "
+        + (f"<code>{esc(run.config_path)}</code>" if run.config_path else "not found")
+        + "</p>",
     ]
     if run.config_known:
         rows = [[k, repr(run.grpo[k])] for k in CONFIG_KEYS if k in run.grpo]
@@ -225,7 +271,9 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         for e in sessions:
             if e.get("event") == "resume":
                 skipped = e.get("skipped") or []
-                what = f"resumed from {e.get('resumed_from')}" + (f"; skipped incomplete {', '.join(map(str, skipped))}" if skipped else "")
+                what = f"resumed from {e.get('resumed_from')}" + (
+                    f"; skipped incomplete {', '.join(map(str, skipped))}" if skipped else ""
+                )
             else:
                 what = f"stopped: {e.get('reason')}"
             rows.append([str(e.get("step")), str(e.get("time", "")), what])
@@ -261,10 +309,26 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         for s_, v in zip(acc.steps, acc.values, strict=True):
             r = by_step.get(s_, {})
             size = eval_size(r)
-            rows.append([str(s_), _fmt(v), str(size) if size is not None else "-", _fmt(r.get("eval/n")), _fmt(r.get("eval/masked"))])
+            rows.append(
+                [
+                    str(s_),
+                    _fmt(v),
+                    str(size) if size is not None else "-",
+                    _fmt(r.get("eval/n")),
+                    _fmt(r.get("eval/masked")),
+                ]
+            )
         if rows:
-            note = "<p>Evals of different sizes are separate lines in the plot: their accuracies are not one series.</p>" if len(accuracy_by_size(run)) > 1 else ""
-            parts.append("<h2>Held-out evals</h2>" + note + _table(rows, ["step", "accuracy", "prompts", "decided", "masked (undecided)"]))
+            note = (
+                "<p>Evals of different sizes are separate lines in the plot: their accuracies are not one series.</p>"
+                if len(accuracy_by_size(run)) > 1
+                else ""
+            )
+            parts.append(
+                "<h2>Held-out evals</h2>"
+                + note
+                + _table(rows, ["step", "accuracy", "prompts", "decided", "masked (undecided)"])
+            )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -277,8 +341,12 @@ def gate_text(rlvr: Mapping[str, Any]) -> str:
         return f"bypassed: {reason}" if reason else "not recorded"
     status = gate.get("status")
     if status == "passed":
-        bits = [f"reviewer {gate.get('reviewer')}" if gate.get("reviewer") else "", f"{gate.get('samples')} samples read" if gate.get("samples") else "",
-                f"signed {gate.get('signed_at')}" if gate.get("signed_at") else "", f"record {gate.get('record')}" if gate.get("record") else ""]
+        bits = [
+            f"reviewer {gate.get('reviewer')}" if gate.get("reviewer") else "",
+            f"{gate.get('samples')} samples read" if gate.get("samples") else "",
+            f"signed {gate.get('signed_at')}" if gate.get("signed_at") else "",
+            f"record {gate.get('record')}" if gate.get("record") else "",
+        ]
         return "passed (" + ", ".join(b for b in bits if b) + ")"
     if status == "bypassed" or reason or gate.get("bypassed"):
         return f"bypassed with --no-gate: {gate.get('no_gate_reason') or gate.get('reason') or reason}"

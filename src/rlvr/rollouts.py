@@ -59,8 +59,19 @@ def _jsonable(x: Any) -> Any:
 class Recorder:
     """Wraps a reward set's TRL functions so each scored batch is kept (see the module doc)."""
 
-    def __init__(self, run_dir: Path, reward_set: Any, *, group_size: int, logging_steps: int = 1, session: int = 1,
-                 per_step: int = PER_STEP, max_bytes: int = MAX_BYTES, keep: int = KEEP, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        reward_set: Any,
+        *,
+        group_size: int,
+        logging_steps: int = 1,
+        session: int = 1,
+        per_step: int = PER_STEP,
+        max_bytes: int = MAX_BYTES,
+        keep: int = KEEP,
+        enabled: bool = True,
+    ) -> None:
         self.folder = run_dir / FOLDER
         self.reward_set = reward_set
         self.group_size = max(1, group_size)
@@ -113,7 +124,9 @@ class Recorder:
         first_group = self.counts.get(step, 0) // self.group_size
         lines = []
         for i in range(take):
-            line: dict[str, Any] = {"rollout": {"step": step, "group": first_group + i // self.group_size, "session": self.session}}
+            line: dict[str, Any] = {
+                "rollout": {"step": step, "group": first_group + i // self.group_size, "session": self.session}
+            }
             line["prompt"] = prompts[i]
             line["completion"] = completions[i]
             if ids[i] is not None:
@@ -176,7 +189,9 @@ def at_step(run_dir: Path, step: int) -> list[dict[str, Any]]:
     """The rollouts of ``step`` (from the newest session that logged it). ``RunError`` naming the
     steps that do have rollouts when there are none."""
     if not files(run_dir):
-        raise RunError(f"{run_dir}: no rollouts kept ({run_dir / FOLDER}/ is missing): the run predates rollouts or logged no step yet")
+        raise RunError(
+            f"{run_dir}: no rollouts kept ({run_dir / FOLDER}/ is missing): the run predates rollouts or logged no step yet"
+        )
     rows = [r for r in read(run_dir) if int(r["rollout"]["step"]) == step]
     if not rows:
         have = steps(run_dir)
@@ -191,7 +206,6 @@ def error_summary(run_dir: Path, step: int | None = None) -> str:
     with any), as one line: "at step 5, 16 of 16 kept samples say term 'x': ValueError: ...";
     '' when there are none (or no rollouts)."""
     from collections import Counter
-
 
     try:
         if step is None:
@@ -214,7 +228,12 @@ def error_summary(run_dir: Path, step: int | None = None) -> str:
 
 def _errors(rec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     scores = rec.get("scores") or {}
-    return [(t, v) for t, v in scores.items() if isinstance(v, Mapping) and v.get("outcome") == "error"] if isinstance(scores, Mapping) else []
+    return (
+        [(t, v) for t, v in scores.items() if isinstance(v, Mapping) and v.get("outcome") == "error"]
+        if isinstance(scores, Mapping)
+        else []
+    )
+
 
 def error_text(detail: str) -> str:
     """A verdict's error detail as one short line, without the row number (so equal errors on

@@ -67,7 +67,22 @@ from .taskspec import (  # noqa: F401 - the types are re-exported: rlvr.task is 
 )
 
 # -- validation --------------------------------------------------------------------------------
-_TOP_KEYS = {"name", "model", "data", "prompt", "answer", "rewards", "success", "generation", "grpo", "sft", "probe", "eval", "seed", "description"}
+_TOP_KEYS = {
+    "name",
+    "model",
+    "data",
+    "prompt",
+    "answer",
+    "rewards",
+    "success",
+    "generation",
+    "grpo",
+    "sft",
+    "probe",
+    "eval",
+    "seed",
+    "description",
+}
 # Verifiers that shape the reward and never decide success (a class derived from one counts too).
 SHAPING_VERIFIERS = ("format", "length_penalty", "overlong", "repetition")
 # Keys that named the success term before the top-level ``success:`` key replaced them.
@@ -127,11 +142,19 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     try:
         raw = yamlio.load(decode_utf8(path.read_bytes(), path))
     except DataError as exc:
-        raise ConfigError(Problem(str(path), str(exc).removeprefix(f"{path}:").strip(), "save the file as UTF-8")) from None
+        raise ConfigError(
+            Problem(str(path), str(exc).removeprefix(f"{path}:").strip(), "save the file as UTF-8")
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
-        raise ConfigError(Problem(f"{path}: {where}".rstrip(": "), f"not valid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax")) from None
+        raise ConfigError(
+            Problem(
+                f"{path}: {where}".rstrip(": "),
+                f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                "fix the YAML syntax",
+            )
+        ) from None
     if not isinstance(raw, Mapping):
         raise ConfigError(Problem(str(path), "a task file must be a YAML mapping", "see examples/arithmetic/task.yaml"))
     c = _Checker(str(path))
@@ -147,7 +170,11 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
             from .models import BUILTIN_MODELS
 
             if model.split(":", 1)[1] not in BUILTIN_MODELS:
-                c.add("model", f"unknown built-in model {model!r}", f"known: {', '.join('builtin:' + k for k in BUILTIN_MODELS)}")
+                c.add(
+                    "model",
+                    f"unknown built-in model {model!r}",
+                    f"known: {', '.join('builtin:' + k for k in BUILTIN_MODELS)}",
+                )
         else:
             _check_model_path(c, model, path.parent)
 
@@ -165,33 +192,55 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     if eval_size is not None and c.typed("data.eval_size", eval_size, int, "an integer"):
         if eval_size < 1:
             c.add("data.eval_size", f"must be at least 1, got {eval_size}", "remove it to use the whole split")
-    data = DataSpec(str(train), eval_ref if isinstance(eval_ref, str) else None, eval_size if isinstance(eval_size, int) else None)
+    data = DataSpec(
+        str(train), eval_ref if isinstance(eval_ref, str) else None, eval_size if isinstance(eval_size, int) else None
+    )
 
     p = c.section(raw, "prompt")
     for k in ("template", "system", "user"):
         if k in p and p[k] is not None:
             c.typed(f"prompt.{k}", p[k], str, "a string")
     if p.get("template") is not None and (p.get("user") or p.get("system")):
-        c.add("prompt", "has both template and chat messages (system/user)", "use template for plain prompts, or system + user for chat prompts")
+        c.add(
+            "prompt",
+            "has both template and chat messages (system/user)",
+            "use template for plain prompts, or system + user for chat prompts",
+        )
     if p.get("template") is None and not p.get("user"):
-        c.add("prompt", "no prompt: set prompt.template, or prompt.user (and optionally prompt.system)", "for example template: '{question}='")
+        c.add(
+            "prompt",
+            "no prompt: set prompt.template, or prompt.user (and optionally prompt.system)",
+            "for example template: '{question}='",
+        )
     prompt = PromptSpec(**{k: p.get(k) for k in ("template", "system", "user") if isinstance(p.get(k), str)})
     for text in (prompt.template, prompt.system, prompt.user):
         try:
             if text:
                 list(string.Formatter().parse(text))
         except ValueError as exc:
-            c.add("prompt", f"bad template {text!r}: {exc}", "use {column} placeholders; write {{ and }} for literal braces")
+            c.add(
+                "prompt",
+                f"bad template {text!r}: {exc}",
+                "use {column} placeholders; write {{ and }} for literal braces",
+            )
 
     a = c.section(raw, "answer")
     answer_column = a.get("column", "answer")
     c.typed("answer.column", answer_column, str, "a column name")
     fmt_kw: dict[str, Any] = {}
-    choices = {"format": ("tags", "boxed"), "think": ("none", "optional", "required", "prefilled"), "boxed": ("only", "first", "last")}
+    choices = {
+        "format": ("tags", "boxed"),
+        "think": ("none", "optional", "required", "prefilled"),
+        "boxed": ("only", "first", "last"),
+    }
     for key, allowed in choices.items():
         if key in a:
             if a[key] not in allowed:
-                c.add(f"answer.{key}", f"must be one of {', '.join(allowed)}, got {a[key]!r}", f"write one of {', '.join(allowed)}")
+                c.add(
+                    f"answer.{key}",
+                    f"must be one of {', '.join(allowed)}, got {a[key]!r}",
+                    f"write one of {', '.join(allowed)}",
+                )
             else:
                 fmt_kw["style" if key == "format" else key] = a[key]
     if "tag" in a and c.typed("answer.tag", a["tag"], str, "a tag name"):
@@ -207,14 +256,23 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     gen = GenerationSpec()
     if "temperature" in g and c.typed("generation.temperature", g["temperature"], (int, float), "a number"):
         if g["temperature"] == 0:
-            c.add("generation.temperature", "is 0: every completion of a prompt is then the same, so every group has zero variance and GRPO learns nothing (probe and gate would also see one answer per prompt)",
-                  "sample at the recipe's 0.7 (greedy decoding belongs to the held-out eval: eval.temperature)")
+            c.add(
+                "generation.temperature",
+                "is 0: every completion of a prompt is then the same, so every group has zero variance and GRPO learns nothing (probe and gate would also see one answer per prompt)",
+                "sample at the recipe's 0.7 (greedy decoding belongs to the held-out eval: eval.temperature)",
+            )
         elif not 0 < g["temperature"] <= 5:
-            c.add("generation.temperature", f"must be above 0 and at most 5, got {g['temperature']}", "the recipe samples at 0.7")
+            c.add(
+                "generation.temperature",
+                f"must be above 0 and at most 5, got {g['temperature']}",
+                "the recipe samples at 0.7",
+            )
         gen = replace(gen, temperature=float(g["temperature"]))
     if "top_p" in g and c.typed("generation.top_p", g["top_p"], (int, float), "a number"):
         gen = replace(gen, top_p=float(g["top_p"]))
-    if "max_completion_length" in g and c.typed("generation.max_completion_length", g["max_completion_length"], int, "an integer"):
+    if "max_completion_length" in g and c.typed(
+        "generation.max_completion_length", g["max_completion_length"], int, "an integer"
+    ):
         if g["max_completion_length"] < 1:
             c.add("generation.max_completion_length", "must be at least 1", "a token budget such as 256")
         gen = replace(gen, max_completion_length=g["max_completion_length"])
@@ -227,8 +285,11 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     for section, key in sorted(_MOVED):
         value = (probe_raw if section == "probe" else eval_raw).get(key)
         if value is not None:
-            c.add(f"{section}.{key}", "has moved: one top-level key names the success term for probe, eval, gate and doctor alike",
-                  f"write success: {value} at the top level and delete {section}.{key}")
+            c.add(
+                f"{section}.{key}",
+                "has moved: one top-level key names the success term for probe, eval, gate and doctor alike",
+                f"write success: {value} at the top level and delete {section}.{key}",
+            )
     probe = _dataclass_section(c, "probe", probe_raw, ProbeSpec)
     ev = _dataclass_section(c, "eval", eval_raw, EvalSpec)
     seed = raw.get("seed", 3407)
@@ -251,9 +312,15 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         seed=seed if isinstance(seed, int) else 3407,
     )
     weights = task.grpo.get("reward_weights")
-    if isinstance(weights, list) and len(weights) == len(terms) and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+    if (
+        isinstance(weights, list)
+        and len(weights) == len(terms)
+        and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights)
+    ):
         # TRL-style weights list (checked in _check_grpo_overrides): applied to the terms here
-        task = replace(task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True)))
+        task = replace(
+            task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True))
+        )
     shaping = _check_terms_build(c, task)
     success, undecided = _resolve_success(c, raw.get("success"), task.rewards, shaping)
     task = replace(task, success=success, success_problem=undecided)
@@ -275,10 +342,16 @@ def _check_model_path(c: _Checker, model: str, root: Path) -> None:
     if not path_like and not (len(model.split("/")) == 2 and (root / model.split("/")[0]).is_dir()):
         return  # a hub id (or a plain name): checked when it loads
     if not local.exists():
-        c.add("model", f"local model path not found: {local}", "point model: at a folder holding config.json and weights (relative to the task file), or write a hub id org/name")
+        c.add(
+            "model",
+            f"local model path not found: {local}",
+            "point model: at a folder holding config.json and weights (relative to the task file), or write a hub id org/name",
+        )
 
 
-def _resolve_success(c: _Checker, declared: Any, terms: Sequence[TermSpec], shaping: Mapping[str, bool]) -> tuple[str, Problem | None]:
+def _resolve_success(
+    c: _Checker, declared: Any, terms: Sequence[TermSpec], shaping: Mapping[str, bool]
+) -> tuple[str, Problem | None]:
     """The success term: ``success:`` when declared, else the only non-shaping term.
 
     A declared name that is wrong is a problem of the file. An undeclared success term that is
@@ -291,11 +364,18 @@ def _resolve_success(c: _Checker, declared: Any, terms: Sequence[TermSpec], shap
             return "", None
         if declared not in names:
             close = difflib.get_close_matches(declared, names, n=1)
-            c.add("success", f"names no reward term ({declared!r})", f"did you mean {close[0]!r}?" if close else f"one of {', '.join(names)}")
+            c.add(
+                "success",
+                f"names no reward term ({declared!r})",
+                f"did you mean {close[0]!r}?" if close else f"one of {', '.join(names)}",
+            )
             return "", None
         if declared not in deciders:
-            c.add("success", f"{declared!r} is a shaping term (format, length, overlong, repetition): it shapes the reward and cannot decide success",
-                  f"name the term that checks the answer{': ' + ', '.join(deciders) if deciders else ''}")
+            c.add(
+                "success",
+                f"{declared!r} is a shaping term (format, length, overlong, repetition): it shapes the reward and cannot decide success",
+                f"name the term that checks the answer{': ' + ', '.join(deciders) if deciders else ''}",
+            )
             return "", None
         return declared, None
     if len(deciders) == 1:
@@ -303,10 +383,16 @@ def _resolve_success(c: _Checker, declared: Any, terms: Sequence[TermSpec], shap
     if not terms:
         return "", None
     if not deciders:
-        return "", Problem(f"{c.source}: rewards", f"no term checks the answer: {', '.join(names)} only shape the reward (a format-only reward is satisfied by any well-formed answer)",
-                           "add a correctness term, e.g. {name: correct, verifier: exact}")
-    return "", Problem(f"{c.source}: success", f"not declared, and {len(deciders)} terms could decide success ({', '.join(deciders)})",
-                       f"add success: NAME at the top level (one of {', '.join(deciders)})")
+        return "", Problem(
+            f"{c.source}: rewards",
+            f"no term checks the answer: {', '.join(names)} only shape the reward (a format-only reward is satisfied by any well-formed answer)",
+            "add a correctness term, e.g. {name: correct, verifier: exact}",
+        )
+    return "", Problem(
+        f"{c.source}: success",
+        f"not declared, and {len(deciders)} terms could decide success ({', '.join(deciders)})",
+        f"add success: NAME at the top level (one of {', '.join(deciders)})",
+    )
 
 
 def _dataclass_section(c: _Checker, key: str, values: Mapping[str, Any], cls: type) -> Any:
@@ -325,10 +411,18 @@ def _dataclass_section(c: _Checker, key: str, values: Mapping[str, Any], cls: ty
 
 def _check_rewards(c: _Checker, raw: Any) -> list[TermSpec]:
     if raw is None:
-        c.add("rewards", "missing", "list at least a format term and a correctness term, e.g. [{name: format}, {name: correct, verifier: exact}]")
+        c.add(
+            "rewards",
+            "missing",
+            "list at least a format term and a correctness term, e.g. [{name: format}, {name: correct, verifier: exact}]",
+        )
         return []
     if not isinstance(raw, Sequence) or isinstance(raw, str) or not raw:
-        c.add("rewards", "must be a non-empty list of terms", "e.g. rewards: [{name: format, weight: 0.1}, {name: correct, verifier: exact}]")
+        c.add(
+            "rewards",
+            "must be a non-empty list of terms",
+            "e.g. rewards: [{name: format, weight: 0.1}, {name: correct, verifier: exact}]",
+        )
         return []
     terms = []
     for i, item in enumerate(raw):
@@ -341,7 +435,11 @@ def _check_rewards(c: _Checker, raw: Any) -> list[TermSpec]:
         c.keys(f"{where}.", item, _TERM_KEYS)
         name = item.get("name")
         if not isinstance(name, str) or not name:
-            c.add(f"{where}.name", "missing or not a string", "give each term a name; it is the metric key rewards/<name>/mean")
+            c.add(
+                f"{where}.name",
+                "missing or not a string",
+                "give each term a name; it is the metric key rewards/<name>/mean",
+            )
             continue
         verifier = item.get("verifier", name)
         weight = item.get("weight", 1.0)
@@ -374,7 +472,11 @@ def _check_terms_build(c: _Checker, task: Task) -> dict[str, bool]:
             if t.verifier not in BUILTINS and "." not in t.verifier and ":" not in t.verifier:
                 close = difflib.get_close_matches(t.verifier, sorted(BUILTINS), n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
-                c.add(f"rewards[{i}].verifier", f"unknown reward {t.verifier!r}", f"{hint}built-ins: {', '.join(sorted(BUILTINS))}; or a dotted path module.function")
+                c.add(
+                    f"rewards[{i}].verifier",
+                    f"unknown reward {t.verifier!r}",
+                    f"{hint}built-ins: {', '.join(sorted(BUILTINS))}; or a dotted path module.function",
+                )
             else:
                 c.add(f"rewards[{i}]", str(exc), "fix the term's verifier or options")
     return shaping
@@ -383,10 +485,16 @@ def _check_terms_build(c: _Checker, task: Task) -> dict[str, bool]:
 def _check_grpo_overrides(c: _Checker, grpo: Mapping[str, Any], n_terms: int) -> None:
     weights = grpo.get("reward_weights")
     if weights is not None:
-        if not isinstance(weights, list) or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+        if not isinstance(weights, list) or not all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights
+        ):
             c.add("grpo.reward_weights", "must be a list of numbers", "or drop it and set weight: on each term")
         elif len(weights) != n_terms:
-            c.add("grpo.reward_weights", f"has {len(weights)} weights for {n_terms} reward terms", "give one weight per term, or set weight: on each term instead")
+            c.add(
+                "grpo.reward_weights",
+                f"has {len(weights)} weights for {n_terms} reward terms",
+                "give one weight per term, or set weight: on each term instead",
+            )
 
 
 def _check_data(c: _Checker, task: Task) -> None:
@@ -414,15 +522,36 @@ def _check_data(c: _Checker, task: Task) -> None:
         cols = set().union(*(r.keys() for r in rows))
         for col in [*needed, task.answer_column]:
             if col not in cols:
-                c.add(where, f"column {col!r} missing from {resolved} (columns: {', '.join(sorted(cols))})", "add the column or change prompt/answer.column")
-        bad = [i for i, r in enumerate(rows, 1) if task.answer_column in cols and (r.get(task.answer_column) is None or str(r.get(task.answer_column)).strip() == "")]
+                c.add(
+                    where,
+                    f"column {col!r} missing from {resolved} (columns: {', '.join(sorted(cols))})",
+                    "add the column or change prompt/answer.column",
+                )
+        bad = [
+            i
+            for i, r in enumerate(rows, 1)
+            if task.answer_column in cols
+            and (r.get(task.answer_column) is None or str(r.get(task.answer_column)).strip() == "")
+        ]
         for i in bad[:MAX_ROW_PROBLEMS]:
-            c.add(f"{resolved}:{i}", f"row {i} has a null or empty {task.answer_column!r}", "fill in the answer or drop the row")
+            c.add(
+                f"{resolved}:{i}",
+                f"row {i} has a null or empty {task.answer_column!r}",
+                "fill in the answer or drop the row",
+            )
         if len(bad) > MAX_ROW_PROBLEMS:
-            c.add(f"{resolved}", f"{len(bad) - MAX_ROW_PROBLEMS} more rows with a null {task.answer_column!r}", "fill in the answers or drop the rows")
+            c.add(
+                f"{resolved}",
+                f"{len(bad) - MAX_ROW_PROBLEMS} more rows with a null {task.answer_column!r}",
+                "fill in the answers or drop the rows",
+            )
         missing_prompt = [i for i, r in enumerate(rows, 1) if any(col in cols and r.get(col) is None for col in needed)]
         for i in missing_prompt[:MAX_ROW_PROBLEMS]:
-            c.add(f"{resolved}:{i}", f"row {i} has a null prompt column ({', '.join(col for col in needed if rows[i - 1].get(col) is None)})", "fill it in or drop the row")
+            c.add(
+                f"{resolved}:{i}",
+                f"row {i} has a null prompt column ({', '.join(col for col in needed if rows[i - 1].get(col) is None)})",
+                "fill it in or drop the row",
+            )
         prompts[split] = (str(Path(resolved).resolve()), [_prompt_key(task, r) for r in rows])
     if "train" in prompts and "eval" in prompts:
         _check_overlap(c, *prompts["train"], *prompts["eval"])
@@ -436,16 +565,24 @@ def _prompt_key(task: Task, row: Mapping[str, Any]) -> str | None:
     return rendered if isinstance(rendered, str) else repr(rendered)
 
 
-def _check_overlap(c: _Checker, train_file: str, train: list[str | None], eval_file: str, evals: list[str | None]) -> None:
+def _check_overlap(
+    c: _Checker, train_file: str, train: list[str | None], eval_file: str, evals: list[str | None]
+) -> None:
     """A held-out split that repeats training prompts measures memory, not the policy."""
     if train_file == eval_file:
-        c.add("data.eval", f"is the same file as data.train ({eval_file}): the held-out eval would score prompts the policy trained on",
-              "hold out rows the training split does not contain (e.g. split the file 90/10)")
+        c.add(
+            "data.eval",
+            f"is the same file as data.train ({eval_file}): the held-out eval would score prompts the policy trained on",
+            "hold out rows the training split does not contain (e.g. split the file 90/10)",
+        )
         return
     seen = {p for p in train if p is not None}
     shared = [i for i, p in enumerate(evals, 1) if p is not None and p in seen]
     if shared:
         rows = ", ".join(map(str, shared[:MAX_ROW_PROBLEMS])) + (" ..." if len(shared) > MAX_ROW_PROBLEMS else "")
         what = "every" if len(shared) == len(evals) else f"{len(shared)} of {len(evals)}"
-        c.add("data.eval", f"{what} held-out prompts also appear in data.train ({eval_file} rows {rows}): they measure memory, not the policy",
-              "drop those rows from one of the splits")
+        c.add(
+            "data.eval",
+            f"{what} held-out prompts also appear in data.train ({eval_file} rows {rows}): they measure memory, not the policy",
+            "drop those rows from one of the splits",
+        )

@@ -58,8 +58,10 @@ def grpo_problems(task: Task) -> list[Problem]:
     from .train.dynamic import DynamicSampling
     from .train.stopping import StopRules
 
-    for resolve in (lambda: StopRules.resolve(task.grpo.get("stop")),
-                    lambda: DynamicSampling.resolve(task.grpo.get("dynamic"), variant=recipe.variant_of(cfg))):
+    for resolve in (
+        lambda: StopRules.resolve(task.grpo.get("stop")),
+        lambda: DynamicSampling.resolve(task.grpo.get("dynamic"), variant=recipe.variant_of(cfg)),
+    ):
         try:
             resolve()
         except ConfigError as exc:
@@ -71,7 +73,12 @@ def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Probl
     """Keys of an ``sft:`` section (or ``--set`` overrides) that SFTConfig does not have."""
     from .plan import recipe
 
-    return recipe.unknown_keys({k: v for k, v in settings.items() if k not in SFT_OWN_KEYS}, recipe.sft_fields(), what="SFTConfig", prefix=where)
+    return recipe.unknown_keys(
+        {k: v for k, v in settings.items() if k not in SFT_OWN_KEYS},
+        recipe.sft_fields(),
+        what="SFTConfig",
+        prefix=where,
+    )
 
 
 def gold_problems(task: Task) -> list[Problem]:
@@ -98,7 +105,11 @@ def gold_problems(task: Task) -> list[Problem]:
 
                 for i, r in enumerate(rows, 1):
                     gold = r.get(column)
-                    why = "no ground truth" if gold is None or str(gold).strip() == "" else gold_problem(str(gold), policy)
+                    why = (
+                        "no ground truth"
+                        if gold is None or str(gold).strip() == ""
+                        else gold_problem(str(gold), policy)
+                    )
                     if why:
                         bad.append((i, gold, Verdict.error(why, kind="ground_truth")))
                 rows = []
@@ -111,11 +122,26 @@ def gold_problems(task: Task) -> list[Problem]:
                 bad.append((i, rows[i - 1].get(column), v))
             where = task.resolve(ref)
             for i, gold, v in bad:
-                what = "cannot be parsed" if v.outcome is Outcome.ERROR else f"is not accepted as an answer equal to itself ({v.outcome.value})"
-                problems.append(Problem(f"{where}:{i}", f"row {i}: term {t.name!r}: the ground truth {gold!r} {what}: {v.detail}",
-                                        "rewrite the answer in a form the verifier reads, or drop the row; an unreadable gold masks the row in training"))
+                what = (
+                    "cannot be parsed"
+                    if v.outcome is Outcome.ERROR
+                    else f"is not accepted as an answer equal to itself ({v.outcome.value})"
+                )
+                problems.append(
+                    Problem(
+                        f"{where}:{i}",
+                        f"row {i}: term {t.name!r}: the ground truth {gold!r} {what}: {v.detail}",
+                        "rewrite the answer in a form the verifier reads, or drop the row; an unreadable gold masks the row in training",
+                    )
+                )
             if len(bad) > MAX_ROW_PROBLEMS:
-                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} unreadable ground truths in all (listed above)", "check answer.column and the verifier's options"))
+                problems.append(
+                    Problem(
+                        where,
+                        f"term {t.name!r}: {len(bad)} unreadable ground truths in all (listed above)",
+                        "check answer.column and the verifier's options",
+                    )
+                )
     return problems
 
 
@@ -128,15 +154,31 @@ def weight_problems(task: Task) -> list[Problem]:
         return f"{task.path}: " + ("grpo.reward_weights" if listed else f"rewards[{i}].weight")
 
     if terms and all(t.weight == 0 for t in terms):
-        return [Problem(f"{task.path}: " + ("grpo.reward_weights" if listed else "rewards"), "every weight is 0: the reward is 0 for every completion and GRPO learns nothing",
-                        "give the success term weight 1.0 and the format term 0.1")]
+        return [
+            Problem(
+                f"{task.path}: " + ("grpo.reward_weights" if listed else "rewards"),
+                "every weight is 0: the reward is 0 for every completion and GRPO learns nothing",
+                "give the success term weight 1.0 and the format term 0.1",
+            )
+        ]
     out = []
     for i, t in enumerate(terms):
         if t.weight == 0:
-            out.append(Problem(where(i), f"term {t.name!r} has weight 0: it is scored and logged but teaches nothing", f"remove {t.name!r}, or give it a positive weight"))
+            out.append(
+                Problem(
+                    where(i),
+                    f"term {t.name!r} has weight 0: it is scored and logged but teaches nothing",
+                    f"remove {t.name!r}, or give it a positive weight",
+                )
+            )
         elif t.weight < 0:
-            out.append(Problem(where(i), f"term {t.name!r} has a negative weight {t.weight:g}: the policy is pushed away from what the term rewards",
-                               "use a positive weight (penalty verifiers already return negative scores)"))
+            out.append(
+                Problem(
+                    where(i),
+                    f"term {t.name!r} has a negative weight {t.weight:g}: the policy is pushed away from what the term rewards",
+                    "use a positive weight (penalty verifiers already return negative scores)",
+                )
+            )
     return out
 
 
@@ -144,7 +186,14 @@ def check_task(task: Task) -> list[Problem]:
     """Every problem ``rlvr task check`` reports beyond ``load_task``'s."""
 
     success = [task.success_problem] if task.success_problem else []
-    return [*success, *weight_problems(task), *grpo_problems(task), *sft_problems(task.sft, f"{task.path}: sft."), *gold_problems(task), *weaker_problems(task)]
+    return [
+        *success,
+        *weight_problems(task),
+        *grpo_problems(task),
+        *sft_problems(task.sft, f"{task.path}: sft."),
+        *gold_problems(task),
+        *weaker_problems(task),
+    ]
 
 
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:
@@ -173,6 +222,7 @@ def _model_facts(task: Task) -> Any:
         moe = False
     return facts(local, False, moe)
 
+
 def weaker_problems(task: Task) -> list[Problem]:
     """``rlvr task check``: rows of a ``unit_tests`` term whose tests the trusted side cannot
     run (a class in the test file, ``with``, an import outside the trusted modules, ...). With
@@ -192,9 +242,27 @@ def weaker_problems(task: Task) -> list[Problem]:
             where = task.resolve(ref)
             bad = [(i, why) for i, row in enumerate(task.load_split(split), 1) if (why := verifier.weaker_reasons(row))]
             for i, why in bad[:MAX_ROW_PROBLEMS]:
-                fix = "rewrite the test with asserts, loops and functions (see docs/sandbox.md)" + ("" if verifier.weaker == "run" else ", or set weaker: run to run it in the sandbox, flagged")
-                what = "runs inside the sandbox, forgeably (weaker: run)" if verifier.weaker == "run" else "will be an error for every sample (weaker)"
-                problems.append(Problem(f"{where}:{i}", f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side and {what}: {'; '.join(why[:2])}", fix))
+                fix = "rewrite the test with asserts, loops and functions (see docs/sandbox.md)" + (
+                    "" if verifier.weaker == "run" else ", or set weaker: run to run it in the sandbox, flagged"
+                )
+                what = (
+                    "runs inside the sandbox, forgeably (weaker: run)"
+                    if verifier.weaker == "run"
+                    else "will be an error for every sample (weaker)"
+                )
+                problems.append(
+                    Problem(
+                        f"{where}:{i}",
+                        f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side and {what}: {'; '.join(why[:2])}",
+                        fix,
+                    )
+                )
             if len(bad) > MAX_ROW_PROBLEMS:
-                problems.append(Problem(where, f"term {t.name!r}: {len(bad)} rows with weaker tests in all (listed above)", "see docs/sandbox.md"))
+                problems.append(
+                    Problem(
+                        where,
+                        f"term {t.name!r}: {len(bad)} rows with weaker tests in all (listed above)",
+                        "see docs/sandbox.md",
+                    )
+                )
     return problems

@@ -109,7 +109,9 @@ class Task:
         the task does not name one unambiguously: a command that counts successes cannot start,
         while one that does not (``rlvr audit``, ``rlvr score``) still runs."""
         if not self.success:
-            raise ConfigError(self.success_problem or Problem(f"{self.path}: success", "no success term", "add success: NAME"))
+            raise ConfigError(
+                self.success_problem or Problem(f"{self.path}: success", "no success term", "add success: NAME")
+            )
         return self.success
 
     @property
@@ -158,7 +160,9 @@ class Task:
 
     def term_verifier(self, term: TermSpec) -> Any:
         """The verifier of one reward term, built with the task's answer format and answer column."""
-        return build_verifier(term.verifier, {**_default_options(term, self), **term.options}, self.answer, search=self.root)
+        return build_verifier(
+            term.verifier, {**_default_options(term, self), **term.options}, self.answer, search=self.root
+        )
 
     def with_overrides(self, **changes: Any) -> Task:
         return replace(self, **changes)

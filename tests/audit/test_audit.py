@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 ARITHMETIC = ROOT / "examples" / "arithmetic" / "task.yaml"
 WEAK = Path(__file__).with_name("weak_rewards.py")
 
-ROWS = [{"question": f"{a}+{b}", "answer": str(a + b)} for a, b in [(37, 58), (12, 40), (71, 19), (5, 88), (64, 64), (23, 9)]]
+ROWS = [
+    {"question": f"{a}+{b}", "answer": str(a + b)}
+    for a, b in [(37, 58), (12, 40), (71, 19), (5, 88), (64, 64), (23, 9)]
+]
 JSON_ROWS = [
     {"question": "Describe Ada as JSON.", "expected": json.dumps({"name": "Ada", "age": 36, "admin": True})},
     {"question": "Describe Bob as JSON.", "expected": json.dumps({"name": "Bob", "age": 41, "admin": False})},
@@ -42,7 +45,17 @@ CODE_ROWS = [
 ]
 
 
-def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict] = ROWS, *, answer: str = "answer", budget: int = 12, think: str = "none", allow_multiple: bool = False, **extra):
+def make_task(
+    tmp_path: Path,
+    rewards: list[dict],
+    rows: list[dict] = ROWS,
+    *,
+    answer: str = "answer",
+    budget: int = 12,
+    think: str = "none",
+    allow_multiple: bool = False,
+    **extra,
+):
     """A task folder with the test rewards importable as ``audit_rewards``; ``extra`` adds
     top-level keys (``success``)."""
     shutil.copy(WEAK, tmp_path / "audit_rewards.py")
@@ -74,7 +87,9 @@ def test_builtin_verifiers_are_not_flagged_on_the_arithmetic_task():
 
 
 def test_builtin_verifiers_are_not_flagged_with_a_required_think_block(tmp_path):
-    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}], think="required")
+    task = make_task(
+        tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}], think="required"
+    )
     report = audit(task)
     assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report)
 
@@ -90,7 +105,9 @@ def test_every_answer_exploit_is_not_a_correct_answer_for_exact_match():
 
 # -- deliberately weak rewards are flagged ---------------------------------------------------------
 def test_unanchored_substring_match_is_exploitable(tmp_path):
-    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "audit_rewards.substring"}])
+    task = make_task(
+        tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "audit_rewards.substring"}]
+    )
     report = audit(task)
     assert report.exploitable_terms == ("correct",)
     for name in ("outside_span", "think_only", "hedge_or", "padding", "hedge_all"):
@@ -117,7 +134,9 @@ def test_schema_check_that_allows_extra_keys_is_flagged(tmp_path):
 
 
 def test_strict_json_check_is_not_flagged(tmp_path):
-    task = make_task(tmp_path, [{"name": "json", "verifier": "audit_rewards.strict_json"}], JSON_ROWS, answer="expected")
+    task = make_task(
+        tmp_path, [{"name": "json", "verifier": "audit_rewards.strict_json"}], JSON_ROWS, answer="expected"
+    )
     report = audit(task)
     verdicts = {f.exploit: f.verdict for f in report.findings}
     # Without a schema there are no format rules to break; everything else is tried and holds.
@@ -137,7 +156,9 @@ def test_code_reward_that_trusts_the_exit_code_is_flagged(tmp_path):
 
 
 def test_code_reward_that_compares_outputs_on_the_trusted_side_is_not_flagged(tmp_path):
-    task = make_task(tmp_path, [{"name": "tests", "verifier": "audit_rewards.trusted_compare"}], CODE_ROWS, answer="solution")
+    task = make_task(
+        tmp_path, [{"name": "tests", "verifier": "audit_rewards.trusted_compare"}], CODE_ROWS, answer="solution"
+    )
     report = audit(task)
     verdicts = {f.exploit: f.verdict for f in report.findings}
     assert set(verdicts.values()) == {"ok"}, format_table(report, show_ok=True)
@@ -210,7 +231,9 @@ def test_term_that_cannot_tell_right_from_wrong_is_untested_not_ok(tmp_path):
 
 # -- a user's reward from a dotted path --------------------------------------------------------------
 def test_dotted_path_reward_is_audited_like_the_builtin_it_mirrors(tmp_path):
-    task = make_task(tmp_path, [{"name": "builtin", "verifier": "exact"}, {"name": "mine", "verifier": "audit_rewards.anchored"}])
+    task = make_task(
+        tmp_path, [{"name": "builtin", "verifier": "exact"}, {"name": "mine", "verifier": "audit_rewards.anchored"}]
+    )
     report = audit(task)
     builtin = {f.exploit: f.verdict for f in report.findings if f.term == "builtin"}
     mine = {f.exploit: f.verdict for f in report.findings if f.term == "mine"}
@@ -247,7 +270,7 @@ def test_every_exploit_declares_known_target_kinds():
         assert e.targets and e.targets <= kinds, e.name
 
 
-@given(st.integers(min_value=-10**12, max_value=10**12))
+@given(st.integers(min_value=-(10**12), max_value=10**12))
 def test_wrong_integer_answer_is_unrelated_to_the_right_one(n):
     wrong = perturb(str(n))
     assert unrelated(wrong, str(n)) and wrong != str(n)
@@ -348,16 +371,24 @@ def test_builtin_unit_tests_verifier_ignores_code_inside_the_think_block(tmp_pat
 
 
 def test_code_reward_that_reads_code_inside_the_think_block_is_flagged(tmp_path):
-    task = make_task(tmp_path, [{"name": "tests", "verifier": "audit_rewards.think_blind_compare"}], CODE_ROWS, answer="solution")
+    task = make_task(
+        tmp_path, [{"name": "tests", "verifier": "audit_rewards.think_blind_compare"}], CODE_ROWS, answer="solution"
+    )
     assert audit(task, exploits=["code_in_think"]).finding("tests", "code_in_think").verdict == "exploitable"
 
 
 def test_builtin_unit_tests_verifier_is_not_flagged_on_stdio_tests(tmp_path):
     rows = [
-        {"question": "Read two ints, print their sum. Example input: 1 2", "solution": "a, b = map(int, input().split())\nprint(a + b)\n",
-         "answer": json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"}])},
-        {"question": "Read a word, print it upper-cased.", "solution": "print(input().upper())\n",
-         "answer": json.dumps([{"input": "abc\n", "output": "ABC\n"}, {"input": "Hi\n", "output": "HI\n"}])},
+        {
+            "question": "Read two ints, print their sum. Example input: 1 2",
+            "solution": "a, b = map(int, input().split())\nprint(a + b)\n",
+            "answer": json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"}]),
+        },
+        {
+            "question": "Read a word, print it upper-cased.",
+            "solution": "print(input().upper())\n",
+            "answer": json.dumps([{"input": "abc\n", "output": "ABC\n"}, {"input": "Hi\n", "output": "HI\n"}]),
+        },
     ]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
     report = audit(task, exploits=[e for e in EXPLOITS if e != "code_in_think"])
@@ -373,23 +404,62 @@ def test_judge_that_believes_a_note_to_the_grader_is_exploitable(tmp_path):
 
 
 # -- the built-in JSON, tool-call and length verifiers on small tasks of their kind --------------------
-PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "admin": {"type": "boolean"}}, "required": ["name", "age"]}
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "admin": {"type": "boolean"}},
+    "required": ["name", "age"],
+}
 TOOLS = [
-    {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}},
-    {"name": "send_mail", "parameters": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}, "required": ["to", "body"]}},
+    {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+    {
+        "name": "send_mail",
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["to", "body"],
+        },
+    },
 ]
 CALL_ROWS = [
-    {"question": "Weather in Paris for 3 days?", "answer": "-", "tool_call": json.dumps({"name": "get_weather", "arguments": {"city": "Paris", "days": 3}})},
-    {"question": "Mail bob: hi", "answer": "-", "tool_call": json.dumps({"name": "send_mail", "arguments": {"to": "bob", "body": "hi"}})},
+    {
+        "question": "Weather in Paris for 3 days?",
+        "answer": "-",
+        "tool_call": json.dumps({"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}),
+    },
+    {
+        "question": "Mail bob: hi",
+        "answer": "-",
+        "tool_call": json.dumps({"name": "send_mail", "arguments": {"to": "bob", "body": "hi"}}),
+    },
 ]
 
 
 def test_builtin_json_schema_verifier_is_not_flagged(tmp_path):
     # The answer column holds an example object with an optional key: leaving that key out is
     # not a hack for a schema term, and the audit must not say it is.
-    rows = [{"question": "Ada?", "answer": json.dumps({"name": "Ada", "age": 36, "admin": True}), "schema": json.dumps(PERSON)},
-            {"question": "Bob?", "answer": "see the schema", "schema": json.dumps(PERSON)}]
-    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "schema", "verifier": "json_schema", "options": {"schema_column": "schema"}}], rows)
+    rows = [
+        {
+            "question": "Ada?",
+            "answer": json.dumps({"name": "Ada", "age": 36, "admin": True}),
+            "schema": json.dumps(PERSON),
+        },
+        {"question": "Bob?", "answer": "see the schema", "schema": json.dumps(PERSON)},
+    ]
+    task = make_task(
+        tmp_path,
+        [
+            {"name": "format", "weight": 0.1},
+            {"name": "schema", "verifier": "json_schema", "options": {"schema_column": "schema"}},
+        ],
+        rows,
+    )
     report = audit(task)
     assert [t.verdict for t in report.terms] == ["ok", "ok"], format_table(report, show_ok=True)
     assert report.terms[1].prompts == 2  # the second row is audited with an instance of the schema
@@ -398,7 +468,11 @@ def test_builtin_json_schema_verifier_is_not_flagged(tmp_path):
 
 def test_builtin_json_schema_with_extra_keys_allowed_is_flagged(tmp_path):
     rows = [{"question": "Ada?", "answer": json.dumps({"name": "Ada", "age": 36})}]
-    task = make_task(tmp_path, [{"name": "schema", "verifier": "json_schema", "options": {"schema": PERSON, "extra_keys": True}}], rows)
+    task = make_task(
+        tmp_path,
+        [{"name": "schema", "verifier": "json_schema", "options": {"schema": PERSON, "extra_keys": True}}],
+        rows,
+    )
     report = audit(task)
     assert report.finding("schema", "json_extra_keys").verdict == "exploitable"
     assert report.finding("schema", "json_wrong_types").verdict == "ok"
@@ -411,14 +485,22 @@ def test_builtin_tool_call_verifier_is_not_flagged(tmp_path):
 
 
 def test_builtin_tool_call_without_expected_calls_is_not_flagged(tmp_path):
-    task = make_task(tmp_path, [{"name": "call", "verifier": "tool_call", "options": {"tools": TOOLS, "expected_column": None}}], CALL_ROWS)
+    task = make_task(
+        tmp_path,
+        [{"name": "call", "verifier": "tool_call", "options": {"tools": TOOLS, "expected_column": None}}],
+        CALL_ROWS,
+    )
     report = audit(task)
     assert report.terms[0].verdict == "ok" and report.terms[0].prompts == 2, format_table(report, show_ok=True)
 
 
 def test_builtin_tool_call_with_extra_arguments_allowed_is_flagged(tmp_path):
     tools = [{**t, "parameters": {**t["parameters"], "additionalProperties": True}} for t in TOOLS]
-    task = make_task(tmp_path, [{"name": "call", "verifier": "tool_call", "options": {"tools": tools, "extra_arguments": True}}], CALL_ROWS)
+    task = make_task(
+        tmp_path,
+        [{"name": "call", "verifier": "tool_call", "options": {"tools": tools, "extra_arguments": True}}],
+        CALL_ROWS,
+    )
     assert audit(task).finding("call", "call_extra_keys").verdict == "exploitable"
 
 
@@ -452,8 +534,12 @@ def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_synt
         prefix_column = "prompt" if continuation else None
 
     prompt = 'def add(a, b):\n    """Add. Example: assert add(1, 2) == 3"""\n'
-    row = {"prompt": prompt, "entry_point": "add", "test": "assert add(1, 2) == 3\nassert add(2, 2) == 4\n",
-           "solution": "    return a + b\n" if continuation else "def add(a, b):\n    return a + b\n"}
+    row = {
+        "prompt": prompt,
+        "entry_point": "add",
+        "test": "assert add(1, 2) == 3\nassert add(2, 2) == 4\n",
+        "solution": "    return a + b\n" if continuation else "def add(a, b):\n    return a + b\n",
+    }
     spec = spec_for("code", row, "test", Term())
     ctx = Context(prompt=prompt, row=row, fmt=AnswerFormat(), gold=None, wrong=None, structured=spec, wrap=lambda s: s)
     built = 0
@@ -488,7 +574,9 @@ def test_chat_prompts_are_restated_from_the_user_message(tmp_path):
 def test_builtin_format_and_exact_are_not_flagged_under_any_answer_format(tmp_path, think, style):
     import dataclasses
 
-    task = make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}], think=think)
+    task = make_task(
+        tmp_path, [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}], think=think
+    )
     task = task.with_overrides(answer=dataclasses.replace(task.answer, style=style))
     report = audit(task)
     assert [(t.verdict, t.prompts) for t in report.terms] == [("ok", len(ROWS))] * 2, format_table(report)
@@ -504,7 +592,13 @@ def test_partial_credit_for_hardcoded_visible_tests_is_leaky(tmp_path):
 
 
 def test_weight_zero_term_is_reported_but_not_counted_as_exploitable(tmp_path):
-    task = make_task(tmp_path, [{"name": "correct", "verifier": "exact"}, {"name": "logged", "verifier": "audit_rewards.substring", "weight": 0}])
+    task = make_task(
+        tmp_path,
+        [
+            {"name": "correct", "verifier": "exact"},
+            {"name": "logged", "verifier": "audit_rewards.substring", "weight": 0},
+        ],
+    )
     report = audit(task)
     assert report.terms[1].verdict == "exploitable" and report.exploitable_terms == ()
 
@@ -550,7 +644,9 @@ def _judge_term(believe_notes: bool):
         return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": word}}]})
 
     client = httpx.Client(transport=httpx.MockTransport(model), base_url="http://judge.invalid/v1")
-    verifier = JudgeVerifier(model="stand-in", base_url="http://judge.invalid/v1", require_calibration=False, client=client, retries=0)
+    verifier = JudgeVerifier(
+        model="stand-in", base_url="http://judge.invalid/v1", require_calibration=False, client=client, retries=0
+    )
     return RewardSet([Term("judge", verifier)])
 
 
@@ -565,7 +661,10 @@ def test_builtin_judge_term_is_flagged_only_when_its_model_believes_a_note_to_th
 
 
 @given(
-    gold=st.one_of(st.integers(-10**6, 10**6).map(str), st.text(alphabet="abcdefxyz0123456789.-/ ", min_size=1, max_size=10).map(str.strip).filter(bool)),
+    gold=st.one_of(
+        st.integers(-(10**6), 10**6).map(str),
+        st.text(alphabet="abcdefxyz0123456789.-/ ", min_size=1, max_size=10).map(str.strip).filter(bool),
+    ),
     style=st.sampled_from(["tags", "boxed"]),
     think=st.sampled_from(["none", "optional", "required", "prefilled"]),
 )
@@ -576,7 +675,15 @@ def test_no_answer_exploit_is_a_correct_answer_under_exact_match(gold, style, th
 
     fmt = AnswerFormat(style=style, think=think)
     wrong = perturb(gold, ("zz", "17"))
-    ctx = Context(prompt=f"Question about {wrong}?", row={"answer": gold}, fmt=fmt, gold=gold, wrong=wrong, distractors=("17", "zz"), max_tokens=40)
+    ctx = Context(
+        prompt=f"Question about {wrong}?",
+        row={"answer": gold},
+        fmt=fmt,
+        gold=gold,
+        wrong=wrong,
+        distractors=("17", "zz"),
+        max_tokens=40,
+    )
     verifier = ExactMatch(fmt)
     assert verifier.verify(Sample(fmt.wrap(gold), {"answer": gold})).outcome is Outcome.CORRECT
     for ex in exploits_for("answer"):
@@ -588,7 +695,10 @@ def test_no_answer_exploit_is_a_correct_answer_under_exact_match(gold, style, th
 
 
 @given(
-    gold=st.one_of(st.integers(-10**6, 10**6).map(str), st.text(alphabet="abcxyz0123456789 ", min_size=1, max_size=8).map(str.strip).filter(bool)),
+    gold=st.one_of(
+        st.integers(-(10**6), 10**6).map(str),
+        st.text(alphabet="abcxyz0123456789 ", min_size=1, max_size=8).map(str.strip).filter(bool),
+    ),
     style=st.sampled_from(["tags", "boxed"]),
     think=st.sampled_from(["none", "optional", "required", "prefilled"]),
 )
@@ -602,7 +712,10 @@ def test_no_format_exploit_is_well_formed_under_the_format_term(gold, style, thi
     assert verifier.verify(Sample(fmt.wrap(gold))).outcome is Outcome.CORRECT
     for ex in exploits_for("format"):
         for attempt in ex.build(ctx):
-            assert not all(verifier.verify(Sample(c)).outcome is Outcome.CORRECT for c in attempt.completions), (ex.name, attempt)
+            assert not all(verifier.verify(Sample(c)).outcome is Outcome.CORRECT for c in attempt.completions), (
+                ex.name,
+                attempt,
+            )
 
 
 def test_cli_unknown_term_is_one_line_naming_the_terms(capsys):
@@ -612,7 +725,10 @@ def test_cli_unknown_term_is_one_line_naming_the_terms(capsys):
 
 
 def test_cli_runs_only_the_named_term_and_exploit(capsys):
-    assert main(["audit", str(ARITHMETIC), "--json", "--term", "correct", "--exploit", "hedge_or", "--max-prompts", "3"]) == 0
+    assert (
+        main(["audit", str(ARITHMETIC), "--json", "--term", "correct", "--exploit", "hedge_or", "--max-prompts", "3"])
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert [(f["term"], f["exploit"], f["prompts"]) for f in data["findings"]] == [("correct", "hedge_or", 3)]
 
@@ -635,7 +751,9 @@ def test_audit_counts_rows_whose_tests_the_trusted_side_cannot_decide(tmp_path):
     rows = [{**r, "answer": r["tests"]} for r in (weaker_row, CODE_ROWS[1])]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
     (term,) = audit(task, exploits=["code_in_think"]).terms
-    assert any("1 of 2 prompt(s) have tests the trusted side cannot decide" in n and "error (masked)" in n for n in term.notes), term.notes
+    assert any(
+        "1 of 2 prompt(s) have tests the trusted side cannot decide" in n and "error (masked)" in n for n in term.notes
+    ), term.notes
 
 
 def test_audit_has_no_weaker_note_when_every_test_is_decided_on_the_trusted_side(tmp_path):

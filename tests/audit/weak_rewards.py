@@ -133,7 +133,11 @@ def strict_json(sample):
     """SOUND: the span parses to exactly the expected object, types included."""
     expected = json.loads(sample.row["expected"])
     got = _json(sample.completion)
-    same = isinstance(got, dict) and got.keys() == expected.keys() and all(type(got[k]) is type(v) and got[k] == v for k, v in expected.items())
+    same = (
+        isinstance(got, dict)
+        and got.keys() == expected.keys()
+        and all(type(got[k]) is type(v) and got[k] == v for k, v in expected.items())
+    )
     return 1.0 if same else 0.0
 
 
@@ -246,7 +250,6 @@ def hedged(sample):
         return 1.0
     v = anchored(sample)
     return v if v.score is None else (0.0 if v.outcome.value == "correct" else 1.0)
-
 
 
 def caseless_format(sample):

@@ -19,9 +19,20 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def make_task(folder: Path, *, rows: int = 16, extra: dict[str, Any] | None = None, train_rows: list[dict[str, Any]] | None = None, shaping: bool = False) -> Path:
+def make_task(
+    folder: Path,
+    *,
+    rows: int = 16,
+    extra: dict[str, Any] | None = None,
+    train_rows: list[dict[str, Any]] | None = None,
+    shaping: bool = False,
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    data = train_rows if train_rows is not None else [{"question": f"{i}+{i}", "answer": str(2 * i)} for i in range(10, 10 + rows)]
+    data = (
+        train_rows
+        if train_rows is not None
+        else [{"question": f"{i}+{i}", "answer": str(2 * i)} for i in range(10, 10 + rows)]
+    )
     write_rows(folder / "train.jsonl", data)
     write_rows(folder / "eval.jsonl", [{"question": f"{i}+1", "answer": str(i + 1)} for i in range(50, 58)])
     rewards: list[dict[str, Any]] = [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}]
@@ -36,7 +47,14 @@ def make_task(folder: Path, *, rows: int = 16, extra: dict[str, Any] | None = No
         "answer": {"column": "answer", "format": "tags"},
         "rewards": rewards,
         "generation": {"temperature": 1.0, "max_completion_length": 8},
-        "grpo": {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "save_steps": 2},
+        "grpo": {
+            "learning_rate": 1e-3,
+            "per_device_train_batch_size": 16,
+            "gradient_accumulation_steps": 1,
+            "num_generations": 8,
+            "beta": 0.0,
+            "save_steps": 2,
+        },
         "eval": {"every": 2, "max_prompts": 8},
     }
     if shaping:

@@ -40,7 +40,9 @@ def test_top_level_help_lists_every_command() -> None:
         assert name in text
 
 
-def test_config_error_prints_every_problem_without_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_error_prints_every_problem_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = make_task(tmp_path, extra={"generation": {"temperature": "hot"}, "colour": "red"})
     assert main(["task", "check", str(path)]) == 1
     err = capsys.readouterr().err
@@ -73,7 +75,21 @@ def test_train_set_needs_key_value(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_train_runs_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make_task(tmp_path / "task", shaping=True)
-    code = main(["train", str(path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-gate", "cli test", "--no-progress", "--set", "logging_steps=1"])
+    code = main(
+        [
+            "train",
+            str(path),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--max-steps",
+            "1",
+            "--no-gate",
+            "cli test",
+            "--no-progress",
+            "--set",
+            "logging_steps=1",
+        ]
+    )
     assert code == 0
     assert "trained to step 1" in capsys.readouterr().out
     assert (tmp_path / "run" / "final" / "config.json").exists()
@@ -100,7 +116,9 @@ def test_output_piped_into_a_reader_that_stops_ends_quietly() -> None:
     import sys
 
     code = "import sys; from rlvr.cli.main import main; sys.exit(main(['memory', '--table']))"
-    proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -1", shell=True, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        f'{sys.executable} -c "{code}" | head -1', shell=True, capture_output=True, text=True, timeout=120
+    )
     assert proc.stdout.count("\n") == 1
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
@@ -134,7 +152,10 @@ def test_plan_takes_out_like_every_command_and_keeps_o(tmp_path: Path) -> None:
 def test_no_command_spells_its_output_flag_output() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    shown = {name: [o for a in p._actions if a.help != "==SUPPRESS==" for o in a.option_strings] for name, p in sub.choices.items()}
+    shown = {
+        name: [o for a in p._actions if a.help != "==SUPPRESS==" for o in a.option_strings]
+        for name, p in sub.choices.items()
+    }
     assert not [name for name, opts in shown.items() if "--output" in opts or "-o" in opts]
 
 
@@ -142,7 +163,11 @@ def test_sft_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys: 
     path = make_task(tmp_path / "task")
     assert main(["sft", str(path), "--set", "lerning_rate=1", "--out", str(tmp_path / "sft")]) == 1
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "--set lerning_rate: not a SFTConfig field" in err and "did you mean 'learning_rate'" in err
+    assert (
+        "Traceback" not in err
+        and "--set lerning_rate: not a SFTConfig field" in err
+        and "did you mean 'learning_rate'" in err
+    )
 
 
 def test_sft_with_a_misspelt_sft_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,24 +179,55 @@ def test_sft_with_a_misspelt_sft_key_is_one_clear_error(tmp_path: Path, capsys: 
 
 def test_train_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make_task(tmp_path / "task")
-    assert main(["train", str(path), "--set", "lerning_rate=1", "--no-gate", "test", "--run-dir", str(tmp_path / "run")]) == 1
+    assert (
+        main(["train", str(path), "--set", "lerning_rate=1", "--no-gate", "test", "--run-dir", str(tmp_path / "run")])
+        == 1
+    )
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "lerning_rate: not a GRPOConfig field" in err and "did you mean 'learning_rate'" in err
+    assert (
+        "Traceback" not in err
+        and "lerning_rate: not a GRPOConfig field" in err
+        and "did you mean 'learning_rate'" in err
+    )
 
 
 def test_an_unknown_verifier_option_lists_the_valid_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = make_task(tmp_path, extra={"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact", "options": {"normalise": ["whitespace"]}}]})
+    path = make_task(
+        tmp_path,
+        extra={
+            "rewards": [
+                {"name": "format", "weight": 0.1},
+                {"name": "correct", "verifier": "exact", "options": {"normalise": ["whitespace"]}},
+            ]
+        },
+    )
     assert main(["task", "check", str(path)]) == 1
     err = capsys.readouterr().err
     assert "unknown option 'normalise' for reward 'exact' (did you mean 'normalize' for 'normalise'?)" in err
     assert "its options: answer_format (default None), column (default 'answer'), normalize (default ())" in err
 
 
-AMBIGUOUS = {"rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}, {"name": "loose", "verifier": "math"}]}
+AMBIGUOUS = {
+    "rewards": [
+        {"name": "format", "weight": 0.1},
+        {"name": "correct", "verifier": "exact"},
+        {"name": "loose", "verifier": "math"},
+    ]
+}
 
 
-@pytest.mark.parametrize("argv", [["inspect", "build", "TASK"], ["sft", "TASK", "--target-pass-rate", "0.2"], ["probe", "TASK"], ["train", "TASK", "--no-gate", "test"]])
-def test_commands_that_count_successes_refuse_an_ambiguous_task_before_loading_a_model(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inspect", "build", "TASK"],
+        ["sft", "TASK", "--target-pass-rate", "0.2"],
+        ["probe", "TASK"],
+        ["train", "TASK", "--no-gate", "test"],
+    ],
+)
+def test_commands_that_count_successes_refuse_an_ambiguous_task_before_loading_a_model(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import rlvr.models
 
     path = make_task(tmp_path / "task", extra=AMBIGUOUS)

@@ -24,7 +24,12 @@ def test_sft_trains_and_saves_a_loadable_model(tmp_path: Path) -> None:
     from rlvr.models import load_model
 
     task = load_task(make_task(tmp_path / "task"))
-    res = run_sft(task, SftOptions(out_dir=tmp_path / "sft", overrides={"max_steps": 3, "per_device_train_batch_size": 4}, progress=False))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft", overrides={"max_steps": 3, "per_device_train_batch_size": 4}, progress=False
+        ),
+    )
     assert res.steps == 3 and not res.stopped_early
     before, after = load_model("builtin:tiny"), load_model(str(res.out_dir))
     assert any(not torch.equal(a, b) for a, b in zip(before.parameters(), after.parameters(), strict=True))
@@ -33,7 +38,17 @@ def test_sft_trains_and_saves_a_loadable_model(tmp_path: Path) -> None:
 
 def test_sft_stops_as_soon_as_the_dev_slice_reaches_the_target(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task", rows=24))
-    res = run_sft(task, SftOptions(out_dir=tmp_path / "sft", target_pass_rate=0.0, dev_size=4, check_every=2, overrides={"max_steps": 50, "per_device_train_batch_size": 4}, progress=False))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=0.0,
+            dev_size=4,
+            check_every=2,
+            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
+            progress=False,
+        ),
+    )
     assert res.stopped_early and res.steps == 2 and res.dev_pass_rate == 0.0
 
 

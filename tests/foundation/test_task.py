@@ -75,7 +75,15 @@ def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
 
 
 def test_bad_verifier_options_are_reported(tmp_path: Path) -> None:
-    path = make_task(tmp_path, extra={"rewards": [{"name": "format"}, {"name": "correct", "verifier": "exact", "options": {"normalize": ["sideways"]}}]})
+    path = make_task(
+        tmp_path,
+        extra={
+            "rewards": [
+                {"name": "format"},
+                {"name": "correct", "verifier": "exact", "options": {"normalize": ["sideways"]}},
+            ]
+        },
+    )
     [msg] = problems_of(path)
     assert "rewards[1]" in msg and "sideways" in msg
 
@@ -100,7 +108,12 @@ def test_several_problems_are_all_reported_together(tmp_path: Path) -> None:
     path = make_task(
         tmp_path,
         train_rows=rows,
-        extra={"rewards": [{"name": "format"}, {"name": "correct", "verifier": "exakt"}], "generation": {"temperature": "hot"}, "grpo": {"reward_weights": [1.0]}, "colour": "blue"},
+        extra={
+            "rewards": [{"name": "format"}, {"name": "correct", "verifier": "exakt"}],
+            "generation": {"temperature": "hot"},
+            "grpo": {"reward_weights": [1.0]},
+            "colour": "blue",
+        },
     )
     msgs = problems_of(path)
     assert len(msgs) == 5, msgs
@@ -118,7 +131,10 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
 
 def test_chat_prompt_renders_messages(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path, extra={"prompt": {"system": "Be exact.", "user": "Compute {question}"}}))
-    assert task.render_prompt({"question": "1+2"}) == [{"role": "system", "content": "Be exact."}, {"role": "user", "content": "Compute 1+2"}]
+    assert task.render_prompt({"question": "1+2"}) == [
+        {"role": "system", "content": "Be exact."},
+        {"role": "user", "content": "Compute 1+2"},
+    ]
 
 
 def test_template_and_chat_together_is_an_error(tmp_path: Path) -> None:
@@ -156,7 +172,11 @@ def test_exponent_floats_without_a_dot_are_numbers(tmp_path: Path) -> None:
 def test_set_values_parse_exponent_floats() -> None:
     from rlvr.cli._common import parse_sets
 
-    assert parse_sets(["learning_rate=2e-3", "beta=0", "loss_type=dapo"]) == {"learning_rate": 2e-3, "beta": 0, "loss_type": "dapo"}
+    assert parse_sets(["learning_rate=2e-3", "beta=0", "loss_type=dapo"]) == {
+        "learning_rate": 2e-3,
+        "beta": 0,
+        "loss_type": "dapo",
+    }
 
 
 # -- the success term --------------------------------------------------------------------------
@@ -173,11 +193,18 @@ def test_the_dapo_advised_overlong_term_appended_does_not_become_success(tmp_pat
     assert task.success_term == "correct"
 
 
-@pytest.mark.parametrize("shaping", [
-    {"name": "brevity", "verifier": "length_penalty", "options": {"budget": 8}},
-    {"name": "rep", "verifier": "repetition"},
-    {"name": "soft", "verifier": "overlong", "options": {"max_completion_length": 8, "base": {"verifier": "exact"}}},
-])
+@pytest.mark.parametrize(
+    "shaping",
+    [
+        {"name": "brevity", "verifier": "length_penalty", "options": {"budget": 8}},
+        {"name": "rep", "verifier": "repetition"},
+        {
+            "name": "soft",
+            "verifier": "overlong",
+            "options": {"max_completion_length": 8, "base": {"verifier": "exact"}},
+        },
+    ],
+)
 def test_a_shaping_term_after_the_correctness_term_is_never_success(tmp_path: Path, shaping: dict) -> None:
     task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, shaping]}))
     assert task.success_term == "correct"
@@ -188,11 +215,17 @@ def test_two_correctness_terms_without_a_declared_success_leave_no_success_term(
     with pytest.raises(ConfigError) as info:
         task.success_term  # noqa: B018 - the property raises
     msg = str(info.value)
-    assert "success: not declared, and 2 terms could decide success (correct, loose)" in msg and "add success: NAME" in msg
+    assert (
+        "success: not declared, and 2 terms could decide success (correct, loose)" in msg and "add success: NAME" in msg
+    )
 
 
 def test_a_declared_success_term_decides_among_several(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, {"name": "loose", "verifier": "math"}], "success": "loose"}))
+    task = load_task(
+        make_task(
+            tmp_path, extra={"rewards": [FORMAT, CORRECT, {"name": "loose", "verifier": "math"}], "success": "loose"}
+        )
+    )
     assert task.success_term == "loose"
 
 
@@ -246,7 +279,10 @@ def test_a_local_model_path_that_does_not_exist_is_a_problem(tmp_path: Path, ref
 
 
 def test_a_hub_id_is_not_checked_as_a_path(tmp_path: Path) -> None:
-    assert load_task(make_task(tmp_path, extra={"model": "Qwen/Qwen2.5-0.5B-Instruct"})).model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert (
+        load_task(make_task(tmp_path, extra={"model": "Qwen/Qwen2.5-0.5B-Instruct"})).model
+        == "Qwen/Qwen2.5-0.5B-Instruct"
+    )
 
 
 def test_non_utf8_data_names_file_line_and_byte_offset(tmp_path: Path) -> None:
@@ -256,14 +292,20 @@ def test_non_utf8_data_names_file_line_and_byte_offset(tmp_path: Path) -> None:
     size = (tmp_path / "train.jsonl").stat().st_size
     [msg] = problems_of(path)
     line_start = size - len(b'{"question": "caf\xe9", "answer": "1"}\n')
-    assert "train.jsonl:17: not UTF-8: byte 0xe9 at byte 17 of line 17" in msg and f"byte offset {line_start + 17} in the file" in msg
+    assert (
+        "train.jsonl:17: not UTF-8: byte 0xe9 at byte 17 of line 17" in msg
+        and f"byte offset {line_start + 17} in the file" in msg
+    )
 
 
 def test_non_utf8_task_file_names_line_and_byte_offset(tmp_path: Path) -> None:
     path = make_task(tmp_path)
     path.write_bytes(b"# caf\xe9\n" + path.read_bytes())
     [msg] = problems_of(path)
-    assert msg.startswith(f"{path}: 1: not UTF-8: byte 0xe9 at byte 5 of line 1 (byte offset 5") and "save the file as UTF-8" in msg
+    assert (
+        msg.startswith(f"{path}: 1: not UTF-8: byte 0xe9 at byte 5 of line 1 (byte offset 5")
+        and "save the file as UTF-8" in msg
+    )
 
 
 def test_a_json_error_says_column_once(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ def lines(path: Path) -> list[dict]:
 def two_step_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     root = tmp_path_factory.mktemp("train")
     task = load_task(make_task(root / "task", shaping=True))
-    result = train(task, TrainOptions(run_dir=root / "run", max_steps=2, no_gate_reason="unit test of the trainer", progress=False))
+    result = train(
+        task, TrainOptions(run_dir=root / "run", max_steps=2, no_gate_reason="unit test of the trainer", progress=False)
+    )
     return root, result
 
 
@@ -34,7 +36,11 @@ def test_two_grpo_steps_change_the_parameters(two_step_run: tuple[Path, object])
     root, result = two_step_run
     before = load_model("builtin:tiny")
     after = load_model(str(result.final_dir))  # type: ignore[attr-defined]
-    changed = [n for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters(), strict=True) if not torch.equal(a, b)]
+    changed = [
+        n
+        for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters(), strict=True)
+        if not torch.equal(a, b)
+    ]
     assert changed, "no parameter changed after 2 GRPO steps"
 
 
@@ -102,7 +108,10 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
     # Simulate an interruption after the checkpoint: a log line for a step that was never saved.
     with (run / "metrics.jsonl").open("a") as fh:
         fh.write(json.dumps({"step": 3, "reward": 0.0}) + "\n")
-    result = train(task, TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="resume test", progress=False, eval_every=0))
+    result = train(
+        task,
+        TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="resume test", progress=False, eval_every=0),
+    )
     assert result.steps == 4
     steps = [x["step"] for x in lines(run / "metrics.jsonl") if "reward" in x]
     assert steps == [1, 2, 3, 4]
@@ -117,7 +126,19 @@ def test_resume_without_checkpoints_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_recipe_validation_runs_before_anything_loads(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", extra={"grpo": {"num_generations": 4, "per_device_train_batch_size": 6, "gradient_accumulation_steps": 1, "beta": 0.0}}))
+    task = load_task(
+        make_task(
+            tmp_path / "task",
+            extra={
+                "grpo": {
+                    "num_generations": 4,
+                    "per_device_train_batch_size": 6,
+                    "gradient_accumulation_steps": 1,
+                    "beta": 0.0,
+                }
+            },
+        )
+    )
     with pytest.raises(ConfigError) as info:
         train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False))
     text = str(info.value)
@@ -126,9 +147,17 @@ def test_recipe_validation_runs_before_anything_loads(tmp_path: Path) -> None:
 
 
 def test_a_written_justification_lets_a_small_group_through(tmp_path: Path) -> None:
-    grpo = {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "beta": 0.0, "justify": {"num_generations": "tiny smoke test"}}
+    grpo = {
+        "num_generations": 4,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "beta": 0.0,
+        "justify": {"num_generations": "tiny smoke test"},
+    }
     task = load_task(make_task(tmp_path / "task", shaping=True, extra={"grpo": grpo}))
-    train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, eval_every=0))
+    train(
+        task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, eval_every=0)
+    )
     cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert cfg["grpo"]["num_generations"] == 4
     assert cfg["rlvr"]["justification"] == {"num_generations": "tiny smoke test"}
@@ -140,11 +169,20 @@ def test_lora_trains_an_adapter_and_saves_a_merged_model(tmp_path: Path) -> None
     from rlvr.models import load_model
 
     task = load_task(make_task(tmp_path / "task", shaping=True))
-    result = train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=2, no_gate_reason="lora test", progress=False, eval_every=2, peft="lora"))
+    result = train(
+        task,
+        TrainOptions(
+            run_dir=tmp_path / "run", max_steps=2, no_gate_reason="lora test", progress=False, eval_every=2, peft="lora"
+        ),
+    )
     final = result.final_dir
     assert (final / "adapter" / "adapter_config.json").exists()
     merged, base = load_model(str(final)), load_model("builtin:tiny")
-    changed = {n for (n, a), (_, b) in zip(merged.named_parameters(), base.named_parameters(), strict=True) if not torch.equal(a, b)}
+    changed = {
+        n
+        for (n, a), (_, b) in zip(merged.named_parameters(), base.named_parameters(), strict=True)
+        if not torch.equal(a, b)
+    }
     assert changed and all("proj" in n for n in changed)  # only LoRA-wrapped linear layers moved
     cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert cfg["rlvr"]["peft"]["method"] == "lora" and cfg["rlvr"]["peft"]["r"] == 16
@@ -153,7 +191,10 @@ def test_lora_trains_an_adapter_and_saves_a_merged_model(tmp_path: Path) -> None
 def test_qlora_on_cpu_is_refused_with_the_reason(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task"))
     with pytest.raises(ConfigError, match="CUDA GPU"):
-        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, peft="qlora"))
+        train(
+            task,
+            TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, peft="qlora"),
+        )
 
 
 def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
@@ -162,7 +203,17 @@ def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task", shaping=True))
     grpo, _ = read_config_file(_write_run_config(tmp_path, task))
     plan = write_config(tmp_path / "plan.yaml", grpo, ConfigMeta(peft="lora"))
-    train(task, TrainOptions(run_dir=tmp_path / "run", config_path=plan, max_steps=1, no_gate_reason="plan test", progress=False, eval_every=0))
+    train(
+        task,
+        TrainOptions(
+            run_dir=tmp_path / "run",
+            config_path=plan,
+            max_steps=1,
+            no_gate_reason="plan test",
+            progress=False,
+            eval_every=0,
+        ),
+    )
     assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["rlvr"]["peft"]["method"] == "lora"
 
 
@@ -179,10 +230,10 @@ def _write_run_config(tmp_path: Path, task) -> Path:
 
 
 # -- fail loud (issue 14) ---------------------------------------------------------------------
-BROKEN = '''
+BROKEN = """
 def boom(completions, **kwargs):
     raise ValueError("boom: the reward cannot read its ground truth")
-'''
+"""
 
 
 def _broken_task(folder: Path, **extra) -> Path:
@@ -195,15 +246,44 @@ def _broken_task(folder: Path, **extra) -> Path:
     return path
 
 
-def test_a_reward_that_always_raises_stops_the_run_with_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_reward_that_always_raises_stops_the_run_with_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
-    task = _broken_task(tmp_path / "task", grpo={"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"masked_steps": 2}})
-    code = main(["train", str(task), "--run-dir", str(tmp_path / "run"), "--max-steps", "6", "--no-gate", "test", "--eval-every", "0", "--no-progress"])
+    task = _broken_task(
+        tmp_path / "task",
+        grpo={
+            "learning_rate": 1e-3,
+            "per_device_train_batch_size": 16,
+            "gradient_accumulation_steps": 1,
+            "num_generations": 8,
+            "beta": 0.0,
+            "stop": {"masked_steps": 2},
+        },
+    )
+    code = main(
+        [
+            "train",
+            str(task),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--max-steps",
+            "6",
+            "--no-gate",
+            "test",
+            "--eval-every",
+            "0",
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 1
     assert len(err.splitlines()) == 1
-    assert "stopped at step 2: every sample was masked" in err and "16 of 16 kept samples say term 'broken': ValueError: boom: the reward cannot read its ground truth" in err
+    assert (
+        "stopped at step 2: every sample was masked" in err
+        and "16 of 16 kept samples say term 'broken': ValueError: boom: the reward cannot read its ground truth" in err
+    )
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["status"] == "stopped" and meta["steps"] == 2
     assert not (tmp_path / "run" / "final").exists()
@@ -214,10 +294,20 @@ def test_groups_without_reward_variance_for_n_steps_stop_the_run(tmp_path: Path)
     from rlvr.train import RunStopped
 
     # format + exact on the untrained tiny model: every group is all-wrong, so zero variance.
-    grpo = {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"zero_std_steps": 2}}
+    grpo = {
+        "learning_rate": 1e-3,
+        "per_device_train_batch_size": 16,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 8,
+        "beta": 0.0,
+        "stop": {"zero_std_steps": 2},
+    }
     task = load_task(make_task(tmp_path / "task", extra={"grpo": grpo}))
     with pytest.raises(RunStopped, match="zero reward variance for 2 logging steps in a row"):
-        train(task, TrainOptions(run_dir=tmp_path / "run", max_steps=5, no_gate_reason="test", progress=False, eval_every=0))
+        train(
+            task,
+            TrainOptions(run_dir=tmp_path / "run", max_steps=5, no_gate_reason="test", progress=False, eval_every=0),
+        )
 
 
 def test_stop_thresholds_come_from_the_recipe_and_are_recorded(two_step_run: tuple[Path, object]) -> None:
@@ -235,7 +325,9 @@ def test_stop_thresholds_are_overridden_by_the_task_then_the_config_file_and_che
     assert (rules.masked_rate, rules.masked_steps, rules.zero_std_steps) == (0.2, 9, 0)
     with pytest.raises(ConfigError) as info:
         StopRules.resolve({"masked": 0.2, "zero_std": 2})
-    assert "grpo.stop.masked: unknown key" in str(info.value) and "grpo.stop.zero_std: must be a share" in str(info.value)
+    assert "grpo.stop.masked: unknown key" in str(info.value) and "grpo.stop.zero_std: must be a share" in str(
+        info.value
+    )
 
 
 def test_a_rule_with_zero_steps_never_stops() -> None:
@@ -247,14 +339,29 @@ def test_a_rule_with_zero_steps_never_stops() -> None:
 
 def test_an_eval_that_decides_no_sample_is_an_error(tmp_path: Path) -> None:
     path = _broken_task(tmp_path / "task", success="broken")
-    with pytest.raises(RunError, match=r"held-out eval at step 0: the success term could not decide any of the 8 samples \(all masked: .*boom"):
-        train(load_task(path), TrainOptions(run_dir=tmp_path / "run", max_steps=2, no_gate_reason="test", progress=False, eval_every=2))
+    with pytest.raises(
+        RunError,
+        match=r"held-out eval at step 0: the success term could not decide any of the 8 samples \(all masked: .*boom",
+    ):
+        train(
+            load_task(path),
+            TrainOptions(run_dir=tmp_path / "run", max_steps=2, no_gate_reason="test", progress=False, eval_every=2),
+        )
 
 
 def test_the_eval_line_reports_masked_beside_the_accuracy() -> None:
     from rlvr.evaluate import EvalResult
 
-    res = EvalResult(accuracy=5 / 9, correct=5, n=9, masked=3, mean_length=4.0, mean_length_correct=None, mean_length_incorrect=None, temperature=0.0)
+    res = EvalResult(
+        accuracy=5 / 9,
+        correct=5,
+        n=9,
+        masked=3,
+        mean_length=4.0,
+        mean_length_correct=None,
+        mean_length_incorrect=None,
+        temperature=0.0,
+    )
     assert res.summary() == "55.6% (5/9 decided, 3 masked)"
     assert res.metrics()["eval/prompts"] == 12
 
@@ -263,7 +370,24 @@ def test_the_cli_summary_reports_masked_eval_samples(tmp_path: Path, capsys: pyt
     from rlvr.cli.main import main
 
     task = make_task(tmp_path / "task", shaping=True)
-    assert main(["train", str(task), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-gate", "test", "--eval-every", "1", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(task),
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--max-steps",
+                "1",
+                "--no-gate",
+                "test",
+                "--eval-every",
+                "1",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "held-out accuracy 0.0% (0/8 decided, 0 masked)" in out
 
@@ -291,7 +415,10 @@ def test_resume_skips_a_checkpoint_cut_off_while_saving_and_says_so(tmp_path: Pa
     meta = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**meta, "status": "running"}))  # killed: never finished
     __import__("shutil").rmtree(run / "final")
-    result = train(task, TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="resume test", progress=False, eval_every=0))
+    result = train(
+        task,
+        TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="resume test", progress=False, eval_every=0),
+    )
     assert result.resumed_from is not None and result.resumed_from.name == "checkpoint-2"
     assert [p.name for p in result.skipped] == ["checkpoint-4"]
     assert (run / "checkpoints" / "incomplete-checkpoint-4").is_dir()
@@ -309,14 +436,29 @@ def test_resume_with_only_incomplete_checkpoints_names_them(tmp_path: Path) -> N
         train(task, TrainOptions(run_dir=tmp_path / "run", resume=True, no_gate_reason="test", progress=False))
 
 
-def test_resume_on_a_finished_run_trains_nothing_and_keeps_final(two_step_run: tuple[Path, object], capsys: pytest.CaptureFixture[str]) -> None:
+def test_resume_on_a_finished_run_trains_nothing_and_keeps_final(
+    two_step_run: tuple[Path, object], capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
     root, _ = two_step_run
     final = root / "run" / "final"
     before = {p.name: p.stat().st_mtime_ns for p in final.iterdir()}
     metrics = (root / "run" / "metrics.jsonl").read_text()
-    code = main(["train", str(root / "task" / "task.yaml"), "--run-dir", str(root / "run"), "--resume", "--max-steps", "2", "--no-gate", "test", "--no-progress"])
+    code = main(
+        [
+            "train",
+            str(root / "task" / "task.yaml"),
+            "--run-dir",
+            str(root / "run"),
+            "--resume",
+            "--max-steps",
+            "2",
+            "--no-gate",
+            "test",
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert "already finished at step 2" in capsys.readouterr().out
     assert {p.name: p.stat().st_mtime_ns for p in final.iterdir()} == before
@@ -327,7 +469,9 @@ def test_times_continue_across_a_resume(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task", shaping=True))
     run = tmp_path / "run"
     first = train(task, TrainOptions(run_dir=run, max_steps=2, no_gate_reason="t", progress=False, eval_every=0))
-    second = train(task, TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="t", progress=False, eval_every=0))
+    second = train(
+        task, TrainOptions(run_dir=run, max_steps=4, resume=True, no_gate_reason="t", progress=False, eval_every=0)
+    )
     times = {x["step"]: x["time"] for x in lines(run / "metrics.jsonl") if "reward" in x}
     marker = json.loads((run / "checkpoints" / "checkpoint-2" / "rlvr-complete.json").read_text())
     assert times[3] >= marker["elapsed"] >= times[2]
@@ -335,7 +479,11 @@ def test_times_continue_across_a_resume(tmp_path: Path) -> None:
     # second session's: a property of the bookkeeping, not of how long either session took.
     assert marker["elapsed"] <= min(first.seconds, second.seconds)
     meta = json.loads((run / "run.json").read_text())
-    assert len(meta["sessions"]) == 2 and meta["sessions"][1]["from_step"] == 2 and meta["seconds"] == pytest.approx(second.seconds, abs=0.05)
+    assert (
+        len(meta["sessions"]) == 2
+        and meta["sessions"][1]["from_step"] == 2
+        and meta["seconds"] == pytest.approx(second.seconds, abs=0.05)
+    )
     events = [x for x in lines(run / "metrics.jsonl") if x.get("event") == "resume"]
     assert events == [{**events[0], "step": 2, "event": "resume", "resumed_from": "checkpoint-2", "skipped": []}]
 
@@ -348,7 +496,9 @@ def test_resume_reads_the_model_from_the_run(tmp_path: Path, monkeypatch: pytest
     task = load_task(make_task(tmp_path / "task"))
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.yaml").write_text(yaml.safe_dump({"grpo": {}, "rlvr": {"model": "/abs/sft-out", "model_arg": "sft-out"}}))
+    (run / "config.yaml").write_text(
+        yaml.safe_dump({"grpo": {}, "rlvr": {"model": "/abs/sft-out", "model_arg": "sft-out"}})
+    )
     seen = []
 
     def fake_gate(task, opts):
@@ -369,7 +519,9 @@ def test_a_run_records_the_model_it_started_from(two_step_run: tuple[Path, objec
 
 
 # -- rollouts ---------------------------------------------------------------------------------
-def test_each_logging_step_keeps_a_bounded_sample_of_rollouts_with_every_verdict(two_step_run: tuple[Path, object]) -> None:
+def test_each_logging_step_keeps_a_bounded_sample_of_rollouts_with_every_verdict(
+    two_step_run: tuple[Path, object],
+) -> None:
     from rlvr import rollouts
 
     root, _ = two_step_run
@@ -408,13 +560,22 @@ def test_stop_thresholds_in_a_config_file_are_read_from_either_form(tmp_path: Pa
     run_form = tmp_path / "run.yaml"
     run_form.write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-3}, "rlvr": {"stop": {"masked_steps": 3}}}))
     flat = tmp_path / "plan.yaml"
-    flat.write_text(yaml.safe_dump({"env": {"RLVR_VARIANT": "grpo", "RLVR_STOP_ZERO_STD_STEPS": "0"}, "learning_rate": 1e-3}))
+    flat.write_text(
+        yaml.safe_dump({"env": {"RLVR_VARIANT": "grpo", "RLVR_STOP_ZERO_STD_STEPS": "0"}, "learning_rate": 1e-3})
+    )
     assert read_config_file(run_form)[1]["stop"] == {"masked_steps": 3}
     assert read_config_file(flat)[1]["stop"] == {"zero_std_steps": 0}
 
 
 def test_a_stopped_run_without_checkpoints_is_not_offered_a_resume(tmp_path: Path) -> None:
-    grpo = {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"masked_steps": 1}}
+    grpo = {
+        "learning_rate": 1e-3,
+        "per_device_train_batch_size": 16,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 8,
+        "beta": 0.0,
+        "stop": {"masked_steps": 1},
+    }
     task = load_task(_broken_task(tmp_path / "task", grpo=grpo))
     opts = TrainOptions(run_dir=tmp_path / "run", max_steps=3, no_gate_reason="test", progress=False, eval_every=0)
     with pytest.raises(RunError, match="stopped at step 1"):
@@ -431,24 +592,59 @@ def test_under_two_processes_a_reward_broken_on_one_rank_stops_both(tmp_path: Pa
     import subprocess
     import sys
 
-    grpo = {"learning_rate": 1e-3, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "num_generations": 8, "beta": 0.0, "stop": {"masked_steps": 2}}
+    grpo = {
+        "learning_rate": 1e-3,
+        "per_device_train_batch_size": 16,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 8,
+        "beta": 0.0,
+        "stop": {"masked_steps": 2},
+    }
     path = make_task(tmp_path / "task", shaping=True, extra={"grpo": grpo})
     (tmp_path / "task" / "rankbroken.py").write_text(
-        "import os\n\ndef boom(completions, **kwargs):\n    if os.environ.get('RANK', '0') == '1':\n        raise ValueError('boom on rank 1')\n    return [0.0] * len(completions)\n")
+        "import os\n\ndef boom(completions, **kwargs):\n    if os.environ.get('RANK', '0') == '1':\n        raise ValueError('boom on rank 1')\n    return [0.0] * len(completions)\n"
+    )
     spec = yaml.safe_load(path.read_text())
     spec["rewards"].insert(2, {"name": "rankbroken", "verifier": "rankbroken.boom", "weight": 1.0})
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rlvr.cli.main", "train", str(path), "--run-dir", str(run), "--max-steps", "6", "--no-gate", "distributed stop",
-                           "--eval-every", "0", "--no-progress", "--launch", "accelerate", "--num-processes", "2"], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr.cli.main",
+            "train",
+            str(path),
+            "--run-dir",
+            str(run),
+            "--max-steps",
+            "6",
+            "--no-gate",
+            "distributed stop",
+            "--eval-every",
+            "0",
+            "--no-progress",
+            "--launch",
+            "accelerate",
+            "--num-processes",
+            "2",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "stopped" and meta["steps"] == 2
-    assert [x["rewards/masked_rate"] for x in lines(run / "metrics.jsonl") if "reward" in x] == [0.5, 0.5]  # the mean over both processes
+    assert [x["rewards/masked_rate"] for x in lines(run / "metrics.jsonl") if "reward" in x] == [
+        0.5,
+        0.5,
+    ]  # the mean over both processes
 
 
-KILLED_MID_SAVE = '''
+KILLED_MID_SAVE = """
 import os, signal, sys
 from pathlib import Path
 import transformers
@@ -464,7 +660,7 @@ def dying(self, output_dir):  # the weights and optimizer of checkpoint-4 are on
 
 transformers.Trainer._save_rng_state = dying
 train(load_task(sys.argv[1]), TrainOptions(run_dir=Path(sys.argv[2]), max_steps=6, no_gate_reason="kill -9 test", progress=False, eval_every=0))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -479,10 +675,21 @@ def test_a_run_killed_with_sigkill_mid_save_resumes_from_the_last_complete_check
     task_path = make_task(tmp_path / "task", shaping=True)
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", KILLED_MID_SAVE, str(task_path), str(run)], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_SAVE, str(task_path), str(run)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -9, proc.stderr[-2000:]
     cut = run / "checkpoints" / "checkpoint-4"
     assert cut.is_dir() and not (cut / "trainer_state.json").exists() and not (cut / "rlvr-complete.json").exists()
-    result = train(load_task(task_path), TrainOptions(run_dir=run, max_steps=6, resume=True, no_gate_reason="kill -9 test", progress=False, eval_every=0))
+    result = train(
+        load_task(task_path),
+        TrainOptions(
+            run_dir=run, max_steps=6, resume=True, no_gate_reason="kill -9 test", progress=False, eval_every=0
+        ),
+    )
     assert result.resumed_from is not None and result.resumed_from.name == "checkpoint-2"
     assert [p.name for p in result.skipped] == ["checkpoint-4"] and result.steps == 6

@@ -14,7 +14,7 @@ from rlvr.generate import Completion
 
 _counter = itertools.count()
 
-REWARD_MODULE = '''
+REWARD_MODULE = """
 from rlvr.rewards.base import BaseVerifier, Verdict, ground_truth
 from rlvr.rewards.format import AnswerFormat, extract
 
@@ -33,7 +33,7 @@ class Check(BaseVerifier):
         gold = ground_truth(sample.row, self.column)
         ok = ex.answer.strip() == gold
         return (Verdict.correct if ok else Verdict.wrong)(answer=ex.answer, span=ex.span)
-'''
+"""
 
 
 class FakeSampler:
@@ -47,8 +47,19 @@ class FakeSampler:
         self.calls: list[dict[str, Any]] = []
         self._i = 0
 
-    def sample(self, prompts: Sequence[Any], n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: int | None = None, progress: Any = None) -> list[list[Completion]]:
-        self.calls.append({"n": n, "temperature": temperature, "max_new_tokens": max_new_tokens, "prompts": len(prompts)})
+    def sample(
+        self,
+        prompts: Sequence[Any],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Any = None,
+    ) -> list[list[Completion]]:
+        self.calls.append(
+            {"n": n, "temperature": temperature, "max_new_tokens": max_new_tokens, "prompts": len(prompts)}
+        )
         out = []
         for p in prompts:
             group = []
@@ -56,7 +67,11 @@ class FakeSampler:
                 kind = self.kinds[self._i % len(self.kinds)]
                 self._i += 1
                 answer = reference_answer(p) or "0"
-                text = {"right": f"<answer>{answer}</answer>", "wrong": f"<answer>{int(answer) + 1}</answer>", "untagged": answer}[kind]
+                text = {
+                    "right": f"<answer>{answer}</answer>",
+                    "wrong": f"<answer>{int(answer) + 1}</answer>",
+                    "untagged": answer,
+                }[kind]
                 group.append(Completion(text, tuple(range(len(text))), "stop"))
             out.append(group)
         return out
@@ -133,8 +148,22 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rlvr.cli.main", "inspect", "serve", str(task_path), "--port", str(self.port), "--reviewer", reviewer],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "rlvr.cli.main",
+                "inspect",
+                "serve",
+                str(task_path),
+                "--port",
+                str(self.port),
+                "--reviewer",
+                reviewer,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.wait_ready()
 

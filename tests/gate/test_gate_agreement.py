@@ -12,8 +12,22 @@ from rlvr.rewards.base import Verdict
 def sample(sid: int, klass: str, total: float | None = None) -> InspectionSample:
     if total is None and klass != "masked":
         total = 1.1 if klass == "pass" else 0.0
-    verdict = {"pass": Verdict.correct(), "fail": Verdict.wrong(), "masked": Verdict.error("timeout", kind="timeout")}[klass]
-    return InspectionSample(sid, sid, "1+1=", {"answer": "2"}, "<answer>2</answer>", (1, 2), "stop", "middle", {"correct": verdict}, total, klass)
+    verdict = {"pass": Verdict.correct(), "fail": Verdict.wrong(), "masked": Verdict.error("timeout", kind="timeout")}[
+        klass
+    ]
+    return InspectionSample(
+        sid,
+        sid,
+        "1+1=",
+        {"answer": "2"},
+        "<answer>2</answer>",
+        (1, 2),
+        "stop",
+        "middle",
+        {"correct": verdict},
+        total,
+        klass,
+    )
 
 
 def review(s: InspectionSample, label: str, *, accepted: str | None = None, rid: int = 0) -> Review:
@@ -41,7 +55,11 @@ def test_three_class_kappa_matches_hand_computed_value() -> None:
     # rows pass/fail/masked = [10,2,0],[3,8,1],[0,1,5]; n=30; p_o = 23/30;
     # rows .4/.4/.2, columns 13/30, 11/30, 6/30; p_e = (5.2 + 4.4 + 1.2)/30 = .36;
     # kappa = (23/30 - .36) / .64 = 0.6354166...
-    m = {"pass": {"pass": 10, "fail": 2, "masked": 0}, "fail": {"pass": 3, "fail": 8, "masked": 1}, "masked": {"pass": 0, "fail": 1, "masked": 5}}
+    m = {
+        "pass": {"pass": 10, "fail": 2, "masked": 0},
+        "fail": {"pass": 3, "fail": 8, "masked": 1},
+        "masked": {"pass": 0, "fail": 1, "masked": 5},
+    }
     kappa, p_o = cohen_kappa(m)
     assert p_o == pytest.approx(23 / 30)
     assert kappa == pytest.approx((23 / 30 - 0.36) / 0.64)

@@ -16,9 +16,19 @@ from gate_fixtures import SMALL, FakeSampler, Server
 from rlvr import gate
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing: run scripts/install-system-deps.sh as root")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing: run scripts/install-system-deps.sh as root"
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +113,12 @@ def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> 
         ctx.close()
     finally:
         server.kill()
-    assert [(r.sample_id, r.label) for r in store.reviews()] == [(1, "lower"), (1, "right"), (2, "right"), (2, "higher")]
+    assert [(r.sample_id, r.label) for r in store.reviews()] == [
+        (1, "lower"),
+        (1, "right"),
+        (2, "right"),
+        (2, "higher"),
+    ]
     assert {sid: r.label for sid, r in store.latest_reviews().items()} == {1: "right", 2: "higher"}
 
 
@@ -112,22 +127,41 @@ class LongSampler:
 
     backend = "fake"
 
-    def sample(self, prompts: Any, n: int, temperature: float, max_new_tokens: int, top_p: float = 1.0, seed: Any = None, progress: Any = None) -> Any:
+    def sample(
+        self,
+        prompts: Any,
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: Any = None,
+        progress: Any = None,
+    ) -> Any:
         from rlvr.demo.arithmetic import reference_answer
         from rlvr.generate import Completion
 
         out = []
         for p in prompts:
-            text = "".join(f"step {i}: carry the one\n" for i in range(300)) + f"<answer>{reference_answer(p) or '0'}</answer>"
+            text = (
+                "".join(f"step {i}: carry the one\n" for i in range(300))
+                + f"<answer>{reference_answer(p) or '0'}</answer>"
+            )
             out.append([Completion(text, tuple(range(len(text))), "stop") for _ in range(n)])
         return out
 
 
 def _in_view(page: Any, selector: str) -> bool:
-    return bool(page.eval_on_selector(selector, "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }"))
+    return bool(
+        page.eval_on_selector(
+            selector,
+            "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }",
+        )
+    )
 
 
-def test_verdict_buttons_stay_in_view_on_a_long_completion_and_a_click_records_the_verdict(task: Any, browser: Any) -> None:
+def test_verdict_buttons_stay_in_view_on_a_long_completion_and_a_click_records_the_verdict(
+    task: Any, browser: Any
+) -> None:
     # Observed: with a long completion the verdict buttons were below the fold; the reviewer had
     # to scroll to the end of every sample to give a verdict.
     store = gate.build_set(task, gate.db_path(task), sampler=LongSampler(), size=SMALL)

@@ -62,13 +62,26 @@ def test_building_over_a_reviewed_set_refuses_without_overwrite(task: Any) -> No
 
 def _write_probe(folder: Path, task: Any, temperature: float) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "probe.json").write_text(json.dumps({"model": "builtin:tiny", "temperature": temperature, "max_new_tokens": 12}))
+    (folder / "probe.json").write_text(
+        json.dumps({"model": "builtin:tiny", "temperature": temperature, "max_new_tokens": 12})
+    )
     rows = task.load_split("train")[:30]
     lines = []
     for i, row in enumerate(rows):
         for j, text in enumerate((f"<answer>{row['answer']}</answer>", "no idea")):
-            lines.append({"prompt_index": i, "sample_index": j, "prompt": row["question"] + "=", "row": row, "completion": text,
-                          "completion_ids": [1, 2, 3], "n_tokens": 3, "finish_reason": "stop", "scores": {"correct": {"outcome": "correct", "score": 1.0}}})
+            lines.append(
+                {
+                    "prompt_index": i,
+                    "sample_index": j,
+                    "prompt": row["question"] + "=",
+                    "row": row,
+                    "completion": text,
+                    "completion_ids": [1, 2, 3],
+                    "n_tokens": 3,
+                    "finish_reason": "stop",
+                    "scores": {"correct": {"outcome": "correct", "score": 1.0}},
+                }
+            )
     (folder / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return folder
 
@@ -117,7 +130,9 @@ def test_rescore_keeps_verdicts_and_reopens_samples_whose_reward_changed(user_ta
     changed = gate.rescore(user_task, store)
     passing = [s for s in before if s.reward_class == "pass"]
     assert sorted(c.sample_id for c in changed) == sorted(r.sample_id for r in passing)
-    assert {(c.old_class, c.new_class, c.state_before, c.state_after) for c in changed} == {("pass", "fail", "agrees", "changed")}
+    assert {(c.old_class, c.new_class, c.state_before, c.state_after) for c in changed} == {
+        ("pass", "fail", "agrees", "changed")
+    }
     assert store.reviews() == before
     assert not gate.status(user_task).passed
     assert len(store.rescores()) == 1
@@ -181,7 +196,9 @@ def _kept_rollouts(task: Any, run: Path, step: int) -> None:
     rollouts.Recorder(run, rs, group_size=8).wrap(rs.trl_functions())[0](**kwargs)
 
 
-def test_inspect_build_reads_a_runs_rollouts_at_a_step(task: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_build_reads_a_runs_rollouts_at_a_step(
+    task: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
     run = tmp_path / "run"

@@ -81,7 +81,11 @@ def test_terminal_review_records_labels_and_same_line_notes(task: Any) -> None:
     out = io.StringIO()
     n = review(store, reviewer="tty", stdin=io.StringIO("l hedges two answers\nr\nj\nh\nq\n"), stdout=out, color=False)
     assert n == 3
-    assert [(r.sample_id, r.label, r.note) for r in store.reviews()] == [(1, "lower", "hedges two answers"), (2, "right", ""), (4, "higher", "")]
+    assert [(r.sample_id, r.label, r.note) for r in store.reviews()] == [
+        (1, "lower", "hedges two answers"),
+        (2, "right", ""),
+        (4, "higher", ""),
+    ]
     assert "── sample 1" in out.getvalue()
 
 
@@ -91,14 +95,19 @@ def test_terminal_accept_needs_a_reason_and_an_open_disagreement(task: Any) -> N
     review(store, reviewer="tty", stdin=io.StringIO("a why\nl\nk\na\na fine as is\nq\n"), stdout=out, color=False)
     text = out.getvalue()
     assert "nothing to accept" in text and "accepting needs a reason" in text
-    assert [(r.sample_id, r.label, r.accepted) for r in store.reviews()] == [(1, "lower", None), (1, "lower", "fine as is")]
+    assert [(r.sample_id, r.label, r.accepted) for r in store.reviews()] == [
+        (1, "lower", None),
+        (1, "lower", "fine as is"),
+    ]
 
 
 def test_terminal_marks_the_answer_span(task: Any) -> None:
     store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
     passing = next(s for s in store.samples() if s.reward_class == "pass")
     out = io.StringIO()
-    review(store, reviewer="tty", flt=Filter(show="all", min_total=1.0), stdin=io.StringIO("q\n"), stdout=out, color=False)
+    review(
+        store, reviewer="tty", flt=Filter(show="all", min_total=1.0), stdin=io.StringIO("q\n"), stdout=out, color=False
+    )
     assert f"── sample {passing.id} " in out.getvalue()
     assert f"<answer>⟦{passing.row['answer']}⟧</answer>" in out.getvalue()
 
@@ -120,14 +129,18 @@ def test_build_samples_the_real_tiny_model_through_the_cli(task: Any, capsys: py
     assert store.meta()["temperature"] == 1.0
 
 
-def test_sign_through_the_cli_writes_a_record_that_enforce_accepts(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sign_through_the_cli_writes_a_record_that_enforce_accepts(
+    task: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     build_and_review(task)
     assert main(["inspect", "sign", str(task.path), "--min-samples", str(SMALL)]) == 0
     assert f"gate signed: {gate.record_path(task)}" in capsys.readouterr().out
     assert gate.enforce(task)["reviewer"] == "alice"
 
 
-def test_sign_through_the_cli_refuses_an_unread_set_in_one_message(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sign_through_the_cli_refuses_an_unread_set_in_one_message(
+    task: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
     assert main(["inspect", "sign", str(task.path), "--min-samples", str(SMALL)]) == 1
     err = capsys.readouterr().err

@@ -8,15 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_fixtures import (
-    SMALL,
-    FakeSampler,
-    build_and_review,
-    no_exploits,
-    sign_small,
-    unique_module,
-    write_task,
-)
+from gate_fixtures import SMALL, FakeSampler, build_and_review, no_exploits, sign_small, unique_module, write_task
 
 from rlvr import gate
 from rlvr.demo.arithmetic import reference_answer
@@ -63,7 +55,10 @@ def test_changed_helper_module_beside_the_task_is_detected(tmp_path: Path) -> No
     build_and_review(task)
     sign_small(task)
     (tmp_path / "t" / f"{helper}.py").write_text("def clean(x):\n    return x.strip().lstrip('0')\n")
-    with pytest.raises(GateError, match=rf"reward module {helper} \(.*{helper}.py\) changed: sha256 was [0-9a-f]{{64}}, now [0-9a-f]{{64}}"):
+    with pytest.raises(
+        GateError,
+        match=rf"reward module {helper} \(.*{helper}.py\) changed: sha256 was [0-9a-f]{{64}}, now [0-9a-f]{{64}}",
+    ):
         gate.enforce(task)
 
 
@@ -83,7 +78,10 @@ def test_tampered_gate_json_is_detected(signed: Any) -> None:
     record = json.loads(path.read_text())
     record["kappa"] = 0.99
     path.write_text(json.dumps(record, indent=2))
-    with pytest.raises(GateError, match=r"gate\.json was edited after signing: record_sha256 says [0-9a-f]{64}, its content hashes to [0-9a-f]{64}"):
+    with pytest.raises(
+        GateError,
+        match=r"gate\.json was edited after signing: record_sha256 says [0-9a-f]{64}, its content hashes to [0-9a-f]{64}",
+    ):
         gate.enforce(signed)
 
 
@@ -91,7 +89,10 @@ def test_tampered_verdict_in_the_database_is_detected(signed: Any) -> None:
     db = gate.db_path(signed)
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE reviews SET note = 'edited later' WHERE id = 3")
-    with pytest.raises(GateError, match=r"the reviewer verdicts in .*inspection\.db changed since signing: sha256 was [0-9a-f]{64}, now [0-9a-f]{64}"):
+    with pytest.raises(
+        GateError,
+        match=r"the reviewer verdicts in .*inspection\.db changed since signing: sha256 was [0-9a-f]{64}, now [0-9a-f]{64}",
+    ):
         gate.enforce(signed)
 
 
@@ -137,7 +138,10 @@ def test_gate_flag_points_enforce_at_another_folder(user_task: Any, tmp_path: Pa
 
 
 def test_model_other_than_the_sampled_one_is_refused(signed: Any) -> None:
-    with pytest.raises(GateError, match=r"model changed: the set was sampled from 'builtin:tiny', the run starts from '/some/sft/checkpoint'"):
+    with pytest.raises(
+        GateError,
+        match=r"model changed: the set was sampled from 'builtin:tiny', the run starts from '/some/sft/checkpoint'",
+    ):
         gate.enforce(signed, model="/some/sft/checkpoint")
 
 
@@ -156,7 +160,9 @@ def test_sign_refuses_an_open_disagreement_until_it_is_accepted_with_a_reason(us
         sign_small(user_task)
     store.add_review(7, "lower", reviewer="alice", accepted="the stricter check is not worth it here")
     record = json.loads(sign_small(user_task).read_text())
-    assert record["accepted_disagreements"] == [{"sample_id": 7, "label": "lower", "reason": "the stricter check is not worth it here"}]
+    assert record["accepted_disagreements"] == [
+        {"sample_id": 7, "label": "lower", "reason": "the stricter check is not worth it here"}
+    ]
 
 
 def test_sign_refuses_scores_the_current_reward_code_no_longer_gives(user_task: Any) -> None:
@@ -169,7 +175,9 @@ def test_sign_refuses_scores_the_current_reward_code_no_longer_gives(user_task: 
 
     sys.modules.pop(path.stem, None)
     importlib.invalidate_caches()
-    with pytest.raises(GateError, match=r"samples score differently with the current reward code .*rlvr inspect rescore"):
+    with pytest.raises(
+        GateError, match=r"samples score differently with the current reward code .*rlvr inspect rescore"
+    ):
         sign_small(user_task)
 
 
@@ -187,7 +195,9 @@ def test_exploitable_term_blocks_signing_unless_a_reason_is_recorded(user_task: 
 
     with pytest.raises(GateError, match="the audit found exploitable reward terms: format"):
         sign_small(user_task, audit=exploitable)
-    record = json.loads(sign_small(user_task, audit=exploitable, accept_exploits={"format": "tags-only reward, weight 0.1"}).read_text())
+    record = json.loads(
+        sign_small(user_task, audit=exploitable, accept_exploits={"format": "tags-only reward, weight 0.1"}).read_text()
+    )
     assert record["audit"]["accepted"] == {"format": "tags-only reward, weight 0.1"}
     assert gate.enforce(user_task)["status"] == "passed"
 
@@ -209,7 +219,9 @@ def test_reference_gate_signs_with_the_stand_in_reviewer_named(task: Any, tmp_pa
         said = verdicts["correct"].outcome.value == "correct"
         return "right" if truly == said else ("higher" if truly else "lower")
 
-    path = gate.reference_gate(task, model="builtin:tiny", out_dir=tmp_path / "g", checker=checker, sampler=FakeSampler(), size=SMALL)
+    path = gate.reference_gate(
+        task, model="builtin:tiny", out_dir=tmp_path / "g", checker=checker, sampler=FakeSampler(), size=SMALL
+    )
     record = json.loads(path.read_text())
     assert record["reviewer"] == "reference-checker (demo)"
     assert record["counts"]["label_right"] == SMALL
@@ -218,7 +230,14 @@ def test_reference_gate_signs_with_the_stand_in_reviewer_named(task: Any, tmp_pa
 
 def test_reference_gate_refuses_to_sign_when_the_checker_disagrees(task: Any, tmp_path: Path) -> None:
     with pytest.raises(GateError, match="disagreements are open"):
-        gate.reference_gate(task, model="builtin:tiny", out_dir=tmp_path / "g", checker=lambda row, c, v: "lower", sampler=FakeSampler(), size=SMALL)
+        gate.reference_gate(
+            task,
+            model="builtin:tiny",
+            out_dir=tmp_path / "g",
+            checker=lambda row, c, v: "lower",
+            sampler=FakeSampler(),
+            size=SMALL,
+        )
 
 
 def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
@@ -245,13 +264,17 @@ def test_model_given_as_a_folder_matches_the_same_folder_by_another_spelling(use
     assert gate.enforce(user_task, model=str(tmp_path / "." / "sft"))["model"] == str(folder)
 
 
-def test_rlvr_train_refuses_a_changed_reward_module_before_loading_anything(signed: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rlvr_train_refuses_a_changed_reward_module_before_loading_anything(
+    signed: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
     path = _module_file(signed)
     old = sha256_file(path)
     path.write_text(path.read_text() + "\n# a later edit\n")
-    assert main(["train", str(signed.path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 1
+    assert (
+        main(["train", str(signed.path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 1
+    )
     err = capsys.readouterr().err
     assert err.startswith("rlvr train: error: the gate record")
     assert f"reward module {path.stem} ({path}) changed: sha256 was {old}, now {sha256_file(path)}" in err
@@ -259,13 +282,17 @@ def test_rlvr_train_refuses_a_changed_reward_module_before_loading_anything(sign
 
 
 # -- the gate covers the data (issue 14) ------------------------------------------------------
-def test_editing_train_jsonl_after_signing_stops_train(signed: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_editing_train_jsonl_after_signing_stops_train(
+    signed: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlvr.cli.main import main
 
     train = signed.root / "train.jsonl"
     old = sha256_file(train)
     train.write_text(train.read_text().replace('"answer": "', '"answer": "1', 1))
-    assert main(["train", str(signed.path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 1
+    assert (
+        main(["train", str(signed.path), "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 1
+    )
     err = capsys.readouterr().err
     assert f"data.train (train.jsonl) changed since signing: sha256 was {old}, now {sha256_file(train)}" in err
     assert not (tmp_path / "run").exists()
@@ -279,9 +306,15 @@ def test_a_file_a_term_option_names_is_bound_by_the_record(tmp_path: Path) -> No
 
     task = load_task(write_task(tmp_path / "t"))
     (task.root / "schema.json").write_text('{"type": "object"}')
-    task = dataclasses.replace(task, rewards=(*task.rewards, TermSpec("shape", "json_schema", 1.0, {"schema": "schema.json", "extra_keys": False})))
+    task = dataclasses.replace(
+        task,
+        rewards=(*task.rewards, TermSpec("shape", "json_schema", 1.0, {"schema": "schema.json", "extra_keys": False})),
+    )
     files = data_files(task)
-    assert files["rewards.shape.options.schema"] == {"path": "schema.json", "sha256": sha256_file(task.root / "schema.json")}
+    assert files["rewards.shape.options.schema"] == {
+        "path": "schema.json",
+        "sha256": sha256_file(task.root / "schema.json"),
+    }
     assert files["data.train"]["path"] == "train.jsonl"
     assert set(files) == {"data.train", "rewards.shape.options.schema"}
 

@@ -67,8 +67,11 @@ def test_page_shows_prompt_expected_answer_terms_and_the_highlighted_span(store:
 def test_invisible_characters_in_a_completion_are_drawn_and_markup_is_escaped(tmp_path: Any) -> None:
     text = "<script>alert(1)</script><answer>4\u200b2</answer>"
     v = Verdict.wrong(answer="4\u200b2", span=(len(text) - 13, len(text) - 9))
-    store = Store.create(tmp_path / "s.db", {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
-                         [NewSample(0, "40+2=", {"answer": "42"}, text, (1,), "stop", "low", {"correct": v}, 0.0, "fail")])
+    store = Store.create(
+        tmp_path / "s.db",
+        {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
+        [NewSample(0, "40+2=", {"answer": "42"}, text, (1,), "stop", "low", {"correct": v}, 0.0, "fail")],
+    )
     html = _client(store).get("/sample/1").text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script>alert(1)" not in html
@@ -165,12 +168,15 @@ def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
     server = Server(task.path)
     failures: list[str] = []
     try:
+
         def tab(name: str) -> None:
             try:
                 with httpx.Client(base_url=server.url, timeout=30.0) as c:
                     token = form_fields(c.get("/sample/1").text)["token"]
                     for i in range(10):
-                        r = c.post(f"/sample/{i % 3 + 1}", data={"token": token, "label": "right", "note": f"{name}{i}"})
+                        r = c.post(
+                            f"/sample/{i % 3 + 1}", data={"token": token, "label": "right", "note": f"{name}{i}"}
+                        )
                         if r.status_code != 303:
                             failures.append(f"{name}{i}: HTTP {r.status_code} {r.text[:200]}")
             except Exception as exc:  # noqa: BLE001 - reported by the assertion below
@@ -184,7 +190,9 @@ def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
     finally:
         server.kill()
     assert failures == []
-    assert sorted(r.note for r in store.reviews()) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
+    assert sorted(r.note for r in store.reviews()) == sorted(
+        [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
+    )
 
 
 def test_serving_a_set_that_was_never_built_is_a_clear_error(task: Any) -> None:
@@ -212,9 +220,18 @@ def test_verdict_on_a_page_older_than_a_rescore_is_refused(user_task: Any) -> No
     assert _post(c, c.get(f"/sample/{sid}"), "right").status_code == 303
 
 
-def _one_sample_store(tmp_path: Any, completion: str, verdict: Verdict, row: dict[str, Any] | None = None, bucket: str = "low") -> Store:
-    return Store.create(tmp_path / "one.db", {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
-                        [NewSample(0, "40+2=", row or {"answer": "42"}, completion, (1,), "stop", bucket, {"correct": verdict}, 0.0, "fail")])
+def _one_sample_store(
+    tmp_path: Any, completion: str, verdict: Verdict, row: dict[str, Any] | None = None, bucket: str = "low"
+) -> Store:
+    return Store.create(
+        tmp_path / "one.db",
+        {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
+        [
+            NewSample(
+                0, "40+2=", row or {"answer": "42"}, completion, (1,), "stop", bucket, {"correct": verdict}, 0.0, "fail"
+            )
+        ],
+    )
 
 
 def test_the_all_bucket_label_says_what_it_means(tmp_path: Any) -> None:
@@ -243,11 +260,18 @@ def test_page_shows_a_word_diff_between_the_expected_and_the_given_answer(tmp_pa
     text = "<answer>43</answer>"
     html = _client(_one_sample_store(tmp_path, text, Verdict.wrong(answer="43", span=(8, 10)))).get("/sample/1").text
     assert "<code id=given>43</code>" in html
-    assert "<code id=diff><del title='expected, not given'>42</del><ins title='given, not expected'>43</ins></code>" in html
+    assert (
+        "<code id=diff><del title='expected, not given'>42</del><ins title='given, not expected'>43</ins></code>"
+        in html
+    )
 
 
 def test_an_answer_equal_to_the_expected_one_is_marked_identical(tmp_path: Any) -> None:
-    html = _client(_one_sample_store(tmp_path, "<answer>42</answer>", Verdict.correct(answer="42", span=(8, 10)))).get("/sample/1").text
+    html = (
+        _client(_one_sample_store(tmp_path, "<answer>42</answer>", Verdict.correct(answer="42", span=(8, 10))))
+        .get("/sample/1")
+        .text
+    )
     assert "<code id=diff>42</code> <span class=muted>(identical to the expected answer)</span>" in html
 
 
@@ -259,11 +283,19 @@ def test_a_completion_without_an_answer_says_none_was_extracted_and_why(tmp_path
 def test_a_json_ground_truth_is_shown_and_diffed_as_json(tmp_path: Any) -> None:
     row = {"answer": {"name": "f", "arguments": {"x": 1}}}
     given = '{"arguments": {"x": 2}, "name": "f"}'  # the store keeps rows with sorted keys
-    html = _client(_one_sample_store(tmp_path, f"<answer>{given}</answer>", Verdict.wrong(answer=given), row=row)).get("/sample/1").text
-    assert "<code id=expected>{&quot;arguments&quot;: {&quot;x&quot;: 1}, &quot;name&quot;: &quot;f&quot;}</code>" in html
+    html = (
+        _client(_one_sample_store(tmp_path, f"<answer>{given}</answer>", Verdict.wrong(answer=given), row=row))
+        .get("/sample/1")
+        .text
+    )
+    assert (
+        "<code id=expected>{&quot;arguments&quot;: {&quot;x&quot;: 1}, &quot;name&quot;: &quot;f&quot;}</code>" in html
+    )
     assert "<del title='expected, not given'>1</del><ins title='given, not expected'>2</ins>" in html
 
 
 def test_the_verdict_form_is_sticky_at_the_bottom_of_the_window(store: Store) -> None:
     html = _client(store).get("/sample/1").text
-    assert "#verdict{position:sticky;bottom:0;" in html  # the layout itself is checked in a real browser (test_gate_browser)
+    assert (
+        "#verdict{position:sticky;bottom:0;" in html
+    )  # the layout itself is checked in a real browser (test_gate_browser)

@@ -13,11 +13,17 @@ from rlvr.rewards.format import FormatVerifier, is_blank
 
 TAGS = AnswerFormat()
 BOXED = AnswerFormat(style="boxed")
-plain = st.text(alphabet=st.characters(blacklist_characters="<>{}\\", blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(lambda s: not is_blank(s))
+plain = st.text(
+    alphabet=st.characters(blacklist_characters="<>{}\\", blacklist_categories=("Cs",)), min_size=1, max_size=40
+).filter(lambda s: not is_blank(s))
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(max_size=30).filter(lambda s: "<" not in s and ">" not in s), plain, st.text(max_size=30).filter(lambda s: "<" not in s and ">" not in s))
+@given(
+    st.text(max_size=30).filter(lambda s: "<" not in s and ">" not in s),
+    plain,
+    st.text(max_size=30).filter(lambda s: "<" not in s and ">" not in s),
+)
 def test_tag_extraction_returns_the_span_and_its_offsets(before, answer, after):
     text = f"{before}<answer>{answer}</answer>{after}"
     ex = extract(text, TAGS)
@@ -83,7 +89,10 @@ def test_thousands_rule_removes_commas_in_two_or_more_groups(n):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet="abcXYZ 12.$\t", max_size=20), st.sets(st.sampled_from(["whitespace", "case", "nfkc", "thousands", "dollars", "trailing_period"])))
+@given(
+    st.text(alphabet="abcXYZ 12.$\t", max_size=20),
+    st.sets(st.sampled_from(["whitespace", "case", "nfkc", "thousands", "dollars", "trailing_period"])),
+)
 def test_normalisation_is_idempotent(text, rules):
     once = normalize(text, rules)
     assert normalize(once, rules) == once
@@ -121,7 +130,9 @@ class Scripted(BaseVerifier):
 
 def reward_set() -> RewardSet:
     fmt = Scripted({"a": Verdict.correct(), "b": Verdict.correct(), "c": Verdict.wrong()})
-    correct = Scripted({"a": Verdict.correct(), "b": Verdict.error("timed out", kind="timeout"), "c": Verdict.unparseable("none")})
+    correct = Scripted(
+        {"a": Verdict.correct(), "b": Verdict.error("timed out", kind="timeout"), "c": Verdict.unparseable("none")}
+    )
     return RewardSet([Term("format", fmt, 0.1), Term("correct", correct, 1.0)])
 
 
@@ -154,7 +165,9 @@ def test_trl_functions_are_named_after_their_terms():
 
 def test_conversational_completions_are_read_as_text():
     fn = reward_set().trl_functions()[0]
-    assert fn(prompts=[[{"role": "user", "content": "p"}]], completions=[[{"role": "assistant", "content": "a"}]]) == [1.0]
+    assert fn(prompts=[[{"role": "user", "content": "p"}]], completions=[[{"role": "assistant", "content": "a"}]]) == [
+        1.0
+    ]
 
 
 def test_optional_think_accepts_a_block_the_template_opened():

@@ -74,7 +74,10 @@ def reset(fake):
 
 
 def judge(fake, **kw):
-    return build_verifier("judge", {"model": "fake-judge", "base_url": fake.url, "require_calibration": False, "retries": 1, "timeout": 5.0, **kw})
+    return build_verifier(
+        "judge",
+        {"model": "fake-judge", "base_url": fake.url, "require_calibration": False, "retries": 1, "timeout": 5.0, **kw},
+    )
 
 
 def labels(tmp_path, n=60, wrong_labels=0):
@@ -82,7 +85,14 @@ def labels(tmp_path, n=60, wrong_labels=0):
     for i in range(n):
         good = i % 2 == 0
         label = good if i >= wrong_labels else not good
-        rows.append({"prompt": f"q{i}", "completion": f"the answer is {i}" if good else "the answer is unknown", "answer": str(i), "label": label})
+        rows.append(
+            {
+                "prompt": f"q{i}",
+                "completion": f"the answer is {i}" if good else "the answer is unknown",
+                "answer": str(i),
+                "label": label,
+            }
+        )
     p = tmp_path / "labels.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
@@ -154,7 +164,20 @@ def test_cohen_kappa_known_values():
 
 def test_cli_judge_calibrate_writes_the_record(fake, tmp_path, capsys):
     out = tmp_path / "cal.json"
-    rc = main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--model", "fake-judge", "--base-url", fake.url, "--out", str(out)])
+    rc = main(
+        [
+            "judge",
+            "calibrate",
+            "--labels",
+            str(labels(tmp_path)),
+            "--model",
+            "fake-judge",
+            "--base-url",
+            fake.url,
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0 and json.loads(out.read_text())["kappa"] == 1.0
     assert "kappa 1.000" in capsys.readouterr().out
 
@@ -171,15 +194,31 @@ def test_cli_judge_help_works(capsys):
 
 
 def test_cli_calibrate_from_a_task_whose_judge_has_no_record_yet(fake, tmp_path, capsys):
-    (tmp_path / "judge_prompt.txt").write_text("Reference answer:\n{answer}\nResponse:\n{completion}\nCORRECT or INCORRECT?")
+    (tmp_path / "judge_prompt.txt").write_text(
+        "Reference answer:\n{answer}\nResponse:\n{completion}\nCORRECT or INCORRECT?"
+    )
     task = tmp_path / "task.yaml"
     task.write_text(
         "rewards:\n"
         f"  - {{name: graded, verifier: judge, options: {{model: fake-judge, base_url: '{fake.url}', prompt_file: judge_prompt.txt, version: '2', calibration: cal.json}}}}\n"
     )
     out = tmp_path / "cal.json"
-    assert main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--task", str(task), "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            ["judge", "calibrate", "--labels", str(labels(tmp_path)), "--task", str(task), "--out", str(out), "--json"]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert record["version"] == "2" and record["passed"]
-    v = build_verifier("judge", {"model": "fake-judge", "base_url": fake.url, "prompt_file": str(tmp_path / "judge_prompt.txt"), "version": "2", "calibration": str(out)})
+    v = build_verifier(
+        "judge",
+        {
+            "model": "fake-judge",
+            "base_url": fake.url,
+            "prompt_file": str(tmp_path / "judge_prompt.txt"),
+            "version": "2",
+            "calibration": str(out),
+        },
+    )
     assert v.verify(Sample("it is 3", {"answer": "3"})).outcome is Outcome.CORRECT

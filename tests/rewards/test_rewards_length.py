@@ -64,7 +64,9 @@ def test_overlong_cache_must_fit():
 
 
 def wrapped(**kw):
-    return build_verifier("length_penalty", {"budget": 4, "base": {"verifier": "exact"}, "column": "answer", **kw}, AnswerFormat())
+    return build_verifier(
+        "length_penalty", {"budget": 4, "base": {"verifier": "exact"}, "column": "answer", **kw}, AnswerFormat()
+    )
 
 
 def test_wrapper_adds_the_penalty_to_the_base_score_and_keeps_both_parts():
@@ -88,7 +90,13 @@ def test_wrapped_parts_are_logged_per_term():
 
     logged = {}
     fn = RewardSet([Term("short", wrapped())]).trl_functions()[0]
-    fn(prompts=["p"], completions=["<answer>4</answer>"], answer=["4"], completion_ids=[list(range(6))], log_metric=logged.__setitem__)
+    fn(
+        prompts=["p"],
+        completions=["<answer>4</answer>"],
+        answer=["4"],
+        completion_ids=[list(range(6))],
+        log_metric=logged.__setitem__,
+    )
     assert logged["rewards/short/base/mean"] == 1.0 and logged["rewards/short/penalty/mean"] == -0.5
 
 

@@ -35,7 +35,11 @@ def verdicts(corpus) -> list[str]:
     out = []
     for c in corpus:
         fast = fast_compare(c["gold"], c["pred"], MathPolicy())
-        status = ("equal" if fast else "unequal") if fast is not None else compare_texts(c["gold"], c["pred"], MathPolicy())[0]
+        status = (
+            ("equal" if fast else "unequal")
+            if fast is not None
+            else compare_texts(c["gold"], c["pred"], MathPolicy())[0]
+        )
         out.append({"pred_unparseable": "unequal"}.get(status, status))  # the verifier scores it wrong
     return out
 
@@ -44,12 +48,19 @@ def test_corpus_is_large_labelled_and_one_third_negative(corpus):
     assert len(corpus) >= 400
     labels = Counter(c["label"] for c in corpus)
     assert set(labels) == {"equal", "unequal"} and labels["unequal"] * 3 >= len(corpus)
-    assert all(c["reason"] and c["form"] and c["source"] in {"MATH", "NuminaMath", "AIME", "olympiad", "GSM8K", "adversarial"} for c in corpus)
+    assert all(
+        c["reason"] and c["form"] and c["source"] in {"MATH", "NuminaMath", "AIME", "olympiad", "GSM8K", "adversarial"}
+        for c in corpus
+    )
     assert len({(c["gold"], c["pred"]) for c in corpus}) == len(corpus)
 
 
 def test_corpus_has_no_false_positive(corpus, verdicts):
-    fps = [(c["form"], c["gold"], c["pred"]) for c, v in zip(corpus, verdicts, strict=True) if v == "equal" and c["label"] == "unequal"]
+    fps = [
+        (c["form"], c["gold"], c["pred"])
+        for c, v in zip(corpus, verdicts, strict=True)
+        if v == "equal" and c["label"] == "unequal"
+    ]
     assert fps == []
 
 
@@ -68,6 +79,9 @@ def test_the_in_process_shortcut_agrees_with_the_worker_wherever_it_decides(corp
     disagree = []
     for c in corpus:
         fast = fast_compare(c["gold"], c["pred"], MathPolicy())
-        if fast is not None and ("equal" if fast else "unequal") != compare_texts(c["gold"], c["pred"], MathPolicy())[0]:
+        if (
+            fast is not None
+            and ("equal" if fast else "unequal") != compare_texts(c["gold"], c["pred"], MathPolicy())[0]
+        ):
             disagree.append((c["gold"], c["pred"]))
     assert disagree == []

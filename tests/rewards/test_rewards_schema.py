@@ -12,8 +12,24 @@ from rlvr.errors import VerifierError
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.schema import JsonSchemaVerifier, ToolCallVerifier
 
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def ans(obj) -> str:
@@ -30,7 +46,10 @@ def test_extra_keys_are_wrong_by_default():
 
 
 def test_extra_keys_allowed_when_asked():
-    assert JsonSchemaVerifier(schema=SCHEMA, extra_keys=True).verify(Sample(ans({"name": "a", "age": 3, "x": 1}))).outcome is Outcome.CORRECT
+    assert (
+        JsonSchemaVerifier(schema=SCHEMA, extra_keys=True).verify(Sample(ans({"name": "a", "age": 3, "x": 1}))).outcome
+        is Outcome.CORRECT
+    )
 
 
 def test_nested_objects_forbid_extra_keys_too():
@@ -59,7 +78,12 @@ def test_deeply_nested_json_is_wrong_not_a_crash():
 
 
 def test_pydantic_model_validates_and_forbids_extras():
-    v = build_verifier("json_schema", {"model": "tests_pydantic_fixture:Person"}, AnswerFormat(), search=__import__("pathlib").Path(__file__).parent)
+    v = build_verifier(
+        "json_schema",
+        {"model": "tests_pydantic_fixture:Person"},
+        AnswerFormat(),
+        search=__import__("pathlib").Path(__file__).parent,
+    )
     assert v.verify(Sample(ans({"name": "a", "age": 3}))).outcome is Outcome.CORRECT
     assert v.verify(Sample(ans({"name": "a", "age": -1}))).outcome is Outcome.WRONG
     assert v.verify(Sample(ans({"name": "a", "age": 3, "z": 0}))).outcome is Outcome.WRONG
@@ -76,7 +100,12 @@ def test_bad_schema_option_is_a_verifier_error():
 
 
 def test_tool_call_with_expected_arguments_is_correct():
-    v = ToolCallVerifier(TOOLS).verify(Sample(ans({"name": "get_weather", "arguments": {"city": "Paris"}}), {"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}))
+    v = ToolCallVerifier(TOOLS).verify(
+        Sample(
+            ans({"name": "get_weather", "arguments": {"city": "Paris"}}),
+            {"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+        )
+    )
     assert v.outcome is Outcome.CORRECT
 
 
@@ -86,22 +115,34 @@ def test_tool_call_arguments_as_json_string_are_accepted():
 
 
 def test_unknown_tool_is_wrong():
-    assert ToolCallVerifier(TOOLS, expected_column=None).verify(Sample(ans({"name": "rm_rf", "arguments": {}}))).outcome is Outcome.WRONG
+    assert (
+        ToolCallVerifier(TOOLS, expected_column=None).verify(Sample(ans({"name": "rm_rf", "arguments": {}}))).outcome
+        is Outcome.WRONG
+    )
 
 
 def test_tool_arguments_violating_the_schema_are_wrong():
-    v = ToolCallVerifier(TOOLS, expected_column=None).verify(Sample(ans({"name": "get_weather", "arguments": {"city": "P", "days": "two"}})))
+    v = ToolCallVerifier(TOOLS, expected_column=None).verify(
+        Sample(ans({"name": "get_weather", "arguments": {"city": "P", "days": "two"}}))
+    )
     assert v.outcome is Outcome.WRONG and "days" in v.detail
 
 
 def test_extra_tool_arguments_are_wrong():
-    assert ToolCallVerifier(TOOLS, expected_column=None).verify(Sample(ans({"name": "get_weather", "arguments": {"city": "P", "x": 1}}))).outcome is Outcome.WRONG
+    assert (
+        ToolCallVerifier(TOOLS, expected_column=None)
+        .verify(Sample(ans({"name": "get_weather", "arguments": {"city": "P", "x": 1}})))
+        .outcome
+        is Outcome.WRONG
+    )
 
 
 def test_per_field_casefold_rule():
     row = {"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}
     strict = ToolCallVerifier(TOOLS).verify(Sample(ans({"name": "get_weather", "arguments": {"city": " paris"}}), row))
-    loose = ToolCallVerifier(TOOLS, fields={"city": "casefold"}).verify(Sample(ans({"name": "get_weather", "arguments": {"city": " paris"}}), row))
+    loose = ToolCallVerifier(TOOLS, fields={"city": "casefold"}).verify(
+        Sample(ans({"name": "get_weather", "arguments": {"city": " paris"}}), row)
+    )
     assert strict.outcome is Outcome.WRONG and loose.outcome is Outcome.CORRECT
 
 

@@ -80,7 +80,12 @@ def test_cli_score_help_works(capsys):
 
 def test_cli_score_writes_and_summarises(tmp_path, capsys):
     src = write(tmp_path / "c.jsonl", ROWS)
-    assert main(["score", str(src), "--reward", "format", "--reward", "math", "--out", str(tmp_path / "o.jsonl"), "--json"]) == 0
+    assert (
+        main(
+            ["score", str(src), "--reward", "format", "--reward", "math", "--out", str(tmp_path / "o.jsonl"), "--json"]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == 4 and summary["counts"]["format"]["correct"] == 3
     assert (tmp_path / "o.jsonl").exists()
@@ -117,7 +122,10 @@ def test_cli_score_with_a_task_uses_its_terms(tmp_path, capsys):
     task = Path(__file__).resolve().parents[2] / "examples" / "arithmetic" / "task.yaml"
     if not task.exists():
         pytest.skip("the example task is not in this checkout")
-    rows = [{"prompt": "2+2=", "completion": "<answer>4</answer>", "answer": "4"}, {"prompt": "2+3=", "completion": "5", "answer": "5"}]
+    rows = [
+        {"prompt": "2+2=", "completion": "<answer>4</answer>", "answer": "4"},
+        {"prompt": "2+3=", "completion": "5", "answer": "5"},
+    ]
     src = write(tmp_path / "c.jsonl", rows)
     assert main(["score", str(src), "--task", str(task), "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)["counts"]

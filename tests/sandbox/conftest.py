@@ -29,7 +29,9 @@ def full_pool(pool):
     """The pool, but only when every isolation layer is active (root on a Landlock kernel)."""
     missing = pool.layers.missing()
     if missing:
-        pytest.skip(f"needs every isolation layer; missing here: {', '.join(missing)} (run as root on a kernel with Landlock)")
+        pytest.skip(
+            f"needs every isolation layer; missing here: {', '.join(missing)} (run as root on a kernel with Landlock)"
+        )
     return pool
 
 

@@ -31,9 +31,22 @@ def test_escape_attacks_get_through_without_isolation_so_the_checks_can_fail():
     if os.geteuid() != 0:
         pytest.skip("compares against the root-run pool; needs root")
     names = {
-        "tcp_connect", "udp_sendto", "unix_socket_connect", "read_etc_passwd", "write_outside_workdir", "os_system",
-        "subprocess", "rmtree_decoy", "kill_outside_process", "read_test_file", "ctypes_system",
-        "unix_connect_visible_dir", "unix_dgram_sendto", "unix_socketpair_sendto", "memfd_outside_the_budget", "stat_host_paths",
+        "tcp_connect",
+        "udp_sendto",
+        "unix_socket_connect",
+        "read_etc_passwd",
+        "write_outside_workdir",
+        "os_system",
+        "subprocess",
+        "rmtree_decoy",
+        "kill_outside_process",
+        "read_test_file",
+        "ctypes_system",
+        "unix_connect_visible_dir",
+        "unix_dgram_sendto",
+        "unix_socketpair_sendto",
+        "memfd_outside_the_budget",
+        "stat_host_paths",
     }
     chosen = tuple(a for a in ATTACKS if a.name in names)
     bare = SandboxPool(1, Limits(timeout=2.0), enable=())
@@ -47,10 +60,26 @@ def test_escape_attacks_get_through_without_isolation_so_the_checks_can_fail():
 def test_reward_hacks_are_not_passed_even_without_isolation():
     # Verdict integrity does not depend on the isolation layers: it is decided on the trusted side.
     names = {
-        "sys_exit_0", "os_exit_0", "print_fake_passed", "always_equal_object", "int_subclass_equal", "monkeypatch_unittest",
-        "write_result_channel", "patched_math_isclose", "always_equal_inside_all", "contains_always_true", "shadowed_isinstance",
-        "bool_passes_not_equal", "read_caller_frames", "raise_memory_error", "exit_code_71", "close_pipes_and_sleep",
-        "kill_itself", "fail_then_hang", "hash_collision_answer", "garbage_answer",
+        "sys_exit_0",
+        "os_exit_0",
+        "print_fake_passed",
+        "always_equal_object",
+        "int_subclass_equal",
+        "monkeypatch_unittest",
+        "write_result_channel",
+        "patched_math_isclose",
+        "always_equal_inside_all",
+        "contains_always_true",
+        "shadowed_isinstance",
+        "bool_passes_not_equal",
+        "read_caller_frames",
+        "raise_memory_error",
+        "exit_code_71",
+        "close_pipes_and_sleep",
+        "kill_itself",
+        "fail_then_hang",
+        "hash_collision_answer",
+        "garbage_answer",
     }
     bare = SandboxPool(1, Limits(timeout=2.0), enable=())
     try:

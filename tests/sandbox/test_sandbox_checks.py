@@ -47,7 +47,7 @@ def test_what_the_trusted_side_cannot_run_makes_the_plan_weaker_with_the_reason(
 
 
 def test_the_prompts_complete_helpers_are_kept_for_the_trusted_side_but_not_the_entry_stub():
-    prompt = "import math\ndef poly(xs, x):\n    return sum(xs)\ndef find_zero(xs):\n    \"\"\"doc\"\"\"\n"
+    prompt = 'import math\ndef poly(xs, x):\n    return sum(xs)\ndef find_zero(xs):\n    """doc"""\n'
     plan = plan_tests("def check(c):\n    assert c([1]) == 0\n", "find_zero", prompt)
     assert [getattr(n, "name", "import") for n in plan.prefix_nodes] == ["import", "poly"]
 

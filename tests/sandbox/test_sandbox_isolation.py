@@ -151,7 +151,9 @@ def test_the_hunt_finds_what_is_left_where_nothing_is_isolated(tmp_path):
     p = SandboxPool(1, Limits(timeout=10.0), enable=())
     try:
         secret = "planted-" + os.urandom(8).hex()
-        plant = Script(PLANT.format(secret=secret).replace('"../planted.txt"', repr(str(drop / "planted.txt"))), call("f"))
+        plant = Script(
+            PLANT.format(secret=secret).replace('"../planted.txt"', repr(str(drop / "planted.txt"))), call("f")
+        )
         p.run([plant])
         tops = '(".", "..", "/tmp", "/dev/shm", "/run", "/var/tmp")'
         assert tops in HUNT
@@ -184,7 +186,9 @@ def test_sysv_objects_die_with_their_sample_and_never_reach_the_host():
     try:
         if not p.layers.active("ipcns"):
             pytest.skip("no per-sample IPC namespace here")
-        make = Script("import ctypes\ndef f():\n    return ctypes.CDLL(None).shmget(0x52564C58, 4096, 0o1666)\n", call("f"))
+        make = Script(
+            "import ctypes\ndef f():\n    return ctypes.CDLL(None).shmget(0x52564C58, 4096, 0o1666)\n", call("f")
+        )
         p.run([make])
         host = Path("/proc/sysvipc/shm").read_text()
         find = Script("import ctypes\ndef f():\n    return ctypes.CDLL(None).shmget(0x52564C58, 0, 0)\n", call("f"))
@@ -213,13 +217,18 @@ def test_a_deep_directory_tree_and_a_full_workdir_do_not_reach_the_next_sample(o
     )
     sc = Script(fill, call("f"), timeout=3.0)
     one_worker.run([sc])
-    scratch = Script("import os\ndef f():\n    open('s.txt', 'w').write('ok' * 1000)\n    return [os.listdir('.'), open('s.txt').read()[:2]]\n", call("f"))
+    scratch = Script(
+        "import os\ndef f():\n    open('s.txt', 'w').write('ok' * 1000)\n    return [os.listdir('.'), open('s.txt').read()[:2]]\n",
+        call("f"),
+    )
     one_worker.run([scratch])
     assert value(scratch) == [["s.txt"], "ok"]
 
 
 def test_tree_removal_has_no_recursion_limit(tmp_path):
-    spec = importlib.util.spec_from_file_location("rlvr_harness_for_test", Path(__file__).parents[2] / "src/rlvr/sandbox/harness.py")
+    spec = importlib.util.spec_from_file_location(
+        "rlvr_harness_for_test", Path(__file__).parents[2] / "src/rlvr/sandbox/harness.py"
+    )
     harness = importlib.util.module_from_spec(spec)
     path_before = list(sys.path)
     try:
@@ -263,7 +272,15 @@ def test_sockets_memfd_and_sysv_are_refused_and_socketpair_still_works(one_worke
 
 
 def test_host_paths_are_not_visible_even_to_stat(one_worker):
-    paths = ["/etc/passwd", "/proc/1/status", "/proc/self/status", "/sys/kernel", "/var/log", str(Path(__file__).resolve()), str(Path.home() / ".bashrc")]
+    paths = [
+        "/etc/passwd",
+        "/proc/1/status",
+        "/proc/self/status",
+        "/sys/kernel",
+        "/var/log",
+        str(Path(__file__).resolve()),
+        str(Path.home() / ".bashrc"),
+    ]
     code = f"import os\ndef f():\n    return [p for p in {paths!r} if os.path.exists(p)]\n"
     sc = Script(code, call("f"))
     one_worker.run([sc])
@@ -278,7 +295,9 @@ def test_a_host_unix_socket_is_reached_when_seccomp_is_off_so_the_check_can_fail
 
     p = SandboxPool(1, Limits(timeout=2.0), enable=tuple(n for n in LAYERS if n != "seccomp"))
     try:
-        results = run_attacks(UnitTests(timeout=2.0, pool=p), tuple(a for a in ATTACKS if a.name == "unix_connect_visible_dir"))
+        results = run_attacks(
+            UnitTests(timeout=2.0, pool=p), tuple(a for a in ATTACKS if a.name == "unix_connect_visible_dir")
+        )
     finally:
         p.close()
     assert results[0].harm is not None

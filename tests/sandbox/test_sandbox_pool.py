@@ -58,7 +58,11 @@ def test_a_call_returns_its_value_as_tagged_json(pool):
 def test_stdio_runs_the_program_once_per_input_and_returns_the_whole_stdout(pool):
     from rlvr.sandbox.checks import StdioRun, plan_stdio
 
-    conv = StdioRun(plan_stdio([{"input": "3\n", "output": "6\nend\n"}, {"input": "5\n", "output": "10\nend\n"}]), "print(int(input()) * 2)\nprint('end')\n", 2.0)
+    conv = StdioRun(
+        plan_stdio([{"input": "3\n", "output": "6\nend\n"}, {"input": "5\n", "output": "10\nend\n"}]),
+        "print(int(input()) * 2)\nprint('end')\n",
+        2.0,
+    )
     pool.run([conv])
     assert conv.result.status == "passed"
 
@@ -70,7 +74,10 @@ def test_wall_clock_deadline_kills_a_sleeping_sample(pool):
 
 
 def test_results_come_back_in_job_order(pool):
-    scripts = [Script(f"import time\ntime.sleep({0.2 if i % 2 else 0})\ndef f():\n    return {i}\n", call("f")) for i in range(6)]
+    scripts = [
+        Script(f"import time\ntime.sleep({0.2 if i % 2 else 0})\ndef f():\n    return {i}\n", call("f"))
+        for i in range(6)
+    ]
     pool.run(scripts)
     assert [value(sc) for sc in scripts] == list(range(6))
 

@@ -52,7 +52,9 @@ def test_one_failing_test_makes_the_sample_wrong(verifier):
 def test_partial_credit_scores_the_fraction_passed(pool):
     from rlvr.rewards.code import UnitTests
 
-    v = UnitTests(partial_credit=True, timeout=2.0, pool=pool).verify(Sample(fenced("def add(a, b):\n    return 5\n"), row={"tests": ADD}))
+    v = UnitTests(partial_credit=True, timeout=2.0, pool=pool).verify(
+        Sample(fenced("def add(a, b):\n    return 5\n"), row={"tests": ADD})
+    )
     assert v.outcome is Outcome.WRONG and v.score == 0.5
 
 
@@ -67,7 +69,9 @@ def test_a_refused_huge_allocation_is_wrong_not_a_masked_memory_error(full_pool)
     # memory really hit.
     from rlvr.rewards.code import UnitTests
 
-    v = UnitTests(timeout=2.0, pool=full_pool).verify(Sample(fenced("def add(a, b):\n    return len(bytearray(2**40))\n"), row={"tests": ADD}))
+    v = UnitTests(timeout=2.0, pool=full_pool).verify(
+        Sample(fenced("def add(a, b):\n    return len(bytearray(2**40))\n"), row={"tests": ADD})
+    )
     assert v.outcome is Outcome.WRONG and "MemoryError" in v.detail
 
 
@@ -78,7 +82,9 @@ def test_row_without_tests_is_a_ground_truth_error(verifier):
 
 def test_stdio_output_with_a_missing_line_is_wrong(verifier):
     tests = json.dumps([{"input": "2 3\n", "output": "5\ndone\n"}])
-    good = verifier.verify(Sample(fenced("a, b = map(int, input().split())\nprint(a + b)\nprint('done')\n"), row={"tests": tests}))
+    good = verifier.verify(
+        Sample(fenced("a, b = map(int, input().split())\nprint(a + b)\nprint('done')\n"), row={"tests": tests})
+    )
     prefix = verifier.verify(Sample(fenced("a, b = map(int, input().split())\nprint(a + b)\n"), row={"tests": tests}))
     assert (good.outcome, prefix.outcome) == (Outcome.CORRECT, Outcome.WRONG)
 
@@ -91,14 +97,20 @@ def test_stdio_program_ending_with_sys_exit_keeps_its_output(verifier):
 
 def test_loop_tests_are_decided_on_the_trusted_side_not_flagged_weaker(verifier):
     tests = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i * 2\n"
-    v = verifier.verify(Sample(fenced("def double(x):\n    return 2 * x\n"), row={"tests": tests, "entry_point": "double"}))
+    v = verifier.verify(
+        Sample(fenced("def double(x):\n    return 2 * x\n"), row={"tests": tests, "entry_point": "double"})
+    )
     assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("3/3")
 
 
 def test_timeout_masks_every_term_of_the_sample_in_training(verifier):
     rs = RewardSet([Term("tests", verifier)])
     (fn,) = rs.trl_functions()
-    rewards = fn(prompts=["p", "p"], completions=[fenced("def add(a, b):\n    return a + b\n"), fenced("while True:\n    pass\n")], tests=[ADD, ADD])
+    rewards = fn(
+        prompts=["p", "p"],
+        completions=[fenced("def add(a, b):\n    return a + b\n"), fenced("while True:\n    pass\n")],
+        tests=[ADD, ADD],
+    )
     assert rewards == [1.0, None]
 
 
@@ -170,11 +182,13 @@ def test_outcomes_are_counted_per_kind(pool):
     from rlvr.rewards.code import UnitTests
 
     v = UnitTests(timeout=1.0, pool=pool)
-    v.verify_batch([
-        Sample(fenced("def add(a, b):\n    return a + b\n"), row={"tests": ADD}),
-        Sample(fenced("def add(a, b):\n    return 0\n"), row={"tests": ADD}),
-        Sample(fenced("while True:\n    pass\n"), row={"tests": ADD}),
-    ])
+    v.verify_batch(
+        [
+            Sample(fenced("def add(a, b):\n    return a + b\n"), row={"tests": ADD}),
+            Sample(fenced("def add(a, b):\n    return 0\n"), row={"tests": ADD}),
+            Sample(fenced("while True:\n    pass\n"), row={"tests": ADD}),
+        ]
+    )
     assert (v.counts["passed"], v.counts["failed"], v.counts["timeout"]) == (1, 1, 1)
 
 
@@ -191,7 +205,9 @@ def test_worker_killed_mid_sample_is_a_masked_sandbox_error():
         victim = p._workers[0].proc.pid
         threading.Timer(0.5, os.kill, (victim, 9)).start()
         v = UnitTests(timeout=5.0, pool=p)
-        first = v.verify(Sample(fenced("import time\ntime.sleep(3)\ndef add(a, b):\n    return a + b\n"), row={"tests": ADD}))
+        first = v.verify(
+            Sample(fenced("import time\ntime.sleep(3)\ndef add(a, b):\n    return a + b\n"), row={"tests": ADD})
+        )
         after = v.verify(Sample(fenced("def add(a, b):\n    return a + b\n"), row={"tests": ADD}))
     finally:
         p.close()
@@ -211,7 +227,10 @@ def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
     from rlvr.rewards.code import weaker_problems
     from rlvr.task import load_task
 
-    rows = [{"question": "add", "tests": ADD}, {"question": "add", "tests": "class T:\n    pass\nassert add(1, 2) == 3\n"}]
+    rows = [
+        {"question": "add", "tests": ADD},
+        {"question": "add", "tests": "class T:\n    pass\nassert add(1, 2) == 3\n"},
+    ]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "task.yaml").write_text(
         "name: code\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}'}\n"

@@ -38,7 +38,11 @@ SHADOW = "import builtins\nbuiltins.isinstance = lambda *a: True\nisinstance = l
         ("always-equal object inside any(generator)", ALWAYS_EQUAL, "assert any(c(x) == -1 for x in range(3))\n"),
         ("__contains__ for `in`", CONTAINS, "assert 7 in f(12)\n"),
         ("isinstance shadowed in the solution", SHADOW, "assert isinstance(f(1), list)\n"),
-        ("comparison of a comparison", ALWAYS_EQUAL.replace("def c(x)", "def c(x, y)"), "assert (c(1, 2) == 3) == True\n"),
+        (
+            "comparison of a comparison",
+            ALWAYS_EQUAL.replace("def c(x)", "def c(x, y)"),
+            "assert (c(1, 2) == 3) == True\n",
+        ),
         ("always-equal against an abs tolerance", ALWAYS_EQUAL, "assert abs(c(1) - 2.5) < 1e-6\n"),
         ("always-equal in and/or", ALWAYS_EQUAL, "assert c(1) == 1 and c(2) == 4 or c(3) == 9\n"),
         ("always-equal in a not-equal", ALWAYS_EQUAL, "assert not (c(1) != 1)\n"),
@@ -51,8 +55,14 @@ def test_a_forged_comparison_is_wrong(pool, name, code, tests):
 @pytest.mark.parametrize(
     ("code", "tests"),
     [
-        ("import math\ndef f(a, b):\n    return math.hypot(a, b)\n", "import math\nassert math.isclose(f(3, 4), 5.0)\n"),
-        ("def c(x):\n    return x * x\n", "assert all([c(2) == 4, c(3) == 9])\nassert any(c(x) == 4 for x in range(3))\n"),
+        (
+            "import math\ndef f(a, b):\n    return math.hypot(a, b)\n",
+            "import math\nassert math.isclose(f(3, 4), 5.0)\n",
+        ),
+        (
+            "def c(x):\n    return x * x\n",
+            "assert all([c(2) == 4, c(3) == 9])\nassert any(c(x) == 4 for x in range(3))\n",
+        ),
         ("def f(x):\n    return [x, x + 1]\n", "assert 13 in f(12)\nassert isinstance(f(1), list)\n"),
         ("def c(a, b):\n    return a + b\n", "assert (c(1, 2) == 3) == True\nassert not (c(1, 1) != 2)\n"),
     ],
@@ -107,7 +117,12 @@ def test_the_prompts_own_helper_cannot_be_redefined_by_the_program(pool):
     v = UnitTests(timeout=2.0, pool=pool, prefix_column="prompt", extract="whole")
     row = {"tests": tests, "entry_point": "find_zero", "prompt": prompt}
     cheat = v.verify(Sample("    return 0.0\n\ndef poly(xs, x):\n    return 0\n", row=row))
-    good = v.verify(Sample("    lo, hi = -10.0, 10.0\n    for _ in range(200):\n        mid = (lo + hi) / 2\n        if poly(xs, lo) * poly(xs, mid) <= 0:\n            hi = mid\n        else:\n            lo = mid\n    return lo\n", row=row))
+    good = v.verify(
+        Sample(
+            "    lo, hi = -10.0, 10.0\n    for _ in range(200):\n        mid = (lo + hi) / 2\n        if poly(xs, lo) * poly(xs, mid) <= 0:\n            hi = mid\n        else:\n            lo = mid\n    return lo\n",
+            row=row,
+        )
+    )
     assert (cheat.outcome, good.outcome) == (Outcome.WRONG, Outcome.CORRECT), (cheat.detail, good.detail)
 
 
@@ -124,7 +139,16 @@ def test_a_correct_stateful_solution_passes(pool):
 def test_a_solution_that_fails_in_plain_python_fails_in_order(pool):
     # size() is right only at the end of the test: judged at the final state it would pass.
     wrong = STACK.replace("return len(self.items)", "return 1")
-    assert outcome(pool, wrong.replace("self.items.append(x)", "self.items.append(x)"), STATEFUL.replace("assert s.size() == 1\ns.push(2)", "assert s.size() == 1\ns.push(2)\nassert s.size() == 2")) == "wrong"
+    assert (
+        outcome(
+            pool,
+            wrong.replace("self.items.append(x)", "self.items.append(x)"),
+            STATEFUL.replace(
+                "assert s.size() == 1\ns.push(2)", "assert s.size() == 1\ns.push(2)\nassert s.size() == 2"
+            ),
+        )
+        == "wrong"
+    )
 
 
 def test_a_list_changed_in_place_by_the_program_is_seen_by_the_test(pool):
@@ -159,9 +183,18 @@ ADD = "assert add(2, 3) == 5\nassert add(1, 1) == 2\n"
         ("MemoryError at load", "raise MemoryError\n"),
         ("os._exit(71)", "import os\ndef add(a, b):\n    os._exit(71)\n"),
         ("SIGKILL to itself", "import os, signal\ndef add(a, b):\n    os.kill(os.getpid(), signal.SIGKILL)\n"),
-        ("SIGXCPU to itself", "import os, signal\ndef add(a, b):\n    signal.signal(signal.SIGXCPU, signal.SIG_DFL)\n    os.kill(os.getpid(), signal.SIGXCPU)\n"),
-        ("close every pipe and sleep", "import os, time\ndef add(a, b):\n    os.closerange(3, 256)\n    time.sleep(30)\n"),
-        ("fail first, then hang", "import time\ndef add(a, b):\n    if a == 2:\n        return 0\n    time.sleep(30)\n"),
+        (
+            "SIGXCPU to itself",
+            "import os, signal\ndef add(a, b):\n    signal.signal(signal.SIGXCPU, signal.SIG_DFL)\n    os.kill(os.getpid(), signal.SIGXCPU)\n",
+        ),
+        (
+            "close every pipe and sleep",
+            "import os, time\ndef add(a, b):\n    os.closerange(3, 256)\n    time.sleep(30)\n",
+        ),
+        (
+            "fail first, then hang",
+            "import time\ndef add(a, b):\n    if a == 2:\n        return 0\n    time.sleep(30)\n",
+        ),
     ],
 )
 @pytest.mark.parametrize("limits", ["mask", "wrong"])
@@ -189,24 +222,36 @@ def test_an_infinite_loop_is_still_a_timeout(pool):
 
 
 # -- class 8: the trusted side is bounded -----------------------------------------------------------
-COLLIDE = (
-    "M = (1 << 61) - 1\n"
-    "def f():\n"
-    "    return {1 + k * M for k in range(20000)}\n"
-)
+COLLIDE = "M = (1 << 61) - 1\ndef f():\n    return {1 + k * M for k in range(20000)}\n"
 
 
 @pytest.mark.parametrize(
     ("name", "code", "tests"),
     [
         ("a set of integers built to share one hash", COLLIDE.replace("20000", "2000"), "assert f() == {1}\n"),
-        ("a list of integers built to share one hash", COLLIDE.replace("{1 + k * M for k in range(20000)}", "[1 + k * M for k in range(60000)]"), "assert set(f()) == {1}\n"),
-        ("an answer nested 5000 deep", "def f():\n    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n", "assert f() == []\n"),
+        (
+            "a list of integers built to share one hash",
+            COLLIDE.replace("{1 + k * M for k in range(20000)}", "[1 + k * M for k in range(60000)]"),
+            "assert set(f()) == {1}\n",
+        ),
+        (
+            "an answer nested 5000 deep",
+            "def f():\n    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n",
+            "assert f() == []\n",
+        ),
         ("4 MiB of garbage", "def f():\n    return 'x' * (5 << 20)\n", "assert f() == 'x'\n"),
         ("a huge power asked of the trusted side", "def f():\n    return 10**5\n", "assert 7 ** f() ** 3 == 0\n"),
         ("a sequence blown up by the trusted side", "def f():\n    return 10**9\n", "assert 'ab' * f() == ''\n"),
-        ("a product of huge numbers asked of the trusted side", "def f():\n    return [(1 << 4000) + k for k in range(2000)]\n", "import math\nassert math.prod(f()) == 0\n"),
-        ("a quadratic sum of lists asked of the trusted side", "def f():\n    return [[0] * 10 for _ in range(50000)]\n", "assert sum(f(), []) == []\n"),
+        (
+            "a product of huge numbers asked of the trusted side",
+            "def f():\n    return [(1 << 4000) + k for k in range(2000)]\n",
+            "import math\nassert math.prod(f()) == 0\n",
+        ),
+        (
+            "a quadratic sum of lists asked of the trusted side",
+            "def f():\n    return [[0] * 10 for _ in range(50000)]\n",
+            "assert sum(f(), []) == []\n",
+        ),
     ],
 )
 def test_a_reply_or_a_test_step_over_a_limit_is_wrong_with_a_reason(pool, name, code, tests):
@@ -274,7 +319,10 @@ def test_junk_written_on_the_answer_channel_is_never_a_pass(pool):
 def test_float_tolerance_applies_to_equality_only_when_asked(pool):
     code = "def f():\n    return 0.1 + 0.2\n"
     assert outcome(pool, code, "assert f() == 0.3\n") == "wrong"
-    assert outcome(pool, code, "assert f() == 0.3\nassert [f()] == [0.3]\nassert not (f() != 0.3)\n", float_tolerance=1e-9) == "correct"
+    assert (
+        outcome(pool, code, "assert f() == 0.3\nassert [f()] == [0.3]\nassert not (f() != 0.3)\n", float_tolerance=1e-9)
+        == "correct"
+    )
 
 
 def test_failing_a_test_then_hitting_the_memory_limit_for_real_is_still_wrong(full_pool):

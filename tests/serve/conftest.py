@@ -27,5 +27,7 @@ def client(scorer: Any) -> Any:
 
     from rlvr.serve.app import Limits, RewardServer
 
-    with TestClient(RewardServer(scorer, Limits(max_rows=64, max_body_bytes=64 * 1024)), base_url="http://127.0.0.1") as c:
+    with TestClient(
+        RewardServer(scorer, Limits(max_rows=64, max_body_bytes=64 * 1024)), base_url="http://127.0.0.1"
+    ) as c:
         yield c

@@ -86,7 +86,22 @@ def fixtures(folder: Path) -> None:
     import tempfile
 
     tools = folder / "logsite"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(tools), "tensorboard", "protobuf", "absl-py", "orjson"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--target",
+            str(tools),
+            "tensorboard",
+            "protobuf",
+            "absl-py",
+            "orjson",
+        ],
+        check=True,
+    )
     data = Path(__file__).parent / "data"
     data.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(tools)}
@@ -94,7 +109,11 @@ def fixtures(folder: Path) -> None:
         subprocess.run([sys.executable, "-c", _TB_SCRIPT, str(folder / "src"), tmp], env=env, check=True)
         event = next(Path(tmp).rglob("events.out.tfevents.*"))
         shutil.copyfile(event, data / "openrlhf-0.11.2.tfevents")
-    subprocess.run([sys.executable, "-c", _VERL_SCRIPT, str(folder / "src"), str(data / "verl-0.9.1-file-logger.jsonl")], env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", _VERL_SCRIPT, str(folder / "src"), str(data / "verl-0.9.1-file-logger.jsonl")],
+        env=env,
+        check=True,
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any
 
 _counter = itertools.count()
 
-REWARD_MODULE = '''
+REWARD_MODULE = """
 import threading
 import time
 
@@ -48,7 +48,7 @@ class Check(BaseVerifier):
         gold = ground_truth(sample.row, self.column)
         ok = ex.answer.strip() == gold
         return (Verdict.correct if ok else Verdict.wrong)(answer=ex.answer, span=ex.span)
-'''
+"""
 
 
 def write_task(folder: Path, rows: int = 40) -> Path:
@@ -111,8 +111,22 @@ class ProcessServer:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rlvr.cli.main", "serve", str(task_path), "--port", str(self.port), "--no-gate", "test server", *extra],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "rlvr.cli.main",
+                "serve",
+                str(task_path),
+                "--port",
+                str(self.port),
+                "--no-gate",
+                "test server",
+                *extra,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.wait_ready()
 

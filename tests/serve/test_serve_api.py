@@ -32,7 +32,9 @@ def test_score_returns_every_terms_outcome_score_and_the_mask(client: Any) -> No
 
 
 def test_undecided_row_is_masked_with_null_reward_and_its_groups_mean_as_engine_reward(client: Any) -> None:
-    r = client.post("/v1/score", json={"samples": [_sample(right("4")), _sample(right("5")), _sample("CRASH " + right("4"))]})
+    r = client.post(
+        "/v1/score", json={"samples": [_sample(right("4")), _sample(right("5")), _sample("CRASH " + right("4"))]}
+    )
     res = r.json()["results"]
     assert res[2]["masked"] is True and res[2]["reward"] is None
     assert res[2]["scores"]["correct"]["outcome"] == "error" and "crashed" in res[2]["scores"]["correct"]["detail"]
@@ -59,7 +61,11 @@ def test_no_gate_reason_is_in_the_meta_of_every_scoring_response(client: Any) ->
 
 # -- OpenRLHF's protocol --------------------------------------------------------------------
 def test_openrlhf_request_gets_rewards_scores_and_per_sample_extra_logs(client: Any) -> None:
-    body = {"query": ["2+2=" + right("4") + "<|im_end|>", "2+2=" + right("5") + "</s>"], "prompts": ["2+2=", "2+2="], "labels": ["4", "4"]}
+    body = {
+        "query": ["2+2=" + right("4") + "<|im_end|>", "2+2=" + right("5") + "</s>"],
+        "prompts": ["2+2=", "2+2="],
+        "labels": ["4", "4"],
+    }
     out = client.post("/get_reward", json=body).json()
     assert out["rewards"] == pytest.approx([1.1, 0.1])
     assert out["scores"] == pytest.approx([1.0, 0.0])  # the success term, for dynamic filtering
@@ -95,14 +101,17 @@ def test_malformed_json_is_a_clear_400_and_the_server_keeps_serving(client: Any)
     assert client.post("/v1/score", json={"samples": [_sample(right("4"))]}).status_code == 200
 
 
-@pytest.mark.parametrize(("body", "where"), [
-    ([1, 2], None),
-    ({"samples": "x"}, "samples"),
-    ({"samples": []}, "samples"),
-    ({"samples": [{"prompt": "p"}]}, "samples[0].completion"),
-    ({"samples": [{"completion": 3}]}, "samples[0].completion"),
-    ({"samples": ["text"]}, "samples[0]"),
-])
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ([1, 2], None),
+        ({"samples": "x"}, "samples"),
+        ({"samples": []}, "samples"),
+        ({"samples": [{"prompt": "p"}]}, "samples[0].completion"),
+        ({"samples": [{"completion": 3}]}, "samples[0].completion"),
+        ({"samples": ["text"]}, "samples[0]"),
+    ],
+)
 def test_wrong_shapes_are_400_naming_the_field(client: Any, body: Any, where: str | None) -> None:
     r = client.post("/v1/score", json=body)
     assert r.status_code == 400
@@ -194,7 +203,9 @@ def _wait_active(url: str, n: int) -> None:
     raise AssertionError("no batch became active")
 
 
-def test_queue_full_gets_503_with_retry_after_and_the_admitted_batch_still_finishes(scorer: Any, task_path: Path) -> None:
+def test_queue_full_gets_503_with_retry_after_and_the_admitted_batch_still_finishes(
+    scorer: Any, task_path: Path
+) -> None:
     server = ThreadServer(RewardServer(scorer, Limits(workers=1, max_queue=0)))
     release = module_of(task_path).RELEASE
     out: list[Any] = []
@@ -206,17 +217,23 @@ def test_queue_full_gets_503_with_retry_after_and_the_admitted_batch_still_finis
         release.set()
         t.join(60)
         assert out[0].status_code == 200 and out[0].json()["results"][0]["scores"]["correct"]["outcome"] == "correct"
-        assert httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30).status_code == 200
+        assert (
+            httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30).status_code == 200
+        )
     finally:
         release.set()
         server.stop()
 
 
-def test_rows_past_the_deadline_are_masked_as_timeouts_and_the_server_keeps_serving(scorer: Any, task_path: Path) -> None:
+def test_rows_past_the_deadline_are_masked_as_timeouts_and_the_server_keeps_serving(
+    scorer: Any, task_path: Path
+) -> None:
     server = ThreadServer(RewardServer(scorer, Limits(workers=2, deadline=0.2, chunk=1)))
     release = module_of(task_path).RELEASE
     try:
-        r = httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4")), _sample("WAIT " + right("4"))]}, timeout=30)
+        r = httpx.post(
+            server.url + "/v1/score", json={"samples": [_sample(right("4")), _sample("WAIT " + right("4"))]}, timeout=30
+        )
         assert r.status_code == 200
         fast, slow = r.json()["results"]
         assert fast["masked"] is False and fast["scores"]["correct"]["outcome"] == "correct"
@@ -273,7 +290,9 @@ def test_a_non_finite_number_in_a_response_is_written_as_null_not_as_invalid_jso
     assert json.loads(r.body) == {"reward": None, "ok": [1.0, None]}
 
 
-def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_finish(scorer: Any, task_path: Path) -> None:
+def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_finish(
+    scorer: Any, task_path: Path
+) -> None:
     server = ThreadServer(RewardServer(scorer, Limits(workers=1, max_queue=0, deadline=0.2)))
     release = module_of(task_path).RELEASE
     try:
@@ -286,7 +305,9 @@ def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_fin
             if httpx.get(server.url + "/healthz", timeout=5).json()["batches_active"] == 0:
                 break
             threading.Event().wait(0.05)
-        assert httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30).status_code == 200
+        assert (
+            httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30).status_code == 200
+        )
     finally:
         release.set()
         server.stop()
@@ -311,7 +332,9 @@ def test_chunks_not_started_by_the_deadline_are_dropped_not_scored_later(scorer:
         server.stop()
 
 
-def test_a_failure_of_the_scoring_code_itself_masks_the_rows_as_a_crash(scorer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_of_the_scoring_code_itself_masks_the_rows_as_a_crash(
+    scorer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from starlette.testclient import TestClient
 
     def broken(samples: Any, offset: int = 0) -> Any:

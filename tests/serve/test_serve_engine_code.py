@@ -35,8 +35,10 @@ from rlvr.serve.app import RewardServer
 
 ROOT = Path(os.environ.get("RLVR_ENGINE_CODE", "/nonexistent"))
 SRC, SITE = ROOT / "src", ROOT / "site"
-pytestmark = pytest.mark.skipif(not (SRC / "openrlhf").is_dir() or not (SRC / "verl").is_dir(),
-                                reason="engine code not prepared: python tests/serve/engine_code.py DIR, then RLVR_ENGINE_CODE=DIR")
+pytestmark = pytest.mark.skipif(
+    not (SRC / "openrlhf").is_dir() or not (SRC / "verl").is_dir(),
+    reason="engine code not prepared: python tests/serve/engine_code.py DIR, then RLVR_ENGINE_CODE=DIR",
+)
 
 
 @pytest.fixture
@@ -64,7 +66,17 @@ def engine_modules() -> Any:
     yield SimpleNamespace(package=package, load=load)
     sys.path.remove(str(SITE))
     for name in set(sys.modules) - before:
-        if name.split(".")[0] in ("openrlhf", "verl", "aiohttp", "multidict", "yarl", "frozenlist", "aiosignal", "propcache", "aiohappyeyeballs"):
+        if name.split(".")[0] in (
+            "openrlhf",
+            "verl",
+            "aiohttp",
+            "multidict",
+            "yarl",
+            "frozenlist",
+            "aiosignal",
+            "propcache",
+            "aiohappyeyeballs",
+        ):
             del sys.modules[name]
 
 
@@ -76,7 +88,9 @@ class CharTokenizer:
         def tolist(self) -> list[int]:
             return list(self)
 
-    def __call__(self, text: str, add_special_tokens: bool = False, return_tensors: str | None = None) -> dict[str, Any]:
+    def __call__(
+        self, text: str, add_special_tokens: bool = False, return_tensors: str | None = None
+    ) -> dict[str, Any]:
         return {"input_ids": [self._Ids(ord(c) for c in text)]}
 
     def decode(self, ids: Any, skip_special_tokens: bool = False) -> str:
@@ -91,7 +105,9 @@ class FakeVLLM:
 
     async def generate(self, prompt_token_ids: list[int], sampling_params: Any, multi_modal_data: Any = None) -> Any:
         text = self.responses.pop(0)
-        return SimpleNamespace(outputs=[SimpleNamespace(token_ids=[ord(c) for c in text], finish_reason="stop", logprobs=None, text=text)])
+        return SimpleNamespace(
+            outputs=[SimpleNamespace(token_ids=[ord(c) for c in text], finish_reason="stop", logprobs=None, text=text)]
+        )
 
 
 def _openrlhf_executor(engine_modules: Any, endpoint: str) -> Any:
@@ -126,7 +142,20 @@ def test_openrlhf_http_client_gets_rewards_scores_and_logs_from_rlvr_serve(engin
 
 def test_openrlhf_loads_the_written_adapter_file_and_scores_with_it(engine_modules: Any, tmp_path: Path) -> None:
     out = tmp_path / "reward_func.py"
-    assert main(["serve", str(write_task(tmp_path / "t")), "--no-gate", "engine contract test", "--write-adapter", "openrlhf", str(out)]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                str(write_task(tmp_path / "t")),
+                "--no-gate",
+                "engine contract test",
+                "--write-adapter",
+                "openrlhf",
+                str(out),
+            ]
+        )
+        == 0
+    )
     executor = _openrlhf_executor(engine_modules, str(out))
     got = _execute(executor, "7+1=", "8", right("8") + "</s>")
     assert got["reward"] == pytest.approx([1.1]) and got["scores"] == [1.0]
@@ -152,9 +181,9 @@ class FakeDataProto:
         r = torch.zeros(len(prompts), rlen, dtype=torch.long)
         mask = torch.zeros(len(prompts), plen + rlen, dtype=torch.long)
         for i, (ps, rs) in enumerate(zip(prompts, responses, strict=True)):
-            p[i, plen - len(ps):] = torch.tensor([ord(c) for c in ps])  # left-padded prompt
+            p[i, plen - len(ps) :] = torch.tensor([ord(c) for c in ps])  # left-padded prompt
             r[i, : len(rs)] = torch.tensor([ord(c) for c in rs])  # right-padded response
-            mask[i, plen - len(ps): plen + len(rs)] = 1
+            mask[i, plen - len(ps) : plen + len(rs)] = 1
         self.batch = {"prompts": p, "responses": r, "attention_mask": mask}
         self.non_tensor_batch = {
             "data_source": np.array(["arith"] * len(prompts), dtype=object),
@@ -173,7 +202,10 @@ class FakeDataProto:
             out.non_tensor_batch = {k: v[i] for k, v in self.non_tensor_batch.items()}
             out.meta_info = {}
             return out
-        return Item(batch={k: v[i] for k, v in self.batch.items()}, non_tensor_batch={k: v[i] for k, v in self.non_tensor_batch.items()})
+        return Item(
+            batch={k: v[i] for k, v in self.batch.items()},
+            non_tensor_batch={k: v[i] for k, v in self.non_tensor_batch.items()},
+        )
 
     def __iter__(self) -> Any:
         return (self[i] for i in range(len(self)))
@@ -186,7 +218,9 @@ def _verl_managers(engine_modules: Any) -> Any:
     engine_modules.package("verl.utils", root / "utils")
     engine_modules.package("verl.utils.reward_score", default_compute_score=None)
     engine_modules.package("verl.workers", root / "workers")
-    engine_modules.package("verl.workers.reward_manager", root / "workers" / "reward_manager", register=lambda name: (lambda cls: cls))
+    engine_modules.package(
+        "verl.workers.reward_manager", root / "workers" / "reward_manager", register=lambda name: lambda cls: cls
+    )
     rm = root / "workers" / "reward_manager"
     engine_modules.load("verl.workers.reward_manager.abstract", rm / "abstract.py")
     batch = engine_modules.load("verl.workers.reward_manager.batch", rm / "batch.py")
@@ -204,7 +238,13 @@ def _verl_grpo_advantage() -> Any:
     tree = ast.parse(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "compute_grpo_outcome_advantage")
     fn.decorator_list = []
-    namespace: dict[str, Any] = {"torch": torch, "np": np, "defaultdict": defaultdict, "Optional": Any, "AlgoConfig": Any}
+    namespace: dict[str, Any] = {
+        "torch": torch,
+        "np": np,
+        "defaultdict": defaultdict,
+        "Optional": Any,
+        "AlgoConfig": Any,
+    }
     exec(compile(ast.Module(body=[fn], type_ignores=[]), "core_algos.py", "exec"), namespace)  # noqa: S102 - the engine's own code
     return namespace["compute_grpo_outcome_advantage"]
 
@@ -214,7 +254,9 @@ TRUTHS = ["4", "4", "4", "4", "9", "9"]
 INDEX = [0, 0, 0, 0, 1, 1]
 
 
-def test_verl_batch_reward_manager_writes_group_mean_for_the_masked_row_and_one_extra_value_per_sample(engine_modules: Any, tmp_path: Path) -> None:
+def test_verl_batch_reward_manager_writes_group_mean_for_the_masked_row_and_one_extra_value_per_sample(
+    engine_modules: Any, tmp_path: Path
+) -> None:
     from rlvr.serve.engines import VerlAdapter
 
     batch_cls, _ = _verl_managers(engine_modules)
@@ -266,12 +308,14 @@ def _verl_reward_loop_manager(engine_modules: Any) -> Any:
     engine_modules.package("verl.experimental", root / "experimental")
     engine_modules.package("verl.experimental.reward_loop", root / "experimental" / "reward_loop")
     rl = root / "experimental" / "reward_loop" / "reward_manager"
-    engine_modules.package("verl.experimental.reward_loop.reward_manager", rl, register=lambda name: (lambda cls: cls))
+    engine_modules.package("verl.experimental.reward_loop.reward_manager", rl, register=lambda name: lambda cls: cls)
     engine_modules.load("verl.experimental.reward_loop.reward_manager.base", rl / "base.py")
     return engine_modules.load("verl.experimental.reward_loop.reward_manager.naive", rl / "naive.py").NaiveRewardManager
 
 
-def test_verl_reward_loop_scores_each_sample_and_masks_with_the_groups_earlier_rows(engine_modules: Any, tmp_path: Path) -> None:
+def test_verl_reward_loop_scores_each_sample_and_masks_with_the_groups_earlier_rows(
+    engine_modules: Any, tmp_path: Path
+) -> None:
     from rlvr.serve.engines import VerlAdapter
 
     manager_cls = _verl_reward_loop_manager(engine_modules)
@@ -287,7 +331,9 @@ def test_verl_reward_loop_scores_each_sample_and_masks_with_the_groups_earlier_r
     assert [o["reward_extra_info"]["rlvr_masked"] for o in out] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
 
 
-def test_verl_reward_loop_run_concurrently_still_gives_every_sample_one_finite_reward(engine_modules: Any, tmp_path: Path) -> None:
+def test_verl_reward_loop_run_concurrently_still_gives_every_sample_one_finite_reward(
+    engine_modules: Any, tmp_path: Path
+) -> None:
     import math
 
     from rlvr.serve.engines import VerlAdapter
@@ -335,7 +381,14 @@ def test_every_openrlhf_flag_and_choice_the_launch_plan_uses_exists_in_train_ppo
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
             first = node.args[0]
             # per-role flags are written f"--{prefix}.name" in a loop over ("actor", "critic")
-            name = first.value if isinstance(first, ast.Constant) else ast.unparse(first).replace("f'--{prefix}.", "--actor.").replace('f"--{prefix}.', "--actor.").strip("'\"")
+            name = (
+                first.value
+                if isinstance(first, ast.Constant)
+                else ast.unparse(first)
+                .replace("f'--{prefix}.", "--actor.")
+                .replace('f"--{prefix}.', "--actor.")
+                .strip("'\"")
+            )
             choices = next((ast.literal_eval(k.value) for k in node.keywords if k.arg == "choices"), None)
             defined[name] = list(choices) if choices else []
     assert sorted(set(OPENRLHF_FLAGS) - set(defined)) == []

@@ -13,13 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.doctor.enginelogs import (
-    main,
-    map_names,
-    read_engine_log,
-    read_tensorboard_scalars,
-    write_metrics_jsonl,
-)
+from rlvr.doctor.enginelogs import main, map_names, read_engine_log, read_tensorboard_scalars, write_metrics_jsonl
 from rlvr.errors import DataError
 
 DATA = Path(__file__).parent / "data"
@@ -46,8 +40,17 @@ def test_a_text_summary_in_the_event_file_is_skipped() -> None:
 def test_verl_file_logger_maps_onto_rlvr_names_and_merges_lines_of_one_step() -> None:
     rows = read_engine_log(VERL, "verl")
     assert [r["step"] for r in rows] == [1, 2, 3]
-    assert rows[0] == {"step": 1, "reward": 0.1, "entropy": 0.9, "completions/mean_length": 101.0, "completions/clipped_ratio": 0.0,
-                       "clip_ratio/region_mean": 0.02, "kl": 0.001, "grad_norm": 0.5, "learning_rate": 1e-06}
+    assert rows[0] == {
+        "step": 1,
+        "reward": 0.1,
+        "entropy": 0.9,
+        "completions/mean_length": 101.0,
+        "completions/clipped_ratio": 0.0,
+        "clip_ratio/region_mean": 0.02,
+        "kl": 0.001,
+        "grad_norm": 0.5,
+        "learning_rate": 1e-06,
+    }
 
 
 def test_verl_kl_prefers_the_kl_loss_and_falls_back_to_the_in_reward_kl() -> None:
@@ -56,7 +59,9 @@ def test_verl_kl_prefers_the_kl_loss_and_falls_back_to_the_in_reward_kl() -> Non
 
 
 def test_openrlhf_dynamic_filtering_pass_rate_becomes_the_zero_variance_share() -> None:
-    assert map_names("openrlhf", {"train/dynamic_filtering_pass_rate": 0.75})["frac_reward_zero_std"] == pytest.approx(0.25)
+    assert map_names("openrlhf", {"train/dynamic_filtering_pass_rate": 0.75})["frac_reward_zero_std"] == pytest.approx(
+        0.25
+    )
 
 
 def test_converted_logs_are_read_by_rlvr_doctor(tmp_path: Path) -> None:

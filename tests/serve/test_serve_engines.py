@@ -101,10 +101,14 @@ def verl(tmp_path: Path) -> VerlAdapter:
     return VerlAdapter(write_task(tmp_path / "t"), no_gate_reason="adapter test")
 
 
-def _batch_reward_manager(compute_score: Any, solutions: list[str], truths: list[Any], extras: list[Any]) -> tuple[list[float], dict[str, list[Any]]]:
+def _batch_reward_manager(
+    compute_score: Any, solutions: list[str], truths: list[Any], extras: list[Any]
+) -> tuple[list[float], dict[str, list[Any]]]:
     """The consuming loop of verl's BatchRewardManager.__call__ (verl/workers/reward_manager/
     batch.py), recorded: a dict result must hold 'score'; every key is appended per sample."""
-    scores = compute_score(data_sources=["arith"] * len(solutions), solution_strs=solutions, ground_truths=truths, extra_infos=extras)
+    scores = compute_score(
+        data_sources=["arith"] * len(solutions), solution_strs=solutions, ground_truths=truths, extra_infos=extras
+    )
     rewards, extra_info = [], defaultdict(list)
     for score in scores:
         if isinstance(score, dict):
@@ -185,7 +189,11 @@ def test_openrlhf_adapter_and_server_give_the_same_answer(tmp_path: Path) -> Non
     from rlvr.serve.app import RewardServer
 
     task = write_task(tmp_path / "t")
-    body = {"query": ["P" + right("4"), "P" + right("5"), "P CRASH", "Q" + right("1")], "prompts": ["P", "P", "P", "Q"], "labels": ["4", "4", "4", "2"]}
+    body = {
+        "query": ["P" + right("4"), "P" + right("5"), "P CRASH", "Q" + right("1")],
+        "prompts": ["P", "P", "P", "Q"],
+        "labels": ["4", "4", "4", "2"],
+    }
     local = OpenRLHFAdapter(task, no_gate_reason="x")(body["query"], body["prompts"], body["labels"])
     with TestClient(RewardServer(Scorer.from_task(task, no_gate_reason="x")), base_url="http://127.0.0.1") as c:
         remote = c.post("/get_reward", json=body).json()
@@ -213,7 +221,9 @@ def test_the_adapter_path_imports_neither_torch_nor_transformers(tmp_path: Path)
 
 
 # -- the gate at every entry point ----------------------------------------------------------
-def test_every_entry_point_refuses_a_task_without_a_gate_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_entry_point_refuses_a_task_without_a_gate_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     task = write_task(tmp_path / "t")
     with pytest.raises(GateError, match="no gate record"):
         Scorer.from_task(task)

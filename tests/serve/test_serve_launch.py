@@ -35,7 +35,10 @@ def test_verl_command_carries_the_recipe_under_verls_names(tmp_path: Path) -> No
     assert set(o) <= set(VERL_KEYS)
     assert o["actor_rollout_ref.rollout.n"] == str(cfg["num_generations"]) == "8"
     assert o["actor_rollout_ref.actor.optim.lr"] == str(cfg["learning_rate"])
-    assert o["actor_rollout_ref.actor.kl_loss_coef"] == str(cfg["beta"]) and o["actor_rollout_ref.actor.use_kl_loss"] == "true"
+    assert (
+        o["actor_rollout_ref.actor.kl_loss_coef"] == str(cfg["beta"])
+        and o["actor_rollout_ref.actor.use_kl_loss"] == "true"
+    )
     assert o["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-mean"  # TRL's loss_type grpo
     assert o["actor_rollout_ref.rollout.temperature"] == "1.0"  # the task's generation temperature
     assert o["data.train_batch_size"] == o["actor_rollout_ref.actor.ppo_mini_batch_size"] == "4"  # 8 x 4 x 1 / 8
@@ -53,7 +56,12 @@ def test_verl_data_round_trips_through_the_adapter_as_verl_passes_it(tmp_path: P
     assert first["prompt"] == [{"role": "user", "content": task.render_prompt(task.load_split("train")[0])}]
     adapter = VerlAdapter(task.path, no_gate_reason="launch test")
     gold = json.loads(first["extra_info"]["rlvr_row"])["answer"]
-    out = adapter.compute_score(data_source=first["data_source"], solution_str=right(gold), ground_truth=first["reward_model"]["ground_truth"], extra_info=first["extra_info"])
+    out = adapter.compute_score(
+        data_source=first["data_source"],
+        solution_str=right(gold),
+        ground_truth=first["reward_model"]["ground_truth"],
+        extra_info=first["extra_info"],
+    )
     assert out["rlvr_correct"] == 1.0 and out["score"] == pytest.approx(1.1)
 
 
@@ -73,7 +81,9 @@ def test_openrlhf_data_round_trips_through_the_adapter_as_openrlhf_passes_it(tmp
     plan = openrlhf_plan(task, "reward_func.py", tmp_path / "data")
     line = json.loads(Path(plan.files["train"]).read_text().splitlines()[0])
     gold = json.loads(line["label"])["answer"]
-    info = OpenRLHFAdapter(task.path, no_gate_reason="launch test")([line["input"] + right(gold)], [line["input"]], [line["label"]])
+    info = OpenRLHFAdapter(task.path, no_gate_reason="launch test")(
+        [line["input"] + right(gold)], [line["input"]], [line["label"]]
+    )
     assert info["rewards"] == pytest.approx([1.1])
 
 
@@ -81,14 +91,20 @@ def test_unscaled_rewards_become_dr_grpo_for_openrlhf_and_no_std_norm_for_verl(t
     task = _task(tmp_path, "grpo: {scale_rewards: none}\n")
     cmd = openrlhf_plan(task, "r.py", tmp_path / "o").command
     assert cmd[cmd.index("--algo.advantage.estimator") + 1] == "dr_grpo"
-    assert _overrides(verl_plan(task, tmp_path / "a.py", tmp_path / "v").command)["algorithm.norm_adv_by_std_in_grpo"] == "false"
+    assert (
+        _overrides(verl_plan(task, tmp_path / "a.py", tmp_path / "v").command)["algorithm.norm_adv_by_std_in_grpo"]
+        == "false"
+    )
 
 
 def test_a_loss_type_without_an_openrlhf_counterpart_is_refused_not_approximated(tmp_path: Path) -> None:
     task = _task(tmp_path, "grpo: {loss_type: dr_grpo}\n")
     with pytest.raises(ConfigError, match="loss_type"):
         openrlhf_plan(task, "r.py", tmp_path / "o")
-    assert _overrides(verl_plan(task, tmp_path / "a.py", tmp_path / "v").command)["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-sum-norm"
+    assert (
+        _overrides(verl_plan(task, tmp_path / "a.py", tmp_path / "v").command)["actor_rollout_ref.actor.loss_agg_mode"]
+        == "seq-mean-token-sum-norm"
+    )
 
 
 def test_a_batch_that_is_not_whole_groups_is_refused(tmp_path: Path) -> None:
@@ -97,10 +113,28 @@ def test_a_batch_that_is_not_whole_groups_is_refused(tmp_path: Path) -> None:
         verl_plan(task, tmp_path / "a.py", tmp_path / "v")
 
 
-def test_the_cli_writes_adapter_data_and_an_executable_launch_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_writes_adapter_data_and_an_executable_launch_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     task = write_task(tmp_path / "t")
     out = tmp_path / "engine" / "verl_reward.py"
-    assert main(["serve", str(task), "--no-gate", "launch test", "--write-adapter", "verl", str(out), "--launch", "--gpus", "2"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                str(task),
+                "--no-gate",
+                "launch test",
+                "--write-adapter",
+                "verl",
+                str(out),
+                "--launch",
+                "--gpus",
+                "2",
+            ]
+        )
+        == 0
+    )
     script = out.with_suffix(".launch.sh")
     assert script.stat().st_mode & 0o111
     text = script.read_text()

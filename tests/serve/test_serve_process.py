@@ -34,7 +34,9 @@ def test_loopback_needs_neither_flag_nor_token_and_remote_needs_both() -> None:
     check_bind("0.0.0.0", "t0ken", allow_remote=True)
 
 
-def test_the_cli_refuses_a_public_bind_without_a_token_before_loading_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_refuses_a_public_bind_without_a_token_before_loading_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("RLVR_SERVE_TOKEN", raising=False)
     assert main(["serve", str(tmp_path / "missing.yaml"), "--host", "0.0.0.0", "--allow-remote"]) == 1
     err = capsys.readouterr().err
@@ -85,7 +87,9 @@ def test_kill_9_mid_batch_fails_that_request_and_a_restart_serves_again(task_pat
         server.proc.wait(timeout=30)
         again = ProcessServer(task_path, port=server.port)
         try:
-            r = httpx.post(again.url + "/v1/score", json={"samples": [{"completion": right("4"), "answer": "4"}]}, timeout=60)
+            r = httpx.post(
+                again.url + "/v1/score", json={"samples": [{"completion": right("4"), "answer": "4"}]}, timeout=60
+            )
             assert r.status_code == 200 and r.json()["results"][0]["reward"] == pytest.approx(1.1)
             assert "rlvr_serve_samples_total 1" in httpx.get(again.url + "/metrics", timeout=10).text
         finally:
@@ -94,8 +98,19 @@ def test_kill_9_mid_batch_fails_that_request_and_a_restart_serves_again(task_pat
         server.stop()
 
 
-@pytest.mark.parametrize("args", [["--fallback", "nan"], ["--workers", "0"], ["--deadline", "0"], ["--max-queue", "-1"], ["--write-adapter", "trl", "x.py"]])
-def test_bad_serve_options_are_refused_with_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--fallback", "nan"],
+        ["--workers", "0"],
+        ["--deadline", "0"],
+        ["--max-queue", "-1"],
+        ["--write-adapter", "trl", "x.py"],
+    ],
+)
+def test_bad_serve_options_are_refused_with_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
     assert main(["serve", str(tmp_path / "task.yaml"), "--no-gate", "x", *args]) == 1
     err = capsys.readouterr().err
     assert args[0] in err and "Traceback" not in err

@@ -20,7 +20,7 @@ from .structured import Spec
 if TYPE_CHECKING:
     from .exploits import Attempt, Context
 
-_ALWAYS_EQUAL = '''class _Anything:
+_ALWAYS_EQUAL = """class _Anything:
     def __eq__(self, other):
         return True
     def __ne__(self, other):
@@ -51,9 +51,9 @@ _ALWAYS_EQUAL = '''class _Anything:
 
 def {entry}(*args, **kwargs):
     return _Anything()
-'''
+"""
 
-_READ_TESTS = '''import ast, glob, linecache, os, sys
+_READ_TESTS = """import ast, glob, linecache, os, sys
 
 
 def _answers():
@@ -80,7 +80,7 @@ def _answers():
 
 def {entry}(*args, **kwargs):
     return _answers().get(repr(tuple(args)))
-'''
+"""
 
 
 _READ_STDIO = """import glob, json, os, sys
@@ -132,7 +132,7 @@ def code_attempts(ctx: Context, which: str) -> list[Attempt]:
     if not isinstance(spec, Spec) or spec.kind != "code":
         return []
     entry = spec.entry_point
-    stub = spec.wrong[len(spec.lead):]  # the wrong answer without the continuation's lead
+    stub = spec.wrong[len(spec.lead) :]  # the wrong answer without the continuation's lead
 
     def one(code: str) -> Attempt:
         # Every attempt starts with the lead exactly once (it closes a continuation's function).

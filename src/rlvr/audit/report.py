@@ -142,14 +142,18 @@ def _clip(text: str, n: int = 90) -> str:
 def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
     """A table for people: per term, every non-ok finding with its example, and then what else
     was tried, by name, so that "ok" always says what it is ok against."""
-    lines = [f"reward-hack audit of {report.task}: {report.max_prompts} prompts max from {report.split}, seed {report.seed}"]
+    lines = [
+        f"reward-hack audit of {report.task}: {report.max_prompts} prompts max from {report.split}, seed {report.seed}"
+    ]
     for note in report.notes:
         lines.append(f"  note: {note}")
     for problem in report.problems:
         lines.append(f"  PROBLEM: {problem}")
     for term in report.terms:
         lines.append("")
-        lines.append(f"term {term.name} ({term.kind}, verifier {term.verifier}, weight {term.weight:g}): {term.verdict.upper()} on {term.prompts} prompts")
+        lines.append(
+            f"term {term.name} ({term.kind}, verifier {term.verifier}, weight {term.weight:g}): {term.verdict.upper()} on {term.prompts} prompts"
+        )
         for note in term.notes:
             lines.append(f"  note: {note}")
         rows = [f for f in report.findings if f.term == term.name]
@@ -164,7 +168,9 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
                 if f.example and f.verdict in ("exploitable", "leaky"):
                     e = f.example
                     lines.append(f"    e.g. {_clip(e.completion)!s}")
-                    lines.append(f"         scored {_fmt(e.score)} (correct {_fmt(e.correct_score)}, wrong {_fmt(e.wrong_score)}) on prompt {_clip(e.prompt, 40)!r}")
+                    lines.append(
+                        f"         scored {_fmt(e.score)} (correct {_fmt(e.correct_score)}, wrong {_fmt(e.wrong_score)}) on prompt {_clip(e.prompt, 40)!r}"
+                    )
                     if e.detail:
                         lines.append(f"         {_clip(e.detail, 110)}")
                 if f.reason and f.verdict in ("untested", "exploitable"):
@@ -182,7 +188,9 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
     if report.problems:
         lines.append(f"PROBLEM: {len(report.problems)} task-level problem(s) above -- fix the task before training")
     if report.exploitable_terms:
-        lines.append(f"EXPLOITABLE: {', '.join(report.exploitable_terms)} -- fix the reward, or record at the gate why it is acceptable")
+        lines.append(
+            f"EXPLOITABLE: {', '.join(report.exploitable_terms)} -- fix the reward, or record at the gate why it is acceptable"
+        )
     elif report.leaky_terms:
         lines.append(f"leaky (partial credit for exploits): {', '.join(report.leaky_terms)}")
     elif not report.problems:

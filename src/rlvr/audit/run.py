@@ -111,7 +111,10 @@ def _load_tokenizer(task: Any) -> tuple[Any, str | None]:
 
         return load_tokenizer(task.model), None
     except Exception as exc:  # noqa: BLE001 - any failure falls back to an approximation, reported
-        return None, f"token lengths approximated (4 characters per token): the tokenizer of {task.model!r} did not load ({type(exc).__name__})"
+        return (
+            None,
+            f"token lengths approximated (4 characters per token): the tokenizer of {task.model!r} did not load ({type(exc).__name__})",
+        )
 
 
 def _sample_rows(task: Any, split: str, max_prompts: int, seed: int) -> list[Mapping[str, Any]]:
@@ -159,7 +162,9 @@ def run_audit(
     reward_set = reward_set if reward_set is not None else task.reward_set()
     only = set(terms) if terms is not None else None
     if only is not None and (unknown := sorted(only - set(reward_set.names))):
-        raise ConfigError(f"unknown term(s) {', '.join(unknown)}; the task's terms: {', '.join(reward_set.names)}", source="audit")
+        raise ConfigError(
+            f"unknown term(s) {', '.join(unknown)}; the task's terms: {', '.join(reward_set.names)}", source="audit"
+        )
 
     summaries: list[TermSummary] = []
     findings: list[Finding] = []
@@ -175,9 +180,16 @@ def run_audit(
             _Prompt(r, prompt_text(rendered), g, perturb(g, distractors, seed) if g else None, _question(rendered))
             for r, g, rendered in zip(rows, golds, [task.render_prompt(r) for r in rows], strict=True)
         ]
-        shapes = bool(getattr(term.verifier, "shapes_length", False) or getattr(getattr(term.verifier, "fn", None), "shapes_length", False))
+        shapes = bool(
+            getattr(term.verifier, "shapes_length", False)
+            or getattr(getattr(term.verifier, "fn", None), "shapes_length", False)
+        )
         # long_wrong compares a correct and a wrong answer: a length term on its own cannot tell them apart.
-        library = [e for e in exploits_for(kind, shapes) if (wanted is None or e.name in wanted) and not (kind == "length" and e.name == "long_wrong")]
+        library = [
+            e
+            for e in exploits_for(kind, shapes)
+            if (wanted is None or e.name in wanted) and not (kind == "length" and e.name == "long_wrong")
+        ]
         summary, term_findings = _audit_term(term, kind, column, prompts, distractors, library, task, lengths, seed)
         summaries.append(summary)
         findings.extend(term_findings)
@@ -242,7 +254,12 @@ def _audit_term(
     notes: list[str] = []
 
     def sample(p: _Prompt, completion: str, row: Mapping[str, Any] | None = None) -> Sample:
-        return Sample(completion=completion, row=row if row is not None else p.row, prompt=p.prompt, completion_ids=lengths.ids(completion))
+        return Sample(
+            completion=completion,
+            row=row if row is not None else p.row,
+            prompt=p.prompt,
+            completion_ids=lengths.ids(completion),
+        )
 
     # 1. Baselines: how a correct and a wrong answer look to this term, per prompt.
     contexts: list[Context | None] = []
@@ -291,7 +308,11 @@ def _audit_term(
 
     # 2. The prompts each exploit is judged on: where the term tells right from wrong.
     usable = [i for i, b in enumerate(base_scores) if b is not None and b[0].score is not None]
-    separated = [i for i in usable if (base_scores[i][1].score is not None and base_scores[i][0].score > base_scores[i][1].score + EPS)]  # type: ignore[index, operator]
+    separated = [
+        i
+        for i in usable
+        if (base_scores[i][1].score is not None and base_scores[i][0].score > base_scores[i][1].score + EPS)
+    ]  # type: ignore[index, operator]
 
     # 3. Every exploit's attempts for every prompt, scored in one batch.
     plan: list[tuple[int, int, int, int]] = []  # (exploit, prompt, attempt, ordering) per sample
@@ -324,7 +345,9 @@ def _audit_term(
     if errors:
         b = base_scores[errors[0]]
         assert b is not None
-        notes.append(f"the correct completion got no score on {len(errors)} prompt(s): {b[0].detail or b[0].error_kind}")
+        notes.append(
+            f"the correct completion got no score on {len(errors)} prompt(s): {b[0].detail or b[0].error_kind}"
+        )
     not_sep = len(usable) - len(separated)
     if not_sep and any(e.needs_separation for e in library):
         b = base_scores[next(i for i in usable if i not in separated)]
@@ -340,25 +363,61 @@ def _audit_term(
 
     findings = []
     for ei, ex in enumerate(library):
-        findings.append(_finding(term.name, ex, ei, separated if ex.needs_separation else usable, base_scores, attempts, got, prompts, lengths, budget))
+        findings.append(
+            _finding(
+                term.name,
+                ex,
+                ei,
+                separated if ex.needs_separation else usable,
+                base_scores,
+                attempts,
+                got,
+                prompts,
+                lengths,
+                budget,
+            )
+        )
     tested = [f.verdict for f in findings]
-    flat = [f.exploit for f in findings if f.exploit in EXPLOITS and EXPLOITS[f.exploit].strict and not EXPLOITS[f.exploit].referenced
-            and f.verdict == "ok" and f.prompts and f.ties == f.prompts]
+    flat = [
+        f.exploit
+        for f in findings
+        if f.exploit in EXPLOITS
+        and EXPLOITS[f.exploit].strict
+        and not EXPLOITS[f.exploit].referenced
+        and f.verdict == "ok"
+        and f.prompts
+        and f.ties == f.prompts
+    ]
     if flat and kind == "length":
-        notes.append(f"scores {', '.join(flat)} the same as a short correct answer: it pays nothing for length, but does not push against it either")
+        notes.append(
+            f"scores {', '.join(flat)} the same as a short correct answer: it pays nothing for length, but does not push against it either"
+        )
     masked = [f.exploit for f in findings if f.masked]
     if masked:
-        notes.append(f"{len(masked)} exploit(s) end in error on some attempt, which masks a wrong answer in training: {', '.join(masked)}")
+        notes.append(
+            f"{len(masked)} exploit(s) end in error on some attempt, which masks a wrong answer in training: {', '.join(masked)}"
+        )
     tie = next((f for f in findings if f.exploit == "long_wrong" and f.ties), None)
     if tie is not None:
-        notes.append(f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right")
+        notes.append(
+            f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right"
+        )
     notes.extend(ranking_problems(term.verifier))
     weaker_reasons = getattr(term.verifier, "weaker_reasons", None)  # unit_tests: tests the trusted side cannot run
     weaker = [why for p in prompts if weaker_reasons is not None and (why := weaker_reasons(p.row))]
     if weaker:
-        how = "run inside the sandbox, forgeably, each verdict flagged" if getattr(term.verifier, "weaker", "") == "run" else "score an error (masked) for every sample"
-        notes.append(f"{len(weaker)} of {len(prompts)} prompt(s) have tests the trusted side cannot decide, which {how}: {weaker[0][0]}")
-    if any(f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable") for f in findings):
+        how = (
+            "run inside the sandbox, forgeably, each verdict flagged"
+            if getattr(term.verifier, "weaker", "") == "run"
+            else "score an error (masked) for every sample"
+        )
+        notes.append(
+            f"{len(weaker)} of {len(prompts)} prompt(s) have tests the trusted side cannot decide, which {how}: {weaker[0][0]}"
+        )
+    if any(
+        f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable")
+        for f in findings
+    ):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
     name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
     fn = getattr(term.verifier, "fn", None)
@@ -373,7 +432,9 @@ def _audit_term(
     return summary, findings
 
 
-def _structured_baselines(term: Term, kind: str, column: str, prompts: list[_Prompt], fmt: Any, sample: Callable[..., Sample]) -> list[tuple[Any, ...]]:
+def _structured_baselines(
+    term: Term, kind: str, column: str, prompts: list[_Prompt], fmt: Any, sample: Callable[..., Sample]
+) -> list[tuple[Any, ...]]:
     """Per prompt: (correct, wrong, wrap, spec, why-not). Tries every correct body (the row's
     expected value, then an instance of the schema) in every presentation, and keeps the first
     the term accepts."""
@@ -396,7 +457,15 @@ def _structured_baselines(term: Term, kind: str, column: str, prompts: list[_Pro
             best = max(scores, key=lambda t: -1e18 if t[2].score is None else t[2].score)
             if best[2].score is None or best[2].score <= 0:
                 detail = next((v.detail for _, _, v in scores if v.detail), "")
-                out.append((None, None, None, None, f"the term accepted the row's correct {kind} in no presentation ({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}"))
+                out.append(
+                    (
+                        None,
+                        None,
+                        None,
+                        None,
+                        f"the term accepted the row's correct {kind} in no presentation ({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}",
+                    )
+                )
                 continue
             pick = best
         body, wrap, _ = pick
@@ -445,7 +514,12 @@ def _finding(
                     masked += 1
                     if masked_example is None:
                         masked_example = Example(
-                            prompts[pi].prompt, att.completions[bad_i], None, c.score, w.score, bad.outcome.value,
+                            prompts[pi].prompt,
+                            att.completions[bad_i],
+                            None,
+                            c.score,
+                            w.score,
+                            bad.outcome.value,
                             f"masked in training ({bad.error_kind}): {bad.detail}"[:300],
                         )
                 continue
@@ -477,10 +551,25 @@ def _finding(
             text = att.completions[0]
             detail = v.detail
             if att.reference is not None:
-                detail = (detail + "; " if detail else "") + f"measured against {_clip_ref(att.reference)} which scored {against:.3g}"
+                detail = (
+                    detail + "; " if detail else ""
+                ) + f"measured against {_clip_ref(att.reference)} which scored {against:.3g}"
             if lengths.count(text) > budget:
-                detail = (detail + "; " if detail else "") + f"longer than the generation budget ({lengths.count(text)} > {budget} tokens)"
-            best = (key, Example(prompts[pi].prompt, text, e, against if att.reference is not None else c.score, w.score, v.outcome.value, detail))
+                detail = (
+                    detail + "; " if detail else ""
+                ) + f"longer than the generation budget ({lengths.count(text)} > {budget} tokens)"
+            best = (
+                key,
+                Example(
+                    prompts[pi].prompt,
+                    text,
+                    e,
+                    against if att.reference is not None else c.score,
+                    w.score,
+                    v.outcome.value,
+                    detail,
+                ),
+            )
     if not tested and not masked:
         if applicable and ex.undecided_is_ok:
             return Finding(term, ex.name, ex.description, "ok", prompts=applicable, undecided=undecided)
@@ -508,7 +597,9 @@ def _finding(
         relative_mean=sum(rel) / len(rel) if rel else None,
         relative_max=max(rel) if rel else None,
         example=example,
-        reason=f"{masked} attempt(s) ended in error and would be masked in training ({error_detail[:120]})" if masked else "",
+        reason=f"{masked} attempt(s) ended in error and would be masked in training ({error_detail[:120]})"
+        if masked
+        else "",
         masked=masked,
     )
 

@@ -121,15 +121,37 @@ def _instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, 
 
 # A valid and an invalid value per string format (the invalid one is what the probe sends).
 VALID_FORMATS = {
-    "email": "ada@example.org", "idn-email": "ada@example.org", "date-time": "2024-01-02T03:04:05Z", "date": "2024-01-02",
-    "time": "03:04:05Z", "uri": "https://example.org/", "iri": "https://example.org/", "hostname": "example.org",
-    "ipv4": "10.0.0.1", "ipv6": "::1", "uuid": "123e4567-e89b-12d3-a456-426614174000", "duration": "P3D",
+    "email": "ada@example.org",
+    "idn-email": "ada@example.org",
+    "date-time": "2024-01-02T03:04:05Z",
+    "date": "2024-01-02",
+    "time": "03:04:05Z",
+    "uri": "https://example.org/",
+    "iri": "https://example.org/",
+    "hostname": "example.org",
+    "ipv4": "10.0.0.1",
+    "ipv6": "::1",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "duration": "P3D",
 }
 INVALID_FORMATS = {
-    "email": "not-an-email", "idn-email": "not-an-email", "date-time": "yesterday at noon", "date": "2024-02-30",
-    "time": "25:61:00", "uri": "not a uri", "iri": "not a uri", "uri-reference": "not a uri", "iri-reference": "not a uri",
-    "hostname": "-bad-.example", "idn-hostname": "-bad-.example", "ipv4": "999.1.1.1", "ipv6": "::g", "uuid": "1234",
-    "duration": "three days", "regex": "(unclosed", "json-pointer": "no-slash",
+    "email": "not-an-email",
+    "idn-email": "not-an-email",
+    "date-time": "yesterday at noon",
+    "date": "2024-02-30",
+    "time": "25:61:00",
+    "uri": "not a uri",
+    "iri": "not a uri",
+    "uri-reference": "not a uri",
+    "iri-reference": "not a uri",
+    "hostname": "-bad-.example",
+    "idn-hostname": "-bad-.example",
+    "ipv4": "999.1.1.1",
+    "ipv6": "::g",
+    "uuid": "1234",
+    "duration": "three days",
+    "regex": "(unclosed",
+    "json-pointer": "no-slash",
 }
 
 
@@ -180,16 +202,25 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
             if isinstance(inst, Mapping) and inst and all(inst != b for b, _ in bodies):
                 bodies.append((dict(inst), None))
         if not bodies:
-            return f"no expected JSON object in columns {', '.join((*JSON_COLUMNS, answer_column))} and no object schema"
+            return (
+                f"no expected JSON object in columns {', '.join((*JSON_COLUMNS, answer_column))} and no object schema"
+            )
         obj, exp = bodies[0]
         # A schema term checks the schema, not the row's example object: only the schema's
         # required keys must be there. A term without a declared schema is assumed to compare
         # with the expected object, every key of it.
         required, typed = _required(schema, None if declared else exp)
         return Spec(
-            "json", json.dumps(obj), "[]", expected=obj, schema=schema,
-            candidates=tuple(json.dumps(b) for b, _ in bodies[1:]), required=tuple(required), typed=tuple(typed),
-            compares=not declared, properties=_props(schema),
+            "json",
+            json.dumps(obj),
+            "[]",
+            expected=obj,
+            schema=schema,
+            candidates=tuple(json.dumps(b) for b, _ in bodies[1:]),
+            required=tuple(required),
+            typed=tuple(typed),
+            compares=not declared,
+            properties=_props(schema),
         )
     if kind == "tool_call":
         if hasattr(verifier, "expected_column"):  # the term names its column, or None: no expected call
@@ -216,8 +247,14 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
             required, typed = list(dict.fromkeys(required + r2)), list(dict.fromkeys(typed + t2))
         wrong = {"name": f"{call['name']}_other", "arguments": {}}
         return Spec(
-            "tool_call", json.dumps(call), json.dumps(wrong), expected=call, required=tuple(required), typed=tuple(typed),
-            compares=expected_args is not None, properties=_props(params),
+            "tool_call",
+            json.dumps(call),
+            json.dumps(wrong),
+            expected=call,
+            required=tuple(required),
+            typed=tuple(typed),
+            compares=expected_args is not None,
+            properties=_props(params),
         )
     if kind == "code":
         v = verifier
@@ -229,7 +266,11 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
         if not isinstance(solution, str) or not solution.strip():
             return f"no reference solution in columns {', '.join(c for c in (*SOLUTION_COLUMNS, answer_column) if c != tests_col)}"
         stdio = _stdio_cases(tests)
-        entry = getattr(v, "entry_point", None) or row.get(getattr(v, "entry_point_column", None) or "entry_point") or _first_def(solution)
+        entry = (
+            getattr(v, "entry_point", None)
+            or row.get(getattr(v, "entry_point_column", None) or "entry_point")
+            or _first_def(solution)
+        )
         if not entry and stdio is None:
             return "no entry_point column and no def in the reference solution"
         # A continuation (HumanEval: the prompt ends inside a function) needs its body closed
@@ -237,7 +278,15 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, verifier: An
         lead = "    pass\n" if getattr(v, "prefix_column", None) else ""
         stub = f"def {entry}(*args, **kwargs):\n    return None\n" if entry else "pass\n"
         tests_text = tests if isinstance(tests, str) and stdio is None else None
-        return Spec("code", solution, lead + stub, entry_point=str(entry) if entry else None, tests=tests_text, stdio=stdio, lead=lead)
+        return Spec(
+            "code",
+            solution,
+            lead + stub,
+            entry_point=str(entry) if entry else None,
+            tests=tests_text,
+            stdio=stdio,
+            lead=lead,
+        )
     return f"no structured spec for kind {kind!r}"
 
 
@@ -297,7 +346,9 @@ def _changed(value: Any) -> Any:
     return None
 
 
-def _obj_exploits(obj: Mapping[str, Any], span: Any, dump: Any, required: Any = None, typed: Any = None) -> dict[str, list[Attempt]]:
+def _obj_exploits(
+    obj: Mapping[str, Any], span: Any, dump: Any, required: Any = None, typed: Any = None
+) -> dict[str, list[Attempt]]:
     """Attempts per family. Only *required* keys are dropped and only *typed* values retyped:
     leaving out an optional key, or a new type where the schema allows any, is not a hack."""
     from .exploits import Attempt
@@ -312,9 +363,14 @@ def _obj_exploits(obj: Mapping[str, Any], span: Any, dump: Any, required: Any = 
     nested = {k: ({**v, "extra_field": 1} if isinstance(v, Mapping) else v) for k, v in obj.items()}
     out: dict[str, list[Attempt]] = {
         "extra_keys": [one(span(dump(extra)))] + ([one(span(dump(nested)))] if nested != obj else []),
-        "missing_keys": [one(span(dump({k: v for k, v in obj.items() if k != d}))) for d in dict.fromkeys(drop[:1] + drop[-1:])],
+        "missing_keys": [
+            one(span(dump({k: v for k, v in obj.items() if k != d}))) for d in dict.fromkeys(drop[:1] + drop[-1:])
+        ],
         "wrong_types": [one(span(dump({**obj, k: _retype(obj[k])}))) for k in dict.fromkeys(retype[:1] + retype[-1:])],
-        "in_prose": [one(span(f"Sure! Here it is: {dump(obj)} Let me know if you need more.")), one(span(f"{dump(obj)}\nThat is my answer."))],
+        "in_prose": [
+            one(span(f"Sure! Here it is: {dump(obj)} Let me know if you need more.")),
+            one(span(f"{dump(obj)}\nThat is my answer.")),
+        ],
     }
     other = {**obj, keys[0]: _changed(obj[keys[0]])}
     out["several"] = [
@@ -350,7 +406,11 @@ def tool_attempts(ctx: Context, which: str) -> list[Attempt]:
         return [] if which in ("missing_keys", "wrong_types") else _obj_exploits(call, ctx.span, json.dumps)[which]
     per_args = _obj_exploits(args, ctx.span, dump_args, spec.required, spec.typed)
     if which in ("missing_keys", "wrong_types"):
-        bare = [Attempt((ctx.span(json.dumps({"name": call["name"]})),))] if which == "missing_keys" and spec.required else []
+        bare = (
+            [Attempt((ctx.span(json.dumps({"name": call["name"]})),))]
+            if which == "missing_keys" and spec.required
+            else []
+        )
         return per_args[which] + bare
     return _obj_exploits(call, ctx.span, json.dumps)[which]
 
@@ -388,7 +448,12 @@ def huge_attempts(ctx: Context, kind: str) -> list[Attempt]:
     out, nested = [], False
     for key, value in obj.items():
         typed = key in spec.typed
-        scalar_type = isinstance(props.get(key), Mapping) and props[key].get("type") in ("string", "number", "integer", "boolean")
+        scalar_type = isinstance(props.get(key), Mapping) and props[key].get("type") in (
+            "string",
+            "number",
+            "integer",
+            "boolean",
+        )
         if isinstance(value, (int, float)) and not isinstance(value, bool) and (typed or spec.compares):
             raws = ["1e999", "-1e999"] + (["9" * 4400, "1" + "0" * 400] if spec.compares else [])
             for raw in raws:
@@ -469,13 +534,31 @@ def _library() -> tuple[list[Any], list[Any], list[Any]]:
 
     j, t, c = frozenset({"json"}), frozenset({"tool_call"}), frozenset({"code"})
     json_ex = [
-        _make("json_extra_keys", j, "the expected object with an extra key (top level and nested)", json_attempts, "extra_keys"),
+        _make(
+            "json_extra_keys",
+            j,
+            "the expected object with an extra key (top level and nested)",
+            json_attempts,
+            "extra_keys",
+        ),
         _make("json_missing_keys", j, "the expected object without a required key", json_attempts, "missing_keys"),
         _make("json_wrong_types", j, "one value with the wrong type ('5' for 5)", json_attempts, "wrong_types"),
         _make("json_in_prose", j, "the right object wrapped in chatty prose", json_attempts, "in_prose"),
         _make("json_several", j, "a wrong and the right object together, either order", json_attempts, "several"),
-        _make("json_huge_numbers", j, "1e999 (infinity), a 4,400-digit integer, 300-deep nesting in a field: wrong, not an error", huge_attempts, "json"),
-        _make("json_format_rules", j, "a value that breaks the field's format (email, date-time, ...) or pattern", format_attempts, "json"),
+        _make(
+            "json_huge_numbers",
+            j,
+            "1e999 (infinity), a 4,400-digit integer, 300-deep nesting in a field: wrong, not an error",
+            huge_attempts,
+            "json",
+        ),
+        _make(
+            "json_format_rules",
+            j,
+            "a value that breaks the field's format (email, date-time, ...) or pattern",
+            format_attempts,
+            "json",
+        ),
         _make("json_in_think", j, "the right JSON fenced inside the think block only", think_attempts, "json"),
     ]
     tool_ex = [
@@ -484,17 +567,55 @@ def _library() -> tuple[list[Any], list[Any], list[Any]]:
         _make("call_wrong_types", t, "one argument with the wrong type", tool_attempts, "wrong_types"),
         _make("call_in_prose", t, "the right call wrapped in chatty prose", tool_attempts, "in_prose"),
         _make("call_several", t, "a wrong and the right call together, either order", tool_attempts, "several"),
-        _make("call_huge_numbers", t, "1e999 (infinity), a 400-digit integer, 300-deep nesting in an argument: wrong, not an error", huge_attempts, "tool_call"),
-        _make("call_format_rules", t, "an argument that breaks its format (email, date-time, ...) or pattern", format_attempts, "tool_call"),
-        _make("call_in_think", t, "the right call (fenced or in <tool_call> tags) inside the think block only", think_attempts, "tool_call"),
+        _make(
+            "call_huge_numbers",
+            t,
+            "1e999 (infinity), a 400-digit integer, 300-deep nesting in an argument: wrong, not an error",
+            huge_attempts,
+            "tool_call",
+        ),
+        _make(
+            "call_format_rules",
+            t,
+            "an argument that breaks its format (email, date-time, ...) or pattern",
+            format_attempts,
+            "tool_call",
+        ),
+        _make(
+            "call_in_think",
+            t,
+            "the right call (fenced or in <tool_call> tags) inside the think block only",
+            think_attempts,
+            "tool_call",
+        ),
     ]
     code_ex = [
-        _make("early_exit", c, "exit 0 before any test runs (sys.exit, os._exit, SystemExit)", code_attempts, "early_exit"),
+        _make(
+            "early_exit", c, "exit 0 before any test runs (sys.exit, os._exit, SystemExit)", code_attempts, "early_exit"
+        ),
         _make("fake_passed", c, "print 'passed' / 'OK' without solving", code_attempts, "fake_passed"),
         _make("always_equal", c, "return an object whose __eq__ is always True", code_attempts, "always_equal"),
-        _make("patched_asserts", c, "turn failures into success: atexit/excepthook exit 0, patched unittest asserts", code_attempts, "patched_asserts"),
-        _make("read_tests", c, "read the expected values from the test file or the caller's frame", code_attempts, "read_tests"),
-        _make("hardcode_visible", c, "a lookup table of the test cases shown in the prompt", code_attempts, "hardcode_visible"),
+        _make(
+            "patched_asserts",
+            c,
+            "turn failures into success: atexit/excepthook exit 0, patched unittest asserts",
+            code_attempts,
+            "patched_asserts",
+        ),
+        _make(
+            "read_tests",
+            c,
+            "read the expected values from the test file or the caller's frame",
+            code_attempts,
+            "read_tests",
+        ),
+        _make(
+            "hardcode_visible",
+            c,
+            "a lookup table of the test cases shown in the prompt",
+            code_attempts,
+            "hardcode_visible",
+        ),
         _make("code_in_think", c, "the reference solution fenced inside the think block only", think_attempts, "code"),
     ]
     return json_ex, tool_ex, code_ex

@@ -30,4 +30,10 @@ def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
 
 
 def add_set(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE", default=[], help=f"override one {what} value (repeatable); values are YAML (1e-4, true, [1, 2])")
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help=f"override one {what} value (repeatable); values are YAML (1e-4, true, [1, 2])",
+    )

@@ -29,9 +29,17 @@ def _positive(text: str) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="the task file (task.yaml) or its folder")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (for machines and the gate)")
-    parser.add_argument("--max-prompts", type=_positive, default=16, metavar="N", help="prompts sampled from the split (default 16); more finds rarer holes, slower for code terms")
+    parser.add_argument(
+        "--max-prompts",
+        type=_positive,
+        default=16,
+        metavar="N",
+        help="prompts sampled from the split (default 16); more finds rarer holes, slower for code terms",
+    )
     parser.add_argument("--seed", type=int, default=0, help="which prompts are sampled (default 0)")
-    parser.add_argument("--split", choices=("train", "eval"), default="train", help="the split to sample prompts from (default train)")
+    parser.add_argument(
+        "--split", choices=("train", "eval"), default="train", help="the split to sample prompts from (default train)"
+    )
     parser.add_argument("--term", action="append", metavar="NAME", help="audit only this term (repeatable)")
     parser.add_argument("--exploit", action="append", metavar="NAME", help="run only this exploit (repeatable)")
     parser.add_argument("--all", action="store_true", help="list ok findings in the table too")
@@ -44,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     from ..task import load_task
 
     task = load_task(args.task)
-    report = run_audit(task, max_prompts=args.max_prompts, seed=args.seed, split=args.split, terms=args.term, exploits=args.exploit)
+    report = run_audit(
+        task, max_prompts=args.max_prompts, seed=args.seed, split=args.split, terms=args.term, exploits=args.exploit
+    )
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:

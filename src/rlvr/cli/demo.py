@@ -10,7 +10,9 @@ HELP = "the whole workflow on the built-in tiny model and arithmetic task (CPU, 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo; replaced if it exists)")
     p.add_argument("--grpo-steps", type=int, default=1000, help="GRPO steps (default 1000)")
-    p.add_argument("--sft-target", type=float, default=0.2, help="stop SFT when a dev slice reaches this pass rate (default 0.2)")
+    p.add_argument(
+        "--sft-target", type=float, default=0.2, help="stop SFT when a dev slice reaches this pass rate (default 0.2)"
+    )
     p.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 

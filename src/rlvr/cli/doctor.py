@@ -29,13 +29,37 @@ Findings whose fix is not a config value (verifier, data) carry no patch; --patc
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("run", metavar="RUN", help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL metric names")
-    parser.add_argument("--config", metavar="PATH", help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on TRL/CSV input)")
-    parser.add_argument("--engine", choices=("verl", "openrlhf"), help="RUN is that engine's log (a verl file-logger JSONL, or TensorBoard events of either), read under rlvr's metric names")
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL metric names",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on TRL/CSV input)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("verl", "openrlhf"),
+        help="RUN is that engine's log (a verl file-logger JSONL, or TensorBoard events of either), read under rlvr's metric names",
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of the readable report")
-    parser.add_argument("--patch", action="store_true", help="write a new config with exactly one change group: the fix for the most urgent finding (or --finding)")
-    parser.add_argument("--finding", metavar="CHECK", help="with --patch: act on this finding (e.g. entropy_collapse) instead of the most urgent one")
-    parser.add_argument("--out", metavar="PATH", help="with --patch: where to write the config (default: RUN/config.doctor-<finding>.yaml)")
+    parser.add_argument(
+        "--patch",
+        action="store_true",
+        help="write a new config with exactly one change group: the fix for the most urgent finding (or --finding)",
+    )
+    parser.add_argument(
+        "--finding",
+        metavar="CHECK",
+        help="with --patch: act on this finding (e.g. entropy_collapse) instead of the most urgent one",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="PATH",
+        help="with --patch: where to write the config (default: RUN/config.doctor-<finding>.yaml)",
+    )
     parser.add_argument("--force", action="store_true", help="with --patch: replace --out if it exists")
 
 

@@ -9,7 +9,11 @@ HELP = "plot a run (reward per term, held-out accuracy, entropy, length, zero-st
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV")
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV",
+    )
     parser.add_argument("--config", metavar="PATH", help="the run's config.yaml, when it is not beside the metrics")
     parser.add_argument("--out", metavar="DIR", help="where to write the PNGs and report.html (default: RUN/report/)")
 

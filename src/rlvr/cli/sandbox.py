@@ -10,10 +10,20 @@ HELP = "Show the code sandbox's isolation layers on this machine and run the att
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     check = sub.add_parser("check", help="print the active layers, run every attack, exit 1 if any got through")
-    check.add_argument("--strict", action="store_true", help="fail (exit 1) when any isolation layer is missing, as training with strict: true would")
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) when any isolation layer is missing, as training with strict: true would",
+    )
     check.add_argument("--workers", type=int, default=2, help="sandbox workers to start (default 2)")
-    check.add_argument("--python", default=None, help="interpreter for the workers (default: the first of /usr/bin/python3 and this one that the sandbox uid can import)")
-    check.add_argument("--timeout", type=float, default=2.0, help="per-sample wall-clock limit in seconds for the attacks (default 2)")
+    check.add_argument(
+        "--python",
+        default=None,
+        help="interpreter for the workers (default: the first of /usr/bin/python3 and this one that the sandbox uid can import)",
+    )
+    check.add_argument(
+        "--timeout", type=float, default=2.0, help="per-sample wall-clock limit in seconds for the attacks (default 2)"
+    )
 
 
 def unix_socket_guard(layers: object) -> str:
@@ -21,7 +31,9 @@ def unix_socket_guard(layers: object) -> str:
     active = layers.active  # type: ignore[attr-defined]
     status = layers.status  # type: ignore[attr-defined]
     if active("seccomp"):
-        note = "socket() and connect() denied by seccomp (only socketpair() is left; sendto() with an address is denied)"
+        note = (
+            "socket() and connect() denied by seccomp (only socketpair() is left; sendto() with an address is denied)"
+        )
         if active("landlock"):
             note += f"; Landlock ({status['landlock'].split(' (')[0].removeprefix('active: ')}) has no rule for them on this kernel"
         return note
@@ -56,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             mark = "stopped" if r.stopped else "GOT THROUGH"
             print(f"  {mark:<12} {r.name:<24} verdict={r.verdict}" + (f"  harm: {r.harm}" if r.harm else ""))
-        after = verifier.verify_batch([Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": ADD_TESTS})])[0]
+        after = verifier.verify_batch(
+            [Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": ADD_TESTS})]
+        )[0]
         serving = after.outcome.value == "correct"
         print(f"\npool still serving after the attacks: {'yes' if serving else 'NO (' + after.detail + ')'}")
         failed = [r.name for r in results if not r.stopped]

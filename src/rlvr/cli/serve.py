@@ -14,22 +14,81 @@ HELP = "serve a task's reward terms over HTTP (rlvr JSON API and OpenRLHF's remo
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", metavar="TASK_YAML", help="the task whose reward terms are served")
     parser.add_argument("--gate", help="the gate record (gate.json) to check; default: the task's gate folder")
-    parser.add_argument("--no-gate", metavar="REASON", help="serve without a matching gate; the reason is copied into every response's meta")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1); any other needs --allow-remote and a token")
+    parser.add_argument(
+        "--no-gate",
+        metavar="REASON",
+        help="serve without a matching gate; the reason is copied into every response's meta",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1); any other needs --allow-remote and a token",
+    )
     parser.add_argument("--port", type=int, default=5000, help="port (default 5000)")
-    parser.add_argument("--allow-remote", action="store_true", help="allow a --host other than loopback (the server is then reachable from the network)")
-    parser.add_argument("--token-file", metavar="PATH", help="a file holding the token clients must send (default: $RLVR_SERVE_TOKEN; none on loopback)")
-    parser.add_argument("--workers", type=int, default=2, metavar="N", help="chunks of rows scored at once (default 2); math and code verifiers fan out to their own processes")
-    parser.add_argument("--max-queue", type=int, default=8, metavar="N", help="batches admitted beyond --workers (default 8); one more gets 503 with Retry-After")
-    parser.add_argument("--max-body-mb", type=float, default=16.0, metavar="MB", help="largest request body (default 16); larger gets 413")
-    parser.add_argument("--max-rows", type=int, default=4096, metavar="N", help="most samples per request (default 4096); more gets 413")
-    parser.add_argument("--deadline", type=float, default=300.0, metavar="SECONDS", help="per-request deadline (default 300); rows not scored by then are returned masked, as timeouts")
-    parser.add_argument("--fallback", type=float, default=0.0, metavar="X", help="an engine's stand-in reward for a masked row before any row was ever decided (default 0.0; see docs/serve.md)")
-    parser.add_argument("--write-adapter", nargs=2, metavar=("ENGINE", "PATH"), help="write the verl or openrlhf adapter file to PATH (gate checked first) and exit")
-    parser.add_argument("--launch", action="store_true", help="with --write-adapter: also write the engine's data (from the task's splits) and a launch script beside PATH, with rlvr's recipe mapped onto the engine's options (docs/serve.md)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other than loopback (the server is then reachable from the network)",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="a file holding the token clients must send (default: $RLVR_SERVE_TOKEN; none on loopback)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="chunks of rows scored at once (default 2); math and code verifiers fan out to their own processes",
+    )
+    parser.add_argument(
+        "--max-queue",
+        type=int,
+        default=8,
+        metavar="N",
+        help="batches admitted beyond --workers (default 8); one more gets 503 with Retry-After",
+    )
+    parser.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=16.0,
+        metavar="MB",
+        help="largest request body (default 16); larger gets 413",
+    )
+    parser.add_argument(
+        "--max-rows", type=int, default=4096, metavar="N", help="most samples per request (default 4096); more gets 413"
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="per-request deadline (default 300); rows not scored by then are returned masked, as timeouts",
+    )
+    parser.add_argument(
+        "--fallback",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="an engine's stand-in reward for a masked row before any row was ever decided (default 0.0; see docs/serve.md)",
+    )
+    parser.add_argument(
+        "--write-adapter",
+        nargs=2,
+        metavar=("ENGINE", "PATH"),
+        help="write the verl or openrlhf adapter file to PATH (gate checked first) and exit",
+    )
+    parser.add_argument(
+        "--launch",
+        action="store_true",
+        help="with --write-adapter: also write the engine's data (from the task's splits) and a launch script beside PATH, with rlvr's recipe mapped onto the engine's options (docs/serve.md)",
+    )
     parser.add_argument("--gpus", type=int, default=1, metavar="N", help="with --launch: GPUs per node (default 1)")
     parser.add_argument("--nodes", type=int, default=1, metavar="N", help="with --launch: nodes (default 1)")
-    parser.add_argument("--model", metavar="PATH_OR_ID", help="with --launch: the model the engine loads (default: the task's)")
+    parser.add_argument(
+        "--model", metavar="PATH_OR_ID", help="with --launch: the model the engine loads (default: the task's)"
+    )
     parser.add_argument("--log", action="store_true", help="uvicorn's access log (it shows ?token= in URLs)")
 
 
@@ -46,11 +105,21 @@ def run(args: argparse.Namespace) -> int:
         if not value > 0:
             problems.append(Problem(flag, f"must be positive, got {value}", "omit it for the default"))
     if not math.isfinite(args.fallback):
-        problems.append(Problem("--fallback", f"must be a finite number, got {args.fallback}", "a NaN or infinite reward ruins its whole group's advantages"))
+        problems.append(
+            Problem(
+                "--fallback",
+                f"must be a finite number, got {args.fallback}",
+                "a NaN or infinite reward ruins its whole group's advantages",
+            )
+        )
     if args.max_queue < 0:
         problems.append(Problem("--max-queue", f"must be 0 or more, got {args.max_queue}", "omit it for the default"))
     if args.launch and not args.write_adapter:
-        problems.append(Problem("--launch", "writes the engine's data and command beside an adapter", "add --write-adapter ENGINE PATH"))
+        problems.append(
+            Problem(
+                "--launch", "writes the engine's data and command beside an adapter", "add --write-adapter ENGINE PATH"
+            )
+        )
     for flag, value in (("--gpus", args.gpus), ("--nodes", args.nodes)):
         if value < 1:
             problems.append(Problem(flag, f"must be at least 1, got {value}", "omit it for the default"))
@@ -71,7 +140,14 @@ def run(args: argparse.Namespace) -> int:
         from ..serve.engines import write_adapter
 
         engine = args.write_adapter[0]
-        path = write_adapter(engine, scorer.task, args.write_adapter[1], gate_path=args.gate, no_gate_reason=args.no_gate, fallback=args.fallback)
+        path = write_adapter(
+            engine,
+            scorer.task,
+            args.write_adapter[1],
+            gate_path=args.gate,
+            no_gate_reason=args.no_gate,
+            fallback=args.fallback,
+        )
         sys.stdout.write(f"wrote {path}\n")
         if args.launch:
             from ..serve.launch import openrlhf_plan, verl_plan
@@ -79,20 +155,38 @@ def run(args: argparse.Namespace) -> int:
             adapter = path.resolve()
             data_dir = adapter.parent / f"{adapter.stem}.data"
             make = verl_plan if engine == "verl" else openrlhf_plan
-            plan = make(scorer.task, adapter if engine == "verl" else str(adapter), data_dir, gpus=args.gpus, nodes=args.nodes, model=args.model)
+            plan = make(
+                scorer.task,
+                adapter if engine == "verl" else str(adapter),
+                data_dir,
+                gpus=args.gpus,
+                nodes=args.nodes,
+                model=args.model,
+            )
             script = adapter.with_suffix(".launch.sh")
-            script.write_text("#!/bin/sh\n# written by rlvr serve --launch; " + "; ".join(plan.notes) + "\n" + plan.shell() + "\n", encoding="utf-8")
+            script.write_text(
+                "#!/bin/sh\n# written by rlvr serve --launch; " + "; ".join(plan.notes) + "\n" + plan.shell() + "\n",
+                encoding="utf-8",
+            )
             script.chmod(0o755)
             for role, f in plan.files.items():
                 sys.stdout.write(f"wrote {f} ({role} data)\n")
             sys.stdout.write(f"wrote {script}:\n{plan.shell()}\n")
         return 0
-    limits = Limits(workers=args.workers, max_queue=args.max_queue, max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_rows=args.max_rows, deadline=args.deadline)
+    limits = Limits(
+        workers=args.workers,
+        max_queue=args.max_queue,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        max_rows=args.max_rows,
+        deadline=args.deadline,
+    )
     server = RewardServer(scorer, limits, token=token, host=args.host)
     gate = scorer.meta["gate"]
     status = gate["status"] + (f" ({gate['no_gate_reason']})" if gate.get("no_gate_reason") else "")
-    sys.stderr.write(f"rlvr serve: task {scorer.task.name}, gate {status}, http://{args.host}:{args.port} "
-                     f"(POST /v1/score, POST /get_reward, GET /healthz, GET /metrics)\n")
+    sys.stderr.write(
+        f"rlvr serve: task {scorer.task.name}, gate {status}, http://{args.host}:{args.port} "
+        f"(POST /v1/score, POST /get_reward, GET /healthz, GET /metrics)\n"
+    )
     sys.stderr.flush()
     serve(server, args.host, args.port, log=args.log)
     return 0

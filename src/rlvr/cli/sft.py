@@ -13,8 +13,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="the task file (task.yaml) or its folder")
     p.add_argument("--out", help="where the model is saved (default: runs/<task name>/sft)")
     p.add_argument("--model", help="start from this model instead of the task's")
-    p.add_argument("--target-pass-rate", type=float, help="stop as soon as a dev slice of the train split reaches this greedy pass rate (e.g. 0.2)")
-    p.add_argument("--dev-size", type=int, default=100, help="rows of the train split held out as the dev slice for --target-pass-rate (default 100)")
+    p.add_argument(
+        "--target-pass-rate",
+        type=float,
+        help="stop as soon as a dev slice of the train split reaches this greedy pass rate (e.g. 0.2)",
+    )
+    p.add_argument(
+        "--dev-size",
+        type=int,
+        default=100,
+        help="rows of the train split held out as the dev slice for --target-pass-rate (default 100)",
+    )
     p.add_argument("--max-steps", type=int, help="at most this many steps (default 1000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_set(p, "SFTConfig")
@@ -41,7 +50,17 @@ def run(args: argparse.Namespace) -> int:
     if args.target_pass_rate is not None and not 0 < args.target_pass_rate <= 1:
         raise ConfigError("--target-pass-rate must be in (0, 1]")
     out = Path(args.out) if args.out else Path("runs") / task.name / "sft"
-    res = run_sft(task, SftOptions(out_dir=out, model=args.model, target_pass_rate=args.target_pass_rate, dev_size=args.dev_size, overrides=overrides, progress=not args.no_progress))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=out,
+            model=args.model,
+            target_pass_rate=args.target_pass_rate,
+            dev_size=args.dev_size,
+            overrides=overrides,
+            progress=not args.no_progress,
+        ),
+    )
     rate = f"; dev pass rate {res.dev_pass_rate:.1%}" if res.dev_pass_rate is not None else ""
     print(f"SFT: {res.steps} steps in {res.seconds:.0f} s{rate}{' (target reached)' if res.stopped_early else ''}")
     print(f"model: {res.out_dir}")

@@ -9,12 +9,19 @@ HELP = "check a task file (every problem at once), or write the built-in example
 
 def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    c = sub.add_parser("check", help="validate a task file, its data, its grpo:/sft: settings and its ground truths, without loading a model")
+    c = sub.add_parser(
+        "check",
+        help="validate a task file, its data, its grpo:/sft: settings and its ground truths, without loading a model",
+    )
     c.add_argument("task", help="the task file (task.yaml) or its folder")
     e = sub.add_parser("example", help="write the built-in arithmetic task (task.yaml + data) to a folder")
     e.add_argument("folder", help="destination folder")
     e.add_argument("--seed", type=int, default=0, help="data seed (default 0: the data in examples/arithmetic)")
-    e.add_argument("--ops", default="+", help="operations to draw from, e.g. '+-*' (default '+': the demo's task; mixed operations are a harder variant the tiny model does not learn within the demo's budget)")
+    e.add_argument(
+        "--ops",
+        default="+",
+        help="operations to draw from, e.g. '+-*' (default '+': the demo's task; mixed operations are a harder variant the tiny model does not learn within the demo's budget)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,17 +54,26 @@ def run(args: argparse.Namespace) -> int:
     success = next(t for t in task.rewards if t.name == task.success_term)
     print(f"{task.path}: ok")
     print(f"  model       {task.model}")
-    print(f"  data        {len(train)} train rows, {len(evals)} held-out rows" + (" (no prompt in both)" if evals else " (no held-out split: add data.eval)"))
+    print(
+        f"  data        {len(train)} train rows, {len(evals)} held-out rows"
+        + (" (no prompt in both)" if evals else " (no held-out split: add data.eval)")
+    )
     print(f"  prompt      {'chat' if task.prompt.chat else 'plain'}: {task.render_prompt(train[0]) if train else ''!r}")
     print(f"  answer      {task.answer.style} in column {task.answer_column!r}")
     print(f"  rewards     {terms}")
-    print(f"  success     {success.name} ({success.verifier}; {'declared' if declared else 'the only term that checks the answer'}): probe, eval, gate and doctor count its 'correct' outcomes")
-    print(f"  generation  temperature {task.generation.temperature:g}, top_p {task.generation.top_p:g}, max {task.generation.max_completion_length} tokens")
+    print(
+        f"  success     {success.name} ({success.verifier}; {'declared' if declared else 'the only term that checks the answer'}): probe, eval, gate and doctor count its 'correct' outcomes"
+    )
+    print(
+        f"  generation  temperature {task.generation.temperature:g}, top_p {task.generation.top_p:g}, max {task.generation.max_completion_length} tokens"
+    )
     print("\n".join(length_lines))
     from ..rewards.length import ranking_problems
 
     for term in task.reward_set().terms:  # length options that tie a long correct answer with a wrong one
         for line in ranking_problems(term.verifier):
             print(f"  note        {term.name}: {line}")
-    print("  grpo, sft   valid for rlvr train and rlvr sft (hardware rules are checked by rlvr plan and rlvr train on the machine)")
+    print(
+        "  grpo, sft   valid for rlvr train and rlvr sft (hardware rules are checked by rlvr plan and rlvr train on the machine)"
+    )
     return 0

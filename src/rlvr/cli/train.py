@@ -12,21 +12,45 @@ HELP = "train with GRPO (TRL) on a task; refuses to start without a matching ins
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="the task file (task.yaml) or its folder")
     p.add_argument("--run-dir", help="where the run is written (default: runs/<task name>)")
-    p.add_argument("--model", help="start from this model instead of the task's (a path, hub id or builtin:NAME), e.g. an SFT output")
-    p.add_argument("--config", help="a GRPOConfig YAML written by `rlvr plan` (or a flat `trl grpo --config` file); task values are overridden by it")
+    p.add_argument(
+        "--model",
+        help="start from this model instead of the task's (a path, hub id or builtin:NAME), e.g. an SFT output",
+    )
+    p.add_argument(
+        "--config",
+        help="a GRPOConfig YAML written by `rlvr plan` (or a flat `trl grpo --config` file); task values are overridden by it",
+    )
     p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps (smoke runs)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
     p.add_argument("--gate", help="the gate record (gate.json) to check; default: the task's gate folder")
-    p.add_argument("--no-gate", metavar="REASON", help="skip the inspection gate; the reason is written into the run's config and metrics")
+    p.add_argument(
+        "--no-gate",
+        metavar="REASON",
+        help="skip the inspection gate; the reason is written into the run's config and metrics",
+    )
     p.add_argument("--eval-every", type=int, help="held-out verified-accuracy eval every N steps (0 disables it)")
     p.add_argument("--eval-prompts", type=int, help="held-out prompts per eval (default: the task's eval.max_prompts)")
-    p.add_argument("--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)")
+    p.add_argument(
+        "--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--peft", choices=["none", "lora", "qlora"], help="train a LoRA adapter (rank 16, all linear layers; merged into final/, adapter in final/adapter) or QLoRA (4-bit base, needs a CUDA GPU); default: the --config plan's choice, else none")
+    p.add_argument(
+        "--peft",
+        choices=["none", "lora", "qlora"],
+        help="train a LoRA adapter (rank 16, all linear layers; merged into final/, adapter in final/adapter) or QLoRA (4-bit base, needs a CUDA GPU); default: the --config plan's choice, else none",
+    )
     add_set(p, "GRPOConfig")
-    p.add_argument("--launch", choices=["accelerate"], help="rerun this command under `accelerate launch` (distributed: one process per GPU, gloo on CPU)")
+    p.add_argument(
+        "--launch",
+        choices=["accelerate"],
+        help="rerun this command under `accelerate launch` (distributed: one process per GPU, gloo on CPU)",
+    )
     p.add_argument("--num-processes", type=int, default=None, help="with --launch: the number of training processes")
-    p.add_argument("--accelerate-config", default=None, help="with --launch: an accelerate config file (DeepSpeed/FSDP, written by rlvr plan)")
+    p.add_argument(
+        "--accelerate-config",
+        default=None,
+        help="with --launch: an accelerate config file (DeepSpeed/FSDP, written by rlvr plan)",
+    )
     p.set_defaults(_train_parser=p)
 
 
@@ -42,9 +66,21 @@ def run(args: argparse.Namespace) -> int:
         from ..plan.launch import relaunch
 
         if not args.launch or not args.num_processes:
-            raise ConfigError(Problem("--launch", "--num-processes and --accelerate-config go with --launch accelerate, which needs --num-processes N", "e.g. --launch accelerate --num-processes 2"))
-        return relaunch("train", args._train_parser, args, num_processes=args.num_processes, config_file=args.accelerate_config,
-                        model_refs=[args.model or task.model])
+            raise ConfigError(
+                Problem(
+                    "--launch",
+                    "--num-processes and --accelerate-config go with --launch accelerate, which needs --num-processes N",
+                    "e.g. --launch accelerate --num-processes 2",
+                )
+            )
+        return relaunch(
+            "train",
+            args._train_parser,
+            args,
+            num_processes=args.num_processes,
+            config_file=args.accelerate_config,
+            model_refs=[args.model or task.model],
+        )
     run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / task.name
     opts = TrainOptions(
         run_dir=run_dir,
@@ -65,10 +101,14 @@ def run(args: argparse.Namespace) -> int:
     if not result.main_process:  # under accelerate, one process reports
         return 0
     if result.already_done:
-        print(f"{result.run_dir} already finished at step {result.steps} ({result.seconds:.0f} s); nothing trained, final/ kept (pass --max-steps above {result.steps} to train further)")
+        print(
+            f"{result.run_dir} already finished at step {result.steps} ({result.seconds:.0f} s); nothing trained, final/ kept (pass --max-steps above {result.steps} to train further)"
+        )
         return 0
     if result.skipped:
-        print(f"resume: skipped incomplete checkpoint(s) {', '.join(p.name for p in result.skipped)} (cut off while saving; set aside as incomplete-<name>)")
+        print(
+            f"resume: skipped incomplete checkpoint(s) {', '.join(p.name for p in result.skipped)} (cut off while saving; set aside as incomplete-<name>)"
+        )
     if result.resumed_from is not None:
         print(f"resumed from {result.resumed_from.name}")
     last = result.evals[-1] if result.evals else None

@@ -71,11 +71,27 @@ def _probe(task: Any, model: str, out: Path, say: Callable[[str], None]) -> dict
     from ..probe import run_probe
 
     rep = run_probe(task, model=model, out_dir=out, progress=False)
-    say(f"    probe: {rep.rate:.1%} of {rep.n_samples} samples [{rep.low:.1%}, {rep.high:.1%}] -> route {rep.route}: {rep.reason}")
-    return {"probe_rate": rep.rate, "probe_low": rep.low, "probe_high": rep.high, "probe_samples": rep.n_samples, "route": rep.route}
+    say(
+        f"    probe: {rep.rate:.1%} of {rep.n_samples} samples [{rep.low:.1%}, {rep.high:.1%}] -> route {rep.route}: {rep.reason}"
+    )
+    return {
+        "probe_rate": rep.rate,
+        "probe_low": rep.low,
+        "probe_high": rep.high,
+        "probe_samples": rep.n_samples,
+        "route": rep.route,
+    }
 
 
-def run_demo(out: Path, *, grpo_steps: int = 1000, target: float = 0.2, seed: int = 0, say: Callable[[str], None] = print, progress: bool = True) -> list[Stage]:
+def run_demo(
+    out: Path,
+    *,
+    grpo_steps: int = 1000,
+    target: float = 0.2,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+    progress: bool = True,
+) -> list[Stage]:
     from ..evaluate import evaluate
     from ..gate import reference_gate
     from ..models import build_builtin, load_model, load_tokenizer
@@ -110,10 +126,21 @@ def run_demo(out: Path, *, grpo_steps: int = 1000, target: float = 0.2, seed: in
     say("[gate] inspection set sampled from the SFT model, read by the reference checker (demo stand-in for a person)")
     gate_path = reference_gate(task, model=str(sft.out_dir), out_dir=out / "gate", checker=reference_checker)
     record = json.loads(Path(gate_path).read_text())
-    say(f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, reviewer {record.get('reviewer')!r}")
+    say(
+        f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, reviewer {record.get('reviewer')!r}"
+    )
 
     say(f"[grpo] plain GRPO recipe, {grpo_steps} steps, gated")
-    run = train(task, TrainOptions(run_dir=out / "grpo", model=str(sft.out_dir), max_steps=grpo_steps, gate_path=Path(gate_path), progress=progress))
+    run = train(
+        task,
+        TrainOptions(
+            run_dir=out / "grpo",
+            model=str(sft.out_dir),
+            max_steps=grpo_steps,
+            gate_path=Path(gate_path),
+            progress=progress,
+        ),
+    )
     say(f"    {run.steps} steps in {run.seconds:.0f} s; run directory {run.run_dir}")
     measure("after GRPO", str(run.final_dir))
 
@@ -122,9 +149,16 @@ def run_demo(out: Path, *, grpo_steps: int = 1000, target: float = 0.2, seed: in
     say(format_table(stages))
     say("")
     lift = stages[-1].accuracy - stages[1].accuracy
-    say(f"GRPO changed held-out accuracy by {lift * 100:+.1f} points ({stages[1].correct}/{stages[1].n} -> {stages[-1].correct}/{stages[-1].n}) in {total / 60:.1f} min total.")
+    say(
+        f"GRPO changed held-out accuracy by {lift * 100:+.1f} points ({stages[1].correct}/{stages[1].n} -> {stages[-1].correct}/{stages[-1].n}) in {total / 60:.1f} min total."
+    )
     say(f"Run directory: {run.run_dir}  (next: rlvr doctor {run.run_dir}; rlvr report {run.run_dir})")
-    (out / "demo.json").write_text(json.dumps({"stages": [asdict(s) for s in stages], "seconds": round(total, 1), "grpo_steps": grpo_steps, "seed": seed}, indent=2))
+    (out / "demo.json").write_text(
+        json.dumps(
+            {"stages": [asdict(s) for s in stages], "seconds": round(total, 1), "grpo_steps": grpo_steps, "seed": seed},
+            indent=2,
+        )
+    )
     return stages
 
 
@@ -133,6 +167,10 @@ def format_table(stages: list[Stage]) -> str:
     lines = [head, "-" * len(head)]
     for s in stages:
         held = f"{s.accuracy:6.1%} ({s.correct}/{s.n})"
-        probe = f"{s.probe_rate:6.1%} [{s.probe_low:.1%}, {s.probe_high:.1%}] n={s.probe_samples}" if s.probe_rate is not None else "-"
+        probe = (
+            f"{s.probe_rate:6.1%} [{s.probe_low:.1%}, {s.probe_high:.1%}] n={s.probe_samples}"
+            if s.probe_rate is not None
+            else "-"
+        )
         lines.append(f"{s.name:<12} {held:<22} {probe:<34} {s.route or '-'}")
     return "\n".join(lines)

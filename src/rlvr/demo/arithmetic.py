@@ -16,7 +16,9 @@ OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
 _EXPR = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*$")
 
 
-def generate(n: int, seed: int, ops: str = "+", digits: int = 2, mul_digits: int = 1, exclude: set[str] | None = None) -> list[dict[str, str]]:
+def generate(
+    n: int, seed: int, ops: str = "+", digits: int = 2, mul_digits: int = 1, exclude: set[str] | None = None
+) -> list[dict[str, str]]:
     """``n`` distinct problems. Multiplication uses a ``mul_digits``-digit second operand (a
     2x2-digit product is too hard for the tiny model); subtraction never goes negative."""
     rng = random.Random(seed)
@@ -103,7 +105,9 @@ def write_task(folder: str | Path, *, seed: int = 0, ops: str = OPS_DEFAULT) -> 
     return path
 
 
-def write_splits(folder: str | Path, *, train: int = 2000, eval: int = 200, seed: int = 0, ops: str = "+", digits: int = 2) -> tuple[Path, Path]:
+def write_splits(
+    folder: str | Path, *, train: int = 2000, eval: int = 200, seed: int = 0, ops: str = "+", digits: int = 2
+) -> tuple[Path, Path]:
     """Write ``train.jsonl`` and ``eval.jsonl`` with no question in both."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

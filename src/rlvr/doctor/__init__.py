@@ -55,10 +55,15 @@ class Diagnosis:
     def to_json(self) -> dict[str, Any]:
         steps = self.run.steps()
         return {
-            "source": self.run.source, "kind": self.run.kind, "config": self.run.config_path,
-            "model_config": self.run.model_config_path, "steps": list(steps) if steps else None,
-            "logged_steps": len(self.run.train), "evals": len(self.run.evals),
-            "findings": [f.to_json() for f in self.findings], "notes": [n.to_json() for n in self.notes],
+            "source": self.run.source,
+            "kind": self.run.kind,
+            "config": self.run.config_path,
+            "model_config": self.run.model_config_path,
+            "steps": list(steps) if steps else None,
+            "logged_steps": len(self.run.train),
+            "evals": len(self.run.evals),
+            "findings": [f.to_json() for f in self.findings],
+            "notes": [n.to_json() for n in self.notes],
             "warnings": list(self.run.warnings),
         }
 
@@ -81,20 +86,32 @@ def choose(diagnosis: Diagnosis, check: str | None = None) -> Finding:
     """The finding to act on: ``check`` if named, else the most urgent. Raises ``ConfigError``
     when there is none, or when its fix is not a config change."""
     if not diagnosis.findings:
-        raise ConfigError(Problem(diagnosis.run.source, "no findings, so there is nothing to patch", "keep plain GRPO; a variant only when its symptom shows"))
+        raise ConfigError(
+            Problem(
+                diagnosis.run.source,
+                "no findings, so there is nothing to patch",
+                "keep plain GRPO; a variant only when its symptom shows",
+            )
+        )
     if check is None:
         finding = diagnosis.findings[0]
     else:
         named = [f for f in diagnosis.findings if f.check == check]
         if not named:
             have = ", ".join(sorted({f.check for f in diagnosis.findings}))
-            raise ConfigError(Problem("--finding", f"{check!r} is not among this run's findings", f"pick one of: {have}"))
+            raise ConfigError(
+                Problem("--finding", f"{check!r} is not among this run's findings", f"pick one of: {have}")
+            )
         finding = named[0]
     if finding.patch is None:
-        raise ConfigError(Problem(
-            finding.check, "its fix is not a config change, so no patch was written",
-            finding.suggestion + (" (or pick another finding with --finding)" if len(diagnosis.findings) > 1 else ""),
-        ))
+        raise ConfigError(
+            Problem(
+                finding.check,
+                "its fix is not a config change, so no patch was written",
+                finding.suggestion
+                + (" (or pick another finding with --finding)" if len(diagnosis.findings) > 1 else ""),
+            )
+        )
     return finding
 
 
@@ -135,6 +152,7 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
     new = patched(config, patch)
     flat = "grpo" not in config
     old_grpo = config if flat else (config.get("grpo") or {})
+
     def one_line(text: str) -> str:  # evidence quotes names from the log: keep them inside the comment
         return " ".join(str(text).split())
 
@@ -157,7 +175,11 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
         if line and not line.startswith(" "):
             section = line.rstrip(":")
         key = line.strip().split(":", 1)[0]
-        in_grpo = (not line.startswith(" ")) if flat else (section == "grpo" and line.startswith("  ") and not line.startswith("   "))
+        in_grpo = (
+            (not line.startswith(" "))
+            if flat
+            else (section == "grpo" and line.startswith("  ") and not line.startswith("   "))
+        )
         if in_grpo and key in changed:
             was = old_grpo.get(key, "<unset>")
             line += f"  # doctor: {finding.check} ({patch.variant}); was {was!r}"
@@ -165,7 +187,9 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
     return "\n".join(lines) + "\n"
 
 
-def write_patch(diagnosis: Diagnosis, out: str | Path | None = None, *, check: str | None = None, force: bool = False) -> tuple[Path, Finding]:
+def write_patch(
+    diagnosis: Diagnosis, out: str | Path | None = None, *, check: str | None = None, force: bool = False
+) -> tuple[Path, Finding]:
     """Write the patched config for the chosen finding; never overwrite without ``force``."""
     run = diagnosis.run
     if run.config_path is None:  # checked first: without a config no finding can carry a patch
@@ -187,7 +211,11 @@ def format_text(d: Diagnosis) -> str:
     """The terminal report."""
     run = d.run
     steps = run.steps()
-    head = [f"run: {run.source} ({run.kind}; {len(run.train)} logged steps" + (f", steps {steps[0]}-{steps[1]}" if steps else "") + f", {len(run.evals)} held-out evals)"]
+    head = [
+        f"run: {run.source} ({run.kind}; {len(run.train)} logged steps"
+        + (f", steps {steps[0]}-{steps[1]}" if steps else "")
+        + f", {len(run.evals)} held-out evals)"
+    ]
     head.append(f"config: {run.config_path or 'not found (checks that need it say so; pass --config)'}")
     lines = head + [""]
     if d.healthy:
@@ -198,7 +226,11 @@ def format_text(d: Diagnosis) -> str:
         lines.append(f"   fix: {f.suggestion}")
         if f.patch:
             changes = ", ".join(f"{k}={v!r}" if v is not None else f"{k} removed" for k, v in f.patch.grpo.items())
-            extra = " + reward term " + ", ".join(str(t.get("name")) for t in f.patch.add_terms) if f.patch.add_terms else ""
+            extra = (
+                " + reward term " + ", ".join(str(t.get("name")) for t in f.patch.add_terms)
+                if f.patch.add_terms
+                else ""
+            )
             lines.append(f"   patch ({f.patch.variant}): {changes}{extra}")
         elif run.config_known:
             lines.append("   patch: none (the fix is not a config value)")
@@ -209,7 +241,10 @@ def format_text(d: Diagnosis) -> str:
     for w in run.warnings:
         lines.append(f"warning: {w}")
     if d.findings and d.findings[0].patch:
-        lines += ["", f"`rlvr doctor {run.source} --patch` writes the {d.findings[0].patch.variant} change for {d.findings[0].check}, and only that."]
+        lines += [
+            "",
+            f"`rlvr doctor {run.source} --patch` writes the {d.findings[0].patch.variant} change for {d.findings[0].check}, and only that.",
+        ]
     return "\n".join(lines)
 
 

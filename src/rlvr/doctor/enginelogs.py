@@ -116,8 +116,13 @@ def read_verl_jsonl(path: str | Path) -> list[dict[str, Any]]:
             if i == len(lines):
                 continue
             raise DataError(f"{p}, line {i}: not valid JSON: {exc.msg}") from exc
-        if not isinstance(raw, dict) or not isinstance(raw.get("data"), dict) or isinstance(raw.get("step"), bool) or not isinstance(raw.get("step"), int):
-            raise DataError(f"{p}, line {i}: expected verl's file-logger line {{\"step\": N, \"data\": {{...}}}}")
+        if (
+            not isinstance(raw, dict)
+            or not isinstance(raw.get("data"), dict)
+            or isinstance(raw.get("step"), bool)
+            or not isinstance(raw.get("step"), int)
+        ):
+            raise DataError(f'{p}, line {i}: expected verl\'s file-logger line {{"step": N, "data": {{...}}}}')
         steps.setdefault(raw["step"], {}).update(raw["data"])
     return [{"step": s, **map_names("verl", steps[s])} for s in sorted(steps)]
 
@@ -153,7 +158,9 @@ def _records(path: Path) -> Iterator[bytes]:
         (length,) = struct.unpack_from("<Q", data, pos)
         (len_crc,) = struct.unpack_from("<I", data, pos + 8)
         if _masked_crc(data[pos : pos + 8]) != len_crc:
-            raise DataError(f"{path}: byte {pos}: record length fails its CRC-32C (not a TensorBoard event file, or damaged)")
+            raise DataError(
+                f"{path}: byte {pos}: record length fails its CRC-32C (not a TensorBoard event file, or damaged)"
+            )
         end = pos + 12 + length + 4
         if end > len(data):
             return
@@ -265,7 +272,9 @@ def read_engine_log(path: str | Path, engine: str) -> list[dict[str, Any]]:
         raise DataError(f"{p}: no such file or folder")
     if p.suffix == ".jsonl":
         if engine != "verl":
-            raise DataError(f"{p}: a JSONL log is verl's file logger; OpenRLHF's offline log is TensorBoard (--logger.use_tensorboard)")
+            raise DataError(
+                f"{p}: a JSONL log is verl's file logger; OpenRLHF's offline log is TensorBoard (--logger.use_tensorboard)"
+            )
         return read_verl_jsonl(p)
     return read_tensorboard(p, engine)
 

@@ -22,7 +22,12 @@ class Patch:
     why: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"variant": self.variant, "grpo": dict(self.grpo), "add_terms": [dict(t) for t in self.add_terms], "why": self.why}
+        return {
+            "variant": self.variant,
+            "grpo": dict(self.grpo),
+            "add_terms": [dict(t) for t in self.add_terms],
+            "why": self.why,
+        }
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,12 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "check": self.check, "severity": self.severity, "metric": self.metric, "evidence": self.evidence,
-            "suggestion": self.suggestion, "patch": self.patch.to_json() if self.patch else None,
+            "check": self.check,
+            "severity": self.severity,
+            "metric": self.metric,
+            "evidence": self.evidence,
+            "suggestion": self.suggestion,
+            "patch": self.patch.to_json() if self.patch else None,
             # JSON has no inf/NaN: a ratio against a zero start is reported as null.
             "numbers": {k: (v if v is None or math.isfinite(v) else None) for k, v in self.numbers.items()},
         }

@@ -32,7 +32,9 @@ from .. import yamlio
 from ..errors import DataError, RunError
 
 # Summary keys TRL adds once at the end of training; they are not a time series.
-_SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss"})
+_SUMMARY_KEYS = frozenset(
+    {"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss"}
+)
 # Where a model config says it routes tokens to experts.
 _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
@@ -86,7 +88,11 @@ class Run:
 
     def series(self, key: str, *, evals: bool = False) -> Series:
         rows = self.evals if evals else self.train
-        pts = [(int(r["step"]), float(r[key])) for r in rows if isinstance(r.get(key), int | float) and math.isfinite(r[key])]  # type: ignore[arg-type]
+        pts = [
+            (int(r["step"]), float(r[key]))
+            for r in rows
+            if isinstance(r.get(key), int | float) and math.isfinite(r[key])
+        ]  # type: ignore[arg-type]
         return Series(key, tuple(s for s, _ in pts), tuple(v for _, v in pts))
 
     def term_names(self) -> list[str]:
@@ -135,14 +141,18 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
     naming the file, line and field when a file is malformed."""
     p = Path(path)
     if not p.exists():
-        raise RunError(f"{p}: no such run directory or metrics file (fix: pass a run directory, a trainer_state.json or a CSV)")
+        raise RunError(
+            f"{p}: no such run directory or metrics file (fix: pass a run directory, a trainer_state.json or a CSV)"
+        )
     if engine is not None:
         import tempfile
 
         from .enginelogs import read_engine_log, write_metrics_jsonl
 
         with tempfile.TemporaryDirectory() as tmp:
-            run = _from_jsonl(write_metrics_jsonl(read_engine_log(p, engine), Path(tmp) / "metrics.jsonl"), source=str(p), kind="run")
+            run = _from_jsonl(
+                write_metrics_jsonl(read_engine_log(p, engine), Path(tmp) / "metrics.jsonl"), source=str(p), kind="run"
+            )
     elif p.is_dir():
         if (p / "metrics.jsonl").is_file():
             run = _from_jsonl(p / "metrics.jsonl", source=str(p), kind="run")
@@ -151,7 +161,9 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
         elif (ckpt := _newest_checkpoint(p)) is not None and (ckpt / "trainer_state.json").is_file():
             run = _from_trainer_state(ckpt / "trainer_state.json", source=str(p))
         else:
-            raise RunError(f"{p}: no metrics.jsonl, trainer_state.json or checkpoints/checkpoint-N/trainer_state.json{_run_status(p)} (fix: point at a run written by `rlvr train` or a TRL output folder)")
+            raise RunError(
+                f"{p}: no metrics.jsonl, trainer_state.json or checkpoints/checkpoint-N/trainer_state.json{_run_status(p)} (fix: point at a run written by `rlvr train` or a TRL output folder)"
+            )
     elif p.suffix == ".csv":
         run = _from_csv(p)
     elif p.suffix == ".jsonl":
@@ -159,9 +171,13 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
     elif p.suffix == ".json":
         run = _from_trainer_state(p, source=str(p))
     else:
-        raise RunError(f"{p}: unknown input (fix: pass a run directory, a trainer_state.json, a metrics.jsonl or a .csv)")
+        raise RunError(
+            f"{p}: unknown input (fix: pass a run directory, a trainer_state.json, a metrics.jsonl or a .csv)"
+        )
     if not run.train and not run.evals:
-        raise RunError(f"{p}: no logged steps yet{_run_status(p if p.is_dir() else p.parent)} (fix: wait for the first logging step, or check logging_steps)")
+        raise RunError(
+            f"{p}: no logged steps yet{_run_status(p if p.is_dir() else p.parent)} (fix: wait for the first logging step, or check logging_steps)"
+        )
 
     base = p if p.is_dir() else p.parent
     cfg_path = Path(config) if config is not None else _find_config(base)
@@ -174,10 +190,19 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
         explicit = frozenset(raw["grpo"] if isinstance(raw.get("grpo"), Mapping) else raw)
     mc, mc_path = _find_model_config(base, rlvr)
     return Run(
-        source=run.source, kind=run.kind, train=run.train, evals=run.evals, grpo=grpo, rlvr=rlvr,
-        config_path=str(cfg_path) if cfg_path is not None else None, explicit=explicit,
-        model_config=mc, model_config_path=mc_path, warnings=run.warnings,
-        rollout_errors=_rollout_errors(base), events=run.events,
+        source=run.source,
+        kind=run.kind,
+        train=run.train,
+        evals=run.evals,
+        grpo=grpo,
+        rlvr=rlvr,
+        config_path=str(cfg_path) if cfg_path is not None else None,
+        explicit=explicit,
+        model_config=mc,
+        model_config_path=mc_path,
+        warnings=run.warnings,
+        rollout_errors=_rollout_errors(base),
+        events=run.events,
     )
 
 
@@ -196,7 +221,11 @@ def _run_status(run_dir: Path) -> str:
     if not isinstance(meta, dict) or not meta.get("status"):
         return ""
     error = f": {' '.join(str(meta['error']).split())[:200]}" if meta.get("error") else ""
-    return f"; run.json says the run {meta['status']}{error}" if meta["status"] != "running" else "; run.json says it is still running"
+    return (
+        f"; run.json says the run {meta['status']}{error}"
+        if meta["status"] != "running"
+        else "; run.json says it is still running"
+    )
 
 
 def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -284,7 +313,11 @@ def _hub_cache_configs(model_id: str) -> list[Path]:
     if model_id.count("/") != 1 or Path(model_id).exists():
         return []
     env = os.environ
-    root = Path(env["HF_HUB_CACHE"]) if env.get("HF_HUB_CACHE") else Path(env.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    root = (
+        Path(env["HF_HUB_CACHE"])
+        if env.get("HF_HUB_CACHE")
+        else Path(env.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    )
     snaps = root / ("models--" + model_id.replace("/", "--")) / "snapshots"
     return sorted(snaps.glob("*/config.json")) if snaps.is_dir() else []
 
@@ -315,11 +348,17 @@ def _number(value: Any, where: str) -> float | None:
     raise DataError(f"{where}: expected a number, got {value!r}")
 
 
-def _split_row(raw: Mapping[str, Any], where: str, eval_prefixes: tuple[str, ...]) -> tuple[dict[str, float | None], dict[str, float | None]]:
+def _split_row(
+    raw: Mapping[str, Any], where: str, eval_prefixes: tuple[str, ...]
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
     if "step" not in raw:
         raise DataError(f"{where}: field 'step' is missing (fix: every metrics line needs an integer step)")
     step = raw["step"]
-    if isinstance(step, bool) or not isinstance(step, int | float) or (isinstance(step, float) and not step.is_integer()):
+    if (
+        isinstance(step, bool)
+        or not isinstance(step, int | float)
+        or (isinstance(step, float) and not step.is_integer())
+    ):
         raise DataError(f"{where}: field 'step' must be an integer, got {step!r}")
     train: dict[str, float | None] = {}
     ev: dict[str, float | None] = {}
@@ -335,7 +374,13 @@ def _split_row(raw: Mapping[str, Any], where: str, eval_prefixes: tuple[str, ...
     return train, ev
 
 
-def _finish(source: str, kind: str, train: list[dict[str, float | None]], evals: list[dict[str, float | None]], warnings: list[str]) -> Run:
+def _finish(
+    source: str,
+    kind: str,
+    train: list[dict[str, float | None]],
+    evals: list[dict[str, float | None]],
+    warnings: list[str],
+) -> Run:
     def merge(rows: list[dict[str, float | None]]) -> tuple[Row, ...]:
         # Several lines for one step (a resumed run re-logging, a metric logged separately) merge,
         # later lines winning, so a resume never doubles a point.
@@ -373,7 +418,9 @@ def _from_jsonl(path: Path, *, source: str, kind: str) -> Run:
         if e:
             evals.append(e)
     run = _finish(source, kind, train, evals, warnings)
-    return Run(source=run.source, kind=run.kind, train=run.train, evals=run.evals, warnings=run.warnings, events=tuple(events))
+    return Run(
+        source=run.source, kind=run.kind, train=run.train, evals=run.evals, warnings=run.warnings, events=tuple(events)
+    )
 
 
 def _from_trainer_state(path: Path, *, source: str) -> Run:
@@ -401,7 +448,9 @@ def _from_csv(path: Path) -> Run:
     with path.open(newline="") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or "step" not in reader.fieldnames:
-            raise DataError(f"{path}: no 'step' column in the header (fix: export with a step column and TRL metric names)")
+            raise DataError(
+                f"{path}: no 'step' column in the header (fix: export with a step column and TRL metric names)"
+            )
         train, evals = [], []
         for i, rec in enumerate(reader, 2):  # line 1 is the header
             raw: dict[str, Any] = {}

@@ -68,7 +68,9 @@ def reference_gate(
     for s in store.samples():
         label = checker(dict(s.row), s.completion, dict(s.verdicts))
         if label not in LABELS:
-            raise GateError(f"the reference checker returned {label!r} for sample {s.id}; expected one of {', '.join(LABELS)}")
+            raise GateError(
+                f"the reference checker returned {label!r} for sample {s.id}; expected one of {', '.join(LABELS)}"
+            )
         store.add_review(s.id, label, reviewer=reviewer, note="computed by the reference checker")
     export_jsonl(store)
     return sign(task, out_dir, reviewer=reviewer, min_samples=min(min_samples, size))

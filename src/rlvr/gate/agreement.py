@@ -101,7 +101,12 @@ class Agreement:
             "reviewed": self.reviewed,
             "states": dict(self.states),
             "labels": dict(self.labels),
-            "confusion": {"rows": "reward", "columns": "reviewer", "classes": list(CLASSES), "counts": {k: dict(v) for k, v in self.matrix.items()}},
+            "confusion": {
+                "rows": "reward",
+                "columns": "reviewer",
+                "classes": list(CLASSES),
+                "counts": {k: dict(v) for k, v in self.matrix.items()},
+            },
             "kappa": self.kappa,
             "observed_agreement": self.observed_agreement,
             "open": list(self.open_ids),
@@ -113,7 +118,9 @@ def statuses(samples: Sequence[InspectionSample], latest: Mapping[int, Review]) 
     return [SampleStatus(s, latest.get(s.id), sample_state(s, latest.get(s.id))) for s in samples]
 
 
-def cohen_kappa(matrix: Mapping[str, Mapping[str, int]], classes: Sequence[str] = CLASSES) -> tuple[float | None, float | None]:
+def cohen_kappa(
+    matrix: Mapping[str, Mapping[str, int]], classes: Sequence[str] = CLASSES
+) -> tuple[float | None, float | None]:
     """(kappa, observed agreement) of a square confusion matrix; (None, None) when it is empty,
     kappa None when chance agreement is 1 (undefined)."""
     total = sum(matrix.get(a, {}).get(b, 0) for a in classes for b in classes)
@@ -159,8 +166,16 @@ def format_agreement(a: Agreement) -> str:
     lines.append(f"  {'':>8} " + " ".join(f"{c:>7}" for c in CLASSES))
     for r in CLASSES:
         lines.append(f"  {r:>8} " + " ".join(f"{a.matrix[r][c]:>7}" for c in CLASSES))
-    kappa = "undefined (both sides used one and the same class)" if a.kappa is None and a.reviewed else ("n/a" if a.kappa is None else f"{a.kappa:.3f}")
+    kappa = (
+        "undefined (both sides used one and the same class)"
+        if a.kappa is None and a.reviewed
+        else ("n/a" if a.kappa is None else f"{a.kappa:.3f}")
+    )
     agree = "" if a.observed_agreement is None else f", observed agreement {a.observed_agreement:.3f}"
     lines.append(f"Cohen's kappa: {kappa}{agree}")
-    lines.append("gate: PASSES (every sample read, no open disagreement)" if a.passed else f"gate: not passing ({len(a.open_ids)} samples unreviewed or open)")
+    lines.append(
+        "gate: PASSES (every sample read, no open disagreement)"
+        if a.passed
+        else f"gate: not passing ({len(a.open_ids)} samples unreviewed or open)"
+    )
     return "\n".join(lines)

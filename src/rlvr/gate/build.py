@@ -68,7 +68,9 @@ class Rescored:
     state_after: str
 
 
-def score(task: Any, reward_set: RewardSet, samples: Sequence[Sample]) -> list[tuple[dict[str, Verdict], float | None, str]]:
+def score(
+    task: Any, reward_set: RewardSet, samples: Sequence[Sample]
+) -> list[tuple[dict[str, Verdict], float | None, str]]:
     """Each sample's verdicts per term, weighted total (None when masked), and reward class."""
     out = []
     for scored in reward_set.score(samples):
@@ -102,7 +104,18 @@ def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candid
     return chosen
 
 
-def sample_pool(task: Any, sampler: Any, *, n_prompts: int, per_prompt: int, temperature: float, max_new_tokens: int, top_p: float, seed: int, split: str = "train") -> list[tuple[int, str, dict[str, Any], Any]]:
+def sample_pool(
+    task: Any,
+    sampler: Any,
+    *,
+    n_prompts: int,
+    per_prompt: int,
+    temperature: float,
+    max_new_tokens: int,
+    top_p: float,
+    seed: int,
+    split: str = "train",
+) -> list[tuple[int, str, dict[str, Any], Any]]:
     """Sample ``per_prompt`` completions for ``n_prompts`` seeded-random prompts of ``split``."""
     rows = task.load_split(split)
     if not rows:
@@ -110,7 +123,9 @@ def sample_pool(task: Any, sampler: Any, *, n_prompts: int, per_prompt: int, tem
     rng = random.Random(seed)
     indices = sorted(rng.sample(range(len(rows)), min(n_prompts, len(rows))))
     prompts = [task.render_prompt(rows[i]) for i in indices]
-    groups = sampler.sample(prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed)
+    groups = sampler.sample(
+        prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed
+    )
     out = []
     for i, prompt, group in zip(indices, prompts, groups, strict=True):
         for comp in group:
@@ -118,7 +133,9 @@ def sample_pool(task: Any, sampler: Any, *, n_prompts: int, per_prompt: int, tem
     return out
 
 
-def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: int, model: str | None = None) -> list[tuple[int, str, dict[str, Any], Any]]:
+def read_probe_samples(
+    path: str | Path, *, temperature: float, max_new_tokens: int, model: str | None = None
+) -> list[tuple[int, str, dict[str, Any], Any]]:
     """Samples written by ``rlvr probe`` (``probe/samples.jsonl``), checked to have been taken at
     ``temperature`` and ``max_new_tokens``; a set sampled at another temperature would show the
     reviewer a different distribution from the one training will see."""
@@ -131,7 +148,9 @@ def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: 
         raise GateError(f"no probe samples at {path}")
     settings = _probe_settings(path)
     if model is not None and settings.get("model") not in (None, model):
-        raise GateError(f"{path.parent}: the probe sampled {settings['model']!r}, the gate is for {model!r}: sample afresh (drop --probe)")
+        raise GateError(
+            f"{path.parent}: the probe sampled {settings['model']!r}, the gate is for {model!r}: sample afresh (drop --probe)"
+        )
     out = []
     for lineno, rec in read_objects(path):
         try:
@@ -140,16 +159,27 @@ def read_probe_samples(path: str | Path, *, temperature: float, max_new_tokens: 
             ids = tuple(rec.get("completion_ids") or rec.get("token_ids") or ())
             temp = rec.get("temperature", settings.get("temperature"))
             budget = rec.get("max_new_tokens", settings.get("max_new_tokens"))
-            comp = SimpleNamespace(text=text, token_ids=ids, finish_reason=rec.get("finish_reason", "unknown"), n_tokens=rec.get("n_tokens", len(ids)))
+            comp = SimpleNamespace(
+                text=text,
+                token_ids=ids,
+                finish_reason=rec.get("finish_reason", "unknown"),
+                n_tokens=rec.get("n_tokens", len(ids)),
+            )
             item = (int(rec.get("prompt_index", 0)), str(rec.get("prompt", "")), dict(row), comp)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc})") from None
         if temp is None:
-            raise GateError(f"{path}:{lineno}: the probe samples do not record their temperature, so they cannot stand in for samples at {temperature}: sample afresh (drop --probe)")
+            raise GateError(
+                f"{path}:{lineno}: the probe samples do not record their temperature, so they cannot stand in for samples at {temperature}: sample afresh (drop --probe)"
+            )
         if abs(float(temp) - temperature) > 1e-9:
-            raise GateError(f"{path}:{lineno}: probe samples were taken at temperature {temp}, the run samples at {temperature}: sample afresh (drop --probe) or re-run the probe at {temperature}")
+            raise GateError(
+                f"{path}:{lineno}: probe samples were taken at temperature {temp}, the run samples at {temperature}: sample afresh (drop --probe) or re-run the probe at {temperature}"
+            )
         if budget is not None and int(budget) != max_new_tokens:
-            raise GateError(f"{path}:{lineno}: probe samples had a budget of {budget} new tokens, the run has {max_new_tokens}: sample afresh (drop --probe)")
+            raise GateError(
+                f"{path}:{lineno}: probe samples had a budget of {budget} new tokens, the run has {max_new_tokens}: sample afresh (drop --probe)"
+            )
         out.append(item)
     if not out:
         raise DataError(f"{path}: no samples")
@@ -176,7 +206,9 @@ def read_rollout_samples(run_dir: str | Path, step: int) -> list[tuple[int, str,
     out = []
     for rec in lines:
         ids = tuple(rec.get("completion_ids") or ())
-        comp = SimpleNamespace(text=completion_text(rec["completion"]), token_ids=ids, finish_reason="unknown", n_tokens=len(ids))
+        comp = SimpleNamespace(
+            text=completion_text(rec["completion"]), token_ids=ids, finish_reason="unknown", n_tokens=len(ids)
+        )
         row = {k: v for k, v in rec.items() if k not in _ROLLOUT_KEYS}
         out.append((int(rec["rollout"].get("group", 0)), prompt_text(rec.get("prompt") or ""), row, comp))
     return out
@@ -193,7 +225,11 @@ def _probe_settings(samples_path: Path) -> dict[str, Any]:
                 continue
             for src in (data, data.get("settings") or {}, data.get("generation") or {}, data.get("sampling") or {}):
                 if isinstance(src, Mapping) and "temperature" in src:
-                    return {"temperature": src["temperature"], "max_new_tokens": src.get("max_new_tokens", src.get("max_completion_length")), "model": data.get("model")}
+                    return {
+                        "temperature": src["temperature"],
+                        "max_new_tokens": src.get("max_new_tokens", src.get("max_completion_length")),
+                        "model": data.get("model"),
+                    }
     return {}
 
 
@@ -232,7 +268,9 @@ def build_set(
         source = f"rollouts:{Path(run_dir)}@{step}"
         model = f"{Path(run_dir)} at step {step}"
     elif probe_samples is not None:
-        raw = read_probe_samples(probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model)
+        raw = read_probe_samples(
+            probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model
+        )
         source = f"probe:{Path(probe_samples)}"
     else:
         if sampler is None:
@@ -243,11 +281,21 @@ def build_set(
         per_prompt = 2
         n_prompts = max(1, -(-size * pool // per_prompt))
         say(f"sampling {n_prompts} prompts x {per_prompt} at temperature {gen.temperature}")
-        raw = sample_pool(task, sampler, n_prompts=n_prompts, per_prompt=per_prompt, temperature=gen.temperature,
-                          max_new_tokens=gen.max_completion_length, top_p=gen.top_p, seed=seed)
+        raw = sample_pool(
+            task,
+            sampler,
+            n_prompts=n_prompts,
+            per_prompt=per_prompt,
+            temperature=gen.temperature,
+            max_new_tokens=gen.max_completion_length,
+            top_p=gen.top_p,
+            seed=seed,
+        )
         source = "sampled"
     reward_set = task.reward_set()
-    samples = [Sample(completion=c.text, row=row, prompt=prompt, completion_ids=list(c.token_ids)) for _, prompt, row, c in raw]
+    samples = [
+        Sample(completion=c.text, row=row, prompt=prompt, completion_ids=list(c.token_ids)) for _, prompt, row, c in raw
+    ]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
     candidates = [
@@ -269,7 +317,21 @@ def build_set(
         "correctness_term": task.success_term,
         "answer_column": task.answer_column,
     }
-    new = [NewSample(c.prompt_index, c.prompt, c.row, c.completion, c.token_ids, c.finish_reason, bucket, c.verdicts, c.total, c.reward_class) for c, bucket in picked]
+    new = [
+        NewSample(
+            c.prompt_index,
+            c.prompt,
+            c.row,
+            c.completion,
+            c.token_ids,
+            c.finish_reason,
+            bucket,
+            c.verdicts,
+            c.total,
+            c.reward_class,
+        )
+        for c, bucket in picked
+    ]
     store = Store.create(db_path, meta, new, overwrite=overwrite)
     export_jsonl(store)
     return store
@@ -283,13 +345,27 @@ def rescore(task: Any, store: Store) -> list[Rescored]:
     latest = store.latest_reviews()
     before = {s.id: s for s in samples}
     reward_set = task.reward_set()
-    new = score(task, reward_set, [Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids)) for s in samples])
+    new = score(
+        task,
+        reward_set,
+        [
+            Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids))
+            for s in samples
+        ],
+    )
     changed = set(store.replace_scores({s.id: n for s, n in zip(samples, new, strict=True)}))
     after = {s.id: s for s in store.samples()}
     export_jsonl(store)
     return [
-        Rescored(sid, before[sid].total, after[sid].total, before[sid].reward_class, after[sid].reward_class,
-                 sample_state(before[sid], latest.get(sid)), sample_state(after[sid], latest.get(sid)))
+        Rescored(
+            sid,
+            before[sid].total,
+            after[sid].total,
+            before[sid].reward_class,
+            after[sid].reward_class,
+            sample_state(before[sid], latest.get(sid)),
+            sample_state(after[sid], latest.get(sid)),
+        )
         for sid in sorted(changed)
     ]
 

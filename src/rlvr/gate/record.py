@@ -89,7 +89,9 @@ def sha256_file(path: str | Path) -> str:
 
 
 def sha256_json(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
 
 
 def _module_file(name: str, search: Path) -> Path | None:
@@ -146,7 +148,9 @@ def reward_modules(task: Any) -> dict[str, Path]:
         path = _module_file(name, search)
         if path is None:
             if name in start:
-                raise GateError(f"cannot find the source of reward module {name!r} to hash it (searched {search} and sys.path)")
+                raise GateError(
+                    f"cannot find the source of reward module {name!r} to hash it (searched {search} and sys.path)"
+                )
             continue  # a name like `rlvr.rewards.base.Verdict`: an attribute, not a module
         found[name] = path
         for dep in [*_imports(path, name), *LOADED_BY_PATH.get(name, ())]:
@@ -170,7 +174,10 @@ def _is_local(name: str, search: Path) -> bool:
     # A task folder that contains a virtual environment must not pull installed packages in.
     installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     return any(
-        loc and _under(Path(loc), search) and "site-packages" not in Path(loc).parts and not any(_under(Path(loc), p) for p in installed)
+        loc
+        and _under(Path(loc), search)
+        and "site-packages" not in Path(loc).parts
+        and not any(_under(Path(loc), p) for p in installed)
         for loc in locations
     )
 
@@ -206,7 +213,13 @@ def data_files(task: Any) -> dict[str, dict[str, Any]]:
     root = Path(task.path).parent.resolve()
     for t in task.rewards:
         for key, value in sorted(t.options.items()):
-            if not isinstance(value, str) or not value or "\n" in value or len(value) > 1000 or value.startswith(("hf:", "builtin:")):
+            if (
+                not isinstance(value, str)
+                or not value
+                or "\n" in value
+                or len(value) > 1000
+                or value.startswith(("hf:", "builtin:"))
+            ):
                 continue
             p = Path(task.resolve(value))
             try:
@@ -230,15 +243,19 @@ def data_files(task: Any) -> dict[str, dict[str, Any]]:
 def _check_data(task: Any, record: Mapping[str, Any]) -> list[str]:
     old: Mapping[str, Any] | None = record.get("data")
     if not isinstance(old, Mapping):
-        return ["the record does not bind the data files the rewards are scored against (signed by an older rlvr): sign it again (rlvr inspect sign)"]
+        return [
+            "the record does not bind the data files the rewards are scored against (signed by an older rlvr): sign it again (rlvr inspect sign)"
+        ]
     new = data_files(task)
     problems = []
     for role in sorted(set(old) | set(new)):
         o, n = old.get(role) or {}, new.get(role) or {}
         if o.get("sha256") != n.get("sha256") or o.get("path") != n.get("path"):
             where = n.get("path") or o.get("path")
-            problems.append(f"{role} ({where}) changed since signing: sha256 was {o.get('sha256')}, now {n.get('sha256')}"
-                            + ("; the rewards are scored against it, so read the set again and sign" if n else ""))
+            problems.append(
+                f"{role} ({where}) changed since signing: sha256 was {o.get('sha256')}, now {n.get('sha256')}"
+                + ("; the rewards are scored against it, so read the set again and sign" if n else "")
+            )
     return problems
 
 
@@ -246,7 +263,10 @@ def set_hashes(store: Store) -> dict[str, str]:
     """Hashes of the sampled side of the set, the reward's scores on it, and every verdict."""
     samples = store.samples()
     meta = store.meta()
-    sampled = [[s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket] for s in samples]
+    sampled = [
+        [s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket]
+        for s in samples
+    ]
     scores = [[s.id, {k: v.to_json() for k, v in s.verdicts.items()}, s.total, s.reward_class] for s in samples]
     return {
         "inspection_set": sha256_json({"meta": meta, "samples": sampled}),
@@ -256,7 +276,9 @@ def set_hashes(store: Store) -> dict[str, str]:
 
 
 def _terms(task: Any) -> list[dict[str, Any]]:
-    return [{"name": t.name, "verifier": t.verifier, "weight": t.weight, "options": dict(t.options)} for t in task.rewards]
+    return [
+        {"name": t.name, "verifier": t.verifier, "weight": t.weight, "options": dict(t.options)} for t in task.rewards
+    ]
 
 
 # -- signing ----------------------------------------------------------------------------------
@@ -311,40 +333,71 @@ def sign(
     a = agreement(samples, latest)
     problems = []
     if a.n < min_samples:
-        problems.append(f"the set has {a.n} samples; the gate asks a person to read at least {min_samples} (rlvr inspect build --size)")
+        problems.append(
+            f"the set has {a.n} samples; the gate asks a person to read at least {min_samples} (rlvr inspect build --size)"
+        )
     if not a.passed:
         unreviewed = [sid for sid in a.open_ids if sid not in latest]
         disagree = [sid for sid in a.open_ids if sid in latest]
         if unreviewed:
             problems.append(f"{len(unreviewed)} samples have no verdict yet (ids {_ids(unreviewed)})")
         if disagree:
-            problems.append(f"{len(disagree)} disagreements are open (ids {_ids(disagree)}): fix the reward and rlvr inspect rescore, or record why each is acceptable")
+            problems.append(
+                f"{len(disagree)} disagreements are open (ids {_ids(disagree)}): fix the reward and rlvr inspect rescore, or record why each is acceptable"
+            )
     # The scores in the database must be what the reward code gives *now*: the record binds this
     # code's hash to verdicts that were given on these scores.
     from ..rewards.base import Sample
 
-    current = score(task, task.reward_set(), [Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids)) for s in samples])
-    stale = [s.id for s, (_, total, klass) in zip(samples, current, strict=True) if not same_total(s.total, total) or s.reward_class != klass]
+    current = score(
+        task,
+        task.reward_set(),
+        [
+            Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids))
+            for s in samples
+        ],
+    )
+    stale = [
+        s.id
+        for s, (_, total, klass) in zip(samples, current, strict=True)
+        if not same_total(s.total, total) or s.reward_class != klass
+    ]
     if stale:
-        problems.append(f"{len(stale)} samples score differently with the current reward code (ids {_ids(stale)}): run rlvr inspect rescore and read them again")
+        problems.append(
+            f"{len(stale)} samples score differently with the current reward code (ids {_ids(stale)}): run rlvr inspect rescore and read them again"
+        )
     meta = store.meta()
     if [t["name"] for t in meta.get("terms", [])] != [t.name for t in task.rewards]:
-        problems.append(f"the set was built for terms {[t['name'] for t in meta.get('terms', [])]}, the task now has {[t.name for t in task.rewards]}: rlvr inspect rescore")
+        problems.append(
+            f"the set was built for terms {[t['name'] for t in meta.get('terms', [])]}, the task now has {[t.name for t in task.rewards]}: rlvr inspect rescore"
+        )
     reviewers = sorted({r.reviewer for r in latest.values()})
     if reviewer is None:
         if len(reviewers) > 1:
-            problems.append(f"verdicts come from several reviewers ({', '.join(reviewers)}): name the one who signs with --reviewer")
+            problems.append(
+                f"verdicts come from several reviewers ({', '.join(reviewers)}): name the one who signs with --reviewer"
+            )
         reviewer = reviewers[0] if reviewers else ""
     accept_exploits = {k: v.strip() for k, v in (accept_exploits or {}).items() if v and v.strip()}
     audit_json: dict[str, Any]
     outcome = audit(task) if audit is not None else None
     if outcome is None:
-        audit_json = {"status": "unavailable", "reason": "rlvr.audit is not part of this build" if audit is not None else "audit disabled by the caller"}
+        audit_json = {
+            "status": "unavailable",
+            "reason": "rlvr.audit is not part of this build" if audit is not None else "audit disabled by the caller",
+        }
     else:
         unexplained = [t for t in outcome.exploitable if t not in accept_exploits]
         if unexplained:
-            problems.append(f"the audit found exploitable reward terms: {', '.join(unexplained)}; fix them, or record why each is acceptable (--accept-exploit TERM=REASON)")
-        audit_json = {"status": "ran", "exploitable": list(outcome.exploitable), "accepted": {t: accept_exploits[t] for t in outcome.exploitable if t in accept_exploits}, "report": dict(outcome.report)}
+            problems.append(
+                f"the audit found exploitable reward terms: {', '.join(unexplained)}; fix them, or record why each is acceptable (--accept-exploit TERM=REASON)"
+            )
+        audit_json = {
+            "status": "ran",
+            "exploitable": list(outcome.exploitable),
+            "accepted": {t: accept_exploits[t] for t in outcome.exploitable if t in accept_exploits},
+            "report": dict(outcome.report),
+        }
     if problems:
         raise GateError("cannot sign the gate:\n" + "\n".join(f"  - {p}" for p in problems))
     hashes = set_hashes(store)
@@ -365,7 +418,9 @@ def sign(
         "counts": _counts(a),
         "kappa": a.kappa,
         "confusion": a.to_json()["confusion"],
-        "accepted_disagreements": [{"sample_id": r.sample_id, "label": r.label, "reason": r.accepted} for r in latest.values() if r.accepted],
+        "accepted_disagreements": [
+            {"sample_id": r.sample_id, "label": r.label, "reason": r.accepted} for r in latest.values() if r.accepted
+        ],
         "audit": audit_json,
     }
     record["record_sha256"] = sha256_json(record)
@@ -378,7 +433,12 @@ def sign(
 
 
 def _counts(a: Agreement) -> dict[str, Any]:
-    return {"samples": a.n, "reviewed": a.reviewed, **{f"state_{k}": v for k, v in a.states.items()}, **{f"label_{k}": v for k, v in a.labels.items()}}
+    return {
+        "samples": a.n,
+        "reviewed": a.reviewed,
+        **{f"state_{k}": v for k, v in a.states.items()},
+        **{f"label_{k}": v for k, v in a.labels.items()},
+    }
 
 
 def _ids(ids: list[int], limit: int = 20) -> str:
@@ -387,24 +447,32 @@ def _ids(ids: list[int], limit: int = 20) -> str:
 
 
 # -- checking ---------------------------------------------------------------------------------
-def verify(task: Any, gate_path: str | Path | None = None, *, model: str | None = None) -> tuple[dict[str, Any], list[str]]:
+def verify(
+    task: Any, gate_path: str | Path | None = None, *, model: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Check the gate record against what is about to run. Returns (record, problems); each
     problem names what changed, where, and the old and new hash. ``model``: the model the run
     starts from, when it is not the task's (an SFT checkpoint); the set must come from it."""
     path = record_path(task, gate_path)
     if not path.exists():
-        raise GateError(f"no gate record at {path}: inspect the reward first (rlvr inspect build, serve or review, sign), or pass --gate PATH, or --no-gate REASON")
+        raise GateError(
+            f"no gate record at {path}: inspect the reward first (rlvr inspect build, serve or review, sign), or pass --gate PATH, or --no-gate REASON"
+        )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise GateError(f"{path}: not a readable gate record ({exc})") from None
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
-        raise GateError(f"{path}: not a gate record (format {record.get('format') if isinstance(record, dict) else None!r}, expected {RECORD_FORMAT!r})")
+        raise GateError(
+            f"{path}: not a gate record (format {record.get('format') if isinstance(record, dict) else None!r}, expected {RECORD_FORMAT!r})"
+        )
     problems: list[str] = []
     claimed = record.get("record_sha256")
     actual = sha256_json({k: v for k, v in record.items() if k != "record_sha256"})
     if claimed != actual:
-        problems.append(f"{path} was edited after signing: record_sha256 says {claimed}, its content hashes to {actual}")
+        problems.append(
+            f"{path} was edited after signing: record_sha256 says {claimed}, its content hashes to {actual}"
+        )
     task_hash = sha256_file(task.path)
     old_task = (record.get("task") or {}).get("sha256")
     if old_task != task_hash:
@@ -418,19 +486,32 @@ def verify(task: Any, gate_path: str | Path | None = None, *, model: str | None 
     for name in sorted(set(old_code) | set(new_code)):
         old, new = old_code.get(name), new_code.get(name)
         if old is None:
-            problems.append(f"reward module {name} ({new['path']}) is new since the gate was signed: sha256 was none, now {new['sha256']}")  # type: ignore[index]
+            problems.append(
+                f"reward module {name} ({new['path']}) is new since the gate was signed: sha256 was none, now {new['sha256']}"
+            )  # type: ignore[index]
         elif new is None:
             if new_code:
-                problems.append(f"reward module {name} ({old.get('path')}) is no longer used by the task: sha256 was {old.get('sha256')}, now none")
+                problems.append(
+                    f"reward module {name} ({old.get('path')}) is no longer used by the task: sha256 was {old.get('sha256')}, now none"
+                )
         elif old.get("sha256") != new["sha256"]:
-            problems.append(f"reward module {name} ({new['path']}) changed: sha256 was {old.get('sha256')}, now {new['sha256']}")
+            problems.append(
+                f"reward module {name} ({new['path']}) changed: sha256 was {old.get('sha256')}, now {new['sha256']}"
+            )
     if record.get("terms") != _terms(task):
-        problems.append(f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, the run has {_term_text(_terms(task))}")
+        problems.append(
+            f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, the run has {_term_text(_terms(task))}"
+        )
     run_model = model or task.model
     if not _same_model(record.get("model"), run_model):
-        problems.append(f"model changed: the set was sampled from {record.get('model')!r}, the run starts from {run_model!r}")
+        problems.append(
+            f"model changed: the set was sampled from {record.get('model')!r}, the run starts from {run_model!r}"
+        )
     sampling = record.get("sampling") or {}
-    for key, value in (("temperature", task.generation.temperature), ("max_new_tokens", task.generation.max_completion_length)):
+    for key, value in (
+        ("temperature", task.generation.temperature),
+        ("max_new_tokens", task.generation.max_completion_length),
+    ):
         if sampling.get(key) != value:
             problems.append(f"{key} changed: the set was sampled with {sampling.get(key)}, the run uses {value}")
     problems += _check_data(task, record)
@@ -483,14 +564,20 @@ def _check_store(task: Any, gate_path: str | Path | None, record: Mapping[str, A
     for key, rec_key in (("inspection_set", "inspection_set"), ("scores", "scores"), ("verdicts", "verdicts")):
         old = (record.get(rec_key) or {}).get("sha256")
         if old != hashes[key]:
-            what = {"inspection_set": "the inspection set (samples)", "scores": "the reward scores stored in the set", "verdicts": "the reviewer verdicts"}[key]
+            what = {
+                "inspection_set": "the inspection set (samples)",
+                "scores": "the reward scores stored in the set",
+                "verdicts": "the reviewer verdicts",
+            }[key]
             problems.append(f"{what} in {db} changed since signing: sha256 was {old}, now {hashes[key]}")
     if not a.passed:
         problems.append(f"the inspection set in {db} no longer passes: {len(a.open_ids)} samples unreviewed or open")
     return problems
 
 
-def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, model: str | None = None) -> dict[str, Any]:
+def enforce(
+    task: Any, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, model: str | None = None
+) -> dict[str, Any]:
     """What ``rlvr train`` calls before training. Returns the summary it writes into the run's
     config; raises ``GateError`` listing exactly what changed when the record does not match.
 
@@ -502,12 +589,17 @@ def enforce(task: Any, *, gate_path: str | Path | None = None, no_gate_reason: s
     if no_gate_reason is not None:
         reason = no_gate_reason.strip()
         if not reason:
-            raise GateError("--no-gate needs a reason (it is written into the run's config), e.g. --no-gate 'smoke test of the launcher'")
+            raise GateError(
+                "--no-gate needs a reason (it is written into the run's config), e.g. --no-gate 'smoke test of the launcher'"
+            )
         return {"status": "bypassed", "no_gate_reason": reason, "record": str(path) if path.exists() else None}
     record, problems = verify(task, gate_path, model=model)
     if problems:
-        raise GateError(f"the gate record {path} does not match this run:\n" + "\n".join(f"  - {p}" for p in problems)
-                        + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, and sign again (rlvr inspect sign))")
+        raise GateError(
+            f"the gate record {path} does not match this run:\n"
+            + "\n".join(f"  - {p}" for p in problems)
+            + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, and sign again (rlvr inspect sign))"
+        )
     codes = record.get("reward_code") or {}
     audit_rec = record.get("audit") or {}
     return {

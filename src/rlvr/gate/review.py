@@ -131,7 +131,11 @@ def segments(text: str, span: tuple[int, int] | None) -> list[tuple[str, str]]:
     """``text`` cut into (kind, piece) with kind ``text``, ``span`` (the extracted answer) or
     ``ctl`` (a marker for an invisible character), in order."""
     out: list[tuple[str, str]] = []
-    bounds = [(0, span[0], "text"), (span[0], span[1], "span"), (span[1], len(text), "text")] if span else [(0, len(text), "text")]
+    bounds = (
+        [(0, span[0], "text"), (span[0], span[1], "span"), (span[1], len(text), "text")]
+        if span
+        else [(0, len(text), "text")]
+    )
     for start, end, kind in bounds:
         buf = []
         for ch in text[max(0, start) : max(0, end)]:

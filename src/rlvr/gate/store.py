@@ -202,7 +202,9 @@ class Store:
 
     # -- creating ------------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | Path, meta: Mapping[str, Any], samples: Sequence[NewSample], *, overwrite: bool = False) -> Store:
+    def create(
+        cls, path: str | Path, meta: Mapping[str, Any], samples: Sequence[NewSample], *, overwrite: bool = False
+    ) -> Store:
         """Write a new set. Refuses to replace a set that already holds verdicts unless
         ``overwrite`` (the reviewer's work would be lost)."""
         path = Path(path)
@@ -211,7 +213,9 @@ class Store:
             old = cls(path)
             n = old.count_reviews() if old.is_store() else 0
             if n and not overwrite:
-                raise GateError(f"{path} already holds {n} reviewer verdicts; building a new set would discard them (pass --overwrite to start over, or rlvr inspect rescore to re-score the same set)")
+                raise GateError(
+                    f"{path} already holds {n} reviewer verdicts; building a new set would discard them (pass --overwrite to start over, or rlvr inspect rescore to re-score the same set)"
+                )
             for suffix in ("", "-wal", "-shm"):
                 Path(str(path) + suffix).unlink(missing_ok=True)
         tmp = path.with_name(path.name + ".tmp")
@@ -222,12 +226,26 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)
             conn.execute("BEGIN")
-            conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [(k, _dumps(v)) for k, v in {**meta, "schema": SCHEMA_VERSION, "created": now()}.items()])
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?)",
+                [(k, _dumps(v)) for k, v in {**meta, "schema": SCHEMA_VERSION, "created": now()}.items()],
+            )
             conn.executemany(
                 "INSERT INTO samples(id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
-                    (i, s.prompt_index, s.prompt, _dumps(dict(s.row)), s.completion, _dumps(list(s.token_ids)), s.finish_reason, s.bucket,
-                     _dumps({k: v.to_json() for k, v in s.verdicts.items()}), s.total, s.reward_class)
+                    (
+                        i,
+                        s.prompt_index,
+                        s.prompt,
+                        _dumps(dict(s.row)),
+                        s.completion,
+                        _dumps(list(s.token_ids)),
+                        s.finish_reason,
+                        s.bucket,
+                        _dumps({k: v.to_json() for k, v in s.verdicts.items()}),
+                        s.total,
+                        s.reward_class,
+                    )
                     for i, s in enumerate(samples, 1)
                 ],
             )
@@ -270,12 +288,17 @@ class Store:
 
     def samples(self) -> list[InspectionSample]:
         with self._connect() as conn:
-            rows = conn.execute("SELECT id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class FROM samples ORDER BY id").fetchall()
+            rows = conn.execute(
+                "SELECT id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class FROM samples ORDER BY id"
+            ).fetchall()
         return [_sample(r) for r in rows]
 
     def sample(self, sample_id: int) -> InspectionSample | None:
         with self._connect() as conn:
-            r = conn.execute("SELECT id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class FROM samples WHERE id = ?", (sample_id,)).fetchone()
+            r = conn.execute(
+                "SELECT id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class FROM samples WHERE id = ?",
+                (sample_id,),
+            ).fetchone()
         return _sample(r) if r else None
 
     def reviews(self, sample_id: int | None = None) -> list[Review]:
@@ -302,10 +325,22 @@ class Store:
 
     def rescores(self) -> list[dict[str, Any]]:
         with self._connect() as conn:
-            return [{"id": r[0], "created": r[1], "changed": json.loads(r[2])} for r in conn.execute("SELECT id, created, changed_json FROM rescores ORDER BY id")]
+            return [
+                {"id": r[0], "created": r[1], "changed": json.loads(r[2])}
+                for r in conn.execute("SELECT id, created, changed_json FROM rescores ORDER BY id")
+            ]
 
     # -- writing -------------------------------------------------------------------------------
-    def add_review(self, sample_id: int, label: str, *, reviewer: str, note: str = "", accepted: str | None = None, seen: str | None = None) -> Review:
+    def add_review(
+        self,
+        sample_id: int,
+        label: str,
+        *,
+        reviewer: str,
+        note: str = "",
+        accepted: str | None = None,
+        seen: str | None = None,
+    ) -> Review:
         """Record one verdict and commit it before returning.
 
         ``accepted``: the reviewer's reason why a disagreement ("higher"/"lower") is acceptable as
@@ -324,7 +359,9 @@ class Store:
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                r = conn.execute("SELECT verdicts_json, total, reward_class FROM samples WHERE id = ?", (sample_id,)).fetchone()
+                r = conn.execute(
+                    "SELECT verdicts_json, total, reward_class FROM samples WHERE id = ?", (sample_id,)
+                ).fetchone()
                 if r is None:
                     raise GateError(f"{self.path}: no sample {sample_id} in the inspection set")
                 if seen is not None and seen != _fingerprint(r[0]):
@@ -338,7 +375,9 @@ class Store:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return Review(int(cur.lastrowid or 0), sample_id, label, note, accepted, reviewer, created, r[1], r[2], json.loads(r[0]))
+        return Review(
+            int(cur.lastrowid or 0), sample_id, label, note, accepted, reviewer, created, r[1], r[2], json.loads(r[0])
+        )
 
     def replace_scores(self, scores: Mapping[int, tuple[Mapping[str, Verdict], float | None, str]]) -> list[int]:
         """Replace the reward side of the given samples in one transaction; return the ids whose
@@ -374,8 +413,17 @@ def same_total(a: float | None, b: float | None) -> bool:
 def _sample(r: Sequence[Any]) -> InspectionSample:
     verdicts = {k: Verdict.from_json(v) for k, v in json.loads(r[8]).items()}
     return InspectionSample(
-        id=r[0], prompt_index=r[1], prompt=r[2], row=json.loads(r[3]), completion=r[4], token_ids=tuple(json.loads(r[5])),
-        finish_reason=r[6], bucket=r[7], verdicts=verdicts, total=r[9], reward_class=r[10],
+        id=r[0],
+        prompt_index=r[1],
+        prompt=r[2],
+        row=json.loads(r[3]),
+        completion=r[4],
+        token_ids=tuple(json.loads(r[5])),
+        finish_reason=r[6],
+        bucket=r[7],
+        verdicts=verdicts,
+        total=r[9],
+        reward_class=r[10],
     )
 
 

@@ -42,11 +42,22 @@ def render(store: Store, st: object, *, correctness_term: str, answer_column: st
         lines.append(f"  {name:<12} {v.outcome.value:<11} {score}{extra}{detail}")
     lines.append(f"total reward: {'None (masked)' if s.total is None else f'{s.total:g}'} ({s.reward_class})")
     for r in store.reviews(s.id):
-        lines.append(f"  verdict {r.created} {r.reviewer}: {r.label}" + (f" — accepted: {r.accepted}" if r.accepted else (f" — {r.note}" if r.note else "")))
+        lines.append(
+            f"  verdict {r.created} {r.reviewer}: {r.label}"
+            + (f" — accepted: {r.accepted}" if r.accepted else (f" — {r.note}" if r.note else ""))
+        )
     return "\n".join(lines)
 
 
-def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None, color: bool | None = None) -> int:
+def review(
+    store: Store,
+    *,
+    reviewer: str,
+    flt: Filter | None = None,
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
+    color: bool | None = None,
+) -> int:
     """Review interactively until nothing matches the filter or the reviewer quits. Returns the
     number of verdicts recorded."""
     stdin = stdin or sys.stdin
@@ -65,7 +76,11 @@ def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[
         else:
             nxt = current
         if nxt is None:
-            stdout.write("nothing left to review with this filter\n" + format_agreement(agreement(store.samples(), store.latest_reviews())) + "\n")
+            stdout.write(
+                "nothing left to review with this filter\n"
+                + format_agreement(agreement(store.samples(), store.latest_reviews()))
+                + "\n"
+            )
             return given
         current, direction = nxt, 0
         st = next(x for x in sts if x.sample.id == current)
@@ -82,7 +97,9 @@ def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[
         if cmd in ("r", "h", "l"):
             label = {"r": "right", "h": "higher", "l": "lower"}[cmd]
             try:
-                store.add_review(current, label, reviewer=reviewer, note=rest, seen=reward_fingerprint(st.sample.verdicts))
+                store.add_review(
+                    current, label, reviewer=reviewer, note=rest, seen=reward_fingerprint(st.sample.verdicts)
+                )
             except StaleReward as exc:
                 stdout.write(f"not recorded: {exc}\n")
                 continue
@@ -96,7 +113,13 @@ def review(store: Store, *, reviewer: str, flt: Filter | None = None, stdin: IO[
                 stdout.write("accepting needs a reason: a REASON\n")
             else:
                 try:
-                    store.add_review(current, st.review.label, reviewer=reviewer, accepted=rest, seen=reward_fingerprint(st.sample.verdicts))
+                    store.add_review(
+                        current,
+                        st.review.label,
+                        reviewer=reviewer,
+                        accepted=rest,
+                        seen=reward_fingerprint(st.sample.verdicts),
+                    )
                 except StaleReward as exc:
                     stdout.write(f"not recorded: {exc}\n")
                     continue

@@ -31,17 +31,7 @@ from urllib.parse import parse_qs, urlencode
 
 from ..errors import GateError
 from .agreement import agreement, format_agreement, statuses
-from .review import (
-    SHOW,
-    SHOW_HELP,
-    Filter,
-    answer_diff,
-    answer_span,
-    answer_text,
-    bucket_help,
-    segments,
-    step,
-)
+from .review import SHOW, SHOW_HELP, Filter, answer_diff, answer_span, answer_text, bucket_help, segments, step
 from .store import CLASSES, LABELS, StaleReward, Store, reward_fingerprint
 
 HOST = "127.0.0.1"
@@ -148,9 +138,17 @@ def _diff_html(expected: str, given: str | None, verdict: Any) -> str:
     parts = []
     for op, piece in answer_diff(expected, given):
         body = _completion_html(piece, None)
-        parts.append(f"<del title='expected, not given'>{body}</del>" if op == "missing" else f"<ins title='given, not expected'>{body}</ins>" if op == "extra" else body)
-    return (f"<p>Given answer: <code id=given>{_completion_html(given, None)}</code></p>"
-            f"<p>Diff, expected → given <span class=muted>(<del>missing</del> <ins>extra</ins>)</span>: <code id=diff>{''.join(parts)}</code></p>")
+        parts.append(
+            f"<del title='expected, not given'>{body}</del>"
+            if op == "missing"
+            else f"<ins title='given, not expected'>{body}</ins>"
+            if op == "extra"
+            else body
+        )
+    return (
+        f"<p>Given answer: <code id=given>{_completion_html(given, None)}</code></p>"
+        f"<p>Diff, expected → given <span class=muted>(<del>missing</del> <ins>extra</ins>)</span>: <code id=diff>{''.join(parts)}</code></p>"
+    )
 
 
 def _score(value: float | None) -> str:
@@ -160,7 +158,14 @@ def _score(value: float | None) -> str:
 class ReviewApp:
     """The ASGI app. ``reviewer`` is recorded with every verdict given through it."""
 
-    def __init__(self, store: Store, *, reviewer: str, token: str | None = None, allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        reviewer: str,
+        token: str | None = None,
+        allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
+    ) -> None:
         from starlette.applications import Starlette
         from starlette.routing import Route
 
@@ -175,12 +180,14 @@ class ReviewApp:
         self.correctness_term = meta.get("correctness_term", "")
         self.answer_column = meta.get("answer_column", "answer")
         self.weights = {t["name"]: t.get("weight") for t in meta.get("terms", [])}
-        self.app = Starlette(routes=[
-            Route("/", self.index),
-            Route("/sample/{sid:int}", self.show, methods=["GET"]),
-            Route("/sample/{sid:int}", self.post, methods=["POST"]),
-            Route("/status", self.status),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/", self.index),
+                Route("/sample/{sid:int}", self.show, methods=["GET"]),
+                Route("/sample/{sid:int}", self.post, methods=["POST"]),
+                Route("/status", self.status),
+            ]
+        )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -209,8 +216,13 @@ class ReviewApp:
             f"{'<b>' if s == flt.show else ''}{_e(SHOW_HELP[s])}{'</b>' if s == flt.show else ''}</a>"
             for s in SHOW
         )
-        terms = "".join(f"<option value='{_e(t)}'{' selected' if t == flt.term else ''}>{_e(t)}</option>" for t in self.weights)
-        outcomes = "".join(f"<option{' selected' if o == flt.outcome else ''}>{o}</option>" for o in ("correct", "wrong", "unparseable", "error"))
+        terms = "".join(
+            f"<option value='{_e(t)}'{' selected' if t == flt.term else ''}>{_e(t)}</option>" for t in self.weights
+        )
+        outcomes = "".join(
+            f"<option{' selected' if o == flt.outcome else ''}>{o}</option>"
+            for o in ("correct", "wrong", "unparseable", "error")
+        )
         prev_id = step(sts, current, flt, -1) if current is not None else None
         next_id = step(sts, current, flt, 1) if current is not None else None
         arrows = ""
@@ -240,7 +252,10 @@ class ReviewApp:
         nxt = step(sts, None, flt)
         if nxt is not None:
             return RedirectResponse(self._url(f"/sample/{nxt}", flt), status_code=303)
-        body = self._nav(sts, flt, None) + f"<h2>Nothing left to show for “{_e(SHOW_HELP[flt.show])}”</h2><p><a href='{_e(self._url('/status', flt))}'>See the status</a></p>"
+        body = (
+            self._nav(sts, flt, None)
+            + f"<h2>Nothing left to show for “{_e(SHOW_HELP[flt.show])}”</h2><p><a href='{_e(self._url('/status', flt))}'>See the status</a></p>"
+        )
         return HTMLResponse(_page("rlvr inspect", body))
 
     async def show(self, request: Any) -> Any:
@@ -251,7 +266,9 @@ class ReviewApp:
         sts = self._statuses()
         st = next((x for x in sts if x.sample.id == sid), None)
         if st is None:
-            return HTMLResponse(_page("not found", f"<p>No sample {sid} in this set. <a href='/'>Back</a></p>"), status_code=404)
+            return HTMLResponse(
+                _page("not found", f"<p>No sample {sid} in this set. <a href='/'>Back</a></p>"), status_code=404
+            )
         return HTMLResponse(_page(f"sample {sid}", self._nav(sts, flt, sid) + self._sample_html(st, flt)))
 
     def _sample_html(self, st: Any, flt: Filter) -> str:
@@ -267,15 +284,22 @@ class ReviewApp:
             f"{' — accepted: ' + _e(r.accepted) if r.accepted else ''}{' — ' + _e(r.note) if r.note and not r.accepted else ''}</li>"
             for r in self.store.reviews(s.id)
         )
-        disagreement = st.review.label if st.is_disagreement and st.review is not None and st.review.label != "right" else ""
+        disagreement = (
+            st.review.label if st.is_disagreement and st.review is not None and st.review.label != "right" else ""
+        )
         accept = (
             f"<button type=button onclick=\"submitLabel('{disagreement}', true)\">Accept as is <kbd>a</kbd></button>"
-            if disagreement else ""
+            if disagreement
+            else ""
         )
         hidden = "".join(f"<input type=hidden name='f_{_e(k)}' value='{_e(v)}'>" for k, v in flt.query().items())
         expected = answer_text(s.row.get(self.answer_column))
         judged = s.verdicts.get(self.correctness_term)
-        given = judged.answer if judged is not None else next((v.answer for v in s.verdicts.values() if v.answer is not None), None)
+        given = (
+            judged.answer
+            if judged is not None
+            else next((v.answer for v in s.verdicts.values() if v.answer is not None), None)
+        )
         return (
             f"<h2>Sample {s.id} <span class=muted>prompt #{s.prompt_index} · <span id=bucket title='{_e(bucket_help(s.bucket))}'>in the set as: {_e(s.bucket)}</span>"
             f" · {len(s.token_ids)} tokens, {_e(s.finish_reason)}</span></h2>"
@@ -304,7 +328,10 @@ class ReviewApp:
         if len(body) > MAX_FORM_BYTES:
             return PlainTextResponse("form too large", status_code=413)
         # The last non-empty value: a clicked button's label follows the hidden field keys set.
-        form = {k: next((x for x in reversed(v) if x), "") for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+        form = {
+            k: next((x for x in reversed(v) if x), "")
+            for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()
+        }
         if not secrets.compare_digest(form.get("token", ""), self.token):
             return PlainTextResponse("refused: stale or missing page token; reload the page", status_code=403)
         label = form.get("label", "")
@@ -315,7 +342,14 @@ class ReviewApp:
         if form.get("accept") and not note:
             return PlainTextResponse("accepting a disagreement needs a reason: write it in the note", status_code=400)
         try:
-            self.store.add_review(sid, label, reviewer=self.reviewer, note="" if accepted else note, accepted=accepted, seen=form.get("seen") or None)
+            self.store.add_review(
+                sid,
+                label,
+                reviewer=self.reviewer,
+                note="" if accepted else note,
+                accepted=accepted,
+                seen=form.get("seen") or None,
+            )
         except StaleReward as exc:
             return PlainTextResponse(f"{exc} (reload the page; nothing was recorded)", status_code=409)
         except GateError as exc:
@@ -331,12 +365,15 @@ class ReviewApp:
         flt = Filter.from_query(request.query_params)
         sts = self._statuses()
         a = agreement([st.sample for st in sts], {st.sample.id: st.review for st in sts if st.review})
-        matrix = "".join(f"<tr><th>{c}</th>" + "".join(f"<td>{a.matrix[c][d]}</td>" for d in CLASSES) + "</tr>" for c in CLASSES)
+        matrix = "".join(
+            f"<tr><th>{c}</th>" + "".join(f"<td>{a.matrix[c][d]}</td>" for d in CLASSES) + "</tr>" for c in CLASSES
+        )
         open_rows = "".join(
             f"<li><a href='{_e(self._url(f'/sample/{st.sample.id}', Filter(show='open')))}'>sample {st.sample.id}</a>: "
             f"{_e(st.state)} — reviewer said {_e(st.review.label)}, reward now {_e(_score(st.sample.total))} ({_e(st.sample.reward_class)})"
             f"{' — ' + _e(st.review.note) if st.review.note else ''}</li>"
-            for st in sts if st.is_disagreement and st.review is not None
+            for st in sts
+            if st.is_disagreement and st.review is not None
         )
         body = (
             self._nav(sts, flt, None)

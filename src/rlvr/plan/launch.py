@@ -57,7 +57,9 @@ class LaunchPlan:
     notes: tuple[str, ...] = ()
 
 
-def accelerate_config(cluster: Cluster, *, processes_per_node: int, machines: int | None = None, cpu: bool = False) -> dict[str, Any]:
+def accelerate_config(
+    cluster: Cluster, *, processes_per_node: int, machines: int | None = None, cpu: bool = False
+) -> dict[str, Any]:
     """An accelerate config file's mapping: DeepSpeed ZeRO-N, FSDP2 or plain multi-GPU (DDP)."""
     machines = cluster.nodes if machines is None else machines
     cfg: dict[str, Any] = {
@@ -111,13 +113,24 @@ def _q(parts: Sequence[str]) -> str:
     return " ".join(shlex.quote(str(p)) for p in parts)
 
 
-def plan_launch(cluster: Cluster, *, task: str, config: str, model: str, run_dir: str = "runs/plan", use_vllm: bool = True, vllm_mode: str = "colocate") -> LaunchPlan:
+def plan_launch(
+    cluster: Cluster,
+    *,
+    task: str,
+    config: str,
+    model: str,
+    run_dir: str = "runs/plan",
+    use_vllm: bool = True,
+    vllm_mode: str = "colocate",
+) -> LaunchPlan:
     """The commands that run ``config`` on ``cluster`` (files named relative to the plan)."""
     plan_dir = str(Path(config).parent)
     train_args = ["train", task, "--config", config, "--run-dir", run_dir]
     if cluster.gpus * cluster.nodes <= 1:
-        return LaunchPlan((_q(["rlvr", *train_args]),),
-                          notes=("one GPU: vLLM colocated in the training process" if use_vllm else "one process, no vLLM",))
+        return LaunchPlan(
+            (_q(["rlvr", *train_args]),),
+            notes=("one GPU: vLLM colocated in the training process" if use_vllm else "one process, no vLLM",),
+        )
     notes = []
     server = use_vllm and vllm_mode == "server"
     commands = []
@@ -128,11 +141,29 @@ def plan_launch(cluster: Cluster, *, task: str, config: str, model: str, run_dir
         # The server gets the last node; accelerate needs the same process count on every node.
         machines = cluster.nodes - 1
         tp = min(cluster.gpus, 8)
-        commands.append(f"# on node {cluster.nodes - 1} (the vLLM server): " + _q(["trl", "vllm-serve", "--model", model, "--tensor_parallel_size", str(tp),
-                                                                                   "--data_parallel_size", str(max(1, cluster.gpus // tp)), "--host", "0.0.0.0",
-                                                                                   "--port", str(cluster.vllm_port)]))
-        notes.append(f"node {cluster.nodes - 1} runs the vLLM server on all {cluster.gpus} GPUs; set vllm_server_host in the plan to its address "
-                     f"(SERVER_NODE_IP); nodes 0..{machines - 1} train")
+        commands.append(
+            f"# on node {cluster.nodes - 1} (the vLLM server): "
+            + _q(
+                [
+                    "trl",
+                    "vllm-serve",
+                    "--model",
+                    model,
+                    "--tensor_parallel_size",
+                    str(tp),
+                    "--data_parallel_size",
+                    str(max(1, cluster.gpus // tp)),
+                    "--host",
+                    "0.0.0.0",
+                    "--port",
+                    str(cluster.vllm_port),
+                ]
+            )
+        )
+        notes.append(
+            f"node {cluster.nodes - 1} runs the vLLM server on all {cluster.gpus} GPUs; set vllm_server_host in the plan to its address "
+            f"(SERVER_NODE_IP); nodes 0..{machines - 1} train"
+        )
     elif server:
         per_node = cluster.gpus - cluster.server_gpus
         if per_node < 1:
@@ -140,32 +171,71 @@ def plan_launch(cluster: Cluster, *, task: str, config: str, model: str, run_dir
         server_devices = ",".join(str(i) for i in range(cluster.server_gpus))
         train_devices = ",".join(str(i) for i in range(cluster.server_gpus, cluster.gpus))
         tp = cluster.server_gpus
-        commands.append(f"CUDA_VISIBLE_DEVICES={server_devices} " + _q(["trl", "vllm-serve", "--model", model, "--tensor_parallel_size", str(tp),
-                                                                        "--data_parallel_size", "1", "--host", "0.0.0.0", "--port", str(cluster.vllm_port)]))
-        notes.append(f"start the vLLM server first (GPUs {server_devices}); training reaches it at vllm_server_host:{cluster.vllm_port}")
+        commands.append(
+            f"CUDA_VISIBLE_DEVICES={server_devices} "
+            + _q(
+                [
+                    "trl",
+                    "vllm-serve",
+                    "--model",
+                    model,
+                    "--tensor_parallel_size",
+                    str(tp),
+                    "--data_parallel_size",
+                    "1",
+                    "--host",
+                    "0.0.0.0",
+                    "--port",
+                    str(cluster.vllm_port),
+                ]
+            )
+        )
+        notes.append(
+            f"start the vLLM server first (GPUs {server_devices}); training reaches it at vllm_server_host:{cluster.vllm_port}"
+        )
     if server:
-        notes.append("trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags")
+        notes.append(
+            "trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags"
+        )
     name = accelerate_config_name(cluster)
     acc_path = str(Path(plan_dir) / name)
     files = {name: _yaml(accelerate_config(cluster, processes_per_node=per_node, machines=machines))}
     for rank in range(machines):
         launch = ["accelerate", "launch", "--config_file", acc_path, "--num_processes", str(per_node * machines)]
         if machines > 1:
-            launch += ["--num_machines", str(machines), "--machine_rank", str(rank), "--main_process_ip", cluster.main_process_ip,
-                       "--main_process_port", str(cluster.main_process_port)]
+            launch += [
+                "--num_machines",
+                str(machines),
+                "--machine_rank",
+                str(rank),
+                "--main_process_ip",
+                cluster.main_process_ip,
+                "--main_process_port",
+                str(cluster.main_process_port),
+            ]
         prefix = f"CUDA_VISIBLE_DEVICES={train_devices} " if train_devices else ""
         commands.append(prefix + _q([*launch, "-m", "rlvr.cli.main", *train_args]))
     if machines > 1:
-        notes.append("run the accelerate command on every training node, each with its --machine_rank; replace NODE0_IP with node 0's address")
+        notes.append(
+            "run the accelerate command on every training node, each with its --machine_rank; replace NODE0_IP with node 0's address"
+        )
     return LaunchPlan(tuple(commands), files, tuple(notes))
 
 
-def accelerate_argv(num_processes: int, argv: Sequence[str], *, config_file: str | None = None, port: int | None = None) -> list[str]:
+def accelerate_argv(
+    num_processes: int, argv: Sequence[str], *, config_file: str | None = None, port: int | None = None
+) -> list[str]:
     """The ``accelerate launch`` command line that reruns ``rlvr <argv>`` in N processes (used by
     ``rlvr train --launch accelerate``). Without a config file, ``--multi_gpu`` starts the
     processes under torchrun; on CPU (``use_cpu``) accelerate joins them with gloo."""
     if num_processes < 1:
-        raise ConfigError(Problem("--num-processes", f"must be at least 1, got {num_processes}", "pass the number of training processes (GPUs)"))
+        raise ConfigError(
+            Problem(
+                "--num-processes",
+                f"must be at least 1, got {num_processes}",
+                "pass the number of training processes (GPUs)",
+            )
+        )
     cmd = [sys.executable, "-m", "accelerate.commands.launch"]
     if config_file:
         cmd += ["--config_file", config_file]
@@ -189,9 +259,21 @@ class Duration:
     basis: str
 
 
-def estimate_duration(*, active_params: int, params: int, prompt_tokens: int, completion_tokens: int, completions_per_step: int,
-                      steps: int, gpus: int, beta: float, concurrent_sequences: int, gpu_flops: float = GPU_BF16_FLOPS,
-                      bandwidth: float = GPU_BANDWIDTH, mfu: float = MFU) -> Duration:
+def estimate_duration(
+    *,
+    active_params: int,
+    params: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    completions_per_step: int,
+    steps: int,
+    gpus: int,
+    beta: float,
+    concurrent_sequences: int,
+    gpu_flops: float = GPU_BF16_FLOPS,
+    bandwidth: float = GPU_BANDWIDTH,
+    mfu: float = MFU,
+) -> Duration:
     """A rough duration: training compute plus bandwidth-bound decoding, per optimizer step."""
     seq = prompt_tokens + completion_tokens
     tokens = completions_per_step * seq
@@ -201,8 +283,10 @@ def estimate_duration(*, active_params: int, params: int, prompt_tokens: int, co
     decode_s = waves * completion_tokens * (2.0 * params / bandwidth)
     per_step = train_s + decode_s
     hours = per_step * steps / 3600
-    basis = (f"{tokens} tokens/step ({completions_per_step} completions x {seq}); training {train_s:.1f} s at {mfu:.0%} of {gpu_flops / 1e12:.0f} TFLOP/s x {gpus} GPU(s), "
-             f"decoding {decode_s:.1f} s ({waves} wave(s) of {completion_tokens} bandwidth-bound steps at {bandwidth / 1e12:.2f} TB/s)")
+    basis = (
+        f"{tokens} tokens/step ({completions_per_step} completions x {seq}); training {train_s:.1f} s at {mfu:.0%} of {gpu_flops / 1e12:.0f} TFLOP/s x {gpus} GPU(s), "
+        f"decoding {decode_s:.1f} s ({waves} wave(s) of {completion_tokens} bandwidth-bound steps at {bandwidth / 1e12:.2f} TB/s)"
+    )
     return Duration(steps, tokens, per_step, hours, hours * gpus, basis)
 
 
@@ -275,11 +359,23 @@ def build_plan(req: PlanRequest) -> Plan:
 
     problems: list[Problem] = []
     if req.gpus < 0 or req.nodes < 1:
-        problems.append(Problem("--gpus/--nodes", f"need gpus >= 0 and nodes >= 1, got {req.gpus} and {req.nodes}", "pass --gpus 1 for one GPU, 0 for CPU"))
+        problems.append(
+            Problem(
+                "--gpus/--nodes",
+                f"need gpus >= 0 and nodes >= 1, got {req.gpus} and {req.nodes}",
+                "pass --gpus 1 for one GPU, 0 for CPU",
+            )
+        )
     if req.gpus and req.gpu_memory_gb <= 0:
-        problems.append(Problem("--gpu-memory", f"must be positive, got {req.gpu_memory_gb}", "the memory of one GPU in GB, e.g. 80"))
+        problems.append(
+            Problem(
+                "--gpu-memory", f"must be positive, got {req.gpu_memory_gb}", "the memory of one GPU in GB, e.g. 80"
+            )
+        )
     if req.variant not in recipe.VARIANTS:
-        problems.append(Problem("--variant", f"unknown variant {req.variant!r}", f"one of {', '.join(recipe.VARIANTS)}"))
+        problems.append(
+            Problem("--variant", f"unknown variant {req.variant!r}", f"one of {', '.join(recipe.VARIANTS)}")
+        )
     if req.peft not in ("none", "lora", "qlora"):
         problems.append(Problem("--peft", f"unknown {req.peft!r}", "one of none, lora, qlora"))
     if problems:
@@ -291,7 +387,9 @@ def build_plan(req: PlanRequest) -> Plan:
     model_id = memory.HUB_IDS.get(table_entry or "", ref)
     total = req.gpus * req.nodes
     hw = {"gpus": total, "bf16": bool(req.bf16 and total), "vllm": total > 0}
-    cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed, variant=req.variant)
+    cfg = recipe.resolve(
+        task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed, variant=req.variant
+    )
     if req.max_steps is not None:
         cfg["max_steps"] = req.max_steps
     justified = {**recipe.justifications(task.grpo), **req.justify}
@@ -300,9 +398,16 @@ def build_plan(req: PlanRequest) -> Plan:
     est = None
     cluster = Cluster(gpus=max(req.gpus, 1), nodes=req.nodes, bf16=req.bf16, fsdp=req.fsdp)
     if total:
-        base = memory.Setting(gpus=total, nodes=req.nodes, gpu_memory_gb=req.gpu_memory_gb, peft=req.peft, beta=float(cfg.get("beta", 0.0)),
-                              per_device_batch=int(cfg["per_device_train_batch_size"]), prompt_tokens=prompt_tokens,
-                              completion_tokens=int(cfg["max_completion_length"]))
+        base = memory.Setting(
+            gpus=total,
+            nodes=req.nodes,
+            gpu_memory_gb=req.gpu_memory_gb,
+            peft=req.peft,
+            beta=float(cfg.get("beta", 0.0)),
+            per_device_batch=int(cfg["per_device_train_batch_size"]),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int(cfg["max_completion_length"]),
+        )
         rec = memory.recommend(arch, base, fixed_peft=req.peft != "none")
         est = memory.fits_or_raise(rec)
         s = est.setting
@@ -312,43 +417,78 @@ def build_plan(req: PlanRequest) -> Plan:
             cfg["gradient_accumulation_steps"] = int(cfg["gradient_accumulation_steps"]) * old_bs // s.per_device_batch
             if "steps_per_generation" in cfg and req.variant == "gspo":
                 cfg["steps_per_generation"] = 4 * cfg["gradient_accumulation_steps"]
-            notes.append(f"per_device_train_batch_size {old_bs} -> {s.per_device_batch} to fit; gradient_accumulation_steps raised to keep the batch")
+            notes.append(
+                f"per_device_train_batch_size {old_bs} -> {s.per_device_batch} to fit; gradient_accumulation_steps raised to keep the batch"
+            )
         if s.vllm == "server" and req.nodes > 1:
             cfg["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
-        cluster = dataclasses.replace(cluster, server_gpus=s.server_gpus if s.vllm == "server" else 0, tensor_parallel=s.tensor_parallel,
-                                      zero=s.zero)
+        cluster = dataclasses.replace(
+            cluster,
+            server_gpus=s.server_gpus if s.vllm == "server" else 0,
+            tensor_parallel=s.tensor_parallel,
+            zero=s.zero,
+        )
         if s.peft != "none":
-            notes.append(f"{s.peft}: GRPOConfig has no PEFT field, so the plan records it as env RLVR_PEFT, which rlvr train --config reads "
-                         "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
-                         + (" --load_in_4bit" if s.peft == "qlora" else ""))
+            notes.append(
+                f"{s.peft}: GRPOConfig has no PEFT field, so the plan records it as env RLVR_PEFT, which rlvr train --config reads "
+                "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
+                + (" --load_in_4bit" if s.peft == "qlora" else "")
+            )
     target = recipe.Target(gpus=req.gpus, nodes=req.nodes, bf16=hw["bf16"], server_gpus=cluster.server_gpus)
     facts = _model_facts(ref, table_entry is not None, arch.moe)
     peft = est.setting.peft if est is not None else req.peft
-    problems = recipe.validate(cfg, target=target, model=facts, peft=peft, justified=justified, forced_variant_reason=req.force_variant)
+    problems = recipe.validate(
+        cfg, target=target, model=facts, peft=peft, justified=justified, forced_variant_reason=req.force_variant
+    )
     if problems:
         raise ConfigError(problems, source=f"plan for {task.path}")
     extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
-    meta = recipe.ConfigMeta(variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra)
+    meta = recipe.ConfigMeta(
+        variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra
+    )
     # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
     from ..models import resolve_model
 
     served = resolve_model(model_id) if model_id.startswith("builtin:") else model_id
-    launch = plan_launch(cluster, task=str(task.path), config=req.output, model=served, run_dir=req.run_dir,
-                         use_vllm=bool(cfg.get("use_vllm")), vllm_mode=str(cfg.get("vllm_mode", "colocate")))
+    launch = plan_launch(
+        cluster,
+        task=str(task.path),
+        config=req.output,
+        model=served,
+        run_dir=req.run_dir,
+        use_vllm=bool(cfg.get("use_vllm")),
+        vllm_mode=str(cfg.get("vllm_mode", "colocate")),
+    )
     duration = None
     if total:
         procs = target.num_processes
         per_step = int(cfg["per_device_train_batch_size"]) * procs * int(cfg["gradient_accumulation_steps"])
         prompts_per_step = max(1, per_step // int(cfg["num_generations"]))
         steps = req.max_steps or -(-len(task.load_split("train")) // prompts_per_step)
-        duration = estimate_duration(active_params=arch.active_params, params=arch.params, prompt_tokens=prompt_tokens,
-                                     completion_tokens=int(cfg["max_completion_length"]), completions_per_step=per_step, steps=steps,
-                                     gpus=total, beta=float(cfg.get("beta", 0.0)), concurrent_sequences=max(1, est.kv_tokens // (prompt_tokens + int(cfg["max_completion_length"]))) if est else 1)
+        duration = estimate_duration(
+            active_params=arch.active_params,
+            params=arch.params,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int(cfg["max_completion_length"]),
+            completions_per_step=per_step,
+            steps=steps,
+            gpus=total,
+            beta=float(cfg.get("beta", 0.0)),
+            concurrent_sequences=max(1, est.kv_tokens // (prompt_tokens + int(cfg["max_completion_length"])))
+            if est
+            else 1,
+        )
     for term in recipe.term_patch(req.variant, cfg, {t.verifier for t in task.rewards}):
         opts = ", ".join(f"{k}: {v}" for k, v in term["options"].items())
-        notes.append(f"{req.variant} adds a reward term the task lacks; add to its rewards: "
-                     f"- {{name: {term['name']}, verifier: {term['verifier']}, weight: {term['weight']}, options: {{{opts}}}}}")
-    where = f"{req.gpus} x {req.gpu_memory_gb:g} GB GPU(s)" + (f" x {req.nodes} nodes" if req.nodes > 1 else "") if total else "CPU"
+        notes.append(
+            f"{req.variant} adds a reward term the task lacks; add to its rewards: "
+            f"- {{name: {term['name']}, verifier: {term['verifier']}, weight: {term['weight']}, options: {{{opts}}}}}"
+        )
+    where = (
+        f"{req.gpus} x {req.gpu_memory_gb:g} GB GPU(s)" + (f" x {req.nodes} nodes" if req.nodes > 1 else "")
+        if total
+        else "CPU"
+    )
     return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where)
 
 
@@ -358,11 +498,15 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
 
     output = Path(output)
     est = plan.estimate
-    header = [f"Written by rlvr plan: {plan.meta.variant} on {plan.hardware}; task {plan.meta.task}",
-              f"model {plan.meta.model}; TRL {recipe.trl_version()}. Flat GRPOConfig values: rlvr train --config and trl grpo --config read it.",
-              "env: holds rlvr's own record (variant, justifications); TRL exports it as environment variables."]
+    header = [
+        f"Written by rlvr plan: {plan.meta.variant} on {plan.hardware}; task {plan.meta.task}",
+        f"model {plan.meta.model}; TRL {recipe.trl_version()}. Flat GRPOConfig values: rlvr train --config and trl grpo --config read it.",
+        "env: holds rlvr's own record (variant, justifications); TRL exports it as environment variables.",
+    ]
     if est is not None:
-        header.append(f"memory: peak {est.peak / 1e9:.1f} GB of {est.capacity / 1e9:.0f} GB per training GPU (estimate; see rlvr memory)")
+        header.append(
+            f"memory: peak {est.peak / 1e9:.1f} GB of {est.capacity / 1e9:.0f} GB per training GPU (estimate; see rlvr memory)"
+        )
     header += [f"run: {c}" for c in plan.launch.commands]
     written = [recipe.write_config(output, plan.config, plan.meta, header="\n".join(header))]
     for name, text in plan.launch.files.items():
@@ -378,8 +522,20 @@ def format_plan(plan: Plan) -> str:
     from .memory import format_estimate
 
     lines = [f"variant {plan.meta.variant}, model {plan.meta.model}, {plan.hardware}"]
-    keys = ("loss_type", "beta", "learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-            "steps_per_generation", "bf16", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_enable_sleep_mode")
+    keys = (
+        "loss_type",
+        "beta",
+        "learning_rate",
+        "num_generations",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "steps_per_generation",
+        "bf16",
+        "use_vllm",
+        "vllm_mode",
+        "vllm_gpu_memory_utilization",
+        "vllm_enable_sleep_mode",
+    )
     lines.append("  " + ", ".join(f"{k}={plan.config[k]}" for k in keys if k in plan.config))
     if plan.meta.justifications:
         lines += [f"  justified: {k}: {v}" for k, v in plan.meta.justifications.items()]
@@ -392,7 +548,9 @@ def format_plan(plan: Plan) -> str:
     lines += [f"  note: {n}" for n in plan.launch.notes]
     if plan.duration is not None:
         d = plan.duration
-        lines.append(f"duration (rough): {d.steps} steps x {d.seconds_per_step:.1f} s = {d.hours:.2f} h, {d.gpu_hours:.1f} GPU-hours; {d.basis}")
+        lines.append(
+            f"duration (rough): {d.steps} steps x {d.seconds_per_step:.1f} s = {d.hours:.2f} h, {d.gpu_hours:.1f} GPU-hours; {d.basis}"
+        )
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
 
@@ -429,8 +587,16 @@ def argv_from_args(parser: Any, args: Any, *, drop: Sequence[str] = ()) -> list[
     return [*positional, *options]
 
 
-def relaunch(command: str, parser: Any, args: Any, *, num_processes: int, config_file: str | None = None,
-             model_refs: Sequence[str] = (), env: Mapping[str, str] | None = None) -> int:
+def relaunch(
+    command: str,
+    parser: Any,
+    args: Any,
+    *,
+    num_processes: int,
+    config_file: str | None = None,
+    model_refs: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> int:
     """Rerun ``rlvr <command>`` under ``accelerate launch`` in ``num_processes`` processes and
     return its exit status. Built-in models are materialised here first, so the ranks do not
     race to build the same cache folder."""
@@ -441,14 +607,22 @@ def relaunch(command: str, parser: Any, args: Any, *, num_processes: int, config
     from ..models import resolve_model
 
     if config_file is not None and not Path(config_file).is_file():
-        raise ConfigError(Problem("--accelerate-config", f"no such file: {config_file}", "pass an accelerate config written by rlvr plan"))
+        raise ConfigError(
+            Problem(
+                "--accelerate-config", f"no such file: {config_file}", "pass an accelerate config written by rlvr plan"
+            )
+        )
     for ref in model_refs:
         if ref and ref.startswith("builtin:"):
             resolve_model(ref)
     with socket.socket() as s:  # a free port, so two launches on one machine do not collide
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    argv = accelerate_argv(num_processes, [command, *argv_from_args(parser, args, drop=("launch", "num_processes", "accelerate_config", "debug"))],
-                           config_file=config_file, port=port)
+    argv = accelerate_argv(
+        num_processes,
+        [command, *argv_from_args(parser, args, drop=("launch", "num_processes", "accelerate_config", "debug"))],
+        config_file=config_file,
+        port=port,
+    )
     sys.stderr.write("rlvr: " + _q(argv) + "\n")
     return subprocess.call(argv, env={**os.environ, **(env or {})})

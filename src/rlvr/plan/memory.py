@@ -93,7 +93,10 @@ class Architecture:
     def active_mlp_params(self) -> int:
         if not self.moe:
             return self.mlp_params
-        return self.experts_per_token * 3 * self.hidden * self.moe_intermediate + 3 * self.hidden * self.shared_expert_intermediate
+        return (
+            self.experts_per_token * 3 * self.hidden * self.moe_intermediate
+            + 3 * self.hidden * self.shared_expert_intermediate
+        )
 
     @property
     def params(self) -> int:
@@ -122,8 +125,11 @@ class Architecture:
     def from_config(cls, cfg: Mapping[str, Any], name: str = "") -> Architecture:
         """From a Hugging Face ``config.json`` (Llama, Qwen2/3, Mistral, Qwen-MoE, Mixtral style)."""
         cfg = dict(cfg.get("text_config") or cfg) if isinstance(cfg.get("text_config"), Mapping) else dict(cfg)
-        problems = [Problem(f"config.{k}", "missing", "a decoder-only transformer config.json has it")
-                    for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size") if not cfg.get(k)]
+        problems = [
+            Problem(f"config.{k}", "missing", "a decoder-only transformer config.json has it")
+            for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
+            if not cfg.get(k)
+        ]
         if problems:
             raise ConfigError(problems, source=name or "model config")
         heads = int(cfg["num_attention_heads"])
@@ -141,7 +147,9 @@ class Architecture:
             tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             experts=experts,
             experts_per_token=int(cfg.get("num_experts_per_tok") or 0),
-            moe_intermediate=int(cfg.get("moe_intermediate_size") or (cfg.get("intermediate_size") if experts else 0) or 0),
+            moe_intermediate=int(
+                cfg.get("moe_intermediate_size") or (cfg.get("intermediate_size") if experts else 0) or 0
+            ),
             shared_expert_intermediate=int(cfg.get("shared_expert_intermediate_size") or 0),
             qkv_bias=bool(cfg.get("attention_bias", cfg.get("model_type") in ("qwen2", "qwen2_moe"))),
             qk_norm=str(cfg.get("model_type", "")).startswith("qwen3"),
@@ -154,24 +162,109 @@ def _arch(name: str, **kw: Any) -> Architecture:
 
 # Published config.json numbers (no weights) of one model per size class.
 SIZE_CLASSES: dict[str, Architecture] = {
-    "0.5B": _arch("Qwen2.5-0.5B", layers=24, hidden=896, heads=14, kv_heads=2, head_dim=64, intermediate=4864, vocab=151936, tied_embeddings=True, qkv_bias=True),
-    "1.5B": _arch("Qwen2.5-1.5B", layers=28, hidden=1536, heads=12, kv_heads=2, head_dim=128, intermediate=8960, vocab=151936, tied_embeddings=True, qkv_bias=True),
-    "3B": _arch("Qwen2.5-3B", layers=36, hidden=2048, heads=16, kv_heads=2, head_dim=128, intermediate=11008, vocab=151936, tied_embeddings=True, qkv_bias=True),
-    "7B": _arch("Qwen2.5-7B", layers=28, hidden=3584, heads=28, kv_heads=4, head_dim=128, intermediate=18944, vocab=152064, qkv_bias=True),
-    "8B": _arch("Llama-3.1-8B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256),
-    "14B": _arch("Qwen2.5-14B", layers=48, hidden=5120, heads=40, kv_heads=8, head_dim=128, intermediate=13824, vocab=152064, qkv_bias=True),
-    "32B": _arch("Qwen2.5-32B", layers=64, hidden=5120, heads=40, kv_heads=8, head_dim=128, intermediate=27648, vocab=152064, qkv_bias=True),
-    "70B": _arch("Llama-3.1-70B", layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, intermediate=28672, vocab=128256),
+    "0.5B": _arch(
+        "Qwen2.5-0.5B",
+        layers=24,
+        hidden=896,
+        heads=14,
+        kv_heads=2,
+        head_dim=64,
+        intermediate=4864,
+        vocab=151936,
+        tied_embeddings=True,
+        qkv_bias=True,
+    ),
+    "1.5B": _arch(
+        "Qwen2.5-1.5B",
+        layers=28,
+        hidden=1536,
+        heads=12,
+        kv_heads=2,
+        head_dim=128,
+        intermediate=8960,
+        vocab=151936,
+        tied_embeddings=True,
+        qkv_bias=True,
+    ),
+    "3B": _arch(
+        "Qwen2.5-3B",
+        layers=36,
+        hidden=2048,
+        heads=16,
+        kv_heads=2,
+        head_dim=128,
+        intermediate=11008,
+        vocab=151936,
+        tied_embeddings=True,
+        qkv_bias=True,
+    ),
+    "7B": _arch(
+        "Qwen2.5-7B",
+        layers=28,
+        hidden=3584,
+        heads=28,
+        kv_heads=4,
+        head_dim=128,
+        intermediate=18944,
+        vocab=152064,
+        qkv_bias=True,
+    ),
+    "8B": _arch(
+        "Llama-3.1-8B", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256
+    ),
+    "14B": _arch(
+        "Qwen2.5-14B",
+        layers=48,
+        hidden=5120,
+        heads=40,
+        kv_heads=8,
+        head_dim=128,
+        intermediate=13824,
+        vocab=152064,
+        qkv_bias=True,
+    ),
+    "32B": _arch(
+        "Qwen2.5-32B",
+        layers=64,
+        hidden=5120,
+        heads=40,
+        kv_heads=8,
+        head_dim=128,
+        intermediate=27648,
+        vocab=152064,
+        qkv_bias=True,
+    ),
+    "70B": _arch(
+        "Llama-3.1-70B", layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, intermediate=28672, vocab=128256
+    ),
     # A mixture of experts, to show what GSPO is required for.
-    "30B-A3B": _arch("Qwen3-30B-A3B", layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, intermediate=6144, vocab=151936,
-                     experts=128, experts_per_token=8, moe_intermediate=768, qk_norm=True),
+    "30B-A3B": _arch(
+        "Qwen3-30B-A3B",
+        layers=48,
+        hidden=2048,
+        heads=32,
+        kv_heads=4,
+        head_dim=128,
+        intermediate=6144,
+        vocab=151936,
+        experts=128,
+        experts_per_token=8,
+        moe_intermediate=768,
+        qk_norm=True,
+    ),
 }
 
 
 # Where the weights of each size class live on the Hugging Face hub (used in launch commands).
 HUB_IDS: dict[str, str] = {
-    "0.5B": "Qwen/Qwen2.5-0.5B", "1.5B": "Qwen/Qwen2.5-1.5B", "3B": "Qwen/Qwen2.5-3B", "7B": "Qwen/Qwen2.5-7B",
-    "8B": "meta-llama/Llama-3.1-8B", "14B": "Qwen/Qwen2.5-14B", "32B": "Qwen/Qwen2.5-32B", "70B": "meta-llama/Llama-3.1-70B",
+    "0.5B": "Qwen/Qwen2.5-0.5B",
+    "1.5B": "Qwen/Qwen2.5-1.5B",
+    "3B": "Qwen/Qwen2.5-3B",
+    "7B": "Qwen/Qwen2.5-7B",
+    "8B": "meta-llama/Llama-3.1-8B",
+    "14B": "Qwen/Qwen2.5-14B",
+    "32B": "Qwen/Qwen2.5-32B",
+    "70B": "meta-llama/Llama-3.1-70B",
     "30B-A3B": "Qwen/Qwen3-30B-A3B",
 }
 
@@ -198,7 +291,9 @@ def load_architecture(ref: str) -> Architecture:
         cfg = AutoConfig.from_pretrained(ref)
     except Exception as exc:  # noqa: BLE001 - offline, unknown id, not a model
         known = ", ".join(f"{k} ({a.name})" for k, a in SIZE_CLASSES.items())
-        raise ModelError(f"cannot read the config of {ref!r} ({type(exc).__name__}); pass a config.json, a model folder or a size class: {known}") from None
+        raise ModelError(
+            f"cannot read the config of {ref!r} ({type(exc).__name__}); pass a config.json, a model folder or a size class: {known}"
+        ) from None
     return Architecture.from_config(cfg.to_dict(), name=ref)
 
 
@@ -254,9 +349,18 @@ class Estimate:
         return {k: round(v / GB, 2) for k, v in self.parts.items()}
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.arch.name, "params": self.arch.params, "setting": self.setting.__dict__ | {},
-                "parts_gb": self.gb(), "peak_gb": round(self.peak / GB, 2), "capacity_gb": round(self.capacity / GB, 2),
-                "fits": self.fits, "kv_budget_gb": round(self.kv_budget / GB, 2), "kv_tokens": self.kv_tokens, "notes": list(self.notes)}
+        return {
+            "model": self.arch.name,
+            "params": self.arch.params,
+            "setting": self.setting.__dict__ | {},
+            "parts_gb": self.gb(),
+            "peak_gb": round(self.peak / GB, 2),
+            "capacity_gb": round(self.capacity / GB, 2),
+            "fits": self.fits,
+            "kv_budget_gb": round(self.kv_budget / GB, 2),
+            "kv_tokens": self.kv_tokens,
+            "notes": list(self.notes),
+        }
 
 
 def policy_bytes(arch: Architecture, s: Setting) -> dict[str, float]:
@@ -327,25 +431,42 @@ def estimate(arch: Architecture, s: Setting) -> Estimate:
         else:
             peak = training_peak + share
         if kv_budget < kv_bytes(arch, seq):
-            notes.append(f"does not fit: the vLLM share ({share / GB:.1f} GB) cannot hold its bf16 weights ({vllm_weights / GB:.1f} GB) plus the KV cache of one {seq}-token sequence ({kv_bytes(arch, seq) / GB:.2f} GB)")
+            notes.append(
+                f"does not fit: the vLLM share ({share / GB:.1f} GB) cannot hold its bf16 weights ({vllm_weights / GB:.1f} GB) plus the KV cache of one {seq}-token sequence ({kv_bytes(arch, seq) / GB:.2f} GB)"
+            )
     else:
         peak = training_peak
         if s.vllm == "server":
             server_cap = s.server_gpus * cap * 0.9
             server_weights = 2.0 * arch.params
             kv_budget = server_cap - server_weights - VLLM_RUNTIME_BYTES * s.server_gpus
-            server_needs = (server_weights + VLLM_RUNTIME_BYTES * s.server_gpus + kv_bytes(arch, seq)) / max(s.server_gpus, 1)
+            server_needs = (server_weights + VLLM_RUNTIME_BYTES * s.server_gpus + kv_bytes(arch, seq)) / max(
+                s.server_gpus, 1
+            )
             if kv_budget < kv_bytes(arch, seq):
-                notes.append(f"does not fit: the vLLM server's {s.server_gpus} GPU(s) at 0.9 hold {server_cap / GB:.0f} GB, less than its bf16 weights ({server_weights / GB:.1f} GB) plus one sequence's KV cache")
+                notes.append(
+                    f"does not fit: the vLLM server's {s.server_gpus} GPU(s) at 0.9 hold {server_cap / GB:.0f} GB, less than its bf16 weights ({server_weights / GB:.1f} GB) plus one sequence's KV cache"
+                )
     if kv_budget > 0:
         kv_tokens = int(kv_budget // arch.kv_bytes_per_token)
         in_flight = s.per_device_batch * seq
         if s.vllm != "none" and kv_tokens < in_flight:
-            notes.append(f"vLLM's KV budget holds {kv_tokens} tokens, fewer than a batch in flight ({in_flight}): vLLM pages and preempts, so generation is slower but does not fail")
+            notes.append(
+                f"vLLM's KV budget holds {kv_tokens} tokens, fewer than a batch in flight ({in_flight}): vLLM pages and preempts, so generation is slower but does not fail"
+            )
     if arch.moe:
         notes.append("mixture of experts: use the gspo variant")
-    return Estimate(arch=arch, setting=s, parts=parts, peak=peak, capacity=cap, notes=tuple(notes),
-                    kv_budget=max(kv_budget, 0.0), kv_tokens=kv_tokens, server_needs=server_needs)
+    return Estimate(
+        arch=arch,
+        setting=s,
+        parts=parts,
+        peak=peak,
+        capacity=cap,
+        notes=tuple(notes),
+        kv_budget=max(kv_budget, 0.0),
+        kv_tokens=kv_tokens,
+        server_needs=server_needs,
+    )
 
 
 @dataclass(frozen=True)
@@ -366,7 +487,10 @@ class Recommendation:
         if self.estimate is None:
             return {}
         s = self.estimate.setting
-        patch: dict[str, Any] = {"per_device_train_batch_size": s.per_device_batch, "gradient_checkpointing": s.gradient_checkpointing}
+        patch: dict[str, Any] = {
+            "per_device_train_batch_size": s.per_device_batch,
+            "gradient_checkpointing": s.gradient_checkpointing,
+        }
         if s.vllm == "none":
             patch["use_vllm"] = False
         else:
@@ -399,8 +523,27 @@ def candidates(base: Setting, *, fixed_peft: bool, vllm_available: bool = True) 
                     out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="none", server_gpus=0))
                     continue
                 if base.gpus == 1:
-                    for util, sleep in ((0.3, False), (0.4, False), (0.3, True), (0.5, True), (0.7, True), (0.2, False), (0.2, True)):
-                        out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="colocate", vllm_util=util, sleep_mode=sleep, server_gpus=0))
+                    for util, sleep in (
+                        (0.3, False),
+                        (0.4, False),
+                        (0.3, True),
+                        (0.5, True),
+                        (0.7, True),
+                        (0.2, False),
+                        (0.2, True),
+                    ):
+                        out.append(
+                            replace(
+                                base,
+                                peft=peft,
+                                zero=zero,
+                                per_device_batch=batch,
+                                vllm="colocate",
+                                vllm_util=util,
+                                sleep_mode=sleep,
+                                server_gpus=0,
+                            )
+                        )
                 else:
                     per_node = base.gpus // max(base.nodes, 1)
                     # One node: a slice of its GPUs. Several: a whole node, as TRL's 72B recipe
@@ -408,16 +551,38 @@ def candidates(base: Setting, *, fixed_peft: bool, vllm_available: bool = True) 
                     servers = {per_node} if base.nodes > 1 else {1, base.gpus // 4 or 1, base.gpus // 2}
                     for server in sorted(servers):
                         if 0 < server < base.gpus:
-                            out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="server", server_gpus=server))
+                            out.append(
+                                replace(
+                                    base,
+                                    peft=peft,
+                                    zero=zero,
+                                    per_device_batch=batch,
+                                    vllm="server",
+                                    server_gpus=server,
+                                )
+                            )
                     for util, sleep in ((0.3, False), (0.3, True), (0.5, True)):
-                        out.append(replace(base, peft=peft, zero=zero, per_device_batch=batch, vllm="colocate", vllm_util=util, sleep_mode=sleep, server_gpus=0))
+                        out.append(
+                            replace(
+                                base,
+                                peft=peft,
+                                zero=zero,
+                                per_device_batch=batch,
+                                vllm="colocate",
+                                vllm_util=util,
+                                sleep_mode=sleep,
+                                server_gpus=0,
+                            )
+                        )
     return out
 
 
 HEADROOM = 0.9  # plan to 90 % of the GPU: the estimate leaves out fragmentation beyond 2 GB
 
 
-def recommend(arch: Architecture, base: Setting, *, fixed_peft: bool = False, vllm_available: bool = True) -> Recommendation:
+def recommend(
+    arch: Architecture, base: Setting, *, fixed_peft: bool = False, vllm_available: bool = True
+) -> Recommendation:
     """The first candidate whose peak stays under 90 % of the GPU, or the reason none does."""
     tried = candidates(base, fixed_peft=fixed_peft, vllm_available=vllm_available)
     closest: Estimate | None = None
@@ -430,9 +595,11 @@ def recommend(arch: Architecture, base: Setting, *, fixed_peft: bool = False, vl
             return Recommendation(e, len(tried))
     assert closest is not None
     biggest = max(closest.parts.items(), key=lambda kv: kv[1])
-    reason = (f"nothing fits {base.gpus} x {base.gpu_memory_gb:g} GB: the smallest of {len(tried)} settings needs {closest.peak / GB:.1f} GB per GPU "
-              f"({closest.setting.peft}, ZeRO-{closest.setting.zero}, batch {closest.setting.per_device_batch}); its largest part is {biggest[0]} "
-              f"at {biggest[1] / GB:.1f} GB. Add GPUs, use a smaller model, or shorten the completions")
+    reason = (
+        f"nothing fits {base.gpus} x {base.gpu_memory_gb:g} GB: the smallest of {len(tried)} settings needs {closest.peak / GB:.1f} GB per GPU "
+        f"({closest.setting.peft}, ZeRO-{closest.setting.zero}, batch {closest.setting.per_device_batch}); its largest part is {biggest[0]} "
+        f"at {biggest[1] / GB:.1f} GB. Add GPUs, use a smaller model, or shorten the completions"
+    )
     blocked = [n for n in closest.notes if n.startswith("does not fit")]
     if blocked:
         reason += f"; {blocked[0]}"
@@ -445,20 +612,37 @@ def table(settings: Setting | None = None, classes: Mapping[str, Architecture] |
     s = settings or Setting(per_device_batch=8, prompt_tokens=0, completion_tokens=2048)
     rows = []
     for key, a in (classes or SIZE_CLASSES).items():
-        rows.append({
-            "class": key, "model": a.name, "params_b": round(a.params / 1e9, 2),
-            "full_ft_gb": round(16 * a.params / GB, 1), "lora_gb": round(sum(policy_bytes(a, replace(s, peft="lora")).values()) / GB, 1),
-            "qlora_gb": round(sum(policy_bytes(a, replace(s, peft="qlora")).values()) / GB, 1),
-            "copy_gb": round(2 * a.params / GB, 1), "kv_kib_per_token": a.kv_bytes_per_token / 1024,
-            "logits_gb": round(logits_bytes(a, s) / GB, 1), "activations_gb": round(s.tokens * a.layers * a.hidden * 2 / GB, 1),
-            "moe": a.moe,
-        })
+        rows.append(
+            {
+                "class": key,
+                "model": a.name,
+                "params_b": round(a.params / 1e9, 2),
+                "full_ft_gb": round(16 * a.params / GB, 1),
+                "lora_gb": round(sum(policy_bytes(a, replace(s, peft="lora")).values()) / GB, 1),
+                "qlora_gb": round(sum(policy_bytes(a, replace(s, peft="qlora")).values()) / GB, 1),
+                "copy_gb": round(2 * a.params / GB, 1),
+                "kv_kib_per_token": a.kv_bytes_per_token / 1024,
+                "logits_gb": round(logits_bytes(a, s) / GB, 1),
+                "activations_gb": round(s.tokens * a.layers * a.hidden * 2 / GB, 1),
+                "moe": a.moe,
+            }
+        )
     return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    cols = [("class", "class"), ("model", "model"), ("params_b", "params B"), ("full_ft_gb", "full FT"), ("lora_gb", "LoRA"),
-            ("qlora_gb", "QLoRA"), ("copy_gb", "+ref/vLLM"), ("kv_kib_per_token", "KV KiB/tok"), ("logits_gb", "logits"), ("activations_gb", "ckpt acts")]
+    cols = [
+        ("class", "class"),
+        ("model", "model"),
+        ("params_b", "params B"),
+        ("full_ft_gb", "full FT"),
+        ("lora_gb", "LoRA"),
+        ("qlora_gb", "QLoRA"),
+        ("copy_gb", "+ref/vLLM"),
+        ("kv_kib_per_token", "KV KiB/tok"),
+        ("logits_gb", "logits"),
+        ("activations_gb", "ckpt acts"),
+    ]
     data = [[str(r[k]) + ("*" if k == "model" and r.get("moe") else "") for k, _ in cols] for r in rows]
     widths = [max(len(h), *(len(d[i]) for d in data)) for i, (_, h) in enumerate(cols)]
     lines = ["  ".join(h.ljust(w) for (_, h), w in zip(cols, widths, strict=True))]
@@ -468,15 +652,21 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def format_estimate(e: Estimate) -> str:
     s = e.setting
-    head = (f"{e.arch.name}: {e.arch.params / 1e9:.2f} B params{' (MoE, ' + format(e.arch.active_params / 1e9, '.2f') + ' B active)' if e.arch.moe else ''}, "
-            f"{s.gpus} GPU(s) x {s.gpu_memory_gb:g} GB, peft {s.peft}, ZeRO-{s.zero}, beta {s.beta:g}, vLLM {s.vllm}"
-            + (f" ({s.vllm_util:g} of the GPU{', sleep mode' if s.sleep_mode else ''})" if s.vllm == "colocate" else "")
-            + (f" ({s.server_gpus} server GPU(s))" if s.vllm == "server" else "")
-            + f", micro-batch {s.per_device_batch} x {s.prompt_tokens + s.completion_tokens} tokens")
+    head = (
+        f"{e.arch.name}: {e.arch.params / 1e9:.2f} B params{' (MoE, ' + format(e.arch.active_params / 1e9, '.2f') + ' B active)' if e.arch.moe else ''}, "
+        f"{s.gpus} GPU(s) x {s.gpu_memory_gb:g} GB, peft {s.peft}, ZeRO-{s.zero}, beta {s.beta:g}, vLLM {s.vllm}"
+        + (f" ({s.vllm_util:g} of the GPU{', sleep mode' if s.sleep_mode else ''})" if s.vllm == "colocate" else "")
+        + (f" ({s.server_gpus} server GPU(s))" if s.vllm == "server" else "")
+        + f", micro-batch {s.per_device_batch} x {s.prompt_tokens + s.completion_tokens} tokens"
+    )
     lines = [head] + [f"  {k:<12} {v / GB:8.2f} GB" for k, v in e.parts.items() if v]
-    lines.append(f"  {'peak':<12} {e.peak / GB:8.2f} GB of {e.capacity / GB:g} GB per training GPU -> {'fits' if e.fits else 'does not fit'}")
+    lines.append(
+        f"  {'peak':<12} {e.peak / GB:8.2f} GB of {e.capacity / GB:g} GB per training GPU -> {'fits' if e.fits else 'does not fit'}"
+    )
     if e.kv_tokens:
-        lines.append(f"  vLLM KV budget {e.kv_budget / GB:.2f} GB = {e.kv_tokens} tokens ({e.arch.kv_bytes_per_token / 1024:g} KiB/token)")
+        lines.append(
+            f"  vLLM KV budget {e.kv_budget / GB:.2f} GB = {e.kv_tokens} tokens ({e.arch.kv_bytes_per_token / 1024:g} KiB/token)"
+        )
     if e.server_needs:
         lines.append(f"  vLLM server needs ~{e.server_needs / GB:.1f} GB per server GPU")
     lines += [f"  note: {n}" for n in e.notes]
@@ -489,5 +679,17 @@ def fits_or_raise(rec: Recommendation) -> Estimate:
     return rec.estimate
 
 
-__all__ = ["SIZE_CLASSES", "Architecture", "Estimate", "Recommendation", "Setting", "estimate", "load_architecture",
-           "recommend", "table", "format_table", "format_estimate", "fits_or_raise"]
+__all__ = [
+    "SIZE_CLASSES",
+    "Architecture",
+    "Estimate",
+    "Recommendation",
+    "Setting",
+    "estimate",
+    "load_architecture",
+    "recommend",
+    "table",
+    "format_table",
+    "format_estimate",
+    "fits_or_raise",
+]

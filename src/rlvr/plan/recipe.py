@@ -78,10 +78,23 @@ STOP: dict[str, float | int] = {"masked_rate": 0.5, "masked_steps": 5, "zero_std
 
 # Values the recipe refuses to leave implicit, checked in every resolved config.
 EXPLICIT_KEYS = (
-    "loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "learning_rate",
-    "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "seed",
-    "temperature", "max_completion_length", "bf16", "use_vllm", "importance_sampling_level",
-    "num_iterations", "mask_truncated_completions",
+    "loss_type",
+    "scale_rewards",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "learning_rate",
+    "num_generations",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "seed",
+    "temperature",
+    "max_completion_length",
+    "bf16",
+    "use_vllm",
+    "importance_sampling_level",
+    "num_iterations",
+    "mask_truncated_completions",
 )
 
 # Variant overlays, each the smallest change that fixes its symptom (see DESIGN.md, doctor).
@@ -91,7 +104,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # overlong punishment is a reward term, not a GRPOConfig field: see VARIANT_TERMS. Dynamic
     # sampling is not in TRL's GRPOTrainer: rlvr's online filter stands in for it (rlvr.train.dynamic,
     # on by default for a run whose loss is "dapo"; grpo: {dynamic: {mode: off}} turns it off).
-    "dapo": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "mask_truncated_completions": True},
+    "dapo": {
+        "loss_type": "dapo",
+        "epsilon": 0.2,
+        "epsilon_high": 0.28,
+        "beta": 0.0,
+        "mask_truncated_completions": True,
+    },
     # Dr. GRPO (arXiv 2503.20783): no 1/|o| length normalisation, no std scaling. The paper also
     # drops the KL term; we keep the recipe's beta so the variant changes only what fixes the
     # length bias (set beta: 0 in the task to follow the paper exactly).
@@ -99,13 +118,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # GSPO (arXiv 2507.18071): sequence-level ratio with the paper's clip range. steps_per_generation
     # is set to 4 x gradient_accumulation_steps in `resolve` (TRL's docs): when training is fully
     # on-policy the ratio is 1 and the sequence level changes nothing.
-    "gspo": {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0},
+    "gspo": {
+        "importance_sampling_level": "sequence",
+        "loss_type": "grpo",
+        "epsilon": 3e-4,
+        "epsilon_high": 4e-4,
+        "beta": 0.0,
+    },
 }
 
 # Reward terms a variant adds to the task (a patch to task.yaml's rewards: list, never applied
 # silently). DAPO's soft overlong punishment: 0 up to L - cache, linear to -1 at L.
 VARIANT_TERMS: dict[str, list[dict[str, Any]]] = {
-    "dapo": [{"name": "overlong", "verifier": "overlong", "weight": 1.0}],  # options from the config: see term_patch
+    "dapo": [{"name": "overlong", "verifier": "overlong", "weight": 1.0}]  # options from the config: see term_patch
 }
 
 # The TRL versions this module was tested against (pyproject pins the same range).
@@ -268,8 +293,13 @@ def unknown_keys(cfg: Mapping[str, Any], known: set[str], *, what: str, prefix: 
     for key in cfg:
         if key not in known:
             close = difflib.get_close_matches(str(key), sorted(known), n=1)
-            out.append(Problem(f"{prefix}{key}", f"not a {what} field of the installed TRL; TRL would reject it",
-                               f"did you mean {close[0]!r}?" if close else "remove it"))
+            out.append(
+                Problem(
+                    f"{prefix}{key}",
+                    f"not a {what} field of the installed TRL; TRL would reject it",
+                    f"did you mean {close[0]!r}?" if close else "remove it",
+                )
+            )
     return out
 
 
@@ -321,19 +351,37 @@ def validate(
     version = trl_version() if installed_trl is None else installed_trl
     low, high = (_version_tuple(v) for v in TESTED_TRL)
     if not version or not (low <= _version_tuple(version) < high):
-        add("trl", f"installed TRL {version or '(none)'} is outside the tested range >={TESTED_TRL[0]},<{TESTED_TRL[1]}; defaults and field names move between versions",
-            f"pip install 'trl>={TESTED_TRL[0]},<{TESTED_TRL[1]}'")
+        add(
+            "trl",
+            f"installed TRL {version or '(none)'} is outside the tested range >={TESTED_TRL[0]},<{TESTED_TRL[1]}; defaults and field names move between versions",
+            f"pip install 'trl>={TESTED_TRL[0]},<{TESTED_TRL[1]}'",
+        )
 
     # Enumerations TRL only checks on the first training step.
-    for key, allowed in (("loss_type", LOSS_TYPES), ("scale_rewards", SCALE_REWARDS), ("importance_sampling_level", IS_LEVELS)):
+    for key, allowed in (
+        ("loss_type", LOSS_TYPES),
+        ("scale_rewards", SCALE_REWARDS),
+        ("importance_sampling_level", IS_LEVELS),
+    ):
         value = cfg.get(key)
         if value is not None and not isinstance(value, bool) and value not in allowed:
-            add(key, f"{value!r} is not one of {', '.join(allowed)}; TRL fails on the first step, after the model has loaded",
-                f"write one of {', '.join(allowed)}")
+            add(
+                key,
+                f"{value!r} is not one of {', '.join(allowed)}; TRL fails on the first step, after the model has loaded",
+                f"write one of {', '.join(allowed)}",
+            )
 
     ints = {}
-    for key in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "per_device_eval_batch_size",
-                "steps_per_generation", "generation_batch_size", "num_generations_eval", "num_iterations"):
+    for key in (
+        "num_generations",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "per_device_eval_batch_size",
+        "steps_per_generation",
+        "generation_batch_size",
+        "num_generations_eval",
+        "num_iterations",
+    ):
         value = cfg.get(key)
         if value is None:
             continue
@@ -345,10 +393,17 @@ def validate(
     # Group size: TRL's hard minimum is 2; the recipe's floor is 8 unless justified.
     g = ints.get("num_generations", 8)
     if "num_generations" in ints and g < 2:
-        add("num_generations", f"{g} leaves no group to compare against (GRPO needs at least 2 completions per prompt)", "use 8 or more")
+        add(
+            "num_generations",
+            f"{g} leaves no group to compare against (GRPO needs at least 2 completions per prompt)",
+            "use 8 or more",
+        )
     elif g < MIN_GENERATIONS and not justified.get("num_generations", "").strip():
-        add("num_generations", f"{g} is below the recipe's floor of {MIN_GENERATIONS}: the advantage is relative to the group mean, so a small group makes a noisy baseline",
-            "raise it to 8, or write the reason in the task: grpo: {justify: {num_generations: '...'}} (or rlvr plan --justify num_generations='...'); it is stored in the config")
+        add(
+            "num_generations",
+            f"{g} is below the recipe's floor of {MIN_GENERATIONS}: the advantage is relative to the group mean, so a small group makes a noisy baseline",
+            "raise it to 8, or write the reason in the task: grpo: {justify: {num_generations: '...'}} (or rlvr plan --justify num_generations='...'); it is stored in the config",
+        )
 
     # Batch arithmetic, as TRL's GRPOConfig.__post_init__ does it, with the target's process count.
     procs = target.num_processes
@@ -356,69 +411,125 @@ def validate(
     ga = ints.get("gradient_accumulation_steps", 1)
     global_batch = bs * procs
     if "generation_batch_size" in ints and "steps_per_generation" in ints:
-        add("generation_batch_size", "generation_batch_size and steps_per_generation are both set; TRL accepts one", "remove one of them")
+        add(
+            "generation_batch_size",
+            "generation_batch_size and steps_per_generation are both set; TRL accepts one",
+            "remove one of them",
+        )
     if "generation_batch_size" in ints:
         gen_batch = ints["generation_batch_size"]
         if gen_batch % global_batch:
-            add("generation_batch_size", f"{gen_batch} is not divisible by the global batch per_device_train_batch_size x processes = {bs} x {procs} = {global_batch}",
-                f"use a multiple of {global_batch}")
+            add(
+                "generation_batch_size",
+                f"{gen_batch} is not divisible by the global batch per_device_train_batch_size x processes = {bs} x {procs} = {global_batch}",
+                f"use a multiple of {global_batch}",
+            )
     else:
         gen_batch = global_batch * ints.get("steps_per_generation", ga)
     if gen_batch % g:
-        add("num_generations", f"the generation batch ({gen_batch} = {bs} per device x {procs} processes x {gen_batch // max(global_batch, 1)} steps) is not divisible by num_generations ({g}): every prompt group must be whole",
-            f"make per_device_train_batch_size x processes x steps_per_generation a multiple of {g}")
+        add(
+            "num_generations",
+            f"the generation batch ({gen_batch} = {bs} per device x {procs} processes x {gen_batch // max(global_batch, 1)} steps) is not divisible by num_generations ({g}): every prompt group must be whole",
+            f"make per_device_train_batch_size x processes x steps_per_generation a multiple of {g}",
+        )
     if str(cfg.get("eval_strategy", "no")) not in ("no", "IntervalStrategy.NO"):
         g_eval = ints.get("num_generations_eval", g)
         eval_bs = ints.get("per_device_eval_batch_size", 8)
         if (eval_bs * procs) % g_eval:
-            add("per_device_eval_batch_size", f"the global eval batch ({eval_bs} x {procs} processes) is not divisible by the eval generations ({g_eval})",
-                f"make per_device_eval_batch_size x processes a multiple of {g_eval}, or set num_generations_eval")
+            add(
+                "per_device_eval_batch_size",
+                f"the global eval batch ({eval_bs} x {procs} processes) is not divisible by the eval generations ({g_eval})",
+                f"make per_device_eval_batch_size x processes a multiple of {g_eval}, or set num_generations_eval",
+            )
 
     # Precision against the hardware.
     if cfg.get("bf16") and not target.bf16:
         where = "no GPU" if target.gpus == 0 else "GPUs without bf16 (e.g. V100, T4)"
-        add("bf16", f"bf16 is on, but the target has {where}", "set bf16: false (and fp16: true on pre-Ampere GPUs, or use_cpu: true on CPU)")
+        add(
+            "bf16",
+            f"bf16 is on, but the target has {where}",
+            "set bf16: false (and fp16: true on pre-Ampere GPUs, or use_cpu: true on CPU)",
+        )
     if cfg.get("bf16") and cfg.get("fp16"):
         add("fp16", "bf16 and fp16 are both on", "keep one; bf16 where the hardware has it")
 
     # vLLM against the GPUs.
     if cfg.get("use_vllm"):
         mode = cfg.get("vllm_mode", "colocate")
-        remote = bool(cfg.get("vllm_server_base_url")) or cfg.get("vllm_server_host") not in (None, "0.0.0.0", "127.0.0.1", "localhost")
+        remote = bool(cfg.get("vllm_server_base_url")) or cfg.get("vllm_server_host") not in (
+            None,
+            "0.0.0.0",
+            "127.0.0.1",
+            "localhost",
+        )
         if mode not in VLLM_MODES:
-            add("vllm_mode", f"{mode!r} is not one of {', '.join(VLLM_MODES)}", "colocate on one GPU, server on several")
+            add(
+                "vllm_mode", f"{mode!r} is not one of {', '.join(VLLM_MODES)}", "colocate on one GPU, server on several"
+            )
         elif target.gpus == 0:
-            add("use_vllm", "vLLM needs a CUDA GPU and the target has none", "set use_vllm: false (generation then runs in transformers)")
+            add(
+                "use_vllm",
+                "vLLM needs a CUDA GPU and the target has none",
+                "set use_vllm: false (generation then runs in transformers)",
+            )
         elif mode == "server":
             if target.gpus * target.nodes < 2 and not remote:
-                add("vllm_mode", "server mode needs GPUs of its own: with one GPU the server and training would share it (TRL: NCCL errors)",
-                    "use vllm_mode: colocate on one GPU, or point vllm_server_base_url at a server on another machine")
+                add(
+                    "vllm_mode",
+                    "server mode needs GPUs of its own: with one GPU the server and training would share it (TRL: NCCL errors)",
+                    "use vllm_mode: colocate on one GPU, or point vllm_server_base_url at a server on another machine",
+                )
             elif target.server_gpus and target.server_gpus >= target.gpus * target.nodes and not remote:
-                add("vllm_mode", f"the vLLM server takes {target.server_gpus} of {target.gpus * target.nodes} GPUs, leaving none to train on", "give the server fewer GPUs")
+                add(
+                    "vllm_mode",
+                    f"the vLLM server takes {target.server_gpus} of {target.gpus * target.nodes} GPUs, leaving none to train on",
+                    "give the server fewer GPUs",
+                )
             if not cfg.get("vllm_server_base_url") and cfg.get("vllm_server_host") in (None, "0.0.0.0"):
-                add("vllm_server_host", "server mode without an address: TRL's default host 0.0.0.0 is a listen address, not where the trainer can reach the server",
-                    "set vllm_server_host (127.0.0.1 when the server runs on this node) or vllm_server_base_url")
+                add(
+                    "vllm_server_host",
+                    "server mode without an address: TRL's default host 0.0.0.0 is a listen address, not where the trainer can reach the server",
+                    "set vllm_server_host (127.0.0.1 when the server runs on this node) or vllm_server_base_url",
+                )
         util = cfg.get("vllm_gpu_memory_utilization")
         if util is not None and not (isinstance(util, (int, float)) and 0 < util < 1):
-            add("vllm_gpu_memory_utilization", f"must be a fraction between 0 and 1, got {util!r}", "the recipe's colocate share is 0.3")
+            add(
+                "vllm_gpu_memory_utilization",
+                f"must be a fraction between 0 and 1, got {util!r}",
+                "the recipe's colocate share is 0.3",
+            )
 
     # The reference model.
     beta = cfg.get("beta", 0.0)
     if isinstance(beta, (int, float)) and beta > 0 and peft == "none" and model is not None and not model.rebuildable:
-        add("beta", f"beta {beta} needs a reference model, and TRL rebuilds it with from_pretrained({model.ref!r}): {model.why_not_rebuildable}",
-            "set beta: 0, train with LoRA (the reference is then the adapter-disabled model), or save the model to a folder and point model: at it")
+        add(
+            "beta",
+            f"beta {beta} needs a reference model, and TRL rebuilds it with from_pretrained({model.ref!r}): {model.why_not_rebuildable}",
+            "set beta: 0, train with LoRA (the reference is then the adapter-disabled model), or save the model to a folder and point model: at it",
+        )
 
     # Mixture of experts needs sequence-level ratios (GSPO).
-    if model is not None and model.moe and cfg.get("importance_sampling_level") != "sequence" and not (forced_variant_reason or "").strip():
-        add("importance_sampling_level", f"{model.ref or 'the model'} is a mixture of experts: token-level ratios are volatile because the routed experts shift after each update, and GRPO did not converge without routing replay (GSPO paper)",
-            "use --variant gspo, or force another variant with a written reason (--force-variant REASON)")
+    if (
+        model is not None
+        and model.moe
+        and cfg.get("importance_sampling_level") != "sequence"
+        and not (forced_variant_reason or "").strip()
+    ):
+        add(
+            "importance_sampling_level",
+            f"{model.ref or 'the model'} is a mixture of experts: token-level ratios are volatile because the routed experts shift after each update, and GRPO did not converge without routing replay (GSPO paper)",
+            "use --variant gspo, or force another variant with a written reason (--force-variant REASON)",
+        )
     if cfg.get("importance_sampling_level") == "sequence":
         spg = ints.get("steps_per_generation")
         if "generation_batch_size" in ints:
             spg = ints["generation_batch_size"] // max(global_batch, 1)
         if (spg or ga) <= ga and ints.get("num_iterations", 1) == 1:
-            add("steps_per_generation", "sequence-level importance ratios change nothing when training is fully on-policy (steps_per_generation <= gradient_accumulation_steps and num_iterations 1: the ratio is 1)",
-                f"set steps_per_generation to {4 * ga} (4 x gradient_accumulation_steps, TRL's GSPO example)")
+            add(
+                "steps_per_generation",
+                "sequence-level importance ratios change nothing when training is fully on-policy (steps_per_generation <= gradient_accumulation_steps and num_iterations 1: the ratio is 1)",
+                f"set steps_per_generation to {4 * ga} (4 x gradient_accumulation_steps, TRL's GSPO example)",
+            )
     return problems
 
 
@@ -478,7 +589,9 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], ConfigMeta]:
     try:
         raw = yamlio.load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(Problem(str(path), f"cannot read the config: {exc}", "pass a YAML file written by rlvr plan or rlvr train")) from None
+        raise ConfigError(
+            Problem(str(path), f"cannot read the config: {exc}", "pass a YAML file written by rlvr plan or rlvr train")
+        ) from None
     if not isinstance(raw, Mapping):
         raise ConfigError(Problem(str(path), "a config file must be a YAML mapping of GRPOConfig fields"))
     if isinstance(raw.get("grpo"), Mapping):
@@ -487,12 +600,22 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], ConfigMeta]:
         return dict(raw["grpo"]), ConfigMeta(
             variant=str(rl.get("variant", variant_of(raw["grpo"]))),
             justifications={str(k): str(v) for k, v in just.items()} if isinstance(just, Mapping) else {},
-            task=str(rl.get("task", "")), model=str(rl.get("model", "")))
+            task=str(rl.get("task", "")),
+            model=str(rl.get("model", "")),
+        )
     env = raw.get("env") or {}
     if not isinstance(env, Mapping):
-        raise ConfigError(Problem(f"{path}: env", "must be a mapping of environment variables", "write env: followed by NAME: value lines"))
+        raise ConfigError(
+            Problem(
+                f"{path}: env", "must be a mapping of environment variables", "write env: followed by NAME: value lines"
+            )
+        )
     grpo = {k: v for k, v in raw.items() if k != "env"}
-    just = {k[len("RLVR_JUSTIFY_"):].lower(): str(v) for k, v in env.items() if str(k).startswith("RLVR_JUSTIFY_")}
-    return grpo, ConfigMeta(variant=str(env.get("RLVR_VARIANT", variant_of(grpo))), justifications=just,
-                            task=str(env.get("RLVR_TASK", "")), model=str(env.get("RLVR_MODEL", "")),
-                            peft=str(env.get("RLVR_PEFT", "none")))
+    just = {k[len("RLVR_JUSTIFY_") :].lower(): str(v) for k, v in env.items() if str(k).startswith("RLVR_JUSTIFY_")}
+    return grpo, ConfigMeta(
+        variant=str(env.get("RLVR_VARIANT", variant_of(grpo))),
+        justifications=just,
+        task=str(env.get("RLVR_TASK", "")),
+        model=str(env.get("RLVR_MODEL", "")),
+        peft=str(env.get("RLVR_PEFT", "none")),
+    )

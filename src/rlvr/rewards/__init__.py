@@ -57,7 +57,9 @@ def _import(path: str, search: Path | None = None) -> Any:
     else:
         mod_name, _, attr = path.rpartition(".")
     if not mod_name or not attr:
-        raise VerifierError(f"{path!r} is neither a built-in verifier ({', '.join(sorted(BUILTINS))}) nor a dotted path 'module.attr'")
+        raise VerifierError(
+            f"{path!r} is neither a built-in verifier ({', '.join(sorted(BUILTINS))}) nor a dotted path 'module.attr'"
+        )
     try:
         module = importlib.import_module(mod_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a bad term
@@ -145,13 +147,17 @@ def as_verdict(value: Any, row: int | None = None) -> Verdict:
     if value is None:
         return Verdict.error(f"{where}the reward function returned None")
     if isinstance(value, (str, bytes)):
-        return Verdict.error(f"{where}the reward function returned {type(value).__name__} {str(value)[:40]!r}, not a number")
+        return Verdict.error(
+            f"{where}the reward function returned {type(value).__name__} {str(value)[:40]!r}, not a number"
+        )
     try:
         score = float(value)
     except (TypeError, ValueError, OverflowError):
         return Verdict.error(f"{where}the reward function returned {type(value).__name__}, not a number")
     if not _math.isfinite(score) or abs(score) > FLOAT32_MAX:
-        return Verdict.error(f"{where}the reward function returned {score!r}, not a finite number within float32's range")
+        return Verdict.error(
+            f"{where}the reward function returned {score!r}, not a finite number within float32's range"
+        )
     return Verdict.correct(score) if score > 0 else Verdict.wrong(score)
 
 
@@ -177,8 +183,10 @@ def build_verifier(
         if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
             unknown = sorted(set(options) - set(params))
             if unknown:
-                raise VerifierError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for reward {name!r}{_closest(unknown, params)}; "
-                                    f"its options: {_describe_options(params)}")
+                raise VerifierError(
+                    f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for reward {name!r}{_closest(unknown, params)}; "
+                    f"its options: {_describe_options(params)}"
+                )
         try:
             obj = target(**options)
         except VerifierError:

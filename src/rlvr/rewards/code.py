@@ -88,11 +88,13 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
         end = text.find("```", eol)
         if end == -1:
             return out
-        out.append((text[start + 3:eol].strip().lower(), text[eol + 1:end]))
+        out.append((text[start + 3 : eol].strip().lower(), text[eol + 1 : end]))
         i = end + 3
 
 
-def extract_code(completion: str, fmt: AnswerFormat, how: str = "auto") -> tuple[str | None, tuple[int, int] | None, str]:
+def extract_code(
+    completion: str, fmt: AnswerFormat, how: str = "auto"
+) -> tuple[str | None, tuple[int, int] | None, str]:
     """(code, span, problem)."""
     if how == "whole":
         return (completion, (0, len(completion)), "") if completion.strip() else (None, None, "empty completion")
@@ -110,7 +112,11 @@ def extract_code(completion: str, fmt: AnswerFormat, how: str = "auto") -> tuple
         return None, None, problem
     blocks = [b for lang, b in fenced_blocks(completion[start:]) if lang in ("", "python", "py", "python3")]
     if not blocks or not blocks[-1].strip():
-        return None, None, "no fenced Python code block after the think block" if start else "no fenced Python code block"
+        return (
+            None,
+            None,
+            "no fenced Python code block after the think block" if start else "no fenced Python code block",
+        )
     return blocks[-1], None, ""
 
 
@@ -160,19 +166,47 @@ class UnitTests(BaseVerifier):
         if style not in STYLES:
             problems.append(Problem("unit_tests.style", f"unknown style {style!r}", f"one of {', '.join(STYLES)}"))
         if extract not in EXTRACT:
-            problems.append(Problem("unit_tests.extract", f"unknown extraction {extract!r}", f"one of {', '.join(EXTRACT)}"))
+            problems.append(
+                Problem("unit_tests.extract", f"unknown extraction {extract!r}", f"one of {', '.join(EXTRACT)}")
+            )
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
-            problems.append(Problem("unit_tests.timeout", f"must be seconds in (0, 600], got {timeout!r}", "e.g. timeout: 5"))
+            problems.append(
+                Problem("unit_tests.timeout", f"must be seconds in (0, 600], got {timeout!r}", "e.g. timeout: 5")
+            )
         if not isinstance(memory_mb, int) or isinstance(memory_mb, bool) or memory_mb < 16:
-            problems.append(Problem("unit_tests.memory_mb", f"must be an integer >= 16, got {memory_mb!r}", "e.g. memory_mb: 1024"))
+            problems.append(
+                Problem("unit_tests.memory_mb", f"must be an integer >= 16, got {memory_mb!r}", "e.g. memory_mb: 1024")
+            )
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            problems.append(Problem("unit_tests.workers", f"must be a positive integer, got {workers!r}", "e.g. workers: 2 (one per core)"))
+            problems.append(
+                Problem(
+                    "unit_tests.workers",
+                    f"must be a positive integer, got {workers!r}",
+                    "e.g. workers: 2 (one per core)",
+                )
+            )
         if not isinstance(float_tolerance, (int, float)) or float_tolerance < 0:
-            problems.append(Problem("unit_tests.float_tolerance", f"must be >= 0, got {float_tolerance!r}", "0 compares floats exactly"))
+            problems.append(
+                Problem(
+                    "unit_tests.float_tolerance", f"must be >= 0, got {float_tolerance!r}", "0 compares floats exactly"
+                )
+            )
         if limits_exceeded not in ("mask", "wrong"):
-            problems.append(Problem("unit_tests.limits_exceeded", f"must be mask or wrong, got {limits_exceeded!r}", "mask (the default) follows the verifier rules"))
+            problems.append(
+                Problem(
+                    "unit_tests.limits_exceeded",
+                    f"must be mask or wrong, got {limits_exceeded!r}",
+                    "mask (the default) follows the verifier rules",
+                )
+            )
         if weaker not in ("error", "run"):
-            problems.append(Problem("unit_tests.weaker", f"must be error or run, got {weaker!r}", "error (the default) never rewards a test the trusted side cannot run"))
+            problems.append(
+                Problem(
+                    "unit_tests.weaker",
+                    f"must be error or run, got {weaker!r}",
+                    "error (the default) never rewards a test the trusted side cannot run",
+                )
+            )
         if problems:
             raise VerifierError("; ".join(str(p) for p in problems))
         self.fmt = answer_format or AnswerFormat()
@@ -255,7 +289,12 @@ class UnitTests(BaseVerifier):
             if plan.weaker:
                 self.counts["weaker"] += 1
                 if self.weaker == "error":
-                    out[i] = Verdict.error("the trusted side cannot run these tests (weaker): " + "; ".join(plan.weaker[:3]), kind="weaker", answer=code, span=span)
+                    out[i] = Verdict.error(
+                        "the trusted side cannot run these tests (weaker): " + "; ".join(plan.weaker[:3]),
+                        kind="weaker",
+                        answer=code,
+                        span=span,
+                    )
                     continue
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
             todo.append((i, plan, self.conversation(prefix + code, plan), code, span))
@@ -294,12 +333,20 @@ class UnitTests(BaseVerifier):
         memory = end.maxrss >= budget // 2 and (j.memory or end.why in ("exited", "closed"))
         limit = "timeout" if end.why == "timeout" and j.status == "incomplete" else "memory" if memory else ""
         if limit:
-            what = f"timed out after {self.timeout:g}s" if limit == "timeout" else f"exceeded the {self.memory_mb} MB memory budget (peak {end.maxrss >> 20} MB, measured)"
+            what = (
+                f"timed out after {self.timeout:g}s"
+                if limit == "timeout"
+                else f"exceeded the {self.memory_mb} MB memory budget (peak {end.maxrss >> 20} MB, measured)"
+            )
             if self.limits_exceeded == "wrong":
                 return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
             return Verdict.error(what, kind=limit, **kw)
         if j.status == "incomplete":
-            how = {"output_limit": "its answers went over the size limit", "closed": "it closed its answer channel", "exited": f"it ended itself ({end.status})"}.get(end.why, end.why)
+            how = {
+                "output_limit": "its answers went over the size limit",
+                "closed": "it closed its answer channel",
+                "exited": f"it ended itself ({end.status})",
+            }.get(end.why, end.why)
             return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally: {how}", **kw)
         score = j.passed / j.total if self.partial_credit and j.total else 0.0
         return Verdict.wrong(score, detail=j.detail, **kw)

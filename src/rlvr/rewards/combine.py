@@ -79,7 +79,9 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, Mapping):
         return _message_text(completion)
     if isinstance(completion, Sequence):
-        return "".join(_message_text(m) for m in completion if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant")
+        return "".join(
+            _message_text(m) for m in completion if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant"
+        )
     return str(completion)
 
 
@@ -107,7 +109,10 @@ def checked_verdicts(term: str, verifier: Verifier, samples: Sequence[Sample], o
             raise ValueError(f"verify_batch returned {len(out)} verdicts for {len(samples)} samples")
     except Exception as exc:  # noqa: BLE001 - one bad row must not mask (or crash) the batch
         if len(samples) <= 1:
-            return [Verdict.error(f"term {term!r}, row {offset}: {type(exc).__name__}: {exc}", kind="crash") for _ in samples]
+            return [
+                Verdict.error(f"term {term!r}, row {offset}: {type(exc).__name__}: {exc}", kind="crash")
+                for _ in samples
+            ]
         out = []
         for i, s in enumerate(samples):
             out.extend(checked_verdicts(term, verifier, [s], offset + i))
@@ -221,7 +226,10 @@ class RewardSet:
         """One TRL reward function per term, in order, each named after its term."""
         funcs = []
         for name in self.names:
-            def fn(prompts: Any = None, completions: Any = None, _name: str = name, **kwargs: Any) -> list[float | None]:
+
+            def fn(
+                prompts: Any = None, completions: Any = None, _name: str = name, **kwargs: Any
+            ) -> list[float | None]:
                 scored = self._score_trl_batch({"prompts": prompts, "completions": completions, **kwargs})
                 return [s.rewards()[_name] for s in scored]
 

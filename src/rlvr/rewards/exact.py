@@ -82,7 +82,7 @@ def normalize(text: str, rules: Iterable[str]) -> str:
     if "dollars" in rules:
         for d in ("$$", "$"):
             if len(text) > 2 * len(d) - 1 and text.startswith(d) and text.endswith(d):
-                text = text[len(d):-len(d)].strip()
+                text = text[len(d) : -len(d)].strip()
                 break
     if "whitespace" in rules:
         text = _SPACES.sub(" ", text)
@@ -111,10 +111,7 @@ class ExactMatch(BaseVerifier):
     kind = "answer"
 
     def __init__(
-        self,
-        answer_format: AnswerFormat | None = None,
-        column: str = "answer",
-        normalize: Iterable[str] = (),
+        self, answer_format: AnswerFormat | None = None, column: str = "answer", normalize: Iterable[str] = ()
     ) -> None:
         rules = tuple(normalize)
         unknown = [r for r in rules if r not in RULES]
@@ -139,5 +136,7 @@ class ExactMatch(BaseVerifier):
         if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw):
             got = _as_decimal(answer)
             if got is not None and got == Decimal(repr(raw) if isinstance(raw, float) else raw):
-                return Verdict.correct(answer=ex.answer, span=ex.span, detail=f"numerically equal to the numeric ground truth {raw!r}")
+                return Verdict.correct(
+                    answer=ex.answer, span=ex.span, detail=f"numerically equal to the numeric ground truth {raw!r}"
+                )
         return Verdict.wrong(answer=ex.answer, span=ex.span, detail=f"expected {gold!r}")

@@ -184,7 +184,9 @@ def extract(completion: str, fmt: AnswerFormat) -> Extraction:
         if before:
             return Extraction(None, None, f"{fmt.open_tag} inside the think block")
         if len(opens) != len(closes):
-            return Extraction(None, None, f"unbalanced tags: {len(opens)} {fmt.open_tag}, {len(closes)} {fmt.close_tag}")
+            return Extraction(
+                None, None, f"unbalanced tags: {len(opens)} {fmt.open_tag}, {len(closes)} {fmt.close_tag}"
+            )
         if len(opens) > 1 and not fmt.allow_multiple:
             return Extraction(None, None, f"{len(opens)} {fmt.open_tag} spans (exactly one is allowed)")
         for k in range(len(opens)):
@@ -252,6 +254,6 @@ class FormatVerifier(BaseVerifier):
         if self.strict_end:
             close = self.fmt.close_tag if self.fmt.style == "tags" else "}"
             end = sample.completion.find(close, ex.span[1])
-            if end == -1 or not trailing_is_closing(sample.completion[end + len(close):]):
+            if end == -1 or not trailing_is_closing(sample.completion[end + len(close) :]):
                 return Verdict.wrong(detail="text after the answer span", answer=ex.answer, span=ex.span)
         return Verdict.correct(answer=ex.answer, span=ex.span)

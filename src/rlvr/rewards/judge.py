@@ -75,7 +75,11 @@ class JudgeConfig:
 
     def render(self, sample: Sample) -> str:
         answer = sample.row.get(self.column)
-        return self.prompt.replace("{prompt}", sample.prompt).replace("{completion}", sample.completion).replace("{answer}", "" if answer is None else str(answer))
+        return (
+            self.prompt.replace("{prompt}", sample.prompt)
+            .replace("{completion}", sample.completion)
+            .replace("{answer}", "" if answer is None else str(answer))
+        )
 
 
 class JudgeFailure(Exception):
@@ -182,14 +186,20 @@ def read_labels(path: str | Path) -> list[tuple[Sample, bool]]:
             if key not in row:
                 raise DataError(f"{p}:{lineno}: field {key!r} is missing")
         label = _label(row["label"], f"{p}:{lineno}")
-        sample = Sample(str(row["completion"]), {k: v for k, v in row.items() if k not in ("completion", "label")}, prompt=str(row.get("prompt") or ""))
+        sample = Sample(
+            str(row["completion"]),
+            {k: v for k, v in row.items() if k not in ("completion", "label")},
+            prompt=str(row.get("prompt") or ""),
+        )
         out.append((sample, label))
     if not out:
         raise DataError(f"{p}: no labelled rows")
     return out
 
 
-def calibrate(labels_path: str | Path, cfg: JudgeConfig, threshold: float = 0.6, concurrency: int = 4, client: Any = None) -> CalibrationRecord:
+def calibrate(
+    labels_path: str | Path, cfg: JudgeConfig, threshold: float = 0.6, concurrency: int = 4, client: Any = None
+) -> CalibrationRecord:
     """Judge every labelled row and measure agreement. Judge errors are left out of accuracy and
     kappa and counted; more than 5% errors fails the calibration whatever the kappa."""
     import datetime
@@ -200,6 +210,7 @@ def calibrate(labels_path: str | Path, cfg: JudgeConfig, threshold: float = 0.6,
     own = client is None
     client = client or httpx.Client()
     try:
+
         def one(item: tuple[Sample, bool]) -> bool | None:
             try:
                 return ask(client, cfg, item[0])
@@ -270,10 +281,14 @@ def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[s
     problems = []
     for key, mine in (("model", cfg.model), ("prompt_sha256", cfg.prompt_sha256), ("version", cfg.version)):
         if data.get(key) != mine:
-            problems.append(f"record {key} {data.get(key)!r} does not match the judge's {mine!r}: re-calibrate after changing the judge")
+            problems.append(
+                f"record {key} {data.get(key)!r} does not match the judge's {mine!r}: re-calibrate after changing the judge"
+            )
     kappa = data.get("kappa")
     if not isinstance(kappa, (int, float)) or kappa < min_kappa:
-        problems.append(f"record kappa {kappa!r} is below the required {min_kappa}: improve the prompt or model and re-calibrate")
+        problems.append(
+            f"record kappa {kappa!r} is below the required {min_kappa}: improve the prompt or model and re-calibrate"
+        )
     if data.get("errors", 0) > 0.05 * max(1, data.get("n", 1)):
         problems.append(f"record has {data.get('errors')} failed judgements of {data.get('n')}: over 5%")
     return problems
@@ -313,12 +328,25 @@ class JudgeVerifier(BaseVerifier):
                 prompt = Path(prompt_file).read_text(encoding="utf-8")
             except OSError as exc:
                 raise VerifierError(f"judge: cannot read prompt_file {prompt_file!r}: {exc}") from None
-        self.config = JudgeConfig(model, base_url, prompt or DEFAULT_PROMPT, str(version), column, float(timeout), int(retries), api_key_env=api_key_env)
+        self.config = JudgeConfig(
+            model,
+            base_url,
+            prompt or DEFAULT_PROMPT,
+            str(version),
+            column,
+            float(timeout),
+            int(retries),
+            api_key_env=api_key_env,
+        )
         if "{completion}" not in self.config.prompt:
-            raise VerifierError("judge: the prompt has no {completion} placeholder, so the judge would never see the answer")
+            raise VerifierError(
+                "judge: the prompt has no {completion} placeholder, so the judge would never see the answer"
+            )
         if require_calibration:
             if not calibration:
-                raise VerifierError("judge: no calibration record; a judge is a verifier only with measured agreement (run rlvr judge calibrate, then set options.calibration)")
+                raise VerifierError(
+                    "judge: no calibration record; a judge is a verifier only with measured agreement (run rlvr judge calibrate, then set options.calibration)"
+                )
             problems = check_record(calibration, self.config, min_kappa)
             if problems:
                 raise VerifierError("judge: " + "; ".join(problems))
@@ -350,5 +378,7 @@ class JudgeVerifier(BaseVerifier):
 
 def config_from_options(options: Mapping[str, Any]) -> JudgeConfig:
     """The judge configuration a set of term options describes (for calibrating from a task)."""
-    opts = {k: v for k, v in options.items() if k not in ("calibration", "min_kappa", "concurrency", "require_calibration")}
+    opts = {
+        k: v for k, v in options.items() if k not in ("calibration", "min_kappa", "concurrency", "require_calibration")
+    }
     return JudgeVerifier(**opts, require_calibration=False).config

@@ -98,7 +98,13 @@ def _finite(name: str, value: Any, *, positive: bool = False, allow_none: bool =
     """``value`` as a float when it is a finite number >= 0 (> 0 with ``positive``)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 or (positive and value == 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (positive and value == 0)
+    ):
         need = "a finite number > 0" if positive else "a finite number >= 0"
         raise VerifierError(f"{name} must be {need}, got {value!r}")
     return float(value)
@@ -126,7 +132,9 @@ class _Penalty(BaseVerifier):
     def _penalty(self, sample: Sample) -> tuple[float, str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _wrap(self, base: Mapping[str, Any] | None, apply_to: str, answer_format: AnswerFormat | None, column: str) -> None:
+    def _wrap(
+        self, base: Mapping[str, Any] | None, apply_to: str, answer_format: AnswerFormat | None, column: str
+    ) -> None:
         if apply_to not in ("all", "correct"):
             raise VerifierError(f"apply_to must be 'all' or 'correct', got {apply_to!r}")
         self.apply_to = apply_to
@@ -166,13 +174,22 @@ class _Penalty(BaseVerifier):
             return base
         applied = value if self.apply_to == "all" or base.outcome is Outcome.CORRECT else 0.0
         b = base.score or 0.0
-        return Verdict(base.outcome, b + applied, detail="; ".join(filter(None, [base.detail, detail])), answer=base.answer, span=base.span, parts=(("base", b), ("penalty", applied)))
+        return Verdict(
+            base.outcome,
+            b + applied,
+            detail="; ".join(filter(None, [base.detail, detail])),
+            answer=base.answer,
+            span=base.span,
+            parts=(("base", b), ("penalty", applied)),
+        )
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
-        bases: Sequence[Verdict | None] = self.base.verify_batch(samples) if self.base is not None else [None] * len(samples)
+        bases: Sequence[Verdict | None] = (
+            self.base.verify_batch(samples) if self.base is not None else [None] * len(samples)
+        )
         out = []
         for s, b in zip(samples, bases, strict=True):
             try:
@@ -230,7 +247,9 @@ class OverlongPenalty(_Penalty):
         _positive_int("max_completion_length", max_completion_length, "overlong")
         cache = max_completion_length // 4 if cache is None else cache
         if isinstance(cache, bool) or not isinstance(cache, int) or not 0 < cache <= max_completion_length:
-            raise VerifierError(f"overlong cache must be between 1 and max_completion_length ({max_completion_length}), got {cache!r}")
+            raise VerifierError(
+                f"overlong cache must be between 1 and max_completion_length ({max_completion_length}), got {cache!r}"
+            )
         self.max_len = max_completion_length
         self.cache = cache
         self.counter = TokenCounter(tokenizer, chars_per_token)
@@ -325,5 +344,7 @@ def ranking_problems(verifier: Any) -> list[str]:
             + (" (overlong's penalty is always 1: use apply_to: all)" if isinstance(verifier, OverlongPenalty) else "")
         )
     if isinstance(verifier, RepetitionPenalty) and verifier.apply_to == "all" and largest >= BASE_GAP:
-        out.append(f"RepetitionPenalty with max_penalty {largest:g} lets a looping correct answer score about as a wrong one")
+        out.append(
+            f"RepetitionPenalty with max_penalty {largest:g} lets a looping correct answer score about as a wrong one"
+        )
     return out

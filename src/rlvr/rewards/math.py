@@ -86,7 +86,9 @@ class MathVerifier(BaseVerifier):
         known = {f.name for f in fields(MathPolicy)}
         unknown = sorted(set(policy) - known)
         if unknown:
-            raise VerifierError(f"unknown math option(s) {unknown}; known: {', '.join(sorted(known | {'timeout', 'workers', 'reject_restated', 'column'}))}")
+            raise VerifierError(
+                f"unknown math option(s) {unknown}; known: {', '.join(sorted(known | {'timeout', 'workers', 'reject_restated', 'column'}))}"
+            )
         try:
             self.policy = MathPolicy(**policy)
         except TypeError as exc:
@@ -138,8 +140,14 @@ class MathVerifier(BaseVerifier):
             if not ex.ok or ex.answer is None:
                 out[i] = Verdict.unparseable(ex.problem or "no answer span")
                 continue
-            if self.reject_restated and _restates_prompt(ex.answer, s.prompt) and _SPACE.sub("", ex.answer) != _SPACE.sub("", gold):
-                out[i] = Verdict.wrong(answer=ex.answer, span=ex.span, detail="the answer restates an expression from the prompt")
+            if (
+                self.reject_restated
+                and _restates_prompt(ex.answer, s.prompt)
+                and _SPACE.sub("", ex.answer) != _SPACE.sub("", gold)
+            ):
+                out[i] = Verdict.wrong(
+                    answer=ex.answer, span=ex.span, detail="the answer restates an expression from the prompt"
+                )
                 continue
             fast = fast_compare(gold, ex.answer, self.policy)
             if fast is not None:
@@ -154,9 +162,15 @@ class MathVerifier(BaseVerifier):
             # A GRPO group often repeats an answer: compare each distinct pair once.
             unique = list(dict.fromkeys((j.gold, j.answer) for j in jobs))
             try:
-                answers = self.pool.map("rlvr.rewards.mathcore:compare_texts", [(g, a, self.policy) for g, a in unique], timeout=self.timeout)
+                answers = self.pool.map(
+                    "rlvr.rewards.mathcore:compare_texts",
+                    [(g, a, self.policy) for g, a in unique],
+                    timeout=self.timeout,
+                )
             except Exception as exc:  # noqa: BLE001 - no worker at all: undecided, never wrong
-                answers = [Result(False, error_kind="crash", detail=f"verifier pool failed: {type(exc).__name__}: {exc}")] * len(unique)
+                answers = [
+                    Result(False, error_kind="crash", detail=f"verifier pool failed: {type(exc).__name__}: {exc}")
+                ] * len(unique)
             results = dict(zip(unique, answers, strict=True))
             for job in jobs:
                 res = results[(job.gold, job.answer)]
@@ -184,7 +198,11 @@ class MathVerifier(BaseVerifier):
         if code == "equal":
             return Verdict.correct(answer=answer, span=span)
         if code == "gold_unparseable":
-            return Verdict.error(f"ground truth {gold[:80]!r} does not parse: {detail}", kind="ground_truth", answer=answer, span=span)
+            return Verdict.error(
+                f"ground truth {gold[:80]!r} does not parse: {detail}", kind="ground_truth", answer=answer, span=span
+            )
         if code == "pred_unparseable":
             return Verdict.wrong(answer=answer, span=span, detail=f"answer does not parse as math: {detail}")
-        return Verdict.wrong(answer=answer, span=span, detail=f"expected {gold[:80]!r}" + (f" ({detail})" if detail else ""))
+        return Verdict.wrong(
+            answer=answer, span=span, detail=f"expected {gold[:80]!r}" + (f" ({detail})" if detail else "")
+        )

@@ -149,7 +149,9 @@ def parse_scalar(s: str) -> Any:
     from latex2sympy2_extended import latex2sympy
     from latex2sympy2_extended.math_normalization import NormalizationConfig
 
-    config = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False)
+    config = NormalizationConfig(
+        basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False
+    )
     try:
         value = latex2sympy(latex, normalization_config=config)
     except (MemoryError, RecursionError):
@@ -248,7 +250,12 @@ _REL = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]eqslant")
 
 def _record(n: Node) -> bool:
     """A list or tuple whose items all carry distinct labels (``x = 2, y = 3``)."""
-    return n.kind in ("list", "seq") and len(n.items) > 1 and all(c.label for c in n.items) and len({c.label for c in n.items}) == len(n.items)
+    return (
+        n.kind in ("list", "seq")
+        and len(n.items) > 1
+        and all(c.label for c in n.items)
+        and len({c.label for c in n.items}) == len(n.items)
+    )
 
 
 def _tuple_like(g: Node, p: Node) -> bool:
@@ -267,11 +274,17 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         return False  # restated labels must match: "a_{38} = 19" does not answer a_{37}
     if _record(g) and _record(p):  # both give labels: match label by label, in any order
         by_label = {c.label: c for c in p.items}
-        return _tuple_like(g, p) and set(by_label) == {c.label for c in g.items} and all(_node_equal(_unlabelled(c), _unlabelled(by_label[c.label]), policy) for c in g.items)
+        return (
+            _tuple_like(g, p)
+            and set(by_label) == {c.label for c in g.items}
+            and all(_node_equal(_unlabelled(c), _unlabelled(by_label[c.label]), policy) for c in g.items)
+        )
     if (_record(g) or _record(p)) and _tuple_like(g, p):
         # labels on one side only: the values in the gold's order (a label both sides give
         # must still match)
-        return len(g.items) == len(p.items) and all(_node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True))
+        return len(g.items) == len(p.items) and all(
+            _node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True)
+        )
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
     if g.kind == "list" and p.kind == "set" and p.brackets != "±":
@@ -283,11 +296,22 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         m, t = (g, p) if g.kind == "matrix" else (p, g)
         if t.brackets != "()" or len(m.items) != len(t.items) or any(len(row.items) != 1 for row in m.items):
             return False
-        return all(_node_equal(x, y, policy) for x, y in zip([r.items[0] for r in g.items] if g is m else g.items, [r.items[0] for r in p.items] if p is m else p.items, strict=True))
+        return all(
+            _node_equal(x, y, policy)
+            for x, y in zip(
+                [r.items[0] for r in g.items] if g is m else g.items,
+                [r.items[0] for r in p.items] if p is m else p.items,
+                strict=True,
+            )
+        )
     if {g.kind, p.kind} == {"matrix", "scalar"} and "\\begin" in (g.value + p.value):
         # matrix arithmetic (2\\begin{pmatrix}...\\end{pmatrix}, a product): evaluate both
         return expr_equal(parse_scalar(to_latex(g.value)), parse_scalar(to_latex(p.value)), policy)
-    if {g.kind, p.kind} == {"seq", "scalar"} and (g.value if g.kind == "seq" else p.value) and _REL.search(g.value + p.value):
+    if (
+        {g.kind, p.kind} == {"seq", "scalar"}
+        and (g.value if g.kind == "seq" else p.value)
+        and _REL.search(g.value + p.value)
+    ):
         # an inequality read as an interval against one that is not (-x > -1 for x < 1)
         return _scalar_equal(g.value, p.value, policy)
     if g.kind != p.kind:
@@ -387,7 +411,9 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         equal = _node_equal(g, p, policy)
         if not equal and policy.assignment and "=" in gold and "=" in pred:
             # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
-            equal = _node_equal(parse_answer(gold, False, policy.decimal_comma), parse_answer(pred, False, policy.decimal_comma), policy)
+            equal = _node_equal(
+                parse_answer(gold, False, policy.decimal_comma), parse_answer(pred, False, policy.decimal_comma), policy
+            )
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     except (MemoryError, RecursionError):

@@ -120,7 +120,11 @@ class _Parser:
         if tok is None:
             return False
         kind, v = tok
-        return kind in ("num", "var") or (kind == "cmd" and v in ("\\frac", "\\sqrt", "\\pi")) or (kind == "op" and v in "({")
+        return (
+            kind in ("num", "var")
+            or (kind == "cmd" and v in ("\\frac", "\\sqrt", "\\pi"))
+            or (kind == "op" and v in "({")
+        )
 
     def term(self) -> Any:
         value = self.unary()

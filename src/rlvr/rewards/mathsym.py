@@ -52,7 +52,10 @@ def _points_agree(d: Any, symbols: list[Any]) -> bool | None:
 
     seen = False
     for k in range(len(_POINTS)):
-        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
+        subs = {
+            s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator)
+            for j, s in enumerate(symbols)
+        }
         try:
             val = sympy.N(d.subs(subs), 30)
         except (MemoryError, RecursionError):
@@ -135,7 +138,12 @@ def expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
         return False
     if not symbols:
         ca, cb = _canonical(a), _canonical(b)
-        if getattr(ca, "is_Rational", False) and getattr(cb, "is_Rational", False) and policy.rel_tol <= 1e-9 and policy.abs_tol == 0:
+        if (
+            getattr(ca, "is_Rational", False)
+            and getattr(cb, "is_Rational", False)
+            and policy.rel_tol <= 1e-9
+            and policy.abs_tol == 0
+        ):
             return bool(ca == cb)  # exact: 8^{11} is not 8589934600, however close
         close = _num_close(a, b, policy)
         if close is not None:
@@ -160,7 +168,10 @@ def _constant_ratio(d1: Any, d2: Any) -> Any:
     symbols = sorted(d1.free_symbols | d2.free_symbols, key=str)
     ratios = []
     for k in range(len(_POINTS)):
-        subs = {s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator) for j, s in enumerate(symbols)}
+        subs = {
+            s: sympy.Rational(_POINTS[(k + j) % len(_POINTS)].numerator, _POINTS[(k + j) % len(_POINTS)].denominator)
+            for j, s in enumerate(symbols)
+        }
         try:
             x, y = sympy.N(d1.subs(subs), 30), sympy.N(d2.subs(subs), 30)
         except (MemoryError, RecursionError):

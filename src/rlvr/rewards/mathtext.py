@@ -31,7 +31,9 @@ class Cleaned:
 
 
 # -- 1. clean ----------------------------------------------------------------------------------
-_DROP = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~")
+_DROP = re.compile(
+    r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~"
+)
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
 _PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|pct)\s*\}|\s+(?:percent|pct))\s*$")
 _TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
@@ -205,7 +207,11 @@ def structure(s: str, labels: bool = True) -> Node:
     m = _MATRIX.match(s)
     if m and "\\begin" not in m.group(2):  # one matrix, not a product of two
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
-        return Node("matrix", tuple(Node("seq", tuple(structure(c, labels) for c in r.split("&")), brackets="[]") for r in rows), value=s)
+        return Node(
+            "matrix",
+            tuple(Node("seq", tuple(structure(c, labels) for c in r.split("&")), brackets="[]") for r in rows),
+            value=s,
+        )
     if s.startswith("\\{") and s.endswith("\\}"):
         nodes, spliced = _items(_split_items(s[2:-2]), labels)
         return Node("set", nodes, brackets="±" if spliced else "")
@@ -237,7 +243,13 @@ def structure(s: str, labels: bool = True) -> Node:
     if iv:
         label, brackets, low, high = iv
         # value keeps the inequality, so "-x > -1" can still be compared with it as a relation
-        return Node("seq", (structure(low, labels), structure(high, labels)), value=s, brackets=brackets, label=forms.norm_label(label))
+        return Node(
+            "seq",
+            (structure(low, labels), structure(high, labels)),
+            value=s,
+            brackets=brackets,
+            label=forms.norm_label(label),
+        )
     return Node("scalar", value=s)
 
 

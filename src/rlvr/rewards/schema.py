@@ -87,7 +87,11 @@ def forbid_extra(schema: Any) -> Any:
         # $defs reached through composition are branches too: an allOf of a $ref stays open.
         if isinstance(node, dict):
             ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/") and (in_branch or any(k in node for k in ("properties", "allOf", "anyOf", "oneOf"))):
+            if (
+                isinstance(ref, str)
+                and ref.startswith("#/")
+                and (in_branch or any(k in node for k in ("properties", "allOf", "anyOf", "oneOf")))
+            ):
                 composed_defs.add(ref)
             for key, value in node.items():
                 branch = key in ("allOf", "anyOf", "oneOf", "then", "else", "if", "dependentSchemas")
@@ -108,7 +112,12 @@ def forbid_extra(schema: Any) -> Any:
             composes = any(k in node for k in _COMPOSING)
             branches = [b for k in ("allOf", "anyOf", "oneOf") for b in node.get(k) or () if isinstance(b, dict)]
             is_object = is_object or any("properties" in b or "patternProperties" in b for b in branches)
-            if is_object and not composed and "additionalProperties" not in node and "unevaluatedProperties" not in node:
+            if (
+                is_object
+                and not composed
+                and "additionalProperties" not in node
+                and "unevaluatedProperties" not in node
+            ):
                 if composes:
                     node["unevaluatedProperties"] = False
                 elif has_props:
@@ -246,7 +255,9 @@ def _validator_class(pattern_timeout: float) -> Any:
     return validators.extend(Draft202012Validator, {"pattern": pattern, "patternProperties": pattern_properties})
 
 
-def _validator(schema: Any, where: str, check_formats: bool = True, pattern_timeout: float = 0.5, strict_formats: bool = True) -> Any:
+def _validator(
+    schema: Any, where: str, check_formats: bool = True, pattern_timeout: float = 0.5, strict_formats: bool = True
+) -> Any:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -278,7 +289,9 @@ def _first_error(validator: Any, obj: Any) -> str | None:
     return f"{path}: {e.message[:200]}{more}"
 
 
-def find_json(completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool = False) -> tuple[str | None, tuple[int, int] | None, str | None]:
+def find_json(
+    completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool = False
+) -> tuple[str | None, tuple[int, int] | None, str | None]:
     """(json text, span, problem): the answer span; else, when the completion has no answer-span
     marker at all, the one ``<tool_call>`` block (with ``tool_tags``) or the one fenced block
     after the think block. Nothing inside the think block counts."""
@@ -368,7 +381,13 @@ def _load(text: str, max_depth: int | None = None) -> tuple[Any, str | None]:
     try:
         value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except (json.JSONDecodeError, RecursionError, _Strict, ValueError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        msg = (
+            exc.msg
+            if isinstance(exc, json.JSONDecodeError)
+            else "nested too deeply"
+            if isinstance(exc, RecursionError)
+            else str(exc)
+        )
         return None, f"not valid JSON: {msg}"
     if max_depth is not None and (d := depth(value)) > max_depth:
         return None, f"nested {d} levels deep (at most {max_depth})"
@@ -379,7 +398,9 @@ def _load(text: str, max_depth: int | None = None) -> tuple[Any, str | None]:
 _REMOTE: dict[str, Any] = {}
 
 
-def _remote_verify(cls_name: str, kwargs: dict[str, Any], key: str, samples: list[Sample]) -> list[Verdict]:  # pragma: no cover - runs in a worker
+def _remote_verify(
+    cls_name: str, kwargs: dict[str, Any], key: str, samples: list[Sample]
+) -> list[Verdict]:  # pragma: no cover - runs in a worker
     verifier = _REMOTE.get(key)
     if verifier is None:
         verifier = _REMOTE[key] = globals()[cls_name](**kwargs, timeout=None)
@@ -397,7 +418,12 @@ class _Bounded(BaseVerifier):
         return ()
 
     def _remote(self, kwargs: dict[str, Any], timeout: float | None) -> None:
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0):
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
             raise VerifierError(f"timeout must be a positive number of seconds or null, got {timeout!r}")
         self.timeout = None if timeout is None else float(timeout)
         self._kwargs = kwargs
@@ -413,7 +439,11 @@ class _Bounded(BaseVerifier):
         # that do not pickle, such as images, and need not pay for the trip).
         cols = self._columns()
         plain = [Sample(s.completion, {k: s.row[k] for k in cols if k in s.row}, "", None) for s in samples]
-        results = pool.map("rlvr.rewards.schema:_remote_verify", [(type(self).__name__, self._kwargs, self._key, [s]) for s in plain], timeout=self.timeout)
+        results = pool.map(
+            "rlvr.rewards.schema:_remote_verify",
+            [(type(self).__name__, self._kwargs, self._key, [s]) for s in plain],
+            timeout=self.timeout,
+        )
         out = []
         for i, r in enumerate(results):
             if r.ok:
@@ -444,7 +474,9 @@ class JsonSchemaVerifier(_Bounded):
     ) -> None:
         given = [k for k, v in (("schema", schema), ("model", model), ("schema_column", schema_column)) if v]
         if len(given) != 1:
-            raise VerifierError(f"json_schema needs exactly one of schema, model, schema_column (got {', '.join(given) or 'none'})")
+            raise VerifierError(
+                f"json_schema needs exactly one of schema, model, schema_column (got {', '.join(given) or 'none'})"
+            )
         _check_limits(max_chars, max_depth, pattern_timeout)
         self.fmt = answer_format or AnswerFormat()
         self.extra_keys = extra_keys
@@ -473,9 +505,17 @@ class JsonSchemaVerifier(_Bounded):
             # that jsonschema cannot check are left to it.
             self.validator = self._build(schema, "json_schema.schema", strict_formats=model is None)
         self._remote(
-            {"schema": schema if model is None else None, "model": model, "schema_column": schema_column, "extra_keys": extra_keys,
-             "answer_format": self.fmt, "max_chars": max_chars, "max_depth": max_depth, "check_formats": check_formats,
-             "pattern_timeout": pattern_timeout},
+            {
+                "schema": schema if model is None else None,
+                "model": model,
+                "schema_column": schema_column,
+                "extra_keys": extra_keys,
+                "answer_format": self.fmt,
+                "max_chars": max_chars,
+                "max_depth": max_depth,
+                "check_formats": check_formats,
+                "pattern_timeout": pattern_timeout,
+            },
             timeout,
         )
 
@@ -483,7 +523,13 @@ class JsonSchemaVerifier(_Bounded):
         return (self.schema_column,) if self.schema_column else ()
 
     def _build(self, schema: Any, where: str, strict_formats: bool = True) -> Any:
-        return _validator(schema if self.extra_keys else forbid_extra(schema), where, self.check_formats, self.pattern_timeout, strict_formats)
+        return _validator(
+            schema if self.extra_keys else forbid_extra(schema),
+            where,
+            self.check_formats,
+            self.pattern_timeout,
+            strict_formats,
+        )
 
     def verify(self, sample: Sample) -> Verdict:
         validator = self.validator
@@ -523,7 +569,12 @@ def _check_limits(max_chars: Any, max_depth: Any, pattern_timeout: Any) -> None:
     for name, value in (("max_chars", max_chars), ("max_depth", max_depth)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise VerifierError(f"{name} must be a positive integer, got {value!r}")
-    if isinstance(pattern_timeout, bool) or not isinstance(pattern_timeout, (int, float)) or not math.isfinite(pattern_timeout) or pattern_timeout <= 0:
+    if (
+        isinstance(pattern_timeout, bool)
+        or not isinstance(pattern_timeout, (int, float))
+        or not math.isfinite(pattern_timeout)
+        or pattern_timeout <= 0
+    ):
         raise VerifierError(f"pattern_timeout must be a positive number of seconds, got {pattern_timeout!r}")
 
 
@@ -534,7 +585,9 @@ def _tool_specs(tools: Any) -> dict[str, Any]:
     for i, t in enumerate(tools):
         fn = t.get("function", t) if isinstance(t, Mapping) else None
         if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-            raise VerifierError(f"tool_call tools[{i}]: expected {{name, parameters}} or {{type: function, function: {{...}}}}")
+            raise VerifierError(
+                f"tool_call tools[{i}]: expected {{name, parameters}} or {{type: function, function: {{...}}}}"
+            )
         params = fn.get("parameters") or {"type": "object", "properties": {}}
         specs[fn["name"]] = params
     return specs
@@ -603,7 +656,10 @@ class ToolCallVerifier(_Bounded):
     ) -> None:
         _check_limits(max_chars, max_depth, pattern_timeout)
         self.specs = _tool_specs(tools)
-        self.validators = {name: _validator(forbid_extra(p), f"tool {name} parameters", check_formats, float(pattern_timeout)) for name, p in self.specs.items()}
+        self.validators = {
+            name: _validator(forbid_extra(p), f"tool {name} parameters", check_formats, float(pattern_timeout))
+            for name, p in self.specs.items()
+        }
         self.max_depth = max_depth
         rules = dict(fields or {})
         bad = {k: v for k, v in rules.items() if v not in RULES}
@@ -616,9 +672,18 @@ class ToolCallVerifier(_Bounded):
         self.fmt = answer_format or AnswerFormat()
         self.max_chars = max_chars
         self._remote(
-            {"tools": [dict(t) for t in tools], "expected_column": expected_column, "fields": rules, "extra_arguments": extra_arguments,
-             "partial_credit": partial_credit, "answer_format": self.fmt, "max_chars": max_chars, "max_depth": max_depth,
-             "check_formats": check_formats, "pattern_timeout": pattern_timeout},
+            {
+                "tools": [dict(t) for t in tools],
+                "expected_column": expected_column,
+                "fields": rules,
+                "extra_arguments": extra_arguments,
+                "partial_credit": partial_credit,
+                "answer_format": self.fmt,
+                "max_chars": max_chars,
+                "max_depth": max_depth,
+                "check_formats": check_formats,
+                "pattern_timeout": pattern_timeout,
+            },
             timeout,
         )
 
@@ -683,7 +748,12 @@ class ToolCallVerifier(_Bounded):
         added = [] if self.extra_arguments else sorted(k for k in args if k not in want)
         if not missed and not added:
             return Verdict.correct(**kw)
-        detail = "; ".join(filter(None, [f"arguments differ: {missed}" if missed else "", f"arguments not expected: {added}" if added else ""]))
+        detail = "; ".join(
+            filter(
+                None,
+                [f"arguments differ: {missed}" if missed else "", f"arguments not expected: {added}" if added else ""],
+            )
+        )
         if self.partial_credit and want:
             return Verdict.wrong((len(want) - len(missed)) / len(want) * (0.0 if added else 1.0), detail=detail, **kw)
         return Verdict.wrong(detail=detail, **kw)

@@ -74,7 +74,9 @@ class ScoreSummary:
                 lines.append(f"{'':<{width}}  errors: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
         rate = self.rows / self.seconds if self.seconds > 0 else float("inf")
         mean = "n/a" if self.mean_reward is None else f"{self.mean_reward:.4f}"
-        lines.append(f"{self.rows} rows, {self.masked} masked, mean reward {mean}, {self.seconds:.2f} s ({rate:.1f} rows/s)")
+        lines.append(
+            f"{self.rows} rows, {self.masked} masked, mean reward {mean}, {self.seconds:.2f} s ({rate:.1f} rows/s)"
+        )
         if self.output:
             lines.append(f"wrote {self.output}")
         return "\n".join(lines)
@@ -88,9 +90,13 @@ def read_completions(path: str | Path) -> list[dict[str, Any]]:
         if "completion" not in row:
             raise DataError(f"{p}:{lineno}: field 'completion' is missing (fields: {', '.join(sorted(row)) or 'none'})")
         if not isinstance(row["completion"], (str, list)):
-            raise DataError(f"{p}:{lineno}: field 'completion' must be a string or a list of messages, got {type(row['completion']).__name__}")
+            raise DataError(
+                f"{p}:{lineno}: field 'completion' must be a string or a list of messages, got {type(row['completion']).__name__}"
+            )
         if "prompt" in row and not isinstance(row["prompt"], (str, list, type(None))):
-            raise DataError(f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, got {type(row['prompt']).__name__}")
+            raise DataError(
+                f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, got {type(row['prompt']).__name__}"
+            )
         rows.append(row)
     if not rows:
         raise DataError(f"{p}: no rows")
@@ -107,7 +113,9 @@ def to_sample(row: Mapping[str, Any]) -> Sample:
     )
 
 
-def score_rows(rows: Sequence[Mapping[str, Any]], reward_set: RewardSet, workers: int | None = None, chunk: int = 32) -> list[Scored]:
+def score_rows(
+    rows: Sequence[Mapping[str, Any]], reward_set: RewardSet, workers: int | None = None, chunk: int = 32
+) -> list[Scored]:
     """Score rows in chunks, ``workers`` chunks at a time; results in row order."""
     samples = [to_sample(r) for r in rows]
     starts = list(range(0, len(samples), chunk))
@@ -124,7 +132,9 @@ def score_rows(rows: Sequence[Mapping[str, Any]], reward_set: RewardSet, workers
     return [s for part in parts for s in part]
 
 
-def summarize(reward_set: RewardSet, scored: Sequence[Scored], source: str, output: str | None, seconds: float) -> ScoreSummary:
+def summarize(
+    reward_set: RewardSet, scored: Sequence[Scored], source: str, output: str | None, seconds: float
+) -> ScoreSummary:
     counts: dict[str, dict[str, int]] = {name: {} for name in reward_set.names}
     kinds: dict[str, dict[str, int]] = {}
     totals = []
@@ -197,7 +207,13 @@ def default_output(path: str | Path) -> Path:
     return p.with_name(f"{stem}.scored.jsonl")
 
 
-def score_file(path: str | Path, reward_set: RewardSet, out: str | Path | None = None, workers: int | None = None, write: bool = True) -> ScoreSummary:
+def score_file(
+    path: str | Path,
+    reward_set: RewardSet,
+    out: str | Path | None = None,
+    workers: int | None = None,
+    write: bool = True,
+) -> ScoreSummary:
     """Score every row of ``path`` and write ``out`` (default ``<name>.scored.jsonl``)."""
     start = time.monotonic()
     rows = read_completions(path)

@@ -50,17 +50,7 @@ library and nothing else.
 
 from __future__ import annotations
 
-from .checks import (
-    BadTestsError,
-    CheckPlan,
-    Judgement,
-    LegacyRun,
-    StdioRun,
-    TestRun,
-    decode,
-    plan_stdio,
-    plan_tests,
-)
+from .checks import BadTestsError, CheckPlan, Judgement, LegacyRun, StdioRun, TestRun, decode, plan_stdio, plan_tests
 from .pool import LAYERS, Conversation, Layers, Limits, SandboxPool, SessionEnd, choose_python
 
 __all__ = [

@@ -131,7 +131,9 @@ def _decode(t: Any, depth: int, budget: list[int], hashes: dict[int, list[Any]])
         if not any(type(x) is type(out) and x == out for x in seen):
             seen.append(out)
             if len(seen) > MAX_SAME_HASH:
-                raise JudgeLimit(f"more than {MAX_SAME_HASH} distinct values in the answer share one hash (built to collide)")
+                raise JudgeLimit(
+                    f"more than {MAX_SAME_HASH} distinct values in the answer share one hash (built to collide)"
+                )
     return out
 
 
@@ -173,7 +175,10 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
         raise BadTestsError("the tests contain no assert that checks the sample")
     check = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
     calls_check = any(
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == "check"
+        isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Name)
+        and s.value.func.id == "check"
         for s in tree.body
     )
     if check is not None and not calls_check and not entry_point:
@@ -194,7 +199,9 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
                     reasons.append(f"the prompt's helper {node.name} runs in the sandbox ({why[0]})")
                 else:
                     prefix_nodes.append(node)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not static_reasons(ast.Module(body=[node], type_ignores=[])):
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not static_reasons(
+                ast.Module(body=[node], type_ignores=[])
+            ):
                 prefix_nodes.append(node)
     return CheckPlan(
         "tests",
@@ -209,7 +216,11 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
 
 
 def _stub(node: ast.FunctionDef) -> bool:
-    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
+    body = [
+        s
+        for s in node.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))
+    ]
     return all(isinstance(s, ast.Pass) for s in body)
 
 
@@ -261,7 +272,9 @@ class Judgement:
 class TestRun:
     """The conversation for assert-style tests (see ``judge.py``)."""
 
-    def __init__(self, plan: CheckPlan, code: str, timeout: float, judge_s: float | None = None, float_tolerance: float = 0.0) -> None:
+    def __init__(
+        self, plan: CheckPlan, code: str, timeout: float, judge_s: float | None = None, float_tolerance: float = 0.0
+    ) -> None:
         self.plan, self.code, self.timeout = plan, code, timeout
         self.tol = float_tolerance
         self.judge_s = judge_s if judge_s is not None else max(2.0, timeout)
@@ -297,16 +310,7 @@ class TestRun:
     def _pass(self, t0: float) -> list[dict[str, Any]] | None:  # noqa: C901 - one decision table
         from .judge import Pass, quick_round
         from .trusted import Unsupported
-        from .values import (
-            MAX_ROUNDS,
-            CandidateError,
-            Diverged,
-            Function,
-            Lost,
-            NeedFlush,
-            Scope,
-            StopPass,
-        )
+        from .values import MAX_ROUNDS, CandidateError, Diverged, Function, Lost, NeedFlush, Scope, StopPass
 
         self.rounds += 1
         deadline = t0 + max(0.0, self.judge_s - self.spent)
@@ -324,9 +328,13 @@ class TestRun:
                 total = max(1, passed + failed)
                 notes = (first.notes + q.notes)[:3]
                 status = "passed" if not failed else "failed"
-                detail = f"{passed if failed else total}/{total} checks passed" + ("; " + "; ".join(notes) if notes else "")
+                detail = f"{passed if failed else total}/{total} checks passed" + (
+                    "; " + "; ".join(notes) if notes else ""
+                )
                 only_memory = failed == first.mem_failures + q.mem_failures
-                return self._final(Judgement(status, passed if failed else total, total, detail, self.sess.memory and only_memory))
+                return self._final(
+                    Judgement(status, passed if failed else total, total, detail, self.sess.memory and only_memory)
+                )
         p = Pass(self.sess, deadline, self.plan.entry, self.strict, self.tol)
         ended_by = ""
         try:
@@ -345,9 +353,13 @@ class TestRun:
         except Lost:
             ended_by = "lost"
         except (JudgeLimit, RecursionError) as exc:
-            return self._final(Judgement("over_limit", 0, self.plan.n_tests, f"over a judging limit: {exc}", self.sess.memory))
+            return self._final(
+                Judgement("over_limit", 0, self.plan.n_tests, f"over a judging limit: {exc}", self.sess.memory)
+            )
         except Unsupported as exc:
-            return self._final(Judgement("weaker", 0, self.plan.n_tests, f"the trusted side cannot run this test: {exc}"))
+            return self._final(
+                Judgement("weaker", 0, self.plan.n_tests, f"the trusted side cannot run this test: {exc}")
+            )
         except Diverged as exc:
             if self.strict:
                 return self._final(Judgement("error", 0, self.plan.n_tests, str(exc)))
@@ -367,7 +379,7 @@ class TestRun:
         except Exception as exc:  # noqa: BLE001 - the test itself raised: it did not pass
             ended_by = f"the test raised {type(exc).__name__}"
         if p.pending and not self.sess.ended:
-            new = self.sess.ops[self.sess.sent:]
+            new = self.sess.ops[self.sess.sent :]
             if new:
                 self.sess.sent = len(self.sess.ops)
                 if p.quick_ok and not ended_by and p.deferred:
@@ -378,8 +390,24 @@ class TestRun:
         if ended_by == "lost" or (p.pending and self.sess.ended):
             if p.failed:
                 only_memory = p.failed == p.mem_failures
-                return self._final(Judgement("failed", p.passed, max(total, self.plan.n_tests), "; ".join(notes + ["the program ended before the rest ran"]), self.sess.memory and only_memory))
-            return self._final(Judgement("incomplete", p.passed, max(total, self.plan.n_tests), "the program ended before the tests were decided", self.sess.memory))
+                return self._final(
+                    Judgement(
+                        "failed",
+                        p.passed,
+                        max(total, self.plan.n_tests),
+                        "; ".join(notes + ["the program ended before the rest ran"]),
+                        self.sess.memory and only_memory,
+                    )
+                )
+            return self._final(
+                Judgement(
+                    "incomplete",
+                    p.passed,
+                    max(total, self.plan.n_tests),
+                    "the program ended before the tests were decided",
+                    self.sess.memory,
+                )
+            )
         if ended_by:
             notes.append(ended_by)
         status = "passed" if not p.failed and not ended_by else "failed"
@@ -387,7 +415,11 @@ class TestRun:
         # A failure decided by anything but the candidate's MemoryError stands: a program cannot
         # fail a test and then blow its memory to be masked.
         only_memory = p.failed == p.mem_failures and (not ended_by or "MemoryError" in ended_by)
-        return self._final(Judgement(status, p.passed if status == "failed" else total, total, detail, self.sess.memory and only_memory))
+        return self._final(
+            Judgement(
+                status, p.passed if status == "failed" else total, total, detail, self.sess.memory and only_memory
+            )
+        )
 
     def _final(self, j: Judgement) -> None:
         self.result = j
@@ -412,7 +444,9 @@ class StdioRun:
         self.result: Judgement | None = None
 
     def first(self) -> list[dict[str, Any]]:
-        return [{"k": "prog", "code": self.code}] + [{"k": "stdio", "input": i, "cap": MAX_STDOUT} for i in self.plan.inputs]
+        return [{"k": "prog", "code": self.code}] + [
+            {"k": "stdio", "input": i, "cap": MAX_STDOUT} for i in self.plan.inputs
+        ]
 
     def feed(self, answers: list[Any], ended: bool) -> None:
         total = len(self.plan.inputs)
@@ -437,10 +471,18 @@ class StdioRun:
                 memory = True
                 notes.append(f"input {i}: MemoryError")
             elif len(notes) < 3:
-                notes.append(f"input {i}: raised {str(ans[1][0]) if isinstance(ans, list) and len(ans) > 1 and isinstance(ans[1], list) and ans[1] else 'an exception'}")
+                notes.append(
+                    f"input {i}: raised {str(ans[1][0]) if isinstance(ans, list) and len(ans) > 1 and isinstance(ans[1], list) and ans[1] else 'an exception'}"
+                )
             passed += ok
         status = "passed" if passed == total else "failed"
-        self.result = Judgement(status, passed, total, f"{passed}/{total} inputs passed" + ("; " + "; ".join(notes) if notes else ""), memory)
+        self.result = Judgement(
+            status,
+            passed,
+            total,
+            f"{passed}/{total} inputs passed" + ("; " + "; ".join(notes) if notes else ""),
+            memory,
+        )
         return None
 
 

@@ -128,7 +128,9 @@ class Child:
             name = op["name"]
             if name in self.ns:
                 return self.keep(self.ns[name])
-            return self.keep(getattr(self.ns["__builtins__"], name) if hasattr(self.ns["__builtins__"], name) else self.ns[name])
+            return self.keep(
+                getattr(self.ns["__builtins__"], name) if hasattr(self.ns["__builtins__"], name) else self.ns[name]
+            )
         if k == "prog":
             self.code = op["code"]
             return ["ok", ["n"]]
@@ -213,4 +215,4 @@ class Child:
                     data = b'["exc",["ValueError","Exception","BaseException"]]'
                 data = struct.pack(">I", len(data)) + data
                 while data:
-                    data = data[os.write(self.wfd, data):]
+                    data = data[os.write(self.wfd, data) :]

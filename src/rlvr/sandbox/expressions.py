@@ -12,16 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .checks import JudgeLimit, Opaque
-from .trusted import (
-    BINOPS,
-    COMPARE,
-    MAX_SEQ,
-    NO_GLOBALS,
-    Module,
-    Unsupported,
-    guard_binop,
-    literal_code,
-)
+from .trusted import BINOPS, COMPARE, MAX_SEQ, NO_GLOBALS, Module, Unsupported, guard_binop, literal_code
 from .values import _ITERATING, _PURE_APPLY, PENDING, Function, NeedFlush, Ref, Scope, StopPass
 
 
@@ -274,7 +265,9 @@ class Expressions:
         owner = getattr(fn, "__self__", None)
         if type(owner) in (str, bytes):
             name = fn.__name__
-            if name in ("center", "ljust", "rjust", "zfill", "expandtabs") and any(type(a) is int and a > MAX_SEQ for a in args):
+            if name in ("center", "ljust", "rjust", "zfill", "expandtabs") and any(
+                type(a) is int and a > MAX_SEQ for a in args
+            ):
                 raise JudgeLimit(f"{name} past the size limit")
             if name == "replace" and len(args) >= 2:
                 new = self.plain(args[1])

@@ -86,7 +86,7 @@ CHILD = None  # the child module, imported before the host directories are hidde
 def write_frame(kind, payload):
     data = kind + struct.pack(">I", len(payload)) + payload
     while data:
-        data = data[os.write(1, data):]
+        data = data[os.write(1, data) :]
 
 
 def read_exact(fd, n):
@@ -281,7 +281,7 @@ def run_sample(cfg, ctl, seq):
             if in_w in w:
                 try:
                     if inbound_head:
-                        inbound_head = inbound_head[os.write(in_w, inbound_head):]
+                        inbound_head = inbound_head[os.write(in_w, inbound_head) :]
                     elif inbound:
                         inbound -= os.splice(0, in_w, inbound, flags=os.SPLICE_F_NONBLOCK)
                 except BlockingIOError:
@@ -391,6 +391,7 @@ def probe_layers(cfg, layers):
     uid = cfg["uid"] if "uid" in on else None
     cfg["uid"] = uid
     if uid is not None:
+
         def as_uid():
             os.setgroups([])
             os.setresgid(uid, uid, uid)
@@ -400,6 +401,7 @@ def probe_layers(cfg, layers):
             for name in ("fractions", "email.mime.text", "xml.dom.minidom", "json.tool"):
                 if name not in sys.modules:
                     importlib.import_module(name)
+
         why = probe_in_child(cfg, as_uid)
         if why:
             layers["uid"] = f"unavailable: uid {uid} cannot import this interpreter's standard library ({why})"
@@ -410,12 +412,16 @@ def probe_layers(cfg, layers):
         layers["uid"] = "unavailable: " + ("disabled" if "uid" not in on else "not root")
     cfg["rlimits"] = "rlimits" in on
     if cfg["rlimits"]:
-        layers["rlimits"] = "active: cpu, address space budget, file size, open files, no core" + (", processes" if cfg["uid"] is not None else "")
+        layers["rlimits"] = "active: cpu, address space budget, file size, open files, no core" + (
+            ", processes" if cfg["uid"] is not None else ""
+        )
     else:
         layers["rlimits"] = "unavailable: disabled"
     cfg["nnp"] = False
     if "no_new_privs" in on:
-        why = probe_in_child(cfg, lambda: libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 or (_ for _ in ()).throw(_err("prctl")))
+        why = probe_in_child(
+            cfg, lambda: libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 or (_ for _ in ()).throw(_err("prctl"))
+        )
         layers["no_new_privs"] = "unavailable: " + why if why else "active"
         cfg["nnp"] = not why
     else:
@@ -425,9 +431,11 @@ def probe_layers(cfg, layers):
     if "landlock" not in on:
         layers["landlock"] = "unavailable: disabled"
     elif abi:
+
         def ll():
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             apply_landlock(abi, cfg["readable"], [cfg["workroot"]])
+
         why = probe_in_child(cfg, ll)
         if why:
             layers["landlock"] = "unavailable: " + why
@@ -458,12 +466,15 @@ def probe_layers(cfg, layers):
             except PermissionError:
                 return
             os._exit(0)
+
         why = probe_in_child(cfg, sc) if SECCOMP_BPF else why
         if why:
             layers["seccomp"] = "unavailable: " + why
         else:
             cfg["seccomp"] = True
-            layers["seccomp"] = "active: no exec, no fork, no socket() or connect() (socketpair only), no memfd or SysV IPC, no ptrace/mount/unshare/bpf/io_uring"
+            layers["seccomp"] = (
+                "active: no exec, no fork, no socket() or connect() (socketpair only), no memfd or SysV IPC, no ptrace/mount/unshare/bpf/io_uring"
+            )
     cfg["pidns"] = cfg["ipcns"] = False
     if "pidns" not in on:
         layers["pidns"] = "unavailable: disabled"
@@ -569,7 +580,11 @@ def main():
     cfg["ruleset_fd"] = -1
     if cfg["landlock"]:
         cfg["ruleset_fd"] = build_ruleset(cfg["landlock"], cfg["readable"], [cfg["workroot"], "/dev/null"])
-    layers["workdir"] = "active: a fresh tmpfs per sample, capped" if cfg["tmpfs_per_sample"] else "unavailable: a plain directory per sample (no mount namespace)"
+    layers["workdir"] = (
+        "active: a fresh tmpfs per sample, capped"
+        if cfg["tmpfs_per_sample"]
+        else "unavailable: a plain directory per sample (no mount namespace)"
+    )
     layers["python"] = f"{sys.executable} {sys.version.split()[0]}"
     write_frame(b"H", json.dumps({"hello": layers, "pid": os.getpid()}).encode())
     seq = 0

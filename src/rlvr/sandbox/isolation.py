@@ -73,7 +73,9 @@ def setup_namespaces(layers, hide):
             hidden.append(d)
         else:
             failed.append(d)
-    layers["mountns"] = "active: empty tmpfs over " + " ".join(hidden) + (f"; failed {' '.join(failed)}" if failed else "")
+    layers["mountns"] = (
+        "active: empty tmpfs over " + " ".join(hidden) + (f"; failed {' '.join(failed)}" if failed else "")
+    )
 
 
 def mount_tmpfs(path, opts):
@@ -145,7 +147,9 @@ def build_ruleset(abi, readable, writable):
             elif not is_dir:
                 allowed = file_rw
             rule = _PathBeneath(allowed, pfd)
-            rc = libc.syscall(SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
+            rc = libc.syscall(
+                SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)
+            )
             os.close(pfd)
             if rc != 0:
                 raise _err(f"landlock_add_rule {path}")
@@ -170,7 +174,13 @@ def seccomp_lib():
             lib = ctypes.CDLL(name, use_errno=True)
             lib.seccomp_init.restype = ctypes.c_void_p
             lib.seccomp_init.argtypes = [ctypes.c_uint32]
-            lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_ArgCmp)]
+            lib.seccomp_rule_add_array.argtypes = [
+                ctypes.c_void_p,
+                ctypes.c_uint32,
+                ctypes.c_int,
+                ctypes.c_uint,
+                ctypes.POINTER(_ArgCmp),
+            ]
             lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
             lib.seccomp_load.argtypes = [ctypes.c_void_p]
             lib.seccomp_release.argtypes = [ctypes.c_void_p]
@@ -288,7 +298,14 @@ def fork_sample(pidns, ipcns=False):
     if os.uname().machine != "x86_64":
         raise OSError("per-sample PID namespaces use the x86-64 clone() number; not on " + os.uname().machine)
     pylib.PyOS_BeforeFork()
-    pid = pylib.syscall(ctypes.c_long(SYS_clone), ctypes.c_ulong(CLONE_NEWPID | (CLONE_NEWIPC if ipcns else 0) | signal.SIGCHLD), None, None, None, ctypes.c_ulong(0))
+    pid = pylib.syscall(
+        ctypes.c_long(SYS_clone),
+        ctypes.c_ulong(CLONE_NEWPID | (CLONE_NEWIPC if ipcns else 0) | signal.SIGCHLD),
+        None,
+        None,
+        None,
+        ctypes.c_ulong(0),
+    )
     errno = ctypes.get_errno()
     if pid == 0:
         pylib.PyOS_AfterFork_Child()

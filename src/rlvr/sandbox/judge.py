@@ -45,15 +45,7 @@ from typing import Any
 
 from .checks import JudgeLimit, decode
 from .expressions import Expressions
-from .trusted import (
-    BASE_BUILTINS,
-    FORBIDDEN_NAMES,
-    TRUSTED_MODULES,
-    Module,
-    Unsupported,
-    literal_tag,
-    make_module,
-)
+from .trusted import BASE_BUILTINS, FORBIDDEN_NAMES, TRUSTED_MODULES, Module, Unsupported, literal_tag, make_module
 from .values import (
     MAX_OPS,
     PENDING,
@@ -75,7 +67,9 @@ from .values import (
 class Pass(Expressions):
     """One interpretation of the whole test against the answers known so far."""
 
-    def __init__(self, sess: Session, deadline: float, entry: str | None, strict: bool = False, tol: float = 0.0) -> None:
+    def __init__(
+        self, sess: Session, deadline: float, entry: str | None, strict: bool = False, tol: float = 0.0
+    ) -> None:
         self.sess = sess
         self.strict = strict
         self.tol = tol  # the verifier's float_tolerance: == and != on floats within it
@@ -149,7 +143,9 @@ class Pass(Expressions):
         """Arguments passed by value that the call changed in place: change ours the same way."""
         originals = self._last_args
         for item in changed:
-            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(originals)):
+            if not (
+                isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(originals)
+            ):
                 continue
             target, new = originals[item[0]], decode(item[1])
             if type(target) is list and type(new) is list:
@@ -211,14 +207,18 @@ class Pass(Expressions):
             return ["sl", [self.arg(v, depth + 1) for v in (x.start, x.stop, x.step)]]
         raise Unsupported(f"passing a {t.__name__} to the candidate's code")
 
-    def call_remote(self, target: Ref, args: list[Any], kwargs: dict[str, Any], nodes: list[ast.expr] | None = None) -> Ref:
+    def call_remote(
+        self, target: Ref, args: list[Any], kwargs: dict[str, Any], nodes: list[ast.expr] | None = None
+    ) -> Ref:
         self._last_args = args
         if nodes is not None and len(nodes) == len(args):
             # A literal argument's tagged form is the same every time: computed once per node.
             tagged = [literal_tag(n, a, self.arg) for n, a in zip(nodes, args, strict=True)]
         else:
             tagged = [self.arg(a) for a in args]
-        return self.remote({"k": "call", "h": target.k, "a": tagged, "kw": [[k, self.arg(v)] for k, v in kwargs.items()]})
+        return self.remote(
+            {"k": "call", "h": target.k, "a": tagged, "kw": [[k, self.arg(v)] for k, v in kwargs.items()]}
+        )
 
     # -- names ---------------------------------------------------------------------------------
     def lookup(self, name: str, scope: Scope) -> Any:
@@ -457,7 +457,7 @@ class Pass(Expressions):
                 after = len(names) - i - 1
                 if len(items) < len(names) - 1:
                     raise ValueError("not enough values to unpack")
-                parts = items[:i] + [items[i:len(items) - after]] + items[len(items) - after:]
+                parts = items[:i] + [items[i : len(items) - after]] + items[len(items) - after :]
                 for e, v in zip(names, parts, strict=True):
                     self.assign(e.value if isinstance(e, ast.Starred) else e, v, scope)
                 return
@@ -478,6 +478,7 @@ class Pass(Expressions):
             self.remote({"k": "setattr", "h": obj.k, "name": target.attr, "v": self.arg(value)})
         else:
             raise Unsupported(f"assignment to {t.__name__}")
+
 
 def _copy(v: Any, depth: int = 0, rebind: Pass | None = None) -> Any:
     """Containers copied; with ``rebind``, references re-attached to that pass (whose answers and
@@ -555,5 +556,3 @@ def _exc_name(exc: BaseException) -> str:
     if isinstance(exc, CandidateError):
         return f"the candidate's code raised {exc.names[0] if exc.names else 'an exception'}"
     return f"{type(exc).__name__} while checking"
-
-

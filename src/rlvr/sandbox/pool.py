@@ -159,7 +159,9 @@ def choose_python(explicit: str | None = None, uid: int | None = UID_BASE) -> tu
 
 def _probe(python: str, uid: int) -> bool:
     try:
-        out = subprocess.run([python, "-I", "-S", "-c", _PROBE, str(uid)], capture_output=True, timeout=20, env=_worker_env(), cwd="/")
+        out = subprocess.run(
+            [python, "-I", "-S", "-c", _PROBE, str(uid)], capture_output=True, timeout=20, env=_worker_env(), cwd="/"
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0 and out.stdout.strip() == b"ok"
@@ -167,7 +169,13 @@ def _probe(python: str, uid: int) -> bool:
 
 def _worker_env() -> dict[str, str]:
     # No secrets: the trainer's environment (tokens, keys) never reaches a worker.
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
 
 
 # -- one worker --------------------------------------------------------------------------------
@@ -201,7 +209,7 @@ class _Worker:
     def send(self, kind: bytes, payload: bytes, before: bytes = b"") -> None:
         data = before + kind + struct.pack(">I", len(payload)) + payload
         while data:
-            data = data[os.write(self.win, data):]
+            data = data[os.write(self.win, data) :]
 
     def frame(self, timeout: float) -> tuple[bytes, bytes] | None:
         """The worker's next frame (type, payload), or None on timeout or end of file. Reads
@@ -210,12 +218,12 @@ class _Worker:
         while True:
             p = self.pos
             if len(self.buf) - p >= 5:
-                n = struct.unpack(">I", self.buf[p + 1:p + 5])[0]
+                n = struct.unpack(">I", self.buf[p + 1 : p + 5])[0]
                 if len(self.buf) - p >= 5 + n:
-                    kind, body = bytes(self.buf[p:p + 1]), bytes(self.buf[p + 5:p + 5 + n])
+                    kind, body = bytes(self.buf[p : p + 1]), bytes(self.buf[p + 5 : p + 5 + n])
                     self.pos = p + 5 + n
                     if self.pos > (1 << 20) or self.pos == len(self.buf):
-                        del self.buf[:self.pos]  # compact now and then, not per frame
+                        del self.buf[: self.pos]  # compact now and then, not per frame
                         self.pos = 0
                     return kind, body
             left = deadline - time.monotonic()
@@ -246,13 +254,13 @@ class _Worker:
             while len(answers) < len(ops) and end is None and not over:
                 # Whole answers already buffered first.
                 if len(stream) - pos >= 4:
-                    n = struct.unpack(">I", stream[pos:pos + 4])[0]
+                    n = struct.unpack(">I", stream[pos : pos + 4])[0]
                     if n > MAX_FRAME:
                         over = f"an answer of {n} bytes is over the {MAX_FRAME}-byte limit"
                         break
                     if len(stream) - pos >= 4 + n:
                         try:
-                            answers.append(json.loads(bytes(stream[pos + 4:pos + 4 + n])))
+                            answers.append(json.loads(bytes(stream[pos + 4 : pos + 4 + n])))
                         except (ValueError, RecursionError):
                             answers.append(["garbled"])
                         pos += 4 + n
@@ -262,7 +270,9 @@ class _Worker:
                         continue
                 got = self.frame(max(0.0, deadline - time.monotonic()))
                 if got is None:
-                    raise SandboxError("the worker did not answer in time" if self.proc.poll() is None else "the worker died")
+                    raise SandboxError(
+                        "the worker did not answer in time" if self.proc.poll() is None else "the worker died"
+                    )
                 kind, body = got
                 if kind == b"R":
                     stream += body
@@ -281,7 +291,9 @@ class _Worker:
             while end is None:
                 got = self.frame(max(0.0, deadline - time.monotonic()))
                 if got is None:
-                    raise SandboxError("the worker did not answer in time" if self.proc.poll() is None else "the worker died")
+                    raise SandboxError(
+                        "the worker did not answer in time" if self.proc.poll() is None else "the worker died"
+                    )
                 if got[0] == b"S":
                     end = _end(got[1])
         if over.startswith("sandbox"):
@@ -325,7 +337,13 @@ class _Worker:
 
 def _end(body: bytes) -> SessionEnd:
     d = json.loads(body)
-    return SessionEnd(str(d.get("why")), float(d.get("wall", 0.0)), float(d.get("cpu", 0.0)), int(d.get("maxrss", 0)), str(d.get("status", "")))
+    return SessionEnd(
+        str(d.get("why")),
+        float(d.get("wall", 0.0)),
+        float(d.get("cpu", 0.0)),
+        int(d.get("maxrss", 0)),
+        str(d.get("status", "")),
+    )
 
 
 # -- the pool ----------------------------------------------------------------------------------
@@ -386,7 +404,9 @@ class SandboxPool:
     def _start(self) -> Layers:
         if self._layers is not None:
             return self._layers
-        self._python, self._uid, self._note = choose_python(self.python_hint, self.uid_base if "uid" in self.enable else None)
+        self._python, self._uid, self._note = choose_python(
+            self.python_hint, self.uid_base if "uid" in self.enable else None
+        )
         first = _Worker(self._python, self._cfg(0))
         self._workers = [first] + [None] * (self.n - 1)
         status = dict(first.layers)

@@ -26,16 +26,70 @@ class Unsupported(Exception):
     """The test uses something this interpreter does not run on the trusted side."""
 
 
-EXC_NAMES = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type) and issubclass(getattr(builtins, n), BaseException)}
+EXC_NAMES = {
+    n
+    for n in dir(builtins)
+    if isinstance(getattr(builtins, n), type) and issubclass(getattr(builtins, n), BaseException)
+}
 _SAFE_BUILTINS = (
     "abs all any ascii bin bool bytes chr complex dict divmod enumerate filter float format frozenset hex int "
     "isinstance issubclass iter len list map max min next oct ord pow range repr reversed round set slice "
     "sorted str sum tuple type zip callable hash"
 ).split()
-FORBIDDEN_NAMES = {"exec", "eval", "compile", "open", "globals", "locals", "vars", "getattr", "setattr", "delattr", "__import__", "input", "breakpoint", "help", "exit", "quit", "memoryview", "object", "super", "classmethod", "staticmethod", "property", "dir", "id"}
+FORBIDDEN_NAMES = {
+    "exec",
+    "eval",
+    "compile",
+    "open",
+    "globals",
+    "locals",
+    "vars",
+    "getattr",
+    "setattr",
+    "delattr",
+    "__import__",
+    "input",
+    "breakpoint",
+    "help",
+    "exit",
+    "quit",
+    "memoryview",
+    "object",
+    "super",
+    "classmethod",
+    "staticmethod",
+    "property",
+    "dir",
+    "id",
+}
 # Not ``re``: a pattern could backtrack for hours inside one C call, where no deadline reaches.
-TRUSTED_MODULES = ("math", "cmath", "random", "string", "copy", "typing", "collections", "itertools", "functools", "fractions", "operator", "heapq", "bisect")
-_UNSUPPORTED_NODES = (ast.ClassDef, ast.With, ast.AsyncWith, ast.AsyncFunctionDef, ast.AsyncFor, ast.Await, ast.Yield, ast.YieldFrom, ast.Match, ast.TryStar)
+TRUSTED_MODULES = (
+    "math",
+    "cmath",
+    "random",
+    "string",
+    "copy",
+    "typing",
+    "collections",
+    "itertools",
+    "functools",
+    "fractions",
+    "operator",
+    "heapq",
+    "bisect",
+)
+_UNSUPPORTED_NODES = (
+    ast.ClassDef,
+    ast.With,
+    ast.AsyncWith,
+    ast.AsyncFunctionDef,
+    ast.AsyncFor,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Match,
+    ast.TryStar,
+)
 
 
 def static_reasons(tree: ast.Module) -> list[str]:
@@ -43,14 +97,22 @@ def static_reasons(tree: ast.Module) -> list[str]:
     out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, _UNSUPPORTED_NODES):
-            out.append(f"line {getattr(node, 'lineno', '?')}: {type(node).__name__} is not interpreted on the trusted side")
+            out.append(
+                f"line {getattr(node, 'lineno', '?')}: {type(node).__name__} is not interpreted on the trusted side"
+            )
         elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
             out.append(f"line {node.lineno}: uses {node.id}()")
         elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             out.append(f"line {node.lineno}: uses the attribute {node.attr}")
         elif isinstance(node, ast.Import):
-            out += [f"line {node.lineno}: imports {a.name}" for a in node.names if a.name.split(".")[0] not in TRUSTED_MODULES]
-        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in TRUSTED_MODULES):
+            out += [
+                f"line {node.lineno}: imports {a.name}"
+                for a in node.names
+                if a.name.split(".")[0] not in TRUSTED_MODULES
+            ]
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").split(".")[0] not in TRUSTED_MODULES
+        ):
             out.append(f"line {node.lineno}: imports from {node.module}")
         elif isinstance(node, ast.FunctionDef) and node.decorator_list:
             out.append(f"line {node.lineno}: decorated function {node.name}")
@@ -63,7 +125,14 @@ def _size(x: Any) -> int:
 
 
 def guard_binop(op: type, a: Any, b: Any) -> None:
-    if op is ast.Pow and type(a) is int and type(b) is int and b > 0 and abs(a) > 1 and a.bit_length() * b > MAX_INT_BITS:
+    if (
+        op is ast.Pow
+        and type(a) is int
+        and type(b) is int
+        and b > 0
+        and abs(a) > 1
+        and a.bit_length() * b > MAX_INT_BITS
+    ):
         raise JudgeLimit(f"{a.bit_length()}-bit number to the power {b}")
     if op is ast.Mult:
         for seq, n in ((a, b), (b, a)):
@@ -74,15 +143,31 @@ def guard_binop(op: type, a: Any, b: Any) -> None:
 
 
 BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
     ast.MatMult: operator.matmul,
 }
 COMPARE: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
-    ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
 }
 
 
@@ -138,7 +223,14 @@ def _guarded_op(op: type, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any],
 
 _GUARDED_OPERATOR = {
     name: _guarded_op(op, getattr(operator, name))
-    for name, op in (("pow", ast.Pow), ("ipow", ast.Pow), ("mul", ast.Mult), ("imul", ast.Mult), ("lshift", ast.LShift), ("ilshift", ast.LShift))
+    for name, op in (
+        ("pow", ast.Pow),
+        ("ipow", ast.Pow),
+        ("mul", ast.Mult),
+        ("imul", ast.Mult),
+        ("lshift", ast.LShift),
+        ("ilshift", ast.LShift),
+    )
 }
 
 
@@ -160,7 +252,9 @@ def literal_code(node: ast.expr) -> Any:
 
 
 def literal_tag(node: ast.expr, value: Any, encode: Callable[[Any], Any]) -> Any:
-    if type(node) not in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant) or (type(node) is not ast.Constant and literal_code(node) is None):
+    if type(node) not in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant) or (
+        type(node) is not ast.Constant and literal_code(node) is None
+    ):
         return encode(value)
     tag = node.__dict__.get("_rlvr_tag")
     if tag is None:
@@ -224,17 +318,42 @@ def make_module(name: str, rng: random.Random, tick: Callable[[], None]) -> Modu
         m["lcm"] = _guard_bits(math.lcm)
         return Module("math", m)
     if name == "random":
-        rnd = {k: getattr(rng, k) for k in ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform", "seed", "gauss", "getrandbits")}
+        rnd = {
+            k: getattr(rng, k)
+            for k in (
+                "random",
+                "randint",
+                "randrange",
+                "choice",
+                "choices",
+                "shuffle",
+                "sample",
+                "uniform",
+                "seed",
+                "gauss",
+                "getrandbits",
+            )
+        }
         rnd["Random"] = random.Random
         return Module("random", rnd)
     if name == "itertools":
-        return Module("itertools", {k: (lambda f: (lambda *a, **kw: _ticking(f(*a, **kw), tick)))(getattr(itertools, k)) for k in _public(itertools) if not k[0].isupper()})
+        return Module(
+            "itertools",
+            {
+                k: (lambda f: lambda *a, **kw: _ticking(f(*a, **kw), tick))(getattr(itertools, k))
+                for k in _public(itertools)
+                if not k[0].isupper()
+            },
+        )
     table: dict[str, Callable[[], Module]] = {
         "cmath": lambda: Module("cmath", _public(cmath)),
         "string": lambda: Module("string", {k: v for k, v in _public(string).items() if isinstance(v, str)}),
         "copy": lambda: Module("copy", {"copy": copy.copy, "deepcopy": copy.deepcopy}),
         "typing": lambda: Module("typing", _public(typing)),
-        "collections": lambda: Module("collections", {k: getattr(collections, k) for k in ("Counter", "defaultdict", "OrderedDict", "deque", "namedtuple")}),
+        "collections": lambda: Module(
+            "collections",
+            {k: getattr(collections, k) for k in ("Counter", "defaultdict", "OrderedDict", "deque", "namedtuple")},
+        ),
         "functools": lambda: Module("functools", {"reduce": functools.reduce, "cmp_to_key": functools.cmp_to_key}),
         "fractions": lambda: Module("fractions", {"Fraction": fractions.Fraction}),
         "operator": lambda: Module("operator", {**_public(operator), **_GUARDED_OPERATOR}),

@@ -112,7 +112,21 @@ _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
 _ITERATING = {len, bool, list, tuple, sorted, set}
 # Nodes whose operands are all evaluated (their operations recorded) before the trusted operation
 # that may need a pending value: putting them off skips no operation.
-_PURE_APPLY = (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute, ast.FormattedValue, ast.JoinedStr, ast.Name, ast.Constant, ast.Compare, ast.Call, ast.Set, ast.List, ast.Tuple)
+_PURE_APPLY = (
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Subscript,
+    ast.Attribute,
+    ast.FormattedValue,
+    ast.JoinedStr,
+    ast.Name,
+    ast.Constant,
+    ast.Compare,
+    ast.Call,
+    ast.Set,
+    ast.List,
+    ast.Tuple,
+)
 
 
 def _immutable(x: Any) -> bool:
@@ -150,7 +164,7 @@ class Function:
         if len(args) > n:
             raise TypeError("too many arguments")
         bound = dict(zip(self.params, args, strict=False))
-        for i, name in enumerate(self.params[len(args):], len(args)):
+        for i, name in enumerate(self.params[len(args) :], len(args)):
             if name in kwargs:
                 bound[name] = kwargs.pop(name)
             elif i >= n - len(self.defaults):
@@ -182,7 +196,9 @@ class Function:
 
 
 class Scope:
-    def __init__(self, vars: dict[str, Any], parent: Scope | None, decl: tuple[set[str], set[str]] = (set(), set())) -> None:
+    def __init__(
+        self, vars: dict[str, Any], parent: Scope | None, decl: tuple[set[str], set[str]] = (set(), set())
+    ) -> None:
         self.vars, self.parent = vars, parent
         self.globals_, self.nonlocals = decl
 

@@ -81,9 +81,21 @@ def check_bind(host: str, token: str | None, allow_remote: bool) -> None:
         return
     problems = []
     if not allow_remote:
-        problems.append(Problem(f"--host {host}", "binding another address than 127.0.0.1 exposes the reward server to the network", "add --allow-remote, and set a token"))
+        problems.append(
+            Problem(
+                f"--host {host}",
+                "binding another address than 127.0.0.1 exposes the reward server to the network",
+                "add --allow-remote, and set a token",
+            )
+        )
     if not token:
-        problems.append(Problem(f"--host {host}", "a server reachable from the network needs a token", "set RLVR_SERVE_TOKEN or --token-file PATH; clients send Authorization: Bearer TOKEN or ?token=TOKEN"))
+        problems.append(
+            Problem(
+                f"--host {host}",
+                "a server reachable from the network needs a token",
+                "set RLVR_SERVE_TOKEN or --token-file PATH; clients send Authorization: Bearer TOKEN or ?token=TOKEN",
+            )
+        )
     if problems:
         raise ConfigError(problems)
 
@@ -91,7 +103,9 @@ def check_bind(host: str, token: str | None, allow_remote: bool) -> None:
 class RewardServer:
     """The ASGI app. ``scorer`` is already gated (``Scorer.from_task``)."""
 
-    def __init__(self, scorer: Scorer, limits: Limits = Limits(), *, token: str | None = None, host: str = LOOPBACK) -> None:
+    def __init__(
+        self, scorer: Scorer, limits: Limits = Limits(), *, token: str | None = None, host: str = LOOPBACK
+    ) -> None:
         from starlette.applications import Starlette
         from starlette.routing import Route
 
@@ -158,7 +172,10 @@ class RewardServer:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             self.scorer.metrics.reject("too_large")
-            raise RequestError(413, f"the body is {int(declared)} bytes; the limit is {limit} (split the batch, or raise --max-body-mb)")
+            raise RequestError(
+                413,
+                f"the body is {int(declared)} bytes; the limit is {limit} (split the batch, or raise --max-body-mb)",
+            )
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
@@ -175,7 +192,9 @@ class RewardServer:
     def _admit(self) -> None:
         if self.active >= self.capacity:
             self.scorer.metrics.reject("queue_full")
-            raise RequestError(503, f"the server is busy: {self.active} batches admitted, the limit is {self.capacity}; retry later")
+            raise RequestError(
+                503, f"the server is busy: {self.active} batches admitted, the limit is {self.capacity}; retry later"
+            )
         self.active += 1
         self.scorer.metrics.active = self.active
 
@@ -243,7 +262,9 @@ class RewardServer:
     async def get_reward(self, request: Any) -> Any:
         try:
             self._check_access(request)
-            samples, keys, _ = openrlhf_samples(await self._body(request), self.scorer.task.answer_column, self.limits.max_rows)
+            samples, keys, _ = openrlhf_samples(
+                await self._body(request), self.scorer.task.answer_column, self.limits.max_rows
+            )
             self._admit()
         except RequestError as exc:
             return self._error("get_reward", exc, self._retry(exc))
@@ -258,8 +279,15 @@ class RewardServer:
     async def healthz(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        return JSONResponse({"status": "ok", "task": self.scorer.meta["task"], "gate": self.scorer.meta["gate"]["status"],
-                             "batches_active": self.active, "batches_capacity": self.capacity})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "task": self.scorer.meta["task"],
+                "gate": self.scorer.meta["gate"]["status"],
+                "batches_active": self.active,
+                "batches_capacity": self.capacity,
+            }
+        )
 
     async def metrics(self, request: Any) -> Any:
         from starlette.responses import PlainTextResponse
@@ -290,6 +318,13 @@ def serve(server: RewardServer, host: str = LOOPBACK, port: int = 5000, *, log: 
     """Run until SIGTERM/SIGINT, then finish the requests in flight (module docstring)."""
     import uvicorn
 
-    config = uvicorn.Config(server, host=host, port=port, log_level="info" if log else "warning", access_log=log,
-                            timeout_graceful_shutdown=int(server.limits.deadline) + 30, lifespan="on")
+    config = uvicorn.Config(
+        server,
+        host=host,
+        port=port,
+        log_level="info" if log else "warning",
+        access_log=log,
+        timeout_graceful_shutdown=int(server.limits.deadline) + 30,
+        lifespan="on",
+    )
     uvicorn.Server(config).run()

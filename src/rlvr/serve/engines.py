@@ -62,13 +62,34 @@ def _verl_dict(scorer: Scorer, scored: Any, engine: tuple[float, str | None]) ->
 class VerlAdapter:
     """``compute_score`` and ``compute_score_batch`` for one gated task (see module docstring)."""
 
-    def __init__(self, task_path: str | Path, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, fallback: float = 0.0) -> None:
+    def __init__(
+        self,
+        task_path: str | Path,
+        *,
+        gate_path: str | Path | None = None,
+        no_gate_reason: str | None = None,
+        fallback: float = 0.0,
+    ) -> None:
         self.scorer = Scorer.from_task(task_path, gate_path=gate_path, no_gate_reason=no_gate_reason, fallback=fallback)
 
-    def compute_score(self, data_source: Any = None, solution_str: Any = "", ground_truth: Any = None, extra_info: Any = None, **kwargs: Any) -> dict[str, Any]:
+    def compute_score(
+        self,
+        data_source: Any = None,
+        solution_str: Any = "",
+        ground_truth: Any = None,
+        extra_info: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         return self.compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info])[0]
 
-    def compute_score_batch(self, data_sources: Sequence[Any] = (), solution_strs: Sequence[Any] = (), ground_truths: Sequence[Any] = (), extra_infos: Sequence[Any] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+    def compute_score_batch(
+        self,
+        data_sources: Sequence[Any] = (),
+        solution_strs: Sequence[Any] = (),
+        ground_truths: Sequence[Any] = (),
+        extra_infos: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> list[dict[str, Any]]:
         n = len(solution_strs)
         extras = list(extra_infos) if extra_infos is not None else [None] * n
         column = self.scorer.task.answer_column
@@ -85,16 +106,27 @@ class OpenRLHFAdapter:
     """``reward_func(queries, prompts, labels)`` for one gated task, same answers as the
     server's ``/get_reward`` (module docstring)."""
 
-    def __init__(self, task_path: str | Path, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, fallback: float = 0.0) -> None:
+    def __init__(
+        self,
+        task_path: str | Path,
+        *,
+        gate_path: str | Path | None = None,
+        no_gate_reason: str | None = None,
+        fallback: float = 0.0,
+    ) -> None:
         self.scorer = Scorer.from_task(task_path, gate_path=gate_path, no_gate_reason=no_gate_reason, fallback=fallback)
 
-    def __call__(self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
+    def __call__(
+        self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any
+    ) -> dict[str, Any]:
         body = {"query": list(queries), "prompts": list(prompts), "labels": list(labels)}
         samples, keys, _ = openrlhf_samples(body, self.scorer.task.answer_column, max_rows=1 << 30)
         return openrlhf_response(self.scorer, samples, keys)
 
 
-def openrlhf_response(scorer: Scorer, samples: Sequence[Sample], keys: Sequence[Hashable], scored: Sequence[Scored] | None = None) -> dict[str, Any]:
+def openrlhf_response(
+    scorer: Scorer, samples: Sequence[Sample], keys: Sequence[Hashable], scored: Sequence[Scored] | None = None
+) -> dict[str, Any]:
     """The answer to an OpenRLHF reward call: ``rewards`` (stand-ins for masked rows),
     ``scores`` (the success term, for ``--dynamic_filtering``), ``extra_logs`` (per-sample
     values, see ``Scorer.term_logs``) and ``rlvr`` (every term's verdict, the mask, ``meta``).
@@ -140,13 +172,27 @@ compute_score_batch = _adapter.compute_score_batch
 '''
 
 
-def write_adapter(engine: str, task: Any, out: str | Path, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, fallback: float = 0.0) -> Path:
+def write_adapter(
+    engine: str,
+    task: Any,
+    out: str | Path,
+    *,
+    gate_path: str | Path | None = None,
+    no_gate_reason: str | None = None,
+    fallback: float = 0.0,
+) -> Path:
     """Write the adapter file ``out`` for ``engine`` (``openrlhf`` or ``verl``) bound to ``task``
     by absolute paths. The caller has already enforced the gate."""
     template = {"openrlhf": _OPENRLHF_FILE, "verl": _VERL_FILE}[engine]
     path = Path(out)
-    text = template.format(name=task.name, task=str(Path(task.path).resolve()), out=str(path),
-                           gate=str(Path(gate_path).resolve()) if gate_path else None, reason=no_gate_reason, fallback=float(fallback))
+    text = template.format(
+        name=task.name,
+        task=str(Path(task.path).resolve()),
+        out=str(path),
+        gate=str(Path(gate_path).resolve()) if gate_path else None,
+        reason=no_gate_reason,
+        fallback=float(fallback),
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

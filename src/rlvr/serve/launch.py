@@ -53,26 +53,71 @@ from ..errors import ConfigError, Problem
 
 # Every verl 0.9.1 config key this module sets (read from _generated_ppo_trainer.yaml).
 VERL_KEYS = (
-    "algorithm.adv_estimator", "algorithm.norm_adv_by_std_in_grpo", "algorithm.use_kl_in_reward",
-    "actor_rollout_ref.model.path", "actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.use_kl_loss",
-    "actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.kl_loss_type", "actor_rollout_ref.actor.clip_ratio_low",
-    "actor_rollout_ref.actor.clip_ratio_high", "actor_rollout_ref.actor.loss_agg_mode", "actor_rollout_ref.actor.policy_loss.loss_mode",
-    "actor_rollout_ref.actor.ppo_epochs", "actor_rollout_ref.actor.grad_clip", "actor_rollout_ref.actor.ppo_mini_batch_size",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.n",
-    "actor_rollout_ref.rollout.temperature", "actor_rollout_ref.rollout.top_p", "data.train_files", "data.val_files",
-    "data.train_batch_size", "data.max_response_length", "data.seed", "reward.custom_reward_function.path",
-    "reward.custom_reward_function.name", "trainer.n_gpus_per_node", "trainer.nnodes", "trainer.logger",
-    "trainer.project_name", "trainer.experiment_name",
+    "algorithm.adv_estimator",
+    "algorithm.norm_adv_by_std_in_grpo",
+    "algorithm.use_kl_in_reward",
+    "actor_rollout_ref.model.path",
+    "actor_rollout_ref.actor.optim.lr",
+    "actor_rollout_ref.actor.use_kl_loss",
+    "actor_rollout_ref.actor.kl_loss_coef",
+    "actor_rollout_ref.actor.kl_loss_type",
+    "actor_rollout_ref.actor.clip_ratio_low",
+    "actor_rollout_ref.actor.clip_ratio_high",
+    "actor_rollout_ref.actor.loss_agg_mode",
+    "actor_rollout_ref.actor.policy_loss.loss_mode",
+    "actor_rollout_ref.actor.ppo_epochs",
+    "actor_rollout_ref.actor.grad_clip",
+    "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.name",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.temperature",
+    "actor_rollout_ref.rollout.top_p",
+    "data.train_files",
+    "data.val_files",
+    "data.train_batch_size",
+    "data.max_response_length",
+    "data.seed",
+    "reward.custom_reward_function.path",
+    "reward.custom_reward_function.name",
+    "trainer.n_gpus_per_node",
+    "trainer.nnodes",
+    "trainer.logger",
+    "trainer.project_name",
+    "trainer.experiment_name",
 )
 # Every OpenRLHF 0.11.2 flag this module sets (read from cli/train_ppo_ray.py).
 OPENRLHF_FLAGS = (
-    "--actor.model_name_or_path", "--reward.remote_url", "--data.prompt_dataset", "--data.input_key", "--data.label_key",
-    "--data.apply_chat_template", "--rollout.n_samples_per_prompt", "--rollout.temperature", "--rollout.top_p",
-    "--rollout.max_new_tokens", "--rollout.batch_size", "--train.batch_size", "--train.micro_batch_size",
-    "--train.max_epochs", "--train.seed", "--algo.advantage.estimator", "--algo.kl.use_loss", "--algo.kl.init_coef",
-    "--algo.kl.estimator", "--actor.adam.lr", "--actor.eps_clip_low_high", "--actor.loss_agg_mode",
-    "--actor.policy_loss_type", "--actor.max_norm", "--actor.num_nodes", "--actor.num_gpus_per_node",
-    "--vllm.num_engines", "--train.colocate_all", "--logger.tensorboard_dir", "--ckpt.output_dir",
+    "--actor.model_name_or_path",
+    "--reward.remote_url",
+    "--data.prompt_dataset",
+    "--data.input_key",
+    "--data.label_key",
+    "--data.apply_chat_template",
+    "--rollout.n_samples_per_prompt",
+    "--rollout.temperature",
+    "--rollout.top_p",
+    "--rollout.max_new_tokens",
+    "--rollout.batch_size",
+    "--train.batch_size",
+    "--train.micro_batch_size",
+    "--train.max_epochs",
+    "--train.seed",
+    "--algo.advantage.estimator",
+    "--algo.kl.use_loss",
+    "--algo.kl.init_coef",
+    "--algo.kl.estimator",
+    "--actor.adam.lr",
+    "--actor.eps_clip_low_high",
+    "--actor.loss_agg_mode",
+    "--actor.policy_loss_type",
+    "--actor.max_norm",
+    "--actor.num_nodes",
+    "--actor.num_gpus_per_node",
+    "--vllm.num_engines",
+    "--train.colocate_all",
+    "--logger.tensorboard_dir",
+    "--ckpt.output_dir",
 )
 _VERL_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token-mean"}
 _OPENRLHF_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token-mean"}
@@ -101,7 +146,11 @@ def recipe(task: Any, gpus: int) -> dict[str, Any]:
     """The resolved recipe, as ``rlvr plan`` resolves it for ``gpus`` GPUs with vLLM."""
     from ..plan.recipe import resolve
 
-    gen = {"temperature": task.generation.temperature, "top_p": task.generation.top_p, "max_completion_length": task.generation.max_completion_length}
+    gen = {
+        "temperature": task.generation.temperature,
+        "top_p": task.generation.top_p,
+        "max_completion_length": task.generation.max_completion_length,
+    }
     return resolve(task.grpo, generation=gen, hw={"gpus": gpus, "bf16": True, "vllm": True}, seed=task.seed)
 
 
@@ -110,18 +159,40 @@ def _batch(cfg: Mapping[str, Any], world: int, problems: list[Problem]) -> tuple
     g = int(cfg["num_generations"])
     completions = int(cfg["per_device_train_batch_size"]) * int(cfg["gradient_accumulation_steps"]) * world
     if completions % g:
-        problems.append(Problem("per_device_train_batch_size x gradient_accumulation_steps x GPUs", f"{completions} completions per step is not a multiple of num_generations {g}", "change the batch size or the group size"))
+        problems.append(
+            Problem(
+                "per_device_train_batch_size x gradient_accumulation_steps x GPUs",
+                f"{completions} completions per step is not a multiple of num_generations {g}",
+                "change the batch size or the group size",
+            )
+        )
     return max(1, completions // g), completions
 
 
 def _common_problems(cfg: Mapping[str, Any], problems: list[Problem], engine: str) -> None:
-    if int(cfg.get("steps_per_generation") or cfg["gradient_accumulation_steps"]) != int(cfg["gradient_accumulation_steps"]):
-        problems.append(Problem("steps_per_generation", "several optimizer steps per generation batch has no counterpart here", f"leave it unset for {engine}"))
+    if int(cfg.get("steps_per_generation") or cfg["gradient_accumulation_steps"]) != int(
+        cfg["gradient_accumulation_steps"]
+    ):
+        problems.append(
+            Problem(
+                "steps_per_generation",
+                "several optimizer steps per generation batch has no counterpart here",
+                f"leave it unset for {engine}",
+            )
+        )
     if cfg.get("mask_truncated_completions"):
-        problems.append(Problem("mask_truncated_completions", f"no {engine} option masks truncated completions the same way", "drop it, or use the engine's overlong options by hand"))
+        problems.append(
+            Problem(
+                "mask_truncated_completions",
+                f"no {engine} option masks truncated completions the same way",
+                "drop it, or use the engine's overlong options by hand",
+            )
+        )
 
 
-def verl_plan(task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None) -> EnginePlan:
+def verl_plan(
+    task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
+) -> EnginePlan:
     """verl's ``main_ppo`` command with the recipe and the adapter wired in; writes the parquet
     data into ``out_dir``. Raises ``ConfigError`` listing every value without a counterpart."""
     cfg = recipe(task, gpus)
@@ -131,10 +202,18 @@ def verl_plan(task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: 
     loss = str(cfg["loss_type"])
     agg = _VERL_AGG.get(loss, "seq-mean-token-sum-norm" if loss == "dr_grpo" else None)
     if agg is None:
-        problems.append(Problem("loss_type", f"{loss!r} has no verl loss_agg_mode counterpart", "use grpo, dapo, bnpo or dr_grpo"))
+        problems.append(
+            Problem("loss_type", f"{loss!r} has no verl loss_agg_mode counterpart", "use grpo, dapo, bnpo or dr_grpo")
+        )
     micro = int(cfg["per_device_train_batch_size"])
     if (completions // world) % micro:
-        problems.append(Problem("per_device_train_batch_size", f"{completions // world} completions per GPU per step is not a multiple of {micro}", "change the batch size"))
+        problems.append(
+            Problem(
+                "per_device_train_batch_size",
+                f"{completions // world} completions per GPU per step is not a multiple of {micro}",
+                "change the batch size",
+            )
+        )
     _common_problems(cfg, problems, "verl")
     if problems:
         raise ConfigError(problems)
@@ -152,7 +231,9 @@ def verl_plan(task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: 
         "actor_rollout_ref.actor.clip_ratio_low": cfg["epsilon"],
         "actor_rollout_ref.actor.clip_ratio_high": cfg.get("epsilon_high") or cfg["epsilon"],
         "actor_rollout_ref.actor.loss_agg_mode": agg,
-        "actor_rollout_ref.actor.policy_loss.loss_mode": "gspo" if cfg["importance_sampling_level"] == "sequence" else "vanilla",
+        "actor_rollout_ref.actor.policy_loss.loss_mode": "gspo"
+        if cfg["importance_sampling_level"] == "sequence"
+        else "vanilla",
         "actor_rollout_ref.actor.ppo_epochs": cfg["num_iterations"],
         "actor_rollout_ref.actor.grad_clip": cfg["max_grad_norm"],
         "actor_rollout_ref.actor.ppo_mini_batch_size": prompts,  # one update per batch, as TRL
@@ -175,12 +256,16 @@ def verl_plan(task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: 
         "trainer.experiment_name": task.name,
     }
     command = ["python3", "-m", "verl.trainer.main_ppo"] + [f"{k}={_hydra(v)}" for k, v in o.items()]
-    notes = [f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
-             "trainer.logger writes the file log rlvr.doctor.enginelogs reads (VERL_FILE_LOGGER_PATH names it)"] + _model_note(model or task.model)
+    notes = [
+        f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
+        "trainer.logger writes the file log rlvr.doctor.enginelogs reads (VERL_FILE_LOGGER_PATH names it)",
+    ] + _model_note(model or task.model)
     return EnginePlan("verl", command, files, notes)
 
 
-def openrlhf_plan(task: Any, reward: str, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None) -> EnginePlan:
+def openrlhf_plan(
+    task: Any, reward: str, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
+) -> EnginePlan:
     """OpenRLHF's ``train_ppo_ray`` command with the recipe and ``reward`` (the adapter file or
     ``rlvr serve``'s ``/get_reward`` URL) wired in; writes the JSONL data into ``out_dir``."""
     cfg = recipe(task, gpus)
@@ -190,29 +275,73 @@ def openrlhf_plan(task: Any, reward: str, out_dir: Path, *, gpus: int = 1, nodes
     loss = str(cfg["loss_type"])
     agg = _OPENRLHF_AGG.get(loss)
     if agg is None:
-        problems.append(Problem("loss_type", f"{loss!r} has no OpenRLHF loss_agg_mode counterpart (it has token-mean and seq-mean-token-mean)", "use grpo, dapo or bnpo"))
+        problems.append(
+            Problem(
+                "loss_type",
+                f"{loss!r} has no OpenRLHF loss_agg_mode counterpart (it has token-mean and seq-mean-token-mean)",
+                "use grpo, dapo or bnpo",
+            )
+        )
     _common_problems(cfg, problems, "OpenRLHF")
     if problems:
         raise ConfigError(problems)
     files = write_openrlhf_data(task, out_dir)
     beta = float(cfg["beta"])
-    cmd = ["python3", "-m", "openrlhf.cli.train_ppo_ray",
-           "--actor.model_name_or_path", model or task.resolve(task.model),
-           "--reward.remote_url", reward,
-           "--data.prompt_dataset", files["train"], "--data.input_key", "input", "--data.label_key", "label",
-           "--rollout.n_samples_per_prompt", str(cfg["num_generations"]),
-           "--rollout.temperature", str(cfg["temperature"]), "--rollout.top_p", str(cfg["top_p"]),
-           "--rollout.max_new_tokens", str(cfg["max_completion_length"]),
-           "--rollout.batch_size", str(prompts), "--train.batch_size", str(completions),
-           "--train.micro_batch_size", str(cfg["per_device_train_batch_size"]),
-           "--train.max_epochs", str(cfg["num_iterations"]), "--train.seed", str(cfg["seed"]),
-           "--algo.advantage.estimator", "dr_grpo" if cfg["scale_rewards"] == "none" else "group_norm",
-           "--actor.adam.lr", str(cfg["learning_rate"]),
-           "--actor.eps_clip_low_high", str(cfg["epsilon"]), str(cfg.get("epsilon_high") or cfg["epsilon"]),
-           "--actor.loss_agg_mode", agg or "", "--actor.max_norm", str(cfg["max_grad_norm"]),
-           "--actor.num_nodes", str(nodes), "--actor.num_gpus_per_node", str(gpus),
-           "--vllm.num_engines", str(world), "--train.colocate_all",
-           "--logger.tensorboard_dir", str(out_dir / "tensorboard"), "--ckpt.output_dir", str(out_dir / "ckpt")]
+    cmd = [
+        "python3",
+        "-m",
+        "openrlhf.cli.train_ppo_ray",
+        "--actor.model_name_or_path",
+        model or task.resolve(task.model),
+        "--reward.remote_url",
+        reward,
+        "--data.prompt_dataset",
+        files["train"],
+        "--data.input_key",
+        "input",
+        "--data.label_key",
+        "label",
+        "--rollout.n_samples_per_prompt",
+        str(cfg["num_generations"]),
+        "--rollout.temperature",
+        str(cfg["temperature"]),
+        "--rollout.top_p",
+        str(cfg["top_p"]),
+        "--rollout.max_new_tokens",
+        str(cfg["max_completion_length"]),
+        "--rollout.batch_size",
+        str(prompts),
+        "--train.batch_size",
+        str(completions),
+        "--train.micro_batch_size",
+        str(cfg["per_device_train_batch_size"]),
+        "--train.max_epochs",
+        str(cfg["num_iterations"]),
+        "--train.seed",
+        str(cfg["seed"]),
+        "--algo.advantage.estimator",
+        "dr_grpo" if cfg["scale_rewards"] == "none" else "group_norm",
+        "--actor.adam.lr",
+        str(cfg["learning_rate"]),
+        "--actor.eps_clip_low_high",
+        str(cfg["epsilon"]),
+        str(cfg.get("epsilon_high") or cfg["epsilon"]),
+        "--actor.loss_agg_mode",
+        agg or "",
+        "--actor.max_norm",
+        str(cfg["max_grad_norm"]),
+        "--actor.num_nodes",
+        str(nodes),
+        "--actor.num_gpus_per_node",
+        str(gpus),
+        "--vllm.num_engines",
+        str(world),
+        "--train.colocate_all",
+        "--logger.tensorboard_dir",
+        str(out_dir / "tensorboard"),
+        "--ckpt.output_dir",
+        str(out_dir / "ckpt"),
+    ]
     if task.prompt.chat:
         cmd.append("--data.apply_chat_template")
     if beta > 0:
@@ -221,13 +350,19 @@ def openrlhf_plan(task: Any, reward: str, out_dir: Path, *, gpus: int = 1, nodes
         cmd += ["--algo.kl.init_coef", "0"]
     if cfg["importance_sampling_level"] == "sequence":
         cmd += ["--actor.policy_loss_type", "gspo"]
-    notes = [f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
-             "--logger.tensorboard_dir writes the events rlvr.doctor.enginelogs reads"] + _model_note(model or task.model)
+    notes = [
+        f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
+        "--logger.tensorboard_dir writes the events rlvr.doctor.enginelogs reads",
+    ] + _model_note(model or task.model)
     return EnginePlan("openrlhf", cmd, files, notes)
 
 
 def _model_note(model: str) -> list[str]:
-    return [f"{model} is one of rlvr's built-in test models, which the engines cannot load: pass --model"] if str(model).startswith("builtin:") else []
+    return (
+        [f"{model} is one of rlvr's built-in test models, which the engines cannot load: pass --model"]
+        if str(model).startswith("builtin:")
+        else []
+    )
 
 
 def _hydra(value: Any) -> str:
@@ -251,10 +386,19 @@ def write_verl_data(task: Any, out_dir: Path) -> dict[str, str]:
             prompt = task.render_prompt(row)
             messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
             truth = row.get(task.answer_column)
-            rows.append({"data_source": task.name, "prompt": messages, "ability": "rlvr",
-                         "reward_model": {"style": "rule", "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, ensure_ascii=False)},
-                         # the whole row, exactly: the adapter reads its columns from here
-                         "extra_info": {"index": i, "rlvr_row": json.dumps(row, ensure_ascii=False)}})
+            rows.append(
+                {
+                    "data_source": task.name,
+                    "prompt": messages,
+                    "ability": "rlvr",
+                    "reward_model": {
+                        "style": "rule",
+                        "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, ensure_ascii=False),
+                    },
+                    # the whole row, exactly: the adapter reads its columns from here
+                    "extra_info": {"index": i, "rlvr_row": json.dumps(row, ensure_ascii=False)},
+                }
+            )
         path = out_dir / f"{split}.parquet"
         pq.write_table(pa.Table.from_pylist(rows), path)
         files[split] = str(path)
@@ -273,6 +417,12 @@ def write_openrlhf_data(task: Any, out_dir: Path) -> dict[str, str]:
         path = out_dir / f"{split}.jsonl"
         with open(path, "w", encoding="utf-8") as fh:
             for row in task.load_split(split):
-                fh.write(json.dumps({"input": task.render_prompt(row), "label": json.dumps(row, ensure_ascii=False)}, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {"input": task.render_prompt(row), "label": json.dumps(row, ensure_ascii=False)},
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
         files[split] = str(path)
     return files

@@ -76,7 +76,14 @@ def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]
         ids = row.get("completion_ids")
         columns = {k: v for k, v in row.items() if k not in ("completion", "completion_ids", "prompt", "group")}
         text = prompt_text(prompt)
-        samples.append(Sample(completion=completion_text(completion), row=columns, prompt=text, completion_ids=ids if isinstance(ids, list) else None))
+        samples.append(
+            Sample(
+                completion=completion_text(completion),
+                row=columns,
+                prompt=text,
+                completion_ids=ids if isinstance(ids, list) else None,
+            )
+        )
         group = row.get("group")
         keys.append(_key(group) if group is not None else ("prompt", text))
     return samples, keys
@@ -95,7 +102,7 @@ def split_query(query: str, prompt: str) -> tuple[str, bool]:
     is the completion: extraction is anchored to the answer span, but a prompt that itself holds
     an answer span would then be read as a second answer (a format failure, never a pass)."""
     idx = query.find(prompt) if prompt else -1
-    text = query[idx + len(prompt):] if idx >= 0 else query
+    text = query[idx + len(prompt) :] if idx >= 0 else query
     return _TRAILING_SPECIAL.sub("", text), idx >= 0 or not prompt
 
 
@@ -187,7 +194,9 @@ def _check_count(n: int, max_rows: int, where: str) -> None:
     if n == 0:
         raise RequestError(400, "no samples to score", where)
     if n > max_rows:
-        raise RequestError(413, f"{n} samples in one request; the limit is {max_rows} (split the batch, or raise --max-rows)", where)
+        raise RequestError(
+            413, f"{n} samples in one request; the limit is {max_rows} (split the batch, or raise --max-rows)", where
+        )
 
 
 def _key(value: Any) -> Hashable:
@@ -307,11 +316,14 @@ class Metrics:
         unparseable; and the masked share of all samples (key ``""``)."""
         with self._lock:
             n = self.samples or 1
-            out = {t: {
-                "error_rate": self.outcomes.get((t, Outcome.ERROR.value), 0) / n,
-                "timeout_rate": self.error_kinds.get((t, "timeout"), 0) / n,
-                "unparseable_rate": self.outcomes.get((t, Outcome.UNPARSEABLE.value), 0) / n,
-            } for t in self.terms}
+            out = {
+                t: {
+                    "error_rate": self.outcomes.get((t, Outcome.ERROR.value), 0) / n,
+                    "timeout_rate": self.error_kinds.get((t, "timeout"), 0) / n,
+                    "unparseable_rate": self.outcomes.get((t, Outcome.UNPARSEABLE.value), 0) / n,
+                }
+                for t in self.terms
+            }
             out[""] = {"masked_rate": self.masked / n}
             return out
 
@@ -327,25 +339,67 @@ class Metrics:
                 lines.append(f"{name}{{{text}}} {_num(value)}" if text else f"{name} {_num(value)}")
 
         with self._lock:
-            metric("rlvr_serve_requests_total", "counter", "HTTP requests answered, by endpoint and status code.",
-                   [({"endpoint": e, "code": str(c)}, n) for (e, c), n in sorted(self.requests.items())])
-            metric("rlvr_serve_rejected_total", "counter", "Requests refused before scoring, by reason.",
-                   [({"reason": r}, n) for r, n in sorted(self.rejected.items())])
+            metric(
+                "rlvr_serve_requests_total",
+                "counter",
+                "HTTP requests answered, by endpoint and status code.",
+                [({"endpoint": e, "code": str(c)}, n) for (e, c), n in sorted(self.requests.items())],
+            )
+            metric(
+                "rlvr_serve_rejected_total",
+                "counter",
+                "Requests refused before scoring, by reason.",
+                [({"reason": r}, n) for r, n in sorted(self.rejected.items())],
+            )
             metric("rlvr_serve_samples_total", "counter", "Samples scored.", [({}, self.samples)])
-            metric("rlvr_serve_masked_total", "counter", "Samples masked (some term could not decide).", [({}, self.masked)])
-            metric("rlvr_serve_deadline_samples_total", "counter", "Samples not scored before the request deadline (masked, error kind timeout).", [({}, self.deadline_rows)])
-            metric("rlvr_serve_outcomes_total", "counter", "Verdicts by term and outcome.",
-                   [({"term": t, "outcome": o}, n) for (t, o), n in sorted(self.outcomes.items())])
-            metric("rlvr_serve_errors_total", "counter", "Error verdicts by term and kind.",
-                   [({"term": t, "kind": k}, n) for (t, k), n in sorted(self.error_kinds.items())])
-            metric("rlvr_serve_imputed_total", "counter", "Masked samples given a stand-in reward for an engine, by source.",
-                   [({"source": s}, n) for s, n in sorted(self.imputed.items())])
+            metric(
+                "rlvr_serve_masked_total",
+                "counter",
+                "Samples masked (some term could not decide).",
+                [({}, self.masked)],
+            )
+            metric(
+                "rlvr_serve_deadline_samples_total",
+                "counter",
+                "Samples not scored before the request deadline (masked, error kind timeout).",
+                [({}, self.deadline_rows)],
+            )
+            metric(
+                "rlvr_serve_outcomes_total",
+                "counter",
+                "Verdicts by term and outcome.",
+                [({"term": t, "outcome": o}, n) for (t, o), n in sorted(self.outcomes.items())],
+            )
+            metric(
+                "rlvr_serve_errors_total",
+                "counter",
+                "Error verdicts by term and kind.",
+                [({"term": t, "kind": k}, n) for (t, k), n in sorted(self.error_kinds.items())],
+            )
+            metric(
+                "rlvr_serve_imputed_total",
+                "counter",
+                "Masked samples given a stand-in reward for an engine, by source.",
+                [({"source": s}, n) for s, n in sorted(self.imputed.items())],
+            )
             metric("rlvr_serve_scoring_seconds_total", "counter", "Seconds spent scoring.", [({}, self.seconds)])
-            metric("rlvr_serve_batches_active", "gauge", "Batches admitted and not finished (scoring or waiting).", [({}, self.active)])
-            metric("rlvr_serve_batches_capacity", "gauge", "Batches admitted at most; beyond it requests get 503.", [({}, self.capacity)])
-        for key, help_text in (("error_rate", "Share of samples whose verdict is an error (masked), by term."),
-                               ("timeout_rate", "Share of samples whose verdict is a timeout error, by term."),
-                               ("unparseable_rate", "Share of samples with no answer span to judge, by term.")):
+            metric(
+                "rlvr_serve_batches_active",
+                "gauge",
+                "Batches admitted and not finished (scoring or waiting).",
+                [({}, self.active)],
+            )
+            metric(
+                "rlvr_serve_batches_capacity",
+                "gauge",
+                "Batches admitted at most; beyond it requests get 503.",
+                [({}, self.capacity)],
+            )
+        for key, help_text in (
+            ("error_rate", "Share of samples whose verdict is an error (masked), by term."),
+            ("timeout_rate", "Share of samples whose verdict is a timeout error, by term."),
+            ("unparseable_rate", "Share of samples with no answer span to judge, by term."),
+        ):
             metric(f"rlvr_serve_term_{key}", "gauge", help_text, [({"term": t}, r[key]) for t, r in rates.items() if t])
         metric("rlvr_serve_masked_rate", "gauge", "Share of samples masked.", [({}, rates[""]["masked_rate"])])
         return "\n".join(lines) + "\n"
@@ -372,7 +426,9 @@ def deadline_scored(names: Sequence[str], n: int, deadline: float) -> list[Score
 class Scorer:
     """A gated task's reward terms and what every response carries (``meta``)."""
 
-    def __init__(self, task: Any, reward_set: RewardSet, gate: Mapping[str, Any], *, fallback: float = 0.0, history: int = 4096) -> None:
+    def __init__(
+        self, task: Any, reward_set: RewardSet, gate: Mapping[str, Any], *, fallback: float = 0.0, history: int = 4096
+    ) -> None:
         self.task = task
         self.reward_set = reward_set
         self.gate = dict(gate)
@@ -391,11 +447,21 @@ class Scorer:
             "task_sha256": sha256_file(task.path),
             "terms": [{"name": t.name, "weight": t.weight} for t in reward_set.terms],
             "success_term": self.success,
-            "gate": {k: self.gate.get(k) for k in ("status", "record", "record_sha256", "reviewer", "signed_at", "no_gate_reason")},
+            "gate": {
+                k: self.gate.get(k)
+                for k in ("status", "record", "record_sha256", "reviewer", "signed_at", "no_gate_reason")
+            },
         }
 
     @classmethod
-    def from_task(cls, path: str | Path, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, fallback: float = 0.0) -> Scorer:
+    def from_task(
+        cls,
+        path: str | Path,
+        *,
+        gate_path: str | Path | None = None,
+        no_gate_reason: str | None = None,
+        fallback: float = 0.0,
+    ) -> Scorer:
         """Load the task and enforce its gate exactly as ``rlvr train`` does (``GateError`` when the
         record is missing or does not match; ``no_gate_reason`` bypasses it and is recorded)."""
         from ..gate import enforce

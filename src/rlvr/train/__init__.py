@@ -85,11 +85,20 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     # A doctor patch writes the online filter as grpo: {dynamic: ...} (how a task file spells it);
     # it is rlvr's option, not a GRPOConfig field, so it leaves the GRPOConfig values here.
     patched_dynamic = grpo.pop("dynamic", None)
-    out = {"variant": meta.variant, "justification": dict(meta.justifications), "task": meta.task, "model": meta.model, "peft": meta.peft}
+    out = {
+        "variant": meta.variant,
+        "justification": dict(meta.justifications),
+        "task": meta.task,
+        "model": meta.model,
+        "peft": meta.peft,
+    }
     stop = _file_stop(path)
     if stop:
         out["stop"] = stop
-    dynamic: Any = {**_file_section(path, "dynamic"), **(patched_dynamic if isinstance(patched_dynamic, Mapping) else {})}
+    dynamic: Any = {
+        **_file_section(path, "dynamic"),
+        **(patched_dynamic if isinstance(patched_dynamic, Mapping) else {}),
+    }
     if patched_dynamic is not None and not isinstance(patched_dynamic, Mapping):
         dynamic = patched_dynamic  # DynamicSampling.resolve says what is wrong with it
     if dynamic:
@@ -128,7 +137,7 @@ def _file_stop(path: Path) -> dict[str, Any]:
     if isinstance(env, Mapping):
         for k, v in env.items():
             if str(k).startswith("RLVR_STOP_"):
-                out[str(k)[len("RLVR_STOP_"):].lower()] = yamlio.load(str(v))
+                out[str(k)[len("RLVR_STOP_") :].lower()] = yamlio.load(str(v))
     return out
 
 
@@ -172,11 +181,22 @@ def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         import importlib.util
 
         if not hw.get("gpus") or importlib.util.find_spec("bitsandbytes") is None:
-            raise ConfigError(Problem("peft", "qlora loads the base model in 4-bit with bitsandbytes, which needs a CUDA GPU and the bitsandbytes package", "use --peft lora (or none) on this machine"))
+            raise ConfigError(
+                Problem(
+                    "peft",
+                    "qlora loads the base model in 4-bit with bitsandbytes, which needs a CUDA GPU and the bitsandbytes package",
+                    "use --peft lora (or none) on this machine",
+                )
+            )
         import torch
         from transformers import BitsAndBytesConfig
 
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16 if hw.get("bf16") else torch.float16)
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16 if hw.get("bf16") else torch.float16,
+        )
     return LoraConfig(**LORA), kwargs
 
 
@@ -192,7 +212,14 @@ def _is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapping[str, Any], justified: Mapping[str, str], peft: str = "none") -> None:
+def validate_config(
+    cfg: Mapping[str, Any],
+    task: Task,
+    model_ref: str,
+    hw: Mapping[str, Any],
+    justified: Mapping[str, str],
+    peft: str = "none",
+) -> None:
     """The recipe's validation (every problem at once) against this machine and this model,
     before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
     floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
@@ -206,7 +233,14 @@ def validate_config(cfg: Mapping[str, Any], task: Task, model_ref: str, hw: Mapp
         moe = False
     target = Target(gpus=int(hw.get("gpus", 0)), bf16=bool(hw.get("bf16")), processes=_world_size())
     config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
-    check(config, source=str(task.path), target=target, model=_model_facts(model_ref, False, moe), justified=justified, peft=peft)
+    check(
+        config,
+        source=str(task.path),
+        target=target,
+        model=_model_facts(model_ref, False, moe),
+        justified=justified,
+        peft=peft,
+    )
 
 
 def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
@@ -281,10 +315,25 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
     from datasets import Dataset
 
-    reserved = {"prompt", "completion", "completion_ids", "prompts", "completions", "trainer_state", "log_metric", "log_extra"}
+    reserved = {
+        "prompt",
+        "completion",
+        "completion_ids",
+        "prompts",
+        "completions",
+        "trainer_state",
+        "log_metric",
+        "log_extra",
+    }
     clash = sorted(reserved & set().union(*(r.keys() for r in rows))) if rows else []
     if clash:
-        raise ConfigError(Problem(f"{task.path}: data.train", f"column(s) {clash} clash with names TRL passes to reward functions", "rename them in the data file"))
+        raise ConfigError(
+            Problem(
+                f"{task.path}: data.train",
+                f"column(s) {clash} clash with names TRL passes to reward functions",
+                "rename them in the data file",
+            )
+        )
     return Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
 
 
@@ -320,8 +369,13 @@ def resume_model(task: Task, opts: TrainOptions, previous: Mapping[str, Any]) ->
         from ..gate.record import _same_model
 
         if not _same_model(opts.model, started):
-            raise ConfigError(Problem("--model", f"{opts.model!r} is not the model this run started from ({started!r}); a resume continues the run's own weights",
-                                      "drop --model (resume reads it from the run), or start a new run in another --run-dir"))
+            raise ConfigError(
+                Problem(
+                    "--model",
+                    f"{opts.model!r} is not the model this run started from ({started!r}); a resume continues the run's own weights",
+                    "drop --model (resume reads it from the run), or start a new run in another --run-dir",
+                )
+            )
     return started if started != task.model else None
 
 
@@ -355,9 +409,16 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     stop_rules = StopRules.resolve(task.grpo.get("stop"), file_rlvr.get("stop"))
     from .dynamic import DynamicSampling
 
-    dynamic = DynamicSampling.resolve(task.grpo.get("dynamic"), file_rlvr.get("dynamic"), variant=recipe.variant_of(cfg))
+    dynamic = DynamicSampling.resolve(
+        task.grpo.get("dynamic"), file_rlvr.get("dynamic"), variant=recipe.variant_of(cfg)
+    )
     if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
-        per_step = int(cfg.get("per_device_train_batch_size", 8)) * int(cfg.get("gradient_accumulation_steps", 1)) * _world_size() // int(cfg.get("num_generations", 8))
+        per_step = (
+            int(cfg.get("per_device_train_batch_size", 8))
+            * int(cfg.get("gradient_accumulation_steps", 1))
+            * _world_size()
+            // int(cfg.get("num_generations", 8))
+        )
         dynamic = dynamic.for_epoch(len(task.load_split("train")), per_step)
     from ..models import resolve_model
 
@@ -370,18 +431,30 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     check_batch(dynamic, cfg, _world_size())
     from ..lengths import require_fit
 
-    require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # a budget past the model's positions: refused before weights load
+    require_fit(
+        task, model_ref, budget=cfg.get("max_completion_length")
+    )  # a budget past the model's positions: refused before weights load
     peft_config, load_kwargs = peft_setup(peft, hw)
     if run_dir.exists() and any(run_dir.iterdir()) and not opts.resume:
         if (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists():
             if latest_checkpoint(run_dir) is None:
                 status = _read_json(run_dir / "run.json").get("status", "unknown")
-                raise RunError(f"{run_dir} already holds a run (status {status}) with no complete checkpoint to resume: choose another --run-dir, or delete it")
+                raise RunError(
+                    f"{run_dir} already holds a run (status {status}) with no complete checkpoint to resume: choose another --run-dir, or delete it"
+                )
             raise RunError(f"{run_dir} already holds a run; pass --resume to continue it, or choose another --run-dir")
     final = run_dir / "final"
     main = _is_main_process()
     if opts.resume and _finished(previous_meta, int(cfg["max_steps"]), final):
-        return TrainResult(run_dir, final, int(previous_meta.get("steps") or 0), float(previous_meta.get("seconds") or 0.0), [], main, already_done=True)
+        return TrainResult(
+            run_dir,
+            final,
+            int(previous_meta.get("steps") or 0),
+            float(previous_meta.get("seconds") or 0.0),
+            [],
+            main,
+            already_done=True,
+        )
     from .checkpoints import mark_complete, resume_point, set_aside
 
     resume_from: Path | None = None
@@ -418,7 +491,12 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         "gate": gate,
         "no_gate_reason": opts.no_gate_reason,
         "success_term": task.success_term,
-        "eval": {"every": eval_every, "prompts": len(eval_rows), "term": task.success_term, "temperature": task.eval.temperature},
+        "eval": {
+            "every": eval_every,
+            "prompts": len(eval_rows),
+            "term": task.success_term,
+            "temperature": task.eval.temperature,
+        },
         "stop": stop_rules.to_json(),
         "dynamic": dynamic.to_json(),
         "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
@@ -433,16 +511,28 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
     if main:
-        (run_dir / "config.yaml").write_text(yaml.safe_dump({"grpo": explicit, "rlvr": rlvr_section, "trl_resolved": resolved}, sort_keys=False, default_flow_style=False, allow_unicode=True))
+        (run_dir / "config.yaml").write_text(
+            yaml.safe_dump(
+                {"grpo": explicit, "rlvr": rlvr_section, "trl_resolved": resolved},
+                sort_keys=False,
+                default_flow_style=False,
+                allow_unicode=True,
+            )
+        )
 
     metrics_path = run_dir / "metrics.jsonl"
     if resume_from is not None and main:
         last_time = _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
         offset = offset or (last_time or 0.0)
-    log = _MetricsLog(metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None, offset=offset)
+    log = _MetricsLog(
+        metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None, offset=offset
+    )
     sessions = list(previous_meta.get("sessions") or []) if opts.resume else []
     if resume_from is not None and main:
-        log.write(int(resume_from.name.split("-")[-1]), {"event": "resume", "resumed_from": resume_from.name, "skipped": [p.name for p in skipped]})
+        log.write(
+            int(resume_from.name.split("-")[-1]),
+            {"event": "resume", "resumed_from": resume_from.name, "skipped": [p.name for p in skipped]},
+        )
     tokenizer = load_tokenizer(model_ref)
     model = load_model(model_ref, **load_kwargs)
     evals: list[dict[str, Any]] = []
@@ -490,8 +580,14 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
             if eval_every and state.global_step % eval_every and state.is_world_process_zero:
                 run_eval(state.global_step)
 
-    recorder = rollouts.Recorder(run_dir, rewards, group_size=int(cfg.get("num_generations", 8)), logging_steps=int(args.logging_steps or 1),
-                                 session=len(sessions) + 1, enabled=main)
+    recorder = rollouts.Recorder(
+        run_dir,
+        rewards,
+        group_size=int(cfg.get("num_generations", 8)),
+        logging_steps=int(args.logging_steps or 1),
+        session=len(sessions) + 1,
+        enabled=main,
+    )
     trainer_cls: Any = GRPOTrainer
     if dynamic.enabled:
         from .dynamic import trainer_class
@@ -517,8 +613,12 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     if peft_config is not None:
         model = trainer.model  # the PeftModel: held-out evals must see the adapter
     quiet_progress(trainer, opts.progress, "GRPO")
-    session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "resumed_from": str(resume_from) if resume_from else None,
-               "skipped": [str(p) for p in skipped], "from_step": int(resume_from.name.split("-")[-1]) if resume_from else 0}
+    session = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "resumed_from": str(resume_from) if resume_from else None,
+        "skipped": [str(p) for p in skipped],
+        "from_step": int(resume_from.name.split("-")[-1]) if resume_from else 0,
+    }
     sessions.append(session)
     meta = {
         "status": "running",
@@ -540,8 +640,19 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except BaseException as exc:
         session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
-        status = "stopped" if isinstance(exc, RunStopped) else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        meta.update(status=status, error=f"{type(exc).__name__}: {exc}", steps=trainer.state.global_step, seconds=round(log.elapsed(), 2))
+        status = (
+            "stopped"
+            if isinstance(exc, RunStopped)
+            else "interrupted"
+            if isinstance(exc, KeyboardInterrupt)
+            else "failed"
+        )
+        meta.update(
+            status=status,
+            error=f"{type(exc).__name__}: {exc}",
+            steps=trainer.state.global_step,
+            seconds=round(log.elapsed(), 2),
+        )
         write_meta()
         raise
     session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
@@ -568,11 +679,19 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
         if final.exists():
             shutil.rmtree(final)
         partial.rename(final)
-        meta.update(status="done", steps=trainer.state.global_step, max_steps=trainer.state.max_steps, seconds=round(seconds, 2), final=str(final))
+        meta.update(
+            status="done",
+            steps=trainer.state.global_step,
+            max_steps=trainer.state.max_steps,
+            seconds=round(seconds, 2),
+            final=str(final),
+        )
         meta.pop("error", None)
         write_meta()
     _end_distributed(trainer)
-    return TrainResult(run_dir, final, trainer.state.global_step, seconds, evals, main, resumed_from=resume_from, skipped=skipped)
+    return TrainResult(
+        run_dir, final, trainer.state.global_step, seconds, evals, main, resumed_from=resume_from, skipped=skipped
+    )
 
 
 def _end_distributed(trainer: Any) -> None:
@@ -602,7 +721,9 @@ def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
             from tqdm.auto import tqdm
 
             if state.is_world_process_zero:
-                self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc=desc, unit="step", dynamic_ncols=True)
+                self.bar = tqdm(
+                    total=state.max_steps, initial=state.global_step, desc=desc, unit="step", dynamic_ncols=True
+                )
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.bar is not None:
@@ -611,7 +732,9 @@ def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
         def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
             if self.bar is not None and logs:
                 # GRPO's loss is ~0 by construction on-policy with beta 0: show what moves instead.
-                keys = {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
+                keys = (
+                    {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
+                )
                 shown = {short: logs[k] for k, short in keys.items() if isinstance(logs.get(k), (int, float))}
                 self.bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items()}, refresh=False)
 

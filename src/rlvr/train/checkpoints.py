@@ -40,7 +40,7 @@ class Checkpoint:
 
 
 def _step(path: Path) -> int | None:
-    tail = path.name[len(PREFIX):]
+    tail = path.name[len(PREFIX) :]
     return int(tail) if path.name.startswith(PREFIX) and tail.isdigit() else None
 
 
@@ -54,7 +54,9 @@ def _trainer_state_parses(path: Path) -> bool:
 
 def scan(run_dir: Path) -> list[Checkpoint]:
     """Every ``checkpoints/checkpoint-N`` of ``run_dir``, oldest first, each marked complete or not."""
-    folders = [(s, p) for p in (run_dir / "checkpoints").glob(PREFIX + "*") if p.is_dir() and (s := _step(p)) is not None]
+    folders = [
+        (s, p) for p in (run_dir / "checkpoints").glob(PREFIX + "*") if p.is_dir() and (s := _step(p)) is not None
+    ]
     folders.sort()
     legacy = bool(folders) and not any((p / MARKER).exists() for _, p in folders)
     out = []

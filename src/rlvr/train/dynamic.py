@@ -72,7 +72,14 @@ STATE_FILE = "rlvr_dynamic.json"
 # mistaken; one with a 90 % rate: 0.43, twice 0.19), re-checked after two epochs' worth of optimizer
 # steps (TRL's sampler draws each prompt once per epoch: a skip shorter than an epoch has usually
 # expired before the prompt comes round again, measured in bench/dynamic_sampling.py).
-DEFAULTS: dict[str, Any] = {"mode": "off", "visits": 2, "recheck_after": None, "epsilon": 1e-6, "max_rounds": 3, "short_batch": "kept"}
+DEFAULTS: dict[str, Any] = {
+    "mode": "off",
+    "visits": 2,
+    "recheck_after": None,
+    "epsilon": 1e-6,
+    "max_rounds": 3,
+    "short_batch": "kept",
+}
 VARIANT_DEFAULTS: dict[str, dict[str, Any]] = {"dapo": {"mode": "filter"}}
 
 
@@ -82,7 +89,9 @@ class DynamicSampling:
 
     mode: str = "off"  # off: plain GRPO; filter: skip prompts whose recent groups were flat
     visits: int = 2  # K: a prompt is skipped after this many flat groups in a row
-    recheck_after: int | None = None  # M: optimizer steps a skipped prompt waits; None: two epochs' worth (see for_epoch)
+    recheck_after: int | None = (
+        None  # M: optimizer steps a skipped prompt waits; None: two epochs' worth (see for_epoch)
+    )
     epsilon: float = 1e-6  # rewards within this of each other count as equal (not float equality)
     max_rounds: int = 3  # resample: generation rounds per batch at most, the first included
     short_batch: str = "kept"  # resample, rounds spent: kept = flat fill is masked out; best = flat fill trained as is
@@ -92,7 +101,9 @@ class DynamicSampling:
         return self.mode != "off"
 
     @classmethod
-    def resolve(cls, *layers: Mapping[str, Any] | None, variant: str = "grpo", where: str = "grpo.dynamic") -> DynamicSampling:
+    def resolve(
+        cls, *layers: Mapping[str, Any] | None, variant: str = "grpo", where: str = "grpo.dynamic"
+    ) -> DynamicSampling:
         """The defaults, the variant's (on for ``dapo``), then each layer in turn (task, then
         config file). Every problem is reported at once."""
         values: dict[str, Any] = {**DEFAULTS, **VARIANT_DEFAULTS.get(variant, {})}
@@ -101,30 +112,56 @@ class DynamicSampling:
             if layer is None:
                 continue
             if not isinstance(layer, Mapping):
-                problems.append(Problem(where, f"must be a mapping, got {layer!r}", "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 100}"))
+                problems.append(
+                    Problem(
+                        where,
+                        f"must be a mapping, got {layer!r}",
+                        "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 100}",
+                    )
+                )
                 continue
             for key, value in layer.items():
                 if key not in DEFAULTS:
                     problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(DEFAULTS)}"))
                 elif key == "mode" and value not in MODES:
-                    problems.append(Problem(f"{where}.mode", f"{value!r} is not one of {', '.join(MODES)}",
-                                            "filter skips prompts whose recent groups were flat; resample drops flat groups and generates more; off is plain GRPO"))
+                    problems.append(
+                        Problem(
+                            f"{where}.mode",
+                            f"{value!r} is not one of {', '.join(MODES)}",
+                            "filter skips prompts whose recent groups were flat; resample drops flat groups and generates more; off is plain GRPO",
+                        )
+                    )
                 elif key == "short_batch" and value not in SHORT_BATCH:
-                    problems.append(Problem(f"{where}.short_batch", f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
-                                            "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups"))
+                    problems.append(
+                        Problem(
+                            f"{where}.short_batch",
+                            f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
+                            "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups",
+                        )
+                    )
                 elif key == "recheck_after" and value is None:
                     values[key] = None
-                elif key in ("visits", "recheck_after", "max_rounds") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                elif key in ("visits", "recheck_after", "max_rounds") and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 1
+                ):
                     problems.append(Problem(f"{where}.{key}", f"must be a whole number of at least 1, got {value!r}"))
-                elif key == "epsilon" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf):
+                elif key == "epsilon" and (
+                    isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf
+                ):
                     problems.append(Problem(f"{where}.epsilon", f"must be a non-negative number, got {value!r}"))
                 else:
                     values[key] = value
         if problems:
             raise ConfigError(problems)
         recheck = values["recheck_after"]
-        return cls(str(values["mode"]), int(values["visits"]), None if recheck is None else int(recheck), float(values["epsilon"]),
-                   int(values["max_rounds"]), str(values["short_batch"]))
+        return cls(
+            str(values["mode"]),
+            int(values["visits"]),
+            None if recheck is None else int(recheck),
+            float(values["epsilon"]),
+            int(values["max_rounds"]),
+            str(values["short_batch"]),
+        )
 
     def for_epoch(self, prompts: int, prompts_per_step: int) -> DynamicSampling:
         """The settings with ``recheck_after`` resolved: two epochs' worth of optimizer steps
@@ -147,10 +184,17 @@ def check_batch(settings: DynamicSampling, cfg: Mapping[str, Any], processes: in
     if cfg.get("generation_batch_size"):
         local = int(cfg["generation_batch_size"]) // max(processes, 1)
     else:
-        local = int(cfg.get("per_device_train_batch_size") or 8) * int(cfg.get("steps_per_generation") or cfg.get("gradient_accumulation_steps") or 1)
+        local = int(cfg.get("per_device_train_batch_size") or 8) * int(
+            cfg.get("steps_per_generation") or cfg.get("gradient_accumulation_steps") or 1
+        )
     if local % g:
-        raise ConfigError(Problem("grpo.dynamic.mode", f"resample needs whole groups on every process: {local} completions per process and generation is not a multiple of num_generations {g}",
-                                  f"make per_device_train_batch_size x steps_per_generation a multiple of {g}, or use mode: filter"))
+        raise ConfigError(
+            Problem(
+                "grpo.dynamic.mode",
+                f"resample needs whole groups on every process: {local} completions per process and generation is not a multiple of num_generations {g}",
+                f"make per_device_train_batch_size x steps_per_generation a multiple of {g}, or use mode: filter",
+            )
+        )
 
 
 def spread(rewards: Sequence[float | None]) -> float:
@@ -226,7 +270,9 @@ class PromptFilter:
             used.add(trained[-1])
         return Plan(tuple(drawn), tuple(trained), replaced, starved)
 
-    def observe(self, prompt: int, rewards: Sequence[float | None], success: Sequence[float | None] | None, step: int) -> bool:
+    def observe(
+        self, prompt: int, rewards: Sequence[float | None], success: Sequence[float | None] | None, step: int
+    ) -> bool:
         """Record one trained group; returns whether it was flat."""
         flat = is_flat(rewards, self.settings.epsilon)
         if prompt < 0:
@@ -251,9 +297,15 @@ class PromptFilter:
         return {"skipped_prompts": len(skipped), "skipped_solved": solved, "skipped_unsolved": len(skipped) - solved}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"n_prompts": self.n_prompts, "settings": self.settings.to_json(), "seed": self.seed, "generations": self.generations,
-                "history": {str(k): v for k, v in self.history.items()}, "solved": {str(k): v for k, v in self.solved.items()},
-                "skipped_until": {str(k): v for k, v in self.skipped_until.items()}}
+        return {
+            "n_prompts": self.n_prompts,
+            "settings": self.settings.to_json(),
+            "seed": self.seed,
+            "generations": self.generations,
+            "history": {str(k): v for k, v in self.history.items()},
+            "solved": {str(k): v for k, v in self.solved.items()},
+            "skipped_until": {str(k): v for k, v in self.skipped_until.items()},
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.generations = int(state.get("generations", 0))
@@ -287,7 +339,9 @@ class Pick:
     masked: bool  # a flat fill whose loss is masked out (short_batch: kept)
 
 
-def pick_groups(spreads: Sequence[Sequence[float]], per_rank: int, ranks: int, epsilon: float, short_batch: str) -> tuple[list[list[Pick]], int]:
+def pick_groups(
+    spreads: Sequence[Sequence[float]], per_rank: int, ranks: int, epsilon: float, short_batch: str
+) -> tuple[list[list[Pick]], int]:
     """The ``per_rank`` groups each process trains after the rounds so far. ``spreads[r][k]``: the
     reward spread of global group k in round r (in a round of n groups per process, process q holds
     groups q*n ... (q+1)*n - 1). Each process takes its groups with variance in order of
@@ -296,11 +350,15 @@ def pick_groups(spreads: Sequence[Sequence[float]], per_rank: int, ranks: int, e
     (0: no further round needed; the next round generates that many per process)."""
     out, need = [], 0
     for q in range(ranks):
-        mine = [(r, j, row[q * (len(row) // ranks) + j]) for r, row in enumerate(spreads) for j in range(len(row) // ranks)]
+        mine = [
+            (r, j, row[q * (len(row) // ranks) + j]) for r, row in enumerate(spreads) for j in range(len(row) // ranks)
+        ]
         kept = [Pick(r, j, False, False) for r, j, s in mine if s > epsilon]
         if len(kept) < per_rank:
             need = max(need, per_rank - len(kept))
-            flat = sorted((t for t in mine if t[2] <= epsilon), key=lambda t: -t[2])  # stable: earlier rounds first among equals
+            flat = sorted(
+                (t for t in mine if t[2] <= epsilon), key=lambda t: -t[2]
+            )  # stable: earlier rounds first among equals
             kept += [Pick(r, j, True, short_batch == "kept") for r, j, _ in flat[: per_rank - len(kept)]]
         out.append(kept[:per_rank])
     return out, need
@@ -325,14 +383,22 @@ def refill(n_prompts: int, used: set[int], count: int, rng: random.Random) -> li
 # Row-aligned tensors of TRL's generation output and how each is padded when rounds of different
 # lengths are joined: (side, value); "pad" means the tokenizer's pad id.
 _ROW_KEYS = {
-    "prompt_ids": ("left", "pad"), "prompt_mask": ("left", 0),
-    "completion_ids": ("right", "pad"), "completion_mask": ("right", 0), "tool_mask": ("right", 1),
-    "old_per_token_logps": ("right", 0.0), "ref_per_token_logps": ("right", 0.0), "sampling_per_token_logps": ("right", 0.0),
-    "importance_sampling_ratio": ("right", 0.0), "advantages": (None, None),
+    "prompt_ids": ("left", "pad"),
+    "prompt_mask": ("left", 0),
+    "completion_ids": ("right", "pad"),
+    "completion_mask": ("right", 0),
+    "tool_mask": ("right", 1),
+    "old_per_token_logps": ("right", 0.0),
+    "ref_per_token_logps": ("right", 0.0),
+    "sampling_per_token_logps": ("right", 0.0),
+    "importance_sampling_ratio": ("right", 0.0),
+    "advantages": (None, None),
 }
 
 
-def assemble(rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_size: int, pad_id: int) -> dict[str, Any]:
+def assemble(
+    rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_size: int, pad_id: int
+) -> dict[str, Any]:
     """One process's batch from its rounds' outputs: the picked groups' rows, each tensor padded to
     the longest round. A masked pick keeps its rows (the shapes stay) with completion mask and
     advantage zero. ``num_items_in_batch`` is left to the caller (it is a sum over processes)."""
@@ -343,7 +409,9 @@ def assemble(rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_s
     if unknown:
         from ..errors import RunError
 
-        raise RunError(f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal inputs); use mode: filter")
+        raise RunError(
+            f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal inputs); use mode: filter"
+        )
     rows = [(p.round, p.group * group_size + i, p.masked) for p in picks for i in range(group_size)]
     out: dict[str, Any] = {}
     for key, (side, value) in _ROW_KEYS.items():
@@ -353,7 +421,10 @@ def assemble(rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_s
         if side is not None and tensors[0].dim() == 2:
             width = max(t.size(1) for t in tensors)
             fill = pad_id if value == "pad" else value
-            tensors = [F.pad(t, (width - t.size(1), 0) if side == "left" else (0, width - t.size(1)), value=fill) for t in tensors]
+            tensors = [
+                F.pad(t, (width - t.size(1), 0) if side == "left" else (0, width - t.size(1)), value=fill)
+                for t in tensors
+            ]
         out[key] = torch.stack([tensors[r][i] for r, i, _ in rows])
     masked = torch.tensor([m for _, _, m in rows], device=out["completion_mask"].device)
     if bool(masked.any()):
@@ -405,14 +476,14 @@ def trainer_class(base: type) -> type:
             index = self._rlvr_prompt_index()
             local = [index.get(prompt_key(x.get("prompt")), -1) for x in inputs]
             everyone = list(gather_object(local))
-            groups = [everyone[i:i + g] for i in range(0, len(everyone), g)]
+            groups = [everyone[i : i + g] for i in range(0, len(everyone), g)]
             step = int(self.state.global_step)
             if any(len(set(grp)) != 1 or len(grp) != g for grp in groups):
                 # Not TRL's RepeatSampler layout (an iterable dataset, say): train as drawn, judge nothing.
                 return super()._generate_and_score_completions(inputs)
             plan = self.rlvr_filter.plan([grp[0] for grp in groups], step)
             rank, n = self.accelerator.process_index, len(inputs)
-            rows = [p for p in plan.trained for _ in range(g)][rank * n:(rank + 1) * n]
+            rows = [p for p in plan.trained for _ in range(g)][rank * n : (rank + 1) * n]
             keys = list(inputs[0].keys())
             new_inputs = []
             for x, old, new in zip(inputs, local, rows, strict=True):
@@ -434,15 +505,17 @@ def trainer_class(base: type) -> type:
             total = (rewards * self.reward_weights.to(rewards.device).unsqueeze(0)).nansum(dim=1)
             total[undecided] = torch.nan
             values = total.tolist()
-            return [spread(values[k:k + g]) for k in range(0, len(values), g)]
+            return [spread(values[k : k + g]) for k in range(0, len(values), g)]
 
         def _rlvr_resample(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             settings, g, n = self.rlvr_dynamic, self.num_generations, len(inputs)
             if n % g:
                 from ..errors import RunError
 
-                raise RunError(f"dynamic sampling (resample) needs whole groups on every process: {n} rows per process is not a multiple of "
-                               f"num_generations {g} (make per_device_train_batch_size x steps_per_generation a multiple of it, or use mode: filter)")
+                raise RunError(
+                    f"dynamic sampling (resample) needs whole groups on every process: {n} rows per process is not a multiple of "
+                    f"num_generations {g} (make per_device_train_batch_size x steps_per_generation a multiple of it, or use mode: filter)"
+                )
             per_rank, ranks, rank = n // g, self.accelerator.num_processes, self.accelerator.process_index
             step = int(self.state.global_step)
             index = self._rlvr_prompt_index()
@@ -460,7 +533,7 @@ def trainer_class(base: type) -> type:
                     break
                 # As many fresh prompts per process as the neediest one lacks (equal sizes: TRL gathers
                 # rewards across processes), the same on every process (same generator, same state).
-                fresh = refill(len(self.train_dataset), used, need * ranks, rng)[rank * need:(rank + 1) * need]
+                fresh = refill(len(self.train_dataset), used, need * ranks, rng)[rank * need : (rank + 1) * need]
                 rows = [self.train_dataset[i] for i in fresh]
                 batch = [{k: row[k] for k in keys if k in row} for row in rows for _ in range(g)]
             out = assemble(rounds, picks[rank], g, self._tokenizer.pad_token_id)

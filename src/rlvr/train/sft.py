@@ -83,7 +83,9 @@ def sft_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def target_warnings(task: Task, rows: list[dict[str, Any]], tokenizer: Any, *, max_length: int | None, positions: int | None) -> list[str]:
+def target_warnings(
+    task: Task, rows: list[dict[str, Any]], tokenizer: Any, *, max_length: int | None, positions: int | None
+) -> list[str]:
     """Counts of SFT targets that would be cut, by the generation budget or by SFT's sequence limit."""
     from ..lengths import measure
 
@@ -103,7 +105,9 @@ def target_warnings(task: Task, rows: list[dict[str, Any]], tokenizer: Any, *, m
         cut = sum(p + a > limit for p, a in zip(prompts, answers, strict=True))
         if cut:
             what = "SFT max_length" if max_length and limit == max_length else "the model's maximum positions"
-            out.append(f"{cut} of {len(rows)} SFT examples (prompt + target) are longer than {limit} tokens ({what}): their targets are truncated during SFT")
+            out.append(
+                f"{cut} of {len(rows)} SFT examples (prompt + target) are longer than {limit} tokens ({what}): their targets are truncated during SFT"
+            )
     return out
 
 
@@ -125,17 +129,33 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     model = load_model(model_ref)
     rows = task.load_split("train")
     if opts.target_pass_rate is not None and len(rows) <= opts.dev_size:
-        raise ConfigError(Problem("sft", f"the train split has {len(rows)} rows: too few to hold out a dev slice of {opts.dev_size}", "lower --dev-size or add rows"))
-    dev, train_rows = (rows[: opts.dev_size], rows[opts.dev_size :]) if opts.target_pass_rate is not None else ([], rows)
+        raise ConfigError(
+            Problem(
+                "sft",
+                f"the train split has {len(rows)} rows: too few to hold out a dev slice of {opts.dev_size}",
+                "lower --dev-size or add rows",
+            )
+        )
+    dev, train_rows = (
+        (rows[: opts.dev_size], rows[opts.dev_size :]) if opts.target_pass_rate is not None else ([], rows)
+    )
     settings = {**SFT_DEFAULTS, **dict(task.sft), **dict(opts.overrides)}
     settings.setdefault("seed", task.seed)
     from ..lengths import max_positions
 
-    warnings = target_warnings(task, train_rows, tokenizer, max_length=settings.get("max_length", TRL_SFT_MAX_LENGTH), positions=max_positions(model_ref))
+    warnings = target_warnings(
+        task,
+        train_rows,
+        tokenizer,
+        max_length=settings.get("max_length", TRL_SFT_MAX_LENGTH),
+        positions=max_positions(model_ref),
+    )
     for message in warnings:  # before training: a warning after the run is too late to act on
         (opts.warn or _stderr_warning)(message)
     cfg_kw = {k: v for k, v in settings.items() if k not in ("target_pass_rate",)}
-    cfg_kw.update(output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True)
+    cfg_kw.update(
+        output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True
+    )
     config = SFTConfig(**cfg_kw)
     state: dict[str, Any] = {"rate": None, "stopped": False}
 
@@ -166,6 +186,19 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(opts.out_dir)
     tokenizer.save_pretrained(opts.out_dir)
-    result = SftResult(opts.out_dir, trainer.state.global_step, state["rate"], seconds, state["stopped"], tuple(warnings))
-    (opts.out_dir / "rlvr_sft.json").write_text(json.dumps({**asdict(result), "out_dir": str(opts.out_dir), "base_model": opts.model or task.model, "settings": settings}, indent=2, default=str))
+    result = SftResult(
+        opts.out_dir, trainer.state.global_step, state["rate"], seconds, state["stopped"], tuple(warnings)
+    )
+    (opts.out_dir / "rlvr_sft.json").write_text(
+        json.dumps(
+            {
+                **asdict(result),
+                "out_dir": str(opts.out_dir),
+                "base_model": opts.model or task.model,
+                "settings": settings,
+            },
+            indent=2,
+            default=str,
+        )
+    )
     return result

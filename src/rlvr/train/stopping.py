@@ -43,20 +43,38 @@ class StopRules:
             if layer is None:
                 continue
             if not isinstance(layer, Mapping):
-                problems.append(Problem(where, f"must be a mapping, got {layer!r}", f"e.g. stop: {{masked_rate: 0.5, masked_steps: 5}}; keys: {', '.join(STOP)}"))
+                problems.append(
+                    Problem(
+                        where,
+                        f"must be a mapping, got {layer!r}",
+                        f"e.g. stop: {{masked_rate: 0.5, masked_steps: 5}}; keys: {', '.join(STOP)}",
+                    )
+                )
                 continue
             for key, value in layer.items():
                 if key not in STOP:
                     problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(STOP)}"))
                 elif key.endswith("_steps") and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                    problems.append(Problem(f"{where}.{key}", f"must be a whole number of logging steps (0 turns the rule off), got {value!r}"))
-                elif not key.endswith("_steps") and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
+                    problems.append(
+                        Problem(
+                            f"{where}.{key}",
+                            f"must be a whole number of logging steps (0 turns the rule off), got {value!r}",
+                        )
+                    )
+                elif not key.endswith("_steps") and (
+                    isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1
+                ):
                     problems.append(Problem(f"{where}.{key}", f"must be a share in (0, 1], got {value!r}"))
                 else:
                     values[key] = value
         if problems:
             raise ConfigError(problems)
-        return cls(float(values["masked_rate"]), int(values["masked_steps"]), float(values["zero_std"]), int(values["zero_std_steps"]))
+        return cls(
+            float(values["masked_rate"]),
+            int(values["masked_steps"]),
+            float(values["zero_std"]),
+            int(values["zero_std_steps"]),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -84,20 +102,23 @@ class StopWatch:
         self._streak(self.masked, step, logs.get("rewards/masked_rate"), r.masked_rate)
         self._streak(self.zero, step, logs.get("frac_reward_zero_std"), r.zero_std)
         if r.masked_steps and len(self.masked) >= r.masked_steps:
-            seen = self.masked[-r.masked_steps:]
+            seen = self.masked[-r.masked_steps :]
             low = min(v for _, v in seen)
             share = "every sample was" if low >= 1 else f"{low:.0%} or more of the samples were"
-            return (f"{share} masked (a reward term could not decide it) for {r.masked_steps} logging steps in a row "
-                    f"(steps {seen[0][0]}-{seen[-1][0]}; threshold grpo.stop.masked_rate {r.masked_rate:g}): the reward is broken, not the policy")
+            return (
+                f"{share} masked (a reward term could not decide it) for {r.masked_steps} logging steps in a row "
+                f"(steps {seen[0][0]}-{seen[-1][0]}; threshold grpo.stop.masked_rate {r.masked_rate:g}): the reward is broken, not the policy"
+            )
         if r.zero_std_steps and len(self.zero) >= r.zero_std_steps:
-            seen = self.zero[-r.zero_std_steps:]
+            seen = self.zero[-r.zero_std_steps :]
             mean_reward = logs.get("reward")
             rew = f"; reward {mean_reward:.3g}" if isinstance(mean_reward, int | float) else ""
-            return (f"at least {r.zero_std:.0%} of prompt groups had zero reward variance for {r.zero_std_steps} logging steps in a row "
-                    f"(steps {seen[0][0]}-{seen[-1][0]}{rew}; threshold grpo.stop.zero_std {r.zero_std:g}): zero advantage, no gradient. "
-                    "Check the base rate with rlvr probe (0 %: SFT first; near 100 %: harder prompts)")
+            return (
+                f"at least {r.zero_std:.0%} of prompt groups had zero reward variance for {r.zero_std_steps} logging steps in a row "
+                f"(steps {seen[0][0]}-{seen[-1][0]}{rew}; threshold grpo.stop.zero_std {r.zero_std:g}): zero advantage, no gradient. "
+                "Check the base rate with rlvr probe (0 %: SFT first; near 100 %: harder prompts)"
+            )
         return None
-
 
 
 def stop_evidence(run_dir: Path, step: int) -> str:

@@ -36,12 +36,31 @@ def main(out_dir: str) -> None:
     rows = generate(64, 0)
     ds = Dataset.from_list([{"prompt": r["question"] + "=", "answer": r["answer"]} for r in rows])
     cfg = GRPOConfig(
-        output_dir=out_dir, num_generations=8, max_completion_length=16, per_device_train_batch_size=16,
-        gradient_accumulation_steps=1, max_steps=12, logging_steps=1, save_steps=12, learning_rate=1e-4,
-        beta=0.01, loss_type="grpo", use_cpu=True, bf16=False, report_to="none", temperature=1.0, seed=3407,
+        output_dir=out_dir,
+        num_generations=8,
+        max_completion_length=16,
+        per_device_train_batch_size=16,
+        gradient_accumulation_steps=1,
+        max_steps=12,
+        logging_steps=1,
+        save_steps=12,
+        learning_rate=1e-4,
+        beta=0.01,
+        loss_type="grpo",
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        temperature=1.0,
+        seed=3407,
         gradient_checkpointing=False,
     )
-    trainer = GRPOTrainer(model=load_model(ref), processing_class=load_tokenizer(ref), reward_funcs=[fmt, correct], args=cfg, train_dataset=ds)
+    trainer = GRPOTrainer(
+        model=load_model(ref),
+        processing_class=load_tokenizer(ref),
+        reward_funcs=[fmt, correct],
+        args=cfg,
+        train_dataset=ds,
+    )
     trainer.train()
 
 
