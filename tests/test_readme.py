@@ -166,12 +166,12 @@ def test_the_verifier_example_works_as_the_success_term(tmp_path: Path) -> None:
 
 def verifier_option_rows() -> dict[str, str]:
     """What the verifier-options table in docs/reference.md must say, from the constructors."""
-    from rlvr.rewards import BUILTINS, _import
+    from rlvr.rewards import BUILTINS, import_object
     from rlvr.rewards.mathcore import MathPolicy
 
     rows = {}
     for name, target in BUILTINS.items():
-        params = inspect.signature(_import(target)).parameters.values()
+        params = inspect.signature(import_object(target)).parameters.values()
         parts = [
             f"`{p.name}` ({'required' if p.default is p.empty else repr(p.default)})"
             for p in params

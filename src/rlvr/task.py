@@ -62,7 +62,6 @@ from .taskspec import (  # noqa: F401 - the types are re-exported: rlvr.task is 
     PromptSpec,
     Task,
     TermSpec,
-    _default_options,
     _looks_like_hub_id,
 )
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .data import read_rows
-from .errors import ConfigError, DataError, Problem, VerifierError
-from .rewards import AnswerFormat, build_verifier
+from .errors import ConfigError, DataError, Problem
+from .rewards import AnswerFormat, Verifier, build_verifier
 from .rewards.combine import RewardSet, Term
 
 MAX_ROW_PROBLEMS = 5
@@ -158,10 +158,10 @@ class Task:
             terms.append(Term(t.name, self.term_verifier(t), t.weight))
         return RewardSet(terms)
 
-    def term_verifier(self, term: TermSpec) -> Any:
+    def term_verifier(self, term: TermSpec) -> Verifier:
         """The verifier of one reward term, built with the task's answer format and answer column."""
         return build_verifier(
-            term.verifier, {**_default_options(term, self), **term.options}, self.answer, search=self.root
+            term.verifier, term.options, self.answer, search=self.root, answer_column=self.answer_column
         )
 
     def with_overrides(self, **changes: Any) -> Task:
@@ -171,24 +171,6 @@ class Task:
 class _Row(dict):
     def __missing__(self, key: str) -> str:
         raise KeyError(key)
-
-
-def _default_options(term: TermSpec, task: Task) -> dict[str, Any]:
-    """Options every answer-checking verifier gets from the task unless the term sets them."""
-    if term.verifier in ("format",):
-        return {}
-    try:
-        from .rewards import BUILTINS, _import
-
-        cls = _import(BUILTINS[term.verifier]) if term.verifier in BUILTINS else None
-    except VerifierError:
-        cls = None
-    if cls is not None:
-        import inspect
-
-        if "column" in inspect.signature(cls).parameters:
-            return {"column": task.answer_column}
-    return {}
 
 
 def _looks_like_hub_id(ref: str) -> bool:

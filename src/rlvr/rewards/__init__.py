@@ -7,7 +7,8 @@ Built-in verifiers live in ``BUILTINS`` (name -> "module:Class", imported on fir
 format          exactly one well-formed answer span (and the think block the format asks for)
 exact           exact match of the answer span, opt-in normalisation rules (``exact.py``)
 math            symbolic/numeric equivalence with explicit policies, hard timeouts (``math.py``)
-json_schema     JSON answer valid for a draft 2020-12 schema (formats enforced) or pydantic model, no extra keys
+json_schema     JSON answer valid for a draft 2020-12 schema (formats enforced) or pydantic model,
+                no extra keys
 tool_call       tool name known, arguments valid for its schema, equal to the expected call
 length_penalty  0 within a token budget, negative past it
 overlong        DAPO's soft overlong punishment
@@ -16,8 +17,9 @@ judge           an OpenAI-compatible LLM judge; refuses to run without a calibra
 unit_tests      the code sandbox (``code.py``)
 ==============  ==============================================================================
 
-Anything else is a dotted import path to a verifier class, a verifier instance, a ``fn(sample) -> Verdict | float | None`` or a TRL-style
-batch function ``fn(prompts, completions, **kwargs) -> list[float | None]``.
+Anything else is a dotted import path to a verifier class, a verifier instance, a
+``fn(sample) -> Verdict | float | None`` or a TRL-style batch function
+``fn(prompts, completions, **kwargs) -> list[float | None]``.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ BUILTINS: dict[str, str] = {
 }
 
 
-def _import(path: str, search: Path | None = None) -> Any:
+def import_object(path: str, search: Path | None = None) -> Any:
+    """The object a ``module:attr`` or ``module.attr`` path names, importing its module (with
+    ``search`` put first on ``sys.path`` when given). Raises ``VerifierError`` naming the reason."""
     if search is not None and str(search) not in sys.path:
         sys.path.insert(0, str(search))
     if ":" in path:
@@ -166,16 +170,22 @@ def build_verifier(
     options: Mapping[str, Any] | None = None,
     answer_format: AnswerFormat | None = None,
     search: Path | None = None,
+    answer_column: str | None = None,
 ) -> Verifier:
     """Build the verifier a reward term names: a built-in or a dotted path.
 
     ``answer_format`` (the task's) is passed to verifiers whose constructor takes it, unless the
-    term's options set their own. Raises ``VerifierError`` with the reason.
+    term's options set their own. ``answer_column`` (the task's) is passed as ``column`` to a
+    built-in verifier class that takes one, unless the options set it; a custom class's
+    ``column`` is left alone (what it names is the class's own business). Raises
+    ``VerifierError`` with the reason.
     """
     options = dict(options or {})
-    target = _import(BUILTINS.get(name, name), None if name in BUILTINS else search)
+    target = import_object(BUILTINS.get(name, name), None if name in BUILTINS else search)
     if inspect.isclass(target):
         params = inspect.signature(target).parameters
+        if name in BUILTINS and answer_column is not None and "column" in params and "column" not in options:
+            options["column"] = answer_column
         if "answer_format" in params and answer_format is not None and "answer_format" not in options:
             options["answer_format"] = answer_format
         elif isinstance(options.get("answer_format"), Mapping):
@@ -183,9 +193,10 @@ def build_verifier(
         if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
             unknown = sorted(set(options) - set(params))
             if unknown:
+                plural = "s" if len(unknown) > 1 else ""
                 raise VerifierError(
-                    f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for reward {name!r}{_closest(unknown, params)}; "
-                    f"its options: {_describe_options(params)}"
+                    f"unknown option{plural} {', '.join(map(repr, unknown))} for reward {name!r}"
+                    f"{_closest(unknown, params)}; its options: {_describe_options(params)}"
                 )
         try:
             obj = target(**options)
@@ -242,5 +253,6 @@ __all__ = [
     "as_verdict",
     "build_verifier",
     "extract",
+    "import_object",
     "source_module",
 ]

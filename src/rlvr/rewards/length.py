@@ -49,7 +49,6 @@ one; ``ranking_problems(term)`` says so (``rlvr task check`` and the audit repor
 
 from __future__ import annotations
 
-import inspect
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -144,26 +143,23 @@ class _Penalty(BaseVerifier):
             return
         if not isinstance(base, Mapping) or not isinstance(base.get("verifier"), str):
             raise VerifierError("base must be a mapping {verifier: NAME, options: {...}}")
-        from . import BUILTINS, _import, build_verifier
+        from . import build_verifier
 
         name, options = base["verifier"], dict(base.get("options") or {})
-        if name in BUILTINS and "column" not in options:
-            target = _import(BUILTINS[name])
-            if inspect.isclass(target) and "column" in inspect.signature(target).parameters:
-                options["column"] = column
-        self.base = build_verifier(name, options, answer_format)
+        self.base = build_verifier(name, options, answer_format, answer_column=column)
         self.base_name = name
         self.kind = getattr(self.base, "kind", "custom")  # the audit probes what the base checks (and length)
         if apply_to == "correct":
             if self.largest_penalty > BASE_GAP:
                 raise VerifierError(
-                    f"max_penalty {self.largest_penalty:g} with apply_to: correct lets a long wrong answer (unpenalised) outscore a "
-                    f"long correct one (1 - {self.largest_penalty:g} < 0); use max_penalty <= {BASE_GAP:g} or apply_to: all"
+                    f"max_penalty {self.largest_penalty:g} with apply_to: correct lets a long wrong answer "
+                    f"(unpenalised) outscore a long correct one (1 - {self.largest_penalty:g} < 0); "
+                    f"use max_penalty <= {BASE_GAP:g} or apply_to: all"
                 )
             if getattr(self.base, "partial_credit", False):
                 raise VerifierError(
-                    "apply_to: correct with a partial-credit base lets a partly right (wrong) answer outscore a penalised correct one; "
-                    "use apply_to: all"
+                    "apply_to: correct with a partial-credit base lets a partly right (wrong) answer outscore "
+                    "a penalised correct one; use apply_to: all"
                 )
 
     def _combine(self, sample: Sample, base: Verdict | None) -> Verdict:
@@ -334,13 +330,14 @@ def ranking_problems(verifier: Any) -> list[str]:
 
     if getattr(verifier, "base_name", None) not in BUILTINS:
         out.append(
-            f"{name} wraps {getattr(verifier, 'base_name', 'a custom verifier')!r}, whose scores are not known in advance: "
-            f"check that its correct and wrong scores stay more than {largest:g} apart"
+            f"{name} wraps {getattr(verifier, 'base_name', 'a custom verifier')!r}, whose scores are not known "
+            f"in advance: check that its correct and wrong scores stay more than {largest:g} apart"
         )
     if verifier.apply_to == "correct" and largest >= BASE_GAP:
         out.append(
             f"{name} with apply_to: correct and a largest penalty of {largest:g} scores a long correct answer "
-            f"{BASE_GAP:g} - {largest:g} = {BASE_GAP - largest:g}, the same as a wrong one: use max_penalty < {BASE_GAP:g}"
+            f"{BASE_GAP:g} - {largest:g} = {BASE_GAP - largest:g}, the same as a wrong one: "
+            f"use max_penalty < {BASE_GAP:g}"
             + (" (overlong's penalty is always 1: use apply_to: all)" if isinstance(verifier, OverlongPenalty) else "")
         )
     if isinstance(verifier, RepetitionPenalty) and verifier.apply_to == "all" and largest >= BASE_GAP:

@@ -494,9 +494,9 @@ class JsonSchemaVerifier(_Bounded):
             except (OSError, json.JSONDecodeError) as exc:
                 raise VerifierError(f"json_schema: cannot read schema file {schema!r}: {exc}") from None
         if model:
-            from . import _import
+            from . import import_object
 
-            self.model_cls = _import(model)
+            self.model_cls = import_object(model)
             if not hasattr(self.model_cls, "model_json_schema"):
                 raise VerifierError(f"json_schema: {model!r} is not a pydantic model")
             schema = self.model_cls.model_json_schema()

@@ -91,11 +91,13 @@ def read_completions(path: str | Path) -> list[dict[str, Any]]:
             raise DataError(f"{p}:{lineno}: field 'completion' is missing (fields: {', '.join(sorted(row)) or 'none'})")
         if not isinstance(row["completion"], (str, list)):
             raise DataError(
-                f"{p}:{lineno}: field 'completion' must be a string or a list of messages, got {type(row['completion']).__name__}"
+                f"{p}:{lineno}: field 'completion' must be a string or a list of messages, "
+                f"got {type(row['completion']).__name__}"
             )
         if "prompt" in row and not isinstance(row["prompt"], (str, list, type(None))):
             raise DataError(
-                f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, got {type(row['prompt']).__name__}"
+                f"{p}:{lineno}: field 'prompt' must be a string or a list of messages, "
+                f"got {type(row['prompt']).__name__}"
             )
         rows.append(row)
     if not rows:
@@ -234,9 +236,7 @@ def reward_set_from_names(
 ) -> RewardSet:
     """A reward set of named verifiers (built-ins or dotted paths), each weight 1, each term
     named after its verifier. ``options`` maps a verifier name to its options."""
-    import inspect
-
-    from . import BUILTINS, _import, build_verifier
+    from . import build_verifier
 
     options = options or {}
     dups = sorted({n for n in names if list(names).count(n) > 1})
@@ -247,9 +247,7 @@ def reward_set_from_names(
     terms = []
     for name in names:
         opts = dict(options.get(name, {}))
-        if name in BUILTINS and "column" not in opts:
-            cls = _import(BUILTINS[name])
-            if inspect.isclass(cls) and "column" in inspect.signature(cls).parameters:
-                opts["column"] = column
-        terms.append(Term(name, build_verifier(name, opts, answer_format, search=Path.cwd()), 1.0))
+        terms.append(
+            Term(name, build_verifier(name, opts, answer_format, search=Path.cwd(), answer_column=column), 1.0)
+        )
     return RewardSet(terms)
