@@ -12,7 +12,8 @@ import pytest
 from rlvr.cli.main import main
 from rlvr.errors import VerifierError
 from rlvr.rewards import Outcome, Sample, build_verifier
-from rlvr.rewards.judge import JudgeConfig, calibrate, check_record, cohen_kappa, write_record
+from rlvr.rewards.judge import JudgeConfig, calibrate, check_record, write_record
+from rlvr.rewards.kappa import pair_kappa
 
 
 class FakeJudge:
@@ -157,9 +158,9 @@ def test_record_for_another_prompt_is_refused(fake, tmp_path):
 
 
 def test_cohen_kappa_known_values():
-    assert cohen_kappa([True, False] * 5, [True, False] * 5) == 1.0
-    assert cohen_kappa([True, True, False, False], [True, False, True, False]) == 0.0
-    assert cohen_kappa([True, True, True, False], [True, True, False, False]) == pytest.approx(0.5)
+    assert pair_kappa([True, False] * 5, [True, False] * 5) == 1.0
+    assert pair_kappa([True, True, False, False], [True, False, True, False]) == 0.0
+    assert pair_kappa([True, True, True, False], [True, True, False, False]) == pytest.approx(0.5)
 
 
 def test_cli_judge_calibrate_writes_the_record(fake, tmp_path, capsys):

@@ -10,8 +10,9 @@ reviewer's verdict implies a class too:
 - ``lower``: ``fail``.
 
 The confusion matrix counts (reward class now, reviewer class) over reviewed samples, and Cohen's
-kappa is computed from it: ``(p_o - p_e) / (1 - p_e)``. Kappa is ``None`` (undefined) when
-``p_e == 1``, i.e. reward and reviewer each used a single class, the same one -- common on a
+kappa is computed from it: ``(p_o - p_e) / (1 - p_e)`` (``rlvr.rewards.kappa.cohen_kappa``, the
+same function the judge calibration uses; it is importable from here too). Kappa is ``None``
+(undefined) when ``p_e == 1``, i.e. reward and reviewer each used a single class, the same one -- common on a
 too-easy or too-hard set, and the reason status always prints the raw counts too. The gate does
 not use kappa to pass; it needs every sample read and no open disagreement.
 
@@ -32,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..rewards.kappa import cohen_kappa
 from .store import CLASSES, InspectionSample, Review, same_total
 
 OPEN_STATES = ("unreviewed", "changed", "open")
@@ -118,23 +120,6 @@ def statuses(samples: Sequence[InspectionSample], latest: Mapping[int, Review]) 
     return [SampleStatus(s, latest.get(s.id), sample_state(s, latest.get(s.id))) for s in samples]
 
 
-def cohen_kappa(
-    matrix: Mapping[str, Mapping[str, int]], classes: Sequence[str] = CLASSES
-) -> tuple[float | None, float | None]:
-    """(kappa, observed agreement) of a square confusion matrix; (None, None) when it is empty,
-    kappa None when chance agreement is 1 (undefined)."""
-    total = sum(matrix.get(a, {}).get(b, 0) for a in classes for b in classes)
-    if total == 0:
-        return None, None
-    p_o = sum(matrix.get(c, {}).get(c, 0) for c in classes) / total
-    rows = {c: sum(matrix.get(c, {}).get(b, 0) for b in classes) / total for c in classes}
-    cols = {c: sum(matrix.get(a, {}).get(c, 0) for a in classes) / total for c in classes}
-    p_e = sum(rows[c] * cols[c] for c in classes)
-    if abs(1.0 - p_e) < 1e-12:
-        return None, p_o
-    return (p_o - p_e) / (1.0 - p_e), p_o
-
-
 def agreement(samples: Sequence[InspectionSample], latest: Mapping[int, Review]) -> Agreement:
     sts = statuses(samples, latest)
     matrix: dict[str, dict[str, int]] = {a: dict.fromkeys(CLASSES, 0) for a in CLASSES}
@@ -145,7 +130,7 @@ def agreement(samples: Sequence[InspectionSample], latest: Mapping[int, Review])
         if st.review is not None:
             labels[st.review.label] += 1
             matrix[st.sample.reward_class][reviewer_class(st.review)] += 1
-    kappa, p_o = cohen_kappa(matrix)
+    kappa, p_o = cohen_kappa(matrix, CLASSES)
     return Agreement(
         n=len(sts),
         reviewed=sum(st.review is not None for st in sts),

@@ -38,9 +38,12 @@ from typing import Any
 from ..data import read_objects
 from ..errors import DataError, VerifierError
 from .base import BaseVerifier, Sample, Verdict
+from .kappa import pair_kappa
 
-DEFAULT_PROMPT = """You are grading an answer to a problem. Reply with one word: CORRECT if the response's final answer is equivalent to the reference answer, INCORRECT otherwise.
-
+DEFAULT_PROMPT = (
+    "You are grading an answer to a problem. Reply with one word:"
+    " CORRECT if the response's final answer is equivalent to the reference answer, INCORRECT otherwise.\n"
+    """
 Problem:
 {prompt}
 
@@ -51,6 +54,7 @@ Response:
 {completion}
 
 Grade (CORRECT or INCORRECT):"""
+)
 
 _LABEL = re.compile(r"\b(INCORRECT|CORRECT)\b")
 
@@ -155,19 +159,6 @@ class CalibrationRecord:
         return asdict(self)
 
 
-def cohen_kappa(human: Sequence[bool], judge: Sequence[bool]) -> float:
-    """Cohen's kappa for two binary raters. 1.0 when both are constant and agree."""
-    n = len(human)
-    if n == 0:
-        return 0.0
-    po = sum(h == j for h, j in zip(human, judge, strict=True)) / n
-    ph, pj = sum(human) / n, sum(judge) / n
-    pe = ph * pj + (1 - ph) * (1 - pj)
-    if pe >= 1.0:
-        return 1.0 if po == 1.0 else 0.0
-    return (po - pe) / (1 - pe)
-
-
 def _label(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -232,8 +223,11 @@ def calibrate(
         "judge_incorrect_human_incorrect": sum(not h and not j for h, j in pairs),
     }
     accuracy = sum(h == j for h, j in pairs) / len(pairs) if pairs else 0.0
-    kappa = cohen_kappa(human, judge)
+    measured = pair_kappa(human, judge)
     notes = []
+    if measured is None:
+        notes.append("kappa is undefined (no judged rows, or both sides gave one and the same label): recorded as 0")
+    kappa = 0.0 if measured is None else measured
     if errors > 0.05 * len(rows):
         notes.append(f"{errors} of {len(rows)} judgements failed (over 5%): fix the judge endpoint before trusting it")
     if len(pairs) < 50:
@@ -282,7 +276,8 @@ def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[s
     for key, mine in (("model", cfg.model), ("prompt_sha256", cfg.prompt_sha256), ("version", cfg.version)):
         if data.get(key) != mine:
             problems.append(
-                f"record {key} {data.get(key)!r} does not match the judge's {mine!r}: re-calibrate after changing the judge"
+                f"record {key} {data.get(key)!r} does not match the judge's {mine!r}: "
+                "re-calibrate after changing the judge"
             )
     kappa = data.get("kappa")
     if not isinstance(kappa, (int, float)) or kappa < min_kappa:
@@ -345,7 +340,8 @@ class JudgeVerifier(BaseVerifier):
         if require_calibration:
             if not calibration:
                 raise VerifierError(
-                    "judge: no calibration record; a judge is a verifier only with measured agreement (run rlvr judge calibrate, then set options.calibration)"
+                    "judge: no calibration record; a judge is a verifier only with measured agreement "
+                    "(run rlvr judge calibrate, then set options.calibration)"
                 )
             problems = check_record(calibration, self.config, min_kappa)
             if problems:
