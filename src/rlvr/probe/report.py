@@ -1,0 +1,219 @@
+"""The probe report: per-prompt counts in (``PromptStat``), the route and its reason out
+(``ProbeReport``, written to ``report.json`` through ``to_json`` and read back through
+``from_json``), and the text a terminal shows. Pure: no model, no files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from .stats import expected_group_std, histogram, wilson, zero_variance_share
+
+if TYPE_CHECKING:
+    from ..lengths import LengthReport
+
+ROUTES = ("sft", "grpo", "too-easy", "fix-verifier")
+# A share of undecided samples above which the report warns even though it can still route.
+ERROR_WARN_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class PromptStat:
+    """One probed prompt: its row index in the train split and its decided samples."""
+
+    index: int
+    successes: int
+    n: int
+    errors: int = 0
+
+    @property
+    def rate(self) -> float | None:
+        return self.successes / self.n if self.n else None
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """Everything ``rlvr probe`` found: the rate with its interval, the route and its reason, the
+    learnability at group size G, and the settings it sampled with."""
+
+    task: str
+    model: str
+    success_term: str
+    k: int
+    n_prompts: int
+    n_samples: int  # decided samples: the denominator of the rate
+    successes: int
+    n_undecided: int  # samples whose correctness term returned an error
+    rate: float
+    low: float
+    high: float
+    group_size: int
+    zero_variance_share: float
+    expected_group_std: float
+    route: str
+    reason: str
+    too_easy: float
+    temperature: float
+    max_new_tokens: int
+    backend: str
+    seed: int
+    histogram: tuple[tuple[str, int], ...]
+    term_outcomes: Mapping[str, Mapping[str, int]]
+    prompts: tuple[PromptStat, ...] = field(repr=False)
+    warnings: tuple[str, ...] = ()
+    n_truncated: int = 0  # samples (decided or not) cut off at max_new_tokens
+    lengths: Mapping[str, Any] | None = None  # rlvr.lengths.LengthReport.to_json(), when measured
+    out_dir: str = ""
+    filtered_path: str | None = None
+    n_filtered: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["histogram"] = [{"bin": b, "prompts": c} for b, c in self.histogram]
+        data["prompts"] = [asdict(p) for p in self.prompts]
+        data["warnings"] = list(self.warnings)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeReport:
+        """The report ``to_json`` wrote (``report.json``); unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["histogram"] = tuple((str(h["bin"]), int(h["prompts"])) for h in data.get("histogram") or ())
+        kw["prompts"] = tuple(PromptStat(**p) for p in data.get("prompts") or ())
+        kw["warnings"] = tuple(data.get("warnings") or ())
+        kw["term_outcomes"] = {t: dict(c) for t, c in (data.get("term_outcomes") or {}).items()}
+        return cls(**kw)
+
+
+def decide(successes: int, n: int, n_undecided: int, *, too_easy: float) -> tuple[str, str]:
+    """The route and its reason in one sentence, from the decided samples."""
+    low, high = wilson(successes, n)
+    if n == 0:
+        return "fix-verifier", (
+            f"The correctness term could not decide any of {n_undecided} samples (every verdict an error): "
+            "this is a verifier problem, not a 0 % base rate; fix the reward function and probe again."
+        )
+    rate = successes / n
+    if successes == 0:
+        return "sft", (
+            f"No sample succeeded (0 of {n}; the true rate is below {high:.1%} with 95 % confidence): "
+            "every GRPO group would score the same and teach nothing, so warm up with SFT first."
+        )
+    if rate >= too_easy:
+        return "too-easy", (
+            f"{rate:.1%} of {n} samples succeeded (95 % CI {low:.1%}-{high:.1%}), at or above the too-easy "
+            f"threshold {too_easy:.0%}: little is left to sharpen; use harder prompts or spend the budget on evals."
+        )
+    return "grpo", (
+        f"{rate:.1%} of {n} samples succeeded (95 % CI {low:.1%}-{high:.1%}), between zero and the too-easy "
+        f"threshold {too_easy:.0%}: the base model has the capability and GRPO can sharpen it."
+    )
+
+
+def summarize(
+    prompts: Sequence[PromptStat],
+    *,
+    k: int,
+    group_size: int,
+    too_easy: float,
+    term_outcomes: Mapping[str, Mapping[str, int]] | None = None,
+    n_truncated: int = 0,
+    length_report: LengthReport | None = None,
+    **meta: Any,
+) -> ProbeReport:
+    """Everything the report says, from per-prompt counts (pure: no model, no files)."""
+    from ..lengths import truncation_reason
+
+    n = sum(p.n for p in prompts)
+    s = sum(p.successes for p in prompts)
+    undecided = sum(p.errors for p in prompts)
+    low, high = wilson(s, n)
+    counts = [(p.successes, p.n) for p in prompts]
+    route, reason = decide(s, n, undecided, too_easy=too_easy)
+    total = n + undecided
+    cut = (
+        truncation_reason(n_truncated, total, int(meta.get("max_new_tokens") or 0), length_report)
+        if route in ("sft", "grpo")
+        else None
+    )
+    if cut:
+        reason = f"{cut} {reason}"
+    warnings = list(length_report.warnings()) if length_report is not None else []
+    if route != "fix-verifier" and total and undecided / total > ERROR_WARN_SHARE:
+        warnings.append(
+            f"{undecided} of {total} samples ({undecided / total:.0%}) were undecided (verifier errors) and left out "
+            "of the rate: check the verifier before trusting it."
+        )
+    zv = zero_variance_share(counts, group_size)
+    if route == "grpo" and zv > 0.5:
+        warnings.append(
+            f"{zv:.0%} of groups at G={group_size} are expected to have zero reward variance (no learning "
+            "signal): consider --filter to train on prompts the model sometimes solves."
+        )
+    return ProbeReport(
+        k=k,
+        n_prompts=len(prompts),
+        n_samples=n,
+        successes=s,
+        n_undecided=undecided,
+        rate=s / n if n else 0.0,
+        low=low,
+        high=high,
+        group_size=group_size,
+        zero_variance_share=zv,
+        expected_group_std=expected_group_std(counts, group_size),
+        route=route,
+        reason=reason,
+        too_easy=too_easy,
+        histogram=histogram([p.rate for p in prompts if p.rate is not None]),
+        term_outcomes={t: dict(c) for t, c in (term_outcomes or {}).items()},
+        prompts=tuple(prompts),
+        warnings=tuple(warnings),
+        n_truncated=n_truncated,
+        lengths=length_report.to_json() if length_report is not None else None,
+        **meta,
+    )
+
+
+def format_report(report: ProbeReport) -> str:
+    """The report for a terminal: rate, interval, histogram, learnability, route and reason."""
+    r = report
+    lines = [
+        f"probe  {r.task}  model {r.model}  ({r.backend}, T={r.temperature}, k={r.k})",
+        f"  success ({r.success_term}): {r.successes}/{r.n_samples} = {r.rate:.1%}"
+        f"   95 % CI [{r.low:.1%}, {r.high:.1%}]   over {r.n_prompts} prompts",
+    ]
+    if r.n_undecided:
+        lines.append(f"  undecided (verifier errors, not counted): {r.n_undecided}")
+    total = r.n_samples + r.n_undecided
+    if total:
+        lines.append(
+            f"  cut off at {r.max_new_tokens} tokens (no EOS): {r.n_truncated}/{total} = {r.n_truncated / total:.0%}"
+        )
+    if r.lengths:
+        answer, prompt = r.lengths["answer"], r.lengths["prompt"]
+        lines.append(
+            f"  lengths (tokens, p50/p95/max): answers in the format {answer['p50']}/{answer['p95']}/{answer['max']}, "
+            f"prompts {prompt['p50']}/{prompt['p95']}/{prompt['max']}, "
+            f"model positions {r.lengths['max_positions'] or 'unknown'}"
+        )
+    for term, counts in r.term_outcomes.items():
+        lines.append(f"  term {term}: " + ", ".join(f"{o} {c}" for o, c in counts.items() if c))
+    lines.append("  per-prompt pass rate:")
+    width = max((c for _, c in r.histogram), default=0)
+    for label, count in r.histogram:
+        bar = "#" * (round(30 * count / width) if width else 0)
+        lines.append(f"    {label:>12} {count:5d} {bar}")
+    lines.append(
+        f"  at G={r.group_size}: {r.zero_variance_share:.0%} of groups expected with zero variance, "
+        f"expected group std {r.expected_group_std:.3f}"
+    )
+    lines.append(f"  route: {r.route.upper()}  {r.reason}")
+    for w in r.warnings:
+        lines.append(f"  warning: {w}")
+    if r.filtered_path:
+        lines.append(f"  filtered prompt set: {r.n_filtered} rows in {r.filtered_path} (point data.train at it)")
+    lines.append(f"  files: {r.out_dir}")
+    return "\n".join(lines)

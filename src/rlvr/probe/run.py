@@ -1,0 +1,283 @@
+"""Running the probe: choose the prompts, sample them in seeded chunks (resumable), score every
+completion with the task's terms, write ``samples.jsonl``, ``probe.json`` and ``report.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, Problem, RunError
+from ..rewards.base import Outcome, Sample
+from ..rewards.combine import RewardSet, prompt_text
+from .report import ProbeReport, PromptStat, summarize
+from .samples import (
+    FILTERED_NAME,
+    REPORT_NAME,
+    RERUN,
+    SAMPLES_NAME,
+    SETTINGS_NAME,
+    ProbeSample,
+    ProbeSettings,
+    read_done,
+)
+
+if TYPE_CHECKING:
+    from ..generate import Completion, Sampler
+    from ..lengths import LengthReport
+    from ..task import Task
+
+
+def choose_prompts(n_rows: int, cap: int | None, seed: int) -> list[int]:
+    """Row indices to probe: all when they fit, else a seeded random subset (in row order), so a
+    split sorted by difficulty is not probed on its easy head only."""
+    if cap is None or n_rows <= cap:
+        return list(range(n_rows))
+    return sorted(random.Random(seed).sample(range(n_rows), cap))
+
+
+def _stats(
+    records: Sequence[ProbeSample], indices: list[int], term: str, names: list[str]
+) -> tuple[list[PromptStat], dict[str, dict[str, int]]]:
+    by_prompt: dict[int, list[int]] = {i: [0, 0, 0] for i in indices}
+    outcomes = {t: {o.value: 0 for o in Outcome} for t in names}
+    for rec in records:
+        counts = by_prompt[rec.prompt_index]
+        for t in names:
+            outcomes[t][rec.scores[t].outcome.value] += 1
+        outcome = rec.scores[term].outcome
+        if outcome is Outcome.ERROR:
+            counts[2] += 1
+        else:
+            counts[1] += 1
+            counts[0] += outcome is Outcome.CORRECT
+    return [PromptStat(i, *by_prompt[i]) for i in indices if sum(by_prompt[i][1:])], outcomes
+
+
+def _check_args(task: Task, k: int, cap: int | None) -> None:
+    problems = []
+    if k < 1:
+        problems.append(Problem("k", f"must be at least 1, got {k}", "the recipe probes with k=8"))
+    if cap is not None and cap < 1:
+        problems.append(
+            Problem("max_prompts", f"must be at least 1, got {cap}", "omit it to use the task's probe.max_prompts")
+        )
+    term = task.success_term
+    if term not in {t.name for t in task.rewards}:
+        problems.append(Problem("success", f"names no reward term ({term!r})", "name one of the task's rewards"))
+    if problems:
+        raise ConfigError(problems, source="probe")
+
+
+def _start(out: Path, settings: ProbeSettings, resume: bool) -> None:
+    """Refuse to overwrite samples without ``resume``, or to resume other settings; write
+    ``probe.json``."""
+    samples_path, settings_path = out / SAMPLES_NAME, out / SETTINGS_NAME
+    if samples_path.exists() and samples_path.stat().st_size and not resume:
+        raise RunError(
+            f"{samples_path} already holds samples: pass --resume to continue that probe, or choose another --out"
+        )
+    if resume and settings_path.exists():
+        try:
+            old = ProbeSettings.from_json(json.loads(settings_path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise RunError(
+                f"cannot resume {out}: {settings_path} is not probe settings ({type(exc).__name__}: {exc}); {RERUN}"
+            ) from None
+        diff = settings.differences(old)
+        if diff:
+            raise RunError(
+                f"cannot resume {out}: it was probed with other settings ({', '.join(diff)} differ); use another --out"
+            )
+    settings_path.write_text(json.dumps(settings.to_json(), indent=2) + "\n")
+
+
+def run_probe(
+    task: Task | str | Path,
+    *,
+    model: str | None = None,
+    out_dir: str | Path,
+    k: int | None = None,
+    max_prompts: int | None = None,
+    resume: bool = False,
+    filter: bool = False,  # noqa: A002 - the CLI flag's name
+    sampler: Sampler | None = None,
+    backend: str = "auto",
+    seed: int | None = None,
+    group_size: int | None = None,
+    progress: bool = True,
+) -> ProbeReport:
+    """Probe ``task`` (a ``Task`` or a task file path) with ``model`` (default: the task's).
+
+    ``sampler`` overrides model loading (anything with ``sample(prompts, n, temperature,
+    max_new_tokens, top_p, seed)``, see ``rlvr.generate.Sampler``). Raises ``RunError`` when
+    ``out_dir`` already holds samples and ``resume`` is off, or when they were made with other
+    settings.
+    """
+    from ..task import Task, load_task
+
+    if not isinstance(task, Task):
+        task = load_task(task)
+    k = k if k is not None else task.probe.k
+    cap = max_prompts if max_prompts is not None else task.probe.max_prompts
+    _check_args(task, k, cap)
+    term = task.success_term
+    length_report = _check_budget(task, model, sampler)  # before any weights load
+    seed = task.seed if seed is None else seed
+    g = group_size or int(task.grpo.get("num_generations", 8))
+    model_ref = model or task.resolve(task.model)
+    rows = task.load_split("train")
+    indices = choose_prompts(len(rows), cap, task.seed)  # the same prompts whatever the sampling seed
+    chunk = max(1, 64 // k)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    samples_path = out / SAMPLES_NAME
+    gen = task.generation
+    backend_name = str(getattr(sampler, "backend", backend)) if sampler is not None else backend
+    settings = ProbeSettings(
+        task=str(task.path),
+        model=str(model or task.model),
+        backend=backend_name,
+        k=k,
+        temperature=gen.temperature,
+        top_p=gen.top_p,
+        max_new_tokens=gen.max_completion_length,
+        seed=seed,
+        chunk=chunk,
+        prompt_indices=tuple(indices),
+        terms=tuple(t.name for t in task.rewards),
+    )
+    _start(out, settings, resume)
+    records, done_chunks = read_done(samples_path, k, chunk, indices) if resume else ([], 0)
+
+    n_chunks = math.ceil(len(indices) / chunk)
+    if sampler is None and done_chunks < n_chunks:  # a finished probe re-reports without a model
+        from ..generate import make_sampler
+
+        sampler = make_sampler(model_ref, backend=backend)  # type: ignore[arg-type]
+        backend_name = str(getattr(sampler, "backend", backend))
+    reward_set = task.reward_set()
+    bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
+    try:
+        with samples_path.open("a", encoding="utf-8") as fh:
+            for c in range(done_chunks, n_chunks):
+                assert sampler is not None  # loaded above whenever a chunk is left to sample
+                chunk_idx = indices[c * chunk : (c + 1) * chunk]
+                raw_prompts = [task.render_prompt(rows[i]) for i in chunk_idx]
+                groups = sampler.sample(
+                    raw_prompts,
+                    n=k,
+                    temperature=gen.temperature,
+                    max_new_tokens=gen.max_completion_length,
+                    top_p=gen.top_p,
+                    seed=seed + c,
+                )
+                if len(groups) != len(chunk_idx):
+                    raise RunError(f"the sampler returned {len(groups)} groups for {len(chunk_idx)} prompts")
+                lines = _score_chunk(task, reward_set, chunk_idx, rows, raw_prompts, groups, k)
+                # One write per chunk: an interruption can only cut the tail, which resume drops.
+                fh.write("".join(s.line() for s in lines))
+                fh.flush()
+                records.extend(lines)
+                bar.update(len(chunk_idx))
+    finally:
+        bar.close()
+
+    stats, outcomes = _stats(records, indices, term, reward_set.names)
+    filtered_path, n_filtered = None, None
+    if filter:
+        keep = [s.index for s in stats if s.rate is not None and 0 < s.rate < 1]
+        filtered_path = str((out / FILTERED_NAME).resolve())
+        Path(filtered_path).write_text(
+            "".join(json.dumps(rows[i], ensure_ascii=False, default=str) + "\n" for i in keep)
+        )
+        n_filtered = len(keep)
+    report = summarize(
+        stats,
+        k=k,
+        group_size=g,
+        too_easy=task.probe.too_easy,
+        term_outcomes=outcomes,
+        task=task.name,
+        model=settings.model,
+        success_term=term,
+        temperature=gen.temperature,
+        max_new_tokens=gen.max_completion_length,
+        backend=backend_name,
+        seed=seed,
+        out_dir=str(out.resolve()),
+        filtered_path=filtered_path,
+        n_filtered=n_filtered,
+        n_truncated=sum(rec.finish_reason == "length" for rec in records),
+        length_report=length_report,
+    )
+    (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return report
+
+
+def _check_budget(task: Task, model: str | None, sampler: Sampler | None) -> LengthReport | None:
+    """The length report, or ``ConfigError`` when the budget exceeds the model's positions. With
+    an injected sampler a model whose tokenizer cannot load is not measured (nothing else loads it)."""
+    from ..errors import ModelError
+    from ..lengths import check_lengths
+
+    try:
+        report = check_lengths(task, model)
+    except ModelError:
+        if sampler is None:
+            raise
+        return None
+    if report.problems():
+        raise ConfigError(report.problems(), source=str(task.path))
+    return report
+
+
+def _score_chunk(
+    task: Task,
+    reward_set: RewardSet,
+    chunk_idx: list[int],
+    rows: list[dict[str, Any]],
+    raw_prompts: list[Any],
+    groups: Sequence[Sequence[Completion]],
+    k: int,
+) -> list[ProbeSample]:
+    term, gen = task.success_term, task.generation
+    samples, meta = [], []
+    for i, raw, group in zip(chunk_idx, raw_prompts, groups, strict=True):
+        if len(group) != k:
+            raise RunError(f"the sampler returned {len(group)} completions for prompt {i}, expected {k}")
+        for j, comp in enumerate(group):
+            samples.append(
+                Sample(completion=comp.text, row=rows[i], prompt=prompt_text(raw), completion_ids=list(comp.token_ids))
+            )
+            meta.append((i, j, raw, comp))
+    out = []
+    for (i, j, raw, comp), sc in zip(meta, reward_set.score(samples), strict=True):
+        verdict = sc.verdicts[term]
+        out.append(
+            ProbeSample(
+                prompt_index=i,
+                sample_index=j,
+                prompt=prompt_text(raw),
+                row=rows[i],
+                completion=comp.text,
+                completion_ids=tuple(comp.token_ids),
+                finish_reason=comp.finish_reason,
+                scores=dict(sc.verdicts),
+                reward=reward_set.total(sc),
+                success=None if verdict.outcome is Outcome.ERROR else verdict.outcome is Outcome.CORRECT,
+                temperature=gen.temperature,  # each line says how it was sampled (the gate checks this)
+                max_new_tokens=gen.max_completion_length,
+                messages=None if isinstance(raw, str) else tuple(raw),
+            )
+        )
+    return out
+
+
+def _progress_bar(total: int, initial: int, *, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc="probe", unit="prompt", leave=False, disable=not enabled)

@@ -1,0 +1,205 @@
+"""What ``rlvr probe`` writes beside its report, as types: the settings (``probe.json``, a
+``ProbeSettings``) and one ``ProbeSample`` per completion (``samples.jsonl``). The probe writes
+both through ``to_json``; resume and the inspection gate read them back through ``from_json``,
+so there is one format for each file and nothing is guessed.
+
+A file this version cannot read (hand-edited, or written by an rlvr from before these types) is
+a ``DataError`` naming the file and line and saying to rerun ``rlvr probe``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..data import read_objects
+from ..errors import DataError, RunError
+from ..rewards.base import Verdict
+
+SETTINGS_NAME = "probe.json"
+SAMPLES_NAME = "samples.jsonl"
+REPORT_NAME = "report.json"
+FILTERED_NAME = "filtered.jsonl"
+RERUN = "rerun rlvr probe (with another --out) to write it in the current format"
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How a probe sampled (``probe.json``): checked field by field on resume, and read by the
+    gate to know which model the samples came from."""
+
+    task: str
+    model: str
+    backend: str
+    k: int
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    seed: int
+    chunk: int
+    prompt_indices: tuple[int, ...]
+    terms: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["prompt_indices"] = list(self.prompt_indices)
+        data["terms"] = list(self.terms)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeSettings:
+        return cls(
+            task=str(data["task"]),
+            model=str(data["model"]),
+            backend=str(data["backend"]),
+            k=int(data["k"]),
+            temperature=float(data["temperature"]),
+            top_p=float(data["top_p"]),
+            max_new_tokens=int(data["max_new_tokens"]),
+            seed=int(data["seed"]),
+            chunk=int(data["chunk"]),
+            prompt_indices=tuple(int(i) for i in data["prompt_indices"]),
+            terms=tuple(str(t) for t in data["terms"]),
+        )
+
+    def differences(self, other: ProbeSettings) -> list[str]:
+        """The fields that differ from ``other``, except the backend (the same samples may be
+        resumed with another backend)."""
+        return [f.name for f in fields(self) if f.name != "backend" and getattr(self, f.name) != getattr(other, f.name)]
+
+
+@dataclass(frozen=True)
+class ProbeSample:
+    """One completion the probe sampled, with every term's verdict and how it was sampled (each
+    line says so, and the gate checks it before reusing the sample)."""
+
+    prompt_index: int  # the row index in the train split
+    sample_index: int  # 0..k-1 within the prompt
+    prompt: str  # the prompt as text (chat prompts rendered)
+    row: Mapping[str, Any]
+    completion: str
+    completion_ids: tuple[int, ...]
+    finish_reason: str  # "stop" or "length" (cut off at max_new_tokens)
+    scores: Mapping[str, Verdict]
+    reward: float | None  # the weighted total; None when masked
+    success: bool | None  # the success term said correct; None when it could not decide
+    temperature: float
+    max_new_tokens: int
+    messages: tuple[Mapping[str, Any], ...] | None = None  # the chat messages, for chat prompts
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.completion_ids)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "prompt_index": self.prompt_index,
+            "sample_index": self.sample_index,
+            "prompt": self.prompt,
+            "row": dict(self.row),
+            "completion": self.completion,
+            "completion_ids": list(self.completion_ids),
+            "n_tokens": self.n_tokens,  # derived; written for readers of the file (jq, benches)
+            "finish_reason": self.finish_reason,
+            "scores": {name: v.to_json() for name, v in self.scores.items()},
+            "reward": self.reward,
+            "success": self.success,
+        }
+        if self.messages is not None:
+            data["messages"] = [dict(m) for m in self.messages]
+        data["temperature"] = self.temperature
+        data["max_new_tokens"] = self.max_new_tokens
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeSample:
+        messages = data.get("messages")
+        reward, success = data["reward"], data["success"]
+        return cls(
+            prompt_index=int(data["prompt_index"]),
+            sample_index=int(data["sample_index"]),
+            prompt=str(data["prompt"]),
+            row=dict(data["row"]),
+            completion=str(data["completion"]),
+            completion_ids=tuple(int(i) for i in data["completion_ids"]),
+            finish_reason=str(data["finish_reason"]),
+            scores={str(name): Verdict.from_json(v) for name, v in data["scores"].items()},
+            reward=None if reward is None else float(reward),
+            success=None if success is None else bool(success),
+            temperature=float(data["temperature"]),
+            max_new_tokens=int(data["max_new_tokens"]),
+            messages=None if messages is None else tuple(dict(m) for m in messages),
+        )
+
+    def line(self) -> str:
+        """The sample as one line of ``samples.jsonl``."""
+        return json.dumps(self.to_json(), ensure_ascii=False, default=str) + "\n"
+
+
+def read_settings(folder: str | Path) -> ProbeSettings:
+    """The settings of the probe in ``folder``; ``DataError`` naming the file when it is missing
+    or not in this format."""
+    path = Path(folder) / SETTINGS_NAME
+    if not path.is_file():
+        raise DataError(f"{path}: no probe settings beside the samples; {RERUN}")
+    try:
+        return ProbeSettings.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DataError(f"{path}: not probe settings ({type(exc).__name__}: {exc}); {RERUN}") from None
+
+
+def read_samples(path: str | Path) -> Iterator[tuple[int, ProbeSample]]:
+    """``(line number, sample)`` for every line of a ``samples.jsonl``; ``DataError`` naming
+    ``file:line`` for a line that is not a probe sample."""
+    for lineno, rec in read_objects(path):
+        try:
+            sample = ProbeSample.from_json(rec)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc}); {RERUN}") from None
+        yield lineno, sample
+
+
+def read_done(path: Path, k: int, chunk: int, indices: list[int]) -> tuple[list[ProbeSample], int]:
+    """The complete chunks already in ``samples.jsonl``; truncates an interrupted tail (a partial
+    line or a chunk with missing lines) so resuming appends exactly what was lost."""
+    if not path.exists():
+        return [], 0
+    raw = path.read_bytes()
+    records: list[ProbeSample] = []
+    offsets: list[int] = []
+    pos = 0
+    for line in raw.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break  # a line cut by the interruption
+        try:
+            rec = ProbeSample.from_json(json.loads(line))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            raise RunError(
+                f"{path}: line {len(records) + 1} is not a probe sample; the file was edited, not just interrupted: "
+                "move it away to start over"
+            ) from None
+        records.append(rec)
+        pos += len(line)
+        offsets.append(pos)
+    per_chunk = k * chunk
+    n_chunks = len(records) // per_chunk
+    # The last chunk may be shorter (fewer prompts left).
+    full = n_chunks * per_chunk
+    rest = len(indices) - n_chunks * chunk
+    if 0 < rest < chunk and len(records) - full == rest * k:
+        n_chunks, full = n_chunks + 1, len(records)
+    keep = offsets[full - 1] if full else 0
+    for i, rec in enumerate(records[:full]):
+        expected = indices[i // k]
+        if rec.prompt_index != expected:
+            raise RunError(
+                f"{path}: line {i + 1} has prompt_index {rec.prompt_index}, expected {expected}: "
+                "the file does not match probe.json; move it away to start over"
+            )
+    if keep < len(raw):
+        with path.open("r+b") as fh:
+            fh.truncate(keep)
+    return records[:full], n_chunks
