@@ -124,7 +124,7 @@ def test_gate_classes_count_the_success_term(tmp_path: Path, task_of) -> None:  
 
 
 def test_doctor_reads_the_success_term_the_run_recorded(tmp_path: Path) -> None:
-    from rlvr.doctor.checks import correctness_term
+    from rlvr.doctor.readings import correctness_term
     from rlvr.doctor.table import load_run
 
     run = tmp_path / "run"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .doctor import Diagnosis, Run, Series, diagnose
-from .doctor.checks import held_out_accuracy
+from .doctor.readings import held_out_accuracy
 
 # The settings a reader needs to interpret the plots (the rest are in the run's config.yaml).
 CONFIG_KEYS = (

@@ -179,6 +179,7 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         field, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:
@@ -273,7 +274,8 @@ def read_engine_log(path: str | Path, engine: str) -> list[dict[str, Any]]:
     if p.suffix == ".jsonl":
         if engine != "verl":
             raise DataError(
-                f"{p}: a JSONL log is verl's file logger; OpenRLHF's offline log is TensorBoard (--logger.use_tensorboard)"
+                f"{p}: a JSONL log is verl's file logger; OpenRLHF's offline log is TensorBoard "
+                "(--logger.use_tensorboard)"
             )
         return read_verl_jsonl(p)
     return read_tensorboard(p, engine)

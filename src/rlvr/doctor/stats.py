@@ -41,7 +41,10 @@ class Shift:
         return self.z <= -Z_SIGNIFICANT
 
     def span(self) -> str:
-        return f"{self.early:.4g} (steps {self.early_steps[0]}-{self.early_steps[1]}) to {self.late:.4g} (steps {self.late_steps[0]}-{self.late_steps[1]})"
+        return (
+            f"{self.early:.4g} (steps {self.early_steps[0]}-{self.early_steps[1]}) to {self.late:.4g} (steps "
+            f"{self.late_steps[0]}-{self.late_steps[1]})"
+        )
 
 
 def mean(xs: tuple[float, ...]) -> float:
