@@ -61,7 +61,7 @@ import importlib.util
 import torch
 import yaml
 
-from rlvr.plan import memory
+from rlvr.plan import architecture, memory
 from rlvr.plan.recipe import hardware
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, train
@@ -118,7 +118,7 @@ def task_copy(name: str, model: str, completion: int) -> Path:
     return path
 
 
-def run(label: str, task_path: Path, overrides: dict, arch: memory.Architecture) -> None:
+def run(label: str, task_path: Path, overrides: dict, arch: architecture.Architecture) -> None:
     task = load_task(task_path)
     run_dir = out / label / "run"
     t0 = time.perf_counter()
@@ -153,7 +153,7 @@ def run(label: str, task_path: Path, overrides: dict, arch: memory.Architecture)
 
 
 # 1. the built-in tiny task
-tiny_arch = memory.load_architecture("builtin:tiny")
+tiny_arch = architecture.load_architecture("builtin:tiny")
 run("tiny", task_copy("tiny", "builtin:tiny", 10), {}, tiny_arch)
 
 # 2. a Qwen2.5-0.5B-shaped model with random weights
@@ -162,7 +162,7 @@ if want_big and (cuda or big_on_cpu):
 
     from rlvr.models import build_tokenizer
 
-    arch = memory.SIZE_CLASSES["0.5B"]
+    arch = architecture.SIZE_CLASSES["0.5B"]
     folder = out / "qwen05b-random"
     if not (folder / "config.json").exists():
         tok = build_tokenizer()
@@ -174,7 +174,7 @@ if want_big and (cuda or big_on_cpu):
         model.save_pretrained(folder)
         tok.save_pretrained(folder)
         del model
-    built = memory.load_architecture(str(folder))
+    built = architecture.load_architecture(str(folder))
     print(f"built {folder.name}: {built.params / 1e9:.3f} B parameters (table: {arch.params / 1e9:.3f} B)")
     overrides = {"per_device_train_batch_size": batch, "gradient_accumulation_steps": 1, "learning_rate": 1e-6, "beta": 0.0,
                  "gradient_checkpointing": True}

@@ -101,9 +101,9 @@ def _model_dir(work: Path) -> Path:
 def build(work: Path) -> dict[str, Any]:
     """The Qwen2.5-0.5B-shaped model with the BPE tokenizer, saved in bf16 (reused when there)."""
     from rlvr.models import build_tokenizer
-    from rlvr.plan import memory
+    from rlvr.plan import architecture
 
-    arch = memory.SIZE_CLASSES["0.5B"]
+    arch = architecture.SIZE_CLASSES["0.5B"]
     folder = _model_dir(work)
     if not (folder / "config.json").exists():
         import torch
@@ -141,7 +141,7 @@ def build(work: Path) -> dict[str, Any]:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         tmp.rename(folder)
-    built = memory.load_architecture(str(folder))
+    built = architecture.load_architecture(str(folder))
     _write_task(work, folder)
     return {
         "model": str(folder),
@@ -246,7 +246,7 @@ def probe(work: Path) -> dict[str, Any]:
 def grpo(work: Path, peft: str) -> dict[str, Any]:
     import yaml
 
-    from rlvr.plan import memory
+    from rlvr.plan import architecture, memory
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, train
 
@@ -281,7 +281,7 @@ def grpo(work: Path, peft: str) -> dict[str, Any]:
 
     tok_prompts, _ = measure(task, task.load_split("train")[:200], _tokenizer(work))
     prompt_tokens = max(tok_prompts)
-    arch = memory.load_architecture(str(_model_dir(work)))
+    arch = architecture.load_architecture(str(_model_dir(work)))
     gpu_gb = _gpu_gb()
     setting = memory.Setting(
         gpus=1,

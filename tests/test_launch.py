@@ -98,7 +98,7 @@ def test_accelerate_argv_refuses_zero_processes():
         launch.accelerate_argv(0, ["train"])
 
 
-def test_argv_rebuilt_from_args_parses_back_to_the_same_args():
+def test_the_relaunched_argv_parses_back_to_the_same_args():
     parser = build_parser()
     argv = [
         "train",
@@ -120,13 +120,41 @@ def test_argv_rebuilt_from_args_parses_back_to_the_same_args():
         "2",
     ]
     args = parser.parse_args(argv)
-    rebuilt = launch.argv_from_args(
-        args._train_parser, args, drop=("launch", "num_processes", "accelerate_config", "debug")
-    )
-    again = parser.parse_args(["train", *rebuilt])
-    keep = {k: v for k, v in vars(args).items() if k not in ("launch", "num_processes", "_train_parser", "_run")}
+    rebuilt = launch.without_options(argv, launch.LAUNCH_OPTIONS)
+    again = parser.parse_args(rebuilt)
+    keep = {k: v for k, v in vars(args).items() if k not in ("launch", "num_processes", "_run")}
     assert {k: v for k, v in vars(again).items() if k in keep} == keep
     assert again.launch is None and "--launch" not in rebuilt
+
+
+def test_train_options_the_launch_does_not_know_reach_the_launched_command_unchanged(monkeypatch, capsys):
+    import subprocess
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda argv, env=None: calls.append(list(argv)) or 0)
+    train = [
+        "train",
+        str(ARITH),
+        "--model",
+        "org/not-built-in",
+        "--report-to",
+        "tensorboard",
+        "--eval-every=3",
+        "--set",
+        "learning_rate=1e-6",
+        "--no-gate",
+        "a reason, with spaces",
+    ]
+    argv = [*train[:2], "--launch", "accelerate", *train[2:6], "--num-processes=2", *train[6:], "--debug"]
+    assert main(argv) == 0
+    (command,) = calls
+    assert command[command.index("rlvr.cli.main") + 1 :] == train
+    assert command[command.index("--num_processes") + 1] == "2"
+
+
+def test_abbreviated_launch_options_are_taken_out_with_their_values():
+    argv = ["train", "t.yaml", "--launch", "accelerate", "--num-proc", "2", "--accel=a.yaml", "--", "--debug"]
+    assert launch.without_options(argv, launch.LAUNCH_OPTIONS) == ["train", "t.yaml", "--", "--debug"]
 
 
 def test_more_gpus_take_fewer_hours_for_the_same_work():
@@ -171,8 +199,8 @@ def test_launch_with_a_missing_accelerate_config_is_one_line(tmp_path: Path, cap
 
 def test_grpo_runs_under_accelerate_with_two_cpu_processes(tmp_path: Path, capsys):
     """The distributed path end to end: rlvr plan (CPU) -> rlvr train --launch accelerate, two
-    processes joined with gloo, two GRPO steps on the tiny model. Measured 33-50 s on 2 cores, under the ~60 s at which it
-    would be marked slow."""
+    processes joined with gloo, two GRPO steps on the tiny model. Measured 33-50 s on 2 cores, under
+    the ~60 s at which it would be marked slow."""
     plan = tmp_path / "plan.yaml"
     assert main(["plan", str(ARITH), "--gpus", "0", "-o", str(plan)]) == 0
     run_dir = tmp_path / "run"
@@ -227,7 +255,7 @@ def test_multi_node_server_mode_gives_the_server_a_node_of_its_own():
 
 
 def test_multi_node_plan_trains_on_as_many_processes_as_it_validates(tmp_path: Path):
-    from rlvr.plan.launch import PlanRequest, build_plan
+    from rlvr.plan.build import PlanRequest, build_plan
 
     plan = build_plan(PlanRequest(task=str(ARITH), model="70B", gpus=8, nodes=2, output=str(tmp_path / "p.yaml")))
     assert plan.config["vllm_server_host"] == "SERVER_NODE_IP"

@@ -11,8 +11,9 @@ import pytest
 
 from rlvr.cli.main import main
 from rlvr.errors import ConfigError, ModelError
-from rlvr.plan import memory
-from rlvr.plan.memory import GB, SIZE_CLASSES, Architecture, Setting
+from rlvr.plan import architecture, memory
+from rlvr.plan.architecture import SIZE_CLASSES, Architecture
+from rlvr.plan.memory import GB, Setting
 
 QWEN3_8B = Architecture(
     "Qwen3-8B",
@@ -132,7 +133,7 @@ def test_parameter_count_from_config_matches_a_model_built_from_it(build):
 def test_builtin_tiny_architecture_is_read_from_its_saved_config():
     from rlvr.models import load_model
 
-    arch = memory.load_architecture("builtin:tiny")
+    arch = architecture.load_architecture("builtin:tiny")
     assert arch.params == sum(p.numel() for p in load_model("builtin:tiny").parameters())
 
 
@@ -219,21 +220,21 @@ def test_load_architecture_reads_a_config_file_and_a_folder(tmp_path: Path):
         "vocab_size": 128256,
     }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    assert memory.load_architecture(str(tmp_path / "config.json")).params == SIZE_CLASSES["8B"].params
-    assert memory.load_architecture(str(tmp_path)).kv_bytes_per_token == 128 * 1024
+    assert architecture.load_architecture(str(tmp_path / "config.json")).params == SIZE_CLASSES["8B"].params
+    assert architecture.load_architecture(str(tmp_path)).kv_bytes_per_token == 128 * 1024
 
 
 def test_load_architecture_accepts_class_model_name_and_hub_id():
     assert (
-        memory.load_architecture("7b")
-        is memory.load_architecture("Qwen2.5-7B")
-        is memory.load_architecture("Qwen/Qwen2.5-7B")
+        architecture.load_architecture("7b")
+        is architecture.load_architecture("Qwen2.5-7B")
+        is architecture.load_architecture("Qwen/Qwen2.5-7B")
     )
 
 
 def test_unknown_model_names_the_size_classes():
     with pytest.raises(ModelError, match="size class"):
-        memory.load_architecture("no such model (not a hub id)")
+        architecture.load_architecture("no such model (not a hub id)")
 
 
 # -- CLI ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import yaml
 from rlvr.cli.main import main
 from rlvr.errors import ConfigError, PlanError
 from rlvr.plan import recipe
-from rlvr.plan.launch import PlanRequest, build_plan
+from rlvr.plan.build import PlanRequest, build_plan
 
 ARITH = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
 
@@ -237,7 +237,7 @@ def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
 
     out = tmp_path / "plan.yaml"
     plan = build_plan(PlanRequest(task=str(ARITH), gpus=gpus, model="7B" if gpus > 1 else None, output=str(out)))
-    from rlvr.plan.launch import write_plan
+    from rlvr.plan.build import write_plan
 
     write_plan(plan, out)
     grpo, _ = read_config_file(out)

@@ -34,10 +34,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, Problem
 from .task import MAX_ROW_PROBLEMS, Task
+
+if TYPE_CHECKING:
+    from .plan.recipe import ModelFacts
 
 # Keys of the sft: section that rlvr reads itself (not SFTConfig fields).
 SFT_OWN_KEYS = {"target_pass_rate"}
@@ -52,7 +55,9 @@ def grpo_problems(task: Task) -> list[Problem]:
     cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=CHECK_HARDWARE, seed=task.seed)
     cfg["reward_weights"] = [t.weight for t in task.rewards]
     target = recipe.Target(gpus=1, bf16=True, processes=1)
-    problems = recipe.validate(cfg, target=target, model=_model_facts(task), justified=recipe.justifications(task.grpo))
+    problems = recipe.validate(
+        cfg, target=target, model=_task_model_facts(task), justified=recipe.justifications(task.grpo)
+    )
     out = [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
     # rlvr's own grpo: keys, resolved as rlvr train resolves them (stopping rules, dynamic sampling).
     from .train.dynamic import DynamicSampling
@@ -131,7 +136,8 @@ def gold_problems(task: Task) -> list[Problem]:
                     Problem(
                         f"{where}:{i}",
                         f"row {i}: term {t.name!r}: the ground truth {gold!r} {what}: {v.detail}",
-                        "rewrite the answer in a form the verifier reads, or drop the row; an unreadable gold masks the row in training",
+                        "rewrite the answer in a form the verifier reads, or drop the row; "
+                        "an unreadable gold masks the row in training",
                     )
                 )
             if len(bad) > MAX_ROW_PROBLEMS:
@@ -175,7 +181,8 @@ def weight_problems(task: Task) -> list[Problem]:
             out.append(
                 Problem(
                     where(i),
-                    f"term {t.name!r} has a negative weight {t.weight:g}: the policy is pushed away from what the term rewards",
+                    f"term {t.name!r} has a negative weight {t.weight:g}: "
+                    "the policy is pushed away from what the term rewards",
                     "use a positive weight (penalty verifiers already return negative scores)",
                 )
             )
@@ -203,9 +210,10 @@ def _prompt(task: Task, row: Mapping[str, Any]) -> str:
         return ""
 
 
-def _model_facts(task: Task) -> Any:
-    """Whether the model is a mixture of experts and rebuildable, for local models and built-ins."""
-    from .plan.launch import _model_facts as facts
+def _task_model_facts(task: Task) -> ModelFacts | None:
+    """Whether the model is a mixture of experts and rebuildable, for local models and built-ins;
+    None for a hub id (its config may need the network: rlvr plan and rlvr train check it)."""
+    from .plan.architecture import load_architecture, model_facts
     from .plan.recipe import ModelFacts
 
     ref = task.model
@@ -213,14 +221,12 @@ def _model_facts(task: Task) -> Any:
         return ModelFacts(ref, False, True)
     local = task.resolve(ref)
     if not Path(local).exists():
-        return None  # a hub id: its config may need the network; rlvr plan/train check it
+        return None
     try:
-        from .plan.memory import load_architecture
-
         moe = load_architecture(local).moe
     except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
         moe = False
-    return facts(local, False, moe)
+    return model_facts(local, False, moe)
 
 
 def weaker_problems(task: Task) -> list[Problem]:
@@ -253,7 +259,8 @@ def weaker_problems(task: Task) -> list[Problem]:
                 problems.append(
                     Problem(
                         f"{where}:{i}",
-                        f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side and {what}: {'; '.join(why[:2])}",
+                        f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side "
+                        f"and {what}: {'; '.join(why[:2])}",
                         fix,
                     )
                 )

@@ -5,7 +5,8 @@ and imports heavy libraries only inside ``run`` so ``rlvr --help`` stays fast. E
 raises on purpose print as one line (a ``ConfigError`` lists each problem) and exit 1; a
 traceback appears only with ``--debug`` (accepted after any command, nested ones too). A bad
 argument prints one line and exits 2. Output piped into a reader that stops early (``| head``)
-ends quietly with status 141, as a shell tool killed by SIGPIPE does.
+ends quietly with status 141, as a shell tool killed by SIGPIPE does. ``main`` puts the command
+line it parsed on ``args.argv``, so a command can rerun itself with it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 # The commands in workflow order: name -> module.
 COMMANDS: dict[str, str] = {
@@ -36,7 +38,7 @@ COMMANDS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one clear line, not usage + error
+    def error(self, message: str) -> NoReturn:  # one clear line, not usage + error
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
 
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
     args = parser.parse_args(argv)
+    # The command line as given, kept so a command can rerun itself (rlvr train --launch accelerate).
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ..errors import ConfigError, Problem
-    from ..plan.memory import Setting, format_estimate, format_table, load_architecture, recommend, table
+    from ..plan.architecture import load_architecture
+    from ..plan.memory import Setting, format_estimate, format_table, recommend, table
 
     problems = []
     for name in ("gpus", "batch", "prompt_tokens", "completion_tokens"):

@@ -66,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError, Problem
-    from ..plan.launch import PlanRequest, build_plan, format_plan, write_plan
+    from ..plan.build import PlanRequest, build_plan, format_plan, write_plan
 
     justify = {}
     bad = []

@@ -51,7 +51,6 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=None,
         help="with --launch: an accelerate config file (DeepSpeed/FSDP, written by rlvr plan)",
     )
-    p.set_defaults(_train_parser=p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,9 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
         return relaunch(
-            "train",
-            args._train_parser,
-            args,
+            args.argv,
             num_processes=args.num_processes,
             config_file=args.accelerate_config,
             model_refs=[args.model or task.model],

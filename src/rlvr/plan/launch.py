@@ -8,6 +8,8 @@
   with ``use_cpu: true`` in the GRPOConfig. accelerate's ``--cpu`` flag alone starts N
   independent single processes; ``--multi_gpu`` starts them under torchrun, and with ``use_cpu``
   accelerate then joins them with the gloo backend (checked with accelerate 1.15).
+- ``rlvr train --launch accelerate`` (``relaunch``): the same command line as typed, less the
+  launch options, rerun under ``accelerate launch``; options this module does not know pass as they are.
 
 The duration is a rough estimate, not a measurement: training FLOPs at 6 x active params x
 tokens (+2 x for the reference forward when beta > 0) at an assumed 35 % of the GPU's dense
@@ -161,7 +163,8 @@ def plan_launch(
             )
         )
         notes.append(
-            f"node {cluster.nodes - 1} runs the vLLM server on all {cluster.gpus} GPUs; set vllm_server_host in the plan to its address "
+            f"node {cluster.nodes - 1} runs the vLLM server on all {cluster.gpus} GPUs; "
+            "set vllm_server_host in the plan to its address "
             f"(SERVER_NODE_IP); nodes 0..{machines - 1} train"
         )
     elif server:
@@ -191,7 +194,8 @@ def plan_launch(
             )
         )
         notes.append(
-            f"start the vLLM server first (GPUs {server_devices}); training reaches it at vllm_server_host:{cluster.vllm_port}"
+            f"start the vLLM server first (GPUs {server_devices}); "
+            f"training reaches it at vllm_server_host:{cluster.vllm_port}"
         )
     if server:
         notes.append(
@@ -217,7 +221,8 @@ def plan_launch(
         commands.append(prefix + _q([*launch, "-m", "rlvr.cli.main", *train_args]))
     if machines > 1:
         notes.append(
-            "run the accelerate command on every training node, each with its --machine_rank; replace NODE0_IP with node 0's address"
+            "run the accelerate command on every training node, each with its --machine_rank; "
+            "replace NODE0_IP with node 0's address"
         )
     return LaunchPlan(tuple(commands), files, tuple(notes))
 
@@ -284,8 +289,10 @@ def estimate_duration(
     per_step = train_s + decode_s
     hours = per_step * steps / 3600
     basis = (
-        f"{tokens} tokens/step ({completions_per_step} completions x {seq}); training {train_s:.1f} s at {mfu:.0%} of {gpu_flops / 1e12:.0f} TFLOP/s x {gpus} GPU(s), "
-        f"decoding {decode_s:.1f} s ({waves} wave(s) of {completion_tokens} bandwidth-bound steps at {bandwidth / 1e12:.2f} TB/s)"
+        f"{tokens} tokens/step ({completions_per_step} completions x {seq}); "
+        f"training {train_s:.1f} s at {mfu:.0%} of {gpu_flops / 1e12:.0f} TFLOP/s x {gpus} GPU(s), "
+        f"decoding {decode_s:.1f} s ({waves} wave(s) of {completion_tokens} bandwidth-bound steps "
+        f"at {bandwidth / 1e12:.2f} TB/s)"
     )
     return Duration(steps, tokens, per_step, hours, hours * gpus, basis)
 
@@ -296,310 +303,51 @@ def _yaml(data: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
 
 
-# -- the whole plan ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PlanRequest:
-    task: str
-    gpus: int = 1
-    gpu_memory_gb: float = 80.0
-    nodes: int = 1
-    variant: str = "grpo"
-    peft: str = "none"
-    model: str | None = None
-    bf16: bool = True
-    fsdp: bool = False
-    justify: Mapping[str, str] = field(default_factory=dict)
-    force_variant: str | None = None
-    prompt_tokens: int | None = None
-    max_steps: int | None = None
-    run_dir: str = "runs/plan"
-    output: str = "plan.yaml"
-
-
-@dataclass(frozen=True)
-class Plan:
-    config: Mapping[str, Any]
-    meta: Any  # recipe.ConfigMeta
-    estimate: Any  # memory.Estimate | None (None on CPU)
-    launch: LaunchPlan
-    duration: Duration | None
-    cluster: Cluster
-    notes: tuple[str, ...] = ()
-    hardware: str = ""
-
-
-def _model_facts(ref: str, arch_is_table: bool, moe: bool) -> Any:
-    from .recipe import ModelFacts
-
-    if arch_is_table or ref.startswith("builtin:"):
-        return ModelFacts(ref, moe, True)
-    p = Path(ref)
-    if p.is_file():
-        return ModelFacts(ref, moe, False, "it is a config file, not a checkpoint")
-    if p.is_dir() and not any(p.glob("*.safetensors")) and not any(p.glob("*.bin")):
-        return ModelFacts(ref, moe, False, "the folder holds no weights (*.safetensors or *.bin)")
-    return ModelFacts(ref, moe, True)
-
-
-def _prompt_tokens(task: Any) -> int:
-    """The longest rendered prompt in the training split, at ~3 characters per token (a
-    conservative guess for English and digits; pass --prompt-tokens to set it)."""
-    rows = task.load_split("train")
-    longest = max((len(str(task.render_prompt(r))) for r in rows[:2000]), default=64)
-    return max(16, -(-longest // 3))
-
-
-def build_plan(req: PlanRequest) -> Plan:
-    """Resolve, fit and validate a config for ``req``; raises ConfigError listing every problem,
-    or PlanError when nothing fits."""
-    import dataclasses
-
-    from ..task import load_task
-    from . import memory, recipe
-
-    problems: list[Problem] = []
-    if req.gpus < 0 or req.nodes < 1:
-        problems.append(
-            Problem(
-                "--gpus/--nodes",
-                f"need gpus >= 0 and nodes >= 1, got {req.gpus} and {req.nodes}",
-                "pass --gpus 1 for one GPU, 0 for CPU",
-            )
-        )
-    if req.gpus and req.gpu_memory_gb <= 0:
-        problems.append(
-            Problem(
-                "--gpu-memory", f"must be positive, got {req.gpu_memory_gb}", "the memory of one GPU in GB, e.g. 80"
-            )
-        )
-    if req.variant not in recipe.VARIANTS:
-        problems.append(
-            Problem("--variant", f"unknown variant {req.variant!r}", f"one of {', '.join(recipe.VARIANTS)}")
-        )
-    if req.peft not in ("none", "lora", "qlora"):
-        problems.append(Problem("--peft", f"unknown {req.peft!r}", "one of none, lora, qlora"))
-    if problems:
-        raise ConfigError(problems)
-    task = load_task(req.task)
-    ref = req.model or task.model
-    arch = memory.load_architecture(ref)
-    table_entry = next((k for k, a in memory.SIZE_CLASSES.items() if a is arch), None)
-    model_id = memory.HUB_IDS.get(table_entry or "", ref)
-    total = req.gpus * req.nodes
-    hw = {"gpus": total, "bf16": bool(req.bf16 and total), "vllm": total > 0}
-    cfg = recipe.resolve(
-        task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed, variant=req.variant
-    )
-    if req.max_steps is not None:
-        cfg["max_steps"] = req.max_steps
-    justified = {**recipe.justifications(task.grpo), **req.justify}
-    prompt_tokens = req.prompt_tokens or _prompt_tokens(task)
-    notes: list[str] = []
-    est = None
-    cluster = Cluster(gpus=max(req.gpus, 1), nodes=req.nodes, bf16=req.bf16, fsdp=req.fsdp)
-    if total:
-        base = memory.Setting(
-            gpus=total,
-            nodes=req.nodes,
-            gpu_memory_gb=req.gpu_memory_gb,
-            peft=req.peft,
-            beta=float(cfg.get("beta", 0.0)),
-            per_device_batch=int(cfg["per_device_train_batch_size"]),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=int(cfg["max_completion_length"]),
-        )
-        rec = memory.recommend(arch, base, fixed_peft=req.peft != "none")
-        est = memory.fits_or_raise(rec)
-        s = est.setting
-        old_bs = int(cfg["per_device_train_batch_size"])
-        cfg.update(rec.config_patch())
-        if s.per_device_batch != old_bs:  # keep the completions per optimizer step
-            cfg["gradient_accumulation_steps"] = int(cfg["gradient_accumulation_steps"]) * old_bs // s.per_device_batch
-            if "steps_per_generation" in cfg and req.variant == "gspo":
-                cfg["steps_per_generation"] = 4 * cfg["gradient_accumulation_steps"]
-            notes.append(
-                f"per_device_train_batch_size {old_bs} -> {s.per_device_batch} to fit; gradient_accumulation_steps raised to keep the batch"
-            )
-        if s.vllm == "server" and req.nodes > 1:
-            cfg["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
-        cluster = dataclasses.replace(
-            cluster,
-            server_gpus=s.server_gpus if s.vllm == "server" else 0,
-            tensor_parallel=s.tensor_parallel,
-            zero=s.zero,
-        )
-        if s.peft != "none":
-            notes.append(
-                f"{s.peft}: GRPOConfig has no PEFT field, so the plan records it as env RLVR_PEFT, which rlvr train --config reads "
-                "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
-                + (" --load_in_4bit" if s.peft == "qlora" else "")
-            )
-    target = recipe.Target(gpus=req.gpus, nodes=req.nodes, bf16=hw["bf16"], server_gpus=cluster.server_gpus)
-    facts = _model_facts(ref, table_entry is not None, arch.moe)
-    peft = est.setting.peft if est is not None else req.peft
-    problems = recipe.validate(
-        cfg, target=target, model=facts, peft=peft, justified=justified, forced_variant_reason=req.force_variant
-    )
-    if problems:
-        raise ConfigError(problems, source=f"plan for {task.path}")
-    extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
-    meta = recipe.ConfigMeta(
-        variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra
-    )
-    # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
-    from ..models import resolve_model
-
-    served = resolve_model(model_id) if model_id.startswith("builtin:") else model_id
-    launch = plan_launch(
-        cluster,
-        task=str(task.path),
-        config=req.output,
-        model=served,
-        run_dir=req.run_dir,
-        use_vllm=bool(cfg.get("use_vllm")),
-        vllm_mode=str(cfg.get("vllm_mode", "colocate")),
-    )
-    duration = None
-    if total:
-        procs = target.num_processes
-        per_step = int(cfg["per_device_train_batch_size"]) * procs * int(cfg["gradient_accumulation_steps"])
-        prompts_per_step = max(1, per_step // int(cfg["num_generations"]))
-        steps = req.max_steps or -(-len(task.load_split("train")) // prompts_per_step)
-        duration = estimate_duration(
-            active_params=arch.active_params,
-            params=arch.params,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=int(cfg["max_completion_length"]),
-            completions_per_step=per_step,
-            steps=steps,
-            gpus=total,
-            beta=float(cfg.get("beta", 0.0)),
-            concurrent_sequences=max(1, est.kv_tokens // (prompt_tokens + int(cfg["max_completion_length"])))
-            if est
-            else 1,
-        )
-    for term in recipe.term_patch(req.variant, cfg, {t.verifier for t in task.rewards}):
-        opts = ", ".join(f"{k}: {v}" for k, v in term["options"].items())
-        notes.append(
-            f"{req.variant} adds a reward term the task lacks; add to its rewards: "
-            f"- {{name: {term['name']}, verifier: {term['verifier']}, weight: {term['weight']}, options: {{{opts}}}}}"
-        )
-    where = (
-        f"{req.gpus} x {req.gpu_memory_gb:g} GB GPU(s)" + (f" x {req.nodes} nodes" if req.nodes > 1 else "")
-        if total
-        else "CPU"
-    )
-    return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where)
-
-
-def write_plan(plan: Plan, output: str | Path) -> list[Path]:
-    """Write the plan YAML and the accelerate files beside it; returns the paths written."""
-    from . import recipe
-
-    output = Path(output)
-    est = plan.estimate
-    header = [
-        f"Written by rlvr plan: {plan.meta.variant} on {plan.hardware}; task {plan.meta.task}",
-        f"model {plan.meta.model}; TRL {recipe.trl_version()}. Flat GRPOConfig values: rlvr train --config and trl grpo --config read it.",
-        "env: holds rlvr's own record (variant, justifications); TRL exports it as environment variables.",
-    ]
-    if est is not None:
-        header.append(
-            f"memory: peak {est.peak / 1e9:.1f} GB of {est.capacity / 1e9:.0f} GB per training GPU (estimate; see rlvr memory)"
-        )
-    header += [f"run: {c}" for c in plan.launch.commands]
-    written = [recipe.write_config(output, plan.config, plan.meta, header="\n".join(header))]
-    for name, text in plan.launch.files.items():
-        path = output.parent / name
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
-
-
-def format_plan(plan: Plan) -> str:
-    from .memory import format_estimate
-
-    lines = [f"variant {plan.meta.variant}, model {plan.meta.model}, {plan.hardware}"]
-    keys = (
-        "loss_type",
-        "beta",
-        "learning_rate",
-        "num_generations",
-        "per_device_train_batch_size",
-        "gradient_accumulation_steps",
-        "steps_per_generation",
-        "bf16",
-        "use_vllm",
-        "vllm_mode",
-        "vllm_gpu_memory_utilization",
-        "vllm_enable_sleep_mode",
-    )
-    lines.append("  " + ", ".join(f"{k}={plan.config[k]}" for k in keys if k in plan.config))
-    if plan.meta.justifications:
-        lines += [f"  justified: {k}: {v}" for k, v in plan.meta.justifications.items()]
-    if plan.estimate is not None:
-        lines += ["memory:", *("  " + line for line in format_estimate(plan.estimate).splitlines())]
-    else:
-        lines.append("memory: CPU run, no GPU plan")
-    lines.append("launch:")
-    lines += [f"  $ {c}" for c in plan.launch.commands]
-    lines += [f"  note: {n}" for n in plan.launch.notes]
-    if plan.duration is not None:
-        d = plan.duration
-        lines.append(
-            f"duration (rough): {d.steps} steps x {d.seconds_per_step:.1f} s = {d.hours:.2f} h, {d.gpu_hours:.1f} GPU-hours; {d.basis}"
-        )
-    lines += [f"note: {n}" for n in plan.notes]
-    return "\n".join(lines)
-
-
 # -- rlvr train --launch accelerate ------------------------------------------------------------
-def argv_from_args(parser: Any, args: Any, *, drop: Sequence[str] = ()) -> list[str]:
-    """The command line that reproduces ``args`` for ``parser``'s options (values that differ
-    from the defaults), without the options named in ``drop`` -- so a command can rerun itself."""
-    import argparse
+# The options a relaunch takes out of the command line (each process must not relaunch itself), and
+# how many values each takes. Everything else on the command line reaches the processes as typed.
+LAUNCH_OPTIONS: Mapping[str, int] = {"--launch": 1, "--num-processes": 1, "--accelerate-config": 1, "--debug": 0}
 
-    positional: list[str] = []
-    options: list[str] = []
-    for action in parser._actions:  # argparse has no public API for this
-        if isinstance(action, argparse._HelpAction) or action.dest in drop or action.dest == argparse.SUPPRESS:
-            continue
-        if not hasattr(args, action.dest):
-            continue
-        value = getattr(args, action.dest)
-        if not action.option_strings:
-            positional += [str(v) for v in value] if isinstance(value, list) else [str(value)]
-            continue
-        if value == action.default or value is None:
-            continue
-        flag = action.option_strings[-1] if action.option_strings[-1].startswith("--") else action.option_strings[0]
-        if isinstance(action, argparse._StoreTrueAction):
-            options.append(flag)
-        elif isinstance(action, argparse._StoreFalseAction):
-            options.append(flag)
-        elif isinstance(action, argparse._AppendAction):
-            for v in value:
-                options += [flag, str(v)]
+
+def without_options(argv: Sequence[str], options: Mapping[str, int]) -> list[str]:
+    """``argv`` less each option named in ``options`` (flag -> how many values it takes) and its
+    values, spelt ``--flag VALUE``, ``--flag=VALUE`` or as a prefix argparse accepts (``--num-proc``).
+    Every other token stays as it was typed, in order; nothing after ``--`` is touched.
+
+    A prefix counts as the option it starts: argparse has already parsed ``argv``, so the prefix
+    named one option only, and ``rlvr train`` has no option that is itself a prefix of one of these.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            out += argv[i:]
+            break
+        name, eq, _ = token.partition("=")
+        hits = [flag for flag in options if flag.startswith(name)] if name.startswith("--") and name != "--" else []
+        flag = name if name in options else hits[0] if len(hits) == 1 else None
+        if flag is None:
+            out.append(token)
+            i += 1
         else:
-            options += [flag, str(value)]
-    return [*positional, *options]
+            i += 1 + (0 if eq else options[flag])
+    return out
 
 
 def relaunch(
-    command: str,
-    parser: Any,
-    args: Any,
+    argv: Sequence[str],
     *,
     num_processes: int,
     config_file: str | None = None,
     model_refs: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
 ) -> int:
-    """Rerun ``rlvr <command>`` under ``accelerate launch`` in ``num_processes`` processes and
-    return its exit status. Built-in models are materialised here first, so the ranks do not
-    race to build the same cache folder."""
+    """Rerun ``rlvr <argv>`` under ``accelerate launch`` in ``num_processes`` processes and return
+    its exit status. ``argv`` is the command line as given to ``rlvr`` (``train TASK ... --launch
+    accelerate --num-processes 2``): the options in ``LAUNCH_OPTIONS`` are taken out, every other
+    one reaches each process unchanged. Built-in models are materialised here first, so the ranks
+    do not race to build the same cache folder."""
     import os
     import socket
     import subprocess
@@ -618,11 +366,6 @@ def relaunch(
     with socket.socket() as s:  # a free port, so two launches on one machine do not collide
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    argv = accelerate_argv(
-        num_processes,
-        [command, *argv_from_args(parser, args, drop=("launch", "num_processes", "accelerate_config", "debug"))],
-        config_file=config_file,
-        port=port,
-    )
-    sys.stderr.write("rlvr: " + _q(argv) + "\n")
-    return subprocess.call(argv, env={**os.environ, **(env or {})})
+    command = accelerate_argv(num_processes, without_options(argv, LAUNCH_OPTIONS), config_file=config_file, port=port)
+    sys.stderr.write("rlvr: " + _q(command) + "\n")
+    return subprocess.call(command, env={**os.environ, **(env or {})})

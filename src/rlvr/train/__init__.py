@@ -223,8 +223,8 @@ def validate_config(
     """The recipe's validation (every problem at once) against this machine and this model,
     before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
     floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
-    from ..plan.launch import _model_facts
-    from ..plan.memory import load_architecture
+    from ..plan.architecture import model_facts as _model_facts
+    from ..plan.architecture import load_architecture
     from ..plan.recipe import Target, check
 
     try:

@@ -1,0 +1,270 @@
+"""The whole plan: a ``PlanRequest`` (task, hardware, variant) -> a ``Plan``, written and printed.
+
+``build_plan`` reads top to bottom: check the request, resolve the recipe for the task and the
+hardware (``recipe``), fit it into GPU memory (``memory``: the first setting that fits, with the
+per-device batch lowered and gradient accumulation raised so the batch stays the same), validate
+the result (``recipe.validate``: every problem at once), then write the launch commands
+(``launch``) and a rough duration. ``write_plan`` writes the plan YAML and the accelerate files
+beside it; ``format_plan`` is what ``rlvr plan`` prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, Problem
+from . import recipe
+from .architecture import HUB_IDS, SIZE_CLASSES, load_architecture, model_facts
+from .launch import Cluster, Duration, LaunchPlan, estimate_duration, plan_launch
+from .memory import Estimate, Setting, fits_or_raise, format_estimate, recommend
+
+if TYPE_CHECKING:
+    from ..taskspec import Task
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    task: str
+    gpus: int = 1
+    gpu_memory_gb: float = 80.0
+    nodes: int = 1
+    variant: str = "grpo"
+    peft: str = "none"
+    model: str | None = None
+    bf16: bool = True
+    fsdp: bool = False
+    justify: Mapping[str, str] = field(default_factory=dict)
+    force_variant: str | None = None
+    prompt_tokens: int | None = None
+    max_steps: int | None = None
+    run_dir: str = "runs/plan"
+    output: str = "plan.yaml"
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: Mapping[str, Any]
+    meta: recipe.ConfigMeta
+    estimate: Estimate | None  # None on CPU
+    launch: LaunchPlan
+    duration: Duration | None
+    cluster: Cluster
+    notes: tuple[str, ...] = ()
+    hardware: str = ""
+
+
+def _prompt_tokens(task: Task) -> int:
+    """The longest rendered prompt in the training split, at ~3 characters per token (a
+    conservative guess for English and digits; pass --prompt-tokens to set it)."""
+    rows = task.load_split("train")
+    longest = max((len(str(task.render_prompt(r))) for r in rows[:2000]), default=64)
+    return max(16, -(-longest // 3))
+
+
+def build_plan(req: PlanRequest) -> Plan:
+    """Resolve, fit and validate a config for ``req``; raises ConfigError listing every problem,
+    or PlanError when nothing fits."""
+    from ..models import resolve_model
+    from ..task import load_task
+
+    problems: list[Problem] = []
+    if req.gpus < 0 or req.nodes < 1:
+        problems.append(
+            Problem(
+                "--gpus/--nodes",
+                f"need gpus >= 0 and nodes >= 1, got {req.gpus} and {req.nodes}",
+                "pass --gpus 1 for one GPU, 0 for CPU",
+            )
+        )
+    if req.gpus and req.gpu_memory_gb <= 0:
+        problems.append(
+            Problem(
+                "--gpu-memory", f"must be positive, got {req.gpu_memory_gb}", "the memory of one GPU in GB, e.g. 80"
+            )
+        )
+    if req.variant not in recipe.VARIANTS:
+        problems.append(
+            Problem("--variant", f"unknown variant {req.variant!r}", f"one of {', '.join(recipe.VARIANTS)}")
+        )
+    if req.peft not in ("none", "lora", "qlora"):
+        problems.append(Problem("--peft", f"unknown {req.peft!r}", "one of none, lora, qlora"))
+    if problems:
+        raise ConfigError(problems)
+    task = load_task(req.task)
+    ref = req.model or task.model
+    arch = load_architecture(ref)
+    table_entry = next((k for k, a in SIZE_CLASSES.items() if a is arch), None)
+    model_id = HUB_IDS.get(table_entry or "", ref)
+    total = req.gpus * req.nodes
+    bf16 = bool(req.bf16 and total)
+    hw = {"gpus": total, "bf16": bf16, "vllm": total > 0}
+    cfg = recipe.resolve(
+        task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed, variant=req.variant
+    )
+    if req.max_steps is not None:
+        cfg["max_steps"] = req.max_steps
+    justified = {**recipe.justifications(task.grpo), **req.justify}
+    prompt_tokens = req.prompt_tokens or _prompt_tokens(task)
+    notes: list[str] = []
+    est = None
+    cluster = Cluster(gpus=max(req.gpus, 1), nodes=req.nodes, bf16=req.bf16, fsdp=req.fsdp)
+    if total:
+        base = Setting(
+            gpus=total,
+            nodes=req.nodes,
+            gpu_memory_gb=req.gpu_memory_gb,
+            peft=req.peft,
+            beta=float(cfg.get("beta", 0.0)),
+            per_device_batch=int(cfg["per_device_train_batch_size"]),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int(cfg["max_completion_length"]),
+        )
+        rec = recommend(arch, base, fixed_peft=req.peft != "none")
+        est = fits_or_raise(rec)
+        s = est.setting
+        old_bs = int(cfg["per_device_train_batch_size"])
+        cfg.update(rec.config_patch())
+        if s.per_device_batch != old_bs:  # keep the completions per optimizer step
+            cfg["gradient_accumulation_steps"] = int(cfg["gradient_accumulation_steps"]) * old_bs // s.per_device_batch
+            if "steps_per_generation" in cfg and req.variant == "gspo":
+                cfg["steps_per_generation"] = 4 * cfg["gradient_accumulation_steps"]
+            notes.append(
+                f"per_device_train_batch_size {old_bs} -> {s.per_device_batch} to fit; "
+                "gradient_accumulation_steps raised to keep the batch"
+            )
+        if s.vllm == "server" and req.nodes > 1:
+            cfg["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
+        cluster = dataclasses.replace(
+            cluster,
+            server_gpus=s.server_gpus if s.vllm == "server" else 0,
+            tensor_parallel=s.tensor_parallel,
+            zero=s.zero,
+        )
+        if s.peft != "none":
+            notes.append(
+                f"{s.peft}: GRPOConfig has no PEFT field, so the plan records it as env RLVR_PEFT, "
+                "which rlvr train --config reads "
+                "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
+                + (" --load_in_4bit" if s.peft == "qlora" else "")
+            )
+    target = recipe.Target(gpus=req.gpus, nodes=req.nodes, bf16=bf16, server_gpus=cluster.server_gpus)
+    facts = model_facts(ref, table_entry is not None, arch.moe)
+    peft = est.setting.peft if est is not None else req.peft
+    problems = recipe.validate(
+        cfg, target=target, model=facts, peft=peft, justified=justified, forced_variant_reason=req.force_variant
+    )
+    if problems:
+        raise ConfigError(problems, source=f"plan for {task.path}")
+    extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
+    meta = recipe.ConfigMeta(
+        variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra
+    )
+    # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
+    served = resolve_model(model_id) if model_id.startswith("builtin:") else model_id
+    launch = plan_launch(
+        cluster,
+        task=str(task.path),
+        config=req.output,
+        model=served,
+        run_dir=req.run_dir,
+        use_vllm=bool(cfg.get("use_vllm")),
+        vllm_mode=str(cfg.get("vllm_mode", "colocate")),
+    )
+    duration = None
+    if total:
+        procs = target.num_processes
+        per_step = int(cfg["per_device_train_batch_size"]) * procs * int(cfg["gradient_accumulation_steps"])
+        prompts_per_step = max(1, per_step // int(cfg["num_generations"]))
+        steps = req.max_steps or -(-len(task.load_split("train")) // prompts_per_step)
+        duration = estimate_duration(
+            active_params=arch.active_params,
+            params=arch.params,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int(cfg["max_completion_length"]),
+            completions_per_step=per_step,
+            steps=steps,
+            gpus=total,
+            beta=float(cfg.get("beta", 0.0)),
+            concurrent_sequences=max(1, est.kv_tokens // (prompt_tokens + int(cfg["max_completion_length"])))
+            if est
+            else 1,
+        )
+    for term in recipe.term_patch(req.variant, cfg, {t.verifier for t in task.rewards}):
+        opts = ", ".join(f"{k}: {v}" for k, v in term["options"].items())
+        notes.append(
+            f"{req.variant} adds a reward term the task lacks; add to its rewards: "
+            f"- {{name: {term['name']}, verifier: {term['verifier']}, weight: {term['weight']}, options: {{{opts}}}}}"
+        )
+    where = (
+        f"{req.gpus} x {req.gpu_memory_gb:g} GB GPU(s)" + (f" x {req.nodes} nodes" if req.nodes > 1 else "")
+        if total
+        else "CPU"
+    )
+    return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where)
+
+
+def write_plan(plan: Plan, output: str | Path) -> list[Path]:
+    """Write the plan YAML and the accelerate files beside it; returns the paths written."""
+    output = Path(output)
+    est = plan.estimate
+    header = [
+        f"Written by rlvr plan: {plan.meta.variant} on {plan.hardware}; task {plan.meta.task}",
+        f"model {plan.meta.model}; TRL {recipe.trl_version()}. "
+        "Flat GRPOConfig values: rlvr train --config and trl grpo --config read it.",
+        "env: holds rlvr's own record (variant, justifications); TRL exports it as environment variables.",
+    ]
+    if est is not None:
+        header.append(
+            f"memory: peak {est.peak / 1e9:.1f} GB of {est.capacity / 1e9:.0f} GB per training GPU "
+            "(estimate; see rlvr memory)"
+        )
+    header += [f"run: {c}" for c in plan.launch.commands]
+    written = [recipe.write_config(output, plan.config, plan.meta, header="\n".join(header))]
+    for name, text in plan.launch.files.items():
+        path = output.parent / name
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan as ``rlvr plan`` prints it: the key values, memory, launch commands, duration, notes."""
+    lines = [f"variant {plan.meta.variant}, model {plan.meta.model}, {plan.hardware}"]
+    keys = (
+        "loss_type",
+        "beta",
+        "learning_rate",
+        "num_generations",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "steps_per_generation",
+        "bf16",
+        "use_vllm",
+        "vllm_mode",
+        "vllm_gpu_memory_utilization",
+        "vllm_enable_sleep_mode",
+    )
+    lines.append("  " + ", ".join(f"{k}={plan.config[k]}" for k in keys if k in plan.config))
+    if plan.meta.justifications:
+        lines += [f"  justified: {k}: {v}" for k, v in plan.meta.justifications.items()]
+    if plan.estimate is not None:
+        lines += ["memory:", *("  " + line for line in format_estimate(plan.estimate).splitlines())]
+    else:
+        lines.append("memory: CPU run, no GPU plan")
+    lines.append("launch:")
+    lines += [f"  $ {c}" for c in plan.launch.commands]
+    lines += [f"  note: {n}" for n in plan.launch.notes]
+    if plan.duration is not None:
+        d = plan.duration
+        lines.append(
+            f"duration (rough): {d.steps} steps x {d.seconds_per_step:.1f} s = {d.hours:.2f} h, "
+            f"{d.gpu_hours:.1f} GPU-hours; {d.basis}"
+        )
+    lines += [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)
