@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Outcome, Sample, Verdict, Verifier
+from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, Verifier, reads_of
 from .combine import FLOAT32_MAX
 from .format import AnswerFormat, Extraction, extract
 
@@ -88,6 +88,7 @@ class FunctionVerifier(BaseVerifier):
     def __init__(self, fn: Callable[..., Any], kind: str = "custom") -> None:
         self.fn = fn
         self.kind = getattr(fn, "kind", kind)
+        self.shapes_length = bool(getattr(fn, "shapes_length", False))
 
     def verify(self, sample: Sample) -> Verdict:
         return as_verdict(self.fn(sample))
@@ -104,6 +105,7 @@ class TrlFunctionVerifier(BaseVerifier):
         self.fn = fn
         self.options = dict(options or {})
         self.kind = getattr(fn, "kind", kind)
+        self.shapes_length = bool(getattr(fn, "shapes_length", False))
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
@@ -246,6 +248,7 @@ __all__ = [
     "Extraction",
     "FunctionVerifier",
     "Outcome",
+    "Reads",
     "Sample",
     "TrlFunctionVerifier",
     "Verdict",
@@ -254,5 +257,6 @@ __all__ = [
     "build_verifier",
     "extract",
     "import_object",
+    "reads_of",
     "source_module",
 ]

@@ -105,6 +105,38 @@ class Sample:
     completion_ids: Sequence[int] | None = None
 
 
+@dataclass(frozen=True)
+class Reads:
+    """What a verifier reads from each dataset row, and the fixed things it checks against.
+
+    Declared by the verifier (``BaseVerifier.reads``) so that a tool which builds rows and
+    completions for it (the reward-hack audit) reads this contract, never the verifier's
+    attribute names: renaming an attribute cannot silently turn rows "untested".
+
+    ``answer``: the column holding the row's ground truth (exact, math, judge: the reference
+    answer; unit_tests: the tests), or None. ``columns``: every row column it reads, ``answer``
+    included (what a worker process needs of a row). ``schema``: the JSON schema every answer is
+    validated against, when it is fixed (json_schema's ``schema`` or ``model``);
+    ``schema_column``: the column holding a per-row schema instead. ``expected_column``: the
+    column holding the expected value (tool_call: the expected call), or None when the verifier
+    compares with none. ``tools``: tool name -> its parameters schema (tool_call). ``tests``:
+    the column holding unit tests; ``entry_point`` the fixed function name they call, else
+    ``entry_point_column``; ``prefix_column``: the column whose text the program continues (a
+    HumanEval prompt that ends inside a function).
+    """
+
+    answer: str | None = None
+    columns: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = None
+    schema_column: str | None = None
+    expected_column: str | None = None
+    tools: Mapping[str, Mapping[str, Any]] | None = None
+    tests: str | None = None
+    entry_point: str | None = None
+    entry_point_column: str | None = None
+    prefix_column: str | None = None
+
+
 @runtime_checkable
 class Verifier(Protocol):
     """A reward term's judge. ``kind`` tells the audit which exploits apply to it:
@@ -122,9 +154,18 @@ class BaseVerifier:
     """Convenience base: ``verify_batch`` loops over ``verify``; override it to parallelise.
 
     A crash inside ``verify`` becomes an ``error`` verdict, never a wrong answer.
+    ``shapes_length``: the score also depends on the completion's length (a length term, or a
+    custom function that says so), so the audit runs its length probes on it too.
     """
 
     kind: str = "custom"
+    shapes_length: bool = False
+
+    def reads(self) -> Reads | None:
+        """What this verifier reads from a row (see ``Reads``); None when it does not say, as a
+        custom verifier may not: the audit then falls back to rlvr's column conventions.
+        Every built-in verifier overrides this."""
+        return None
 
     def verify(self, sample: Sample) -> Verdict:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -158,3 +199,9 @@ def ground_truth(row: Mapping[str, Any], column: str) -> str | None:
         return repr(value)
     text = str(value).strip()
     return text or None
+
+
+def reads_of(verifier: Verifier) -> Reads | None:
+    """What ``verifier`` declares it reads; None for one that declares nothing (a custom object
+    that is not a ``BaseVerifier``, or one that does not override ``reads``)."""
+    return verifier.reads() if isinstance(verifier, BaseVerifier) else None

@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import Problem, SandboxError, VerifierError
-from .base import BaseVerifier, Sample, Verdict
+from .base import BaseVerifier, Reads, Sample, Verdict
 from .format import AnswerFormat, answer_start, extract
 
 STYLES = ("auto", "assert", "stdio")
@@ -122,7 +122,7 @@ def extract_code(
 
 @functools.lru_cache(maxsize=4096)
 def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -> Any:
-    from ..sandbox.checks import BadTestsError, plan_stdio, plan_tests
+    from ..sandbox.plans import BadTestsError, plan_stdio, plan_tests
 
     tests: Any = key if is_text else json.loads(key)
     if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
@@ -236,7 +236,7 @@ class UnitTests(BaseVerifier):
         """The row's test plan; raises ``BadTestsError`` (a ground-truth problem). Plans are
         cached by the tests' text: the G samples of a GRPO group share one row. A plan's
         ``weaker`` lists why the trusted side cannot run the tests (``weaker_reasons``)."""
-        from ..sandbox.checks import BadTestsError
+        from ..sandbox.plans import BadTestsError
 
         tests = row.get(self.column)
         if tests is None or (isinstance(tests, str) and not tests.strip()):
@@ -252,7 +252,7 @@ class UnitTests(BaseVerifier):
     def weaker_reasons(self, row: Mapping[str, Any]) -> tuple[str, ...]:
         """Why this row's tests cannot be decided on the trusted side (empty when they can).
         ``rlvr audit`` and ``rlvr inspect`` can show it per row."""
-        from ..sandbox.checks import BadTestsError
+        from ..sandbox.plans import BadTestsError
 
         try:
             return tuple(self.plan(row).weaker)
@@ -268,11 +268,23 @@ class UnitTests(BaseVerifier):
             return LegacyRun(plan, code, self.timeout)
         return TestRun(plan, code, self.timeout, float_tolerance=self.float_tolerance)
 
+    def reads(self) -> Reads:
+        """The tests column is also the ground truth (``answer``) a row must have."""
+        entry_column = None if self.entry_point else self.entry_point_column
+        return Reads(
+            answer=self.column,
+            columns=tuple(c for c in (self.column, entry_column, self.prefix_column) if c),
+            tests=self.column,
+            entry_point=self.entry_point,
+            entry_point_column=self.entry_point_column,
+            prefix_column=self.prefix_column,
+        )
+
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
-        from ..sandbox.checks import BadTestsError
+        from ..sandbox.plans import BadTestsError
 
         out: list[Verdict | None] = [None] * len(samples)
         todo: list[tuple[int, Any, Any, str | None, tuple[int, int] | None]] = []

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Sample, Verdict, ground_truth
+from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
 from .format import AnswerFormat, extract, is_invisible
 
 RULES = ("whitespace", "case", "nfkc", "thousands", "trailing_period", "dollars")
@@ -120,6 +120,9 @@ class ExactMatch(BaseVerifier):
         self.fmt = answer_format or AnswerFormat()
         self.column = column
         self.rules = rules
+
+    def reads(self) -> Reads:
+        return Reads(answer=self.column, columns=(self.column,))
 
     def verify(self, sample: Sample) -> Verdict:
         gold = ground_truth(sample.row, self.column)

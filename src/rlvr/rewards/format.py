@@ -22,7 +22,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from .base import BaseVerifier, Sample, Verdict
+from .base import BaseVerifier, Reads, Sample, Verdict
 
 ThinkPolicy = Literal["none", "optional", "required", "prefilled"]
 BoxedPolicy = Literal["only", "first", "last"]
@@ -245,6 +245,9 @@ class FormatVerifier(BaseVerifier):
     def __init__(self, answer_format: AnswerFormat | None = None, strict_end: bool = True) -> None:
         self.fmt = answer_format or AnswerFormat()
         self.strict_end = strict_end
+
+    def reads(self) -> Reads:
+        return Reads()  # the completion only
 
     def verify(self, sample: Sample) -> Verdict:
         ex = extract(sample.completion, self.fmt)

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..data import read_objects
 from ..errors import DataError, VerifierError
-from .base import BaseVerifier, Sample, Verdict
+from .base import BaseVerifier, Reads, Sample, Verdict
 from .kappa import pair_kappa
 
 DEFAULT_PROMPT = (
@@ -356,6 +356,9 @@ class JudgeVerifier(BaseVerifier):
 
             self._client = httpx.Client()
         return self._client
+
+    def reads(self) -> Reads:
+        return Reads(answer=self.config.column, columns=(self.config.column,))
 
     def verify(self, sample: Sample) -> Verdict:
         tag = f"judge {self.config.model} v{self.config.version} prompt {self.config.prompt_sha256[:12]}"

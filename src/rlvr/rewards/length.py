@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Outcome, Sample, Verdict
+from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, reads_of
 from .format import AnswerFormat
 
 _TOKENIZERS: dict[str, Any] = {}
@@ -178,6 +178,10 @@ class _Penalty(BaseVerifier):
             span=base.span,
             parts=(("base", b), ("penalty", applied)),
         )
+
+    def reads(self) -> Reads | None:
+        """Nothing of its own (the completion's length); a wrapped base's columns."""
+        return Reads() if self.base is None else reads_of(self.base)
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]

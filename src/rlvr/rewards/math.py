@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Sample, Verdict, ground_truth
+from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
 from .format import AnswerFormat, extract
 from .mathcore import MathPolicy, fast_compare, fast_rational
 from .pool import Result, WorkerPool, shared_pool
@@ -86,9 +86,8 @@ class MathVerifier(BaseVerifier):
         known = {f.name for f in fields(MathPolicy)}
         unknown = sorted(set(policy) - known)
         if unknown:
-            raise VerifierError(
-                f"unknown math option(s) {unknown}; known: {', '.join(sorted(known | {'timeout', 'workers', 'reject_restated', 'column'}))}"
-            )
+            options = sorted(known | {"timeout", "workers", "reject_restated", "column"})
+            raise VerifierError(f"unknown math option(s) {unknown}; known: {', '.join(options)}")
         try:
             self.policy = MathPolicy(**policy)
         except TypeError as exc:
@@ -124,6 +123,9 @@ class MathVerifier(BaseVerifier):
     def pool(self) -> WorkerPool:
         # Resolved on first use, so building a task (validation, --help) starts no process.
         return self._pool or shared_pool(PRELOAD, self.workers)
+
+    def reads(self) -> Reads:
+        return Reads(answer=self.column, columns=(self.column,))
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]

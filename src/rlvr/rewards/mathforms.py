@@ -177,7 +177,10 @@ def unit_key(text: str) -> tuple[str, ...]:
 
 
 # -- labels -------------------------------------------------------------------------------------
-_GREEK = r"\\(?:alpha|beta|gamma|delta|epsilon|varepsilon|theta|vartheta|lambda|mu|nu|xi|rho|sigma|tau|phi|varphi|chi|psi|omega)(?![a-zA-Z])"
+_GREEK = (
+    r"\\(?:alpha|beta|gamma|delta|epsilon|varepsilon|theta|vartheta|lambda|mu|nu|xi|rho|sigma|tau|phi|varphi"
+    r"|chi|psi|omega)(?![a-zA-Z])"
+)
 _NAME = rf"(?:[a-zA-Z]|{_GREEK})(?:_(?:[a-zA-Z0-9]|\{{[a-zA-Z0-9,]{{1,8}}\}}))?'*"
 _POINTS = r"(?:m?\\angle\s*)?[A-Z]{2,4}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
 _ATOM = rf"(?:{_POINTS}|{_NAME}\([^()=<>]{{1,20}}\)|\|(?:{_NAME}|[A-Z]{{2,4}})\||{_NAME})"

@@ -53,345 +53,21 @@ with ``partial_credit: true``.
 
 from __future__ import annotations
 
-import copy
-import datetime
 import hashlib
 import json
 import math
 import pickle
-import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Sample, Verdict
-from .format import AnswerFormat, answer_start, extract
+from .base import BaseVerifier, Reads, Sample, Verdict
+from .format import AnswerFormat
+from .jsonrules import build_validator, first_error, forbid_extra
+from .jsontext import find_json, load_json
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
-_TOOL_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 RULES = ("exact", "casefold", "numeric", "set", "ignore")
-_COMPOSING = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas")
-MAX_INT_DIGITS = 4300  # Python's own default limit for int(str)
-
-
-def forbid_extra(schema: Any) -> Any:
-    """A copy of ``schema`` where objects take no keys beyond the ones it names (see the module
-    docstring): ``additionalProperties: false`` on plain object schemas with ``properties``,
-    ``unevaluatedProperties: false`` on object schemas that compose others, nothing on the
-    branches they compose or on free-form objects."""
-    schema = copy.deepcopy(schema)
-    composed_defs: set[str] = set()
-
-    def collect(node: Any, in_branch: bool) -> None:
-        # $defs reached through composition are branches too: an allOf of a $ref stays open.
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if (
-                isinstance(ref, str)
-                and ref.startswith("#/")
-                and (in_branch or any(k in node for k in ("properties", "allOf", "anyOf", "oneOf")))
-            ):
-                composed_defs.add(ref)
-            for key, value in node.items():
-                branch = key in ("allOf", "anyOf", "oneOf", "then", "else", "if", "dependentSchemas")
-                if isinstance(value, list):
-                    for item in value:
-                        collect(item, branch)
-                elif isinstance(value, dict):
-                    collect(value, branch)
-        elif isinstance(node, list):
-            for item in node:
-                collect(item, in_branch)
-
-    def walk(node: Any, composed: bool, path: str) -> None:
-        if isinstance(node, dict):
-            composed = composed or path in composed_defs
-            has_props = "properties" in node or "patternProperties" in node
-            is_object = node.get("type") == "object" or has_props
-            composes = any(k in node for k in _COMPOSING)
-            branches = [b for k in ("allOf", "anyOf", "oneOf") for b in node.get(k) or () if isinstance(b, dict)]
-            is_object = is_object or any("properties" in b or "patternProperties" in b for b in branches)
-            if (
-                is_object
-                and not composed
-                and "additionalProperties" not in node
-                and "unevaluatedProperties" not in node
-            ):
-                if composes:
-                    node["unevaluatedProperties"] = False
-                elif has_props:
-                    node["additionalProperties"] = False
-            for key, value in node.items():
-                branch = key in ("allOf", "anyOf", "oneOf", "then", "else", "if")
-                if key == "dependentSchemas" and isinstance(value, dict):
-                    for k, v in value.items():
-                        walk(v, True, f"{path}/{key}/{k}")
-                elif isinstance(value, list):
-                    for i, item in enumerate(value):
-                        walk(item, branch, f"{path}/{key}/{i}")
-                elif isinstance(value, dict):
-                    walk(value, branch, f"{path}/{key}")
-        elif isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, False, f"{path}/{i}")
-
-    collect(schema, False)
-    walk(schema, False, "#")
-    return schema
-
-
-# -- formats and patterns ---------------------------------------------------------------------------
-_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-_TIME = re.compile(r"(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-_DURATION = re.compile(r"P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?")
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]*")
-_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
-
-
-def _is_date_time(value: str) -> bool:
-    m = _DATE_TIME.fullmatch(value)
-    if not m:
-        return False
-    try:
-        datetime.date.fromisoformat(m.group(1))
-    except ValueError:
-        return False
-    h, mi, sec = int(m.group(2)), int(m.group(3)), int(m.group(4))
-    return h <= 23 and mi <= 59 and sec <= 60
-
-
-def _is_time(value: str) -> bool:
-    m = _TIME.fullmatch(value)
-    return bool(m) and int(m.group(1)) <= 23 and int(m.group(2)) <= 59 and int(m.group(3)) <= 60
-
-
-def _is_email(value: str) -> bool:
-    local, at, domain = value.rpartition("@")
-    if not at or not local or len(value) > 254 or any(c.isspace() for c in value) or "@" in local.strip('"'):
-        return False
-    return _is_hostname(domain) and "." in domain
-
-
-def _is_hostname(value: str) -> bool:
-    value = value[:-1] if value.endswith(".") else value
-    return 0 < len(value) <= 253 and all(_LABEL.fullmatch(label) for label in value.split("."))
-
-
-def _format_checker() -> Any:
-    from jsonschema import FormatChecker
-
-    checker = FormatChecker()
-    extra = {
-        "date-time": _is_date_time,
-        "time": _is_time,
-        "email": _is_email,
-        "hostname": _is_hostname,
-        "duration": lambda v: bool(_DURATION.fullmatch(v)),
-        "uri": lambda v: bool(_URI.fullmatch(v)),
-        "iri": lambda v: bool(_URI.fullmatch(v)),
-        "uri-reference": lambda v: not any(c.isspace() for c in v),
-        "iri-reference": lambda v: not any(c.isspace() for c in v),
-    }
-    for name, fn in extra.items():
-        checker.checks(name)(lambda v, fn=fn: not isinstance(v, str) or fn(v))
-    return checker
-
-
-def _formats(schema: Any) -> set[str]:
-    out: set[str] = set()
-    if isinstance(schema, dict):
-        if isinstance(schema.get("format"), str):
-            out.add(schema["format"])
-        for key, value in schema.items():
-            if key not in ("const", "enum", "default", "examples"):
-                out |= _formats(value)
-    elif isinstance(schema, list):
-        for item in schema:
-            out |= _formats(item)
-    return out
-
-
-class _PatternTimeout(Exception):
-    pass
-
-
-def _search(pattern: str, text: str, timeout: float) -> bool:
-    import regex
-
-    try:
-        return regex.search(pattern, text, timeout=timeout) is not None
-    except TimeoutError:
-        raise _PatternTimeout(pattern) from None
-
-
-def _validator_class(pattern_timeout: float) -> Any:
-    from jsonschema import Draft202012Validator, validators
-    from jsonschema.exceptions import ValidationError
-
-    def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
-        if validator.is_type(instance, "string"):
-            try:
-                ok = _search(patrn, instance, pattern_timeout)
-            except _PatternTimeout:
-                yield ValidationError(f"matching pattern {patrn!r} took longer than {pattern_timeout:g} s")
-                return
-            if not ok:
-                yield ValidationError(f"{instance[:80]!r} does not match {patrn!r}")
-
-    def pattern_properties(validator: Any, props: Mapping[str, Any], instance: Any, schema: Any) -> Any:
-        if not validator.is_type(instance, "object"):
-            return
-        for patrn, subschema in props.items():
-            for k, v in instance.items():
-                try:
-                    hit = _search(patrn, k, pattern_timeout)
-                except _PatternTimeout:
-                    yield ValidationError(f"matching key pattern {patrn!r} took longer than {pattern_timeout:g} s")
-                    return
-                if hit:
-                    yield from validator.descend(v, subschema, path=k, schema_path=patrn)
-
-    return validators.extend(Draft202012Validator, {"pattern": pattern, "patternProperties": pattern_properties})
-
-
-def _validator(
-    schema: Any, where: str, check_formats: bool = True, pattern_timeout: float = 0.5, strict_formats: bool = True
-) -> Any:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise VerifierError(f"{where}: not a valid JSON Schema (draft 2020-12): {exc.message}") from None
-    checker = _format_checker() if check_formats else None
-    if checker is not None and strict_formats:
-        unknown = sorted(_formats(schema) - set(checker.checkers))
-        if unknown:
-            raise VerifierError(
-                f"{where}: format(s) {', '.join(unknown)} cannot be checked here (checked: {', '.join(sorted(checker.checkers))}); "
-                "remove them, use pattern, or set check_formats: false to leave every format unchecked"
-            )
-    return _validator_class(pattern_timeout)(schema, format_checker=checker)
-
-
-def _first_error(validator: Any, obj: Any) -> str | None:
-    try:
-        errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
-    except Exception as exc:  # noqa: BLE001 - a value the validator cannot handle is not valid
-        return f"(root): the value could not be validated ({type(exc).__name__}: {str(exc)[:120]})"
-    if not errors:
-        return None
-    e = errors[0]
-    path = "/".join(str(p) for p in e.absolute_path) or "(root)"
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{path}: {e.message[:200]}{more}"
-
-
-def find_json(
-    completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool = False
-) -> tuple[str | None, tuple[int, int] | None, str | None]:
-    """(json text, span, problem): the answer span; else, when the completion has no answer-span
-    marker at all, the one ``<tool_call>`` block (with ``tool_tags``) or the one fenced block
-    after the think block. Nothing inside the think block counts."""
-    ex = extract(completion, fmt)
-    if ex.ok and ex.answer is not None:
-        text, span = ex.answer, ex.span
-        m = _FENCE.search(text) if text.startswith("```") else None
-        if m:  # a fenced block inside the answer span
-            text = m.group(1)
-    else:
-        start, problem = answer_start(completion, fmt)
-        if problem:
-            return None, None, problem
-        region = completion[start:]
-        markers = (fmt.open_tag, fmt.close_tag) if fmt.style == "tags" else ("\\boxed{",)
-        if any(m in region for m in markers):
-            return None, None, ex.problem or "malformed answer span"
-        found: list[re.Match[str]] = []
-        if tool_tags:
-            found = list(_TOOL_TAG.finditer(region))
-            if len(found) > 1:
-                return None, None, f"{len(found)} <tool_call> blocks (exactly one call is expected)"
-        if not found:
-            found = list(_FENCE.finditer(region))
-            if not found:
-                return None, None, ex.problem or "no answer span and no fenced JSON block"
-            if len(found) > 1:
-                return None, None, f"{len(found)} fenced blocks and no answer span (exactly one is allowed)"
-        text, span = found[0].group(1), (start + found[0].start(1), start + found[0].end(1))
-        inner = _FENCE.search(text) if text.strip().startswith("```") else None
-        if inner:
-            text = inner.group(1)
-        text = text.strip()
-    if len(text) > max_chars:
-        return None, span, f"JSON is {len(text)} characters, over max_chars {max_chars}"
-    return text, span, None
-
-
-class _Strict(ValueError):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        # {"ok": false, "ok": true}: which one a consumer reads depends on the parser.
-        raise _Strict(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
-    return dict(pairs)
-
-
-def _constant(name: str) -> Any:
-    raise _Strict(f"{name} is not JSON")
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        # 1e999 reads as infinity, which passes every numeric tolerance.
-        raise _Strict(f"the number {text[:40]} does not fit a float")
-    return value
-
-
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _Strict(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
-
-
-def depth(value: Any) -> int:
-    """How deeply ``value`` nests lists and objects (a scalar is 0), without recursion."""
-    best, stack = 0, [(value, 1)]
-    while stack:
-        node, d = stack.pop()
-        if isinstance(node, dict):
-            best = max(best, d)
-            stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
-            best = max(best, d)
-            stack.extend((v, d + 1) for v in node)
-    return best
-
-
-def _load(text: str, max_depth: int | None = None) -> tuple[Any, str | None]:
-    """Strict JSON: no duplicate keys, no NaN/Infinity (Python's json accepts both), no number
-    that overflows a float, no integer over ``MAX_INT_DIGITS`` digits, at most ``max_depth``
-    levels of nesting."""
-    try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int)
-    except (json.JSONDecodeError, RecursionError, _Strict, ValueError) as exc:
-        msg = (
-            exc.msg
-            if isinstance(exc, json.JSONDecodeError)
-            else "nested too deeply"
-            if isinstance(exc, RecursionError)
-            else str(exc)
-        )
-        return None, f"not valid JSON: {msg}"
-    if max_depth is not None and (d := depth(value)) > max_depth:
-        return None, f"nested {d} levels deep (at most {max_depth})"
-    return value, None
 
 
 # -- hard timeouts: the check runs in a worker process ------------------------------------------
@@ -414,8 +90,8 @@ class _Bounded(BaseVerifier):
     timeout: float | None = None
     _kwargs: dict[str, Any]
 
-    def _columns(self) -> tuple[str, ...]:  # pragma: no cover - overridden
-        return ()
+    def reads(self) -> Reads:  # pragma: no cover - overridden
+        raise NotImplementedError
 
     def _remote(self, kwargs: dict[str, Any], timeout: float | None) -> None:
         if timeout is not None and (
@@ -437,7 +113,7 @@ class _Bounded(BaseVerifier):
         pool = shared_pool(preload=("rlvr.rewards.schema",))
         # Only the columns the check reads travel to the worker (a dataset row may hold values
         # that do not pickle, such as images, and need not pay for the trip).
-        cols = self._columns()
+        cols = self.reads().columns
         plain = [Sample(s.completion, {k: s.row[k] for k in cols if k in s.row}, "", None) for s in samples]
         results = pool.map(
             "rlvr.rewards.schema:_remote_verify",
@@ -519,11 +195,15 @@ class JsonSchemaVerifier(_Bounded):
             timeout,
         )
 
-    def _columns(self) -> tuple[str, ...]:
-        return (self.schema_column,) if self.schema_column else ()
+    def reads(self) -> Reads:
+        return Reads(
+            columns=(self.schema_column,) if self.schema_column else (),
+            schema=self.validator.schema if self.validator is not None else None,
+            schema_column=self.schema_column,
+        )
 
     def _build(self, schema: Any, where: str, strict_formats: bool = True) -> Any:
-        return _validator(
+        return build_validator(
             schema if self.extra_keys else forbid_extra(schema),
             where,
             self.check_formats,
@@ -536,7 +216,7 @@ class JsonSchemaVerifier(_Bounded):
         if validator is None:
             raw = sample.row.get(self.schema_column or "")
             if isinstance(raw, str):
-                raw, problem = _load(raw)
+                raw, problem = load_json(raw)
                 if problem:
                     return Verdict.error(f"row's {self.schema_column!r} is {problem}", kind="ground_truth")
             if not isinstance(raw, Mapping):
@@ -551,10 +231,10 @@ class JsonSchemaVerifier(_Bounded):
         if problem:
             return Verdict.wrong(detail=problem, span=span)
         assert text is not None
-        obj, problem = _load(text, self.max_depth)
+        obj, problem = load_json(text, self.max_depth)
         if problem:
             return Verdict.wrong(detail=problem, answer=text[:200], span=span)
-        err = _first_error(validator, obj)
+        err = first_error(validator, obj)
         if err:
             return Verdict.wrong(detail=f"schema: {err}", answer=text[:200], span=span)
         if self.model_cls is not None:
@@ -657,7 +337,7 @@ class ToolCallVerifier(_Bounded):
         _check_limits(max_chars, max_depth, pattern_timeout)
         self.specs = _tool_specs(tools)
         self.validators = {
-            name: _validator(forbid_extra(p), f"tool {name} parameters", check_formats, float(pattern_timeout))
+            name: build_validator(forbid_extra(p), f"tool {name} parameters", check_formats, float(pattern_timeout))
             for name, p in self.specs.items()
         }
         self.max_depth = max_depth
@@ -687,22 +367,26 @@ class ToolCallVerifier(_Bounded):
             timeout,
         )
 
-    def _columns(self) -> tuple[str, ...]:
-        return (self.expected_column,) if self.expected_column else ()
+    def reads(self) -> Reads:
+        return Reads(
+            columns=(self.expected_column,) if self.expected_column else (),
+            expected_column=self.expected_column,
+            tools=self.specs,
+        )
 
     def _expected(self, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None]:
         if not self.expected_column or row.get(self.expected_column) is None:
             return None, None
         raw = row[self.expected_column]
         if isinstance(raw, str):
-            raw, problem = _load(raw)
+            raw, problem = load_json(raw)
             if problem:
                 return None, f"expected call in {self.expected_column!r} is {problem}"
         if not isinstance(raw, Mapping) or "name" not in raw:
             return None, f"expected call in {self.expected_column!r} must be an object with a name"
         args = raw.get("arguments", {})
         if isinstance(args, str):
-            args, problem = _load(args)
+            args, problem = load_json(args)
             if problem:
                 return None, f"expected arguments are {problem}"
         return {"name": raw["name"], "arguments": args or {}}, None
@@ -717,7 +401,7 @@ class ToolCallVerifier(_Bounded):
         if problem:
             return Verdict.wrong(detail=problem, span=span)
         assert text is not None
-        call, problem = _load(text, self.max_depth)
+        call, problem = load_json(text, self.max_depth)
         kw = {"answer": text[:200], "span": span}
         if problem:
             return Verdict.wrong(detail=problem, **kw)
@@ -728,7 +412,7 @@ class ToolCallVerifier(_Bounded):
             return Verdict.wrong(detail=f"unexpected keys in the call: {extra}", **kw)
         args = call.get("arguments", {})
         if isinstance(args, str):
-            args, problem = _load(args, self.max_depth)
+            args, problem = load_json(args, self.max_depth)
             if problem:
                 return Verdict.wrong(detail=f"arguments are {problem}", **kw)
         if not isinstance(args, dict):
@@ -736,7 +420,7 @@ class ToolCallVerifier(_Bounded):
         name = call["name"]
         if name not in self.validators:
             return Verdict.wrong(detail=f"unknown tool {name!r} (tools: {', '.join(sorted(self.validators))})", **kw)
-        err = _first_error(self.validators[name], args)
+        err = first_error(self.validators[name], args)
         if err:
             return Verdict.wrong(detail=f"arguments: {err}", **kw)
         if expected is None:
