@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.sandbox.checks import (
-    MAX_SAME_HASH,
-    BadTestsError,
-    JudgeLimit,
-    Opaque,
-    decode,
-    normalize_output,
-    plan_stdio,
-    plan_tests,
-)
+from rlvr.sandbox.decoding import MAX_SAME_HASH, JudgeLimit, Opaque, decode
+from rlvr.sandbox.plans import BadTestsError, normalize_output, plan_stdio, plan_tests
 
 
 def test_check_function_plan_calls_check_with_the_entry_point():

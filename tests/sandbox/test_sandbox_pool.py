@@ -38,7 +38,7 @@ def _tag(a: object) -> list:
 
 
 def value(script: Script):
-    from rlvr.sandbox.checks import decode
+    from rlvr.sandbox.decoding import decode
 
     return decode(script.answers[-1][1])
 
@@ -56,7 +56,8 @@ def test_a_call_returns_its_value_as_tagged_json(pool):
 
 
 def test_stdio_runs_the_program_once_per_input_and_returns_the_whole_stdout(pool):
-    from rlvr.sandbox.checks import StdioRun, plan_stdio
+    from rlvr.sandbox.checks import StdioRun
+    from rlvr.sandbox.plans import plan_stdio
 
     conv = StdioRun(
         plan_stdio([{"input": "3\n", "output": "6\nend\n"}, {"input": "5\n", "output": "10\nend\n"}]),

@@ -289,7 +289,8 @@ def test_weaker_run_runs_it_in_the_sandbox_and_flags_the_verdict(pool):
 
 
 def test_expected_values_never_reach_the_sandbox(pool):
-    from rlvr.sandbox.checks import TestRun, plan_tests
+    from rlvr.sandbox.checks import TestRun
+    from rlvr.sandbox.plans import plan_tests
 
     plan = plan_tests("assert add(2, 3) == 987654321\nassert abs(add(1, 1) - 24681357.5) < 1e-6\n")
     conv = TestRun(plan, "def add(a, b):\n    return a + b\n", 2.0)
@@ -334,7 +335,8 @@ def test_failing_a_test_then_hitting_the_memory_limit_for_real_is_still_wrong(fu
 def test_a_replay_that_would_diverge_is_rerun_exactly_in_a_fresh_child(pool):
     # len() of the candidate's own object needs one more operation once its value is known, so
     # the batched replay diverges; the sample is then run again one operation at a time.
-    from rlvr.sandbox.checks import TestRun, plan_tests
+    from rlvr.sandbox.checks import TestRun
+    from rlvr.sandbox.plans import plan_tests
 
     code = "class Bag:\n    def __len__(self):\n        return 2\ndef f():\n    return Bag()\ndef g():\n    return 1\n"
     tests = "assert len(f()) == 2\nassert g() == 1\n"
@@ -350,7 +352,8 @@ def test_passing_a_test_function_to_the_program_is_weaker_not_run(pool):
 
 
 def test_results_kept_in_variables_compare_by_value_inside_containers_and_sorted(pool):
-    from rlvr.sandbox.checks import TestRun, plan_tests
+    from rlvr.sandbox.checks import TestRun
+    from rlvr.sandbox.plans import plan_tests
 
     tests = "r = f(2)\nq = [f(3)]\nassert r == 4\nassert q == [9]\nassert sorted([f(1), r]) == [1, 4]\n"
     conv = TestRun(plan_tests(tests), "def f(x):\n    return x * x\n", 2.0)

@@ -3,10 +3,12 @@
 Shape: a ``SandboxPool`` in the trainer starts a few *fresh* worker processes (``pool.py``);
 each worker forks one child per sample (``harness.py``, child side in ``child.py``). The trainer
 runs the row's test file itself (``judge.py``, a small interpreter for Python test code, with its
-expressions in ``expressions.py``, its values in ``values.py`` and its allowed builtins, modules
-and guards in ``trusted.py``) and asks the child only for what the candidate's code produces:
-names, calls, attributes, indexing, each answered with plain data. ``checks.py`` plans a row's tests, decodes answers within limits, and
-judges stdin/stdout. ``rlvr sandbox check`` runs ``attacks.py``. The threat model, class by class
+operations on the candidate's side in ``operations.py``, its expressions in ``expressions.py``,
+its values in ``values.py`` and its allowed builtins, modules and guards in ``trusted.py``) and
+asks the child only for what the candidate's code produces: names, calls, attributes, indexing,
+each answered with plain data. ``plans.py`` plans a row's tests, ``decoding.py`` decodes answers
+within limits, ``checks.py`` holds the conversations that judge a sample (and stdin/stdout).
+``rlvr sandbox check`` runs ``rewards/codeattacks.py``. The threat model, class by class
 with the tests that back it, is in ``docs/sandbox.md``.
 
 Layers, each probed at start-up and reported (``SandboxPool.layers``; ``strict`` refuses to run
@@ -50,7 +52,9 @@ library and nothing else.
 
 from __future__ import annotations
 
-from .checks import BadTestsError, CheckPlan, Judgement, LegacyRun, StdioRun, TestRun, decode, plan_stdio, plan_tests
+from .checks import Judgement, LegacyRun, StdioRun, TestRun
+from .decoding import decode
+from .plans import BadTestsError, CheckPlan, plan_stdio, plan_tests
 from .pool import LAYERS, Conversation, Layers, Limits, SandboxPool, SessionEnd, choose_python
 
 __all__ = [

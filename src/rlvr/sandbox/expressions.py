@@ -1,6 +1,6 @@
-"""The expression half of the trusted interpreter (``judge.Pass`` mixes it in): operators,
-calls, attributes, subscripts, comprehensions, each on plain data, with the candidate's part
-sent to the child as operations (``Pass.remote``).
+"""The expression half of the trusted interpreter (``judge.Pass`` adds the statements):
+operators, calls, attributes, subscripts, comprehensions and assignment targets, each on plain
+data, with the candidate's part sent to the child as operations (``Operations.remote``).
 """
 
 from __future__ import annotations
@@ -11,13 +11,24 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .checks import JudgeLimit, Opaque
+from .decoding import JudgeLimit, Opaque
+from .operations import Operations
 from .trusted import BINOPS, COMPARE, MAX_SEQ, NO_GLOBALS, Module, Unsupported, guard_binop, literal_code
-from .values import _ITERATING, _PURE_APPLY, PENDING, Function, NeedFlush, Ref, Scope, StopPass
+from .values import ITERATING, PENDING, PURE_APPLY, Function, NeedFlush, Ref, Scope, StopPass
+
+UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+}
 
 
-class Expressions:
-    """Expression evaluation; the state (answers, operation counter, deadline) is ``Pass``'s."""
+class Expressions(Operations):
+    """Expression evaluation on a pass's state (``Operations``)."""
+
+    def block(self, stmts: list[ast.stmt], scope: Scope) -> None:
+        """Run statements (a function of the test file): the statement half, ``judge.Pass``."""
+        raise NotImplementedError
 
     def plain(self, x: Any) -> Any:
         if x is PENDING:
@@ -74,20 +85,20 @@ class Expressions:
         except NeedFlush:
             # Inside an assert a trusted computation on a value not known yet is put off, as
             # long as none of its parts that would record an operation was skipped.
-            if type(e) in _PURE_APPLY:
+            if isinstance(e, PURE_APPLY):
                 return PENDING
             raise StopPass() from None
 
     def _expr(self, e: ast.expr, scope: Scope) -> Any:  # noqa: C901 - one dispatch
         self.tick()
         t = type(e)
-        if t is ast.Constant:
+        if isinstance(e, ast.Constant):
             return e.value
-        if t is ast.Name:
+        if isinstance(e, ast.Name):
             return self.lookup(e.id, scope)
-        if t is ast.Call:
+        if isinstance(e, ast.Call):
             return self.call(e, scope)
-        if t is ast.Compare:
+        if isinstance(e, ast.Compare):
             left = self.expr(e.left, scope)
             last = len(e.ops) - 1
             for i, (op, right_node) in enumerate(zip(e.ops, e.comparators, strict=True)):
@@ -106,7 +117,7 @@ class Expressions:
                     return False
                 left = right
             return True
-        if t is ast.BoolOp:
+        if isinstance(e, ast.BoolOp):
             is_and = isinstance(e.op, ast.And)
             v: Any = None
             for sub in e.values:
@@ -114,21 +125,21 @@ class Expressions:
                 if self.truth(v) != is_and:
                     return v
             return v
-        if t is ast.UnaryOp:
+        if isinstance(e, ast.UnaryOp):
             v = self.expr(e.operand, scope)
             if isinstance(e.op, ast.Not):
                 return not self.truth(v)
             pv = self.plain(v)
             if isinstance(pv, Opaque):
                 raise TypeError("an operation on an object of the candidate's own class")
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(e.op)](pv)
-        if t is ast.BinOp:
+            return UNARY[type(e.op)](pv)
+        if isinstance(e, ast.BinOp):
             return self.binop(type(e.op), self.expr(e.left, scope), self.expr(e.right, scope))
-        if t in (ast.List, ast.Tuple, ast.Set, ast.Dict):
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
             code = literal_code(e)
             if code is not None:
                 return eval(code, NO_GLOBALS)  # noqa: S307 - a literal of the test file: constants only
-        if t in (ast.List, ast.Tuple, ast.Set):
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
             items: list[Any] = []
             for x in e.elts:
                 if isinstance(x, ast.Starred):
@@ -137,10 +148,10 @@ class Expressions:
                     items.append(self.expr(x, scope))
                 if len(items) > MAX_SEQ:
                     raise JudgeLimit("a literal past the size limit")
-            if t is ast.Set:
+            if isinstance(e, ast.Set):
                 return {self.plain(x) for x in items}
-            return items if t is ast.List else tuple(items)
-        if t is ast.Dict:
+            return items if isinstance(e, ast.List) else tuple(items)
+        if isinstance(e, ast.Dict):
             d: dict[Any, Any] = {}
             for k, v_node in zip(e.keys, e.values, strict=True):
                 if k is None:
@@ -148,9 +159,9 @@ class Expressions:
                 else:
                     d[self.plain(self.expr(k, scope))] = self.expr(v_node, scope)
             return d
-        if t is ast.Attribute:
+        if isinstance(e, ast.Attribute):
             return self.attribute(self.expr(e.value, scope), e.attr)
-        if t is ast.Subscript:
+        if isinstance(e, ast.Subscript):
             obj = self.expr(e.value, scope)
             key = self.expr(e.slice, scope)
             if type(obj) is Ref:
@@ -159,18 +170,18 @@ class Expressions:
             if isinstance(obj, Opaque):
                 raise TypeError("indexing an object of the candidate's own class")
             return obj[self.plain(key)]
-        if t is ast.Slice:
+        if isinstance(e, ast.Slice):
             parts = [None if x is None else self.plain(self.expr(x, scope)) for x in (e.lower, e.upper, e.step)]
             return slice(*parts)
-        if t is ast.IfExp:
+        if isinstance(e, ast.IfExp):
             return self.expr(e.body if self.truth(self.expr(e.test, scope)) else e.orelse, scope)
-        if t is ast.Lambda:
+        if isinstance(e, ast.Lambda):
             return Function(self, e, scope)
-        if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(e, scope)
-        if t is ast.JoinedStr:
+        if isinstance(e, ast.JoinedStr):
             return "".join(str(self.expr(v, scope)) for v in e.values)
-        if t is ast.FormattedValue:
+        if isinstance(e, ast.FormattedValue):
             v = self.plain(self.expr(e.value, scope))
             spec = self.expr(e.format_spec, scope) if e.format_spec else ""
             if any(len(p) > 6 for p in "".join(c if c.isdigit() else " " for c in spec).split()):
@@ -180,15 +191,15 @@ class Expressions:
             elif e.conversion == 115:
                 v = str(v)
             return format(v, spec)
-        if t is ast.NamedExpr:
+        if isinstance(e, ast.NamedExpr):
             v = self.expr(e.value, scope)
             self.assign(e.target, v, scope)
             return v
-        if t is ast.Starred:
+        if isinstance(e, ast.Starred):
             raise Unsupported("a starred expression here")
         raise Unsupported(f"{t.__name__} expressions")
 
-    def comprehension(self, e: Any, scope: Scope) -> Any:
+    def comprehension(self, e: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, scope: Scope) -> Any:
         inner = Scope({}, scope)
 
         def gen(i: int) -> Iterator[Any]:
@@ -214,6 +225,41 @@ class Expressions:
         if isinstance(e, ast.DictComp):
             return dict(out)
         return out
+
+    def assign(self, target: ast.expr, value: Any, scope: Scope) -> None:
+        t = type(target)
+        if isinstance(target, ast.Name):
+            scope.set(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = list(self.iterate(value))
+            names = target.elts
+            star = [i for i, e in enumerate(names) if isinstance(e, ast.Starred)]
+            if star:
+                i = star[0]
+                after = len(names) - i - 1
+                if len(items) < len(names) - 1:
+                    raise ValueError("not enough values to unpack")
+                parts = items[:i] + [items[i : len(items) - after]] + items[len(items) - after :]
+                for e, v in zip(names, parts, strict=True):
+                    self.assign(e.value if isinstance(e, ast.Starred) else e, v, scope)
+                return
+            if len(items) != len(names):
+                raise ValueError(f"expected {len(names)} values to unpack, got {len(items)}")
+            for e, v in zip(names, items, strict=True):
+                self.assign(e, v, scope)
+        elif isinstance(target, ast.Subscript):
+            obj = self.expr(target.value, scope)
+            key = self.expr(target.slice, scope)
+            if type(obj) is Ref:
+                raise Unsupported("item assignment on the candidate's object")
+            obj[self.plain(key)] = value
+        elif isinstance(target, ast.Attribute):
+            obj = self.expr(target.value, scope)
+            if type(obj) is not Ref or target.attr.startswith("_"):
+                raise Unsupported("attribute assignment on a trusted value")
+            self.remote({"k": "setattr", "h": obj.k, "name": target.attr, "v": self.arg(value)})
+        else:
+            raise Unsupported(f"assignment to {t.__name__}")
 
     def attribute(self, obj: Any, attr: str) -> Any:
         if attr.startswith("_"):
@@ -247,7 +293,7 @@ class Expressions:
             return self.call_remote(fn, args, kwargs, e.args)
         if tf is Function:
             return fn(*args, **kwargs)
-        if fn in _ITERATING and len(args) == 1 and type(args[0]) is Ref and isinstance(self.plain(args[0]), Opaque):
+        if fn in ITERATING and len(args) == 1 and type(args[0]) is Ref and isinstance(self.plain(args[0]), Opaque):
             if fn is len:
                 return self.remote({"k": "len", "h": args[0].k})
             if fn is bool:
@@ -263,7 +309,7 @@ class Expressions:
 
     def _guard_method(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         owner = getattr(fn, "__self__", None)
-        if type(owner) in (str, bytes):
+        if type(owner) is str or type(owner) is bytes:
             name = fn.__name__
             if name in ("center", "ljust", "rjust", "zfill", "expandtabs") and any(
                 type(a) is int and a > MAX_SEQ for a in args
@@ -281,9 +327,9 @@ def _close(a: Any, b: Any, tol: float, depth: int = 0) -> bool:
     """``a == b`` with floats compared within ``tol`` (relative and absolute), also inside lists,
     tuples and dict values; everything else as Python compares it."""
     if type(a) is Ref:
-        a = a._v()
+        a = a.resolve()
     if type(b) is Ref:
-        b = b._v()
+        b = b.resolve()
     ta, tb = type(a), type(b)
     if ta in (int, float) and tb in (int, float) and (ta is float or tb is float):
         return math.isclose(a, b, rel_tol=tol, abs_tol=tol)

@@ -30,6 +30,10 @@ What cannot be interpreted (a class in the test file, ``with``, ``exec``, dunder
 imports outside ``TRUSTED_MODULES``, passing a test-defined function to the candidate) raises
 ``Unsupported``: the row is *weaker* and never gets a silent verdict.
 
+Modules: the pass's state and its operations on the candidate's side are in ``operations.py``,
+expressions in ``expressions.py``, values, scopes and signals in ``values.py``; the statements
+and the put-off asserts are here; ``checks.TestRun`` runs the rounds.
+
 Limits: every step checks a deadline; operations whose size the inputs do not bound (``**``,
 ``*`` on sequences, ``range``, ``factorial``, string padding and replacement) are checked before
 they run. Over a limit the sample is ``wrong`` with the reason.
@@ -39,221 +43,33 @@ from __future__ import annotations
 
 import ast
 import copy
-import random
-import time
 from typing import Any
 
-from .checks import JudgeLimit, decode
+from .decoding import JudgeLimit
 from .expressions import Expressions
-from .trusted import BASE_BUILTINS, FORBIDDEN_NAMES, TRUSTED_MODULES, Module, Unsupported, literal_tag, make_module
+from .trusted import Unsupported
 from .values import (
-    MAX_OPS,
     PENDING,
+    BreakSignal,
     CandidateError,
+    ContinueSignal,
     Diverged,
     Function,
     Lost,
     NeedFlush,
     Ref,
+    ReturnSignal,
     Scope,
-    Session,
     StopPass,
-    _Break,
-    _Continue,
-    _Return,
 )
 
 
 class Pass(Expressions):
-    """One interpretation of the whole test against the answers known so far."""
+    """One interpretation of the whole test against the answers known so far: the statements
+    (expressions and operations are the base classes')."""
 
-    def __init__(
-        self, sess: Session, deadline: float, entry: str | None, strict: bool = False, tol: float = 0.0
-    ) -> None:
-        self.sess = sess
-        self.strict = strict
-        self.tol = tol  # the verifier's float_tolerance: == and != on floats within it
-        self.deadline = deadline
-        self.entry = entry
-        self.n_ops = 0
-        self.pending = False
-        self.values: dict[int, Any] = {}
-        self.fresh: dict[int, Ref] = {}
-        self._last_args: list[Any] = []
-        self._mods: dict[str, Module] = {}
-        self.passed = 0
-        self.failed = 0
-        self.notes: list[str] = []
-        self.try_depth = 0
-        self.lazy = False
-        self.fn_calls = 0
-        self.mem_failures = 0  # failed asserts whose failure was a MemoryError of the candidate
-        # Asserts put off with what they read, so the next round can decide just them.
-        self.deferred: list[tuple[ast.Assert, dict[str, Any], int, int]] = []
-        self.quick_ok = not strict
-        self.steps = 0
-        self.rng = random.Random(0)
-        self.builtins = dict(BASE_BUILTINS)
-
-    # -- the trusted namespace -------------------------------------------------------------------
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps & 255 == 0 and time.monotonic() > self.deadline:
-            raise JudgeLimit("judging the test took longer than its deadline")
-
-    def module(self, name: str) -> Module:
-        if name not in TRUSTED_MODULES:
-            raise Unsupported(f"import {name}")
-        if name not in self._mods:
-            self._mods[name] = make_module(name, self.rng, self.tick)
-        return self._mods[name]
-
-    # -- operations on the candidate's side -------------------------------------------------------
-    def remote(self, op: dict[str, Any]) -> Ref:
-        k = self.n_ops
-        self.n_ops += 1
-        if k >= MAX_OPS:
-            raise JudgeLimit(f"more than {MAX_OPS} operations on the candidate's code")
-        if k < len(self.sess.ops):
-            if self.sess.ops[k] != op:
-                raise Diverged(f"the replay diverged at operation {k}")
-        else:
-            self.sess.ops.append(op)
-        ref = Ref(self, k)
-        if k < len(self.sess.answers):
-            ans = self.sess.answers[k]
-            if ans[0] == "exc":
-                raise CandidateError([str(n) for n in ans[1]] if isinstance(ans[1], list) else ["Exception"])
-            if ans[0] == "mem":
-                self.sess.memory = True
-                raise CandidateError(["MemoryError", "Exception", "BaseException"])
-            if ans[0] != "ok":
-                raise CandidateError(["Exception"])  # garbled: the program broke its own channel
-            if len(ans) > 2 and isinstance(ans[2], list) and op["k"] == "call":
-                self._write_back(op, ans[2])
-        elif self.sess.ended:
-            raise Lost()
-        else:
-            self.pending = True
-            if self.strict:
-                raise StopPass()  # one operation per exchange: nothing runs ahead of Python
-        return ref
-
-    def _write_back(self, op: dict[str, Any], changed: list[Any]) -> None:
-        """Arguments passed by value that the call changed in place: change ours the same way."""
-        originals = self._last_args
-        for item in changed:
-            if not (
-                isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(originals)
-            ):
-                continue
-            target, new = originals[item[0]], decode(item[1])
-            if type(target) is list and type(new) is list:
-                target[:] = new
-            elif type(target) in (dict, set) and type(new) is type(target):
-                target.clear()
-                target.update(new)
-
-    def value(self, ref: Ref) -> Any:
-        """The decoded value of a reference: plain data, or ``Opaque``. A mutable value read
-        after later operations is read again from the child (those may have changed it)."""
-        if ref.k + 1 < self.n_ops:
-            # Read again after later operations (they may have changed it). Decided without
-            # looking at the value, so every pass issues the same operations.
-            last = self.fresh.get(ref.k)
-            if last is None or last.k + 1 < self.n_ops:
-                last = self.fresh[ref.k] = self.remote({"k": "val", "h": ref.k})
-            return self._peek(last)
-        return self._peek(ref)
-
-    def _peek(self, ref: Ref) -> Any:
-        k = ref.k
-        if k >= len(self.sess.answers):
-            if self.sess.ended:
-                raise Lost()
-            raise NeedFlush()
-        if k not in self.values:
-            self.values[k] = decode(self.sess.answers[k][1])
-        return self.values[k]
-
-    def arg(self, x: Any, depth: int = 0) -> Any:
-        """A trusted value (or reference) as the child's tagged argument."""
-        if depth > 50:
-            raise JudgeLimit("argument nested too deeply")
-        if x is PENDING:
-            raise StopPass()
-        t = type(x)
-        if t is Ref:
-            return ["h", x.k]
-        if x is None:
-            return ["n"]
-        if t is bool:
-            return ["b", x]
-        if t is int:
-            return ["i", x] if -(2**53) <= x <= 2**53 else ["I", format(x, "x")]
-        if t is float:
-            return ["f", repr(x)]
-        if t is str:
-            return ["s", x]
-        if t is bytes:
-            return ["y", x.hex()]
-        if t is complex:
-            return ["c", repr(x.real), repr(x.imag)]
-        if t in (list, tuple, set, frozenset):
-            return [{list: "l", tuple: "t", set: "S", frozenset: "F"}[t], [self.arg(v, depth + 1) for v in x]]
-        if t is dict:
-            return ["d", [[self.arg(k, depth + 1), self.arg(v, depth + 1)] for k, v in x.items()]]
-        if t is slice:
-            return ["sl", [self.arg(v, depth + 1) for v in (x.start, x.stop, x.step)]]
-        raise Unsupported(f"passing a {t.__name__} to the candidate's code")
-
-    def call_remote(
-        self, target: Ref, args: list[Any], kwargs: dict[str, Any], nodes: list[ast.expr] | None = None
-    ) -> Ref:
-        self._last_args = args
-        if nodes is not None and len(nodes) == len(args):
-            # A literal argument's tagged form is the same every time: computed once per node.
-            tagged = [literal_tag(n, a, self.arg) for n, a in zip(nodes, args, strict=True)]
-        else:
-            tagged = [self.arg(a) for a in args]
-        return self.remote(
-            {"k": "call", "h": target.k, "a": tagged, "kw": [[k, self.arg(v)] for k, v in kwargs.items()]}
-        )
-
-    # -- names ---------------------------------------------------------------------------------
-    def lookup(self, name: str, scope: Scope) -> Any:
-        s: Scope | None = scope
-        while s is not None:
-            if name in s.vars:
-                return s.vars[name]
-            s = s.parent
-        if name in self.builtins and name != self.entry:
-            return self.builtins[name]
-        if name in FORBIDDEN_NAMES:
-            raise Unsupported(f"{name}() on the trusted side")
-        return self.remote({"k": "name", "name": name})
-
-    def declared(self, node: ast.AST) -> tuple[set[str], set[str]]:
-        cached = getattr(node, "_rlvr_declared", None)
-        if cached is None:
-            cached = self._declared(node)
-            node._rlvr_declared = cached  # type: ignore[attr-defined] - plans (and trees) are cached
-        return cached
-
-    def _declared(self, node: ast.AST) -> tuple[set[str], set[str]]:
-        g: set[str] = set()
-        n: set[str] = set()
-        body = node.body if isinstance(node, ast.FunctionDef) else []
-        for stmt in body:
-            for sub in ast.walk(stmt):
-                if isinstance(sub, ast.Global):
-                    g.update(sub.names)
-                elif isinstance(sub, ast.Nonlocal):
-                    n.update(sub.names)
-        return g, n
-
-    # -- statements ----------------------------------------------------------------------------
     def block(self, stmts: list[ast.stmt], scope: Scope) -> None:
+        """Run statements in order."""
         for s in stmts:
             self.stmt(s, scope)
 
@@ -272,57 +88,45 @@ class Pass(Expressions):
         self._stmt(s, scope)
 
     def _stmt(self, s: ast.stmt, scope: Scope) -> None:
-        t = type(s)
-        if t is ast.Assert:
+        if isinstance(s, ast.Assert):
             self.do_assert(s, scope)
-        elif t is ast.Expr:
+        elif isinstance(s, ast.Expr):
             self.expr(s.value, scope)
-        elif t is ast.Assign:
+        elif isinstance(s, ast.Assign):
             v = self.expr(s.value, scope)
             for target in s.targets:
                 self.assign(target, v, scope)
-        elif t is ast.AugAssign:
+        elif isinstance(s, ast.AugAssign):
             cur = self.expr(_load(s.target), scope)
             v = self.binop(type(s.op), cur, self.expr(s.value, scope))
             self.assign(s.target, v, scope)
-        elif t is ast.AnnAssign:
+        elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.assign(s.target, self.expr(s.value, scope), scope)
-        elif t is ast.If:
+        elif isinstance(s, ast.If):
             self.block(s.body if self.truth(self.expr(s.test, scope)) else s.orelse, scope)
-        elif t is ast.For:
+        elif isinstance(s, ast.For):
             self.for_(s, scope)
-        elif t is ast.While:
-            broke = False
-            while self.truth(self.expr(s.test, scope)):
-                self.tick()
-                try:
-                    self.block(s.body, scope)
-                except _Break:
-                    broke = True
-                    break
-                except _Continue:
-                    continue
-            if not broke:
-                self.block(s.orelse, scope)
-        elif t is ast.FunctionDef:
+        elif isinstance(s, ast.While):
+            self.while_(s, scope)
+        elif isinstance(s, ast.FunctionDef):
             if s.decorator_list:
                 raise Unsupported("decorated functions")
             scope.set(s.name, Function(self, s, scope))
-        elif t is ast.Return:
-            raise _Return(None if s.value is None else self.expr(s.value, scope))
-        elif t is ast.Pass or t is ast.Global or t is ast.Nonlocal:
+        elif isinstance(s, ast.Return):
+            raise ReturnSignal(None if s.value is None else self.expr(s.value, scope))
+        elif isinstance(s, (ast.Pass, ast.Global, ast.Nonlocal)):
             pass
-        elif t is ast.Break:
-            raise _Break()
-        elif t is ast.Continue:
-            raise _Continue()
-        elif t is ast.Import:
+        elif isinstance(s, ast.Break):
+            raise BreakSignal()
+        elif isinstance(s, ast.Continue):
+            raise ContinueSignal()
+        elif isinstance(s, ast.Import):
             for a in s.names:
                 if "." in a.name:
                     raise Unsupported(f"import {a.name}")
                 scope.set(a.asname or a.name, self.module(a.name))
-        elif t is ast.ImportFrom:
+        elif isinstance(s, ast.ImportFrom):
             if s.level or not s.module:
                 raise Unsupported("a relative import")
             mod = self.module(s.module)
@@ -330,9 +134,9 @@ class Pass(Expressions):
                 if a.name == "*":
                     raise Unsupported("import *")
                 scope.set(a.asname or a.name, mod.get(a.name))
-        elif t is ast.Try:
+        elif isinstance(s, ast.Try):
             self.try_(s, scope)
-        elif t is ast.Raise:
+        elif isinstance(s, ast.Raise):
             if s.exc is None:
                 raise Unsupported("a bare raise")
             exc = self.expr(s.exc, scope)
@@ -341,7 +145,7 @@ class Pass(Expressions):
             if not isinstance(exc, BaseException):
                 raise TypeError("exceptions must derive from BaseException")
             raise exc
-        elif t is ast.Delete:
+        elif isinstance(s, ast.Delete):
             for target in s.targets:
                 if isinstance(target, ast.Name):
                     scope.vars.pop(target.id, None)
@@ -353,7 +157,7 @@ class Pass(Expressions):
                 else:
                     raise Unsupported("del of this form")
         else:
-            raise Unsupported(f"{t.__name__} statements")
+            raise Unsupported(f"{type(s).__name__} statements")
 
     def do_assert(self, s: ast.Assert, scope: Scope) -> None:
         if self.try_depth:
@@ -394,19 +198,32 @@ class Pass(Expressions):
         if len(self.notes) < 3:
             self.notes.append(text)
 
+    def loop_body(self, body: list[ast.stmt], scope: Scope) -> bool:
+        """Run a ``for`` or ``while`` body once; False when it breaks out (the loop's ``else`` is
+        skipped), True when it ends or continues."""
+        try:
+            self.block(body, scope)
+        except BreakSignal:
+            return False
+        except ContinueSignal:
+            pass
+        return True
+
     def for_(self, s: ast.For, scope: Scope) -> None:
-        broke = False
         for item in self.iterate(self.expr(s.iter, scope)):
             self.tick()
             self.assign(s.target, item, scope)
-            try:
-                self.block(s.body, scope)
-            except _Break:
-                broke = True
+            if not self.loop_body(s.body, scope):
                 break
-            except _Continue:
-                continue
-        if not broke:
+        else:
+            self.block(s.orelse, scope)
+
+    def while_(self, s: ast.While, scope: Scope) -> None:
+        while self.truth(self.expr(s.test, scope)):
+            self.tick()
+            if not self.loop_body(s.body, scope):
+                break
+        else:
             self.block(s.orelse, scope)
 
     def try_(self, s: ast.Try, scope: Scope) -> None:
@@ -444,41 +261,6 @@ class Pass(Expressions):
                 return True
         return False
 
-    def assign(self, target: ast.expr, value: Any, scope: Scope) -> None:
-        t = type(target)
-        if t is ast.Name:
-            scope.set(target.id, value)
-        elif t in (ast.Tuple, ast.List):
-            items = list(self.iterate(value))
-            names = target.elts
-            star = [i for i, e in enumerate(names) if isinstance(e, ast.Starred)]
-            if star:
-                i = star[0]
-                after = len(names) - i - 1
-                if len(items) < len(names) - 1:
-                    raise ValueError("not enough values to unpack")
-                parts = items[:i] + [items[i : len(items) - after]] + items[len(items) - after :]
-                for e, v in zip(names, parts, strict=True):
-                    self.assign(e.value if isinstance(e, ast.Starred) else e, v, scope)
-                return
-            if len(items) != len(names):
-                raise ValueError(f"expected {len(names)} values to unpack, got {len(items)}")
-            for e, v in zip(names, items, strict=True):
-                self.assign(e, v, scope)
-        elif t is ast.Subscript:
-            obj = self.expr(target.value, scope)
-            key = self.expr(target.slice, scope)
-            if type(obj) is Ref:
-                raise Unsupported("item assignment on the candidate's object")
-            obj[self.plain(key)] = value
-        elif t is ast.Attribute:
-            obj = self.expr(target.value, scope)
-            if type(obj) is not Ref or target.attr.startswith("_"):
-                raise Unsupported("attribute assignment on a trusted value")
-            self.remote({"k": "setattr", "h": obj.k, "name": target.attr, "v": self.arg(value)})
-        else:
-            raise Unsupported(f"assignment to {t.__name__}")
-
 
 def _copy(v: Any, depth: int = 0, rebind: Pass | None = None) -> Any:
     """Containers copied; with ``rebind``, references re-attached to that pass (whose answers and
@@ -504,7 +286,7 @@ def _snapshot(test: ast.expr, scope: Scope) -> dict[str, Any]:
     names = getattr(test, "_rlvr_names", None)
     if names is None:
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        test._rlvr_names = names  # type: ignore[attr-defined] - plans (and trees) are cached
+        vars(test)["_rlvr_names"] = names  # cached on the node: plans (and their trees) are reused
     out: dict[str, Any] = {}
     for name in names:
         s: Scope | None = scope
@@ -542,7 +324,7 @@ def quick_round(p: Pass, deferred: list[tuple[ast.Assert, dict[str, Any], int, i
     return True
 
 
-def _load(target: ast.expr) -> ast.expr:
+def _load(target: ast.Name | ast.Attribute | ast.Subscript) -> ast.expr:
     node = copy.copy(target)
     node.ctx = ast.Load()
     return node

@@ -8,12 +8,9 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .trusted import Unsupported
-
-if TYPE_CHECKING:
-    from .judge import Pass
 
 MAX_OPS = 20_000
 MAX_ROUNDS = 200
@@ -57,17 +54,36 @@ class CandidateError(Exception):
         self.names = names
 
 
-class _Return(BaseException):
+class ReturnSignal(BaseException):
+    """``return`` in a function of the test file, carrying its value."""
+
     def __init__(self, value: Any) -> None:
         self.value = value
 
 
-class _Break(BaseException):
-    pass
+class BreakSignal(BaseException):
+    """``break`` in a loop of the test file."""
 
 
-class _Continue(BaseException):
-    pass
+class ContinueSignal(BaseException):
+    """``continue`` in a loop of the test file."""
+
+
+class Answers(Protocol):
+    """Where a reference reads its value: a pass (``operations.Operations.value``)."""
+
+    def value(self, ref: Ref) -> Any: ...
+
+
+class Interpreter(Protocol):
+    """What the test file's functions need from a pass (``judge.Pass``)."""
+
+    fn_calls: int
+    lazy: bool
+
+    def expr(self, e: ast.expr, scope: Scope) -> Any: ...
+
+    def block(self, stmts: list[ast.stmt], scope: Scope) -> None: ...
 
 
 # -- references to the candidate's values -----------------------------------------------------
@@ -77,22 +93,23 @@ class Ref:
 
     __slots__ = ("p", "k")
 
-    def __init__(self, p: Pass, k: int) -> None:
+    def __init__(self, p: Answers, k: int) -> None:
         self.p, self.k = p, k
 
-    def _v(self) -> Any:
+    def resolve(self) -> Any:
+        """The decoded value (``Pass.value``)."""
         return self.p.value(self)
 
     def __deepcopy__(self, memo: Any) -> Any:
-        return copy.deepcopy(self._v(), memo)
+        return copy.deepcopy(self.resolve(), memo)
 
     def __repr__(self) -> str:
-        return repr(self._v())
+        return repr(self.resolve())
 
 
 def _forward(name: str) -> Callable[..., Any]:
     def method(self: Ref, *args: Any) -> Any:
-        return getattr(self._v(), name)(*[a._v() if type(a) is Ref else a for a in args])
+        return getattr(self.resolve(), name)(*[a.resolve() if type(a) is Ref else a for a in args])
 
     method.__name__ = name
     return method
@@ -105,14 +122,13 @@ for _name in (
     "__and__ __rand__ __or__ __ror__ __xor__ __rxor__ __invert__ __reversed__"
 ).split():
     setattr(Ref, _name, _forward(_name))
-Ref.__bool__ = lambda self: bool(self._v())  # type: ignore[attr-defined]
+Ref.__bool__ = lambda self: bool(self.resolve())  # type: ignore[attr-defined]
 
 
-_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
-_ITERATING = {len, bool, list, tuple, sorted, set}
+ITERATING = {len, bool, list, tuple, sorted, set}
 # Nodes whose operands are all evaluated (their operations recorded) before the trusted operation
 # that may need a pending value: putting them off skips no operation.
-_PURE_APPLY = (
+PURE_APPLY = (
     ast.BinOp,
     ast.UnaryOp,
     ast.Subscript,
@@ -129,14 +145,6 @@ _PURE_APPLY = (
 )
 
 
-def _immutable(x: Any) -> bool:
-    if isinstance(x, _IMMUTABLE):
-        return True
-    if type(x) in (tuple, frozenset):
-        return all(_immutable(v) for v in x)
-    return False
-
-
 class Session:
     """What persists across passes: the operations sent, the child's answers, whether it ended."""
 
@@ -151,7 +159,7 @@ class Session:
 class Function:
     """A function defined by the test file (or a lambda): interpreted here."""
 
-    def __init__(self, interp: Pass, node: ast.FunctionDef | ast.Lambda, scope: Scope) -> None:
+    def __init__(self, interp: Interpreter, node: ast.FunctionDef | ast.Lambda, scope: Scope) -> None:
         self.interp, self.node, self.scope = interp, node, scope
         a = node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -173,7 +181,7 @@ class Function:
                 raise TypeError(f"missing argument {name}")
         if kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        scope = Scope(bound, self.scope, self.interp.declared(self.node))
+        scope = Scope(bound, self.scope, declared(self.node))
         interp = self.interp
         interp.fn_calls += 1
         lazy, interp.lazy = interp.lazy, False
@@ -181,7 +189,7 @@ class Function:
             if isinstance(self.node, ast.Lambda):
                 return interp.expr(self.node.body, scope)
             interp.block(self.node.body, scope)
-        except _Return as r:
+        except ReturnSignal as r:
             return r.value
         except NeedFlush:
             if lazy:
@@ -195,7 +203,28 @@ class Function:
         return None
 
 
+def declared(node: ast.FunctionDef | ast.Lambda) -> tuple[set[str], set[str]]:
+    """The names a function declares ``global`` and ``nonlocal``, cached on its node (plans, and
+    their trees, are reused for every sample of a row)."""
+    cached = getattr(node, "_rlvr_declared", None)
+    if cached is None:
+        g: set[str] = set()
+        n: set[str] = set()
+        body = node.body if isinstance(node, ast.FunctionDef) else []
+        for stmt in body:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Global):
+                    g.update(sub.names)
+                elif isinstance(sub, ast.Nonlocal):
+                    n.update(sub.names)
+        cached = vars(node)["_rlvr_declared"] = (g, n)
+    return cached
+
+
 class Scope:
+    """A namespace of the test file (module or function), with its parent and its ``global`` and
+    ``nonlocal`` declarations."""
+
     def __init__(
         self, vars: dict[str, Any], parent: Scope | None, decl: tuple[set[str], set[str]] = (set(), set())
     ) -> None:
