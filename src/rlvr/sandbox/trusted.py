@@ -16,7 +16,7 @@ import string
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .checks import JudgeLimit
+from .decoding import JudgeLimit
 
 MAX_SEQ = 10_000_000  # elements of any sequence the test builds
 MAX_INT_BITS = 1_000_000
