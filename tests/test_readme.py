@@ -223,14 +223,14 @@ def test_the_readme_shows_every_example_task_file_as_it_is() -> None:
 
 
 def test_the_reference_lists_every_task_file_key() -> None:
-    from rlvr.task import _MOVED, _SECTION_KEYS, _TERM_KEYS, _TOP_KEYS
+    from rlvr.task.checker import MOVED_KEYS, SECTION_KEYS, TERM_KEYS, TOP_KEYS
 
     table = section(REFERENCE.read_text(encoding="utf-8"), "The task file")
     listed = set(re.findall(r"^\| `([\w.\[\]]+)`", table, re.M)) | {
         k for row in re.findall(r"^\| (`[^|]*`) \|", table, re.M) for k in re.findall(r"`([\w.\[\]]+)`", row)
     }
-    keys = {k for k in _TOP_KEYS if k not in _SECTION_KEYS} | {
-        f"{s}.{k}" for s, ks in _SECTION_KEYS.items() for k in ks if (s, k) not in _MOVED
+    keys = {k for k in TOP_KEYS if k not in SECTION_KEYS} | {
+        f"{s}.{k}" for s, ks in SECTION_KEYS.items() for k in ks if (s, k) not in MOVED_KEYS
     }
-    keys |= {f"rewards[].{k}" for k in _TERM_KEYS} | {"grpo", "sft"}
+    keys |= {f"rewards[].{k}" for k in TERM_KEYS} | {"grpo", "sft"}
     assert sorted(keys - listed) == []

@@ -1,0 +1,107 @@
+"""The checks of a task's data files: they exist and parse, hold the columns the prompt and the
+answer need, have no null answers or prompt cells, and the held-out split repeats no training prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..data import read_rows
+from ..errors import DataError
+from ..taskspec import MAX_ROW_PROBLEMS, Task
+from .checker import Checker
+
+
+def check_data(c: Checker, task: Task) -> None:
+    needed = task.prompt.columns()
+    prompts: dict[str, tuple[str, list[str | None]]] = {}  # split -> (file, rendered prompt per row)
+    for split in ("train", "eval"):
+        ref = task.data.train if split == "train" else task.data.eval
+        if not ref:
+            continue
+        if ref.startswith("hf:"):
+            continue  # checked when loaded: needs the network
+        resolved = task.resolve(ref)
+        where = f"data.{split}"
+        if not Path(resolved).exists():
+            c.add(where, f"file not found: {resolved}", "check the path (relative to the task file)")
+            continue
+        try:
+            rows = read_rows(resolved)
+        except DataError as exc:
+            c.add(where, str(exc), "fix the file")
+            continue
+        if not rows:
+            c.add(where, f"dataset {resolved} is empty", "add rows, or point at another file")
+            continue
+        cols = set().union(*(r.keys() for r in rows))
+        for col in [*needed, task.answer_column]:
+            if col not in cols:
+                c.add(
+                    where,
+                    f"column {col!r} missing from {resolved} (columns: {', '.join(sorted(cols))})",
+                    "add the column or change prompt/answer.column",
+                )
+        bad = [
+            i
+            for i, r in enumerate(rows, 1)
+            if task.answer_column in cols
+            and (r.get(task.answer_column) is None or str(r.get(task.answer_column)).strip() == "")
+        ]
+        for i in bad[:MAX_ROW_PROBLEMS]:
+            c.add(
+                f"{resolved}:{i}",
+                f"row {i} has a null or empty {task.answer_column!r}",
+                "fill in the answer or drop the row",
+            )
+        if len(bad) > MAX_ROW_PROBLEMS:
+            c.add(
+                f"{resolved}",
+                f"{len(bad) - MAX_ROW_PROBLEMS} more rows with a null {task.answer_column!r}",
+                "fill in the answers or drop the rows",
+            )
+        missing_prompt = [i for i, r in enumerate(rows, 1) if any(col in cols and r.get(col) is None for col in needed)]
+        for i in missing_prompt[:MAX_ROW_PROBLEMS]:
+            c.add(
+                f"{resolved}:{i}",
+                f"row {i} has a null prompt column "
+                f"({', '.join(col for col in needed if rows[i - 1].get(col) is None)})",
+                "fill it in or drop the row",
+            )
+        prompts[split] = (str(Path(resolved).resolve()), [prompt_key(task, r) for r in rows])
+    if "train" in prompts and "eval" in prompts:
+        check_overlap(c, *prompts["train"], *prompts["eval"])
+
+
+def prompt_key(task: Task, row: Mapping[str, Any]) -> str | None:
+    try:
+        rendered = task.render_prompt(row)
+    except (KeyError, ValueError, IndexError):
+        return None
+    return rendered if isinstance(rendered, str) else repr(rendered)
+
+
+def check_overlap(
+    c: Checker, train_file: str, train: list[str | None], eval_file: str, evals: list[str | None]
+) -> None:
+    """A held-out split that repeats training prompts measures memory, not the policy."""
+    if train_file == eval_file:
+        c.add(
+            "data.eval",
+            f"is the same file as data.train ({eval_file}): the held-out eval would score prompts the policy trained "
+            "on",
+            "hold out rows the training split does not contain (e.g. split the file 90/10)",
+        )
+        return
+    seen = {p for p in train if p is not None}
+    shared = [i for i, p in enumerate(evals, 1) if p is not None and p in seen]
+    if shared:
+        rows = ", ".join(map(str, shared[:MAX_ROW_PROBLEMS])) + (" ..." if len(shared) > MAX_ROW_PROBLEMS else "")
+        what = "every" if len(shared) == len(evals) else f"{len(shared)} of {len(evals)}"
+        c.add(
+            "data.eval",
+            f"{what} held-out prompts also appear in data.train ({eval_file} rows {rows}): they measure memory, not "
+            "the policy",
+            "drop those rows from one of the splits",
+        )
