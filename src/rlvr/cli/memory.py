@@ -12,7 +12,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "model",
         nargs="?",
         default=None,
-        help="a size class (0.5B 1.5B 3B 7B 8B 14B 32B 70B 30B-A3B), a config.json, a model folder, builtin:tiny, or a cached hub id",
+        help="a size class (0.5B 1.5B 3B 7B 8B 14B 32B 70B 30B-A3B), a config.json, a model folder, "
+        "builtin:tiny, or a cached hub id",
     )
     parser.add_argument("--gpus", type=int, default=1, help="GPUs in all (default 1)")
     parser.add_argument(
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(problems)
     if args.model is None or args.table:
         print(
-            "weights and optimizer state in GB; logits and checkpointed activations for 16,384 tokens (8 x 2,048); * = mixture of experts"
+            "weights and optimizer state in GB; logits and checkpointed activations for 16,384 tokens "
+            "(8 x 2,048); * = mixture of experts"
         )
         print(format_table(table()))
         if args.model is None:

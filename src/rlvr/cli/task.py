@@ -20,7 +20,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--ops",
         default="+",
-        help="operations to draw from, e.g. '+-*' (default '+': the demo's task; mixed operations are a harder variant the tiny model does not learn within the demo's budget)",
+        help="operations to draw from, e.g. '+-*' (default '+': the demo's task; mixed operations are a "
+        "harder variant the tiny model does not learn within the demo's budget)",
     )
 
 
@@ -61,12 +62,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"  prompt      {'chat' if task.prompt.chat else 'plain'}: {task.render_prompt(train[0]) if train else ''!r}")
     print(f"  answer      {task.answer.style} in column {task.answer_column!r}")
     print(f"  rewards     {terms}")
+    how = "declared" if declared else "the only term that checks the answer"
     print(
-        f"  success     {success.name} ({success.verifier}; {'declared' if declared else 'the only term that checks the answer'}): probe, eval, gate and doctor count its 'correct' outcomes"
+        f"  success     {success.name} ({success.verifier}; {how}): "
+        "probe, eval, gate and doctor count its 'correct' outcomes"
     )
-    print(
-        f"  generation  temperature {task.generation.temperature:g}, top_p {task.generation.top_p:g}, max {task.generation.max_completion_length} tokens"
-    )
+    gen = task.generation
+    print(f"  generation  temperature {gen.temperature:g}, top_p {gen.top_p:g}, max {gen.max_completion_length} tokens")
     print("\n".join(length_lines))
     from ..rewards.length import ranking_problems
 
@@ -74,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         for line in ranking_problems(term.verifier):
             print(f"  note        {term.name}: {line}")
     print(
-        "  grpo, sft   valid for rlvr train and rlvr sft (hardware rules are checked by rlvr plan and rlvr train on the machine)"
+        "  grpo, sft   valid for rlvr train and rlvr sft "
+        "(hardware rules are checked by rlvr plan and rlvr train on the machine)"
     )
     return 0

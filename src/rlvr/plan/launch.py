@@ -106,6 +106,7 @@ def accelerate_config(
 
 
 def accelerate_config_name(cluster: Cluster) -> str:
+    """The file name of ``cluster``'s accelerate config, after the sharding it uses."""
     if cluster.fsdp:
         return "accelerate_fsdp2.yaml"
     return f"accelerate_zero{cluster.zero}.yaml" if cluster.zero else "accelerate_ddp.yaml"

@@ -132,12 +132,14 @@ def policy_bytes(arch: Architecture, s: Setting) -> dict[str, float]:
 
 
 def reference_bytes(arch: Architecture, s: Setting) -> float:
+    """The reference model on one training GPU: none with PEFT (TRL disables the adapters) or beta = 0."""
     if s.beta <= 0 or s.peft != "none":
         return 0.0
     return 2.0 * arch.params / (s.train_gpus if s.zero >= 3 else 1)
 
 
 def activation_bytes(arch: Architecture, s: Setting) -> float:
+    """Activations of one training micro-batch (saved layer inputs plus one layer's working set)."""
     t = s.tokens
     hidden_mlp = arch.intermediate if not arch.moe else arch.experts_per_token * arch.moe_intermediate
     working = t * (6 * arch.hidden + 3 * hidden_mlp) * 2.0
@@ -147,10 +149,12 @@ def activation_bytes(arch: Architecture, s: Setting) -> float:
 
 
 def logits_bytes(arch: Architecture, s: Setting) -> float:
+    """The fp32 logits of one training micro-batch."""
     return s.tokens * arch.vocab * 4.0
 
 
 def kv_bytes(arch: Architecture, tokens: int) -> float:
+    """vLLM's bf16 KV cache for ``tokens`` tokens."""
     return float(arch.kv_bytes_per_token) * tokens
 
 
@@ -384,6 +388,7 @@ def table(settings: Setting | None = None, classes: Mapping[str, Architecture] |
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
+    """The rows of ``table`` as aligned text columns (``rlvr memory --table``)."""
     cols = [
         ("class", "class"),
         ("model", "model"),
@@ -404,6 +409,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def format_estimate(e: Estimate) -> str:
+    """An estimate as ``rlvr memory`` prints it: the setting, each part, the peak, the KV budget, notes."""
     s = e.setting
     moe = f" (MoE, {e.arch.active_params / 1e9:.2f} B active)" if e.arch.moe else ""
     head = (
@@ -430,6 +436,7 @@ def format_estimate(e: Estimate) -> str:
 
 
 def fits_or_raise(rec: Recommendation) -> Estimate:
+    """The recommended estimate; ``PlanError`` with the reason when nothing fits."""
     if rec.estimate is None:
         raise PlanError(rec.reason)
     return rec.estimate
