@@ -36,6 +36,8 @@ MFU = 0.35
 
 @dataclass(frozen=True)
 class Cluster:
+    """The machines a plan runs on, and how training is spread over them."""
+
     gpus: int = 1  # per node
     nodes: int = 1
     server_gpus: int = 0  # on node 0, for the vLLM server (server mode)
@@ -49,11 +51,14 @@ class Cluster:
 
     @property
     def train_processes(self) -> int:
+        """The GPUs left to training once the vLLM server has its own."""
         return max(1, self.gpus * self.nodes - self.server_gpus)
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
+    """The shell commands that run a plan, in order, the files they read, and what to do by hand."""
+
     commands: tuple[str, ...]
     files: Mapping[str, str] = field(default_factory=dict)  # file name (beside the plan) -> text
     notes: tuple[str, ...] = ()
@@ -116,6 +121,12 @@ def _q(parts: Sequence[str]) -> str:
     return " ".join(shlex.quote(str(p)) for p in parts)
 
 
+def _vllm_serve(model: str, tensor_parallel: int, data_parallel: int, port: int) -> str:
+    """TRL's vLLM generation server for ``model``, listening on every interface."""
+    args = ["--tensor_parallel_size", str(tensor_parallel), "--data_parallel_size", str(data_parallel)]
+    return _q(["trl", "vllm-serve", "--model", model, *args, "--host", "0.0.0.0", "--port", str(port)])
+
+
 def plan_launch(
     cluster: Cluster,
     *,
@@ -144,25 +155,8 @@ def plan_launch(
         # The server gets the last node; accelerate needs the same process count on every node.
         machines = cluster.nodes - 1
         tp = min(cluster.gpus, 8)
-        commands.append(
-            f"# on node {cluster.nodes - 1} (the vLLM server): "
-            + _q(
-                [
-                    "trl",
-                    "vllm-serve",
-                    "--model",
-                    model,
-                    "--tensor_parallel_size",
-                    str(tp),
-                    "--data_parallel_size",
-                    str(max(1, cluster.gpus // tp)),
-                    "--host",
-                    "0.0.0.0",
-                    "--port",
-                    str(cluster.vllm_port),
-                ]
-            )
-        )
+        serve = _vllm_serve(model, tp, max(1, cluster.gpus // tp), cluster.vllm_port)
+        commands.append(f"# on node {cluster.nodes - 1} (the vLLM server): {serve}")
         notes.append(
             f"node {cluster.nodes - 1} runs the vLLM server on all {cluster.gpus} GPUs; "
             "set vllm_server_host in the plan to its address "
@@ -174,26 +168,8 @@ def plan_launch(
             raise PlanError(f"the vLLM server takes all {cluster.gpus} GPUs of the node; nothing is left to train on")
         server_devices = ",".join(str(i) for i in range(cluster.server_gpus))
         train_devices = ",".join(str(i) for i in range(cluster.server_gpus, cluster.gpus))
-        tp = cluster.server_gpus
-        commands.append(
-            f"CUDA_VISIBLE_DEVICES={server_devices} "
-            + _q(
-                [
-                    "trl",
-                    "vllm-serve",
-                    "--model",
-                    model,
-                    "--tensor_parallel_size",
-                    str(tp),
-                    "--data_parallel_size",
-                    "1",
-                    "--host",
-                    "0.0.0.0",
-                    "--port",
-                    str(cluster.vllm_port),
-                ]
-            )
-        )
+        serve = _vllm_serve(model, cluster.server_gpus, 1, cluster.vllm_port)
+        commands.append(f"CUDA_VISIBLE_DEVICES={server_devices} {serve}")
         notes.append(
             f"start the vLLM server first (GPUs {server_devices}); "
             f"training reaches it at vllm_server_host:{cluster.vllm_port}"
@@ -257,6 +233,8 @@ def accelerate_argv(
 
 @dataclass(frozen=True)
 class Duration:
+    """A rough duration of a run (see the module docstring for what it leaves out)."""
+
     steps: int
     tokens_per_step: int
     seconds_per_step: float
