@@ -14,10 +14,15 @@ import pytest
 from rlvr.errors import ConfigError, RunError
 from rlvr.generate import Completion
 from rlvr.probe import (
+    ProbeReport,
+    ProbeSample,
+    ProbeSettings,
     PromptStat,
     choose_prompts,
     expected_group_std,
     format_report,
+    read_samples,
+    read_settings,
     run_probe,
     summarize,
     wilson,
@@ -72,7 +77,8 @@ def make_task(root: Path, n: int = 12, extra: str = "", rewards: str | None = No
     rewards = rewards or "  - {name: format, weight: 0.1}\n  - {name: correct, verifier: exact}\n"
     (root / "task.yaml").write_text(
         "name: tiny-add\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}='}\n"
-        f"answer: {{column: answer, format: tags}}\nrewards:\n{rewards}generation: {{temperature: 1.0, max_completion_length: 8}}\n{extra}"
+        f"answer: {{column: answer, format: tags}}\nrewards:\n{rewards}"
+        f"generation: {{temperature: 1.0, max_completion_length: 8}}\n{extra}"
     )
     return root / "task.yaml"
 
@@ -229,7 +235,10 @@ def test_reward_terms_that_all_error_are_reported_as_a_verifier_problem_not_a_ze
     root = tmp_path / "t"
     root.mkdir()
     (root / "broken_rewards.py").write_text(BROKEN)
-    rewards = "  - {name: fmt, verifier: broken_rewards.always_fail, weight: 0.1}\n  - {name: correct, verifier: broken_rewards.always_fail}\n"
+    rewards = (
+        "  - {name: fmt, verifier: broken_rewards.always_fail, weight: 0.1}\n"
+        "  - {name: correct, verifier: broken_rewards.always_fail}\n"
+    )
     # Two custom terms: either could decide success, so the task names it (issue 19).
     report = run_probe(
         make_task(root, rewards=rewards, extra="success: correct\n"),
@@ -397,6 +406,65 @@ def test_summarize_needs_no_model_or_files() -> None:
     json.dumps(report.to_json())
 
 
+def test_a_probe_sample_survives_a_json_round_trip() -> None:
+    sample = ProbeSample(
+        prompt_index=3,
+        sample_index=1,
+        prompt="Add.\n3+4=",
+        row={"question": "3+4", "answer": "7"},
+        completion="<answer>7</answer>",
+        completion_ids=(5, 6, 7),
+        finish_reason="length",
+        scores={"format": Verdict.correct(0.5), "correct": Verdict.error("timeout", kind="timeout")},
+        reward=None,
+        success=None,
+        temperature=0.7,
+        max_new_tokens=64,
+        messages=({"role": "system", "content": "Add."}, {"role": "user", "content": "3+4="}),
+    )
+    assert ProbeSample.from_json(json.loads(sample.line())) == sample
+
+
+def test_probe_settings_survive_a_json_round_trip(tmp_path: Path) -> None:
+    run_probe(
+        make_task(tmp_path / "t", n=3),
+        out_dir=tmp_path / "out",
+        k=2,
+        sampler=FakeSampler(lambda p: 0.5),
+        progress=False,
+    )
+    settings = read_settings(tmp_path / "out")
+    assert ProbeSettings.from_json(json.loads(json.dumps(settings.to_json()))) == settings
+    assert settings.k == 2 and settings.prompt_indices == (0, 1, 2)
+
+
+def test_a_probe_report_survives_a_json_round_trip(tmp_path: Path) -> None:
+    report = run_probe(
+        make_task(tmp_path / "t", n=6),
+        out_dir=tmp_path / "out",
+        k=4,
+        filter=True,
+        sampler=FakeSampler(lambda p: 0.5),
+        progress=False,
+    )
+    assert report.prompts and report.lengths is not None
+    assert ProbeReport.from_json(json.loads(json.dumps(report.to_json()))) == report
+    assert ProbeReport.from_json(json.loads((tmp_path / "out" / "report.json").read_text())) == report
+
+
+def test_every_line_of_samples_jsonl_reads_back_as_a_probe_sample(tmp_path: Path) -> None:
+    run_probe(
+        make_task(tmp_path / "t", n=3),
+        out_dir=tmp_path / "out",
+        k=2,
+        sampler=FakeSampler(lambda p: 1.0),
+        progress=False,
+    )
+    samples = [s for _, s in read_samples(tmp_path / "out" / "samples.jsonl")]
+    assert [(s.prompt_index, s.sample_index) for s in samples] == [(i, j) for i in range(3) for j in range(2)]
+    assert all(s.success is True and s.scores["correct"].answer == s.row["answer"] for s in samples)
+
+
 # -- the real tiny model ----------------------------------------------------------------------
 class Interrupting:
     """Wraps a real sampler and interrupts after some calls, like Ctrl-C mid-probe."""
@@ -497,7 +565,10 @@ def test_cli_exits_nonzero_when_the_verifier_decides_nothing(tmp_path: Path) -> 
     root = tmp_path / "t"
     root.mkdir()
     (root / "broken_rewards.py").write_text(BROKEN)
-    rewards = "  - {name: fmt, verifier: broken_rewards.always_fail}\n  - {name: correct, verifier: broken_rewards.always_fail}\n"
+    rewards = (
+        "  - {name: fmt, verifier: broken_rewards.always_fail}\n"
+        "  - {name: correct, verifier: broken_rewards.always_fail}\n"
+    )
     task = make_task(root, n=2, rewards=rewards, extra="success: correct\n")
     assert cli(["probe", str(task), "-k", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 1
 

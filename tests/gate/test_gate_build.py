@@ -10,8 +10,9 @@ import pytest
 from gate_fixtures import SMALL, FakeSampler, build_and_review
 
 from rlvr import gate
-from rlvr.errors import GateError
+from rlvr.errors import DataError, GateError
 from rlvr.gate.build import Candidate, select
+from rlvr.probe import ProbeSample, ProbeSettings
 from rlvr.rewards.base import Verdict
 
 
@@ -61,28 +62,43 @@ def test_building_over_a_reviewed_set_refuses_without_overwrite(task: Any) -> No
 
 
 def _write_probe(folder: Path, task: Any, temperature: float) -> Path:
+    """A probe folder as ``rlvr probe`` writes it (through the probe's types), with a claimed
+    success on every line that the current reward must not trust."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "probe.json").write_text(
-        json.dumps({"model": "builtin:tiny", "temperature": temperature, "max_new_tokens": 12})
-    )
     rows = task.load_split("train")[:30]
-    lines = []
-    for i, row in enumerate(rows):
-        for j, text in enumerate((f"<answer>{row['answer']}</answer>", "no idea")):
-            lines.append(
-                {
-                    "prompt_index": i,
-                    "sample_index": j,
-                    "prompt": row["question"] + "=",
-                    "row": row,
-                    "completion": text,
-                    "completion_ids": [1, 2, 3],
-                    "n_tokens": 3,
-                    "finish_reason": "stop",
-                    "scores": {"correct": {"outcome": "correct", "score": 1.0}},
-                }
-            )
-    (folder / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    settings = ProbeSettings(
+        task=str(task.path),
+        model="builtin:tiny",
+        backend="fake",
+        k=2,
+        temperature=temperature,
+        top_p=1.0,
+        max_new_tokens=12,
+        seed=task.seed,
+        chunk=32,
+        prompt_indices=tuple(range(len(rows))),
+        terms=("correct",),
+    )
+    (folder / "probe.json").write_text(json.dumps(settings.to_json()))
+    lines = [
+        ProbeSample(
+            prompt_index=i,
+            sample_index=j,
+            prompt=row["question"] + "=",
+            row=row,
+            completion=text,
+            completion_ids=(1, 2, 3),
+            finish_reason="stop",
+            scores={"correct": Verdict.correct()},
+            reward=1.0,
+            success=True,
+            temperature=temperature,
+            max_new_tokens=12,
+        )
+        for i, row in enumerate(rows)
+        for j, text in enumerate((f"<answer>{row['answer']}</answer>", "no idea"))
+    ]
+    (folder / "samples.jsonl").write_text("".join(x.line() for x in lines))
     return folder
 
 
@@ -113,6 +129,38 @@ def test_malformed_probe_line_names_the_file_and_line(task: Any, tmp_path: Path)
     with (probe / "samples.jsonl").open("a") as fh:
         fh.write('{"prompt": "x"}\n')
     with pytest.raises(Exception, match=r"samples\.jsonl:61: not a probe sample"):
+        gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL)
+
+
+def test_inspect_build_from_a_probe_folder_uses_the_probes_settings(task: Any, tmp_path: Path) -> None:
+    from rlvr.cli.main import main
+    from rlvr.probe import read_samples, run_probe
+
+    out = tmp_path / "probe"
+    run_probe(task, out_dir=out, k=2, max_prompts=20, seed=11, sampler=FakeSampler(), progress=False)
+    assert main(["inspect", "build", str(task.path), "--probe", str(out), "--size", str(SMALL)]) == 0
+    store = gate.open_store(task)
+    meta = store.meta()
+    # how the samples were drawn is the probe's (its model and sampling seed), not a fresh draw's
+    assert (meta["source"], meta["model"], meta["seed"]) == (f"probe:{out}", "builtin:tiny", 11)
+    assert (meta["temperature"], meta["top_p"], meta["max_new_tokens"]) == (1.0, 1.0, 12)
+    probed = {(s.prompt_index, s.completion) for _, s in read_samples(out / "samples.jsonl")}
+    assert {(s.prompt_index, s.completion) for s in store.samples()} <= probed
+
+
+def test_probe_settings_in_an_older_format_are_refused_naming_the_file(task: Any, tmp_path: Path) -> None:
+    probe = _write_probe(tmp_path / "probe", task, 1.0)
+    (probe / "probe.json").write_text(json.dumps({"model": "builtin:tiny", "temperature": 1.0}))
+    with pytest.raises(DataError, match=r"probe\.json: not probe settings .*rerun rlvr probe"):
+        gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL)
+
+
+def test_a_probe_line_from_an_older_rlvr_is_refused_saying_to_rerun_the_probe(task: Any, tmp_path: Path) -> None:
+    probe = _write_probe(tmp_path / "probe", task, 1.0)
+    old = json.loads((probe / "samples.jsonl").read_text().splitlines()[0])
+    del old["temperature"]  # older probes did not record it on each line
+    (probe / "samples.jsonl").write_text(json.dumps(old) + "\n")
+    with pytest.raises(DataError, match=r"samples\.jsonl:1: not a probe sample .*rerun rlvr probe"):
         gate.build_set(task, gate.db_path(task), probe_samples=probe, size=SMALL)
 
 

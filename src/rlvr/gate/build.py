@@ -27,17 +27,34 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..data import read_objects
 from ..errors import DataError, GateError
+from ..probe import ProbeSettings, read_samples, read_settings
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import RewardSet, prompt_text
 from .agreement import sample_state
 from .store import NewSample, Store, reward_class
 
+if TYPE_CHECKING:
+    from ..generate import Sampler
+    from ..task import Task
+
 DEFAULT_SIZE = 64
 MIN_SIZE, MAX_SIZE = 50, 100  # what the gate asks a person to read
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A completion drawn for the pool, before scoring: sampled here, reused from a probe, or read
+    from a training run's rollouts."""
+
+    prompt_index: int
+    prompt: str
+    row: Mapping[str, Any]
+    completion: str
+    token_ids: tuple[int, ...]
+    finish_reason: str
 
 
 @dataclass(frozen=True)
@@ -69,7 +86,7 @@ class Rescored:
 
 
 def score(
-    task: Any, reward_set: RewardSet, samples: Sequence[Sample]
+    task: Task, reward_set: RewardSet, samples: Sequence[Sample]
 ) -> list[tuple[dict[str, Verdict], float | None, str]]:
     """Each sample's verdicts per term, weighted total (None when masked), and reward class."""
     out = []
@@ -90,7 +107,8 @@ def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candid
     chosen: list[tuple[Candidate, str]] = [(c, "masked") for c in masked[: size // 4]]
     decided = [c for c in pool if c.total is not None]
     rng.shuffle(decided)
-    decided.sort(key=lambda c: c.total)  # stable: equal totals stay in random order
+    # Stable: equal totals stay in random order. (Every total here is decided; the 0.0 is for the type.)
+    decided.sort(key=lambda c: c.total if c.total is not None else 0.0)
     room = size - len(chosen)
     tail = min(room // 4, len(decided) // 2)
     low, high = decided[:tail], decided[len(decided) - tail :]
@@ -105,8 +123,8 @@ def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candid
 
 
 def sample_pool(
-    task: Any,
-    sampler: Any,
+    task: Task,
+    sampler: Sampler,
     *,
     n_prompts: int,
     per_prompt: int,
@@ -115,7 +133,7 @@ def sample_pool(
     top_p: float,
     seed: int,
     split: str = "train",
-) -> list[tuple[int, str, dict[str, Any], Any]]:
+) -> list[Drawn]:
     """Sample ``per_prompt`` completions for ``n_prompts`` seeded-random prompts of ``split``."""
     rows = task.load_split(split)
     if not rows:
@@ -126,75 +144,56 @@ def sample_pool(
     groups = sampler.sample(
         prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed
     )
-    out = []
-    for i, prompt, group in zip(indices, prompts, groups, strict=True):
-        for comp in group:
-            out.append((i, prompt_text(prompt), rows[i], comp))
-    return out
+    return [
+        Drawn(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason)
+        for i, prompt, group in zip(indices, prompts, groups, strict=True)
+        for comp in group
+    ]
 
 
 def read_probe_samples(
     path: str | Path, *, temperature: float, max_new_tokens: int, model: str | None = None
-) -> list[tuple[int, str, dict[str, Any], Any]]:
-    """Samples written by ``rlvr probe`` (``probe/samples.jsonl``), checked to have been taken at
-    ``temperature`` and ``max_new_tokens``; a set sampled at another temperature would show the
-    reviewer a different distribution from the one training will see."""
-    from types import SimpleNamespace
-
+) -> tuple[ProbeSettings, list[Drawn]]:
+    """The settings and samples ``rlvr probe`` wrote (its folder, or ``samples.jsonl`` in it),
+    checked to have been taken from ``model`` (when given), at ``temperature`` and with
+    ``max_new_tokens``; a set sampled at another temperature would show the reviewer a different
+    distribution from the one training will see."""
     path = Path(path)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.exists():
-        raise GateError(f"no probe samples at {path}")
-    settings = _probe_settings(path)
-    if model is not None and settings.get("model") not in (None, model):
+    samples_path = path / "samples.jsonl" if path.is_dir() else path
+    if not samples_path.exists():
+        raise GateError(f"no probe samples at {samples_path}")
+    settings = read_settings(samples_path.parent)
+    if model is not None and settings.model != model:
         raise GateError(
-            f"{path.parent}: the probe sampled {settings['model']!r}, the gate is for {model!r}: sample afresh (drop --probe)"
+            f"{samples_path.parent}: the probe sampled {settings.model!r}, the gate is for {model!r}: "
+            "sample afresh (drop --probe)"
         )
     out = []
-    for lineno, rec in read_objects(path):
-        try:
-            row = rec.get("row") or {}
-            text = rec["completion"]
-            ids = tuple(rec.get("completion_ids") or rec.get("token_ids") or ())
-            temp = rec.get("temperature", settings.get("temperature"))
-            budget = rec.get("max_new_tokens", settings.get("max_new_tokens"))
-            comp = SimpleNamespace(
-                text=text,
-                token_ids=ids,
-                finish_reason=rec.get("finish_reason", "unknown"),
-                n_tokens=rec.get("n_tokens", len(ids)),
-            )
-            item = (int(rec.get("prompt_index", 0)), str(rec.get("prompt", "")), dict(row), comp)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise DataError(f"{path}:{lineno}: not a probe sample ({type(exc).__name__}: {exc})") from None
-        if temp is None:
+    for lineno, s in read_samples(samples_path):
+        where = f"{samples_path}:{lineno}"
+        if abs(s.temperature - temperature) > 1e-9:
             raise GateError(
-                f"{path}:{lineno}: the probe samples do not record their temperature, so they cannot stand in for samples at {temperature}: sample afresh (drop --probe)"
+                f"{where}: probe samples were taken at temperature {s.temperature}, the run samples at {temperature}: "
+                f"sample afresh (drop --probe) or re-run the probe at {temperature}"
             )
-        if abs(float(temp) - temperature) > 1e-9:
+        if s.max_new_tokens != max_new_tokens:
             raise GateError(
-                f"{path}:{lineno}: probe samples were taken at temperature {temp}, the run samples at {temperature}: sample afresh (drop --probe) or re-run the probe at {temperature}"
+                f"{where}: probe samples had a budget of {s.max_new_tokens} new tokens, the run has {max_new_tokens}: "
+                "sample afresh (drop --probe)"
             )
-        if budget is not None and int(budget) != max_new_tokens:
-            raise GateError(
-                f"{path}:{lineno}: probe samples had a budget of {budget} new tokens, the run has {max_new_tokens}: sample afresh (drop --probe)"
-            )
-        out.append(item)
+        out.append(Drawn(s.prompt_index, s.prompt, s.row, s.completion, s.completion_ids, s.finish_reason))
     if not out:
-        raise DataError(f"{path}: no samples")
-    return out
+        raise DataError(f"{samples_path}: no samples")
+    return settings, out
 
 
 # Keys of a rollout line that are not dataset columns (see rlvr.rollouts).
-_ROLLOUT_KEYS = {"rollout", "prompt", "completion", "completion_ids", "scores", "reward", "masked"}
+ROLLOUT_KEYS = frozenset({"rollout", "prompt", "completion", "completion_ids", "scores", "reward", "masked"})
 
 
-def read_rollout_samples(run_dir: str | Path, step: int) -> list[tuple[int, str, dict[str, Any], Any]]:
+def read_rollout_samples(run_dir: str | Path, step: int) -> list[Drawn]:
     """The completions ``rlvr train`` kept at ``step`` of the run in ``run_dir`` (what the policy
     wrote mid-run), in the shape ``build_set`` samples. Re-scored with the reward as it is now."""
-    from types import SimpleNamespace
-
     from .. import rollouts
     from ..errors import RunError
     from ..rewards.combine import completion_text
@@ -205,40 +204,26 @@ def read_rollout_samples(run_dir: str | Path, step: int) -> list[tuple[int, str,
         raise GateError(str(exc)) from None
     out = []
     for rec in lines:
-        ids = tuple(rec.get("completion_ids") or ())
-        comp = SimpleNamespace(
-            text=completion_text(rec["completion"]), token_ids=ids, finish_reason="unknown", n_tokens=len(ids)
+        row = {k: v for k, v in rec.items() if k not in ROLLOUT_KEYS}
+        out.append(
+            Drawn(
+                int(rec["rollout"].get("group", 0)),
+                prompt_text(rec.get("prompt") or ""),
+                row,
+                completion_text(rec["completion"]),
+                tuple(rec.get("completion_ids") or ()),
+                "unknown",
+            )
         )
-        row = {k: v for k, v in rec.items() if k not in _ROLLOUT_KEYS}
-        out.append((int(rec["rollout"].get("group", 0)), prompt_text(rec.get("prompt") or ""), row, comp))
     return out
 
 
-def _probe_settings(samples_path: Path) -> dict[str, Any]:
-    """Sampling settings stored beside the samples (``probe.json`` or ``summary.json``)."""
-    for name in ("probe.json", "summary.json", "report.json"):
-        p = samples_path.parent / name
-        if p.exists():
-            try:
-                data = json.loads(p.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            for src in (data, data.get("settings") or {}, data.get("generation") or {}, data.get("sampling") or {}):
-                if isinstance(src, Mapping) and "temperature" in src:
-                    return {
-                        "temperature": src["temperature"],
-                        "max_new_tokens": src.get("max_new_tokens", src.get("max_completion_length")),
-                        "model": data.get("model"),
-                    }
-    return {}
-
-
 def build_set(
-    task: Any,
+    task: Task,
     db_path: str | Path,
     *,
     model: str | None = None,
-    sampler: Any = None,
+    sampler: Sampler | None = None,
     probe_samples: str | Path | None = None,
     rollouts: tuple[str | Path, int] | None = None,
     size: int = DEFAULT_SIZE,
@@ -251,28 +236,33 @@ def build_set(
     """Sample, score and select the inspection set; write it to ``db_path`` and export JSONL.
 
     ``sampler`` (anything with ``rlvr.generate.Sampler``'s ``sample``) overrides sampling from
-    ``model`` (default: the task's model). ``probe_samples`` reuses ``rlvr probe`` samples.
-    ``rollouts=(run_dir, step)`` builds the set from what a training run's policy wrote at that
-    step (``rlvr inspect build --run RUN --step N``): re-inspecting mid-run, where reward hacking
-    shows. Such a set records the run and step as its model, so it never passes as a base gate.
+    ``model`` (default: the task's model). ``probe_samples`` reuses ``rlvr probe`` samples: the
+    set then records the probe's model, top_p and seed, which are how its samples were drawn
+    (``model``, when given, must be the probe's). ``rollouts=(run_dir, step)`` builds the set from
+    what a training run's policy wrote at that step (``rlvr inspect build --run RUN --step N``):
+    re-inspecting mid-run, where reward hacking shows. Such a set records the run and step as its
+    model, so it never passes as a base gate.
     """
     if size < 1:
         raise GateError(f"the inspection set needs at least one sample, got size {size}")
     gen = task.generation
     seed = task.seed if seed is None else seed
-    model = model or task.model
     say = progress or (lambda _msg: None)
+    top_p, sampling_seed = gen.top_p, seed
+    raw: list[Drawn]
     if rollouts is not None:
         run_dir, step = rollouts
         raw = read_rollout_samples(run_dir, step)
         source = f"rollouts:{Path(run_dir)}@{step}"
         model = f"{Path(run_dir)} at step {step}"
     elif probe_samples is not None:
-        raw = read_probe_samples(
+        settings, raw = read_probe_samples(
             probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model
         )
         source = f"probe:{Path(probe_samples)}"
+        model, top_p, sampling_seed = settings.model, settings.top_p, settings.seed
     else:
+        model = model or task.model
         if sampler is None:
             from ..generate import make_sampler
 
@@ -294,13 +284,13 @@ def build_set(
         source = "sampled"
     reward_set = task.reward_set()
     samples = [
-        Sample(completion=c.text, row=row, prompt=prompt, completion_ids=list(c.token_ids)) for _, prompt, row, c in raw
+        Sample(completion=d.completion, row=d.row, prompt=d.prompt, completion_ids=list(d.token_ids)) for d in raw
     ]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
     candidates = [
-        Candidate(i, prompt, row, c.text, tuple(c.token_ids), c.finish_reason, v, total, klass)
-        for (i, prompt, row, c), (v, total, klass) in zip(raw, scored, strict=True)
+        Candidate(d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, v, total, klass)
+        for d, (v, total, klass) in zip(raw, scored, strict=True)
     ]
     picked = select(candidates, size, seed)
     meta = {
@@ -308,9 +298,9 @@ def build_set(
         "task_name": task.name,
         "model": model,
         "temperature": gen.temperature,
-        "top_p": gen.top_p,
+        "top_p": top_p,
         "max_new_tokens": gen.max_completion_length,
-        "seed": seed,
+        "seed": sampling_seed,
         "source": source,
         "pool": len(candidates),
         "terms": [{"name": t.name, "verifier": t.verifier, "weight": t.weight} for t in task.rewards],
@@ -337,7 +327,7 @@ def build_set(
     return store
 
 
-def rescore(task: Any, store: Store) -> list[Rescored]:
+def rescore(task: Task, store: Store) -> list[Rescored]:
     """Re-score the same set with the reward code as it is now. Verdicts are kept; returns the
     samples whose reward changed, with their review state before and after."""
     store.check()
