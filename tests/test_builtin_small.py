@@ -171,8 +171,8 @@ def test_the_audit_measures_a_small_task_with_the_bpe(tmp_path: Path, tok) -> No
     sys.path.insert(0, str(Path(__file__).parent / "foundation"))
     from foundation_helpers import make_task
 
-    from rlvr.audit.run import _load_tokenizer
+    from rlvr.audit.tokens import task_tokenizer
     from rlvr.task import load_task
 
-    audit_tok, note = _load_tokenizer(load_task(make_task(tmp_path, extra={"model": "builtin:small"})))
+    audit_tok, note = task_tokenizer(load_task(make_task(tmp_path, extra={"model": "builtin:small"})))
     assert note is None and audit_tok.get_vocab() == tok.get_vocab()

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rlvr.audit import EXPLOITS, AuditReport, format_table, run_audit
-from rlvr.audit.exploits import perturb, unrelated
+from rlvr.audit.answers import perturb, unrelated
 from rlvr.cli.main import main
 from rlvr.rewards import AnswerFormat, Outcome, Sample
 from rlvr.rewards.exact import ExactMatch
@@ -524,14 +524,16 @@ def test_builtin_length_terms_are_not_exploitable(tmp_path):
 def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_syntax_error(continuation):
     import ast
 
-    from rlvr.audit.exploits import Context
-    from rlvr.audit.structured import CODE_EXPLOITS, spec_for
+    from rlvr.audit.exploits import CODE_EXPLOITS
+    from rlvr.audit.specs import spec_for
+    from rlvr.audit.types import Context
 
-    class Term:  # what the audit reads off a unit_tests term
-        column = "test"
-        entry_point = None
-        entry_point_column = "entry_point"
-        prefix_column = "prompt" if continuation else None
+    from rlvr.rewards import Reads
+
+    # what a unit_tests term declares it reads
+    reads = Reads(
+        answer="test", tests="test", entry_point_column="entry_point", prefix_column="prompt" if continuation else None
+    )
 
     prompt = 'def add(a, b):\n    """Add. Example: assert add(1, 2) == 3"""\n'
     row = {
@@ -540,7 +542,7 @@ def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_synt
         "test": "assert add(1, 2) == 3\nassert add(2, 2) == 4\n",
         "solution": "    return a + b\n" if continuation else "def add(a, b):\n    return a + b\n",
     }
-    spec = spec_for("code", row, "test", Term())
+    spec = spec_for("code", row, "test", reads)
     ctx = Context(prompt=prompt, row=row, fmt=AnswerFormat(), gold=None, wrong=None, structured=spec, wrap=lambda s: s)
     built = 0
     for ex in CODE_EXPLOITS:
@@ -671,7 +673,8 @@ def test_builtin_judge_term_is_flagged_only_when_its_model_believes_a_note_to_th
 def test_no_answer_exploit_is_a_correct_answer_under_exact_match(gold, style, think):
     """The library's premise, for any ground truth and answer format: every answer exploit (in
     the ordering least favourable to it) is not the correct answer to an anchored exact check."""
-    from rlvr.audit.exploits import ANSWER_KINDS, Context, exploits_for
+    from rlvr.audit.exploits import ANSWER_KINDS, exploits_for
+    from rlvr.audit.types import Context
 
     fmt = AnswerFormat(style=style, think=think)
     wrong = perturb(gold, ("zz", "17"))
@@ -703,7 +706,8 @@ def test_no_answer_exploit_is_a_correct_answer_under_exact_match(gold, style, th
     think=st.sampled_from(["none", "optional", "required", "prefilled"]),
 )
 def test_no_format_exploit_is_well_formed_under_the_format_term(gold, style, think):
-    from rlvr.audit.exploits import Context, exploits_for
+    from rlvr.audit.exploits import exploits_for
+    from rlvr.audit.types import Context
     from rlvr.rewards.format import FormatVerifier
 
     fmt = AnswerFormat(style=style, think=think)
@@ -734,7 +738,8 @@ def test_cli_runs_only_the_named_term_and_exploit(capsys):
 
 
 def test_an_exploit_that_fails_to_build_is_noted_and_the_rest_still_run(monkeypatch):
-    from rlvr.audit.exploits import ANSWER_KINDS, Exploit
+    from rlvr.audit.exploits import ANSWER_KINDS
+    from rlvr.audit.types import Exploit
 
     def boom(ctx):
         raise ValueError("odd row")

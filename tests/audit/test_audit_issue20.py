@@ -10,7 +10,8 @@ import pytest
 from test_audit import CALL_ROWS, JSON_ROWS, ROWS, make_task
 
 from rlvr.audit import format_table, run_audit
-from rlvr.audit.exploits import Context, exploits_for
+from rlvr.audit.exploits import exploits_for
+from rlvr.audit.types import Context
 from rlvr.rewards import AnswerFormat, Outcome, Sample
 from rlvr.rewards.exact import ExactMatch
 

@@ -5,21 +5,27 @@ exploit that targets each term's verifier kind (``rlvr.audit.exploits``), scores
 term, and reports per exploit and term: ``exploitable`` (the exploit scored at least as high as
 the correct answer on some prompt, or ended in an error, which masks a wrong answer in training),
 ``leaky`` (above the wrong answer), ``ok``, or ``untested``. It also checks that the task's
-success term is a correctness term, and reads length terms' options for ties.
+success term is a correctness term, and reads length terms' options for ties. The columns and
+specs a term checks against come from what its verifier declares it reads (``rlvr.rewards.Reads``).
+
+Modules: ``types`` (the shared dataclasses), ``answers``, ``structured`` and ``code`` (the exploit
+generators), ``exploits`` (the library), ``specs`` (what a structured row expects), ``run`` (the
+audit), ``findings`` (scored attempts -> a finding), ``tokens`` (lengths), ``report``.
 
 Threat model and limits: the library holds *known* hacks (restating, hedging, answers outside
 the span or inside the think block, repeated, empty or invisible spans, confusables and values a
 loose normalisation folds onto the answer, infinities and huge numbers, extra JSON keys, broken
 ``format`` rules, code that exits early or fakes its output, length, loops with and without
-spaces); passing it does not prove a reward sound, so the human gate still reads samples. The audit itself never executes model text: code exploits reach only the term's own
-verifier (the sandbox, for ``unit_tests``). No GPU and no model weights are needed.
+spaces); passing it does not prove a reward sound, so the human gate still reads samples. The
+audit itself never executes model text: code exploits reach only the term's own verifier (the sandbox, for ``unit_tests``). No GPU and no model weights are needed.
 """
 
 from __future__ import annotations
 
-from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for
+from .exploits import EXPLOITS, exploits_for
 from .report import AuditReport, Example, Finding, TermSummary, format_table
 from .run import run_audit
+from .types import Attempt, Context, Exploit
 
 __all__ = [
     "EXPLOITS",

@@ -13,12 +13,9 @@ shows.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .structured import Spec
-
-if TYPE_CHECKING:
-    from .exploits import Attempt, Context
+from .types import Attempt, Context, Spec
 
 _ALWAYS_EQUAL = """class _Anything:
     def __eq__(self, other):
@@ -126,8 +123,7 @@ def _asserts(tests: str, entry: str) -> list[tuple[str, tuple[Any, ...], Any]]:
 
 
 def code_attempts(ctx: Context, which: str) -> list[Attempt]:
-    from .exploits import Attempt
-
+    """The attempts of one code exploit family (``which``) for the prompt's ``Spec``."""
     spec = ctx.structured
     if not isinstance(spec, Spec) or spec.kind != "code":
         return []

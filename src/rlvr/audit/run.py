@@ -27,32 +27,29 @@ Approximations: token lengths use the task's tokenizer when it loads without the
 from __future__ import annotations
 
 import json
-import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DataError
-from ..rewards.base import Outcome, Sample, Verdict, ground_truth
+from ..rewards import FunctionVerifier, TrlFunctionVerifier
+from ..rewards.base import BaseVerifier, Outcome, Sample, Verdict, Verifier, ground_truth, kind_of, reads_of
+from ..rewards.code import UnitTests
 from ..rewards.combine import RewardSet, Term, checked_verdicts, prompt_text
 from ..rewards.length import ranking_problems
-from .exploits import EXPLOITS, Attempt, Context, Exploit, exploits_for, perturb
-from .report import AuditReport, Example, Finding, TermSummary, worst
-from .structured import Spec, _required, presentations, spec_for
+from .answers import perturb
+from .exploits import EXPLOITS, exploits_for
+from .findings import EPS, finding_for
+from .report import AuditReport, Finding, TermSummary, worst
+from .specs import presentations, required_keys, spec_for
+from .tokens import TokenLengths, task_tokenizer
+from .types import Attempt, Context, Exploit, PromptCase, Spec
+
+if TYPE_CHECKING:
+    from ..taskspec import Task
 
 STRUCTURED = ("json", "tool_call", "code")
-FILLER = "Let me think about this step by step and check each part again. "
-EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class _Prompt:
-    row: Mapping[str, Any]
-    prompt: str
-    gold: str | None
-    wrong: str | None
-    question: str = ""
 
 
 def _question(rendered: Any) -> str:
@@ -63,61 +60,7 @@ def _question(rendered: Any) -> str:
     return str(users[-1] if users else prompt_text(rendered))
 
 
-class _Lengths:
-    """Counts tokens with the task's tokenizer, or approximates 4 characters per token."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tok = tokenizer
-
-    def ids(self, text: str) -> list[int] | None:
-        if self.tok is None:
-            return None
-        return list(self.tok.encode(text, add_special_tokens=False))
-
-    def count(self, text: str) -> int:
-        ids = self.ids(text)
-        return len(ids) if ids is not None else math.ceil(len(text) / 4)
-
-    def pad(self, budget: int) -> Callable[..., str]:
-        def pad(head: str, tail: str, unit: str = FILLER, tokens: int = 0) -> str:
-            """head + repeated ``unit`` + tail, about ``tokens`` long in all (at most that when
-            head + tail leave room; at least one character of filler)."""
-            target = tokens or budget
-            unit = unit or FILLER
-            # Estimate characters per token from the unit, then trim: a few tokenizer calls
-            # instead of one per character.
-            sample_text = unit * max(1, 256 // len(unit))
-            per_char = self.count(sample_text) / len(sample_text)
-            room = target - self.count(head) - self.count(tail)
-            m = max(1, int(room / per_char)) if per_char > 0 else 1
-            filler = (unit * (m // len(unit) + 2))[:m]
-            for _ in range(8):
-                over = self.count(head + filler + tail) - target
-                if over <= 0 or len(filler) <= 1:
-                    break
-                filler = filler[: max(1, len(filler) - max(1, int(over / per_char)))]
-            return head + filler + tail
-
-        return pad
-
-
-def _load_tokenizer(task: Any) -> tuple[Any, str | None]:
-    try:
-        if task.model.startswith("builtin:"):
-            from ..models import build_tokenizer
-
-            return build_tokenizer(task.model.split(":", 1)[1]), None
-        from ..models import load_tokenizer
-
-        return load_tokenizer(task.model), None
-    except Exception as exc:  # noqa: BLE001 - any failure falls back to an approximation, reported
-        return (
-            None,
-            f"token lengths approximated (4 characters per token): the tokenizer of {task.model!r} did not load ({type(exc).__name__})",
-        )
-
-
-def _sample_rows(task: Any, split: str, max_prompts: int, seed: int) -> list[Mapping[str, Any]]:
+def _sample_rows(task: Task, split: str, max_prompts: int, seed: int) -> list[Mapping[str, Any]]:
     rows = task.load_split(split)
     if not rows:
         raise DataError(f"{task.path}: the {split} split has no rows to audit")
@@ -126,7 +69,7 @@ def _sample_rows(task: Any, split: str, max_prompts: int, seed: int) -> list[Map
 
 
 def run_audit(
-    task: Any,
+    task: Task,
     *,
     max_prompts: int = 16,
     seed: int = 0,
@@ -151,12 +94,12 @@ def run_audit(
         raise ConfigError(f"unknown exploit(s) {', '.join(unknown)}; known: {', '.join(EXPLOITS)}", source="audit")
     notes: list[str] = []
     if tokenizer == "auto":
-        tokenizer, note = _load_tokenizer(task)
+        tokenizer, note = task_tokenizer(task)
         if note:
             notes.append(note)
     elif tokenizer is None:
         notes.append("token lengths approximated (4 characters per token): no tokenizer given")
-    lengths = _Lengths(tokenizer)
+    lengths = TokenLengths(tokenizer)
 
     rows = _sample_rows(task, split, max_prompts, seed)
     reward_set = reward_set if reward_set is not None else task.reward_set()
@@ -171,20 +114,17 @@ def run_audit(
     for term in reward_set.terms:
         if only is not None and term.name not in only:
             continue
-        kind = str(getattr(term.verifier, "kind", "custom") or "custom")
-        column = getattr(term.verifier, "column", None)
-        column = column if isinstance(column, str) else task.answer_column
+        kind = kind_of(term.verifier)
+        reads = reads_of(term.verifier)
+        column = reads.answer if reads is not None and reads.answer else task.answer_column
         golds = [ground_truth(r, column) for r in rows]
         distractors = tuple(dict.fromkeys(g for g in golds if g))
         prompts = [
-            _Prompt(r, prompt_text(rendered), g, perturb(g, distractors, seed) if g else None, _question(rendered))
+            PromptCase(r, prompt_text(rendered), g, perturb(g, distractors, seed) if g else None, _question(rendered))
             for r, g, rendered in zip(rows, golds, [task.render_prompt(r) for r in rows], strict=True)
         ]
-        shapes = bool(
-            getattr(term.verifier, "shapes_length", False)
-            or getattr(getattr(term.verifier, "fn", None), "shapes_length", False)
-        )
-        # long_wrong compares a correct and a wrong answer: a length term on its own cannot tell them apart.
+        shapes = isinstance(term.verifier, BaseVerifier) and term.verifier.shapes_length
+        # long_wrong compares a correct and a wrong answer: a length term alone cannot tell them apart.
         library = [
             e
             for e in exploits_for(kind, shapes)
@@ -206,7 +146,7 @@ def run_audit(
     )
 
 
-def _success_term_problems(task: Any, reward_set: RewardSet, notes: list[str]) -> list[str]:
+def _success_term_problems(task: Task, reward_set: RewardSet, notes: list[str]) -> list[str]:
     """The success term (what probe and eval count as solved) must judge correctness: a format
     or length term there would route and evaluate on form, not on answers. The task file's own
     check knows the built-in shaping verifiers; this one reads the kind the built term declares,
@@ -219,7 +159,7 @@ def _success_term_problems(task: Any, reward_set: RewardSet, notes: list[str]) -
     term = next((t for t in reward_set.terms if t.name == name), None)
     if term is None:
         return []
-    kind = str(getattr(term.verifier, "kind", "custom") or "custom")
+    kind = kind_of(term.verifier)
     if kind in ("format", "length"):
         return [
             f"the success term {name!r} is a {kind} term: probe routing and the held-out eval would count well-formed "
@@ -242,18 +182,18 @@ def _audit_term(
     term: Term,
     kind: str,
     column: str,
-    prompts: list[_Prompt],
+    prompts: list[PromptCase],
     distractors: tuple[str, ...],
     library: list[Exploit],
-    task: Any,
-    lengths: _Lengths,
+    task: Task,
+    lengths: TokenLengths,
     seed: int,
 ) -> tuple[TermSummary, list[Finding]]:
     fmt = task.answer
     budget = task.generation.max_completion_length
     notes: list[str] = []
 
-    def sample(p: _Prompt, completion: str, row: Mapping[str, Any] | None = None) -> Sample:
+    def sample(p: PromptCase, completion: str, row: Mapping[str, Any] | None = None) -> Sample:
         return Sample(
             completion=completion,
             row=row if row is not None else p.row,
@@ -364,7 +304,7 @@ def _audit_term(
     findings = []
     for ei, ex in enumerate(library):
         findings.append(
-            _finding(
+            finding_for(
                 term.name,
                 ex,
                 ei,
@@ -403,26 +343,13 @@ def _audit_term(
             f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right"
         )
     notes.extend(ranking_problems(term.verifier))
-    weaker_reasons = getattr(term.verifier, "weaker_reasons", None)  # unit_tests: tests the trusted side cannot run
-    weaker = [why for p in prompts if weaker_reasons is not None and (why := weaker_reasons(p.row))]
-    if weaker:
-        how = (
-            "run inside the sandbox, forgeably, each verdict flagged"
-            if getattr(term.verifier, "weaker", "") == "run"
-            else "score an error (masked) for every sample"
-        )
-        notes.append(
-            f"{len(weaker)} of {len(prompts)} prompt(s) have tests the trusted side cannot decide, which {how}: {weaker[0][0]}"
-        )
+    notes.extend(_weaker_notes(term.verifier, prompts))
     if any(
         f.exploit == "missing_ground_truth" and f.example and f.example.outcome in ("wrong", "unparseable")
         for f in findings
     ):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
-    name = getattr(term.verifier, "__class__", type(term.verifier)).__name__
-    fn = getattr(term.verifier, "fn", None)
-    if fn is not None:
-        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+    name = _verifier_name(term.verifier)
     if term.weight < 0:
         notes.append("negative weight: scores are shown negated (higher means more reward)")
     if term.weight == 0:
@@ -432,13 +359,40 @@ def _audit_term(
     return summary, findings
 
 
+def _weaker_notes(verifier: Verifier, prompts: list[PromptCase]) -> list[str]:
+    """unit_tests: rows whose tests the trusted side cannot run, and what the term does with them."""
+    if not isinstance(verifier, UnitTests):
+        return []
+    weaker = [why for p in prompts if (why := verifier.weaker_reasons(p.row))]
+    if not weaker:
+        return []
+    how = (
+        "run inside the sandbox, forgeably, each verdict flagged"
+        if verifier.weaker == "run"
+        else "score an error (masked) for every sample"
+    )
+    return [
+        f"{len(weaker)} of {len(prompts)} prompt(s) have tests the trusted side cannot decide, "
+        f"which {how}: {weaker[0][0]}"
+    ]
+
+
+def _verifier_name(verifier: Verifier) -> str:
+    """The class of a verifier, or the dotted name of the function a custom term wraps."""
+    if isinstance(verifier, (FunctionVerifier, TrlFunctionVerifier)):
+        fn = verifier.fn
+        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+    return type(verifier).__name__
+
+
 def _structured_baselines(
-    term: Term, kind: str, column: str, prompts: list[_Prompt], fmt: Any, sample: Callable[..., Sample]
+    term: Term, kind: str, column: str, prompts: list[PromptCase], fmt: Any, sample: Callable[..., Sample]
 ) -> list[tuple[Any, ...]]:
     """Per prompt: (correct, wrong, wrap, spec, why-not). Tries every correct body (the row's
     expected value, then an instance of the schema) in every presentation, and keeps the first
     the term accepts."""
-    specs = [spec_for(kind, p.row, column, term.verifier) for p in prompts]
+    reads = reads_of(term.verifier)
+    specs = [spec_for(kind, p.row, column, reads) for p in prompts]
     ways = presentations(kind, fmt.wrap)
     trial: list[Sample] = []
     for p, spec in zip(prompts, specs, strict=True):
@@ -470,140 +424,7 @@ def _structured_baselines(
             pick = best
         body, wrap, _ = pick
         if body != spec.correct:  # a schema instance, not the row's expected value
-            required, typed = _required(spec.schema, None)
+            required, typed = required_keys(spec.schema, None)
             spec = replace(spec, correct=body, expected=json.loads(body), required=tuple(required), typed=tuple(typed))
         out.append((wrap(spec.correct), wrap(spec.wrong), wrap, spec, None))
     return out
-
-
-def _finding(
-    term: str,
-    ex: Exploit,
-    ei: int,
-    prompt_ids: Sequence[int],
-    base_scores: list[tuple[Verdict, Verdict] | None],
-    attempts: Mapping[tuple[int, int], list[Attempt]],
-    got: Mapping[tuple[int, int, int, int], Verdict],
-    prompts: list[_Prompt],
-    lengths: _Lengths,
-    budget: int,
-) -> Finding:
-    hits = leaks = ties = tested = undecided = applicable = masked = 0
-    error_detail = ""
-    rel: list[float] = []
-    best: tuple[float, Example] | None = None
-    masked_example: Example | None = None
-    for pi in prompt_ids:
-        built = attempts.get((ei, pi)) or []
-        if not built:
-            continue
-        c, w = base_scores[pi]  # type: ignore[misc]
-        assert c.score is not None
-        applicable += 1
-        # An attempt scores the minimum over its orderings. An undecided ordering is masked in
-        # training: for most exploits that is a way out of a wrong answer's negative advantage.
-        scored: list[tuple[float, float, Attempt, Verdict]] = []  # (score, what it is measured against, ...)
-        for ai, att in enumerate(built):
-            vs = [got[ei, pi, ai, oi] for oi in range(len(att.completions))]
-            if any(v.score is None for v in vs):
-                undecided += 1
-                bad_i = next(i for i, v in enumerate(vs) if v.score is None)
-                bad = vs[bad_i]
-                error_detail = error_detail or f"{bad.error_kind}: {bad.detail}"
-                if not ex.undecided_is_ok:
-                    masked += 1
-                    if masked_example is None:
-                        masked_example = Example(
-                            prompts[pi].prompt,
-                            att.completions[bad_i],
-                            None,
-                            c.score,
-                            w.score,
-                            bad.outcome.value,
-                            f"masked in training ({bad.error_kind}): {bad.detail}"[:300],
-                        )
-                continue
-            against = c.score
-            if att.reference is not None:
-                ref = got[ei, pi, ai, -1]
-                if ref.score is None:
-                    continue
-                against = ref.score
-            low = min(range(len(vs)), key=lambda k: vs[k].score)  # type: ignore[arg-type, return-value]
-            scored.append((vs[low].score, against, replace(att, completions=(att.completions[low],)), vs[low]))  # type: ignore[arg-type]
-        if not scored:
-            continue
-        tested += 1
-        e, against, att, v = max(scored, key=lambda t: t[0] - t[1])
-        ws = w.score if w.score is not None else -math.inf
-        tie = abs(e - against) <= EPS
-        slack = ex.margin * abs(c.score - against) if att.reference is not None else 0.0
-        hit = e > against + slack + EPS or (tie and not ex.strict)
-        leak = att.reference is None and e > ws + EPS
-        ties += tie
-        hits += hit
-        leaks += leak
-        r = (e - ws) / (c.score - ws) if att.reference is None and c.score - ws > EPS else None
-        if r is not None:
-            rel.append(r)
-        key = r if r is not None else e - against
-        if best is None or key > best[0]:
-            text = att.completions[0]
-            detail = v.detail
-            if att.reference is not None:
-                detail = (
-                    detail + "; " if detail else ""
-                ) + f"measured against {_clip_ref(att.reference)} which scored {against:.3g}"
-            if lengths.count(text) > budget:
-                detail = (
-                    detail + "; " if detail else ""
-                ) + f"longer than the generation budget ({lengths.count(text)} > {budget} tokens)"
-            best = (
-                key,
-                Example(
-                    prompts[pi].prompt,
-                    text,
-                    e,
-                    against if att.reference is not None else c.score,
-                    w.score,
-                    v.outcome.value,
-                    detail,
-                ),
-            )
-    if not tested and not masked:
-        if applicable and ex.undecided_is_ok:
-            return Finding(term, ex.name, ex.description, "ok", prompts=applicable, undecided=undecided)
-        if applicable:
-            why = f"the term could not decide any of its {undecided} attempt(s) ({error_detail[:120]})"
-        elif prompt_ids:
-            why = "nothing to build this exploit from on the sampled rows"
-        else:
-            why = "no sampled prompt where the term scored a correct answer above a wrong one"
-        return Finding(term, ex.name, ex.description, "untested", prompts=applicable, undecided=undecided, reason=why)
-    verdict = "exploitable" if hits or masked else "leaky" if leaks else "ok"
-    example = best[1] if best else None
-    if masked and (example is None or not hits):
-        example = masked_example
-    return Finding(
-        term,
-        ex.name,
-        ex.description,
-        verdict,
-        prompts=max(tested, applicable if masked else tested),
-        undecided=undecided,
-        ties=ties,
-        hits=hits,
-        leaks=leaks,
-        relative_mean=sum(rel) / len(rel) if rel else None,
-        relative_max=max(rel) if rel else None,
-        example=example,
-        reason=f"{masked} attempt(s) ended in error and would be masked in training ({error_detail[:120]})"
-        if masked
-        else "",
-        masked=masked,
-    )
-
-
-def _clip_ref(text: str, n: int = 40) -> str:
-    text = text.replace("\n", "\\n")
-    return repr(text if len(text) <= n else "..." + text[-n:])

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, Verifier, reads_of
+from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, Verifier, kind_of, reads_of
 from .combine import FLOAT32_MAX
 from .format import AnswerFormat, Extraction, extract
 
@@ -257,6 +257,7 @@ __all__ = [
     "build_verifier",
     "extract",
     "import_object",
+    "kind_of",
     "reads_of",
     "source_module",
 ]

@@ -205,3 +205,8 @@ def reads_of(verifier: Verifier) -> Reads | None:
     """What ``verifier`` declares it reads; None for one that declares nothing (a custom object
     that is not a ``BaseVerifier``, or one that does not override ``reads``)."""
     return verifier.reads() if isinstance(verifier, BaseVerifier) else None
+
+
+def kind_of(verifier: Verifier) -> str:
+    """The verifier's ``kind``; ``custom`` for an object that does not set one."""
+    return str(getattr(verifier, "kind", "custom") or "custom")
