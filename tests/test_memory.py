@@ -83,12 +83,12 @@ WORKED = {
 @pytest.mark.parametrize("cls", sorted(WORKED))
 def test_size_class_table_matches_the_worked_table(cls):
     full, copy, kv, logits, acts = WORKED[cls]
-    row = next(r for r in memory.table() if r["class"] == cls)
-    assert row["full_ft_gb"] == pytest.approx(full, rel=0.03)
-    assert row["copy_gb"] == pytest.approx(copy, rel=0.03)
-    assert row["kv_kib_per_token"] == kv
-    assert row["logits_gb"] == pytest.approx(logits, rel=0.03)
-    assert row["activations_gb"] == pytest.approx(acts, rel=0.1)
+    row = next(r for r in memory.table() if r.size_class == cls)
+    assert row.full_ft_gb == pytest.approx(full, rel=0.03)
+    assert row.copy_gb == pytest.approx(copy, rel=0.03)
+    assert row.kv_kib_per_token == kv
+    assert row.logits_gb == pytest.approx(logits, rel=0.03)
+    assert row.activations_gb == pytest.approx(acts, rel=0.1)
 
 
 def test_qwen3_8b_row_of_the_worked_table():

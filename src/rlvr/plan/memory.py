@@ -32,7 +32,7 @@ setting that fits, and their text and table forms.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -363,34 +363,49 @@ def recommend(
     return Recommendation(None, len(tried), reason, closest)
 
 
-def table(settings: Setting | None = None, classes: Mapping[str, Architecture] | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SizeClassRow:
+    """One row of the size-class table (``rlvr memory --table``): GB of each state, KV per token."""
+
+    size_class: str  # the table's key: 0.5B, 7B, 30B-A3B, ...
+    model: str
+    params_b: float  # billions of parameters
+    full_ft_gb: float  # bf16 weights and gradients + fp32 AdamW (16 B/param)
+    lora_gb: float
+    qlora_gb: float
+    copy_gb: float  # one more bf16 copy: the reference model, or vLLM's weights
+    kv_kib_per_token: float
+    logits_gb: float  # fp32 logits of the micro-batch
+    activations_gb: float  # saved layer inputs with gradient checkpointing
+    moe: bool
+
+
+def table(settings: Setting | None = None, classes: Mapping[str, Architecture] | None = None) -> list[SizeClassRow]:
     """One row per size class: parameters, state per regime, KV per token, logits, activations
     (training micro-batch of ``settings.tokens`` tokens, 16,384 by default as in the notes)."""
     s = settings or Setting(per_device_batch=8, prompt_tokens=0, completion_tokens=2048)
-    rows = []
-    for key, a in (classes or SIZE_CLASSES).items():
-        rows.append(
-            {
-                "class": key,
-                "model": a.name,
-                "params_b": round(a.params / 1e9, 2),
-                "full_ft_gb": round(16 * a.params / GB, 1),
-                "lora_gb": round(sum(policy_bytes(a, replace(s, peft="lora")).values()) / GB, 1),
-                "qlora_gb": round(sum(policy_bytes(a, replace(s, peft="qlora")).values()) / GB, 1),
-                "copy_gb": round(2 * a.params / GB, 1),
-                "kv_kib_per_token": a.kv_bytes_per_token / 1024,
-                "logits_gb": round(logits_bytes(a, s) / GB, 1),
-                "activations_gb": round(s.tokens * a.layers * a.hidden * 2 / GB, 1),
-                "moe": a.moe,
-            }
+    return [
+        SizeClassRow(
+            size_class=key,
+            model=a.name,
+            params_b=round(a.params / 1e9, 2),
+            full_ft_gb=round(16 * a.params / GB, 1),
+            lora_gb=round(sum(policy_bytes(a, replace(s, peft="lora")).values()) / GB, 1),
+            qlora_gb=round(sum(policy_bytes(a, replace(s, peft="qlora")).values()) / GB, 1),
+            copy_gb=round(2 * a.params / GB, 1),
+            kv_kib_per_token=a.kv_bytes_per_token / 1024,
+            logits_gb=round(logits_bytes(a, s) / GB, 1),
+            activations_gb=round(s.tokens * a.layers * a.hidden * 2 / GB, 1),
+            moe=a.moe,
         )
-    return rows
+        for key, a in (classes or SIZE_CLASSES).items()
+    ]
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    """The rows of ``table`` as aligned text columns (``rlvr memory --table``)."""
+def format_table(rows: Sequence[SizeClassRow]) -> str:
+    """The rows of ``table`` as aligned text columns (``rlvr memory --table``); ``*`` marks MoE."""
     cols = [
-        ("class", "class"),
+        ("size_class", "class"),
         ("model", "model"),
         ("params_b", "params B"),
         ("full_ft_gb", "full FT"),
@@ -401,7 +416,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         ("logits_gb", "logits"),
         ("activations_gb", "ckpt acts"),
     ]
-    data = [[str(r[k]) + ("*" if k == "model" and r.get("moe") else "") for k, _ in cols] for r in rows]
+    data = [[str(getattr(r, k)) + ("*" if k == "model" and r.moe else "") for k, _ in cols] for r in rows]
     widths = [max(len(h), *(len(d[i]) for d in data)) for i, (_, h) in enumerate(cols)]
     lines = ["  ".join(h.ljust(w) for (_, h), w in zip(cols, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(d, widths, strict=True)) for d in data]
@@ -446,6 +461,7 @@ __all__ = [
     "Estimate",
     "Recommendation",
     "Setting",
+    "SizeClassRow",
     "estimate",
     "recommend",
     "table",
