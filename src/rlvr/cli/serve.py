@@ -8,7 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-HELP = "serve a task's reward terms over HTTP (rlvr JSON API and OpenRLHF's remote reward protocol), gated like rlvr train; or write a verl/OpenRLHF adapter file"
+HELP = (
+    "serve a task's reward terms over HTTP (rlvr JSON API and OpenRLHF's remote reward protocol), gated like rlvr "
+    "train; or write a verl/OpenRLHF adapter file"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +74,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         metavar="X",
-        help="an engine's stand-in reward for a masked row before any row was ever decided (default 0.0; see docs/serve.md)",
+        help=(
+            "an engine's stand-in reward for a masked row before any row was ever decided (default 0.0; see "
+            "docs/serve.md)"
+        ),
     )
     parser.add_argument(
         "--write-adapter",
@@ -82,7 +88,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--launch",
         action="store_true",
-        help="with --write-adapter: also write the engine's data (from the task's splits) and a launch script beside PATH, with rlvr's recipe mapped onto the engine's options (docs/serve.md)",
+        help=(
+            "with --write-adapter: also write the engine's data (from the task's splits) and a launch script beside "
+            "PATH, with rlvr's recipe mapped onto the engine's options (docs/serve.md)"
+        ),
     )
     parser.add_argument("--gpus", type=int, default=1, metavar="N", help="with --launch: GPUs per node (default 1)")
     parser.add_argument("--nodes", type=int, default=1, metavar="N", help="with --launch: nodes (default 1)")
@@ -154,15 +163,12 @@ def run(args: argparse.Namespace) -> int:
 
             adapter = path.resolve()
             data_dir = adapter.parent / f"{adapter.stem}.data"
-            make = verl_plan if engine == "verl" else openrlhf_plan
-            plan = make(
-                scorer.task,
-                adapter if engine == "verl" else str(adapter),
-                data_dir,
-                gpus=args.gpus,
-                nodes=args.nodes,
-                model=args.model,
-            )
+            if engine == "verl":
+                plan = verl_plan(scorer.task, adapter, data_dir, gpus=args.gpus, nodes=args.nodes, model=args.model)
+            else:
+                plan = openrlhf_plan(
+                    scorer.task, str(adapter), data_dir, gpus=args.gpus, nodes=args.nodes, model=args.model
+                )
             script = adapter.with_suffix(".launch.sh")
             script.write_text(
                 "#!/bin/sh\n# written by rlvr serve --launch; " + "; ".join(plan.notes) + "\n" + plan.shell() + "\n",

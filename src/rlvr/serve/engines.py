@@ -43,6 +43,7 @@ from typing import Any
 
 from ..rewards.base import Sample
 from ..rewards.combine import Scored
+from ..task import Task
 from .scoring import Scorer, openrlhf_samples, verl_sample
 
 
@@ -174,7 +175,7 @@ compute_score_batch = _adapter.compute_score_batch
 
 def write_adapter(
     engine: str,
-    task: Any,
+    task: Task,
     out: str | Path,
     *,
     gate_path: str | Path | None = None,

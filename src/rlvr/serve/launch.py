@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem
+from ..task import Task
 
 # Every verl 0.9.1 config key this module sets (read from _generated_ppo_trainer.yaml).
 VERL_KEYS = (
@@ -142,7 +143,7 @@ class EnginePlan:
         return " \\\n  ".join(lines)
 
 
-def recipe(task: Any, gpus: int) -> dict[str, Any]:
+def recipe(task: Task, gpus: int) -> dict[str, Any]:
     """The resolved recipe, as ``rlvr plan`` resolves it for ``gpus`` GPUs with vLLM."""
     from ..plan.recipe import resolve
 
@@ -191,7 +192,7 @@ def _common_problems(cfg: Mapping[str, Any], problems: list[Problem], engine: st
 
 
 def verl_plan(
-    task: Any, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
+    task: Task, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
 ) -> EnginePlan:
     """verl's ``main_ppo`` command with the recipe and the adapter wired in; writes the parquet
     data into ``out_dir``. Raises ``ConfigError`` listing every value without a counterpart."""
@@ -264,7 +265,7 @@ def verl_plan(
 
 
 def openrlhf_plan(
-    task: Any, reward: str, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
+    task: Task, reward: str, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
 ) -> EnginePlan:
     """OpenRLHF's ``train_ppo_ray`` command with the recipe and ``reward`` (the adapter file or
     ``rlvr serve``'s ``/get_reward`` URL) wired in; writes the JSONL data into ``out_dir``."""
@@ -371,7 +372,7 @@ def _hydra(value: Any) -> str:
     return str(value)
 
 
-def write_verl_data(task: Any, out_dir: Path) -> dict[str, str]:
+def write_verl_data(task: Task, out_dir: Path) -> dict[str, str]:
     """``train.parquet`` (and ``eval.parquet``) in verl's RL dataset layout."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -405,7 +406,7 @@ def write_verl_data(task: Any, out_dir: Path) -> dict[str, str]:
     return files
 
 
-def write_openrlhf_data(task: Any, out_dir: Path) -> dict[str, str]:
+def write_openrlhf_data(task: Task, out_dir: Path) -> dict[str, str]:
     """``train.jsonl`` (and ``eval.jsonl``): ``input`` (the rendered prompt, or chat messages when
     the task is a chat task) and ``label`` (the row's columns as a JSON object, which the adapter
     and the server read as columns)."""

@@ -1,6 +1,6 @@
 """What the reward server and the engine adapters share: a gated task's terms, the request
-shapes they accept, stand-in rewards for engines that cannot mask, and the counters behind
-``/metrics``.
+shapes they accept and stand-in rewards for engines that cannot mask (the counters behind
+``/metrics`` are in ``rlvr.serve.metrics``).
 
 The order of a scoring call, server or adapter alike:
 
@@ -23,17 +23,17 @@ fields (``engine_reward``, OpenRLHF's ``rewards``, verl's ``score``) carry the s
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
+from ..task import Task
+from .metrics import Metrics
 
 
 class RequestError(ValueError):
@@ -62,7 +62,8 @@ def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]
     if not isinstance(rows, list):
         raise RequestError(400, "field 'samples' must be a list of objects", "samples")
     _check_count(len(rows), max_rows, "samples")
-    samples, keys = [], []
+    samples: list[Sample] = []
+    keys: list[Hashable] = []
     for i, row in enumerate(rows):
         where = f"samples[{i}]"
         if not isinstance(row, Mapping):
@@ -142,7 +143,9 @@ def openrlhf_samples(body: Any, answer_column: str, max_rows: int) -> tuple[list
     for name, values in (("prompts", prompts), ("labels", labels)):
         if not isinstance(values, list) or len(values) != len(queries):
             raise RequestError(400, f"field '{name}' must be a list with one entry per query ({len(queries)})", name)
-    samples, keys, missing = [], [], 0
+    samples: list[Sample] = []
+    keys: list[Hashable] = []
+    missing = 0
     for i, (q, p, label) in enumerate(zip(queries, prompts, labels, strict=True)):
         if not isinstance(p, str):
             raise RequestError(400, "each prompt must be a string", f"prompts[{i}]")
@@ -265,156 +268,6 @@ class Imputer:
         return out
 
 
-# -- metrics ----------------------------------------------------------------------------------
-@dataclass
-class Metrics:
-    """Counters behind ``/metrics`` (Prometheus text exposition format 0.0.4), thread-safe."""
-
-    terms: list[str]
-    requests: dict[tuple[str, int], int] = field(default_factory=dict)
-    rejected: dict[str, int] = field(default_factory=dict)
-    samples: int = 0
-    masked: int = 0
-    deadline_rows: int = 0
-    outcomes: dict[tuple[str, str], int] = field(default_factory=dict)
-    error_kinds: dict[tuple[str, str], int] = field(default_factory=dict)
-    imputed: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    active: int = 0
-    capacity: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def request(self, endpoint: str, status: int) -> None:
-        with self._lock:
-            self.requests[(endpoint, status)] = self.requests.get((endpoint, status), 0) + 1
-
-    def reject(self, reason: str) -> None:
-        with self._lock:
-            self.rejected[reason] = self.rejected.get(reason, 0) + 1
-
-    def count_imputed(self, sources: Sequence[str | None]) -> None:
-        with self._lock:
-            for src in sources:
-                if src is not None:
-                    self.imputed[src] = self.imputed.get(src, 0) + 1
-
-    def scored(self, scored: Sequence[Scored], seconds: float, deadline_rows: int = 0) -> None:
-        with self._lock:
-            self.samples += len(scored)
-            self.seconds += seconds
-            self.deadline_rows += deadline_rows
-            for s in scored:
-                self.masked += s.masked
-                for name, v in s.verdicts.items():
-                    key = (name, v.outcome.value)
-                    self.outcomes[key] = self.outcomes.get(key, 0) + 1
-                    if v.error_kind:
-                        self.error_kinds[(name, v.error_kind)] = self.error_kinds.get((name, v.error_kind), 0) + 1
-
-    def rates(self) -> dict[str, dict[str, float]]:
-        """Per term: the share of samples with outcome error, error kind timeout, outcome
-        unparseable; and the masked share of all samples (key ``""``)."""
-        with self._lock:
-            n = self.samples or 1
-            out = {
-                t: {
-                    "error_rate": self.outcomes.get((t, Outcome.ERROR.value), 0) / n,
-                    "timeout_rate": self.error_kinds.get((t, "timeout"), 0) / n,
-                    "unparseable_rate": self.outcomes.get((t, Outcome.UNPARSEABLE.value), 0) / n,
-                }
-                for t in self.terms
-            }
-            out[""] = {"masked_rate": self.masked / n}
-            return out
-
-    def prometheus(self) -> str:
-        rates = self.rates()
-        lines: list[str] = []
-
-        def metric(name: str, kind: str, help_text: str, samples: Sequence[tuple[Mapping[str, str], float]]) -> None:
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
-            for labels, value in samples:
-                text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-                lines.append(f"{name}{{{text}}} {_num(value)}" if text else f"{name} {_num(value)}")
-
-        with self._lock:
-            metric(
-                "rlvr_serve_requests_total",
-                "counter",
-                "HTTP requests answered, by endpoint and status code.",
-                [({"endpoint": e, "code": str(c)}, n) for (e, c), n in sorted(self.requests.items())],
-            )
-            metric(
-                "rlvr_serve_rejected_total",
-                "counter",
-                "Requests refused before scoring, by reason.",
-                [({"reason": r}, n) for r, n in sorted(self.rejected.items())],
-            )
-            metric("rlvr_serve_samples_total", "counter", "Samples scored.", [({}, self.samples)])
-            metric(
-                "rlvr_serve_masked_total",
-                "counter",
-                "Samples masked (some term could not decide).",
-                [({}, self.masked)],
-            )
-            metric(
-                "rlvr_serve_deadline_samples_total",
-                "counter",
-                "Samples not scored before the request deadline (masked, error kind timeout).",
-                [({}, self.deadline_rows)],
-            )
-            metric(
-                "rlvr_serve_outcomes_total",
-                "counter",
-                "Verdicts by term and outcome.",
-                [({"term": t, "outcome": o}, n) for (t, o), n in sorted(self.outcomes.items())],
-            )
-            metric(
-                "rlvr_serve_errors_total",
-                "counter",
-                "Error verdicts by term and kind.",
-                [({"term": t, "kind": k}, n) for (t, k), n in sorted(self.error_kinds.items())],
-            )
-            metric(
-                "rlvr_serve_imputed_total",
-                "counter",
-                "Masked samples given a stand-in reward for an engine, by source.",
-                [({"source": s}, n) for s, n in sorted(self.imputed.items())],
-            )
-            metric("rlvr_serve_scoring_seconds_total", "counter", "Seconds spent scoring.", [({}, self.seconds)])
-            metric(
-                "rlvr_serve_batches_active",
-                "gauge",
-                "Batches admitted and not finished (scoring or waiting).",
-                [({}, self.active)],
-            )
-            metric(
-                "rlvr_serve_batches_capacity",
-                "gauge",
-                "Batches admitted at most; beyond it requests get 503.",
-                [({}, self.capacity)],
-            )
-        for key, help_text in (
-            ("error_rate", "Share of samples whose verdict is an error (masked), by term."),
-            ("timeout_rate", "Share of samples whose verdict is a timeout error, by term."),
-            ("unparseable_rate", "Share of samples with no answer span to judge, by term."),
-        ):
-            metric(f"rlvr_serve_term_{key}", "gauge", help_text, [({"term": t}, r[key]) for t, r in rates.items() if t])
-        metric("rlvr_serve_masked_rate", "gauge", "Share of samples masked.", [({}, rates[""]["masked_rate"])])
-        return "\n".join(lines) + "\n"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _num(value: float) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return repr(float(value)) if math.isfinite(value) else "NaN"
-
-
 # -- the scorer -------------------------------------------------------------------------------
 def deadline_scored(names: Sequence[str], n: int, deadline: float) -> list[Scored]:
     """``n`` rows that were not scored before the request's deadline: every term an ``error`` of
@@ -427,7 +280,7 @@ class Scorer:
     """A gated task's reward terms and what every response carries (``meta``)."""
 
     def __init__(
-        self, task: Any, reward_set: RewardSet, gate: Mapping[str, Any], *, fallback: float = 0.0, history: int = 4096
+        self, task: Task, reward_set: RewardSet, gate: Mapping[str, Any], *, fallback: float = 0.0, history: int = 4096
     ) -> None:
         self.task = task
         self.reward_set = reward_set
@@ -441,7 +294,7 @@ class Scorer:
             self.success = None
         from ..gate.record import sha256_file
 
-        self.meta = {
+        self.meta: dict[str, Any] = {
             "task": task.name,
             "task_path": str(task.path),
             "task_sha256": sha256_file(task.path),
