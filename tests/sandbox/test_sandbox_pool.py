@@ -9,7 +9,8 @@ import time
 import pytest
 
 from rlvr.errors import SandboxError
-from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool, choose_python
+from rlvr.sandbox.interpreter import choose_python
+from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
 
 
 class Script:
@@ -167,11 +168,11 @@ def test_cpu_bound_loop_is_a_timeout_not_a_crash():
 
 
 def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path, monkeypatch):
-    import rlvr.sandbox.pool as pool_mod
+    from rlvr.sandbox import worker as worker_mod
 
     broken = tmp_path / "harness.py"
     broken.write_text("raise SystemExit('harness exploded on purpose')\n")
-    monkeypatch.setattr(pool_mod, "HARNESS", broken)
+    monkeypatch.setattr(worker_mod, "HARNESS", broken)
     with pytest.raises(SandboxError, match="exploded on purpose"):
         SandboxPool(1).start()
 

@@ -54,8 +54,10 @@ from __future__ import annotations
 
 from .checks import Judgement, LegacyRun, StdioRun, TestRun
 from .decoding import decode
+from .interpreter import choose_python
 from .plans import BadTestsError, CheckPlan, plan_stdio, plan_tests
-from .pool import LAYERS, Conversation, Layers, Limits, SandboxPool, SessionEnd, choose_python
+from .pool import LAYERS, Layers, Limits, SandboxPool
+from .worker import Conversation, SessionEnd
 
 __all__ = [
     "LAYERS",

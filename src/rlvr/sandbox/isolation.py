@@ -1,8 +1,9 @@
 """The isolation layers, as thin ``ctypes`` wrappers over Linux system calls. Standard library
-only: imported by ``harness.py`` inside the worker's interpreter, never by the trainer.
+only: imported by ``harness.py`` and ``probing.py`` inside the worker's interpreter, never by the
+trainer.
 
 Each function either applies one layer or raises ``OSError`` saying why it cannot; the worker
-probes them at start-up (``harness.probe_layers``) and reports the result. x86-64 system call
+probes them at start-up (``probing.probe_layers``) and reports the result. x86-64 system call
 numbers are used for clone and Landlock (the only architecture tested here).
 """
 
@@ -32,7 +33,7 @@ libc.syscall.restype = ctypes.c_long
 pylib.syscall.restype = ctypes.c_long
 
 
-def _err(what):
+def os_error(what):
     e = ctypes.get_errno()
     return OSError(e, f"{what}: {os.strerror(e)}")
 
@@ -46,7 +47,7 @@ def setup_namespaces(layers, hide):
     if os.geteuid() != 0:
         flags |= CLONE_NEWUSER  # unprivileged: namespaces need a user namespace of our own
     if libc.unshare(flags) != 0:
-        layers["netns"] = layers["mountns"] = layers["ipcns"] = "unavailable: " + str(_err("unshare"))
+        layers["netns"] = layers["mountns"] = layers["ipcns"] = "unavailable: " + str(os_error("unshare"))
         return
     if flags & CLONE_NEWUSER:
         try:
@@ -61,7 +62,7 @@ def setup_namespaces(layers, hide):
             return
     layers["netns"] = "active"
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        layers["mountns"] = "unavailable: " + str(_err("make / private"))
+        layers["mountns"] = "unavailable: " + str(os_error("make / private"))
         return
     hidden, failed = [], []
     for d in hide:
@@ -86,7 +87,7 @@ def mount_tmpfs(path, opts):
 def detach(path):
     """Unmount at once, whatever is inside (no tree walk, no recursion limit)."""
     if libc.umount2(path.encode(), MNT_DETACH) != 0:
-        raise _err(f"umount {path}")
+        raise os_error(f"umount {path}")
 
 
 def landlock_abi():
@@ -113,7 +114,7 @@ def apply_landlock(abi, readable, writable):
 
 def restrict_self(fd):
     if libc.syscall(SYS_landlock_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-        raise _err("landlock_restrict_self")
+        raise os_error("landlock_restrict_self")
 
 
 def build_ruleset(abi, readable, writable):
@@ -131,7 +132,7 @@ def build_ruleset(abi, readable, writable):
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     fd = libc.syscall(SYS_landlock_create_ruleset, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if fd < 0:
-        raise _err("landlock_create_ruleset")
+        raise os_error("landlock_create_ruleset")
     read_dir = (1 << 0) | (1 << 2) | (1 << 3)
     read_file = (1 << 0) | (1 << 2)
     file_rw = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)
@@ -152,7 +153,7 @@ def build_ruleset(abi, readable, writable):
             )
             os.close(pfd)
             if rc != 0:
-                raise _err(f"landlock_add_rule {path}")
+                raise os_error(f"landlock_add_rule {path}")
     except BaseException:
         os.close(fd)
         raise
@@ -263,7 +264,7 @@ class _SockFprog(ctypes.Structure):
 def apply_seccomp(bpf):
     prog = _SockFprog(len(bpf) // 8, bpf)
     if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
-        raise _err("seccomp filter")
+        raise os_error("seccomp filter")
 
 
 def vmsize():

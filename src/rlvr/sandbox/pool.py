@@ -1,49 +1,34 @@
 """The trusted side of the sandbox: a pool of freshly spawned worker processes.
 
-Workers are started with ``subprocess`` (fork + exec of a *fresh* interpreter), never forked from
-the trainer: the trainer's address space would break the address-space budget and it holds
-secrets (tokens in the environment, open files, GPU handles). Workers get a minimal environment,
-no inherited file descriptors and their own session.
+Workers are started with ``subprocess`` (fork + exec of a *fresh* interpreter, chosen in
+``interpreter.py``), never forked from the trainer: the trainer's address space would break the
+address-space budget and it holds secrets (tokens in the environment, open files, GPU handles).
+Workers get a minimal environment, no inherited file descriptors and their own session.
 
-The interpreter the workers run must be importable by the unprivileged uid the children drop
-to. It is chosen at start-up by probing each candidate *as that uid*: the ``python`` argument,
-then Debian's ``/usr/bin/python3``, then the trainer's own interpreter. When none imports (pyenv
-under a 0700 ``/root``), the pool runs with the uid layer reported as unavailable, never silently.
-
-A sample is a *conversation* (``checks.TestRun``, ``StdioRun``, ``LegacyRun``): the trusted side
-sends batches of operations, the child answers each, and all judging happens here, between
-batches. The child's answers are framed JSON, at most ``MAX_FRAME`` bytes each; the worker caps a
-sample's answers at 4 MiB. The pool owns a second deadline above the worker's: a worker that
-does not answer within the sample's timeout plus a grace period is killed and replaced, and the
-sample is an infrastructure error (``sandbox``). The pool keeps serving after any sample,
-whatever it did.
+Each sample is a conversation run by one worker (``worker.py``). The pool owns a second deadline
+above the worker's: a worker that does not answer within the sample's timeout plus a grace
+period is killed and replaced, and the sample is an infrastructure error (``sandbox``). The pool
+keeps serving after any sample, whatever it did.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import queue
-import selectors
-import struct
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
 
 from ..errors import SandboxError
+from .interpreter import UID_BASE, choose_python
+from .worker import Conversation, SessionEnd, Worker
 
-HARNESS = Path(__file__).with_name("harness.py")
 LAYERS = ("rlimits", "no_new_privs", "netns", "mountns", "ipcns", "workdir", "uid", "landlock", "seccomp", "pidns")
 LAYER_FIX = {
     "netns": "run as root, or enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
     "mountns": "run as root, or enable unprivileged user namespaces",
-    "uid": "run the pool as root with an interpreter the uid can import (Debian's /usr/bin/python3: apt-get install python3)",
+    "uid": "run the pool as root with an interpreter the uid can import"
+    " (Debian's /usr/bin/python3: apt-get install python3)",
     "landlock": "use a kernel with Landlock enabled (lsm=landlock,...)",
     "seccomp": "install libseccomp2 (scripts/install-system-deps.sh)",
     "pidns": "run as root, or enable unprivileged user namespaces",
@@ -52,8 +37,6 @@ LAYER_FIX = {
     "no_new_privs": "a Linux kernel >= 3.5",
     "rlimits": "a POSIX system",
 }
-GRACE_S = 5.0
-UID_BASE = 61000
 _warned = False
 
 
@@ -92,261 +75,6 @@ class Layers:
         return "\n".join(lines)
 
 
-class Conversation(Protocol):
-    """The trusted side of one sample. ``first()`` gives the first batch of operations for the
-    child; ``feed(answers, ended)`` receives the child's answers to the last batch (fewer than
-    asked when the child stopped; ``ended`` then says so) and returns the next batch, or None
-    when it has what it needs. All judging happens in ``feed``, in the trainer's process."""
-
-    timeout: float
-
-    def first(self) -> list[dict[str, Any]]: ...
-
-    def feed(self, answers: list[Any], ended: bool) -> list[dict[str, Any]] | None: ...
-
-
-@dataclass(frozen=True)
-class SessionEnd:
-    """How a sample's session ended, as measured by the worker (never as claimed by the child).
-    ``why``: ``ended`` (the trainer had what it needed), ``exited`` (the child ended itself),
-    ``closed`` (the child closed its answer pipe), ``timeout`` (the wall-clock deadline, or CPU
-    time at the limit), ``output_limit``, or ``sandbox: ...`` (the infrastructure failed).
-    ``maxrss``: the child's peak resident memory in bytes, from the kernel."""
-
-    why: str
-    wall: float = 0.0
-    cpu: float = 0.0
-    maxrss: int = 0
-    status: str = ""
-
-
-MAX_FRAME = 1 << 20  # one answer of the child, bytes (the worker caps all answers at 4 MiB)
-
-
-# -- choosing the interpreter ------------------------------------------------------------------
-_PROBE = """
-import os, sys
-u = int(sys.argv[1])
-if u >= 0:
-    os.setgroups([]); os.setresgid(u, u, u); os.setresuid(u, u, u)
-import fractions, json, email.mime.text, xml.dom.minidom
-assert sys.version_info >= (3, 8)
-print("ok")
-"""
-
-
-def choose_python(explicit: str | None = None, uid: int | None = UID_BASE) -> tuple[str, int | None, str]:
-    """(interpreter, uid or None, note). Each candidate is probed by importing the standard
-    library as ``uid``; the first that works wins."""
-    candidates = [c for c in (explicit, "/usr/bin/python3", sys.executable) if c]
-    seen: list[str] = []
-    if uid is None or os.geteuid() != 0:
-        for c in candidates:
-            if _probe(c, -1):
-                return c, None, "not root: children keep this uid"
-        raise SandboxError(f"no usable Python interpreter for the sandbox workers (tried {', '.join(candidates)})")
-    for c in candidates:
-        if c in seen or not os.path.exists(c):
-            continue
-        seen.append(c)
-        if _probe(c, uid):
-            return c, uid, ""
-    for c in seen:
-        if _probe(c, -1):
-            return c, None, f"no interpreter imports its standard library as uid {uid} (tried {', '.join(seen)})"
-    raise SandboxError(f"no usable Python interpreter for the sandbox workers (tried {', '.join(seen)})")
-
-
-def _probe(python: str, uid: int) -> bool:
-    try:
-        out = subprocess.run(
-            [python, "-I", "-S", "-c", _PROBE, str(uid)], capture_output=True, timeout=20, env=_worker_env(), cwd="/"
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and out.stdout.strip() == b"ok"
-
-
-def _worker_env() -> dict[str, str]:
-    # No secrets: the trainer's environment (tokens, keys) never reaches a worker.
-    return {
-        "PATH": "/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
-
-
-# -- one worker --------------------------------------------------------------------------------
-class _Worker:
-    def __init__(self, python: str, cfg: dict[str, object]) -> None:
-        self.errfile = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [python, "-I", "-S", str(HARNESS), json.dumps(cfg)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errfile,
-            env=_worker_env(),
-            cwd="/",
-            start_new_session=True,
-            close_fds=True,
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.win, self.rout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        self.buf = bytearray()
-        self.pos = 0
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.rout, selectors.EVENT_READ)
-        hello = self.frame(60.0)
-        if hello is None or hello[0] != b"H":
-            self.errfile.seek(0)
-            err = self.errfile.read().decode("utf-8", "replace").strip().splitlines()
-            self.kill()
-            raise SandboxError(f"a sandbox worker failed to start ({python}): {err[-1] if err else 'no output'}")
-        self.layers: dict[str, str] = json.loads(hello[1])["hello"]
-
-    def send(self, kind: bytes, payload: bytes, before: bytes = b"") -> None:
-        data = before + kind + struct.pack(">I", len(payload)) + payload
-        while data:
-            data = data[os.write(self.win, data) :]
-
-    def frame(self, timeout: float) -> tuple[bytes, bytes] | None:
-        """The worker's next frame (type, payload), or None on timeout or end of file. Reads
-        in large chunks into one buffer (a sample's answers come as many small frames)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            p = self.pos
-            if len(self.buf) - p >= 5:
-                n = struct.unpack(">I", self.buf[p + 1 : p + 5])[0]
-                if len(self.buf) - p >= 5 + n:
-                    kind, body = bytes(self.buf[p : p + 1]), bytes(self.buf[p + 5 : p + 5 + n])
-                    self.pos = p + 5 + n
-                    if self.pos > (1 << 20) or self.pos == len(self.buf):
-                        del self.buf[: self.pos]  # compact now and then, not per frame
-                        self.pos = 0
-                    return kind, body
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.sel.select(left):
-                return None
-            chunk = os.read(self.rout, 1 << 20)
-            if not chunk:
-                return None
-            self.buf += chunk
-
-    def session(self, conv: Conversation, timeout: float) -> SessionEnd:
-        """Run one conversation. The worker owns the child's deadline; this one (timeout plus a
-        grace period) only catches a worker that stopped answering."""
-        deadline = time.monotonic() + timeout + GRACE_S
-        head = json.dumps({"timeout": timeout}).encode()
-        pending = b"J" + struct.pack(">I", len(head)) + head  # sent with the first batch: one write
-        stream = bytearray()  # the child's answers as the worker forwards them: 4-byte length + JSON
-        pos = 0  # parsed up to here (an offset, not slicing: a child can send many tiny frames)
-        end: SessionEnd | None = None
-        ops: list[dict[str, Any]] | None = conv.first()
-        if ops is None:
-            self.send(b"J", head)  # nothing to ask: the session still starts and ends cleanly
-        over = ""
-        while ops is not None:
-            self.send(b"D", json.dumps({"ops": ops}, separators=(",", ":")).encode(), pending)
-            pending = b""
-            answers: list[Any] = []
-            while len(answers) < len(ops) and end is None and not over:
-                # Whole answers already buffered first.
-                if len(stream) - pos >= 4:
-                    n = struct.unpack(">I", stream[pos : pos + 4])[0]
-                    if n > MAX_FRAME:
-                        over = f"an answer of {n} bytes is over the {MAX_FRAME}-byte limit"
-                        break
-                    if len(stream) - pos >= 4 + n:
-                        try:
-                            answers.append(json.loads(bytes(stream[pos + 4 : pos + 4 + n])))
-                        except (ValueError, RecursionError):
-                            answers.append(["garbled"])
-                        pos += 4 + n
-                        if pos > MAX_FRAME:
-                            del stream[:pos]
-                            pos = 0
-                        continue
-                got = self.frame(max(0.0, deadline - time.monotonic()))
-                if got is None:
-                    raise SandboxError(
-                        "the worker did not answer in time" if self.proc.poll() is None else "the worker died"
-                    )
-                kind, body = got
-                if kind == b"R":
-                    stream += body
-                elif kind == b"S":
-                    end = _end(body)
-            if over:
-                break
-            try:
-                ops = conv.feed(answers, end is not None)
-            except Exception as exc:  # noqa: BLE001 - end the session cleanly, then report it
-                over, ops = f"sandbox: the trusted side failed: {type(exc).__name__}: {exc}", None
-            if end is not None:
-                break
-        if end is None:
-            self.send(b"E", b"")
-            while end is None:
-                got = self.frame(max(0.0, deadline - time.monotonic()))
-                if got is None:
-                    raise SandboxError(
-                        "the worker did not answer in time" if self.proc.poll() is None else "the worker died"
-                    )
-                if got[0] == b"S":
-                    end = _end(got[1])
-        if over.startswith("sandbox"):
-            return SessionEnd(over)
-        if over:
-            conv.feed([], True)
-            return SessionEnd("output_limit", end.wall, end.cpu, end.maxrss, over)
-        return end
-
-    def kill(self) -> None:
-        try:
-            self.sel.close()
-        except (OSError, AttributeError):
-            pass
-        try:
-            os.killpg(self.proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
-        self.errfile.close()
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self.kill()
-
-
-def _end(body: bytes) -> SessionEnd:
-    d = json.loads(body)
-    return SessionEnd(
-        str(d.get("why")),
-        float(d.get("wall", 0.0)),
-        float(d.get("cpu", 0.0)),
-        int(d.get("maxrss", 0)),
-        str(d.get("status", "")),
-    )
-
-
-# -- the pool ----------------------------------------------------------------------------------
 class SandboxPool:
     """A pool of sandbox workers. ``run(jobs)`` runs them in parallel and returns one
     ``SessionEnd`` per conversation, in order. Thread-safe; workers start on first use.
@@ -373,7 +101,7 @@ class SandboxPool:
         self.strict = strict
         self.python_hint = python
         self.uid_base = uid_base
-        self._workers: list[_Worker | None] = []
+        self._workers: list[Worker | None] = []
         self._python = ""
         self._uid: int | None = None
         self._note = ""
@@ -407,7 +135,7 @@ class SandboxPool:
         self._python, self._uid, self._note = choose_python(
             self.python_hint, self.uid_base if "uid" in self.enable else None
         )
-        first = _Worker(self._python, self._cfg(0))
+        first = Worker(self._python, self._cfg(0))
         self._workers = [first] + [None] * (self.n - 1)
         status = dict(first.layers)
         if self._note and "uid" in self.enable and not status.get("uid", "").startswith("active"):
@@ -428,7 +156,7 @@ class SandboxPool:
                 + " (see `rlvr sandbox check`; use strict mode to refuse)\n"
             )
         for i in range(1, self.n):
-            self._workers[i] = _Worker(self._python, self._cfg(i))
+            self._workers[i] = Worker(self._python, self._cfg(i))
         self._layers = layers
         return layers
 
@@ -469,7 +197,7 @@ class SandboxPool:
                 if worker is not None:
                     worker.kill()
                     self.restarts += 1
-                worker = self._workers[slot] = _Worker(self._python, self._cfg(slot))
+                worker = self._workers[slot] = Worker(self._python, self._cfg(slot))
             end = worker.session(conv, float(conv.timeout or self.limits.timeout))
             if getattr(conv, "restart", False):
                 conv.restart = False  # type: ignore[attr-defined]
