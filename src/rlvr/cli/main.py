@@ -15,7 +15,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 # The commands in workflow order: name -> module.
 COMMANDS: dict[str, str] = {
@@ -38,32 +38,34 @@ COMMANDS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
+    """One clear line on a bad argument, and ``--debug`` on every parser: shown on ``rlvr`` itself,
+    hidden after a command and after a nested one (``rlvr task check x --debug``), which argparse
+    builds with this class too (a subparser's class defaults to its parent's)."""
+
+    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if top:
+            self.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+        else:  # SUPPRESS: a command's parser leaves the value set before the command alone
+            self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
     def error(self, message: str) -> NoReturn:  # one clear line, not usage + error
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rlvr", description="GRPO on verifiable rewards, with the gates that keep it honest.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    parser = _Parser(
+        prog="rlvr", description="GRPO on verifiable rewards, with the gates that keep it honest.", top=True
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         # help= strings are %-formatted by argparse, descriptions are not: one HELP text for both.
         p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.configure(p)
-        _accept_debug(p)
         p.set_defaults(_run=module.run)
     return parser
-
-
-def _accept_debug(parser: argparse.ArgumentParser) -> None:
-    """``--debug`` after a command and after a nested one (``rlvr task check x --debug``)."""
-    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for nested in set(action.choices.values()):
-                _accept_debug(nested)
 
 
 def main(argv: list[str] | None = None) -> int:
