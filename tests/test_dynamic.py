@@ -412,7 +412,7 @@ def test_two_processes_make_the_same_decisions_as_one(tmp_path: Path, monkeypatc
 
 
 # -- resample: the pure parts -----------------------------------------------------------------
-from rlvr.train.dynamic import Pick, assemble, pick_groups, refill  # noqa: E402
+from rlvr.train.resample import Pick, assemble, pick_groups, refill  # noqa: E402
 
 
 def test_resample_keeps_groups_with_variance_in_order_and_asks_for_what_the_neediest_process_lacks() -> None:

@@ -10,7 +10,7 @@ import yaml
 
 from rlvr.cli.main import main
 from rlvr.errors import ConfigError, PlanError
-from rlvr.plan import recipe
+from rlvr.plan import recipe, runconfig, validate
 from rlvr.plan.build import PlanRequest, build_plan
 
 ARITH = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
@@ -49,11 +49,11 @@ def test_plan_missing_task_is_one_line_and_exit_1(tmp_path: Path, capsys):
 def test_cpu_plan_of_the_builtin_task_is_valid_and_readable_back(tmp_path: Path, capsys):
     out = tmp_path / "plan.yaml"
     assert main(["plan", str(ARITH), "--gpus", "0", "-o", str(out)]) == 0
-    grpo, meta = recipe.read_config(out)
+    grpo, meta = runconfig.read_config(out)
     assert grpo["use_cpu"] is True and grpo["bf16"] is False and grpo["use_vllm"] is False
     assert grpo["learning_rate"] == 1e-4  # the task's override survives
     assert meta.variant == "grpo" and meta.model == "builtin:tiny"
-    assert recipe.validate(grpo, target=recipe.Target()) == []
+    assert validate.validate(grpo, target=recipe.Target()) == []
     assert "rlvr train" in capsys.readouterr().out
 
 
@@ -70,7 +70,7 @@ def test_eight_gpu_plan_writes_an_accelerate_file_and_the_server_command(tmp_pat
     text = capsys.readouterr().out
     assert "trl vllm-serve --model Qwen/Qwen2.5-7B" in text and "CUDA_VISIBLE_DEVICES=0 " in text
     assert "accelerate launch --config_file" in text and "-m rlvr.cli.main train" in text
-    grpo, meta = recipe.read_config(out)
+    grpo, meta = runconfig.read_config(out)
     assert grpo["vllm_mode"] == "server" and grpo["vllm_server_host"] == "127.0.0.1" and meta.model == "Qwen/Qwen2.5-7B"
     acc = [p for p in tmp_path.glob("accelerate_*.yaml")]
     assert len(acc) == 1 and yaml.safe_load(acc[0].read_text())["num_processes"] == 7
@@ -122,7 +122,7 @@ def test_small_group_needs_a_justification_and_it_is_stored(tmp_path: Path, caps
     assert (
         main(["plan", str(task), "--gpus", "0", "-o", str(out), "--justify", "num_generations=one-token answers"]) == 0
     )
-    assert recipe.read_config(out)[1].justifications == {"num_generations": "one-token answers"}
+    assert runconfig.read_config(out)[1].justifications == {"num_generations": "one-token answers"}
 
 
 def test_justification_written_in_the_task_is_stored(tmp_path: Path):

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from rlvr.errors import ConfigError
-from rlvr.plan import recipe
-from rlvr.plan.recipe import ConfigMeta, ModelFacts, Target
+from rlvr.plan import recipe, runconfig, validate
+from rlvr.plan.recipe import ModelFacts, Target
+from rlvr.plan.runconfig import ConfigMeta
 
 CPU = {"gpus": 0, "bf16": False}
 ONE_GPU = {"gpus": 1, "bf16": True, "vllm": True}
@@ -19,7 +20,7 @@ GEN = {"temperature": 0.7, "max_completion_length": 256}
 def problems_at(cfg, **kw):
     kw.setdefault("target", Target())
     kw.setdefault("installed_trl", "1.16.0")
-    return {p.where for p in recipe.validate(cfg, **kw)}
+    return {p.where for p in validate.validate(cfg, **kw)}
 
 
 def test_resolve_keeps_every_recipe_value_when_the_task_sets_nothing():
@@ -107,18 +108,18 @@ def test_unknown_variant_is_a_config_error():
 
 def test_resolved_recipe_is_valid_against_the_installed_trl():
     cfg = recipe.resolve({}, generation=GEN, hw=CPU)
-    assert recipe.validate(cfg, target=Target()) == []
+    assert validate.validate(cfg, target=Target()) == []
 
 
 def test_unknown_key_is_flagged_with_the_closest_real_field():
     cfg = {**recipe.resolve({}, generation=GEN, hw=CPU), "learning_rat": 1e-6}
-    found = [p for p in recipe.validate(cfg, target=Target(), installed_trl="1.16.0") if p.where == "learning_rat"]
+    found = [p for p in validate.validate(cfg, target=Target(), installed_trl="1.16.0") if p.where == "learning_rat"]
     assert len(found) == 1 and "'learning_rate'" in found[0].fix
 
 
 def test_unknown_keys_use_trl_field_names_not_a_copy():
-    assert "vllm_importance_sampling_correction" in recipe.grpo_fields()  # a field added in TRL 0.23
-    assert "max_prompt_length" not in recipe.grpo_fields()  # removed from TRL's GRPOConfig
+    assert "vllm_importance_sampling_correction" in validate.grpo_fields()  # a field added in TRL 0.23
+    assert "max_prompt_length" not in validate.grpo_fields()  # removed from TRL's GRPOConfig
 
 
 def test_trl_version_outside_the_tested_range_is_flagged():
@@ -250,7 +251,7 @@ def test_every_problem_is_reported_at_once():
         "loss_type": "ppo",
     }
     with pytest.raises(ConfigError) as err:
-        recipe.check(cfg, target=Target(gpus=1, bf16=False), installed_trl="2.0.0")
+        validate.check(cfg, target=Target(gpus=1, bf16=False), installed_trl="2.0.0")
     where = {p.where for p in err.value.problems}
     assert {"lerning_rate", "trl", "num_generations", "bf16", "vllm_mode", "vllm_server_host", "loss_type"} <= where
     assert all(p.fix for p in err.value.problems)  # each says how to fix it
@@ -262,8 +263,8 @@ def test_flat_config_round_trips_values_and_justifications(tmp_path: Path):
     meta = ConfigMeta(
         variant="dapo", justifications={"num_generations": "short answers"}, task="t.yaml", model="builtin:tiny"
     )
-    path = recipe.write_config(tmp_path / "plan.yaml", cfg, meta, header="a plan\nline two")
-    grpo, back = recipe.read_config(path)
+    path = runconfig.write_config(tmp_path / "plan.yaml", cfg, meta, header="a plan\nline two")
+    grpo, back = runconfig.read_config(path)
     assert grpo == cfg
     assert (
         back.variant == "dapo"
@@ -281,7 +282,7 @@ def test_flat_config_has_only_keys_trls_parser_consumes(tmp_path: Path):
 
     cfg = recipe.resolve({}, generation=GEN, hw={**ONE_GPU, "gpus": 4}, variant="gspo")
     cfg["vllm_server_host"] = "127.0.0.1"
-    path = recipe.write_config(tmp_path / "plan.yaml", cfg, ConfigMeta(variant="gspo", justifications={"x": "y"}))
+    path = runconfig.write_config(tmp_path / "plan.yaml", cfg, ConfigMeta(variant="gspo", justifications={"x": "y"}))
     raw = yaml.safe_load(path.read_text())
     raw.pop("env")  # TRL pops env: and exports it
     parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig, DatasetMixtureConfig))
@@ -292,7 +293,7 @@ def test_cpu_flat_config_parses_into_a_grpo_config(tmp_path: Path, monkeypatch):
     from trl import GRPOConfig, TrlParser
 
     cfg = recipe.resolve({}, generation=GEN, hw=CPU)
-    path = recipe.write_config(tmp_path / "plan.yaml", cfg, ConfigMeta(justifications={"num_generations": "r"}))
+    path = runconfig.write_config(tmp_path / "plan.yaml", cfg, ConfigMeta(justifications={"num_generations": "r"}))
     monkeypatch.delenv("RLVR_JUSTIFY_NUM_GENERATIONS", raising=False)
     (args,) = TrlParser((GRPOConfig,)).parse_args_and_config(
         ["--config", str(path), "--output_dir", str(tmp_path / "out")]
@@ -319,7 +320,7 @@ def test_read_config_reads_a_run_directorys_config(tmp_path: Path):
             }
         )
     )
-    grpo, meta = recipe.read_config(path)
+    grpo, meta = runconfig.read_config(path)
     assert (
         grpo == {"loss_type": "dr_grpo", "beta": 0.0}
         and meta.variant == "dr_grpo"
@@ -331,14 +332,14 @@ def test_read_config_names_the_file_when_it_is_not_a_mapping(tmp_path: Path):
     path = tmp_path / "bad.yaml"
     path.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="bad.yaml"):
-        recipe.read_config(path)
+        runconfig.read_config(path)
 
 
 def test_write_config_leaves_the_old_plan_when_the_new_one_cannot_be_serialised(tmp_path: Path):
-    path = recipe.write_config(tmp_path / "plan.yaml", {"beta": 0.0}, ConfigMeta())
+    path = runconfig.write_config(tmp_path / "plan.yaml", {"beta": 0.0}, ConfigMeta())
     before = path.read_text()
     with pytest.raises(Exception):  # noqa: B017 - yaml's RepresenterError
-        recipe.write_config(path, {"beta": object()}, ConfigMeta())
+        runconfig.write_config(path, {"beta": object()}, ConfigMeta())
     assert path.read_text() == before
 
 
@@ -364,7 +365,7 @@ def test_dapo_term_patch_builds_with_the_builtin_overlong_verifier():
 def test_dynamic_sampling_is_rlvrs_option_not_a_grpo_config_value() -> None:
     cfg = recipe.resolve({"dynamic": {"mode": "resample"}, "learning_rate": 1e-4}, generation=GEN, hw=CPU)
     assert "dynamic" not in cfg and cfg["learning_rate"] == 1e-4
-    assert not recipe.validate(cfg, target=Target(), known_fields=set(cfg), installed_trl="1.16.0")
+    assert not validate.validate(cfg, target=Target(), known_fields=set(cfg), installed_trl="1.16.0")
 
 
 def test_the_dapo_overlay_turns_dynamic_sampling_on_and_plain_grpo_leaves_it_off() -> None:

@@ -50,12 +50,12 @@ CHECK_HARDWARE = {"gpus": 1, "bf16": True, "vllm": False}
 
 def grpo_problems(task: Task) -> list[Problem]:
     """The problems ``rlvr train`` would raise for the task's ``grpo:`` section (one GPU, bf16)."""
-    from .plan import recipe
+    from .plan import recipe, validate
 
     cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=CHECK_HARDWARE, seed=task.seed)
     cfg["reward_weights"] = [t.weight for t in task.rewards]
     target = recipe.Target(gpus=1, bf16=True, processes=1)
-    problems = recipe.validate(
+    problems = validate.validate(
         cfg, target=target, model=_task_model_facts(task), justified=recipe.justifications(task.grpo)
     )
     out = [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
@@ -76,11 +76,11 @@ def grpo_problems(task: Task) -> list[Problem]:
 
 def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:
     """Keys of an ``sft:`` section (or ``--set`` overrides) that SFTConfig does not have."""
-    from .plan import recipe
+    from .plan import validate
 
-    return recipe.unknown_keys(
+    return validate.unknown_keys(
         {k: v for k, v in settings.items() if k not in SFT_OWN_KEYS},
-        recipe.sft_fields(),
+        validate.sft_fields(),
         what="SFTConfig",
         prefix=where,
     )

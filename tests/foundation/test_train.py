@@ -198,7 +198,7 @@ def test_qlora_on_cpu_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
-    from rlvr.plan.recipe import ConfigMeta, write_config
+    from rlvr.plan.runconfig import ConfigMeta, write_config
 
     task = load_task(make_task(tmp_path / "task", shaping=True))
     grpo, _ = read_config_file(_write_run_config(tmp_path, task))
@@ -546,14 +546,14 @@ def test_rlvr_score_reads_the_kept_rollouts(two_step_run: tuple[Path, object], t
 
 
 def test_a_finished_run_is_recognised_by_its_step_target(tmp_path: Path) -> None:
-    from rlvr.train import _finished
+    from rlvr.train.rundir import run_finished
 
     (tmp_path / "final").mkdir()
     done = {"status": "done", "steps": 40, "max_steps": 40}
-    assert _finished(done, 40, tmp_path / "final") and _finished(done, -1, tmp_path / "final")
-    assert not _finished(done, 60, tmp_path / "final")  # a higher --max-steps trains further
-    assert not _finished({**done, "status": "stopped"}, 40, tmp_path / "final")
-    assert not _finished(done, 40, tmp_path / "missing")
+    assert run_finished(done, 40, tmp_path / "final") and run_finished(done, -1, tmp_path / "final")
+    assert not run_finished(done, 60, tmp_path / "final")  # a higher --max-steps trains further
+    assert not run_finished({**done, "status": "stopped"}, 40, tmp_path / "final")
+    assert not run_finished(done, 40, tmp_path / "missing")
 
 
 def test_stop_thresholds_in_a_config_file_are_read_from_either_form(tmp_path: Path) -> None:

@@ -32,17 +32,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run",
         metavar="RUN",
-        help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL metric names",
+        help="a run directory, a TRL trainer_state.json (or checkpoint folder), a metrics.jsonl or a CSV with TRL "
+        "metric names",
     )
     parser.add_argument(
         "--config",
         metavar="PATH",
-        help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on TRL/CSV input)",
+        help="the run's config.yaml, when it is not beside the metrics (needed for config-dependent checks on "
+        "TRL/CSV input)",
     )
     parser.add_argument(
         "--engine",
         choices=("verl", "openrlhf"),
-        help="RUN is that engine's log (a verl file-logger JSONL, or TensorBoard events of either), read under rlvr's metric names",
+        help="RUN is that engine's log (a verl file-logger JSONL, or TensorBoard events of either), read under "
+        "rlvr's metric names",
     )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON instead of the readable report")
     parser.add_argument(

@@ -18,7 +18,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--config",
-        help="a GRPOConfig YAML written by `rlvr plan` (or a flat `trl grpo --config` file); task values are overridden by it",
+        help="a GRPOConfig YAML written by `rlvr plan`, a flat `trl grpo --config` file, or a run's own config.yaml "
+        "(same settings, PEFT included); task values are overridden by it",
     )
     p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps (smoke runs)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
@@ -37,7 +38,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--peft",
         choices=["none", "lora", "qlora"],
-        help="train a LoRA adapter (rank 16, all linear layers; merged into final/, adapter in final/adapter) or QLoRA (4-bit base, needs a CUDA GPU); default: the --config plan's choice, else none",
+        help="train a LoRA adapter (rank 16, all linear layers; merged into final/, adapter in final/adapter) or "
+        "QLoRA (4-bit base, needs a CUDA GPU); default: the --config file's choice, else none",
     )
     add_set(p, "GRPOConfig")
     p.add_argument(
@@ -68,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 Problem(
                     "--launch",
-                    "--num-processes and --accelerate-config go with --launch accelerate, which needs --num-processes N",
+                    "--num-processes and --accelerate-config go with --launch accelerate, which needs "
+                    "--num-processes N",
                     "e.g. --launch accelerate --num-processes 2",
                 )
             )
@@ -99,19 +102,24 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if result.already_done:
         print(
-            f"{result.run_dir} already finished at step {result.steps} ({result.seconds:.0f} s); nothing trained, final/ kept (pass --max-steps above {result.steps} to train further)"
+            f"{result.run_dir} already finished at step {result.steps} ({result.seconds:.0f} s); nothing trained, "
+            f"final/ kept (pass --max-steps above {result.steps} to train further)"
         )
         return 0
     if result.skipped:
         print(
-            f"resume: skipped incomplete checkpoint(s) {', '.join(p.name for p in result.skipped)} (cut off while saving; set aside as incomplete-<name>)"
+            f"resume: skipped incomplete checkpoint(s) {', '.join(p.name for p in result.skipped)} (cut off while "
+            "saving; set aside as incomplete-<name>)"
         )
     if result.resumed_from is not None:
         print(f"resumed from {result.resumed_from.name}")
     last = result.evals[-1] if result.evals else None
     acc = ""
     if last:
-        acc = f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']} decided, {last['eval/masked']} masked)"
+        acc = (
+            f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']} decided, "
+            f"{last['eval/masked']} masked)"
+        )
     print(f"trained to step {result.steps} in {result.seconds:.0f} s{acc}")
     print(f"run: {result.run_dir}  (metrics.jsonl, config.yaml, rollouts/, final/)")
     return 0

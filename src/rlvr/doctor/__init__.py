@@ -39,7 +39,7 @@ from .. import yamlio
 from ..errors import ConfigError, Problem, RunError
 from .checks import CHECKS
 from .findings import SEVERITY_ORDER, Finding, Note, Patch
-from .table import Run, Series, is_moe, load_run, read_config
+from .table import Run, Series, is_moe, load_run, read_config, run_config
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,11 @@ def choose(diagnosis: Diagnosis, check: str | None = None) -> Finding:
     return finding
 
 
+# Keys a patch sets that are rlvr's options, not GRPOConfig fields: in the run form they go under
+# rlvr: (their one spelling there; rlvr.plan.runconfig), in a flat file they stay at the top level.
+RLVR_KEYS = ("dynamic",)
+
+
 def patched(config: Mapping[str, Any], patch: Patch) -> dict[str, Any]:
     """``config`` (a config.yaml mapping) with the patch's change group applied; a ``None`` value
     removes the key so TRL derives it."""
@@ -127,20 +132,27 @@ def patched(config: Mapping[str, Any], patch: Patch) -> dict[str, Any]:
                 out[k] = v
         return out
     grpo = dict(out.get("grpo") or {})
+    rlvr = dict(out.get("rlvr") or {})
     for k, v in patch.grpo.items():
+        section = rlvr if k in RLVR_KEYS else grpo
+        if k in RLVR_KEYS and k in grpo:  # the old spelling (grpo: {dynamic: ...}) moves to rlvr:
+            rlvr[k] = {**(rlvr.get(k) or {}), **grpo.pop(k)} if isinstance(grpo[k], Mapping) else grpo.pop(k)
         if v is None:
-            grpo.pop(k, None)
+            section.pop(k, None)
+        elif k in RLVR_KEYS and isinstance(v, Mapping) and isinstance(section.get(k), Mapping):
+            section[k] = {**section[k], **v}  # e.g. the filter on, the run's other dynamic settings kept
         else:
-            grpo[k] = v
+            section[k] = v
     out["grpo"] = grpo
     if isinstance(out.get("trl_resolved"), dict):  # keep the record consistent with what will run
         for k, v in patch.grpo.items():
-            out["trl_resolved"][k] = v
+            if k not in RLVR_KEYS:
+                out["trl_resolved"][k] = v
     if patch.add_terms:
         # Reward terms live in the task file, not in GRPOConfig: recorded here for the reader, and
         # the header says to add them to the task's rewards: list (never applied silently).
-        rlvr = dict(out.get("rlvr") or {})
         rlvr["add_rewards"] = [dict(t) for t in patch.add_terms]
+    if rlvr or "rlvr" in out:
         out["rlvr"] = rlvr
     return out
 
@@ -170,19 +182,23 @@ def render_patch(config: Mapping[str, Any], finding: Finding, *, source: str) ->
             lines.append("#   - " + yaml.safe_dump(dict(t), default_flow_style=True, width=1_000_000).strip())
     body = yaml.safe_dump(new, sort_keys=False, default_flow_style=False, width=1_000_000).splitlines()
     changed = {k for k, v in patch.grpo.items() if v is not None}
+    old_rlvr = {} if flat else (config.get("rlvr") or {})
     section = None
     for line in body:
         if line and not line.startswith(" "):
             section = line.rstrip(":")
         key = line.strip().split(":", 1)[0]
-        in_grpo = (
-            (not line.startswith(" "))
-            if flat
-            else (section == "grpo" and line.startswith("  ") and not line.startswith("   "))
-        )
-        if in_grpo and key in changed:
-            was = old_grpo.get(key, "<unset>")
-            line += f"  # doctor: {finding.check} ({patch.variant}); was {was!r}"
+        top = line.startswith("  ") and not line.startswith("   ")
+        if flat:
+            where = old_grpo if not line.startswith(" ") and key in changed else None
+        elif section == "grpo" and top and key in changed and key not in RLVR_KEYS:
+            where = old_grpo
+        elif section == "rlvr" and top and key in changed and key in RLVR_KEYS:
+            where = old_rlvr
+        else:
+            where = None
+        if where is not None:
+            line += f"  # doctor: {finding.check} ({patch.variant}); was {where.get(key, '<unset>')!r}"
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -195,6 +211,7 @@ def write_patch(
     if run.config_path is None:  # checked first: without a config no finding can carry a patch
         raise RunError(f"{run.source}: no config.yaml found to patch (fix: pass --config PATH to the run's config)")
     finding = choose(diagnosis, check)
+    run_config(run.config_path)  # a malformed file is refused, naming the file and the key
     config = yamlio.load(Path(run.config_path).read_text())
     base = Path(run.source) if Path(run.source).is_dir() else Path(run.source).parent
     path = Path(out) if out is not None else base / f"config.doctor-{finding.check}.yaml"
@@ -243,7 +260,8 @@ def format_text(d: Diagnosis) -> str:
     if d.findings and d.findings[0].patch:
         lines += [
             "",
-            f"`rlvr doctor {run.source} --patch` writes the {d.findings[0].patch.variant} change for {d.findings[0].check}, and only that.",
+            f"`rlvr doctor {run.source} --patch` writes the {d.findings[0].patch.variant} change for "
+            f"{d.findings[0].check}, and only that.",
         ]
     return "\n".join(lines)
 

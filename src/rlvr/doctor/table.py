@@ -29,7 +29,8 @@ from typing import Any
 import yaml
 
 from .. import yamlio
-from ..errors import DataError, RunError
+from ..errors import ConfigError, DataError, RunError
+from ..plan.runconfig import RunConfig
 
 # Summary keys TRL adds once at the end of training; they are not a time series.
 _SUMMARY_KEYS = frozenset(
@@ -89,10 +90,10 @@ class Run:
     def series(self, key: str, *, evals: bool = False) -> Series:
         rows = self.evals if evals else self.train
         pts = [
-            (int(r["step"]), float(r[key]))
+            (int(r["step"] or 0), float(v))
             for r in rows
-            if isinstance(r.get(key), int | float) and math.isfinite(r[key])
-        ]  # type: ignore[arg-type]
+            if isinstance(v := r.get(key), int | float) and math.isfinite(v)
+        ]
         return Series(key, tuple(s for s, _ in pts), tuple(v for _, v in pts))
 
     def term_names(self) -> list[str]:
@@ -110,7 +111,7 @@ class Run:
     def steps(self) -> tuple[int, int] | None:
         if not self.train:
             return None
-        return int(self.train[0]["step"]), int(self.train[-1]["step"])
+        return int(self.train[0]["step"] or 0), int(self.train[-1]["step"] or 0)
 
 
 def _config_term_names(rlvr: Mapping[str, Any]) -> list[str]:
@@ -122,9 +123,9 @@ def _config_term_names(rlvr: Mapping[str, Any]) -> list[str]:
                 return names  # type: ignore[return-value]
         if isinstance(terms, Mapping) and terms:
             return [str(k) for k in terms]
-    names = rlvr.get("reward_names") or rlvr.get("reward_terms_names")
-    if isinstance(names, Sequence) and not isinstance(names, str):
-        return [str(n) for n in names]
+    listed = rlvr.get("reward_names") or rlvr.get("reward_terms_names")
+    if isinstance(listed, Sequence) and not isinstance(listed, str):
+        return [str(n) for n in listed]
     return []
 
 
@@ -162,7 +163,9 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
             run = _from_trainer_state(ckpt / "trainer_state.json", source=str(p))
         else:
             raise RunError(
-                f"{p}: no metrics.jsonl, trainer_state.json or checkpoints/checkpoint-N/trainer_state.json{_run_status(p)} (fix: point at a run written by `rlvr train` or a TRL output folder)"
+                f"{p}: no metrics.jsonl, trainer_state.json or "
+                f"checkpoints/checkpoint-N/trainer_state.json{_run_status(p)} (fix: point at a run written by "
+                "`rlvr train` or a TRL output folder)"
             )
     elif p.suffix == ".csv":
         run = _from_csv(p)
@@ -176,7 +179,8 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
         )
     if not run.train and not run.evals:
         raise RunError(
-            f"{p}: no logged steps yet{_run_status(p if p.is_dir() else p.parent)} (fix: wait for the first logging step, or check logging_steps)"
+            f"{p}: no logged steps yet{_run_status(p if p.is_dir() else p.parent)} (fix: wait for the first logging "
+            "step, or check logging_steps)"
         )
 
     base = p if p.is_dir() else p.parent
@@ -185,9 +189,8 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
     rlvr: Mapping[str, Any] = {}
     explicit: frozenset[str] = frozenset()
     if cfg_path is not None:
-        grpo, rlvr = read_config(cfg_path)
-        raw = yamlio.load(cfg_path.read_text())
-        explicit = frozenset(raw["grpo"] if isinstance(raw.get("grpo"), Mapping) else raw)
+        cfg = run_config(cfg_path)
+        grpo, rlvr, explicit = cfg.effective(), cfg.rlvr_section(), frozenset(cfg.grpo)
     mc, mc_path = _find_model_config(base, rlvr)
     return Run(
         source=run.source,
@@ -229,33 +232,29 @@ def _run_status(run_dir: Path) -> str:
 
 
 def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The effective GRPOConfig values and the ``rlvr:`` mapping of a run's config.yaml.
+    """The effective GRPOConfig values and the ``rlvr:`` mapping of a run's config.yaml, read with
+    ``rlvr.plan.runconfig.RunConfig`` (either form; a flat plan has no rlvr record beyond ``env:``).
 
     ``rlvr train`` writes what it set under ``grpo:`` and every value TRL resolved under
     ``trl_resolved:`` (e.g. the derived ``steps_per_generation``); the checks read both, the
-    explicit ones winning."""
+    explicit ones winning. A malformed file is a ``DataError`` naming the file and the key."""
+    cfg = run_config(path)
+    return cfg.effective(), cfg.rlvr_section()
+
+
+def run_config(path: str | Path) -> RunConfig:
+    """A run's config file for the doctor: ``RunError`` when it is missing, ``DataError`` naming
+    the file and the key when it is malformed or has no GRPOConfig values."""
     path = Path(path)
     if not path.is_file():
         raise RunError(f"{path}: config file not found (fix: pass the config.yaml of the run)")
     try:
-        data = yamlio.load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise DataError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, Mapping):
-        raise DataError(f"{path}: expected a mapping with 'grpo:' and 'rlvr:' keys, got {type(data).__name__}")
-    if "grpo" not in data and not any(isinstance(v, Mapping) for v in data.values()):
-        # A flat GRPOConfig file (`rlvr plan`, `trl grpo --config`): every key is a GRPOConfig field.
-        return dict(data), {}
-    grpo, rlvr = data.get("grpo") or {}, data.get("rlvr") or {}
-    for name, section in (("grpo", grpo), ("rlvr", rlvr)):
-        if not isinstance(section, Mapping):
-            raise DataError(f"{path}: field '{name}' must be a mapping, got {type(section).__name__}")
-    if not grpo:
+        cfg = RunConfig.read(path)
+    except ConfigError as exc:
+        raise DataError(str(exc)) from None
+    if not cfg.flat and not cfg.grpo:
         raise DataError(f"{path}: no 'grpo:' mapping (fix: pass the config.yaml that `rlvr train` wrote)")
-    resolved = data.get("trl_resolved")
-    merged = dict(resolved) if isinstance(resolved, Mapping) else {}
-    merged.update(grpo)
-    return merged, dict(rlvr)
+    return cfg
 
 
 def _find_config(base: Path) -> Path | None:

@@ -3,7 +3,7 @@
 ``build_plan`` reads top to bottom: check the request, resolve the recipe for the task and the
 hardware (``recipe``), fit it into GPU memory (``memory``: the first setting that fits, with the
 per-device batch lowered and gradient accumulation raised so the batch stays the same), validate
-the result (``recipe.validate``: every problem at once), then write the launch commands
+the result (``validate.validate``: every problem at once), then write the launch commands
 (``launch``) and a rough duration. ``write_plan`` writes the plan YAML and the accelerate files
 beside it; ``format_plan`` is what ``rlvr plan`` prints.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, Problem
-from . import recipe
+from . import recipe, runconfig, validate
 from .architecture import HUB_IDS, SIZE_CLASSES, load_architecture, model_facts
 from .launch import Cluster, Duration, LaunchPlan, estimate_duration, plan_launch
 from .memory import Estimate, Setting, fits_or_raise, format_estimate, recommend
@@ -48,7 +48,7 @@ class PlanRequest:
 @dataclass(frozen=True)
 class Plan:
     config: Mapping[str, Any]
-    meta: recipe.ConfigMeta
+    meta: runconfig.ConfigMeta
     estimate: Estimate | None  # None on CPU
     launch: LaunchPlan
     duration: Duration | None
@@ -154,13 +154,13 @@ def build_plan(req: PlanRequest) -> Plan:
     target = recipe.Target(gpus=req.gpus, nodes=req.nodes, bf16=bf16, server_gpus=cluster.server_gpus)
     facts = model_facts(ref, table_entry is not None, arch.moe)
     peft = est.setting.peft if est is not None else req.peft
-    problems = recipe.validate(
+    problems = validate.validate(
         cfg, target=target, model=facts, peft=peft, justified=justified, forced_variant_reason=req.force_variant
     )
     if problems:
         raise ConfigError(problems, source=f"plan for {task.path}")
     extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
-    meta = recipe.ConfigMeta(
+    meta = runconfig.ConfigMeta(
         variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra
     )
     # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
@@ -213,7 +213,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
     est = plan.estimate
     header = [
         f"Written by rlvr plan: {plan.meta.variant} on {plan.hardware}; task {plan.meta.task}",
-        f"model {plan.meta.model}; TRL {recipe.trl_version()}. "
+        f"model {plan.meta.model}; TRL {validate.trl_version()}. "
         "Flat GRPOConfig values: rlvr train --config and trl grpo --config read it.",
         "env: holds rlvr's own record (variant, justifications); TRL exports it as environment variables.",
     ]
@@ -223,7 +223,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
             "(estimate; see rlvr memory)"
         )
     header += [f"run: {c}" for c in plan.launch.commands]
-    written = [recipe.write_config(output, plan.config, plan.meta, header="\n".join(header))]
+    written = [runconfig.write_config(output, plan.config, plan.meta, header="\n".join(header))]
     for name, text in plan.launch.files.items():
         path = output.parent / name
         tmp = path.with_name(path.name + ".tmp")

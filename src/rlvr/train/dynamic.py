@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem
+from .resample import assemble, pick_groups, refill
 
 MODES = ("off", "filter", "resample")
 SHORT_BATCH = ("kept", "best")
@@ -128,7 +129,8 @@ class DynamicSampling:
                         Problem(
                             f"{where}.mode",
                             f"{value!r} is not one of {', '.join(MODES)}",
-                            "filter skips prompts whose recent groups were flat; resample drops flat groups and generates more; off is plain GRPO",
+                            "filter skips prompts whose recent groups were flat; resample drops flat groups and "
+                            "generates more; off is plain GRPO",
                         )
                     )
                 elif key == "short_batch" and value not in SHORT_BATCH:
@@ -136,7 +138,8 @@ class DynamicSampling:
                         Problem(
                             f"{where}.short_batch",
                             f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
-                            "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups",
+                            "kept: train on the kept groups only; best: fill the batch with the least flat dropped "
+                            "groups",
                         )
                     )
                 elif key == "recheck_after" and value is None:
@@ -191,7 +194,8 @@ def check_batch(settings: DynamicSampling, cfg: Mapping[str, Any], processes: in
         raise ConfigError(
             Problem(
                 "grpo.dynamic.mode",
-                f"resample needs whole groups on every process: {local} completions per process and generation is not a multiple of num_generations {g}",
+                f"resample needs whole groups on every process: {local} completions per process and generation is not "
+                f"a multiple of num_generations {g}",
                 f"make per_device_train_batch_size x steps_per_generation a multiple of {g}, or use mode: filter",
             )
         )
@@ -328,111 +332,6 @@ class PromptFilter:
         return True
 
 
-# -- resample ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Pick:
-    """One slot of a process's batch: local group ``group`` of generation round ``round``."""
-
-    round: int
-    group: int
-    flat: bool
-    masked: bool  # a flat fill whose loss is masked out (short_batch: kept)
-
-
-def pick_groups(
-    spreads: Sequence[Sequence[float]], per_rank: int, ranks: int, epsilon: float, short_batch: str
-) -> tuple[list[list[Pick]], int]:
-    """The ``per_rank`` groups each process trains after the rounds so far. ``spreads[r][k]``: the
-    reward spread of global group k in round r (in a round of n groups per process, process q holds
-    groups q*n ... (q+1)*n - 1). Each process takes its groups with variance in order of
-    generation; when there are too few, the dropped groups with the largest spread fill the rest
-    (masked for ``kept``). Returns the picks and how many groups the neediest process still lacks
-    (0: no further round needed; the next round generates that many per process)."""
-    out, need = [], 0
-    for q in range(ranks):
-        mine = [
-            (r, j, row[q * (len(row) // ranks) + j]) for r, row in enumerate(spreads) for j in range(len(row) // ranks)
-        ]
-        kept = [Pick(r, j, False, False) for r, j, s in mine if s > epsilon]
-        if len(kept) < per_rank:
-            need = max(need, per_rank - len(kept))
-            flat = sorted(
-                (t for t in mine if t[2] <= epsilon), key=lambda t: -t[2]
-            )  # stable: earlier rounds first among equals
-            kept += [Pick(r, j, True, short_batch == "kept") for r, j, _ in flat[: per_rank - len(kept)]]
-        out.append(kept[:per_rank])
-    return out, need
-
-
-def refill(n_prompts: int, used: set[int], count: int, rng: random.Random) -> list[int]:
-    """``count`` fresh prompts (dataset indices) not in ``used``; repeats only once every prompt is used."""
-    fresh = [i for i in range(n_prompts) if i not in used] if n_prompts <= 64 * count else []
-    out: list[int] = []
-    while len(out) < count:
-        if fresh:
-            out.append(fresh.pop(rng.randrange(len(fresh))))
-            used.add(out[-1])
-            continue
-        q = rng.randrange(n_prompts)
-        if q not in used or len(used) >= n_prompts:
-            out.append(q)
-        used.add(q)
-    return out
-
-
-# Row-aligned tensors of TRL's generation output and how each is padded when rounds of different
-# lengths are joined: (side, value); "pad" means the tokenizer's pad id.
-_ROW_KEYS = {
-    "prompt_ids": ("left", "pad"),
-    "prompt_mask": ("left", 0),
-    "completion_ids": ("right", "pad"),
-    "completion_mask": ("right", 0),
-    "tool_mask": ("right", 1),
-    "old_per_token_logps": ("right", 0.0),
-    "ref_per_token_logps": ("right", 0.0),
-    "sampling_per_token_logps": ("right", 0.0),
-    "importance_sampling_ratio": ("right", 0.0),
-    "advantages": (None, None),
-}
-
-
-def assemble(
-    rounds: Sequence[Mapping[str, Any]], picks: Sequence[Pick], group_size: int, pad_id: int
-) -> dict[str, Any]:
-    """One process's batch from its rounds' outputs: the picked groups' rows, each tensor padded to
-    the longest round. A masked pick keeps its rows (the shapes stay) with completion mask and
-    advantage zero. ``num_items_in_batch`` is left to the caller (it is a sum over processes)."""
-    import torch
-    import torch.nn.functional as F
-
-    unknown = sorted(set(rounds[0]) - set(_ROW_KEYS) - {"num_items_in_batch"})
-    if unknown:
-        from ..errors import RunError
-
-        raise RunError(
-            f"dynamic sampling (resample) cannot join generation outputs with {', '.join(unknown)} (multimodal inputs); use mode: filter"
-        )
-    rows = [(p.round, p.group * group_size + i, p.masked) for p in picks for i in range(group_size)]
-    out: dict[str, Any] = {}
-    for key, (side, value) in _ROW_KEYS.items():
-        if key not in rounds[0]:
-            continue
-        tensors = [r[key] for r in rounds]
-        if side is not None and tensors[0].dim() == 2:
-            width = max(t.size(1) for t in tensors)
-            fill = pad_id if value == "pad" else value
-            tensors = [
-                F.pad(t, (width - t.size(1), 0) if side == "left" else (0, width - t.size(1)), value=fill)
-                for t in tensors
-            ]
-        out[key] = torch.stack([tensors[r][i] for r, i, _ in rows])
-    masked = torch.tensor([m for _, _, m in rows], device=out["completion_mask"].device)
-    if bool(masked.any()):
-        out["completion_mask"] = out["completion_mask"] * (~masked).unsqueeze(1).to(out["completion_mask"].dtype)
-        out["advantages"] = out["advantages"].masked_fill(masked, 0.0)
-    return out
-
-
 def prompt_key(prompt: Any) -> str:
     """A prompt's identity (a string, or chat messages)."""
     return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
@@ -513,8 +412,9 @@ def trainer_class(base: type) -> type:
                 from ..errors import RunError
 
                 raise RunError(
-                    f"dynamic sampling (resample) needs whole groups on every process: {n} rows per process is not a multiple of "
-                    f"num_generations {g} (make per_device_train_batch_size x steps_per_generation a multiple of it, or use mode: filter)"
+                    f"dynamic sampling (resample) needs whole groups on every process: {n} rows per process is not "
+                    f"a multiple of num_generations {g} (make per_device_train_batch_size x steps_per_generation a "
+                    "multiple of it, or use mode: filter)"
                 )
             per_rank, ranks, rank = n // g, self.accelerator.num_processes, self.accelerator.process_index
             step = int(self.state.global_step)
@@ -553,8 +453,8 @@ def trainer_class(base: type) -> type:
             return out
 
         def _rlvr_observe(self, plan: Plan, step: int) -> None:
-            rewards = self._rlvr_rewards
-            if rewards is None:
+            rewards, memory = self._rlvr_rewards, self.rlvr_filter
+            if rewards is None or memory is None:
                 return
             g = self.num_generations
             weights = self.reward_weights.to(rewards.device)
@@ -567,7 +467,7 @@ def trainer_class(base: type) -> type:
             for i, prompt in enumerate(plan.trained):
                 chunk = slice(i * g, (i + 1) * g)
                 s = succ[chunk].tolist() if succ is not None else None
-                flats += self.rlvr_filter.observe(prompt, total[chunk].tolist(), s, step)
+                flats += memory.observe(prompt, total[chunk].tolist(), s, step)
             m = self._metrics["train"]
             n = max(len(plan.trained), 1)
             m["dynamic/kept_groups"].append(float(len(plan.trained) - plan.replaced - plan.starved))
@@ -575,7 +475,7 @@ def trainer_class(base: type) -> type:
             m["dynamic/starved_groups"].append(float(plan.starved))
             m["dynamic/zero_std_before"].append((plan.replaced + plan.starved) / n)
             m["dynamic/zero_std_after"].append(flats / n)
-            for k, v in self.rlvr_filter.counts(step).items():
+            for k, v in memory.counts(step).items():
                 m[f"dynamic/{k}"].append(float(v))
 
         def _save_checkpoint(self, model: Any, trial: Any) -> None:

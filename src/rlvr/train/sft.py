@@ -72,7 +72,7 @@ class SftResult:
 
 def sft_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Prompt-completion pairs: the completion is the ground truth wrapped in the answer format."""
-    out = []
+    out: list[dict[str, Any]] = []
     for r in rows:
         prompt = task.render_prompt(r)
         completion = reference_completion(task, r)
@@ -96,8 +96,9 @@ def target_warnings(
     if over_budget:
         out.append(
             f"{over_budget} of {len(rows)} SFT targets are longer than generation.max_completion_length {budget} "
-            f"(longest {max(answers)} tokens with EOS): generation would cut them off before the answer ends, so the probe, "
-            f"the gate and GRPO would never see them complete; raise generation.max_completion_length to at least {max(answers)}"
+            f"(longest {max(answers)} tokens with EOS): generation would cut them off before the answer ends, so "
+            "the probe, the gate and GRPO would never see them complete; raise generation.max_completion_length "
+            f"to at least {max(answers)}"
         )
     limits = [x for x in (max_length, positions) if x]
     if limits:
@@ -106,7 +107,8 @@ def target_warnings(
         if cut:
             what = "SFT max_length" if max_length and limit == max_length else "the model's maximum positions"
             out.append(
-                f"{cut} of {len(rows)} SFT examples (prompt + target) are longer than {limit} tokens ({what}): their targets are truncated during SFT"
+                f"{cut} of {len(rows)} SFT examples (prompt + target) are longer than {limit} tokens ({what}): their "
+                "targets are truncated during SFT"
             )
     return out
 
@@ -160,7 +162,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     state: dict[str, Any] = {"rate": None, "stopped": False}
 
     class StopAtTarget(TrainerCallback):
-        def on_step_end(self, args: Any, st: Any, control: Any, **kw: Any) -> Any:
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            st = state
             if opts.target_pass_rate is None or st.global_step % opts.check_every:
                 return control
             res = evaluate(model, tokenizer, task, dev, temperature=0.0)
@@ -178,7 +181,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         processing_class=tokenizer,
         callbacks=[StopAtTarget()],
     )
-    from . import quiet_progress
+    from .callbacks import quiet_progress
 
     quiet_progress(trainer, opts.progress, "SFT")
     trainer.train()

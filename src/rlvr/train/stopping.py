@@ -107,15 +107,17 @@ class StopWatch:
             share = "every sample was" if low >= 1 else f"{low:.0%} or more of the samples were"
             return (
                 f"{share} masked (a reward term could not decide it) for {r.masked_steps} logging steps in a row "
-                f"(steps {seen[0][0]}-{seen[-1][0]}; threshold grpo.stop.masked_rate {r.masked_rate:g}): the reward is broken, not the policy"
+                f"(steps {seen[0][0]}-{seen[-1][0]}; threshold grpo.stop.masked_rate {r.masked_rate:g}): the reward "
+                "is broken, not the policy"
             )
         if r.zero_std_steps and len(self.zero) >= r.zero_std_steps:
             seen = self.zero[-r.zero_std_steps :]
             mean_reward = logs.get("reward")
             rew = f"; reward {mean_reward:.3g}" if isinstance(mean_reward, int | float) else ""
             return (
-                f"at least {r.zero_std:.0%} of prompt groups had zero reward variance for {r.zero_std_steps} logging steps in a row "
-                f"(steps {seen[0][0]}-{seen[-1][0]}{rew}; threshold grpo.stop.zero_std {r.zero_std:g}): zero advantage, no gradient. "
+                f"at least {r.zero_std:.0%} of prompt groups had zero reward variance for {r.zero_std_steps} logging "
+                f"steps in a row (steps {seen[0][0]}-{seen[-1][0]}{rew}; threshold grpo.stop.zero_std "
+                f"{r.zero_std:g}): zero advantage, no gradient. "
                 "Check the base rate with rlvr probe (0 %: SFT first; near 100 %: harder prompts)"
             )
         return None

@@ -1,0 +1,112 @@
+"""The callbacks rlvr hands TRL's Trainer: logging, held-out evals, stopping, checkpoint marks, one
+progress bar; and the end of a distributed run.
+
+``transformers`` is imported inside each function (heavy imports happen where used), so the
+classes are built on call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .rundir import MetricsLog
+from .stopping import RunStopped, StopWatch, stop_evidence
+
+
+def rlvr_callback(
+    run_dir: Path, log: MetricsLog, watch: StopWatch, run_eval: Callable[[int], None], eval_every: int
+) -> Any:
+    """A ``TrainerCallback`` that appends every log line to ``log``, runs the held-out eval at the
+    start, every ``eval_every`` steps and at the end, stops a run that cannot learn (``watch``),
+    and marks each saved checkpoint complete."""
+    from transformers import TrainerCallback
+
+    from .checkpoints import mark_complete
+
+    class RlvrCallback(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.global_step == 0 and eval_every:
+                run_eval(0)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
+            if not logs:
+                return
+            if state.is_world_process_zero:
+                log.write(state.global_step, {k: v for k, v in logs.items()})
+            # Every process sees the same values (TRL averages log_metric values and reward stats
+            # across processes before logging), so every process stops at the same step.
+            why = watch.update(state.global_step, logs)
+            if why is not None:
+                why += stop_evidence(run_dir, state.global_step)
+                if state.is_world_process_zero:
+                    log.write(state.global_step, {"event": "stopped", "reason": why})
+                raise RunStopped(f"stopped at step {state.global_step}: {why}")
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if eval_every and state.global_step % eval_every == 0 and state.is_world_process_zero:
+                run_eval(state.global_step)
+
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            # The Trainer has written every file of this checkpoint: mark it complete.
+            path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and path.is_dir():
+                mark_complete(path, step=state.global_step, elapsed=log.elapsed())
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if eval_every and state.global_step % eval_every and state.is_world_process_zero:
+                run_eval(state.global_step)
+
+    return RlvrCallback()
+
+
+def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
+    """Replace the Trainer's progress output (which prints every log dict) with one bar."""
+    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    if not enabled:
+        return
+
+    class Bar(TrainerCallback):
+        bar: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            from tqdm.auto import tqdm
+
+            if state.is_world_process_zero:
+                self.bar = tqdm(
+                    total=state.max_steps, initial=state.global_step, desc=desc, unit="step", dynamic_ncols=True
+                )
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.update(state.global_step - self.bar.n)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
+            if self.bar is not None and logs:
+                # GRPO's loss is ~0 by construction on-policy with beta 0: show what moves instead.
+                keys = (
+                    {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
+                )
+                shown = {short: logs[k] for k, short in keys.items() if isinstance(logs.get(k), (int, float))}
+                self.bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items()}, refresh=False)
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.close()
+
+    trainer.add_callback(Bar())
+
+
+def end_distributed(trainer: Any) -> None:
+    """Under ``accelerate launch``: wait until rank 0 has written final/, then tear the process
+    group down. A rank that simply exited while its gloo threads were live aborted now and then
+    ("terminate called without an active exception", exit -6), failing a finished run."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        trainer.accelerator.wait_for_everyone()
+        dist.destroy_process_group()

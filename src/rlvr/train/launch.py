@@ -1,0 +1,285 @@
+"""The launch into TRL: settings already resolved and checked -> a ``GRPOTrainer`` that trains,
+logs, evaluates, checkpoints and saves ``final/``.
+
+Writes the run's ``config.yaml`` (a ``rlvr.plan.runconfig.RunConfig``: every value set, as TRL
+normalised it, plus rlvr's record), ``run.json`` (status, versions, one entry per session) and
+``final/`` (written beside it as ``final.partial`` and renamed into place: a run killed while saving
+leaves the old ``final/``, or none, never half of one).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, Problem
+from ..plan.runconfig import RunConfig
+from ..task import Task
+from .callbacks import end_distributed, quiet_progress, rlvr_callback
+from .rundir import MetricsLog, ResumeStart, truncate_metrics, versions
+from .settings import LORA, RunSettings, TrainOptions
+from .stopping import RunStopped, StopWatch
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    run_dir: Path
+    final_dir: Path
+    steps: int
+    seconds: float  # the run's total, across resumes
+    evals: list[dict[str, Any]]
+    main_process: bool = True
+    already_done: bool = False  # --resume on a finished run: nothing was trained or written
+    resumed_from: Path | None = None
+    skipped: tuple[Path, ...] = ()  # incomplete checkpoints set aside on resume
+
+
+# Column names TRL passes to reward functions itself: a data column of the same name would clash.
+RESERVED_COLUMNS = frozenset(
+    {"prompt", "completion", "completion_ids", "prompts", "completions", "trainer_state", "log_metric", "log_extra"}
+)
+
+
+def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
+    """The training rows as a ``datasets.Dataset`` with each row's rendered ``prompt``."""
+    from datasets import Dataset
+
+    clash = sorted(RESERVED_COLUMNS & set().union(*(r.keys() for r in rows))) if rows else []
+    if clash:
+        raise ConfigError(
+            Problem(
+                f"{task.path}: data.train",
+                f"column(s) {clash} clash with names TRL passes to reward functions",
+                "rename them in the data file",
+            )
+        )
+    return Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
+
+
+def run_config(
+    task: Task,
+    opts: TrainOptions,
+    settings: RunSettings,
+    gate: Mapping[str, Any],
+    explicit: Mapping[str, Any],
+    resolved: Mapping[str, Any],
+    eval_rows: int,
+    eval_every: int,
+) -> RunConfig:
+    """What the run writes into its config.yaml: every value set and rlvr's record."""
+    from .. import rollouts
+
+    record: dict[str, Any] = {
+        "reward_terms": settings.rewards.names,
+        "reward_weights": settings.rewards.weights,
+        "gate": dict(gate),
+        "no_gate_reason": opts.no_gate_reason,
+        "success_term": task.success_term,
+        "eval": {
+            "every": eval_every,
+            "prompts": eval_rows,
+            "term": task.success_term,
+            "temperature": task.eval.temperature,
+        },
+        "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
+        "hardware": dict(settings.hardware),
+    }
+    if opts.config_path is not None:
+        record["config_file"] = str(opts.config_path)
+    return RunConfig(
+        grpo=dict(explicit),
+        variant=settings.variant,
+        justification=dict(settings.justified),
+        task=str(task.path),
+        model=settings.model_ref,
+        model_arg=settings.model_arg,
+        peft=settings.peft,
+        lora={k: v for k, v in LORA.items() if k != "task_type"} if settings.peft != "none" else {},
+        stop=settings.stop.to_json(),
+        dynamic=settings.dynamic.to_json(),
+        record=record,
+        resolved=dict(resolved),
+    )
+
+
+def run_grpo(
+    task: Task,
+    opts: TrainOptions,
+    settings: RunSettings,
+    gate: Mapping[str, Any],
+    start: ResumeStart,
+    previous_meta: Mapping[str, Any],
+    peft: tuple[Any, dict[str, Any]],
+    main: bool,
+) -> TrainResult:
+    """Load the model, train with TRL's ``GRPOTrainer`` and save ``final/``. ``peft``: the
+    (peft_config, from_pretrained kwargs) pair of ``settings.peft_setup``."""
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from .. import rollouts
+    from ..evaluate import evaluate
+    from ..models import load_model, load_tokenizer
+
+    run_dir, cfg, dynamic = opts.run_dir, settings.grpo, settings.dynamic
+    peft_config, load_kwargs = peft
+    eval_every = opts.eval_every if opts.eval_every is not None else task.eval.every
+    eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
+    args = GRPOConfig(**cfg)
+    resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
+    explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
+    if main:
+        run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every).write(
+            run_dir / "config.yaml"
+        )
+
+    metrics_path = run_dir / "metrics.jsonl"
+    offset = start.offset
+    if start.checkpoint is not None and main:
+        last_time = truncate_metrics(metrics_path, start.step)
+        offset = offset or (last_time or 0.0)
+    log = MetricsLog(
+        metrics_path, {"no_gate_reason": opts.no_gate_reason} if opts.no_gate_reason else None, offset=offset
+    )
+    sessions = list(previous_meta.get("sessions") or []) if opts.resume else []
+    if start.checkpoint is not None and main:
+        log.write(
+            start.step,
+            {"event": "resume", "resumed_from": start.checkpoint.name, "skipped": [p.name for p in start.skipped]},
+        )
+    tokenizer = load_tokenizer(settings.model_ref)
+    model = load_model(settings.model_ref, **load_kwargs)
+    evals: list[dict[str, Any]] = []
+
+    def run_eval(step: int) -> None:
+        if not eval_rows:
+            return
+        res = evaluate(model, tokenizer, task, eval_rows, seed=task.seed)
+        line = res.metrics()
+        evals.append({"step": step, **line})
+        log.write(step, line)
+        res.raise_if_undecided(f"held-out eval at step {step}")
+
+    recorder = rollouts.Recorder(
+        run_dir,
+        settings.rewards,
+        group_size=int(cfg.get("num_generations", 8)),
+        logging_steps=int(args.logging_steps or 1),
+        session=len(sessions) + 1,
+        enabled=main,
+    )
+    trainer_cls: Any = GRPOTrainer
+    if dynamic.enabled:
+        from . import dynamic as dynamic_module  # looked up at call time: tests wrap trainer_class
+
+        trainer_cls = dynamic_module.trainer_class(GRPOTrainer)
+    trainer = trainer_cls(
+        model=model,
+        reward_funcs=recorder.wrap(settings.rewards.trl_functions()),
+        args=args,
+        train_dataset=build_dataset(task, task.load_split("train")),
+        processing_class=tokenizer,
+        callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
+        peft_config=peft_config,
+    )
+    if dynamic.enabled:
+        from .dynamic import PromptFilter
+
+        trainer.rlvr_dynamic = dynamic
+        trainer.rlvr_success = task.success_term
+        if dynamic.mode == "filter":
+            # Its state is saved into every checkpoint and read back on resume (rlvr.train.dynamic).
+            trainer.rlvr_filter = PromptFilter(len(trainer.train_dataset), dynamic, seed=int(args.seed))
+    if peft_config is not None:
+        model = trainer.model  # the PeftModel: held-out evals must see the adapter
+    quiet_progress(trainer, opts.progress, "GRPO")
+    session: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "resumed_from": str(start.checkpoint) if start.checkpoint else None,
+        "skipped": [str(p) for p in start.skipped],
+        "from_step": start.step,
+    }
+    sessions.append(session)
+    meta: dict[str, Any] = {
+        "status": "running",
+        "task": str(task.path),
+        "started": previous_meta.get("started") or session["started"],
+        "resumed_from": session["resumed_from"],
+        "sessions": sessions,
+        "versions": versions(),
+        "threads": torch.get_num_threads(),
+    }
+
+    def write_meta() -> None:
+        if main:
+            (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+
+    write_meta()
+    t0 = time.time()
+    try:
+        trainer.train(resume_from_checkpoint=str(start.checkpoint) if start.checkpoint else None)
+    except BaseException as exc:
+        session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
+        status = "stopped" if isinstance(exc, RunStopped) else "failed"
+        if isinstance(exc, KeyboardInterrupt):
+            status = "interrupted"
+        meta.update(
+            status=status,
+            error=f"{type(exc).__name__}: {exc}",
+            steps=trainer.state.global_step,
+            seconds=round(log.elapsed(), 2),
+        )
+        write_meta()
+        raise
+    session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
+    final = run_dir / "final"
+    seconds = save_final(trainer, tokenizer, run_dir, settings.peft, main, log)
+    if main:
+        meta.update(
+            status="done",
+            steps=trainer.state.global_step,
+            max_steps=trainer.state.max_steps,
+            seconds=round(seconds, 2),
+            final=str(final),
+        )
+        meta.pop("error", None)
+        write_meta()
+    end_distributed(trainer)
+    return TrainResult(
+        run_dir,
+        final,
+        trainer.state.global_step,
+        seconds,
+        evals,
+        main,
+        resumed_from=start.checkpoint,
+        skipped=start.skipped,
+    )
+
+
+def save_final(trainer: Any, tokenizer: Any, run_dir: Path, peft: str, main: bool, log: MetricsLog) -> float:
+    """Save the trained model as ``final/`` (via ``final.partial``); returns the run's seconds."""
+    import shutil
+
+    final, partial = run_dir / "final", run_dir / "final.partial"
+    if main and partial.exists():
+        shutil.rmtree(partial)
+    if peft != "none":
+        # The adapter alone in final/adapter; final/ itself holds the merged model, so every later
+        # stage (probe, eval, a next run) loads it like any checkpoint.
+        trainer.save_model(str(partial / "adapter"))
+        if main and peft == "lora":
+            trainer.model.merge_and_unload().save_pretrained(partial)
+    else:
+        trainer.save_model(str(partial))
+    seconds = log.elapsed()
+    if main:
+        tokenizer.save_pretrained(partial)
+        if final.exists():
+            shutil.rmtree(final)
+        partial.rename(final)
+    return seconds

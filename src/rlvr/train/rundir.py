@@ -1,0 +1,183 @@
+"""The run folder: what a run reads back from it and what it appends to it.
+
+``metrics.jsonl`` is append-only (``MetricsLog``: one flushed line per event, so a crash loses
+nothing); on resume the lines logged after the checkpoint are moved aside, never lost
+(``truncate_metrics``). ``config.yaml`` is a ``rlvr.plan.runconfig.RunConfig``; ``run.json`` holds
+the status and one entry per session. Where a resume starts (``resume_start``), which model it
+continues (``resume_model``), and whether there is anything left to train (``run_finished``).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, Problem, RunError
+from ..plan.runconfig import RunConfig
+from ..task import Task
+from .settings import TrainOptions
+
+
+class MetricsLog:
+    """Appends one JSON line per log event; flushes every line so a crash loses nothing.
+    ``offset``: the run's seconds before this session (a resume), so ``time`` continues."""
+
+    def __init__(self, path: Path, extra: Mapping[str, Any] | None = None, offset: float = 0.0) -> None:
+        self.path = path
+        self.extra = dict(extra or {})
+        self.t0 = time.time() - offset
+
+    def elapsed(self) -> float:
+        return time.time() - self.t0
+
+    def write(self, step: int, values: Mapping[str, Any]) -> None:
+        line = {"step": step, "time": round(self.elapsed(), 3), **self.extra, **values}
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(line, default=_jsonable) + "\n")
+
+
+def _jsonable(x: Any) -> Any:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def truncate_metrics(path: Path, step: int) -> float | None:
+    """On resume, lines logged after the checkpoint are logged again: move them aside, don't lose
+    them. Returns the last kept line's time (the run's seconds at the checkpoint, roughly)."""
+    if not path.exists():
+        return None
+    keep, dropped = [], []
+    last_time = None
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+            if rec.get("step", 0) <= step:
+                keep.append(line)
+                if isinstance(rec.get("time"), int | float):
+                    last_time = float(rec["time"])
+            else:
+                dropped.append(line)
+        except (json.JSONDecodeError, AttributeError):
+            dropped.append(line)
+    if dropped:
+        with (path.parent / "metrics.replaced.jsonl").open("a") as fh:
+            fh.write("\n".join(dropped) + "\n")
+        path.write_text("".join(line + "\n" for line in keep))
+    return last_time
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint (see ``rlvr.train.checkpoints``)."""
+    from .checkpoints import resume_point
+
+    point = resume_point(run_dir)
+    return point.checkpoint.path if point.checkpoint else None
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file; {} when it is missing or not one."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def previous_run(run_dir: Path) -> tuple[RunConfig | None, dict[str, Any]]:
+    """(config.yaml, run.json) of the run in ``run_dir``: None and {} for what is missing. A
+    config.yaml that is there but malformed is refused (``ConfigError`` naming it and the key)."""
+    path = run_dir / "config.yaml"
+    return (RunConfig.read(path) if path.is_file() else None), read_json(run_dir / "run.json")
+
+
+def resume_model(task: Task, opts: TrainOptions, previous: RunConfig | None) -> str | None:
+    """The model a resumed run continues from: the one it started from (an SFT output, say), not
+    the task's. ``--model`` on a resume must name the same model."""
+    started = (previous.model_arg or previous.model) if previous is not None else ""
+    if not started:
+        return opts.model
+    if opts.model is not None:
+        from ..gate.record import same_model
+
+        if not same_model(opts.model, started):
+            raise ConfigError(
+                Problem(
+                    "--model",
+                    f"{opts.model!r} is not the model this run started from ({started!r}); "
+                    "a resume continues the run's own weights",
+                    "drop --model (resume reads it from the run), or start a new run in another --run-dir",
+                )
+            )
+    return started if started != task.model else None
+
+
+def run_finished(meta: Mapping[str, Any], max_steps: int, final: Path) -> bool:
+    """Whether a run has already trained what was asked: run.json says done, final/ exists, and
+    the step target (``--max-steps``, else the one the run had) is reached."""
+    if meta.get("status") != "done" or not final.exists():
+        return False
+    done = int(meta.get("steps") or 0)
+    target = max_steps if max_steps > 0 else int(meta.get("max_steps") or 0)
+    return target <= done
+
+
+def refuse_existing(run_dir: Path) -> None:
+    """A new run (no --resume) never writes over a folder that already holds one."""
+    if not (run_dir.exists() and any(run_dir.iterdir())):
+        return
+    if (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists():
+        if latest_checkpoint(run_dir) is None:
+            status = read_json(run_dir / "run.json").get("status", "unknown")
+            raise RunError(
+                f"{run_dir} already holds a run (status {status}) with no complete checkpoint to resume: "
+                "choose another --run-dir, or delete it"
+            )
+        raise RunError(f"{run_dir} already holds a run; pass --resume to continue it, or choose another --run-dir")
+
+
+@dataclass(frozen=True)
+class ResumeStart:
+    """Where this session starts: the checkpoint (None: from scratch), the incomplete checkpoints
+    set aside, and the run's seconds so far."""
+
+    checkpoint: Path | None = None
+    skipped: tuple[Path, ...] = ()
+    offset: float = 0.0
+
+    @property
+    def step(self) -> int:
+        return int(self.checkpoint.name.split("-")[-1]) if self.checkpoint is not None else 0
+
+
+def resume_start(run_dir: Path, main: bool) -> ResumeStart:
+    """The newest complete checkpoint to resume from; incomplete ones are set aside (by the main
+    process). Raises ``RunError`` when there is none."""
+    from .checkpoints import resume_point, set_aside
+
+    point = resume_point(run_dir)
+    if point.checkpoint is None:
+        found = f"; found only incomplete ones: {', '.join(p.name for p in point.skipped)}" if point.skipped else ""
+        raise RunError(f"{run_dir}: nothing to resume (no complete checkpoints/checkpoint-N{found})")
+    if main and point.skipped:
+        set_aside(point.skipped)
+    return ResumeStart(point.checkpoint.path, point.skipped, point.checkpoint.elapsed or 0.0)
+
+
+def versions() -> dict[str, str]:
+    """The versions that decide what a run did (recorded in run.json)."""
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("rlvr", "trl", "transformers", "torch", "accelerate"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out

@@ -1,0 +1,260 @@
+"""What a GRPO run trains with, resolved and validated before any weights load.
+
+``resolve_settings`` gathers every value a run uses into one frozen ``RunSettings``: the GRPOConfig
+values (recipe < hardware < task < config file < CLI, see ``resolve_grpo``), the written
+justifications, the stop rules, dynamic sampling, the model and the PEFT method. It checks them
+against this machine and this model (``validate_config``), so a wrong value fails in seconds, not
+after the model has loaded. A config file is read once, with ``rlvr.plan.runconfig.RunConfig``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, Problem
+from ..plan.runconfig import RunConfig
+from ..rewards.combine import RewardSet
+from ..task import Task
+from .dynamic import DynamicSampling
+from .stopping import StopRules
+
+PEFT_CHOICES = ("none", "lora", "qlora")
+# The adapter rlvr trains: rank 16 on every linear layer (TRL refuses LoRA on lm_head; PEFT's
+# "all-linear" leaves the output layer out). The planner's memory estimate assumes the same.
+LORA: dict[str, Any] = {
+    "r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.0,
+    "target_modules": "all-linear",
+    "task_type": "CAUSAL_LM",
+}
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """How ``rlvr train`` runs a task (the CLI's flags)."""
+
+    run_dir: Path
+    model: str | None = None  # None: the task's model (on --resume: the run's own)
+    max_steps: int | None = None
+    resume: bool = False  # continue from the newest complete checkpoint in run_dir
+    config_path: Path | None = None  # a config file (rlvr plan's, or a run's config.yaml)
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # --set KEY=VALUE, over everything else
+    no_gate_reason: str | None = None  # bypass the inspection gate; the reason is recorded
+    gate_path: Path | None = None
+    eval_every: int | None = None  # None: the task's eval.every
+    eval_prompts: int | None = None  # None: the task's eval.max_prompts
+    report_to: str = "none"
+    progress: bool = True
+    peft: str | None = None  # none | lora | qlora; None: the config file's choice (rlvr plan), else none
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Every value a run trains with, resolved and validated (nothing has loaded yet)."""
+
+    hardware: Mapping[str, Any]  # what this process can use (rlvr.plan.recipe.hardware)
+    grpo: Mapping[str, Any]  # the GRPOConfig values, reward_weights included
+    rewards: RewardSet
+    justified: Mapping[str, str]  # key -> the written reason for crossing the recipe's floor
+    stop: StopRules
+    dynamic: DynamicSampling
+    model_arg: str  # the model as asked for (--model or the task's)
+    model_ref: str  # the same, resolved to what loads
+    peft: str  # none | lora | qlora
+    variant: str
+    config_file: RunConfig | None  # the --config file, when one was given
+
+
+def world_size() -> int:
+    """Training processes under ``accelerate launch`` (1 without it)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def is_main_process() -> bool:
+    """Whether this process writes the run's files (rank 0)."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A config file's (GRPOConfig values, rlvr settings) as ``rlvr train --config`` takes them:
+    ``RunConfig.read`` in either form, the rlvr settings keyed variant, justification, task,
+    model, peft, and stop and dynamic when the file sets them."""
+    cfg = RunConfig.read(path)
+    out: dict[str, Any] = {
+        "variant": cfg.variant,
+        "justification": dict(cfg.justification),
+        "task": cfg.task,
+        "model": cfg.model,
+        "peft": cfg.peft,
+    }
+    if cfg.stop:
+        out["stop"] = dict(cfg.stop)
+    if cfg.dynamic:
+        out["dynamic"] = dict(cfg.dynamic)
+    return dict(cfg.grpo), out
+
+
+def resolve_grpo(
+    task: Task, opts: TrainOptions, hw: Mapping[str, Any], file: RunConfig | None = None
+) -> dict[str, Any]:
+    """The GRPOConfig values for this run: recipe < hardware < task < config file < CLI.
+    ``file``: the config file already read (else ``opts.config_path`` is read here)."""
+    from ..plan import recipe
+
+    cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed)
+    if file is None and opts.config_path is not None:
+        file = RunConfig.read(opts.config_path)
+    if file is not None:
+        cfg.update({k: v for k, v in file.grpo.items() if k not in ("output_dir", "reward_weights")})
+    cfg.update(opts.overrides)
+    if opts.max_steps is not None:
+        cfg["max_steps"] = opts.max_steps
+    cfg.setdefault("max_steps", -1)
+    cfg["output_dir"] = str(opts.run_dir / "checkpoints")
+    cfg["report_to"] = opts.report_to
+    cfg["disable_tqdm"] = True  # our own bar (quiet_progress); the Trainer's prints every log dict
+    return cfg
+
+
+def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(peft_config for GRPOTrainer, extra from_pretrained kwargs) for ``peft``.
+
+    QLoRA loads the base model in 4-bit NF4 with bitsandbytes, which needs a CUDA GPU: refused
+    on CPU with the reason (written and checked on CPU only; the GPU path is untested here)."""
+    if peft == "none":
+        return None, {}
+    if peft not in PEFT_CHOICES:
+        raise ConfigError(Problem("peft", f"unknown {peft!r}", f"one of {', '.join(PEFT_CHOICES)}"))
+    from peft import LoraConfig
+
+    kwargs: dict[str, Any] = {}
+    if peft == "qlora":
+        import importlib.util
+
+        if not hw.get("gpus") or importlib.util.find_spec("bitsandbytes") is None:
+            raise ConfigError(
+                Problem(
+                    "peft",
+                    "qlora loads the base model in 4-bit with bitsandbytes, which needs a CUDA GPU "
+                    "and the bitsandbytes package",
+                    "use --peft lora (or none) on this machine",
+                )
+            )
+        import torch
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16 if hw.get("bf16") else torch.float16,
+        )
+    return (
+        LoraConfig(
+            r=int(LORA["r"]),
+            lora_alpha=int(LORA["lora_alpha"]),
+            lora_dropout=float(LORA["lora_dropout"]),
+            target_modules=str(LORA["target_modules"]),
+            task_type=str(LORA["task_type"]),
+        ),
+        kwargs,
+    )
+
+
+def validate_config(
+    cfg: Mapping[str, Any],
+    task: Task,
+    model_ref: str,
+    hw: Mapping[str, Any],
+    justified: Mapping[str, str],
+    peft: str = "none",
+) -> None:
+    """The recipe's validation (every problem at once) against this machine and this model,
+    before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
+    floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
+    from ..plan.architecture import load_architecture, model_facts
+    from ..plan.recipe import Target
+    from ..plan.validate import check
+
+    try:
+        moe = load_architecture(model_ref).moe
+    except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
+        moe = False
+    target = Target(gpus=int(hw.get("gpus", 0)), bf16=bool(hw.get("bf16")), processes=world_size())
+    config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
+    check(
+        config,
+        source=str(task.path),
+        target=target,
+        model=model_facts(model_ref, False, moe),
+        justified=justified,
+        peft=peft,
+    )
+
+
+def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
+    """THE place where the inspection gate is checked: before any model loads.
+
+    Training against an uninspected reward is how a run reward-hacks. Returns the summary that
+    goes into the run's config; ``--no-gate REASON`` bypasses the check and records the reason.
+    """
+    from ..gate import enforce
+
+    return enforce(task, gate_path=opts.gate_path, no_gate_reason=opts.no_gate_reason, model=opts.model)
+
+
+def resolve_settings(task: Task, opts: TrainOptions) -> RunSettings:
+    """Every value the run trains with, checked against this machine and the model before any
+    weights load (the gate is checked before this, by ``enforce_gate``)."""
+    from ..lengths import require_fit
+    from ..models import resolve_model
+    from ..plan import recipe
+    from .dynamic import check_batch
+
+    hw = recipe.hardware()
+    file = RunConfig.read(opts.config_path) if opts.config_path is not None else None
+    cfg = resolve_grpo(task, opts, hw, file)
+    rewards = task.reward_set()
+    cfg["reward_weights"] = rewards.weights
+    justified = recipe.justifications(task.grpo)
+    if file is not None:
+        justified.update(file.justification)
+        # Checked alone first, so a bad value names the file it is in.
+        StopRules.resolve(file.stop or None, where=f"{file.source}: stop")
+        DynamicSampling.resolve(file.dynamic or None, where=f"{file.source}: dynamic")
+    stop_rules = StopRules.resolve(task.grpo.get("stop"), file.stop if file else None)
+    variant = recipe.variant_of(cfg)
+    dynamic = DynamicSampling.resolve(task.grpo.get("dynamic"), file.dynamic if file else None, variant=variant)
+    if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
+        per_step = (
+            int(cfg.get("per_device_train_batch_size", 8))
+            * int(cfg.get("gradient_accumulation_steps", 1))
+            * world_size()
+            // int(cfg.get("num_generations", 8))
+        )
+        dynamic = dynamic.for_epoch(len(task.load_split("train")), per_step)
+    model_arg = opts.model or task.model
+    model_ref = resolve_model(model_arg)
+    peft = opts.peft or (file.peft if file is not None else None) or "none"
+    validate_config(cfg, task, model_ref, hw, justified, peft)
+    check_batch(dynamic, cfg, world_size())
+    require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # refused before weights load
+    return RunSettings(
+        hardware=hw,
+        grpo=cfg,
+        rewards=rewards,
+        justified=justified,
+        stop=stop_rules,
+        dynamic=dynamic,
+        model_arg=model_arg,
+        model_ref=model_ref,
+        peft=peft,
+        variant=variant,
+        config_file=file,
+    )
