@@ -13,7 +13,8 @@ from gate_fixtures import SMALL, FakeSampler, build_and_review, no_exploits, sig
 from rlvr import gate
 from rlvr.demo.arithmetic import reference_answer
 from rlvr.errors import GateError
-from rlvr.gate.record import AuditOutcome, sha256_file
+from rlvr.gate.hashes import sha256_file, sha256_json
+from rlvr.gate.record import AuditOutcome
 from rlvr.task import load_task
 
 
@@ -80,7 +81,8 @@ def test_tampered_gate_json_is_detected(signed: Any) -> None:
     path.write_text(json.dumps(record, indent=2))
     with pytest.raises(
         GateError,
-        match=r"gate\.json was edited after signing: record_sha256 says [0-9a-f]{64}, its content hashes to [0-9a-f]{64}",
+        match=r"gate\.json was edited after signing: record_sha256 says [0-9a-f]{64}, "
+        r"its content hashes to [0-9a-f]{64}",
     ):
         gate.enforce(signed)
 
@@ -91,7 +93,8 @@ def test_tampered_verdict_in_the_database_is_detected(signed: Any) -> None:
         conn.execute("UPDATE reviews SET note = 'edited later' WHERE id = 3")
     with pytest.raises(
         GateError,
-        match=r"the reviewer verdicts in .*inspection\.db changed since signing: sha256 was [0-9a-f]{64}, now [0-9a-f]{64}",
+        match=r"the reviewer verdicts in .*inspection\.db changed since signing: "
+        r"sha256 was [0-9a-f]{64}, now [0-9a-f]{64}",
     ):
         gate.enforce(signed)
 
@@ -243,7 +246,7 @@ def test_reference_gate_refuses_to_sign_when_the_checker_disagrees(task: Any, tm
 def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
     from types import SimpleNamespace
 
-    from rlvr.gate.record import reward_modules
+    from rlvr.gate.hashes import reward_modules
 
     def names(*verifiers: str) -> set[str]:
         fake = SimpleNamespace(path=Path(__file__), rewards=[SimpleNamespace(verifier=v) for v in verifiers])
@@ -301,7 +304,7 @@ def test_editing_train_jsonl_after_signing_stops_train(
 def test_a_file_a_term_option_names_is_bound_by_the_record(tmp_path: Path) -> None:
     import dataclasses
 
-    from rlvr.gate.record import data_files
+    from rlvr.gate.hashes import data_files
     from rlvr.task import TermSpec
 
     task = load_task(write_task(tmp_path / "t"))
@@ -323,7 +326,7 @@ def test_a_record_signed_before_data_binding_must_be_signed_again(signed: Any) -
     path = gate.record_path(signed)
     record = json.loads(path.read_text())
     del record["data"]
-    record["record_sha256"] = gate.record.sha256_json({k: v for k, v in record.items() if k != "record_sha256"})
+    record["record_sha256"] = sha256_json({k: v for k, v in record.items() if k != "record_sha256"})
     path.write_text(json.dumps(record))
     with pytest.raises(GateError, match="does not bind the data files"):
         gate.enforce(signed)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GateError
 from ..rewards.base import Verdict
@@ -31,15 +31,20 @@ from .build import DEFAULT_SIZE, MAX_SIZE, MIN_SIZE, build_set, export_jsonl, re
 from .record import db_path, enforce, gate_dir, record_path, sign, verify
 from .store import LABELS, InspectionSample, Review, Store
 
+if TYPE_CHECKING:
+    from ..generate import Sampler
+    from ..task import Task
 
-def open_store(task: Any, gate_path: str | Path | None = None) -> Store:
+
+def open_store(task: Task, gate_path: str | Path | None = None) -> Store:
     """The inspection set of ``task`` (raises ``GateError`` when it has not been built)."""
     store = Store(db_path(task, gate_path))
     store.check()
     return store
 
 
-def status(task: Any, gate_path: str | Path | None = None) -> Agreement:
+def status(task: Task, gate_path: str | Path | None = None) -> Agreement:
+    """Agreement between the reward and the reviewer on ``task``'s inspection set, as it stands."""
     store = open_store(task, gate_path)
     return agreement(store.samples(), store.latest_reviews())
 
@@ -48,14 +53,14 @@ Checker = Callable[[Mapping[str, Any], str, Mapping[str, Verdict]], str]
 
 
 def reference_gate(
-    task: Any,
+    task: Task,
     *,
     model: str,
     out_dir: str | Path,
     checker: Checker,
     reviewer: str = "reference-checker (demo)",
     size: int = DEFAULT_SIZE,
-    sampler: Any = None,
+    sampler: Sampler | None = None,
     min_samples: int = MIN_SIZE,
 ) -> Path:
     """Build the set from ``model``, record ``checker(row, completion, verdicts)`` ("right",

@@ -7,7 +7,7 @@ directory exists; ``rlvr train`` copies the summary into the run's ``config.yaml
 holds ``inspection.db`` (the set and every verdict), ``inspection.jsonl`` (an export) and
 ``gate.json``.
 
-``gate.json`` binds the reviewer's verdicts to SHA-256 hashes of
+``gate.json`` binds the reviewer's verdicts to SHA-256 hashes (computed in ``rlvr.gate.hashes``) of
 
 - the reward code: the source file of every module that defines a term (user files included),
   the modules they import from ``rlvr.rewards``, ``rlvr.sandbox`` or the task's folder (followed
@@ -31,36 +31,30 @@ third-party packages.
 
 from __future__ import annotations
 
-import ast
-import hashlib
+import importlib
 import importlib.util
 import json
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GateError
-from ..rewards import BUILTINS, source_module
 from .agreement import Agreement, agreement
 from .build import MIN_SIZE, export_jsonl, score
+from .hashes import data_files, reward_code, set_hashes, sha256_file, sha256_json
 from .store import Store, now, same_total
+
+if TYPE_CHECKING:
+    from ..task import Task
 
 RECORD_FORMAT = "rlvr-gate/1"
 DB_NAME = "inspection.db"
 RECORD_NAME = "gate.json"
-# Every term's verdict passes through these: extraction, the Verdict type, masking and weights.
-SHARED_MODULES = ("rlvr.rewards.base", "rlvr.rewards.format", "rlvr.rewards.combine")
-# rlvr code followed through imports: the verifiers and the sandbox, whose trusted side compares a
-# program's outputs with the expected ones (so it decides unit-test verdicts).
-FOLLOWED_PACKAGES = ("rlvr.rewards", "rlvr.sandbox")
-# Modules loaded by file path rather than imported, so the import scan cannot see them.
-LOADED_BY_PATH = {"rlvr.sandbox.pool": ("rlvr.sandbox.harness", "rlvr.sandbox.isolation", "rlvr.sandbox.child")}
 
 
 # -- where ------------------------------------------------------------------------------------
-def gate_dir(task: Any, gate_path: str | Path | None = None) -> Path:
+def gate_dir(task: Task, gate_path: str | Path | None = None) -> Path:
     """The gate folder of ``task``: ``gate_path`` (a folder, or a ``.json`` record inside one)
     or ``<task dir>/.rlvr/gate/<task file stem>/``."""
     if gate_path is not None:
@@ -69,182 +63,22 @@ def gate_dir(task: Any, gate_path: str | Path | None = None) -> Path:
     return Path(task.path).parent / ".rlvr" / "gate" / Path(task.path).stem
 
 
-def record_path(task: Any, gate_path: str | Path | None = None) -> Path:
+def record_path(task: Task, gate_path: str | Path | None = None) -> Path:
     if gate_path is not None and Path(gate_path).suffix == ".json":
         return Path(gate_path)
     return gate_dir(task, gate_path) / RECORD_NAME
 
 
-def db_path(task: Any, gate_path: str | Path | None = None) -> Path:
+def db_path(task: Task, gate_path: str | Path | None = None) -> Path:
     return gate_dir(task, gate_path) / DB_NAME
 
 
-# -- hashing ----------------------------------------------------------------------------------
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def sha256_json(value: Any) -> str:
-    return hashlib.sha256(
-        json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()
-    ).hexdigest()
-
-
-def _module_file(name: str, search: Path) -> Path | None:
-    if str(search) not in sys.path:
-        sys.path.insert(0, str(search))  # user reward modules live beside the task file
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin or not spec.has_location:
-        return None
-    return Path(spec.origin)
-
-
-def _imports(path: Path, module: str) -> set[str]:
-    """Module names imported by the source at ``path`` (relative imports resolved)."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return set()
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".") if package else []
-                base_parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                base = ".".join(base_parts)
-            else:
-                base = ""
-            target = ".".join(p for p in (base, node.module or "") if p)
-            if target and node.module:
-                out.add(target)
-            for a in node.names:  # `from . import pool` imports a submodule (or a name)
-                if target:
-                    out.add(f"{target}.{a.name}")
-    return out
-
-
-def reward_modules(task: Any) -> dict[str, Path]:
-    """The modules whose source decides the reward (see the module doc), by name."""
-    search = Path(task.path).parent.resolve()
-    start = {source_module(t.verifier) for t in task.rewards} | set(SHARED_MODULES)
-    if any(t.verifier not in BUILTINS for t in task.rewards):
-        start.add("rlvr.rewards")  # wraps plain functions into verifiers
-    found: dict[str, Path] = {}
-    todo = sorted(start)
-    while todo:
-        name = todo.pop()
-        if name in found:
-            continue
-        path = _module_file(name, search)
-        if path is None:
-            if name in start:
-                raise GateError(
-                    f"cannot find the source of reward module {name!r} to hash it (searched {search} and sys.path)"
-                )
-            continue  # a name like `rlvr.rewards.base.Verdict`: an attribute, not a module
-        found[name] = path
-        for dep in [*_imports(path, name), *LOADED_BY_PATH.get(name, ())]:
-            if dep in found:
-                continue
-            if dep.startswith(FOLLOWED_PACKAGES) or _is_local(dep, search):
-                todo.append(dep)
-    return dict(sorted(found.items()))
-
-
-def _is_local(name: str, search: Path) -> bool:
-    """Whether ``name`` is a module of the task's folder. Looks up only the top-level name, which
-    imports nothing (``find_spec("a.b")`` would import package ``a``)."""
-    try:
-        spec = importlib.util.find_spec(name.split(".")[0])
-    except (ImportError, ValueError):
-        return False
-    if spec is None:
-        return False
-    locations = [spec.origin] if spec.origin else list(spec.submodule_search_locations or [])
-    # A task folder that contains a virtual environment must not pull installed packages in.
-    installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
-    return any(
-        loc
-        and _under(Path(loc), search)
-        and "site-packages" not in Path(loc).parts
-        and not any(_under(Path(loc), p) for p in installed)
-        for loc in locations
-    )
-
-
-def _under(path: Path | None, root: Path) -> bool:
-    if path is None:
-        return False
-    try:
-        path.resolve().relative_to(root)
-        return True
-    except ValueError:
-        return False
-
-
-def reward_code(task: Any) -> dict[str, dict[str, str]]:
-    return {name: {"path": str(path), "sha256": sha256_file(path)} for name, path in reward_modules(task).items()}
-
-
-def sha256_tree(root: Path) -> str:
-    """One hash over a folder: every file's relative path and bytes, in sorted order."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + sha256_file(path).encode() + b"\n")
-    return h.hexdigest()
-
-
-def data_files(task: Any) -> dict[str, dict[str, Any]]:
-    """The data the rewards are scored against, by role (``data.train``, ``data.eval``,
-    ``rewards.<term>.options.<key>``): path and SHA-256 (``None`` for a hub reference)."""
-    refs: list[tuple[str, str]] = [("data.train", task.data.train)]
-    if task.data.eval:
-        refs.append(("data.eval", task.data.eval))
-    root = Path(task.path).parent.resolve()
-    for t in task.rewards:
-        for key, value in sorted(t.options.items()):
-            if (
-                not isinstance(value, str)
-                or not value
-                or "\n" in value
-                or len(value) > 1000
-                or value.startswith(("hf:", "builtin:"))
-            ):
-                continue
-            p = Path(task.resolve(value))
-            try:
-                exists = p.is_file() or (p.is_dir() and not _under(root, p.resolve()))  # never the task folder itself
-            except OSError:
-                exists = False
-            if exists:
-                refs.append((f"rewards.{t.name}.options.{key}", value))
-    out: dict[str, dict[str, Any]] = {}
-    for role, ref in refs:
-        p = Path(task.resolve(ref))
-        if p.is_file():
-            out[role] = {"path": str(ref), "sha256": sha256_file(p)}
-        elif p.is_dir():
-            out[role] = {"path": str(ref), "sha256": sha256_tree(p)}
-        else:
-            out[role] = {"path": str(ref), "sha256": None}  # a hub dataset: recorded, not hashed
-    return out
-
-
-def _check_data(task: Any, record: Mapping[str, Any]) -> list[str]:
+def _check_data(task: Task, record: Mapping[str, Any]) -> list[str]:
     old: Mapping[str, Any] | None = record.get("data")
     if not isinstance(old, Mapping):
         return [
-            "the record does not bind the data files the rewards are scored against (signed by an older rlvr): sign it again (rlvr inspect sign)"
+            "the record does not bind the data files the rewards are scored against (signed by an older rlvr): "
+            "sign it again (rlvr inspect sign)"
         ]
     new = data_files(task)
     problems = []
@@ -259,23 +93,7 @@ def _check_data(task: Any, record: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def set_hashes(store: Store) -> dict[str, str]:
-    """Hashes of the sampled side of the set, the reward's scores on it, and every verdict."""
-    samples = store.samples()
-    meta = store.meta()
-    sampled = [
-        [s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket]
-        for s in samples
-    ]
-    scores = [[s.id, {k: v.to_json() for k, v in s.verdicts.items()}, s.total, s.reward_class] for s in samples]
-    return {
-        "inspection_set": sha256_json({"meta": meta, "samples": sampled}),
-        "scores": sha256_json(scores),
-        "verdicts": sha256_json([r.to_json() for r in store.reviews()]),
-    }
-
-
-def _terms(task: Any) -> list[dict[str, Any]]:
+def _terms(task: Task) -> list[dict[str, Any]]:
     return [
         {"name": t.name, "verifier": t.verifier, "weight": t.weight, "options": dict(t.options)} for t in task.rewards
     ]
@@ -291,7 +109,7 @@ class AuditOutcome:
     exploitable: tuple[str, ...]
 
 
-def run_audit_hook(task: Any) -> AuditOutcome | None:
+def run_audit_hook(task: Task) -> AuditOutcome | None:
     """The reward-hack audit (``rlvr.audit``, issue 7), imported lazily. ``None`` when that module
     is not part of this build."""
     if importlib.util.find_spec("rlvr.audit") is None:
@@ -315,13 +133,13 @@ def _exploitable(report: Any) -> list[str]:
 
 
 def sign(
-    task: Any,
+    task: Task,
     gate_path: str | Path | None = None,
     *,
     reviewer: str | None = None,
     min_samples: int = MIN_SIZE,
     accept_exploits: Mapping[str, str] | None = None,
-    audit: Callable[[Any], AuditOutcome | None] | None = run_audit_hook,
+    audit: Callable[[Task], AuditOutcome | None] | None = run_audit_hook,
 ) -> Path:
     """Write ``gate.json`` for a passing gate. Raises ``GateError`` naming what is missing:
     unreviewed or open samples, scores that the current reward code no longer gives, too small a
@@ -334,7 +152,8 @@ def sign(
     problems = []
     if a.n < min_samples:
         problems.append(
-            f"the set has {a.n} samples; the gate asks a person to read at least {min_samples} (rlvr inspect build --size)"
+            f"the set has {a.n} samples; the gate asks a person to read at least {min_samples} "
+            "(rlvr inspect build --size)"
         )
     if not a.passed:
         unreviewed = [sid for sid in a.open_ids if sid not in latest]
@@ -343,7 +162,8 @@ def sign(
             problems.append(f"{len(unreviewed)} samples have no verdict yet (ids {_ids(unreviewed)})")
         if disagree:
             problems.append(
-                f"{len(disagree)} disagreements are open (ids {_ids(disagree)}): fix the reward and rlvr inspect rescore, or record why each is acceptable"
+                f"{len(disagree)} disagreements are open (ids {_ids(disagree)}): fix the reward and rlvr inspect "
+                "rescore, or record why each is acceptable"
             )
     # The scores in the database must be what the reward code gives *now*: the record binds this
     # code's hash to verdicts that were given on these scores.
@@ -364,12 +184,14 @@ def sign(
     ]
     if stale:
         problems.append(
-            f"{len(stale)} samples score differently with the current reward code (ids {_ids(stale)}): run rlvr inspect rescore and read them again"
+            f"{len(stale)} samples score differently with the current reward code (ids {_ids(stale)}): "
+            "run rlvr inspect rescore and read them again"
         )
     meta = store.meta()
     if [t["name"] for t in meta.get("terms", [])] != [t.name for t in task.rewards]:
         problems.append(
-            f"the set was built for terms {[t['name'] for t in meta.get('terms', [])]}, the task now has {[t.name for t in task.rewards]}: rlvr inspect rescore"
+            f"the set was built for terms {[t['name'] for t in meta.get('terms', [])]}, "
+            f"the task now has {[t.name for t in task.rewards]}: rlvr inspect rescore"
         )
     reviewers = sorted({r.reviewer for r in latest.values()})
     if reviewer is None:
@@ -390,7 +212,8 @@ def sign(
         unexplained = [t for t in outcome.exploitable if t not in accept_exploits]
         if unexplained:
             problems.append(
-                f"the audit found exploitable reward terms: {', '.join(unexplained)}; fix them, or record why each is acceptable (--accept-exploit TERM=REASON)"
+                f"the audit found exploitable reward terms: {', '.join(unexplained)}; fix them, "
+                "or record why each is acceptable (--accept-exploit TERM=REASON)"
             )
         audit_json = {
             "status": "ran",
@@ -448,7 +271,7 @@ def _ids(ids: list[int], limit: int = 20) -> str:
 
 # -- checking ---------------------------------------------------------------------------------
 def verify(
-    task: Any, gate_path: str | Path | None = None, *, model: str | None = None
+    task: Task, gate_path: str | Path | None = None, *, model: str | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """Check the gate record against what is about to run. Returns (record, problems); each
     problem names what changed, where, and the old and new hash. ``model``: the model the run
@@ -456,7 +279,8 @@ def verify(
     path = record_path(task, gate_path)
     if not path.exists():
         raise GateError(
-            f"no gate record at {path}: inspect the reward first (rlvr inspect build, serve or review, sign), or pass --gate PATH, or --no-gate REASON"
+            f"no gate record at {path}: inspect the reward first (rlvr inspect build, serve or review, sign), "
+            "or pass --gate PATH, or --no-gate REASON"
         )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -464,7 +288,8 @@ def verify(
         raise GateError(f"{path}: not a readable gate record ({exc})") from None
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise GateError(
-            f"{path}: not a gate record (format {record.get('format') if isinstance(record, dict) else None!r}, expected {RECORD_FORMAT!r})"
+            f"{path}: not a gate record "
+            f"(format {record.get('format') if isinstance(record, dict) else None!r}, expected {RECORD_FORMAT!r})"
         )
     problems: list[str] = []
     claimed = record.get("record_sha256")
@@ -485,25 +310,29 @@ def verify(
         new_code = {}
     for name in sorted(set(old_code) | set(new_code)):
         old, new = old_code.get(name), new_code.get(name)
-        if old is None:
-            problems.append(
-                f"reward module {name} ({new['path']}) is new since the gate was signed: sha256 was none, now {new['sha256']}"
-            )  # type: ignore[index]
-        elif new is None:
+        if new is None:  # then the name is in the old code
             if new_code:
+                gone = old_code[name]
                 problems.append(
-                    f"reward module {name} ({old.get('path')}) is no longer used by the task: sha256 was {old.get('sha256')}, now none"
+                    f"reward module {name} ({gone.get('path')}) is no longer used by the task: "
+                    f"sha256 was {gone.get('sha256')}, now none"
                 )
+        elif old is None:
+            problems.append(
+                f"reward module {name} ({new['path']}) is new since the gate was signed: "
+                f"sha256 was none, now {new['sha256']}"
+            )
         elif old.get("sha256") != new["sha256"]:
             problems.append(
                 f"reward module {name} ({new['path']}) changed: sha256 was {old.get('sha256')}, now {new['sha256']}"
             )
     if record.get("terms") != _terms(task):
         problems.append(
-            f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, the run has {_term_text(_terms(task))}"
+            f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, "
+            f"the run has {_term_text(_terms(task))}"
         )
     run_model = model or task.model
-    if not _same_model(record.get("model"), run_model):
+    if not same_model(record.get("model"), run_model):
         problems.append(
             f"model changed: the set was sampled from {record.get('model')!r}, the run starts from {run_model!r}"
         )
@@ -523,7 +352,7 @@ def verify(
     return record, problems
 
 
-def _same_model(a: Any, b: Any) -> bool:
+def same_model(a: Any, b: Any) -> bool:
     """Two model references name the same model: equal, or the same folder once resolved (a
     built-in resolves to its cache folder)."""
     if a == b:
@@ -547,11 +376,12 @@ def _same_model(a: Any, b: Any) -> bool:
     return key(a) == key(b)
 
 
-def _term_text(terms: list[Mapping[str, Any]]) -> str:
+
+def _term_text(terms: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{t.get('name')}={t.get('verifier')}x{t.get('weight')}" for t in terms) or "none"
 
 
-def _check_store(task: Any, gate_path: str | Path | None, record: Mapping[str, Any]) -> list[str]:
+def _check_store(task: Task, gate_path: str | Path | None, record: Mapping[str, Any]) -> list[str]:
     db = gate_dir(task, gate_path) / (record.get("inspection_set") or {}).get("path", DB_NAME)
     store = Store(db)
     try:
@@ -576,7 +406,7 @@ def _check_store(task: Any, gate_path: str | Path | None, record: Mapping[str, A
 
 
 def enforce(
-    task: Any, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, model: str | None = None
+    task: Task, *, gate_path: str | Path | None = None, no_gate_reason: str | None = None, model: str | None = None
 ) -> dict[str, Any]:
     """What ``rlvr train`` calls before training. Returns the summary it writes into the run's
     config; raises ``GateError`` listing exactly what changed when the record does not match.
@@ -590,7 +420,8 @@ def enforce(
         reason = no_gate_reason.strip()
         if not reason:
             raise GateError(
-                "--no-gate needs a reason (it is written into the run's config), e.g. --no-gate 'smoke test of the launcher'"
+                "--no-gate needs a reason (it is written into the run's config), "
+                "e.g. --no-gate 'smoke test of the launcher'"
             )
         return {"status": "bypassed", "no_gate_reason": reason, "record": str(path) if path.exists() else None}
     record, problems = verify(task, gate_path, model=model)
@@ -598,7 +429,8 @@ def enforce(
         raise GateError(
             f"the gate record {path} does not match this run:\n"
             + "\n".join(f"  - {p}" for p in problems)
-            + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, and sign again (rlvr inspect sign))"
+            + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, "
+            "and sign again (rlvr inspect sign))"
         )
     codes = record.get("reward_code") or {}
     audit_rec = record.get("audit") or {}
