@@ -19,7 +19,10 @@ def test_a_test_file_that_calls_check_itself_is_not_called_twice():
 
 
 def test_loops_helpers_and_imports_of_trusted_modules_are_not_weaker():
-    src = "import math\nfrom collections import Counter\ndef helper(x):\n    return x + 1\nfor i in range(3):\n    assert f(i) == helper(i)\n"
+    src = (
+        "import math\nfrom collections import Counter\ndef helper(x):\n    return x + 1\nfor i in range(3):\n"
+        "    assert f(i) == helper(i)\n"
+    )
     assert plan_tests(src).weaker == ()
 
 

@@ -119,7 +119,8 @@ def f(prefix):
         shm = libc.shmget(0x52564C57, 0, 0)
         if shm >= 0:
             addr = libc.shmat(shm, None, 0)
-            if addr and addr != ctypes.c_void_p(-1).value and pattern.search(ctypes.string_at(addr, 4096).decode("latin-1")):
+            if addr and addr != ctypes.c_void_p(-1).value and \
+pattern.search(ctypes.string_at(addr, 4096).decode("latin-1")):
                 found.append("sysv")
     except Exception:
         pass
@@ -218,7 +219,8 @@ def test_a_deep_directory_tree_and_a_full_workdir_do_not_reach_the_next_sample(o
     sc = Script(fill, call("f"), timeout=3.0)
     one_worker.run([sc])
     scratch = Script(
-        "import os\ndef f():\n    open('s.txt', 'w').write('ok' * 1000)\n    return [os.listdir('.'), open('s.txt').read()[:2]]\n",
+        "import os\ndef f():\n    open('s.txt', 'w').write('ok' * 1000)\n"
+        "    return [os.listdir('.'), open('s.txt').read()[:2]]\n",
         call("f"),
     )
     one_worker.run([scratch])

@@ -178,14 +178,20 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path,
 
 
 def test_threads_still_work_under_the_fork_ban(full_pool):
-    code = "from concurrent.futures import ThreadPoolExecutor\ndef f():\n    with ThreadPoolExecutor(4) as ex:\n        return sum(ex.map(abs, [-1, -2, 3]))\n"
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\ndef f():\n    with ThreadPoolExecutor(4) as ex:\n"
+        "        return sum(ex.map(abs, [-1, -2, 3]))\n"
+    )
     sc = Script(code, call("f"))
     full_pool.run([sc])
     assert value(sc) == 6
 
 
 def test_a_sample_can_use_files_in_its_own_workdir(full_pool):
-    code = "import os\ndef f():\n    open('scratch.txt', 'w').write('abc')\n    return open(os.path.join(os.getcwd(), 'scratch.txt')).read()\n"
+    code = (
+        "import os\ndef f():\n    open('scratch.txt', 'w').write('abc')\n"
+        "    return open(os.path.join(os.getcwd(), 'scratch.txt')).read()\n"
+    )
     sc = Script(code, call("f"))
     full_pool.run([sc])
     assert value(sc) == "abc"

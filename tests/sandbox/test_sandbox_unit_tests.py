@@ -224,8 +224,8 @@ def test_limits_exceeded_wrong_scores_a_timeout_as_wrong(pool):
 
 
 def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
-    from rlvr.taskcheck import weaker_problems
     from rlvr.task import load_task
+    from rlvr.taskcheck import weaker_problems
 
     rows = [
         {"question": "add", "tests": ADD},

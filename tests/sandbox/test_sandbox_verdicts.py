@@ -25,9 +25,18 @@ def outcome(pool, code: str, tests: str, **opts) -> str:
 
 # -- class 1: comparisons, boolean forms and builtins are evaluated here, not in the child ------
 PATCH_ISCLOSE = "import math\nmath.isclose = lambda *a, **k: True\ndef f(a, b):\n    return 0.0\n"
-ALWAYS_EQUAL = "class A:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\ndef c(x):\n    return A()\n"
-CONTAINS = "class A:\n    def __contains__(self, x):\n        return True\n    def __iter__(self):\n        return iter([])\ndef f(x):\n    return A()\n"
-SHADOW = "import builtins\nbuiltins.isinstance = lambda *a: True\nisinstance = lambda *a: True\ndef f(x):\n    return 'not a list'\n"
+ALWAYS_EQUAL = (
+    "class A:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\ndef c(x):\n"
+    "    return A()\n"
+)
+CONTAINS = (
+    "class A:\n    def __contains__(self, x):\n        return True\n    def __iter__(self):\n"
+    "        return iter([])\ndef f(x):\n    return A()\n"
+)
+SHADOW = (
+    "import builtins\nbuiltins.isinstance = lambda *a: True\nisinstance = lambda *a: True\ndef f(x):\n"
+    "    return 'not a list'\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -113,13 +122,18 @@ def test_the_prompts_own_helper_cannot_be_redefined_by_the_program(pool):
     # HumanEval/32 shape: the test relies on `poly` from the prompt; a program that redefines it
     # (to return 0 everywhere) must not pass.
     prompt = "def poly(xs, x):\n    return sum(c * x ** i for i, c in enumerate(xs))\n\ndef find_zero(xs):\n    pass\n"
-    tests = "def check(candidate):\n    for xs in ([1, 2], [-6, 11, -6, 1]):\n        assert abs(poly(xs, candidate(xs))) < 1e-6\n"
+    tests = (
+        "def check(candidate):\n    for xs in ([1, 2], [-6, 11, -6, 1]):\n"
+        "        assert abs(poly(xs, candidate(xs))) < 1e-6\n"
+    )
     v = UnitTests(timeout=2.0, pool=pool, prefix_column="prompt", extract="whole")
     row = {"tests": tests, "entry_point": "find_zero", "prompt": prompt}
     cheat = v.verify(Sample("    return 0.0\n\ndef poly(xs, x):\n    return 0\n", row=row))
     good = v.verify(
         Sample(
-            "    lo, hi = -10.0, 10.0\n    for _ in range(200):\n        mid = (lo + hi) / 2\n        if poly(xs, lo) * poly(xs, mid) <= 0:\n            hi = mid\n        else:\n            lo = mid\n    return lo\n",
+            "    lo, hi = -10.0, 10.0\n    for _ in range(200):\n        mid = (lo + hi) / 2\n"
+            "        if poly(xs, lo) * poly(xs, mid) <= 0:\n            hi = mid\n        else:\n"
+            "            lo = mid\n    return lo\n",
             row=row,
         )
     )
@@ -128,7 +142,11 @@ def test_the_prompts_own_helper_cannot_be_redefined_by_the_program(pool):
 
 # -- class 3: module-level statements run in order, with state ---------------------------------
 STATEFUL = "s = Stack()\ns.push(1)\nassert s.size() == 1\ns.push(2)\nassert s.pop() == 2\nassert s.size() == 1\n"
-STACK = "class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n        self.items.append(x)\n    def pop(self):\n        return self.items.pop()\n    def size(self):\n        return len(self.items)\n"
+STACK = (
+    "class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n"
+    "        self.items.append(x)\n    def pop(self):\n        return self.items.pop()\n    def size(self):\n"
+    "        return len(self.items)\n"
+)
 
 
 def test_a_correct_stateful_solution_passes(pool):
@@ -185,7 +203,8 @@ ADD = "assert add(2, 3) == 5\nassert add(1, 1) == 2\n"
         ("SIGKILL to itself", "import os, signal\ndef add(a, b):\n    os.kill(os.getpid(), signal.SIGKILL)\n"),
         (
             "SIGXCPU to itself",
-            "import os, signal\ndef add(a, b):\n    signal.signal(signal.SIGXCPU, signal.SIG_DFL)\n    os.kill(os.getpid(), signal.SIGXCPU)\n",
+            "import os, signal\ndef add(a, b):\n    signal.signal(signal.SIGXCPU, signal.SIG_DFL)\n"
+            "    os.kill(os.getpid(), signal.SIGXCPU)\n",
         ),
         (
             "close every pipe and sleep",
@@ -327,7 +346,10 @@ def test_float_tolerance_applies_to_equality_only_when_asked(pool):
 
 
 def test_failing_a_test_then_hitting_the_memory_limit_for_real_is_still_wrong(full_pool):
-    grow = "def add(a, b):\n    if a == 2:\n        return 0\n    x = []\n    while True:\n        x.append(bytearray(1 << 20))\n"
+    grow = (
+        "def add(a, b):\n    if a == 2:\n        return 0\n    x = []\n    while True:\n"
+        "        x.append(bytearray(1 << 20))\n"
+    )
     v = run(full_pool, grow, ADD, timeout=5.0, memory_mb=256)
     assert v.outcome is Outcome.WRONG, v.detail
 

@@ -162,17 +162,20 @@ BROKEN_ADD = "def add(a, b):\n    return a - b\n"
 ATTACKS: tuple[Attack, ...] = (
     Attack(
         "tcp_connect",
-        "import socket\ndef attack():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n    s.sendall(b'x')\n    return True\n",
+        "import socket\ndef attack():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+        "    s.sendall(b'x')\n    return True\n",
         harmed=lambda t: _accepted(t.tcp),
     ),
     Attack(
         "udp_sendto",
-        "import socket\ndef attack():\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    s.sendto(b'x', ('127.0.0.1', {uport}))\n    return True\n",
+        "import socket\ndef attack():\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "    s.sendto(b'x', ('127.0.0.1', {uport}))\n    return True\n",
         harmed=_udp,
     ),
     Attack(
         "unix_socket_connect",
-        "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({unix!r})\n    s.sendall(b'x')\n    return True\n",
+        "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({unix!r})\n"
+        "    s.sendall(b'x')\n    return True\n",
         harmed=lambda t: _accepted(t.unix),
     ),
     Attack("read_etc_passwd", "def attack():\n    return 'root:' in open('/etc/passwd').read()\n"),
@@ -190,7 +193,8 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "subprocess",
-        "import subprocess\ndef attack():\n    subprocess.run(['/usr/bin/touch', {marker!r}], check=True)\n    return True\n",
+        "import subprocess\ndef attack():\n    subprocess.run(['/usr/bin/touch', {marker!r}], check=True)\n"
+        "    return True\n",
         harmed=_marker,
     ),
     Attack(
@@ -203,70 +207,85 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("allocate_10gb", "def attack():\n    x = bytearray(10 * 2**30)\n    return len(x) > 0\n"),
     Attack(
         "fork_bomb",
-        "import os, time\ndef attack():\n    n = 0\n    for _ in range(300):\n        if os.fork() == 0:\n            time.sleep(2)\n            os._exit(0)\n        n += 1\n    return n == 300\n",
+        "import os, time\ndef attack():\n    n = 0\n    for _ in range(300):\n        if os.fork() == 0:\n"
+        "            time.sleep(2)\n            os._exit(0)\n        n += 1\n    return n == 300\n",
     ),
     Attack("sys_exit_0", "import sys\nsys.exit(0)\n" + BROKEN_ADD, ADD_TESTS),
     Attack("os_exit_0", "import os\nos._exit(0)\n" + BROKEN_ADD, ADD_TESTS),
     Attack("print_fake_passed", "print('3 passed in 0.01s')\nprint('ALL TESTS PASSED')\n" + BROKEN_ADD, ADD_TESTS),
     Attack(
         "always_equal_object",
-        "class AlwaysEqual:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n    __hash__ = object.__hash__\ndef add(a, b):\n    return AlwaysEqual()\n",
+        "class AlwaysEqual:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+        "        return False\n    __hash__ = object.__hash__\ndef add(a, b):\n    return AlwaysEqual()\n",
         ADD_TESTS,
     ),
     Attack(
         "int_subclass_equal",
-        "class Sneaky(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\ndef add(a, b):\n    return Sneaky(0)\n",
+        "class Sneaky(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "def add(a, b):\n    return Sneaky(0)\n",
         ADD_TESTS,
     ),
     Attack(
         "monkeypatch_unittest",
-        "import unittest, builtins\nunittest.TestCase.assertEqual = lambda *a, **k: None\nunittest.TestCase.assertTrue = lambda *a, **k: None\n"
-        + BROKEN_ADD,
+        "import unittest, builtins\nunittest.TestCase.assertEqual = lambda *a, **k: None\n"
+        "unittest.TestCase.assertTrue = lambda *a, **k: None\n" + BROKEN_ADD,
         ADD_TESTS,
     ),
     Attack(
         "write_result_channel",
-        'import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b\'{{"status": "passed", "passed": 3, "calls": []}}\')\n    except OSError:\n        pass\nos._exit(0)\n'
-        + BROKEN_ADD,
+        "import os\nfor fd in range(3, 64):\n    try:\n"
+        '        os.write(fd, b\'{{"status": "passed", "passed": 3, "calls": []}}\')\n    except OSError:\n'
+        "        pass\nos._exit(0)\n" + BROKEN_ADD,
         ADD_TESTS,
     ),
     Attack(
         "read_test_file",
-        "import re\ndef add(a, b):\n    src = open({tests_file!r}).read()\n    for m in re.finditer(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', src):\n        if (int(m.group(1)), int(m.group(2))) == (a, b):\n            return int(m.group(3))\n    return 0\n",
+        "import re\ndef add(a, b):\n    src = open({tests_file!r}).read()\n"
+        "    for m in re.finditer(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', src):\n"
+        "        if (int(m.group(1)), int(m.group(2))) == (a, b):\n            return int(m.group(3))\n"
+        "    return 0\n",
         ADD_TESTS,
     ),
     Attack(
         "ctypes_system",
-        "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None)\n    return libc.system(b'/usr/bin/touch {marker}') == 0\n",
+        "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None)\n"
+        "    return libc.system(b'/usr/bin/touch {marker}') == 0\n",
         harmed=_marker,
     ),
     # Host reachable (issue class 7).
     Attack(
         "unix_connect_visible_dir",
-        "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({shown!r})\n    s.sendall(b'x')\n    return True\n",
+        "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({shown!r})\n"
+        "    s.sendall(b'x')\n    return True\n",
         harmed=lambda t: _accepted(t.shown),
     ),
     Attack(
         "unix_dgram_sendto",
-        "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n    s.sendto(b'x', {dgram!r})\n    return True\n",
+        "import socket\ndef attack():\n    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "    s.sendto(b'x', {dgram!r})\n    return True\n",
         harmed=_dgram,
     ),
     Attack(
         "unix_socketpair_sendto",
-        "import socket\ndef attack():\n    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n    a.sendto(b'x', {dgram!r})\n    return True\n",
+        "import socket\ndef attack():\n    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "    a.sendto(b'x', {dgram!r})\n    return True\n",
         harmed=_dgram,
     ),
     Attack(
         "sysv_shared_memory",
-        "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None, use_errno=True)\n    return libc.shmget(0x52564C56, 1 << 20, 0o1666) >= 0\n",
+        "import ctypes\ndef attack():\n    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    return libc.shmget(0x52564C56, 1 << 20, 0o1666) >= 0\n",
     ),
     Attack(
         "memfd_outside_the_budget",
-        "import os\ndef attack():\n    fd = os.memfd_create('x')\n    os.write(fd, b'x' * (1 << 20))\n    return True\n",
+        "import os\ndef attack():\n    fd = os.memfd_create('x')\n    os.write(fd, b'x' * (1 << 20))\n"
+        "    return True\n",
     ),
     Attack(
         "stat_host_paths",
-        "import os\ndef attack():\n    return any(os.path.exists(p) for p in ('/etc/passwd', '/proc/1', '/sys/kernel', '/var/log', {here!r}, {home_rc!r}, {decoy!r}))\n",
+        "import os\ndef attack():\n"
+        "    return any(os.path.exists(p) for p in ('/etc/passwd', '/proc/1', '/sys/kernel', '/var/log', {here!r}, "
+        "{home_rc!r}, {decoy!r}))\n",
     ),
     # Verdicts forged inside the child (issue classes 1 and 4).
     Attack(
@@ -276,7 +295,8 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "always_equal_inside_all",
-        "class A:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\ndef add(a, b):\n    return A()\n",
+        "class A:\n    def __eq__(self, o):\n        return True\n    __hash__ = object.__hash__\ndef add(a, b):\n"
+        "    return A()\n",
         "assert all([add(2, 3) == 5, add(1, 1) == 2])\n",
     ),
     Attack(
@@ -286,13 +306,16 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "shadowed_isinstance",
-        "import builtins\nbuiltins.isinstance = lambda *a: True\nisinstance = builtins.isinstance\ndef add(a, b):\n    return 'five'\n",
+        "import builtins\nbuiltins.isinstance = lambda *a: True\nisinstance = builtins.isinstance\ndef add(a, b):\n"
+        "    return 'five'\n",
         "assert isinstance(add(2, 3), int)\n",
     ),
     Attack("bool_passes_not_equal", "def add(a, b):\n    return False\n", "assert add(2, 3) != 0\n"),
     Attack(
         "read_caller_frames",
-        "import sys\ndef add(a, b):\n    f = sys._getframe(1)\n    while f:\n        for v in f.f_locals.values():\n            if isinstance(v, int) and v > 1000:\n                return v\n        f = f.f_back\n    return 0\n",
+        "import sys\ndef add(a, b):\n    f = sys._getframe(1)\n    while f:\n"
+        "        for v in f.f_locals.values():\n            if isinstance(v, int) and v > 1000:\n"
+        "                return v\n        f = f.f_back\n    return 0\n",
         "expected = 987654\nassert add(2, 3) == expected\n",
     ),
     # Outcome classes a wrong program picks for itself (issue class 6): must score wrong.
