@@ -693,3 +693,44 @@ def test_a_run_killed_with_sigkill_mid_save_resumes_from_the_last_complete_check
     )
     assert result.resumed_from is not None and result.resumed_from.name == "checkpoint-2"
     assert [p.name for p in result.skipped] == ["checkpoint-4"] and result.steps == 6
+
+
+# -- one run config (issue 18) ------------------------------------------------------------------
+def test_a_runs_own_config_passed_back_as_config_reproduces_its_settings(tmp_path: Path) -> None:
+    first = {
+        "num_generations": 4,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "beta": 0.0,
+        "justify": {"num_generations": "tiny smoke test"},
+        "stop": {"masked_steps": 7},
+        "dynamic": {"mode": "filter", "visits": 3, "recheck_after": 5},
+    }
+    source = load_task(make_task(tmp_path / "a", shaping=True, extra={"grpo": first}))
+    plain = load_task(make_task(tmp_path / "b", shaping=True))  # none of the above: all from the config
+    common = {"max_steps": 1, "no_gate_reason": "config round trip", "progress": False, "eval_every": 0}
+    train(source, TrainOptions(run_dir=tmp_path / "one", peft="lora", overrides={"learning_rate": 2e-3}, **common))
+    train(plain, TrainOptions(run_dir=tmp_path / "two", config_path=tmp_path / "one" / "config.yaml", **common))
+    one, two = (yaml.safe_load((tmp_path / run / "config.yaml").read_text()) for run in ("one", "two"))
+    assert {k: v for k, v in one["grpo"].items() if k != "output_dir"} == {
+        k: v for k, v in two["grpo"].items() if k != "output_dir"
+    }
+    for key in ("variant", "peft", "stop", "dynamic", "justification"):
+        assert one["rlvr"][key] == two["rlvr"][key], key
+    assert two["rlvr"]["peft"]["method"] == "lora" and two["grpo"]["learning_rate"] == 2e-3
+    assert two["rlvr"]["stop"]["masked_steps"] == 7 and two["rlvr"]["dynamic"]["visits"] == 3
+
+
+def test_a_malformed_config_is_refused_naming_the_file_and_the_key(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task"))
+    bad = tmp_path / "config.yaml"
+    for rlvr, where in (({"stop": [5]}, "rlvr.stop"), ({"stop": {"masked_steps": -1}}, "stop.masked_steps")):
+        bad.write_text(yaml.safe_dump({"grpo": {"learning_rate": 1e-3}, "rlvr": rlvr}))
+        with pytest.raises(ConfigError, match=rf"config\.yaml: {where}"):
+            train(
+                task,
+                TrainOptions(
+                    run_dir=tmp_path / "run", config_path=bad, max_steps=1, no_gate_reason="t", progress=False
+                ),
+            )
+    assert not (tmp_path / "run").exists()
