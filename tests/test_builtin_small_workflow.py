@@ -172,11 +172,11 @@ def test_eval_stops_at_every_stop_id_of_the_checkpoint_as_trl_does() -> None:
 
 
 def test_vllm_sampler_reads_the_saved_stop_ids_beside_the_tokenizers_eos() -> None:
-    from rlvr.generate import _eos_ids, _saved_generation_config
+    from rlvr.generate import eos_ids, saved_generation_config
     from rlvr.models import build_builtin, load_tokenizer
 
     tok = load_tokenizer("builtin:small")
-    assert _eos_ids(tok, _saved_generation_config(str(build_builtin("small")))) == {tok.eos_token_id, tok.pad_token_id}
+    assert eos_ids(tok, saved_generation_config(str(build_builtin("small")))) == {tok.eos_token_id, tok.pad_token_id}
 
 
 # -- the whole workflow, slow ---------------------------------------------------------------------

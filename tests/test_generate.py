@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.errors import ConfigError
-from rlvr.generate import Completion, TransformersSampler, _cut, make_sampler, prompt_ids
+from rlvr.generate import Completion, TransformersSampler, cut_at_eos, make_sampler, prompt_ids
 
 PROMPTS = ["37+58=", "1+1=", "123456789+987654321="]
 
@@ -81,9 +81,9 @@ def test_text_is_decoded_without_special_tokens(sampler: TransformersSampler) ->
 
 
 def test_cut_keeps_the_first_eos_and_drops_what_follows() -> None:
-    assert _cut([5, 6, 2, 0, 0], {2}, 0, 5) == ((5, 6, 2), "stop")
-    assert _cut([5, 2, 2, 2], {2}, 2, 4) == ((5, 2), "stop")
-    assert _cut([5, 6, 7], {2}, 0, 3) == ((5, 6, 7), "length")
+    assert cut_at_eos([5, 6, 2, 0, 0], {2}, 0, 5) == ((5, 6, 2), "stop")
+    assert cut_at_eos([5, 2, 2, 2], {2}, 2, 4) == ((5, 2), "stop")
+    assert cut_at_eos([5, 6, 7], {2}, 0, 3) == ((5, 6, 7), "length")
 
 
 def test_plain_prompt_is_tokenized_like_trl(sampler: TransformersSampler) -> None:

@@ -145,7 +145,7 @@ def test_the_report_marks_a_resume_on_the_plots_and_lists_it(tmp_path: Path) -> 
 
 
 def test_evals_of_different_sizes_are_separate_lines_with_their_size(tmp_path: Path) -> None:
-    from rlvr.report import _lines, accuracy_by_size
+    from rlvr.report import accuracy_by_size, plot_lines
 
     run, rows = _healthy_copy(tmp_path)
     for r in rows:
@@ -155,7 +155,7 @@ def test_evals_of_different_sizes_are_separate_lines_with_their_size(tmp_path: P
     loaded = load_run(run)
     sizes = [(size, list(series.steps)) for size, series in accuracy_by_size(loaded)]
     assert sizes == [(200, [0, 10, 20, 30]), (8, [40, 50, 60])]
-    assert [ln.label for ln in _lines(loaded)["accuracy"][2]] == [
+    assert [ln.label for ln in plot_lines(loaded)["accuracy"][2]] == [
         "held-out accuracy (n=200)",
         "held-out accuracy (n=8)",
     ]
@@ -164,9 +164,9 @@ def test_evals_of_different_sizes_are_separate_lines_with_their_size(tmp_path: P
 
 
 def test_evals_of_one_size_stay_one_line(tmp_path: Path) -> None:
-    from rlvr.report import _lines
+    from rlvr.report import plot_lines
 
-    assert [ln.label for ln in _lines(load_run(SYN / "healthy"))["accuracy"][2]] == ["held-out accuracy"]
+    assert [ln.label for ln in plot_lines(load_run(SYN / "healthy"))["accuracy"][2]] == ["held-out accuracy"]
 
 
 def test_the_eval_table_reports_masked_beside_decided(tmp_path: Path) -> None:

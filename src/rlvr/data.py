@@ -19,7 +19,8 @@ def decode_utf8(data: bytes, path: str | Path) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
         raise DataError(
-            f"{path}:{line}: not UTF-8: byte 0x{data[exc.start]:02x} at byte {column} of line {line} (byte offset {exc.start} in the file)"
+            f"{path}:{line}: not UTF-8: byte 0x{data[exc.start]:02x} at byte {column} of line {line} (byte offset "
+            f"{exc.start} in the file)"
         ) from None
 
 
@@ -36,7 +37,8 @@ def read_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DataError(
-                    f"{p}:{lineno}: not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start} of line {lineno} (byte offset {offset + exc.start} in the file)"
+                    f"{p}:{lineno}: not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start} of line {lineno} (byte "
+                    f"offset {offset + exc.start} in the file)"
                 ) from None
             offset += len(raw)
             if not line.strip():

@@ -50,7 +50,8 @@ class EvalResult:
         """``RunError`` when the eval decided no sample: an accuracy of 0/0 is not a result."""
         if self.n == 0 and self.masked:
             raise RunError(
-                f"{what}: the success term could not decide any of the {self.masked} samples (all masked{': ' + self.error if self.error else ''}); "
+                f"{what}: the success term could not decide any of the {self.masked} samples (all "
+                f"masked{': ' + self.error if self.error else ''}); "
                 "fix the reward (rlvr score on a few completions shows each verdict) before training on it"
             )
 
@@ -76,9 +77,9 @@ def generate_texts(
     model.eval()
     tokenizer.padding_side = "left"
     device = next(model.parameters()).device
-    from .generate import _eos_ids
+    from .generate import eos_ids
 
-    stop = sorted(_eos_ids(tokenizer, model))  # the tokenizer's EOS and the checkpoint's, as TRL stops on both
+    stop = sorted(eos_ids(tokenizer, model))  # the tokenizer's EOS and the checkpoint's, as TRL stops on both
     out: list[tuple[str, list[int]]] = []
     try:
         for i in range(0, len(prompts), batch_size):

@@ -110,7 +110,8 @@ def prompt_ids(tokenizer: Any, prompt: Prompt) -> list[int]:
         return list(tokenizer(prompt)["input_ids"])
     if getattr(tokenizer, "chat_template", None) is None:
         raise ModelError(
-            "a chat prompt needs a tokenizer with a chat template; this tokenizer has none (use prompt.template for plain-text prompts)"
+            "a chat prompt needs a tokenizer with a chat template; this tokenizer has none (use prompt.template for "
+            "plain-text prompts)"
         )
     out = tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=True, return_dict=True)
     ids = out["input_ids"]
@@ -119,7 +120,9 @@ def prompt_ids(tokenizer: Any, prompt: Prompt) -> list[int]:
     return list(ids)
 
 
-def _eos_ids(tokenizer: Any, model: Any = None) -> set[int]:
+def eos_ids(tokenizer: Any, model: Any = None) -> set[int]:
+    """The ids generation stops at: the tokenizer's EOS and every EOS of ``model``'s generation config
+    (a checkpoint may stop on several, as TRL does)."""
     ids: set[int] = set()
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
@@ -131,7 +134,7 @@ def _eos_ids(tokenizer: Any, model: Any = None) -> set[int]:
     return ids
 
 
-def _saved_generation_config(model_path: str) -> Any:
+def saved_generation_config(model_path: str) -> Any:
     """The checkpoint's generation config (its stop ids, e.g. Qwen2.5's ``<|endoftext|>`` beside
     ``<|im_end|>``), or None when there is none."""
     try:
@@ -142,7 +145,7 @@ def _saved_generation_config(model_path: str) -> Any:
         return None
 
 
-def _cut(
+def cut_at_eos(
     ids: Sequence[int], eos: set[int], pad: int | None, max_new_tokens: int
 ) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
     """Generated ids up to and including the first EOS; padding after it dropped."""
@@ -170,7 +173,7 @@ class TransformersSampler:
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = max(1, int(batch_size))
-        self.eos = _eos_ids(tokenizer, model)
+        self.eos = eos_ids(tokenizer, model)
         if not self.eos:
             raise ModelError("the tokenizer has no EOS token: generation could never stop before the budget")
 
@@ -249,9 +252,9 @@ class TransformersSampler:
         for i in range(len(chunk)):
             group = []
             for j in range(n):
-                ids, reason = _cut(gen[i * copies + (j % copies)], self.eos, pad, max_new_tokens)
-                text = self.tokenizer.decode(list(ids), skip_special_tokens=True)
-                group.append(Completion(text, ids, reason))
+                kept, reason = cut_at_eos(gen[i * copies + (j % copies)], self.eos, pad, max_new_tokens)
+                text = self.tokenizer.decode(list(kept), skip_special_tokens=True)
+                group.append(Completion(text, kept, reason))
             groups.append(group)
         return groups
 
@@ -278,7 +281,7 @@ class VllmSampler:
         except Exception as exc:  # noqa: BLE001 - an import of vLLM can fail in many ways
             raise ModelError(f"the vllm backend needs vLLM installed and working: {type(exc).__name__}: {exc}") from exc
         self.tokenizer = tokenizer
-        self.eos = _eos_ids(tokenizer, _saved_generation_config(model_path))
+        self.eos = eos_ids(tokenizer, saved_generation_config(model_path))
         kw: dict[str, Any] = {
             "model": model_path,
             "gpu_memory_utilization": gpu_memory_utilization,
@@ -326,7 +329,7 @@ class VllmSampler:
         for res in results:
             group = []
             for o in res.outputs:
-                ids, reason = _cut(list(o.token_ids), self.eos, None, max_new_tokens)
+                ids, reason = cut_at_eos(list(o.token_ids), self.eos, None, max_new_tokens)
                 if o.finish_reason == "stop":  # in case vLLM left the stop token out of token_ids
                     reason = "stop"
                 text = self.tokenizer.decode(list(ids), skip_special_tokens=True)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, ModelError, Problem
+from .task import Task
 
 MAX_ROWS = 5000
 # Config keys that hold a model's maximum positions, in the order transformers' models use them.
@@ -106,7 +107,8 @@ class LengthReport:
         return [
             Problem(
                 where,
-                f"{self.budget} new tokens after prompts of up to {self.prompt.max} tokens exceed the {self.max_positions} positions of {self.model}",
+                f"{self.budget} new tokens after prompts of up to {self.prompt.max} tokens exceed the "
+                f"{self.max_positions} positions of {self.model}",
                 fix,
             )
         ]
@@ -117,22 +119,25 @@ class LengthReport:
         if self.answers_over_budget:
             share = self.answers_over_budget / max(1, self.n_rows)
             out.append(
-                f"{self.answers_over_budget} of {self.n_rows} reference answers ({share:.0%}) need more than max_completion_length "
-                f"{self.budget} tokens in the required format (answer tokens {self.answer}): completions are cut off before the answer "
-                f"ends; raise generation.max_completion_length to at least {self.answer.max}"
+                f"{self.answers_over_budget} of {self.n_rows} reference answers ({share:.0%}) need more than "
+                f"max_completion_length {self.budget} tokens in the required format (answer tokens {self.answer}): "
+                "completions are cut off before the answer ends; raise generation.max_completion_length to at least "
+                f"{self.answer.max}"
             )
         if self.think in ("required", "prefilled"):
             out.append(
-                f"the format requires a think block: the reference answers carry an empty one, so reasoning needs tokens beyond {self.answer.p95}"
+                "the format requires a think block: the reference answers carry an empty one, so reasoning needs "
+                f"tokens beyond {self.answer.p95}"
             )
         mismatch = _think_mismatch(self.think, self.prompt_opens_think)
         if mismatch:
             out.append(mismatch)
         if self.training_prompt_differs:
             out.append(
-                "grpo.chat_template_kwargs changes the rendered prompt, and only TRL's training reads it: the probe, the gate, "
-                "the held-out eval and SFT render prompts without it and measure another prompt than the one trained on; "
-                "use a model whose chat template does this by default (e.g. builtin:small-think opens <think>)"
+                "grpo.chat_template_kwargs changes the rendered prompt, and only TRL's training reads it: the probe, "
+                "the gate, the held-out eval and SFT render prompts without it and measure another prompt than the "
+                "one trained on; use a model whose chat template does this by default (e.g. builtin:small-think opens "
+                "<think>)"
             )
         return out
 
@@ -163,13 +168,14 @@ def _think_mismatch(think: str, opens: bool | None) -> str | None:
         return None
     if think == "prefilled" and not opens:
         return (
-            "answer.think is prefilled, but the rendered prompt does not end with <think> (the chat template does not open the block): "
-            "a completion that opens it fails the format; use think: required, or a model whose template opens <think>"
+            "answer.think is prefilled, but the rendered prompt does not end with <think> (the chat template does not "
+            "open the block): a completion that opens it fails the format; use think: required, or a model whose "
+            "template opens <think>"
         )
     if opens and think in ("none", "required"):
         return (
-            f"the rendered prompt ends with <think> (the chat template opened the block), so completions start inside it and never "
-            f"write <think>: think: {think} fails every one of them; use think: prefilled (or optional)"
+            "the rendered prompt ends with <think> (the chat template opened the block), so completions start inside "
+            f"it and never write <think>: think: {think} fails every one of them; use think: prefilled (or optional)"
         )
     return None
 
@@ -181,7 +187,7 @@ def answer_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def reference_completion(task: Any, row: Mapping[str, Any]) -> str:
+def reference_completion(task: Task, row: Mapping[str, Any]) -> str:
     """The shortest completion the format accepts for ``row``: its ground truth, wrapped."""
     return task.answer.wrap(answer_text(row[task.answer_column]))
 
@@ -220,7 +226,7 @@ def max_positions(model_ref: str) -> int | None:
     return None
 
 
-def measure(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[list[int], list[int]]:
+def measure(task: Task, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[list[int], list[int]]:
     """(prompt tokens, reference completion tokens with EOS) for each row."""
     from .generate import prompt_ids
 
@@ -231,7 +237,7 @@ def measure(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> tup
 
 
 def check_lengths(
-    task: Any,
+    task: Task,
     model: str | None = None,
     *,
     tokenizer: Any = None,
@@ -266,7 +272,7 @@ def check_lengths(
     )
 
 
-def _training_prompt_differs(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool:
+def _training_prompt_differs(task: Task, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool:
     kwargs = task.grpo.get("chat_template_kwargs") if isinstance(task.grpo, Mapping) else None
     if not rows or not task.prompt.chat or not isinstance(kwargs, Mapping) or not kwargs:
         return False
@@ -278,7 +284,7 @@ def _training_prompt_differs(task: Any, rows: Sequence[Mapping[str, Any]], token
         return False
 
 
-def _opens_think(task: Any, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool | None:
+def _opens_think(task: Task, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool | None:
     if not rows:
         return None
     try:
@@ -302,20 +308,25 @@ def truncation_reason(n_truncated: int, n_total: int, budget: int, report: Lengt
     """
     if n_total == 0 or n_truncated / n_total < TRUNCATION_EXPLAINS:
         return None
-    head = f"{n_truncated} of {n_total} samples ({n_truncated / n_total:.0%}) were cut off at max_completion_length {budget} before they ended"
+    head = (
+        f"{n_truncated} of {n_total} samples ({n_truncated / n_total:.0%}) were cut off at max_completion_length "
+        f"{budget} before they ended"
+    )
     if report is not None and report.answer.p50 > budget:
         return (
-            f"{head}, and most reference answers need more than that ({report.answer}): truncation, not capability, explains "
-            f"the success rate; raise generation.max_completion_length to at least {report.answer.max} and probe again before acting on this route."
+            f"{head}, and most reference answers need more than that ({report.answer}): truncation, not capability, "
+            "explains the success rate; raise generation.max_completion_length to at least "
+            f"{report.answer.max} and probe again before acting on this route."
         )
     fits = f" (the reference answers fit: {report.answer})" if report is not None else ""
     return (
-        f"{head}{fits}: truncation, not capability, may explain the success rate; raise generation.max_completion_length and "
-        "probe again -- if the samples still run to the budget, the model does not end its answers."
+        f"{head}{fits}: truncation, not capability, may explain the success rate; raise "
+        "generation.max_completion_length and probe again -- if the samples still run to the budget, the model does "
+        "not end its answers."
     )
 
 
-def require_fit(task: Any, model: str | None = None, *, budget: int | None = None) -> LengthReport:
+def require_fit(task: Task, model: str | None = None, *, budget: int | None = None) -> LengthReport:
     """``check_lengths``, raising ``ConfigError`` when the budget (default: the task's) exceeds
     the model's positions (what ``rlvr train`` calls before any weights load)."""
     report = check_lengths(task, model, budget=budget)
@@ -325,7 +336,7 @@ def require_fit(task: Any, model: str | None = None, *, budget: int | None = Non
     return report
 
 
-def for_task_check(task: Any) -> tuple[list[Problem], list[str]]:
+def for_task_check(task: Task) -> tuple[list[Problem], list[str]]:
     """What ``rlvr task check`` adds: the problems (a budget past the model's positions) and the
     lines to print (the lengths, then each warning). A model whose tokenizer cannot be read here
     (a hub id not in the local cache) is reported as not measured, not as a problem."""

@@ -60,7 +60,7 @@ class TinySpec:
 # Generation defaults of the BPE built-ins, Qwen2.5-Instruct's: a tool that leaves them in force
 # samples from a different distribution than the one it asked for.
 SMALL_GENERATION = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05}
-_SMALL = dict(
+_SMALL: dict[str, Any] = dict(
     hidden_size=256,
     num_hidden_layers=4,
     num_attention_heads=4,
@@ -276,7 +276,7 @@ def load_model(ref: str, *, dtype: Any = None, device: str | None = None, **kwar
         kw: dict[str, Any] = dict(kwargs)
         if dtype is not None:
             kw["dtype"] = dtype
-        model = AutoModelForCausalLM.from_pretrained(path, **kw)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, **kw)
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"cannot load model {ref!r}: {type(exc).__name__}: {exc}") from exc
     if device:

@@ -67,7 +67,9 @@ class Report:
 
 
 @dataclass(frozen=True)
-class _Line:
+class PlotLine:
+    """One line of a plot: a metric series, its legend label, and whether to mark its points."""
+
     series: Series
     label: str
     marker: bool = False  # evals are sparse: draw points
@@ -99,46 +101,46 @@ def resume_steps(run: Run) -> list[int]:
     return [int(e["step"]) for e in run.events if e.get("event") == "resume" and isinstance(e.get("step"), int | float)]
 
 
-def _lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
-    """name -> (title, y label, lines)."""
+def plot_lines(run: Run) -> dict[str, tuple[str, str, list[PlotLine]]]:
+    """The report's plots of ``run``: plot name -> (title, y label, lines)."""
     terms = run.term_names()
-    rewards = [_Line(run.series("reward"), "reward (weighted sum)")] + [
-        _Line(run.series(f"rewards/{t}/mean"), t) for t in terms
+    rewards = [PlotLine(run.series("reward"), "reward (weighted sum)")] + [
+        PlotLine(run.series(f"rewards/{t}/mean"), t) for t in terms
     ]
     by_size = accuracy_by_size(run)
     if len(by_size) > 1:
         acc = [
-            _Line(series, f"held-out accuracy (n={size if size is not None else '?'})", True)
+            PlotLine(series, f"held-out accuracy (n={size if size is not None else '?'})", True)
             for size, series in by_size
         ]
     else:
         held = by_size[0][1] if by_size else Series("eval/accuracy", (), ())
-        acc = [_Line(held if len(held) else run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
+        acc = [PlotLine(held if len(held) else run.series("eval/accuracy", evals=True), "held-out accuracy", True)]
     length = [
-        _Line(run.series("completions/mean_length"), "mean length (train)"),
-        _Line(run.series("completions/mean_terminated_length"), "mean terminated length (train)"),
-        _Line(run.series("eval/mean_length_correct", evals=True), "held-out correct", True),
-        _Line(run.series("eval/mean_length_incorrect", evals=True), "held-out incorrect", True),
+        PlotLine(run.series("completions/mean_length"), "mean length (train)"),
+        PlotLine(run.series("completions/mean_terminated_length"), "mean terminated length (train)"),
+        PlotLine(run.series("eval/mean_length_correct", evals=True), "held-out correct", True),
+        PlotLine(run.series("eval/mean_length_incorrect", evals=True), "held-out incorrect", True),
     ]
     return {
         "rewards": ("Reward per term", "mean reward", rewards),
         "accuracy": ("Held-out verified accuracy", "accuracy", acc),
-        "entropy": ("Token entropy", "nats", [_Line(run.series("entropy"), "entropy")]),
+        "entropy": ("Token entropy", "nats", [PlotLine(run.series("entropy"), "entropy")]),
         "length": ("Completion length", "tokens", length),
         "zero_std": (
             "Groups with zero reward variance",
             "fraction",
             [
-                _Line(run.series("frac_reward_zero_std"), "frac_reward_zero_std"),
-                _Line(run.series("completions/clipped_ratio"), "clipped (truncated) ratio"),
+                PlotLine(run.series("frac_reward_zero_std"), "frac_reward_zero_std"),
+                PlotLine(run.series("completions/clipped_ratio"), "clipped (truncated) ratio"),
             ],
         ),
-        "kl": ("KL to the reference", "nats / token", [_Line(run.series("kl"), "kl")]),
+        "kl": ("KL to the reference", "nats / token", [PlotLine(run.series("kl"), "kl")]),
         **_dynamic_lines(run),
     }
 
 
-def _dynamic_lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
+def _dynamic_lines(run: Run) -> dict[str, tuple[str, str, list[PlotLine]]]:
     """The online filter's plots, only for a run that logged its metrics."""
     if not len(run.series("dynamic/zero_std_before")):
         return {}
@@ -147,15 +149,15 @@ def _dynamic_lines(run: Run) -> dict[str, tuple[str, str, list[_Line]]]:
             "Dynamic sampling: zero-variance share before and after the filter",
             "fraction of groups",
             [
-                _Line(run.series("dynamic/zero_std_before"), "drawn groups skipped (predicted flat)"),
-                _Line(run.series("dynamic/zero_std_after"), "trained groups found flat"),
+                PlotLine(run.series("dynamic/zero_std_before"), "drawn groups skipped (predicted flat)"),
+                PlotLine(run.series("dynamic/zero_std_after"), "trained groups found flat"),
             ],
         ),
         "dynamic_counts": (
             "Dynamic sampling: groups and skipped prompts",
             "count",
             [
-                _Line(run.series(f"dynamic/{k}"), label)
+                PlotLine(run.series(f"dynamic/{k}"), label)
                 for k, label in (
                     ("kept_groups", "kept groups"),
                     ("replaced_groups", "replaced groups"),
@@ -178,7 +180,7 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
-    for name, (title, ylabel, lines) in _lines(run).items():
+    for name, (title, ylabel, lines) in plot_lines(run).items():
         drawn = [ln for ln in lines if len(ln.series)]
         path = out / f"{name}.png"
         if not drawn:
@@ -247,7 +249,8 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>rlvr report: {esc(run.source)}</title>",
         "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;text-align:left}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px "
+        "8px;vertical-align:top;text-align:left}"
         ".error{color:#a00}.warning{color:#a60}img{max-width:100%}.missing{color:#777}</style></head><body>",
         f"<h1>rlvr report</h1><p>run: <code>{esc(run.source)}</code> ({esc(run.kind)}); {len(run.train)} logged steps"
         + (f" (steps {steps[0]}-{steps[1]})" if steps else "")

@@ -190,7 +190,8 @@ def at_step(run_dir: Path, step: int) -> list[dict[str, Any]]:
     steps that do have rollouts when there are none."""
     if not files(run_dir):
         raise RunError(
-            f"{run_dir}: no rollouts kept ({run_dir / FOLDER}/ is missing): the run predates rollouts or logged no step yet"
+            f"{run_dir}: no rollouts kept ({run_dir / FOLDER}/ is missing): the run predates rollouts or logged no "
+            "step yet"
         )
     rows = [r for r in read(run_dir) if int(r["rollout"]["step"]) == step]
     if not rows:

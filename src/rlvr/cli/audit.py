@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "attack the task's reward terms with known reward hacks; non-zero exit if any is exploitable or the success term is not a correctness term"
+HELP = (
+    "attack the task's reward terms with known reward hacks; non-zero exit if any is exploitable or the success term "
+    "is not a correctness term"
+)
 
 
 def _positive(text: str) -> int:

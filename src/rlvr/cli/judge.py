@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 
-HELP = "calibrate an LLM judge against human labels (accuracy, Cohen's kappa, confusion matrix) and write the record a judge term needs"
+HELP = (
+    "calibrate an LLM judge against human labels (accuracy, Cohen's kappa, confusion matrix) and write the record a "
+    "judge term needs"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +23,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--labels",
         required=True,
         metavar="JSONL",
-        help="one object per line: prompt, completion, answer (optional), label (true/false or correct/incorrect), read by a person",
+        help=(
+            "one object per line: prompt, completion, answer (optional), label (true/false or correct/incorrect), "
+            "read by a person"
+        ),
     )
     p.add_argument("--task", metavar="TASK_YAML", help="take the judge's settings from this task's judge term")
     p.add_argument(
@@ -116,11 +122,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         c = record.confusion
         lines = [
-            f"judge {record.model} v{record.version} (prompt {record.prompt_sha256[:12]}) on {record.n} labelled rows ({record.errors} judge errors)",
+            f"judge {record.model} v{record.version} (prompt {record.prompt_sha256[:12]}) on {record.n} labelled rows "
+            f"({record.errors} judge errors)",
             f"accuracy {record.accuracy:.3f}   Cohen's kappa {record.kappa:.3f}   threshold {record.threshold}",
             "                      human correct   human incorrect",
             f"  judge correct       {c['judge_correct_human_correct']:>13}   {c['judge_correct_human_incorrect']:>15}",
-            f"  judge incorrect     {c['judge_incorrect_human_correct']:>13}   {c['judge_incorrect_human_incorrect']:>15}",
+            f"  judge incorrect     {c['judge_incorrect_human_correct']:>13}   "
+            f"{c['judge_incorrect_human_incorrect']:>15}",
             *[f"note: {n}" for n in record.notes],
             f"{'PASSED' if record.passed else 'NOT PASSED'}: wrote {path}",
         ]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "plot a run (reward per term, held-out accuracy, entropy, length, zero-std, KL) and write a self-contained HTML report"
+HELP = (
+    "plot a run (reward per term, held-out accuracy, entropy, length, zero-std, KL) and write a self-contained HTML "
+    "report"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument(
         "--python",
         default=None,
-        help="interpreter for the workers (default: the first of /usr/bin/python3 and this one that the sandbox uid can import)",
+        help=(
+            "interpreter for the workers (default: the first of /usr/bin/python3 and this one that the sandbox uid "
+            "can import)"
+        ),
     )
     check.add_argument(
         "--timeout", type=float, default=2.0, help="per-sample wall-clock limit in seconds for the attacks (default 2)"
@@ -35,10 +38,16 @@ def unix_socket_guard(layers: object) -> str:
             "socket() and connect() denied by seccomp (only socketpair() is left; sendto() with an address is denied)"
         )
         if active("landlock"):
-            note += f"; Landlock ({status['landlock'].split(' (')[0].removeprefix('active: ')}) has no rule for them on this kernel"
+            note += (
+                f"; Landlock ({status['landlock'].split(' (')[0].removeprefix('active: ')}) has no rule for them on "
+                "this kernel"
+            )
         return note
     if active("mountns"):
-        return "NOT STOPPED outside the hidden directories: seccomp is missing (the mount namespace only hides /tmp, /run, /var, ...)"
+        return (
+            "NOT STOPPED outside the hidden directories: seccomp is missing (the mount namespace only hides /tmp, "
+            "/run, /var, ...)"
+        )
     return "NOT STOPPED: seccomp and the mount namespace are missing"
 
 

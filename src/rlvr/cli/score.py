@@ -7,7 +7,10 @@ import json
 import sys
 from typing import Any
 
-HELP = "score a JSONL of completions with a task's reward terms or named verifiers; writes per-term outcome and score per line"
+HELP = (
+    "score a JSONL of completions with a task's reward terms or named verifiers; writes per-term outcome and score "
+    "per line"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="a built-in verifier (format, exact, math, ...) or a dotted path; repeat for several terms (instead of --task)",
+        help=(
+            "a built-in verifier (format, exact, math, ...) or a dotted path; repeat for several terms (instead of "
+            "--task)"
+        ),
     )
     parser.add_argument(
         "--option",

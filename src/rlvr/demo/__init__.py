@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rewards.base import Verdict
+from ..task import Task
 from .arithmetic import reference_answer, write_task
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -67,12 +68,13 @@ class Stage:
     seconds: float = 0.0
 
 
-def _probe(task: Any, model: str, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
+def _probe(task: Task, model: str, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
     from ..probe import run_probe
 
     rep = run_probe(task, model=model, out_dir=out, progress=False)
     say(
-        f"    probe: {rep.rate:.1%} of {rep.n_samples} samples [{rep.low:.1%}, {rep.high:.1%}] -> route {rep.route}: {rep.reason}"
+        f"    probe: {rep.rate:.1%} of {rep.n_samples} samples [{rep.low:.1%}, {rep.high:.1%}] -> route {rep.route}: "
+        f"{rep.reason}"
     )
     return {
         "probe_rate": rep.rate,
@@ -127,7 +129,8 @@ def run_demo(
     gate_path = reference_gate(task, model=str(sft.out_dir), out_dir=out / "gate", checker=reference_checker)
     record = json.loads(Path(gate_path).read_text())
     say(
-        f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, reviewer {record.get('reviewer')!r}"
+        f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, "
+        f"reviewer {record.get('reviewer')!r}"
     )
 
     say(f"[grpo] plain GRPO recipe, {grpo_steps} steps, gated")
@@ -150,7 +153,8 @@ def run_demo(
     say("")
     lift = stages[-1].accuracy - stages[1].accuracy
     say(
-        f"GRPO changed held-out accuracy by {lift * 100:+.1f} points ({stages[1].correct}/{stages[1].n} -> {stages[-1].correct}/{stages[-1].n}) in {total / 60:.1f} min total."
+        f"GRPO changed held-out accuracy by {lift * 100:+.1f} points ({stages[1].correct}/{stages[1].n} -> "
+        f"{stages[-1].correct}/{stages[-1].n}) in {total / 60:.1f} min total."
     )
     say(f"Run directory: {run.run_dir}  (next: rlvr doctor {run.run_dir}; rlvr report {run.run_dir})")
     (out / "demo.json").write_text(

@@ -23,7 +23,7 @@ def generate(
     2x2-digit product is too hard for the tiny model); subtraction never goes negative."""
     rng = random.Random(seed)
     seen = set(exclude or ())
-    rows = []
+    rows: list[dict[str, str]] = []
     lo, hi = 10 ** (digits - 1), 10**digits - 1
     attempts = 0
     while len(rows) < n:
