@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import RunError
+from .generate import Prompt, eos_ids
 from .rewards.base import Outcome, Sample
 from .task import Task
 
@@ -59,7 +60,7 @@ class EvalResult:
 def generate_texts(
     model: Any,
     tokenizer: Any,
-    prompts: Sequence[Any],
+    prompts: Sequence[Prompt],
     *,
     max_new_tokens: int,
     temperature: float = 0.0,
@@ -77,8 +78,6 @@ def generate_texts(
     model.eval()
     tokenizer.padding_side = "left"
     device = next(model.parameters()).device
-    from .generate import eos_ids
-
     stop = sorted(eos_ids(tokenizer, model))  # the tokenizer's EOS and the checkpoint's, as TRL stops on both
     out: list[tuple[str, list[int]]] = []
     try:
