@@ -527,7 +527,6 @@ def test_every_code_exploit_is_valid_python_so_it_fails_for_its_trick_not_a_synt
     from rlvr.audit.exploits import CODE_EXPLOITS
     from rlvr.audit.specs import spec_for
     from rlvr.audit.types import Context
-
     from rlvr.rewards import Reads
 
     # what a unit_tests term declares it reads

@@ -201,7 +201,8 @@ def test_cli_calibrate_from_a_task_whose_judge_has_no_record_yet(fake, tmp_path,
     task = tmp_path / "task.yaml"
     task.write_text(
         "rewards:\n"
-        f"  - {{name: graded, verifier: judge, options: {{model: fake-judge, base_url: '{fake.url}', prompt_file: judge_prompt.txt, version: '2', calibration: cal.json}}}}\n"
+        f"  - {{name: graded, verifier: judge, options: {{model: fake-judge, base_url: '{fake.url}', "
+        "prompt_file: judge_prompt.txt, version: '2', calibration: cal.json}}\n"
     )
     out = tmp_path / "cal.json"
     assert (

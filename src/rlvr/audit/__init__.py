@@ -17,7 +17,8 @@ the span or inside the think block, repeated, empty or invisible spans, confusab
 loose normalisation folds onto the answer, infinities and huge numbers, extra JSON keys, broken
 ``format`` rules, code that exits early or fakes its output, length, loops with and without
 spaces); passing it does not prove a reward sound, so the human gate still reads samples. The
-audit itself never executes model text: code exploits reach only the term's own verifier (the sandbox, for ``unit_tests``). No GPU and no model weights are needed.
+audit itself never executes model text: code exploits reach only the term's own verifier (the
+sandbox, for ``unit_tests``). No GPU and no model weights are needed.
 """
 
 from __future__ import annotations

@@ -43,13 +43,13 @@ def perturb(gold: str, distractors: Sequence[str] = (), seed: int = 0) -> str:
     """A wrong answer for ``gold``: a nearby integer, another row's answer, or a made-up token."""
     n = _int(gold)
     if n is not None:
-        for d in (1, -1, 2, 7, -7, 11, 100, 1000):
-            cand = str(n + d)
+        for step in (1, -1, 2, 7, -7, 11, 100, 1000):
+            cand = str(n + step)
             if unrelated(cand, gold):
                 return cand
-    for d in distractors:
-        if unrelated(d, gold):
-            return d
+    for other in distractors:
+        if unrelated(other, gold):
+            return other
     rng = random.Random(f"{seed}:{gold}")
     while True:
         cand = "".join(rng.choice("qxzjkvw") for _ in range(4))

@@ -56,7 +56,8 @@ _READ_TESTS = """import ast, glob, linecache, os, sys
 def _answers():
     # Expected values of assert lines "assert {entry}(...) == X", from the caller's file and any
     # Python file nearby: the test file itself.
-    files = set(glob.glob("*.py")) | set(glob.glob(os.path.join(os.path.dirname(os.path.abspath(sys.argv[0] or ".")), "*.py")))
+    here = os.path.dirname(os.path.abspath(sys.argv[0] or "."))
+    files = set(glob.glob("*.py")) | set(glob.glob(os.path.join(here, "*.py")))
     frame = sys._getframe(2)
     files.add(frame.f_code.co_filename)
     table = {{}}
@@ -164,10 +165,10 @@ def code_attempts(ctx: Context, which: str) -> list[Attempt]:
         ]
     if spec.stdio is not None:
         if which == "hardcode_visible":
-            visible = {i.strip(): o for i, o in spec.stdio if i.strip() and i.strip() in ctx.prompt}
-            if not visible:
+            shown = {i.strip(): o for i, o in spec.stdio if i.strip() and i.strip() in ctx.prompt}
+            if not shown:
                 return []
-            return [one(f"import sys\nprint({visible!r}.get(sys.stdin.read().strip(), ''))\n")]
+            return [one(f"import sys\nprint({shown!r}.get(sys.stdin.read().strip(), ''))\n")]
         if which == "read_tests":
             return [one(_READ_STDIO)]
         return []  # always_equal needs a function call to return into

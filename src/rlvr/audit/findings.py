@@ -41,7 +41,9 @@ def finding_for(
         built = attempts.get((ei, pi)) or []
         if not built:
             continue
-        c, w = base_scores[pi]  # type: ignore[misc]
+        pair = base_scores[pi]
+        assert pair is not None  # prompt_ids holds only prompts with both baselines scored
+        c, w = pair
         assert c.score is not None
         applicable += 1
         # An attempt scores the minimum over its orderings. An undecided ordering is masked in
@@ -73,8 +75,9 @@ def finding_for(
                 if ref.score is None:
                     continue
                 against = ref.score
-            low = min(range(len(vs)), key=lambda k: vs[k].score)  # type: ignore[arg-type, return-value]
-            scored.append((vs[low].score, against, replace(att, completions=(att.completions[low],)), vs[low]))  # type: ignore[arg-type]
+            scores = [v.score for v in vs if v.score is not None]  # every ordering decided (checked above)
+            low = min(range(len(scores)), key=scores.__getitem__)
+            scored.append((scores[low], against, replace(att, completions=(att.completions[low],)), vs[low]))
         if not scored:
             continue
         tested += 1

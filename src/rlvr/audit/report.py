@@ -152,7 +152,8 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
     for term in report.terms:
         lines.append("")
         lines.append(
-            f"term {term.name} ({term.kind}, verifier {term.verifier}, weight {term.weight:g}): {term.verdict.upper()} on {term.prompts} prompts"
+            f"term {term.name} ({term.kind}, verifier {term.verifier}, weight {term.weight:g}): "
+            f"{term.verdict.upper()} on {term.prompts} prompts"
         )
         for note in term.notes:
             lines.append(f"  note: {note}")
@@ -163,13 +164,15 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
             lines.append(f"  {'exploit'.ljust(width)}  verdict      hits  leaks  masked  rel.mean  rel.max")
             for f in shown:
                 lines.append(
-                    f"  {f.exploit.ljust(width)}  {f.verdict.ljust(11)}  {f.hits:>4}  {f.leaks:>5}  {f.masked:>6}  {_fmt(f.relative_mean):>8}  {_fmt(f.relative_max):>7}"
+                    f"  {f.exploit.ljust(width)}  {f.verdict.ljust(11)}  {f.hits:>4}  {f.leaks:>5}  {f.masked:>6}  "
+                    f"{_fmt(f.relative_mean):>8}  {_fmt(f.relative_max):>7}"
                 )
                 if f.example and f.verdict in ("exploitable", "leaky"):
                     e = f.example
                     lines.append(f"    e.g. {_clip(e.completion)!s}")
                     lines.append(
-                        f"         scored {_fmt(e.score)} (correct {_fmt(e.correct_score)}, wrong {_fmt(e.wrong_score)}) on prompt {_clip(e.prompt, 40)!r}"
+                        f"         scored {_fmt(e.score)} (correct {_fmt(e.correct_score)}, "
+                        f"wrong {_fmt(e.wrong_score)}) on prompt {_clip(e.prompt, 40)!r}"
                     )
                     if e.detail:
                         lines.append(f"         {_clip(e.detail, 110)}")
@@ -189,7 +192,8 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
         lines.append(f"PROBLEM: {len(report.problems)} task-level problem(s) above -- fix the task before training")
     if report.exploitable_terms:
         lines.append(
-            f"EXPLOITABLE: {', '.join(report.exploitable_terms)} -- fix the reward, or record at the gate why it is acceptable"
+            f"EXPLOITABLE: {', '.join(report.exploitable_terms)} -- "
+            "fix the reward, or record at the gate why it is acceptable"
         )
     elif report.leaky_terms:
         lines.append(f"leaky (partial credit for exploits): {', '.join(report.leaky_terms)}")

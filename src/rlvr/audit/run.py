@@ -163,7 +163,8 @@ def _success_term_problems(task: Task, reward_set: RewardSet, notes: list[str]) 
     if kind in ("format", "length"):
         return [
             f"the success term {name!r} is a {kind} term: probe routing and the held-out eval would count well-formed "
-            f"(or short) answers as solved; declare a correctness term (exact, math, json_schema, tool_call, unit_tests, judge) as the success term"
+            f"(or short) answers as solved; declare a correctness term "
+            "(exact, math, json_schema, tool_call, unit_tests, judge) as the success term"
         ]
     return []
 
@@ -248,11 +249,13 @@ def _audit_term(
 
     # 2. The prompts each exploit is judged on: where the term tells right from wrong.
     usable = [i for i, b in enumerate(base_scores) if b is not None and b[0].score is not None]
-    separated = [
-        i
-        for i in usable
-        if (base_scores[i][1].score is not None and base_scores[i][0].score > base_scores[i][1].score + EPS)
-    ]  # type: ignore[index, operator]
+    separated = []
+    for i in usable:
+        pair = base_scores[i]
+        assert pair is not None
+        right_score, wrong_score = pair[0].score, pair[1].score
+        if right_score is not None and wrong_score is not None and right_score > wrong_score + EPS:
+            separated.append(i)
 
     # 3. Every exploit's attempts for every prompt, scored in one batch.
     plan: list[tuple[int, int, int, int]] = []  # (exploit, prompt, attempt, ordering) per sample
@@ -330,17 +333,20 @@ def _audit_term(
     ]
     if flat and kind == "length":
         notes.append(
-            f"scores {', '.join(flat)} the same as a short correct answer: it pays nothing for length, but does not push against it either"
+            f"scores {', '.join(flat)} the same as a short correct answer: "
+            "it pays nothing for length, but does not push against it either"
         )
     masked = [f.exploit for f in findings if f.masked]
     if masked:
         notes.append(
-            f"{len(masked)} exploit(s) end in error on some attempt, which masks a wrong answer in training: {', '.join(masked)}"
+            f"{len(masked)} exploit(s) end in error on some attempt, which masks a wrong answer in training: "
+            f"{', '.join(masked)}"
         )
     tie = next((f for f in findings if f.exploit == "long_wrong" and f.ties), None)
     if tie is not None:
         notes.append(
-            f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} prompt(s): length pressure erases the reward for being right"
+            f"a long wrong answer scores as much as a long correct one of the same length on {tie.ties} "
+            "prompt(s): length pressure erases the reward for being right"
         )
     notes.extend(ranking_problems(term.verifier))
     notes.extend(_weaker_notes(term.verifier, prompts))
@@ -399,7 +405,7 @@ def _structured_baselines(
         if isinstance(spec, Spec):
             trial += [sample(p, wrap(body)) for body in (spec.correct, *spec.candidates) for _, wrap in ways]
     verdicts = iter(_score(term, trial))
-    out = []
+    out: list[tuple[Any, ...]] = []
     for spec in specs:
         if not isinstance(spec, Spec):
             out.append((None, None, None, None, spec))
@@ -417,7 +423,8 @@ def _structured_baselines(
                         None,
                         None,
                         None,
-                        f"the term accepted the row's correct {kind} in no presentation ({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}",
+                        f"the term accepted the row's correct {kind} in no presentation "
+                        f"({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}",
                     )
                 )
                 continue

@@ -213,14 +213,15 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, reads: Reads
             call = call[0]
         tools = reads.tools if reads is not None else None
         if (not isinstance(call, Mapping) or "name" not in call) and isinstance(tools, Mapping) and tools:
-            name, params = next(iter(tools.items()))
-            call = {"name": name, "arguments": _instance(params)}
+            name, first_params = next(iter(tools.items()))
+            call = {"name": name, "arguments": _instance(first_params)}
             expected_args = None
         elif isinstance(call, Mapping) and "name" in call:
             call = {"name": call["name"], "arguments": _loads(call.get("arguments")) or {}}
             expected_args = call["arguments"]
         else:
-            return f"no expected call {{name, arguments}} in columns {', '.join((*CALL_COLUMNS, answer_column))} and no tools"
+            columns = ", ".join((*CALL_COLUMNS, answer_column))
+            return f"no expected call {{name, arguments}} in columns {columns} and no tools"
         params = tools.get(call["name"]) if isinstance(tools, Mapping) else None
         required, typed = required_keys(params, expected_args)
         if expected_args is not None and isinstance(params, Mapping):
@@ -244,7 +245,8 @@ def spec_for(kind: str, row: Mapping[str, Any], answer_column: str, reads: Reads
         if tests is None:
             tests = _first(row, TEST_COLUMNS)
         if not isinstance(solution, str) or not solution.strip():
-            return f"no reference solution in columns {', '.join(c for c in (*SOLUTION_COLUMNS, answer_column) if c != tests_col)}"
+            columns = ", ".join(c for c in (*SOLUTION_COLUMNS, answer_column) if c != tests_col)
+            return f"no reference solution in columns {columns}"
         stdio = _stdio_cases(tests)
         entry = (
             (reads.entry_point if reads is not None else None)

@@ -178,7 +178,8 @@ def format_attempts(ctx: Context, kind: str) -> list[Attempt]:
     for key, prop in (spec.properties or {}).items():
         if not isinstance(prop, Mapping) or key not in obj or not isinstance(obj[key], str):
             continue
-        bad = INVALID_FORMATS.get(prop.get("format")) if isinstance(prop.get("format"), str) else None
+        fmt = prop.get("format")
+        bad = INVALID_FORMATS.get(fmt) if isinstance(fmt, str) else None
         if bad is None and isinstance(prop.get("pattern"), str):
             bad = _breaks_pattern(prop["pattern"])
         if bad is not None and bad != obj[key]:

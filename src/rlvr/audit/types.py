@@ -69,7 +69,8 @@ class Context:
     ``wrap(text)`` puts text where the term expects its answer (the task's answer span for answer
     terms; for structured terms, the presentation whose correct completion the term accepted).
     ``pad(head, tail, unit=FILLER, tokens=max_tokens)`` repeats ``unit`` between head and tail until
-    the whole is about ``tokens`` long (measured with the task's tokenizer when it loads). ``gold`` is the row's ground truth, ``wrong`` a perturbed answer that neither contains it nor
+    the whole is about ``tokens`` long (measured with the task's tokenizer when it loads). ``gold``
+    is the row's ground truth, ``wrong`` a perturbed answer that neither contains it nor
     is contained in it (so a substring check cannot mistake one for the other), ``distractors``
     other rows' answers.
     """
@@ -114,4 +115,6 @@ class Exploit:
     undecided_is_ok: bool = False
     strict: bool = False
     referenced: bool = False  # its attempts carry their own reference completion (``Attempt.reference``)
-    margin: float = 0.0  # a referenced hit must beat its reference by this share of the reference's distance below the correct answer
+    # A referenced hit must beat its reference by this share of the reference's distance below
+    # the correct answer.
+    margin: float = 0.0

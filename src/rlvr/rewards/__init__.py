@@ -201,7 +201,7 @@ def build_verifier(
                     f"{_closest(unknown, params)}; its options: {_describe_options(params)}"
                 )
         try:
-            obj = target(**options)
+            obj: Any = target(**options)
         except VerifierError:
             raise
         except TypeError as exc:

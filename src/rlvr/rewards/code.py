@@ -77,7 +77,8 @@ def _close_pools() -> None:
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:
     """(language, body) of each complete ``` block, in order. Linear: plain ``str.find``."""
-    out, i = [], 0
+    out: list[tuple[str, str]] = []
+    i = 0
     while True:
         start = text.find("```", i)
         if start == -1:

@@ -106,7 +106,9 @@ def _is_date_time(value: str) -> bool:
 
 def _is_time(value: str) -> bool:
     m = _TIME.fullmatch(value)
-    return bool(m) and int(m.group(1)) <= 23 and int(m.group(2)) <= 59 and int(m.group(3)) <= 60
+    if m is None:
+        return False
+    return int(m.group(1)) <= 23 and int(m.group(2)) <= 59 and int(m.group(3)) <= 60
 
 
 def _is_email(value: str) -> bool:

@@ -18,10 +18,13 @@ Edge cases, where the formula has no answer and a made-up number would mislead:
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
+
+Label = TypeVar("Label", bound=Hashable)
 
 
 def cohen_kappa(
-    matrix: Mapping[Hashable, Mapping[Hashable, int]], classes: Sequence[Hashable] | None = None
+    matrix: Mapping[Label, Mapping[Label, int]], classes: Sequence[Label] | None = None
 ) -> tuple[float | None, float | None]:
     """(kappa, observed agreement) of a square confusion matrix over ``classes`` (default: every
     label either rater used); see the module docstring for the empty and one-label cases."""
@@ -39,10 +42,10 @@ def cohen_kappa(
     return (p_o - p_e) / (1.0 - p_e), p_o
 
 
-def pair_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float | None:
+def pair_kappa(first: Sequence[Label], second: Sequence[Label]) -> float | None:
     """Cohen's kappa of two raters' labels for the same items, in order (``None`` when empty or
     when both used one and the same label throughout)."""
-    matrix: dict[Hashable, dict[Hashable, int]] = {}
+    matrix: dict[Label, dict[Label, int]] = {}
     for a, b in zip(first, second, strict=True):
         row = matrix.setdefault(a, {})
         row[b] = row.get(b, 0) + 1

@@ -68,7 +68,7 @@ class TokenCounter:
 
     def __init__(self, tokenizer: str | None = None, chars_per_token: float = 4.0) -> None:
         self.tokenizer = tokenizer
-        self.chars_per_token = _finite("chars_per_token", chars_per_token, positive=True)  # type: ignore[assignment]
+        self.chars_per_token = _finite("chars_per_token", chars_per_token, positive=True)
 
     def _tok(self) -> Any:
         assert self.tokenizer is not None
@@ -93,10 +93,8 @@ def _approx(exact: bool) -> str:
     return "" if exact else " (approximate)"
 
 
-def _finite(name: str, value: Any, *, positive: bool = False, allow_none: bool = False) -> float | None:
+def _finite(name: str, value: Any, *, positive: bool = False) -> float:
     """``value`` as a float when it is a finite number >= 0 (> 0 with ``positive``)."""
-    if value is None and allow_none:
-        return None
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -216,8 +214,8 @@ class LengthPenalty(_Penalty):
         column: str = "answer",
     ) -> None:
         self.budget = _positive_int("budget", budget, "length_penalty")
-        self.max_penalty = self.largest_penalty = _finite("max_penalty", max_penalty)  # type: ignore[assignment]
-        given = _finite("per_token", per_token, allow_none=True)
+        self.max_penalty = self.largest_penalty = _finite("max_penalty", max_penalty)
+        given = None if per_token is None else _finite("per_token", per_token)
         self.per_token = given if given is not None else self.max_penalty / budget
         self.counter = TokenCounter(tokenizer, chars_per_token)
         self._wrap(base, apply_to, answer_format, column)
@@ -304,7 +302,7 @@ class RepetitionPenalty(_Penalty):
                 raise VerifierError(f"repetition {name} must be a positive integer, got {value!r}")
         self.n = n
         self.char_n = char_n
-        self.max_penalty = self.largest_penalty = _finite("max_penalty", max_penalty)  # type: ignore[assignment]
+        self.max_penalty = self.largest_penalty = _finite("max_penalty", max_penalty)
         self._wrap(base, apply_to, answer_format, column)
 
     def _penalty(self, sample: Sample) -> tuple[float, str]:

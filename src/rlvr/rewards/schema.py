@@ -402,7 +402,7 @@ class ToolCallVerifier(_Bounded):
             return Verdict.wrong(detail=problem, span=span)
         assert text is not None
         call, problem = load_json(text, self.max_depth)
-        kw = {"answer": text[:200], "span": span}
+        kw: dict[str, Any] = {"answer": text[:200], "span": span}
         if problem:
             return Verdict.wrong(detail=problem, **kw)
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
