@@ -76,12 +76,13 @@ def eval_noise(run: Run, p: float) -> float:
     return max(0.02, 2 * math.sqrt(p * (1 - p) / min(ns))) if ns else 0.02
 
 
-def lr_halved(run: Run, why: str) -> Patch | None:
-    """Half the run's learning rate as a patch, or ``None`` when the config does not state one."""
+def lower_learning_rate(run: Run, divisor: int, why: str) -> Patch | None:
+    """The run's learning rate divided by ``divisor`` as a patch, or ``None`` when the config does
+    not state one."""
     lr = setting(run, "learning_rate")
     if not isinstance(lr, int | float) or lr <= 0:
         return None
-    return Patch("lower learning rate", {"learning_rate": float(f"{lr / 2:.3g}")}, why=why)
+    return Patch("lower learning rate", {"learning_rate": float(f"{lr / divisor:.3g}")}, why=why)
 
 
 def is_reward_key(key: str) -> bool:

@@ -9,8 +9,17 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .findings import Finding, Patch
-from .readings import REWARD_RISE, TINY, Result, correctness_term, eval_noise, held_out_accuracy, is_reward_key, setting
+from .findings import Finding
+from .readings import (
+    REWARD_RISE,
+    TINY,
+    Result,
+    correctness_term,
+    eval_noise,
+    held_out_accuracy,
+    is_reward_key,
+    lower_learning_rate,
+)
 from .stats import MIN_POINTS, late_mean, mean, shift
 from .table import Run
 
@@ -246,16 +255,7 @@ def check_collapse(run: Run) -> Result:
         if gn.values[top] >= 3 * max(typical, 1e-12):
             evidence.append(f"grad_norm peaked at {gn.values[top]:.3g} at step {gn.steps[top]} (median {typical:.3g})")
             numbers.update(grad_norm_peak=gn.values[top], grad_norm_peak_step=gn.steps[top])
-    lr = setting(run, "learning_rate")
-    patch = (
-        Patch(
-            "lower learning rate",
-            {"learning_rate": float(f"{lr / 10:.3g}")},
-            why="updates large enough to destroy what the model could do",
-        )
-        if isinstance(lr, int | float) and lr > 0
-        else None
-    )
+    patch = lower_learning_rate(run, 10, "updates large enough to destroy what the model could do")
     if peak_step is None:
         where = ""
     elif peak_step == 0:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from .findings import Finding, Note, Patch
-from .readings import Result, is_reward_key, lr_halved, on_policy, setting
+from .readings import Result, is_reward_key, lower_learning_rate, on_policy, setting
 from .reward_checks import reward_broken_evidence
 from .stats import MIN_POINTS, late_mean, shift
 from .table import Run, is_moe
@@ -45,16 +45,7 @@ def check_nan(run: Run) -> Result:
     if setting(run, "fp16"):
         patch = Patch("bf16 instead of fp16", {"fp16": False, "bf16": True}, why="fp16's range overflows in RL updates")
     else:
-        lr = setting(run, "learning_rate")
-        patch = (
-            Patch(
-                "lower learning rate",
-                {"learning_rate": float(f"{lr / 10:.3g}")},
-                why="NaN after updates usually means steps too large",
-            )
-            if isinstance(lr, int | float) and lr > 0
-            else None
-        )
+        patch = lower_learning_rate(run, 10, "NaN after updates usually means steps too large")
     return [
         Finding(
             "nan",
@@ -151,7 +142,7 @@ def check_kl(run: Run) -> Result:
     ):
         patch = Patch("gradient clipping", {"max_grad_norm": 1.0}, why="bound each update")
     else:
-        patch = lr_halved(run, "smaller updates keep the policy near the reference")
+        patch = lower_learning_rate(run, 2, "smaller updates keep the policy near the reference")
     return [
         Finding(
             "kl_explosion",
@@ -232,7 +223,7 @@ def check_entropy(run: Run) -> Result:
                 why="a wide upper clip lets unlikely tokens grow without bound",
             )
         else:
-            patch = lr_halved(run, "smaller steps keep the distribution from spreading")
+            patch = lower_learning_rate(run, 2, "smaller steps keep the distribution from spreading")
         return [
             Finding(
                 "entropy_blowup",
