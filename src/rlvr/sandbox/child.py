@@ -20,16 +20,19 @@ arguments are tagged values or ``["h", n]``):
   when the task asks to run them anyway; the answer is forgeable and flagged).
 """
 
+from __future__ import annotations
+
 import io
 import json
 import os
 import struct
 import sys
+from typing import Any
 
 MAX_DEPTH = 60
 
 
-def encode(x, depth=0):
+def encode(x: Any, depth: int = 0) -> list[Any]:
     """Tagged JSON with exact types: nothing the program defines survives the trip."""
     if depth > MAX_DEPTH:
         raise ValueError("nested too deeply")
@@ -61,21 +64,24 @@ _MUTABLE = (list, dict, set)
 
 
 class Child:
-    def __init__(self, rfd, wfd):
+    """The child's side of a session: reads batches of operations, answers each in order."""
+
+    def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
-        self.ns = {"__name__": "__main__", "__builtins__": __builtins__}
-        self.handles = []
+        self.ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.handles: list[Any] = []
         self.code = ""
 
     # framing
-    def read(self):
+    def read(self) -> Any:
+        """The next input frame's JSON, or None at end of file."""
         head = self._exact(4)
         if head is None:
             return None
         body = self._exact(struct.unpack(">I", head)[0])
         return None if body is None else json.loads(body.decode("utf-8"))
 
-    def _exact(self, n):
+    def _exact(self, n: int) -> bytes | None:
         buf = b""
         while len(buf) < n:
             chunk = os.read(self.rfd, n - len(buf))
@@ -85,7 +91,8 @@ class Child:
         return buf
 
     # values
-    def arg(self, a):
+    def arg(self, a: list[Any]) -> Any:
+        """A tagged argument from the trusted side as a value (``["h", n]``: a kept result)."""
         tag = a[0]
         if tag == "h":
             return self.handles[a[1]]
@@ -110,7 +117,8 @@ class Child:
         items = [self.arg(v) for v in a[1]]
         return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
 
-    def keep(self, value, extra=None):
+    def keep(self, value: Any, extra: list[Any] | None = None) -> list[Any]:
+        """Keep ``value`` as the current operation's handle and answer it."""
         # Handle number == operation number: the trusted side can name a result before it sees it.
         self.handles[-1] = value
         out = ["ok", encode(value)]
@@ -118,7 +126,8 @@ class Child:
             out.append(extra)
         return out
 
-    def run_op(self, op):
+    def run_op(self, op: dict[str, Any]) -> list[Any]:
+        """Execute one operation (it may raise: ``answer`` turns that into an answer)."""
         k = op["k"]
         if k == "load":
             self.code = op["code"]
@@ -166,7 +175,8 @@ class Child:
             return self.keep(target)
         raise ValueError(f"unknown operation {k!r}")
 
-    def stdio(self, text, cap):
+    def stdio(self, text: str, cap: int) -> str:
+        """Run the kept program with ``text`` as stdin; its whole stdout (at most ``cap`` bytes)."""
         real_in, real_out = sys.stdin, sys.stdout
         buf = io.BytesIO()
         sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
@@ -187,7 +197,7 @@ class Child:
             raise OverflowError("output over the limit")
         return data.decode("utf-8", "replace")
 
-    def answer(self, op):
+    def answer(self, op: dict[str, Any]) -> list[Any]:
         """One operation -> its answer (never raises)."""
         self.handles.append(None)
         try:
@@ -202,7 +212,8 @@ class Child:
             return ["exc", [n for n in names if isinstance(n, str)][:8]]
         return out
 
-    def serve(self):
+    def serve(self) -> None:
+        """Answer every operation of every batch until the trusted side closes the pipe."""
         while True:
             msg = self.read()
             if msg is None:

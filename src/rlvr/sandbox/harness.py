@@ -25,6 +25,8 @@ Framing on stdin/stdout: a 1-byte type, a 4-byte big-endian length, the payload 
 ``write_frame``).
 """
 
+from __future__ import annotations
+
 import fcntl
 import json
 import os
@@ -35,6 +37,7 @@ import struct
 import sys
 import termios
 import time
+from typing import Any, NoReturn
 
 # Run as a script with -I (no script directory on sys.path): find the sibling module by path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,7 +74,7 @@ PREIMPORT = (
 MAX_FRAME = 1 << 20  # one answer from the child, bytes
 MAX_OUTPUT = 4 << 20  # all answers of one sample, bytes
 SECCOMP_BPF = b""
-CHILD = None  # the child module, imported before the host directories are hidden
+CHILD: Any = None  # the child module, imported before the host directories are hidden
 
 
 # -- framing with the pool: 1-byte type, 4-byte big-endian length, payload ----------------------
@@ -80,13 +83,15 @@ CHILD = None  # the child module, imported before the host directories are hidde
 # Worker -> trainer: H (hello), C (one answer of the child: spliced likewise), S (session status).
 # The worker therefore never holds a job, a program or an answer in its memory, and the next
 # child, forked from it, cannot find one there.
-def write_frame(kind, payload):
+def write_frame(kind: bytes, payload: bytes) -> None:
+    """One frame to the trainer, on stdout."""
     data = kind + struct.pack(">I", len(payload)) + payload
     while data:
         data = data[os.write(1, data) :]
 
 
-def read_exact(fd, n):
+def read_exact(fd: int, n: int) -> bytes | None:
+    """Exactly ``n`` bytes from ``fd``, or None at end of file."""
     buf = b""
     while len(buf) < n:
         chunk = os.read(fd, n - len(buf))
@@ -96,7 +101,7 @@ def read_exact(fd, n):
     return buf
 
 
-def discard(fd, n):
+def discard(fd: int, n: int) -> None:
     """Move ``n`` bytes from ``fd`` to /dev/null without reading them into this process."""
     null = os.open("/dev/null", os.O_WRONLY)
     try:
@@ -110,7 +115,7 @@ def discard(fd, n):
 
 
 # -- the child -----------------------------------------------------------------------------------
-def child_main(cfg, job_timeout, rfd, wfd, workdir):
+def child_main(cfg: dict[str, Any], job_timeout: float, rfd: int, wfd: int, workdir: str) -> NoReturn:
     """Never returns. Order matters: rlimits and uid before no-new-privs, then Landlock, then
     seccomp last (it forbids what the earlier steps need)."""
     code = 70
@@ -153,7 +158,7 @@ def child_main(cfg, job_timeout, rfd, wfd, workdir):
     os._exit(code)
 
 
-def make_workdir(cfg, seq):
+def make_workdir(cfg: dict[str, Any], seq: int) -> str:
     """A fresh directory per sample: its own size-capped tmpfs when we have a mount namespace
     (removed by one detach, whatever the sample built in it), else a plain directory."""
     workdir = f"{cfg['workroot']}/s{seq}"
@@ -170,7 +175,8 @@ def make_workdir(cfg, seq):
     return workdir
 
 
-def remove_workdir(cfg, workdir):
+def remove_workdir(cfg: dict[str, Any], workdir: str) -> None:
+    """Remove a sample's workdir, whatever the sample left in it."""
     if cfg["tmpfs_per_sample"]:
         detach(workdir)
         os.rmdir(workdir)
@@ -178,7 +184,7 @@ def remove_workdir(cfg, workdir):
         remove_tree(workdir)
 
 
-def remove_tree(top):
+def remove_tree(top: str) -> None:
     """Delete a directory tree without recursion and without long paths (a sample can nest it
     thousands deep): walk down by directory fd, one level open at a time."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -186,9 +192,9 @@ def remove_tree(top):
         fd = os.open(top, flags)
     except FileNotFoundError:
         return
-    names = []
+    names: list[str] = []
     while True:
-        sub = None
+        sub: str | None = None
         with os.scandir(fd) as it:
             for e in it:
                 if e.is_dir(follow_symlinks=False):
@@ -211,7 +217,7 @@ def remove_tree(top):
         os.rmdir(names.pop(), dir_fd=fd)
 
 
-def run_sample(cfg, ctl, seq):
+def run_sample(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, Any]:
     """One session: fork the child, relay frames both ways until the trainer ends it, the child
     ends, or the deadline passes; then report how it ended, as measured here."""
     timeout = float(ctl["timeout"])
@@ -234,7 +240,7 @@ def run_sample(cfg, ctl, seq):
     os.set_blocking(in_w, False)
     os.set_blocking(out_r, False)
     deadline = t0 + timeout
-    why = None
+    why: str | None = None
     ended = False  # the trainer said E
     inbound = 0  # bytes of the current D frame still to move into the child's pipe
     inbound_head = b""  # length prefix still to write into the child's pipe
@@ -254,7 +260,8 @@ def run_sample(cfg, ctl, seq):
                 # The child closed its answer pipe (or died): nothing more can come back.
                 why = why or ("exited" if child_gone else "closed")
                 break
-            rl, wl = [], []
+            rl: list[int] = []
+            wl: list[int] = []
             if not ended and inbound == 0 and not inbound_head:
                 rl.append(0)
             if inbound or inbound_head:
@@ -328,7 +335,7 @@ def run_sample(cfg, ctl, seq):
     return {"why": why, "wall": wall, "cpu": cpu, "maxrss": usage.ru_maxrss * 1024, "status": exit_desc}
 
 
-def _pump_out(fd):
+def _pump_out(fd: int) -> int | None:
     """Forward what the child wrote to the trainer, as it comes (the trainer splits it into
     answers). Returns the bytes forwarded, or None at end of file."""
     avail = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
@@ -350,7 +357,7 @@ def _pump_out(fd):
     return avail
 
 
-def _kill(pid, pidns):
+def _kill(pid: int, pidns: bool) -> None:
     try:
         if pidns:
             os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: the kernel kills the rest
@@ -362,7 +369,8 @@ def _kill(pid, pidns):
         os.kill(pid, signal.SIGKILL)
 
 
-def main():
+def main() -> None:
+    """Start the worker: set up the namespaces, probe the layers, say hello, serve sessions."""
     global CHILD, SECCOMP_BPF
     cfg = json.loads(sys.argv[1])
     for name in PREIMPORT:
@@ -371,7 +379,7 @@ def main():
         except ImportError:
             pass
     CHILD = child_module
-    layers = {}
+    layers: dict[str, str] = {}
     cfg["readable"] = readable_paths()
     cfg["limits"]["vmsize"] = vmsize()  # before /proc is hidden
     # Never hide the directory the interpreter lives in (pyenv under /root): later imports would fail.

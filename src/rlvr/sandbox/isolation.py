@@ -7,6 +7,8 @@ probes them at start-up (``probing.probe_layers``) and reports the result. x86-6
 numbers are used for clone and Landlock (the only architecture tested here).
 """
 
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import os
@@ -33,13 +35,14 @@ libc.syscall.restype = ctypes.c_long
 pylib.syscall.restype = ctypes.c_long
 
 
-def os_error(what):
+def os_error(what: str) -> OSError:
+    """The C library's last error (errno), as an ``OSError`` that says what failed."""
     e = ctypes.get_errno()
     return OSError(e, f"{what}: {os.strerror(e)}")
 
 
 # -- layers (worker side, once) ----------------------------------------------------------------
-def setup_namespaces(layers, hide):
+def setup_namespaces(layers: dict[str, str], hide: list[str]) -> None:
     """Network, mount and IPC namespace for the whole worker; an empty tmpfs over each directory
     in ``hide`` (read-only except /tmp, where the workdirs live)."""
     flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC
@@ -64,7 +67,8 @@ def setup_namespaces(layers, hide):
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         layers["mountns"] = "unavailable: " + str(os_error("make / private"))
         return
-    hidden, failed = [], []
+    hidden: list[str] = []
+    failed: list[str] = []
     for d in hide:
         if os.path.islink(d) or not os.path.isdir(d):
             continue
@@ -79,18 +83,19 @@ def setup_namespaces(layers, hide):
     )
 
 
-def mount_tmpfs(path, opts):
+def mount_tmpfs(path: str, opts: str) -> int:
     """0 on success. A sample's workdir: its own tmpfs, size- and inode-capped."""
     return libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts.encode())
 
 
-def detach(path):
+def detach(path: str) -> None:
     """Unmount at once, whatever is inside (no tree walk, no recursion limit)."""
     if libc.umount2(path.encode(), MNT_DETACH) != 0:
         raise os_error(f"umount {path}")
 
 
-def landlock_abi():
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 without Landlock."""
     abi = libc.syscall(SYS_landlock_create_ruleset, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     return abi if abi > 0 else 0
 
@@ -104,7 +109,8 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def apply_landlock(abi, readable, writable):
+def apply_landlock(abi: int, readable: list[str], writable: list[str]) -> None:
+    """Restrict this process to ``readable`` (read-only) and ``writable`` (read-write)."""
     fd = build_ruleset(abi, readable, writable)
     try:
         restrict_self(fd)
@@ -112,12 +118,13 @@ def apply_landlock(abi, readable, writable):
         os.close(fd)
 
 
-def restrict_self(fd):
+def restrict_self(fd: int) -> None:
+    """Apply a ruleset from ``build_ruleset`` to this process."""
     if libc.syscall(SYS_landlock_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
         raise os_error("landlock_restrict_self")
 
 
-def build_ruleset(abi, readable, writable):
+def build_ruleset(abi: int, readable: list[str], writable: list[str]) -> int:
     """A ruleset fd: read-only ``readable``, read-write ``writable``, everything else denied; TCP
     bind/connect denied (ABI >= 4); abstract UNIX sockets and signals scoped (ABI >= 6). Built once
     per worker; each child only calls ``restrict_self`` with it."""
@@ -137,7 +144,8 @@ def build_ruleset(abi, readable, writable):
     read_file = (1 << 0) | (1 << 2)
     file_rw = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)
     try:
-        for path, allowed in [(p, None) for p in readable] + [(p, fs_all) for p in writable]:
+        paths: list[tuple[str, int | None]] = [(p, None) for p in readable] + [(p, fs_all) for p in writable]
+        for path, allowed in paths:
             try:
                 pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
@@ -164,12 +172,14 @@ class _ArgCmp(ctypes.Structure):
     _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
 
 
-_seccomp = None
+_seccomp: ctypes.CDLL | None = None
+_seccomp_looked = False
 
 
-def seccomp_lib():
-    global _seccomp
-    if _seccomp is None:
+def seccomp_lib() -> ctypes.CDLL | None:
+    """libseccomp, loaded once; None where it is not installed."""
+    global _seccomp, _seccomp_looked
+    if not _seccomp_looked:
         name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
         try:
             lib = ctypes.CDLL(name, use_errno=True)
@@ -187,7 +197,8 @@ def seccomp_lib():
             lib.seccomp_release.argtypes = [ctypes.c_void_p]
             _seccomp = lib
         except OSError:
-            _seccomp = False
+            _seccomp = None
+        _seccomp_looked = True
     return _seccomp
 
 
@@ -210,7 +221,7 @@ DENY = (
 ).split()
 
 
-def build_seccomp_bpf():
+def build_seccomp_bpf() -> bytes:
     """Compile the filter once per worker (libseccomp takes ~6 ms); children load the bytes."""
     lib = seccomp_lib()
     if not lib:
@@ -221,7 +232,7 @@ def build_seccomp_bpf():
     if not ctx:
         raise OSError("seccomp_init failed")
 
-    def rule(action, name, *cmps):
+    def rule(action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
         nr = lib.seccomp_syscall_resolve_name(name.encode())
         if nr < 0:
             return
@@ -261,13 +272,14 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-def apply_seccomp(bpf):
+def apply_seccomp(bpf: bytes) -> None:
+    """Load a filter from ``build_seccomp_bpf`` into this process (after no-new-privileges)."""
     prog = _SockFprog(len(bpf) // 8, bpf)
     if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         raise os_error("seccomp filter")
 
 
-def vmsize():
+def vmsize() -> int:
     """This process's mapped size: children start at about the same, and get a budget over it."""
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -276,7 +288,9 @@ def vmsize():
     return 0
 
 
-def set_rlimits(lim, job):
+def set_rlimits(lim: dict[str, int], job: dict[str, float]) -> None:
+    """CPU seconds just above the job's timeout, no core dumps, file size, open files, and the
+    address-space budget over this process's size."""
     cpu = int(job["timeout"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -291,7 +305,7 @@ def set_rlimits(lim, job):
     resource.setrlimit(resource.RLIMIT_AS, (want, hard))
 
 
-def fork_sample(pidns, ipcns=False):
+def fork_sample(pidns: bool, ipcns: bool = False) -> int:
     """fork(), or a raw clone() into a new PID namespace, and with ``ipcns`` a new IPC namespace
     (unshare(CLONE_NEWPID) works once per process, so a per-sample namespace needs clone)."""
     if not pidns:

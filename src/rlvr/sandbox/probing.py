@@ -5,8 +5,12 @@ Standard library only; loaded by ``harness.py`` from its own directory, inside t
 interpreter, never by the trainer.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from isolation import (
     PR_SET_NO_NEW_PRIVS,
@@ -21,7 +25,7 @@ from isolation import (
 )
 
 
-def probe_in_child(cfg, fn):
+def probe_in_child(cfg: dict[str, Any], fn: Callable[[], object]) -> str:
     """Run ``fn`` in a throwaway child; '' on success, else the reason."""
     r, w = os.pipe()
     pid = os.fork()
@@ -41,7 +45,7 @@ def probe_in_child(cfg, fn):
     return "" if msg == b"\0" else (msg.decode("utf-8", "replace") or "probe child died")
 
 
-def probe_layers(cfg, layers):
+def probe_layers(cfg: dict[str, Any], layers: dict[str, str]) -> bytes:
     """Probe every enabled layer in a throwaway child, write each one's status into ``layers``
     and what the children should apply into ``cfg``. Returns the seccomp program (empty
     without one)."""
@@ -51,7 +55,7 @@ def probe_layers(cfg, layers):
     cfg["uid"] = uid
     if uid is not None:
 
-        def as_uid():
+        def as_uid() -> None:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
@@ -91,7 +95,7 @@ def probe_layers(cfg, layers):
         layers["landlock"] = "unavailable: disabled"
     elif abi:
 
-        def ll():
+        def ll() -> None:
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             apply_landlock(abi, cfg["readable"], [cfg["workroot"]])
 
@@ -116,7 +120,7 @@ def probe_layers(cfg, layers):
             bpf = b""
             why = str(exc)
 
-        def sc():
+        def sc() -> None:
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             apply_seccomp(bpf)
             try:
@@ -167,7 +171,7 @@ def probe_layers(cfg, layers):
     return bpf
 
 
-def hidden_dirs(prefix):
+def hidden_dirs(prefix: str) -> list[str]:
     """Every top-level directory a sample does not need, so that even ``stat`` (which Landlock
     does not restrict) finds nothing of the host there: /etc, /proc, /sys, /var, /home, the
     repository, ... The interpreter's directories (/usr, /lib*, /bin, the prefix) and /dev stay."""
@@ -183,7 +187,7 @@ def hidden_dirs(prefix):
     return out + [d for d in ("/dev/shm", "/dev/mqueue") if os.path.isdir(d) and not os.path.islink(d)]
 
 
-def readable_paths():
+def readable_paths() -> list[str]:
     """What a sample may read: the interpreter's files and shared libraries, nothing else (no
     /etc, /proc, /home, the repository or the data)."""
     import sysconfig
