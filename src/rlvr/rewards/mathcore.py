@@ -71,7 +71,7 @@ from typing import Any, Literal
 from . import mathforms as forms
 from .mathsym import expr_equal, sym
 from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
-    _TIME,
+    CLOCK_TIME,
     MAX_ANSWER_CHARS,
     OR_WORD,
     Cleaned,
@@ -203,7 +203,7 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     bg, bp = _numeral(cg.text), _numeral(cp.text)
     if bg or bp:  # 1011_2 is digits in a base, not 1011 with a subscript
         return bg == bp
-    tg, tp = _TIME.match(cg.text), _TIME.match(cp.text)
+    tg, tp = CLOCK_TIME.match(cg.text), CLOCK_TIME.match(cp.text)
     if tg or tp:  # 12:00 is a time, not 12/0
         return bool(tg and tp and [int(x or 0) for x in tg.groups()] == [int(x or 0) for x in tp.groups()])
     if policy.form == "structural" and unsimplified(cp.text) and not unsimplified(cg.text):
@@ -355,7 +355,7 @@ def _undefined(node: Node, policy: MathPolicy) -> bool:
     if node.kind != "scalar":
         return any(_undefined(c, policy) for c in node.items)
     text = _scalar_text(clean(node.value).text, policy)
-    if _TIME.match(text) or _numeral(text):
+    if CLOCK_TIME.match(text) or _numeral(text):
         return False
     value = parse_scalar(text)
     return bool(getattr(value, "has", None) and value.has(_sympy().zoo, _sympy().nan))
@@ -370,7 +370,7 @@ def _sympy() -> Any:
 def _parse_leaves(node: Node) -> None:
     if node.kind == "scalar":
         c = clean(node.value)
-        if _TIME.match(c.text) or _numeral(c.text):
+        if CLOCK_TIME.match(c.text) or _numeral(c.text):
             return
         parse_scalar(_scalar_text(c.text, MathPolicy()))
         parse_scalar(c.text)

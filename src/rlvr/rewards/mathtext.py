@@ -47,7 +47,8 @@ _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
 _LT_GT = re.compile(r"\\[lg]t(?![a-zA-Z])")
 _EMPTY = re.compile(r"\\varnothing|∅|\\\{\s*\\\}|\\O(?![a-zA-Z])")
 _REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
-_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+# A clock time (12:30, 1:05:09): compared as a time, never as a ratio (mathcore).
+CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
 def clean(text: str, decimal_comma: bool = False) -> Cleaned:

@@ -292,7 +292,7 @@ def _dump(x: Any) -> str:
     return json.dumps(_canon(x), sort_keys=True)
 
 
-def _match(rule: str, want: Any, got: Any) -> bool:
+def argument_matches(rule: str, want: Any, got: Any) -> bool:
     """Whether ``got`` matches ``want`` under ``rule``. Numbers compare as exact fractions, so
     ``3.0`` equals ``3`` and a 400-digit integer compares without overflowing a float."""
     if rule == "ignore":
@@ -428,7 +428,7 @@ class ToolCallVerifier(_Bounded):
         if name != expected["name"]:
             return Verdict.wrong(detail=f"called {name!r}, expected {expected['name']!r}", **kw)
         want = expected["arguments"]
-        missed = [k for k in want if not (k in args and _match(self.rules.get(k, "exact"), want[k], args[k]))]
+        missed = [k for k in want if not (k in args and argument_matches(self.rules.get(k, "exact"), want[k], args[k]))]
         added = [] if self.extra_arguments else sorted(k for k in args if k not in want)
         if not missed and not added:
             return Verdict.correct(**kw)
