@@ -81,7 +81,41 @@ def test_invisible_characters_in_a_completion_are_drawn_and_markup_is_escaped(tm
 def test_request_with_a_foreign_host_header_is_refused(store: Store) -> None:
     resp = _client(store, host="attacker.example:8765").get("/")
     assert resp.status_code == 400
-    assert "not local" in resp.text
+    assert resp.text == "Invalid host header"  # Starlette's TrustedHostMiddleware
+
+
+def test_a_verdict_posted_under_a_foreign_host_is_refused_and_records_nothing(store: Store) -> None:
+    # DNS rebinding: a page on attacker.example, resolved to 127.0.0.1, posting with a valid token.
+    token = form_fields(_client(store).get("/sample/1").text)["token"]
+    resp = _client(store, host="attacker.example:8765").post(
+        "/sample/1", data={"token": token, "label": "right"}, follow_redirects=False
+    )
+    assert resp.status_code == 400
+    assert store.reviews() == []
+
+
+def test_model_text_with_markup_and_template_syntax_is_shown_escaped(tmp_path: Any) -> None:
+    text = "<script>alert(1)</script>{{ 7*7 }}{% if 1 %}x{% endif %}<answer>42</answer>"
+    prompt = "<img src=x onerror=alert(2)>{{ config }}"
+    v = Verdict.correct(answer="<b>42</b>{{ 6*7 }}", detail="<i>{{ detail }}</i>")
+    store = Store.create(
+        tmp_path / "s.db",
+        {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
+        [NewSample(0, prompt, {"answer": "{{ 42 }}<u>"}, text, (1,), "stop", "low", {"correct": v}, 1.0, "pass")],
+    )
+    store.add_review(1, "lower", reviewer="alice", note="<script>note()</script>{{ note }}")
+    html = _client(store).get("/sample/1").text
+    for shown in (  # the template syntax is still there, as text: nothing the model wrote was evaluated
+        "&lt;script&gt;alert(1)&lt;/script&gt;{{ 7*7 }}{% if 1 %}x{% endif %}",
+        "&lt;img src=x onerror=alert(2)&gt;{{ config }}",
+        "&lt;b&gt;42&lt;/b&gt;{{ 6*7 }}",
+        "&lt;i&gt;{{ detail }}&lt;/i&gt;",
+        "<code id=expected>{{ 42 }}&lt;u&gt;</code>",
+        "&lt;script&gt;note()&lt;/script&gt;{{ note }}",
+    ):
+        assert shown in html
+    for raw in ("<script>alert", "<img src=x", "<b>42", "<i>{{", "<u>", "<script>note"):
+        assert raw not in html
 
 
 def test_post_without_the_page_token_is_refused_and_records_nothing(store: Store) -> None:
@@ -122,7 +156,7 @@ def test_status_page_shows_the_confusion_matrix_and_kappa(store: Store) -> None:
     for s in store.samples():
         store.add_review(s.id, "right", reviewer="alice")
     text = _client(store).get("/status").text
-    assert "Cohen&#x27;s kappa: 1.000" in text
+    assert "Cohen&#39;s kappa: 1.000" in text
     assert "gate: PASSES" in text
 
 
@@ -288,9 +322,7 @@ def test_a_json_ground_truth_is_shown_and_diffed_as_json(tmp_path: Any) -> None:
         .get("/sample/1")
         .text
     )
-    assert (
-        "<code id=expected>{&quot;arguments&quot;: {&quot;x&quot;: 1}, &quot;name&quot;: &quot;f&quot;}</code>" in html
-    )
+    assert "<code id=expected>{&#34;arguments&#34;: {&#34;x&#34;: 1}, &#34;name&#34;: &#34;f&#34;}</code>" in html
     assert "<del title='expected, not given'>1</del><ins title='given, not expected'>2</ins>" in html
 
 
