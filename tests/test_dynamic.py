@@ -592,7 +592,10 @@ def capturing(base):
 
 dyn.trainer_class = capturing
 sys.path.insert(0, str(Path(sys.argv[1]).parent))
-train(load_task(sys.argv[1]), TrainOptions(run_dir=Path(sys.argv[2]), max_steps=4, no_gate_reason="resample, two processes", progress=False, eval_every=0))
+opts = TrainOptions(
+    run_dir=Path(sys.argv[2]), max_steps=4, no_gate_reason="resample, two processes", progress=False, eval_every=0
+)
+train(load_task(sys.argv[1]), opts)
 """
 
 

@@ -602,7 +602,8 @@ def test_under_two_processes_a_reward_broken_on_one_rank_stops_both(tmp_path: Pa
     }
     path = make_task(tmp_path / "task", shaping=True, extra={"grpo": grpo})
     (tmp_path / "task" / "rankbroken.py").write_text(
-        "import os\n\ndef boom(completions, **kwargs):\n    if os.environ.get('RANK', '0') == '1':\n        raise ValueError('boom on rank 1')\n    return [0.0] * len(completions)\n"
+        "import os\n\ndef boom(completions, **kwargs):\n    if os.environ.get('RANK', '0') == '1':\n"
+        "        raise ValueError('boom on rank 1')\n    return [0.0] * len(completions)\n"
     )
     spec = yaml.safe_load(path.read_text())
     spec["rewards"].insert(2, {"name": "rankbroken", "verifier": "rankbroken.boom", "weight": 1.0})
@@ -659,7 +660,8 @@ def dying(self, output_dir):  # the weights and optimizer of checkpoint-4 are on
     return save_rng(self, output_dir)
 
 transformers.Trainer._save_rng_state = dying
-train(load_task(sys.argv[1]), TrainOptions(run_dir=Path(sys.argv[2]), max_steps=6, no_gate_reason="kill -9 test", progress=False, eval_every=0))
+opts = TrainOptions(run_dir=Path(sys.argv[2]), max_steps=6, no_gate_reason="kill -9 test", progress=False, eval_every=0)
+train(load_task(sys.argv[1]), opts)
 """
 
 

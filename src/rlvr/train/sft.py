@@ -159,17 +159,17 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True
     )
     config = SFTConfig(**cfg_kw)
-    state: dict[str, Any] = {"rate": None, "stopped": False}
+    reached: dict[str, Any] = {"rate": None, "stopped": False}
 
     class StopAtTarget(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            st = state
+            st = state  # the Trainer's state; ``reached`` is ours
             if opts.target_pass_rate is None or st.global_step % opts.check_every:
                 return control
             res = evaluate(model, tokenizer, task, dev, temperature=0.0)
-            state["rate"] = res.accuracy
+            reached["rate"] = res.accuracy
             if res.accuracy >= opts.target_pass_rate:
-                state["stopped"] = True
+                reached["stopped"] = True
                 control.should_training_stop = True
             return control
 
@@ -190,7 +190,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     model.save_pretrained(opts.out_dir)
     tokenizer.save_pretrained(opts.out_dir)
     result = SftResult(
-        opts.out_dir, trainer.state.global_step, state["rate"], seconds, state["stopped"], tuple(warnings)
+        opts.out_dir, trainer.state.global_step, reached["rate"], seconds, reached["stopped"], tuple(warnings)
     )
     (opts.out_dir / "rlvr_sft.json").write_text(
         json.dumps(
