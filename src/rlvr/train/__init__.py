@@ -2,7 +2,8 @@
 
 One run directory holds everything about a run::
 
-    <run>/config.yaml        every resolved GRPOConfig value (grpo:) and rlvr's own (rlvr:)
+    <run>/config.yaml        every resolved GRPOConfig value (grpo:) and rlvr's own (rlvr:): one
+                             rlvr.plan.runconfig.RunConfig, read back by --config, --resume, the doctor
     <run>/metrics.jsonl      one line per logging step (every TRL metric, per-term rewards and
                              verifier error rates) and one per held-out eval (eval/accuracy, ...)
     <run>/checkpoints/       TRL checkpoints, each marked complete once saved (rlvr.train.checkpoints);
@@ -29,7 +30,7 @@ groups whose rewards are all equal out of the batch: see ``rlvr.train.dynamic``.
 The stages, each in its own module: ``settings`` (every value resolved and checked before any
 weights load), ``rundir`` (what a run reads back from its folder and appends to it), ``launch``
 (the TRL trainer, config.yaml, run.json, final/), ``callbacks`` (logging, evals, stopping, the
-progress bar), ``stopping``, ``dynamic`` and ``checkpoints``.
+progress bar), ``stopping``, ``dynamic`` (with ``resample``) and ``checkpoints``.
 """
 
 from __future__ import annotations
