@@ -5,6 +5,7 @@ each correct one must still pass."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
@@ -96,6 +97,40 @@ def test_loops_helpers_and_check_decide_on_the_trusted_side(pool, tests):
     assert good.outcome is Outcome.CORRECT, good.detail
     assert (forged.outcome, patched.outcome) == (Outcome.WRONG, Outcome.WRONG)
     assert "weaker" not in good.detail
+
+
+LOOP_CONTROL = textwrap.dedent(
+    """
+    hits = []
+    for i in range(5):
+        if i == 1:
+            continue
+        if i == 3:
+            break
+        hits.append(sq(i))
+    else:
+        hits.append(-1)
+    assert hits == [0, 4]
+    n = 0
+    while n < 3:
+        n += 1
+    else:
+        hits.append(sq(n))
+    assert hits == [0, 4, 9]
+    while True:
+        n += 1
+        if n > 5:
+            break
+    else:
+        hits.append(-2)
+    assert hits == [0, 4, 9] and n == 6
+    """
+)
+
+
+def test_break_continue_and_loop_else_in_the_test_file_follow_python(pool):
+    v = run(pool, "def sq(x):\n    return x * x\n", LOOP_CONTROL)
+    assert v.outcome is Outcome.CORRECT and "3/3 checks passed" in v.detail, v.detail
 
 
 def test_expected_values_computed_by_the_test_never_reach_the_child(pool):

@@ -47,6 +47,7 @@ from typing import Any
 
 from .decoding import JudgeLimit
 from .expressions import Expressions
+from .operations import Deferred
 from .trusted import Unsupported
 from .values import (
     PENDING,
@@ -177,7 +178,7 @@ class Pass(Expressions):
         except NeedFlush:
             self.pending = True
             if self.fn_calls == calls0 and self.quick_ok:
-                self.deferred.append((s, _snapshot(s.test, scope), k0, self.n_ops))
+                self.deferred.append(Deferred(s, _snapshot(s.test, scope), k0, self.n_ops))
             else:
                 self.quick_ok = False  # a function of the test ran partly: replay everything
             return  # put off: its operations are recorded; the next pass decides it
@@ -298,13 +299,14 @@ def _snapshot(test: ast.expr, scope: Scope) -> dict[str, Any]:
     return out
 
 
-def quick_round(p: Pass, deferred: list[tuple[ast.Assert, dict[str, Any], int, int]]) -> bool:
+def quick_round(p: Pass, deferred: list[Deferred]) -> bool:
     """Decide the asserts a pass put off, each from its snapshot, replaying the same operations.
     False when that is not exact (the next pass then replays the whole test)."""
-    for node, snap, k0, k1 in deferred:
-        p.n_ops = k0
+    for d in deferred:
+        node = d.node
+        p.n_ops = d.start
         p.fresh.clear()
-        scope = Scope({k: _copy(v, 0, p) for k, v in snap.items()}, None)
+        scope = Scope({k: _copy(v, 0, p) for k, v in d.snapshot.items()}, None)
         try:
             ok = p.truth(p.expr(node.test, scope))
         except (NeedFlush, StopPass, Lost, Diverged, JudgeLimit, Unsupported):
@@ -313,7 +315,7 @@ def quick_round(p: Pass, deferred: list[tuple[ast.Assert, dict[str, Any], int, i
             ok = False
             p.mem_failures += _is_memory(exc)
             p._note(f"line {node.lineno}: {_exc_name(exc)}")
-        if p.n_ops != k1 or p.fn_calls:
+        if p.n_ops != d.end or p.fn_calls:
             return False
         if ok:
             p.passed += 1

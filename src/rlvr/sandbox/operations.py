@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import random
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .decoding import JudgeLimit, decode
@@ -18,6 +19,17 @@ from .values import MAX_OPS, PENDING, CandidateError, Diverged, Lost, NeedFlush,
 
 # The child's tag for each kind of sequence argument.
 SEQUENCE_TAGS: dict[type, str] = {list: "l", tuple: "t", set: "S", frozenset: "F"}
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """An assert a pass put off: the values it reads (copied at that point) and the operations
+    it recorded (``start`` up to ``end``), so the next round can decide just it."""
+
+    node: ast.Assert
+    snapshot: dict[str, Any]
+    start: int
+    end: int
 
 
 class Operations:
@@ -45,7 +57,7 @@ class Operations:
         self.fn_calls = 0
         self.mem_failures = 0  # failed asserts whose failure was a MemoryError of the candidate
         # Asserts put off with what they read, so the next round can decide just them.
-        self.deferred: list[tuple[ast.Assert, dict[str, Any], int, int]] = []
+        self.deferred: list[Deferred] = []
         self.quick_ok = not strict
         self.steps = 0
         self.rng = random.Random(0)
