@@ -34,7 +34,8 @@ from typing import Any
 from ..errors import VerifierError
 from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
 from .format import AnswerFormat, extract
-from .mathcore import MathPolicy, fast_compare, fast_rational
+from .mathcore import fast_compare, fast_rational
+from .mathpolicy import MathPolicy
 from .pool import Result, WorkerPool, shared_pool
 
 PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.mathcore")

@@ -63,12 +63,13 @@ chemistry, no multiple-choice letters beyond exact text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from . import mathforms as forms
+from .mathpolicy import MathPolicy
 from .mathsym import expr_equal, sym
 from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
@@ -84,44 +85,6 @@ from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pi
     to_latex,
     unsimplified,
 )
-
-
-@dataclass(frozen=True)
-class MathPolicy:
-    """How two answers are compared. Every field is a task-file option of the ``math`` term.
-
-    ordered_lists: a bare list ``1, 2, 3`` must match in order (hendrycks MATH's convention);
-        False compares bare lists as multisets. Sets ``\\{…\\}`` are always unordered, tuples and
-        intervals always ordered.
-    rel_tol / abs_tol: numeric tolerance; the default is exact up to 30-digit evaluation noise.
-        Raise ``rel_tol`` (e.g. 1e-4) only when the task accepts rounded decimals.
-    form: ``equivalent`` (any equal value counts) or ``structural`` (the parsed expressions must
-        be identical after sympy's automatic canonicalisation: ``x^2-1`` does not match
-        ``(x-1)(x+1)``; ``2x+1`` matches ``1+2x``; an unsimplified answer -- ``2/4``, ``3/1``,
-        ``\\sqrt{8}`` -- does not match a simplified ground truth).
-    angles: ``plain`` (a degree sign is dropped: 45° equals 45) or ``degrees`` (a degree sign
-        means ×π/180: 45° equals π/4).
-    percent: ``strip`` (50% equals 50), ``fraction`` (50% equals 0.5) or ``either``.
-    assignment: ``x = 3`` counts as ``3``, and so does any labelled value (``f(2) = 3``,
-        ``|AB| = 3``, ``(p, q) = (3, 2)``); when both sides give labels they must match label by
-        label. False compares ``x = 3`` as an equation.
-    decimal_comma: ``1000,99`` is 1000.99 and ``1{,}5`` is 1.5 (then a list needs ``;`` or a
-        space after its commas). Off by default: ``1,500`` is then fifteen hundred.
-    chained: the last side of a chained equation counts (``x = 2 + 3 = 5`` answers 5; a gold
-        ``z = 1 + 1 = 2`` is 2), unless the gold's value is itself an equation. Off by default:
-        such an answer is compared as written.
-    """
-
-    ordered_lists: bool = True
-    rel_tol: float = 1e-9
-    abs_tol: float = 0.0
-    form: Literal["equivalent", "structural"] = "equivalent"
-    angles: Literal["plain", "degrees"] = "plain"
-    percent: Literal["strip", "fraction", "either"] = "strip"
-    assignment: bool = True
-    decimal_comma: bool = False
-    chained: bool = False
-
 
 _IMAGINARY = re.compile(r"(?<![\\a-zA-Z])i(?![a-zA-Z])")
 _BOUND_I = re.compile(r"_\{?\s*i\b|(?<![a-zA-Z])i\s*(?:=|\\in)|\\sum|\\prod")

@@ -176,6 +176,25 @@ def unit_key(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def split_top(s: str, sep: str) -> list[str]:
+    """Split at ``sep`` outside brackets."""
+    parts, depth, start, i, n = [], 0, 0, 0, len(sep)
+    while i < len(s):
+        c = s[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and s.startswith(sep, i):
+            parts.append(s[start:i])
+            start = i + n
+            i += n
+            continue
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
 # -- labels -------------------------------------------------------------------------------------
 _GREEK = (
     r"\\(?:alpha|beta|gamma|delta|epsilon|varepsilon|theta|vartheta|lambda|mu|nu|xi|rho|sigma|tau|phi|varphi"
@@ -202,8 +221,6 @@ def tuple_labels(label: str) -> list[str] | None:
     m = _TUPLE_LABEL.match(label)
     if not m:
         return None
-    from .mathtext import split_top
-
     return [norm_label(x) for x in split_top(m.group(1), ",")]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from . import mathforms as forms
+from .mathforms import split_top
 
 MAX_ANSWER_CHARS = 1000
 MAX_DEPTH = 40
@@ -125,25 +126,6 @@ def _depth(s: str) -> int:
         elif c in ")]}":
             depth -= 1
     return best
-
-
-def split_top(s: str, sep: str) -> list[str]:
-    """Split at ``sep`` outside brackets."""
-    parts, depth, start, i, n = [], 0, 0, 0, len(sep)
-    while i < len(s):
-        c = s[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and s.startswith(sep, i):
-            parts.append(s[start:i])
-            start = i + n
-            i += n
-            continue
-        i += 1
-    parts.append(s[start:])
-    return [p.strip() for p in parts]
 
 
 # -- 2. structure ------------------------------------------------------------------------------
