@@ -154,7 +154,8 @@ def _in_view(page: Any, selector: str) -> bool:
     return bool(
         page.eval_on_selector(
             selector,
-            "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }",
+            "e => { const r = e.getBoundingClientRect(); "
+            "return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }",
         )
     )
 

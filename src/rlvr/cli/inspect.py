@@ -8,7 +8,10 @@ signed record (``gate.json``) is what ``rlvr train`` checks. The gate lives in
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..task import Task
 
 HELP = "the inspection gate: sample, read every reward verdict, re-score after fixes, sign"
 
@@ -37,12 +40,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _add_common(b)
     b.add_argument(
         "--model",
-        help="model to sample: local path, hub id or builtin:<name> (default: the task's model; use the model training starts from)",
+        help="model to sample: local path, hub id or builtin:<name> "
+        "(default: the task's model, or with --probe the probe's; use the model training starts from)",
     )
     b.add_argument(
         "--probe",
         metavar="DIR",
-        help="reuse rlvr probe samples (its folder or samples.jsonl) taken at the run's temperature instead of sampling",
+        help="reuse rlvr probe samples (its folder or samples.jsonl) taken at the run's temperature "
+        "instead of sampling; the set records the probe's model, top_p and seed",
     )
     b.add_argument(
         "--size", type=int, default=64, help="samples a person will read (default 64; the gate asks for 50-100)"
@@ -64,7 +69,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--run",
         metavar="RUN",
-        help="build the set from the completions a training run kept (RUN/rollouts/) instead of sampling: re-inspect what the policy writes mid-run; goes with --step; default gate folder RUN/inspect/step-N",
+        help="build the set from the completions a training run kept (RUN/rollouts/) instead of sampling: "
+        "re-inspect what the policy writes mid-run; goes with --step; default gate folder RUN/inspect/step-N",
     )
     b.add_argument("--step", type=int, help="with --run: the logging step whose completions to read")
 
@@ -125,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     ](task, args)
 
 
-def _build(task: Any, args: argparse.Namespace) -> int:
+def _build(task: Task, args: argparse.Namespace) -> int:
     from .. import gate
     from ..errors import ConfigError, Problem
 
@@ -146,14 +152,16 @@ def _build(task: Any, args: argparse.Namespace) -> int:
         return _build_from_run(task, args)
     if not gate.MIN_SIZE <= args.size <= gate.MAX_SIZE:
         print(
-            f"note: --size {args.size} is outside the {gate.MIN_SIZE}-{gate.MAX_SIZE} the gate asks a person to read; sign will refuse under --min-samples"
+            f"note: --size {args.size} is outside the {gate.MIN_SIZE}-{gate.MAX_SIZE} the gate asks a person to read; "
+            "sign will refuse under --min-samples"
         )
     # The gate's pass/fail classes count the success term: refuse before sampling when there is none.
     task.success_term  # noqa: B018 - raises ConfigError naming the problem
     path = gate.db_path(task, args.gate)
     if gate.record_path(task, args.gate).exists():
         print(
-            f"note: {gate.record_path(task, args.gate)} was signed for the previous set; it will not match the new one until you review and sign again"
+            f"note: {gate.record_path(task, args.gate)} was signed for the previous set; "
+            "it will not match the new one until you review and sign again"
         )
     store = gate.build_set(
         task,
@@ -174,7 +182,7 @@ def _build(task: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _build_from_run(task: Any, args: argparse.Namespace) -> int:
+def _build_from_run(task: Task, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .. import gate
@@ -187,19 +195,22 @@ def _build_from_run(task: Any, args: argparse.Namespace) -> int:
     samples = store.samples()
     classes = {c: sum(s.reward_class == c for s in samples) for c in ("pass", "fail", "masked")}
     print(
-        f"inspection set from {args.run} at step {args.step}: {len(samples)} samples ({', '.join(f'{k} {v}' for k, v in classes.items())}) in {path}"
+        f"inspection set from {args.run} at step {args.step}: {len(samples)} samples "
+        f"({', '.join(f'{k} {v}' for k, v in classes.items())}) in {path}"
     )
     if len(samples) < args.size:
         print(
-            f"note: the run kept {len(samples)} completions at step {args.step} (fewer than --size {args.size}); every one is in the set"
+            f"note: the run kept {len(samples)} completions at step {args.step} (fewer than --size {args.size}); "
+            "every one is in the set"
         )
     print(
-        f"read them: rlvr inspect serve {args.task} --gate {folder} (or review); this set checks the policy mid-run, it is not the base-model gate"
+        f"read them: rlvr inspect serve {args.task} --gate {folder} (or review); "
+        "this set checks the policy mid-run, it is not the base-model gate"
     )
     return 0
 
 
-def _serve(task: Any, args: argparse.Namespace) -> int:
+def _serve(task: Task, args: argparse.Namespace) -> int:
     from .. import gate
     from ..errors import ConfigError, Problem
     from ..gate.web import serve
@@ -210,7 +221,8 @@ def _serve(task: Any, args: argparse.Namespace) -> int:
         )
     store = gate.open_store(task, args.gate)
     print(
-        f"review page: http://127.0.0.1:{args.port}/  (reviewer {args.reviewer!r}; Ctrl-C to stop; every verdict is saved when given)",
+        f"review page: http://127.0.0.1:{args.port}/  "
+        f"(reviewer {args.reviewer!r}; Ctrl-C to stop; every verdict is saved when given)",
         flush=True,
     )
     try:
@@ -220,7 +232,7 @@ def _serve(task: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _review(task: Any, args: argparse.Namespace) -> int:
+def _review(task: Task, args: argparse.Namespace) -> int:
     from .. import gate
     from ..errors import ConfigError, Problem
     from ..gate.review import Filter
@@ -245,8 +257,7 @@ def _review(task: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(task: Any, args: argparse.Namespace) -> int:
-
+def _status(task: Task, args: argparse.Namespace) -> int:
     import json
 
     from .. import gate
@@ -269,8 +280,7 @@ def _status(task: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _rescore(task: Any, args: argparse.Namespace) -> int:
-
+def _rescore(task: Task, args: argparse.Namespace) -> int:
     from .. import gate
 
     store = gate.open_store(task, args.gate)
@@ -281,13 +291,14 @@ def _rescore(task: Any, args: argparse.Namespace) -> int:
         old = "masked" if c.old_total is None else f"{c.old_total:g}"
         new = "masked" if c.new_total is None else f"{c.new_total:g}"
         print(
-            f"sample {c.sample_id}: reward {old} ({c.old_class}) -> {new} ({c.new_class}); {c.state_before} -> {c.state_after}"
+            f"sample {c.sample_id}: reward {old} ({c.old_class}) -> {new} ({c.new_class}); "
+            f"{c.state_before} -> {c.state_after}"
         )
     print(gate.format_agreement(gate.status(task, args.gate)))
     return 0
 
 
-def _sign(task: Any, args: argparse.Namespace) -> int:
+def _sign(task: Task, args: argparse.Namespace) -> int:
     from .. import gate
     from ..errors import ConfigError, Problem
 

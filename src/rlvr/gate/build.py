@@ -37,7 +37,7 @@ from .agreement import sample_state
 from .store import NewSample, Store, reward_class
 
 if TYPE_CHECKING:
-    from ..generate import Sampler
+    from ..generate import Backend, Sampler
     from ..task import Task
 
 DEFAULT_SIZE = 64
@@ -229,7 +229,7 @@ def build_set(
     size: int = DEFAULT_SIZE,
     pool: int = 2,
     seed: int | None = None,
-    backend: str = "auto",
+    backend: Backend = "auto",
     overwrite: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Store:
@@ -267,7 +267,7 @@ def build_set(
             from ..generate import make_sampler
 
             say(f"loading {model}")
-            sampler = make_sampler(model, backend)  # type: ignore[arg-type]
+            sampler = make_sampler(model, backend)
         per_prompt = 2
         n_prompts = max(1, -(-size * pool // per_prompt))
         say(f"sampling {n_prompts} prompts x {per_prompt} at temperature {gen.temperature}")

@@ -376,7 +376,6 @@ def same_model(a: Any, b: Any) -> bool:
     return key(a) == key(b)
 
 
-
 def _term_text(terms: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{t.get('name')}={t.get('verifier')}x{t.get('weight')}" for t in terms) or "none"
 

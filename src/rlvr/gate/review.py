@@ -14,9 +14,12 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .agreement import SampleStatus
+
+if TYPE_CHECKING:
+    from ..rewards.base import Verdict
 
 SHOW = ("todo", "open", "unreviewed", "all")
 SHOW_HELP = {
@@ -184,12 +187,12 @@ def answer_diff(expected: str, given: str) -> list[tuple[str, str]]:
     return out
 
 
-def answer_span(verdicts: Mapping[str, object], correctness_term: str) -> tuple[int, int] | None:
+def answer_span(verdicts: Mapping[str, Verdict], correctness_term: str) -> tuple[int, int] | None:
     """The span to highlight: the correctness term's, else the first term that extracted one."""
     order = [correctness_term, *[k for k in verdicts if k != correctness_term]]
     for name in order:
         v = verdicts.get(name)
-        span = getattr(v, "span", None)
+        span = v.span if v is not None else None
         if span:
             return (int(span[0]), int(span[1]))
     return None

@@ -43,6 +43,12 @@ Label = Literal["right", "higher", "lower"]
 # unparseable), "masked" (some term could not decide, so TRL leaves the sample out).
 RewardClass = Literal["pass", "fail", "masked"]
 CLASSES: tuple[str, ...] = ("pass", "fail", "masked")
+# Column lists in the order the rows are written and read (``_sample``, ``_review``).
+SAMPLE_COLUMNS = (
+    "id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, "
+    "reward_class"
+)
+REVIEW_COLUMNS = "sample_id, label, note, accepted, reviewer, created, reward_total, reward_class, reward_json"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -214,7 +220,8 @@ class Store:
             n = old.count_reviews() if old.is_store() else 0
             if n and not overwrite:
                 raise GateError(
-                    f"{path} already holds {n} reviewer verdicts; building a new set would discard them (pass --overwrite to start over, or rlvr inspect rescore to re-score the same set)"
+                    f"{path} already holds {n} reviewer verdicts; building a new set would discard them "
+                    "(pass --overwrite to start over, or rlvr inspect rescore to re-score the same set)"
                 )
             for suffix in ("", "-wal", "-shm"):
                 Path(str(path) + suffix).unlink(missing_ok=True)
@@ -231,7 +238,7 @@ class Store:
                 [(k, _dumps(v)) for k, v in {**meta, "schema": SCHEMA_VERSION, "created": now()}.items()],
             )
             conn.executemany(
-                "INSERT INTO samples(id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO samples({SAMPLE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         i,
@@ -288,22 +295,17 @@ class Store:
 
     def samples(self) -> list[InspectionSample]:
         with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class FROM samples ORDER BY id"
-            ).fetchall()
+            rows = conn.execute(f"SELECT {SAMPLE_COLUMNS} FROM samples ORDER BY id").fetchall()
         return [_sample(r) for r in rows]
 
     def sample(self, sample_id: int) -> InspectionSample | None:
         with self._connect() as conn:
-            r = conn.execute(
-                "SELECT id, prompt_index, prompt, row_json, completion, token_ids_json, finish_reason, bucket, verdicts_json, total, reward_class FROM samples WHERE id = ?",
-                (sample_id,),
-            ).fetchone()
+            r = conn.execute(f"SELECT {SAMPLE_COLUMNS} FROM samples WHERE id = ?", (sample_id,)).fetchone()
         return _sample(r) if r else None
 
     def reviews(self, sample_id: int | None = None) -> list[Review]:
         """Every verdict given, oldest first (optionally for one sample)."""
-        sql = "SELECT id, sample_id, label, note, accepted, reviewer, created, reward_total, reward_class, reward_json FROM reviews"
+        sql = f"SELECT id, {REVIEW_COLUMNS} FROM reviews"
         args: tuple[Any, ...] = ()
         if sample_id is not None:
             sql += " WHERE sample_id = ?"
@@ -368,7 +370,7 @@ class Store:
                     raise StaleReward(f"sample {sample_id}: the reward was re-scored after it was shown; read it again")
                 created = now()
                 cur = conn.execute(
-                    "INSERT INTO reviews(sample_id, label, note, accepted, reviewer, created, reward_total, reward_class, reward_json) VALUES (?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO reviews({REVIEW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
                     (sample_id, label, note, accepted, reviewer, created, r[1], r[2], r[0]),
                 )
                 conn.execute("COMMIT")

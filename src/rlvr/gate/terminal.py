@@ -13,22 +13,24 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from .agreement import agreement, format_agreement, statuses
+from .agreement import SampleStatus, agreement, format_agreement, statuses
 from .review import Filter, answer_span, segments, step
 from .store import StaleReward, Store, reward_fingerprint
 
 PROMPT = "[r]ight [h]igher [l]ower (+ note) · a REASON accept · j/k next/prev · s status · q quit > "
 
 
-def render(store: Store, st: object, *, correctness_term: str, answer_column: str, color: bool = False) -> str:
-    s = st.sample  # type: ignore[attr-defined]
+def render(store: Store, st: SampleStatus, *, correctness_term: str, answer_column: str, color: bool = False) -> str:
+    """One sample as the terminal shows it: header, prompt, completion (answer marked), terms, history."""
+    s = st.sample
     span = answer_span(s.verdicts, correctness_term)
     on, off = ("\x1b[7m", "\x1b[0m") if color else ("⟦", "⟧")
     parts = []
     for kind, piece in segments(s.completion, span):
         parts.append(f"{on}{piece}{off}" if kind.startswith("span") else piece)
     lines = [
-        f"── sample {s.id} (prompt #{s.prompt_index}, {s.bucket}, {len(s.token_ids)} tokens, {s.finish_reason}) · state: {st.state}",  # type: ignore[attr-defined]
+        f"── sample {s.id} (prompt #{s.prompt_index}, {s.bucket}, {len(s.token_ids)} tokens, {s.finish_reason})"
+        f" · state: {st.state}",
         "prompt:",
         "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
         "completion:",

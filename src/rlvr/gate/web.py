@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import Receive, Scope, Send
 
+    from ..rewards.base import Verdict
+
 HOST = "127.0.0.1"
 MAX_FORM_BYTES = 64 * 1024
 OUTCOMES = ("correct", "wrong", "unparseable", "error")
@@ -98,7 +100,7 @@ class AnswerDiff:
     pieces: tuple[tuple[str, list[tuple[str, str]]], ...] = ()
 
     @classmethod
-    def of(cls, expected: str, given: str | None, verdict: Any) -> AnswerDiff:
+    def of(cls, expected: str, given: str | None, verdict: Verdict | None) -> AnswerDiff:
         if given is None:
             why = f"{verdict.outcome.value}: {verdict.detail}" if verdict is not None else ""
             return cls(None, why=why)

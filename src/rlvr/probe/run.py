@@ -26,7 +26,9 @@ from .samples import (
 )
 
 if TYPE_CHECKING:
-    from ..generate import Completion, Sampler
+    from tqdm import tqdm
+
+    from ..generate import Backend, Completion, Sampler
     from ..lengths import LengthReport
     from ..task import Task
 
@@ -105,7 +107,7 @@ def run_probe(
     resume: bool = False,
     filter: bool = False,  # noqa: A002 - the CLI flag's name
     sampler: Sampler | None = None,
-    backend: str = "auto",
+    backend: Backend = "auto",
     seed: int | None = None,
     group_size: int | None = None,
     progress: bool = True,
@@ -157,7 +159,7 @@ def run_probe(
     if sampler is None and done_chunks < n_chunks:  # a finished probe re-reports without a model
         from ..generate import make_sampler
 
-        sampler = make_sampler(model_ref, backend=backend)  # type: ignore[arg-type]
+        sampler = make_sampler(model_ref, backend=backend)
         backend_name = str(getattr(sampler, "backend", backend))
     reward_set = task.reward_set()
     bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
@@ -277,7 +279,7 @@ def _score_chunk(
     return out
 
 
-def _progress_bar(total: int, initial: int, *, enabled: bool) -> Any:
+def _progress_bar(total: int, initial: int, *, enabled: bool) -> tqdm[Any]:
     from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, desc="probe", unit="prompt", leave=False, disable=not enabled)
