@@ -317,8 +317,8 @@ def test_task_check_prints_the_lengths_and_warns_about_answers_over_the_budget(
     assert main(["task", "check", str(make_task(tmp_path / "t", budget=8, answers=("3", LONG)))]) == 0
     out = capsys.readouterr().out
     assert (
-        "lengths     budget 8 tokens; answers p50 4 / p95 33 / max 33; prompts p50 4 / p95 4 / max 4; model positions 256"
-        in out
+        "lengths     budget 8 tokens; answers p50 4 / p95 33 / max 33; prompts p50 4 / p95 4 / max 4; "
+        "model positions 256" in out
     )
     assert "warning     1 of 2 reference answers (50%) need more than max_completion_length 8" in out
 

@@ -53,12 +53,15 @@ for name, path in (("openrlhf", src), ("openrlhf.utils", src + "/utils")):
     m = types.ModuleType(name); m.__path__ = [path]; sys.modules[name] = m
 spec = importlib.util.spec_from_file_location("openrlhf.utils.logging_utils", src + "/utils/logging_utils.py")
 lu = importlib.util.module_from_spec(spec); sys.modules[spec.name] = lu; spec.loader.exec_module(lu)
-log = lu.TensorboardLogger(SimpleNamespace(logger=SimpleNamespace(tensorboard_dir=sys.argv[2], wandb=SimpleNamespace(run_name="run"))))
+logger = SimpleNamespace(tensorboard_dir=sys.argv[2], wandb=SimpleNamespace(run_name="run"))
+log = lu.TensorboardLogger(SimpleNamespace(logger=logger))
 for step in range(1, 4):
-    log.log_train(step, {"reward": 0.1 * step, "kl": 0.01 * step, "response_length": 100.0 + step, "response_clip_ratio": 0.0,
-                         "ppo_clip_ratio": 0.02, "policy_loss": -0.5, "rlvr/masked": 0.25 if step == 2 else 0.0,
+    log.log_train(step, {"reward": 0.1 * step, "kl": 0.01 * step, "response_length": 100.0 + step,
+                         "response_clip_ratio": 0.0, "ppo_clip_ratio": 0.02, "policy_loss": -0.5,
+                         "rlvr/masked": 0.25 if step == 2 else 0.0,
                          "rlvr/correct/score": 0.5, "rlvr/correct/error": 0.25 if step == 2 else 0.0,
-                         "rlvr/correct/timeout": 0.0, "rlvr/correct/unparseable": 0.125, "generated_samples": ["text", 0.5]})
+                         "rlvr/correct/timeout": 0.0, "rlvr/correct/unparseable": 0.125,
+                         "generated_samples": ["text", 0.5]})
 log.close()
 """
 
@@ -72,8 +75,9 @@ exec(compile(ast.Module(body=[cls], type_ignores=[]), "tracking.py", "exec"), ns
 os.environ["VERL_FILE_LOGGER_PATH"] = sys.argv[2]
 log = ns["FileLogger"]("proj", "exp")
 for step in range(1, 4):
-    log.log({"critic/score/mean": np.float32(0.1 * step), "critic/rewards/mean": 0.1 * step - 0.01, "actor/entropy": 1.0 - 0.1 * step,
-             "response_length/mean": 100.0 + step, "response_length/clip_ratio": 0.0, "actor/pg_clipfrac": 0.02,
+    log.log({"critic/score/mean": np.float32(0.1 * step), "critic/rewards/mean": 0.1 * step - 0.01,
+             "actor/entropy": 1.0 - 0.1 * step, "response_length/mean": 100.0 + step,
+             "response_length/clip_ratio": 0.0, "actor/pg_clipfrac": 0.02,
              "actor/kl_loss": 0.001 * step, "actor/ppo_kl": 0.0001, "actor/grad_norm": 0.5, "actor/lr": 1e-6,
              "critic/advantages/mean": 0.0, "timing_s/gen": 3.2}, step)
 log.log({"val-core/arith/reward/mean@1": 0.4}, 3)
