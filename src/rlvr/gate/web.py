@@ -2,16 +2,17 @@
 
 Server-rendered HTML, one sample per page, from Jinja2 templates (``gate/templates/``) with
 autoescaping on, so model text reaches the page as text (``<script>`` and ``{{ }}`` included);
-plain forms that work without JavaScript, and a few lines of JavaScript for the keyboard shortcuts
-(``gate/static/``, inlined into each page with the style sheet). Each verdict is a POST that commits one row to the
-SQLite store *before* the redirect to the next sample is sent, so a verdict the page moved past
-is on disk; two tabs each add their own rows and cannot overwrite each other.
+plain forms that work without JavaScript, and a few lines of JavaScript for the keyboard
+shortcuts (``gate/static/``, inlined into each page with the style sheet). Each verdict is a POST
+that commits one row to the SQLite store *before* the redirect to the next sample is sent, so a
+verdict the page moved past is on disk; two tabs each add their own rows and cannot overwrite
+each other.
 
 Local-only, and defended like a local service should be: it binds 127.0.0.1 (never another
 interface), rejects requests whose ``Host`` is not ``127.0.0.1``/``localhost`` (DNS rebinding;
-Starlette's ``TrustedHostMiddleware``),
-and every POST carries a per-server random token (another site open in the same browser cannot
-post verdicts). It has no login: anyone with a shell on the machine can review.
+Starlette's ``TrustedHostMiddleware``), and every POST carries a per-server random token
+(another site open in the same browser cannot post verdicts). It has no login: anyone with a
+shell on the machine can review.
 
 The verdict form (note and buttons) is sticky at the bottom of the window, so a long completion
 never scrolls the buttons out of view. Beside the expected answer, the page shows the answer the
