@@ -292,7 +292,7 @@ class Scorer:
             self.success: str | None = task.success_term
         except Exception:  # noqa: BLE001 - a task without one still serves; OpenRLHF's scores use the total
             self.success = None
-        from ..gate.record import sha256_file
+        from ..gate.hashes import sha256_file
 
         self.meta: dict[str, Any] = {
             "task": task.name,
