@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .doctor import Diagnosis, Run, Series, diagnose
-from .doctor.readings import held_out_accuracy
+from .doctor.readings import held_out_accuracy, step_of
 
 # The settings a reader needs to interpret the plots (the rest are in the run's config.yaml).
 CONFIG_KEYS = (
@@ -89,7 +89,7 @@ def eval_size(row: Mapping[str, Any]) -> int | None:
 def accuracy_by_size(run: Run) -> list[tuple[int | None, Series]]:
     """Held-out accuracy split by eval size, largest first; one series when every eval has one size."""
     held = held_out_accuracy(run)
-    sizes = {int(r["step"]): eval_size(r) for r in run.evals}  # type: ignore[arg-type]
+    sizes = {step_of(r): eval_size(r) for r in run.evals}
     groups: dict[int | None, list[tuple[int, float]]] = {}
     for step, value in zip(held.steps, held.values, strict=True):
         groups.setdefault(sizes.get(step), []).append((step, value))
@@ -307,7 +307,7 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
         parts.append(f"<h3>{esc(p.title)}</h3><img alt='{esc(p.title)}' src='data:image/png;base64,{data}'>")
     if run.evals:
         acc = held_out_accuracy(run)
-        by_step = {int(r["step"]): r for r in run.evals}  # type: ignore[arg-type]
+        by_step = {step_of(r): r for r in run.evals}
         rows = []
         for s_, v in zip(acc.steps, acc.values, strict=True):
             r = by_step.get(s_, {})

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..sandbox import Layers
 
 HELP = "Show the code sandbox's isolation layers on this machine and run the attack list against them."
 
@@ -29,10 +33,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def unix_socket_guard(layers: object) -> str:
+def unix_socket_guard(layers: Layers) -> str:
     """Which layer stops a sample reaching a host daemon's UNIX socket, on this machine."""
-    active = layers.active  # type: ignore[attr-defined]
-    status = layers.status  # type: ignore[attr-defined]
+    active = layers.active
+    status = layers.status
     if active("seccomp"):
         note = (
             "socket() and connect() denied by seccomp (only socketpair() is left; sendto() with an address is denied)"

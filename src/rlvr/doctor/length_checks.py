@@ -16,11 +16,11 @@ TRUNCATION_MAX = 0.1  # verl: clipped_ratio over 0.1 "often means you are trunca
 def check_length(run: Run) -> Result:
     from ..plan.recipe import VARIANTS
 
-    dr_grpo = Patch(
+    dr_grpo: Patch | None = Patch(
         "Dr. GRPO", dict(VARIANTS["dr_grpo"]), why="no per-sequence length normalisation, no std scaling of advantages"
     )
     if setting(run, "loss_type") == "dr_grpo":
-        dr_grpo = None  # type: ignore[assignment]
+        dr_grpo = None
     evidence: list[str] = []
     numbers: dict[str, float | int | None] = {}
     length, reward = shift(run.series("completions/mean_length")), shift(run.series("reward"))

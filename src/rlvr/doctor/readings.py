@@ -12,12 +12,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from .findings import Finding, Note, Patch
-from .table import Run, Series
+from .table import Row, Run, Series
 
 TINY = 1e-8  # reward_std / grad_norm at or below this is zero
 REWARD_RISE = 0.05  # reward units: a change smaller than this is "flat"
 
 Result = list[Finding | Note]
+
+
+def step_of(row: Row) -> int:
+    """The step a log line belongs to (``load_run`` sets one on every line it keeps, as in ``Run.series``)."""
+    return int(row["step"] or 0)
 
 
 def setting(run: Run, key: str, default: Any = None) -> Any:

@@ -19,6 +19,7 @@ from .readings import (
     held_out_accuracy,
     is_reward_key,
     lower_learning_rate,
+    step_of,
 )
 from .stats import MIN_POINTS, late_mean, mean, shift
 from .table import Run
@@ -50,7 +51,7 @@ def reward_broken_evidence(run: Run) -> tuple[list[str], dict[str, float | int |
     for r in run.train:
         for k, v in r.items():
             if is_reward_key(k) and isinstance(v, float) and not math.isfinite(v) and k not in bad:
-                bad[k] = int(r["step"])  # type: ignore[arg-type]
+                bad[k] = step_of(r)
     if bad:
         listed = ", ".join(f"{k} (step {st})" for k, st in sorted(bad.items(), key=lambda kv: kv[1])[:4])
         evidence.append(
@@ -76,7 +77,7 @@ def reward_broken_evidence(run: Run) -> tuple[list[str], dict[str, float | int |
                 f"grad_norm was {gn[0]:.2g} over steps {gn[1][0]}-{gn[1][1]} (nothing to learn from, whatever the "
                 "learning rate)"
             )
-    undecided = [int(e["step"]) for e in run.evals if e.get("eval/n") == 0 and (e.get("eval/masked") or 0) > 0]  # type: ignore[arg-type]
+    undecided = [step_of(e) for e in run.evals if e.get("eval/n") == 0 and (e.get("eval/masked") or 0) > 0]
     if undecided:
         evidence.append(f"held-out evals at steps {', '.join(map(str, undecided[:5]))} decided no sample (all masked)")
     if evidence and run.rollout_errors:

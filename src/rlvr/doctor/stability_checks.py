@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from .findings import Finding, Note, Patch
-from .readings import Result, is_reward_key, lower_learning_rate, on_policy, setting
+from .readings import Result, is_reward_key, lower_learning_rate, on_policy, setting, step_of
 from .reward_checks import reward_broken_evidence
 from .stats import MIN_POINTS, late_mean, shift
 from .table import Run, is_moe
@@ -35,7 +35,7 @@ def check_nan(run: Run) -> Result:
                 if is_reward_key(k):
                     continue  # a non-finite reward is the reward's fault (check_reward_broken), not the optimiser's
                 if isinstance(v, float) and not math.isfinite(v) and k not in bad:
-                    bad[k] = int(r["step"])  # type: ignore[arg-type]
+                    bad[k] = step_of(r)
     if not bad:
         return []
     first = min(bad.values())
