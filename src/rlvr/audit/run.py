@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DataError
@@ -37,6 +37,7 @@ from ..rewards import FunctionVerifier, TrlFunctionVerifier
 from ..rewards.base import BaseVerifier, Outcome, Sample, Verdict, Verifier, ground_truth, kind_of, reads_of
 from ..rewards.code import UnitTests
 from ..rewards.combine import RewardSet, Term, checked_verdicts, prompt_text
+from ..rewards.format import AnswerFormat
 from ..rewards.length import ranking_problems
 from .answers import perturb
 from .exploits import EXPLOITS, exploits_for
@@ -50,6 +51,18 @@ if TYPE_CHECKING:
     from ..taskspec import Task
 
 STRUCTURED = ("json", "tool_call", "code")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """How a correct and a wrong completion look to one term on one prompt, or why there are none
+    (``skipped``). ``wrap`` and ``spec``: the presentation and the spec a structured term accepted."""
+
+    correct: str = ""
+    wrong: str = ""
+    wrap: Callable[[str], str] | None = None
+    spec: Spec | None = None
+    skipped: str | None = None
 
 
 def _question(rendered: Any) -> str:
@@ -205,26 +218,27 @@ def _audit_term(
     # 1. Baselines: how a correct and a wrong answer look to this term, per prompt.
     contexts: list[Context | None] = []
     skipped: dict[str, int] = {}
+    baselines: list[Baseline]
     if kind in STRUCTURED:
         baselines = _structured_baselines(term, kind, column, prompts, fmt, sample)
     else:
         baselines = []
         for p in prompts:
             if p.gold is None:
-                baselines.append((None, None, None, None, f"no ground truth in column {column!r}"))
+                baselines.append(Baseline(skipped=f"no ground truth in column {column!r}"))
                 continue
             # A format term's "wrong" completion is the right answer with no span at all.
             wrong = p.gold if kind == "format" else fmt.wrap(p.wrong or "")
-            baselines.append((fmt.wrap(p.gold), wrong, None, None, None))
+            baselines.append(Baseline(fmt.wrap(p.gold), wrong))
     base_samples: list[Sample] = []
-    for p, (correct, wrong, _wrap, _spec, why) in zip(prompts, baselines, strict=True):
-        if why is None:
-            base_samples += [sample(p, correct), sample(p, wrong)]
+    for p, base in zip(prompts, baselines, strict=True):
+        if base.skipped is None:
+            base_samples += [sample(p, base.correct), sample(p, base.wrong)]
     base_verdicts = iter(_score(term, base_samples))
     base_scores: list[tuple[Verdict, Verdict] | None] = []
-    for p, (_c, _w, wrap, spec, why) in zip(prompts, baselines, strict=True):
-        if why is not None:
-            skipped[why] = skipped.get(why, 0) + 1
+    for p, base in zip(prompts, baselines, strict=True):
+        if base.skipped is not None:
+            skipped[base.skipped] = skipped.get(base.skipped, 0) + 1
             base_scores.append(None)
             contexts.append(None)
             continue
@@ -241,8 +255,8 @@ def _audit_term(
                 answer_column=column,
                 max_tokens=budget,
                 pad=lengths.pad(budget),
-                wrap=wrap,
-                structured=spec,
+                wrap=base.wrap,
+                structured=base.spec,
                 seed=seed,
             )
         )
@@ -392,9 +406,9 @@ def _verifier_name(verifier: Verifier) -> str:
 
 
 def _structured_baselines(
-    term: Term, kind: str, column: str, prompts: list[PromptCase], fmt: Any, sample: Callable[..., Sample]
-) -> list[tuple[Any, ...]]:
-    """Per prompt: (correct, wrong, wrap, spec, why-not). Tries every correct body (the row's
+    term: Term, kind: str, column: str, prompts: list[PromptCase], fmt: AnswerFormat, sample: Callable[..., Sample]
+) -> list[Baseline]:
+    """Per prompt, its baseline. Tries every correct body (the row's
     expected value, then an instance of the schema) in every presentation, and keeps the first
     the term accepts."""
     reads = reads_of(term.verifier)
@@ -405,10 +419,10 @@ def _structured_baselines(
         if isinstance(spec, Spec):
             trial += [sample(p, wrap(body)) for body in (spec.correct, *spec.candidates) for _, wrap in ways]
     verdicts = iter(_score(term, trial))
-    out: list[tuple[Any, ...]] = []
+    out: list[Baseline] = []
     for spec in specs:
         if not isinstance(spec, Spec):
-            out.append((None, None, None, None, spec))
+            out.append(Baseline(skipped=spec))
             continue
         bodies = (spec.correct, *spec.candidates)
         scores = [(body, wrap, next(verdicts)) for body in bodies for _, wrap in ways]
@@ -417,21 +431,16 @@ def _structured_baselines(
             best = max(scores, key=lambda t: -1e18 if t[2].score is None else t[2].score)
             if best[2].score is None or best[2].score <= 0:
                 detail = next((v.detail for _, _, v in scores if v.detail), "")
-                out.append(
-                    (
-                        None,
-                        None,
-                        None,
-                        None,
-                        f"the term accepted the row's correct {kind} in no presentation "
-                        f"({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}",
-                    )
+                why = (
+                    f"the term accepted the row's correct {kind} in no presentation "
+                    f"({', '.join(n for n, _ in ways)}){': ' + detail[:120] if detail else ''}"
                 )
+                out.append(Baseline(skipped=why))
                 continue
             pick = best
         body, wrap, _ = pick
         if body != spec.correct:  # a schema instance, not the row's expected value
             required, typed = required_keys(spec.schema, None)
             spec = replace(spec, correct=body, expected=json.loads(body), required=tuple(required), typed=tuple(typed))
-        out.append((wrap(spec.correct), wrap(spec.wrong), wrap, spec, None))
+        out.append(Baseline(wrap(spec.correct), wrap(spec.wrong), wrap, spec))
     return out

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..rewards.base import Reads
@@ -288,10 +288,10 @@ def _first_def(code: str) -> str | None:
     return None
 
 
-def presentations(kind: str, fmt_wrap: Any) -> list[tuple[str, Any]]:
-    """Ways to present a structured body, in the order tried."""
+def presentations(kind: str, fmt_wrap: Callable[[str], str]) -> list[tuple[str, Callable[[str], str]]]:
+    """Ways to present a structured body (name, wrap), in the order tried."""
     fence = "python" if kind == "code" else "json"
-    out = [
+    out: list[tuple[str, Callable[[str], str]]] = [
         ("answer span", fmt_wrap),
         ("bare", lambda s: s),
         (f"```{fence}``` block", lambda s: f"```{fence}\n{s}\n```"),
