@@ -38,24 +38,22 @@ shape the reward and can never be it. ``success: NAME`` declares it; without the
 to the only term that is not a shaping term, and a task with several such terms must declare it.
 
 The validation reads top to bottom in ``load_task``; its parts live beside it: ``checker`` (the
-problem collector and the allowed keys), ``terms`` (reward terms and the success term) and
-``datacheck`` (the data files and the train/eval overlap).
+problem collector and the allowed keys), ``sections`` (model, data, prompt, answer, generation,
+probe and eval), ``terms`` (reward terms and the success term) and ``datacheck`` (the data files
+and the train/eval overlap).
 """
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from .. import yamlio
 from ..data import decode_utf8
 from ..errors import ConfigError, DataError, Problem
-from ..rewards import AnswerFormat
 from ..taskspec import (  # noqa: F401 - the types are re-exported: rlvr.task is where callers import them from
     MAX_ROW_PROBLEMS,
     DataSpec,
@@ -67,7 +65,8 @@ from ..taskspec import (  # noqa: F401 - the types are re-exported: rlvr.task is
     TermSpec,
 )
 from . import datacheck
-from .checker import MOVED_KEYS, TOP_KEYS, Checker, check_model_path, dataclass_section
+from .checker import TOP_KEYS, Checker
+from .sections import read_answer, read_data, read_generation, read_model, read_probe_and_eval, read_prompt
 from .terms import check_grpo_overrides, check_rewards, check_terms_build, resolve_success
 
 
@@ -100,149 +99,28 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     c.keys("", raw, TOP_KEYS)
 
     name = raw.get("name", path.parent.name)
-    model = raw.get("model")
-    if model is None:
-        c.add("model", "missing", "set model: to a local path, a hub id or builtin:tiny")
-        model = ""
-    elif c.typed("model", model, str, "a string"):
-        if model.startswith("builtin:"):
-            from ..models import BUILTIN_MODELS
-
-            if model.split(":", 1)[1] not in BUILTIN_MODELS:
-                c.add(
-                    "model",
-                    f"unknown built-in model {model!r}",
-                    f"known: {', '.join('builtin:' + k for k in BUILTIN_MODELS)}",
-                )
-        else:
-            check_model_path(c, model, path.parent)
-
-    data_raw = c.section(raw, "data")
-    train = data_raw.get("train")
-    if train is None:
-        c.add("data.train", "missing", "set data.train to a JSONL or Parquet file, or hf:<dataset>")
-        train = ""
-    else:
-        c.typed("data.train", train, str, "a path string")
-    eval_ref = data_raw.get("eval")
-    if eval_ref is not None:
-        c.typed("data.eval", eval_ref, str, "a path string")
-    eval_size = data_raw.get("eval_size")
-    if eval_size is not None and c.typed("data.eval_size", eval_size, int, "an integer"):
-        if eval_size < 1:
-            c.add("data.eval_size", f"must be at least 1, got {eval_size}", "remove it to use the whole split")
-    data = DataSpec(
-        str(train), eval_ref if isinstance(eval_ref, str) else None, eval_size if isinstance(eval_size, int) else None
-    )
-
-    p = c.section(raw, "prompt")
-    for k in ("template", "system", "user"):
-        if k in p and p[k] is not None:
-            c.typed(f"prompt.{k}", p[k], str, "a string")
-    if p.get("template") is not None and (p.get("user") or p.get("system")):
-        c.add(
-            "prompt",
-            "has both template and chat messages (system/user)",
-            "use template for plain prompts, or system + user for chat prompts",
-        )
-    if p.get("template") is None and not p.get("user"):
-        c.add(
-            "prompt",
-            "no prompt: set prompt.template, or prompt.user (and optionally prompt.system)",
-            "for example template: '{question}='",
-        )
-    prompt = PromptSpec(**{k: p.get(k) for k in ("template", "system", "user") if isinstance(p.get(k), str)})
-    for text in (prompt.template, prompt.system, prompt.user):
-        try:
-            if text:
-                list(string.Formatter().parse(text))
-        except ValueError as exc:
-            c.add(
-                "prompt",
-                f"bad template {text!r}: {exc}",
-                "use {column} placeholders; write {{ and }} for literal braces",
-            )
-
-    a = c.section(raw, "answer")
-    answer_column = a.get("column", "answer")
-    c.typed("answer.column", answer_column, str, "a column name")
-    fmt_kw: dict[str, Any] = {}
-    choices = {
-        "format": ("tags", "boxed"),
-        "think": ("none", "optional", "required", "prefilled"),
-        "boxed": ("only", "first", "last"),
-    }
-    for key, allowed in choices.items():
-        if key in a:
-            if a[key] not in allowed:
-                c.add(
-                    f"answer.{key}",
-                    f"must be one of {', '.join(allowed)}, got {a[key]!r}",
-                    f"write one of {', '.join(allowed)}",
-                )
-            else:
-                fmt_kw["style" if key == "format" else key] = a[key]
-    if "tag" in a and c.typed("answer.tag", a["tag"], str, "a tag name"):
-        if not a["tag"].replace("_", "").replace("-", "").isalnum():
-            c.add("answer.tag", f"{a['tag']!r} is not a plain tag name", "write the name without brackets, e.g. answer")
-        else:
-            fmt_kw["tag"] = a["tag"]
-    if "allow_multiple" in a and c.typed("answer.allow_multiple", a["allow_multiple"], bool, "true or false"):
-        fmt_kw["allow_multiple"] = a["allow_multiple"]
-    answer = AnswerFormat(**fmt_kw)
-
-    g = c.section(raw, "generation")
-    gen = GenerationSpec()
-    if "temperature" in g and c.typed("generation.temperature", g["temperature"], (int, float), "a number"):
-        if g["temperature"] == 0:
-            c.add(
-                "generation.temperature",
-                "is 0: every completion of a prompt is then the same, so every group has zero variance and GRPO "
-                "learns nothing (probe and gate would also see one answer per prompt)",
-                "sample at the recipe's 0.7 (greedy decoding belongs to the held-out eval: eval.temperature)",
-            )
-        elif not 0 < g["temperature"] <= 5:
-            c.add(
-                "generation.temperature",
-                f"must be above 0 and at most 5, got {g['temperature']}",
-                "the recipe samples at 0.7",
-            )
-        gen = replace(gen, temperature=float(g["temperature"]))
-    if "top_p" in g and c.typed("generation.top_p", g["top_p"], (int, float), "a number"):
-        gen = replace(gen, top_p=float(g["top_p"]))
-    if "max_completion_length" in g and c.typed(
-        "generation.max_completion_length", g["max_completion_length"], int, "an integer"
-    ):
-        if g["max_completion_length"] < 1:
-            c.add("generation.max_completion_length", "must be at least 1", "a token budget such as 256")
-        gen = replace(gen, max_completion_length=g["max_completion_length"])
+    model = read_model(c, raw, path.parent)
+    data = read_data(c, raw)
+    prompt = read_prompt(c, raw)
+    answer_column, answer = read_answer(c, raw)
+    gen = read_generation(c, raw)
 
     terms = check_rewards(c, raw.get("rewards"))
     grpo = c.section(raw, "grpo")
     check_grpo_overrides(c, grpo, len(terms))
     sft = c.section(raw, "sft")
-    probe_raw, eval_raw = c.section(raw, "probe"), c.section(raw, "eval")
-    for section, key in sorted(MOVED_KEYS):
-        value = (probe_raw if section == "probe" else eval_raw).get(key)
-        if value is not None:
-            c.add(
-                f"{section}.{key}",
-                "has moved: one top-level key names the success term for probe, eval, gate and doctor alike",
-                f"write success: {value} at the top level and delete {section}.{key}",
-            )
-    probe = dataclass_section(c, "probe", probe_raw, ProbeSpec)
-    ev = dataclass_section(c, "eval", eval_raw, EvalSpec)
+    probe, ev = read_probe_and_eval(c, raw)
     seed = raw.get("seed", 3407)
     c.typed("seed", seed, int, "an integer")
 
     task = Task(
         path=path.resolve(),
         name=str(name),
-        model=model if isinstance(model, str) else "",
+        model=model,
         data=data,
         prompt=prompt,
         answer=answer,
-        answer_column=answer_column if isinstance(answer_column, str) else "answer",
+        answer_column=answer_column,
         rewards=tuple(terms),
         generation=gen,
         grpo=grpo,

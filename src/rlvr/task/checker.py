@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import replace
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import Problem
-from ..taskspec import EvalSpec, ProbeSpec
 
 TOP_KEYS = {
     "name",
@@ -79,42 +76,3 @@ class Checker:
         if key in SECTION_KEYS:
             self.keys(f"{key}.", value, SECTION_KEYS[key])
         return dict(value)
-
-
-def check_model_path(c: Checker, model: str, root: Path) -> None:
-    """A model reference that is a path (not a hub id ``org/name``) must exist: otherwise the
-    hub client reports a malformed repo id, seconds later, after trying the network."""
-    if model.startswith("hf:"):
-        return
-    ref = Path(model).expanduser()
-    path_like = model.startswith((".", "/", "~")) or model.endswith("/") or "\\" in model or len(model.split("/")) > 2
-    local = ref if ref.is_absolute() else root / ref
-    if not path_like and not (len(model.split("/")) == 2 and (root / model.split("/")[0]).is_dir()):
-        return  # a hub id (or a plain name): checked when it loads
-    if not local.exists():
-        c.add(
-            "model",
-            f"local model path not found: {local}",
-            "point model: at a folder holding config.json and weights (relative to the task file), or write a hub id "
-            "org/name",
-        )
-
-
-Spec = TypeVar("Spec", ProbeSpec, EvalSpec)
-
-
-def dataclass_section(c: Checker, key: str, values: Mapping[str, Any], cls: type[Spec]) -> Spec:
-    """``cls`` with the section's values of the right type applied; keys it lacks are skipped here
-    (``Checker.section`` reported them), a value of the wrong type is reported and left at its default."""
-    obj = cls()
-    for k, v in values.items():
-        default = getattr(obj, k, None)
-        if k not in cls.__dataclass_fields__:
-            continue
-        kind: Any = str if default is None else type(default)
-        if kind is float:
-            kind = (int, float)
-        if c.typed(f"{key}.{k}", v, kind, "a number" if kind in ((int, float), int) else f"a {kind.__name__}"):
-            value: Any = float(v) if default.__class__ is float else v
-            obj = replace(obj, **{k: value})
-    return obj
