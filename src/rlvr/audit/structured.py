@@ -9,7 +9,7 @@ right object inside the think block only. Code exploits are in ``code.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .specs import INVALID_FORMATS
@@ -42,7 +42,11 @@ def _changed(value: Any) -> Any:
 
 
 def _obj_exploits(
-    obj: Mapping[str, Any], span: Any, dump: Any, required: Any = None, typed: Any = None
+    obj: Mapping[str, Any],
+    span: Callable[[str], str],
+    dump: Callable[[Any], str],
+    required: Sequence[str] | None = None,
+    typed: Sequence[str] | None = None,
 ) -> dict[str, list[Attempt]]:
     """Attempts per family. Only *required* keys are dropped and only *typed* values retyped:
     leaving out an optional key, or a new type where the schema allows any, is not a hack."""
