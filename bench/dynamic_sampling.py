@@ -134,7 +134,8 @@ def main() -> None:
                 r = one(task_name, seed, args.steps, args.train_rows, args.eval_prompts, args.eval_every, Path(tmp))
             for mode, m in r.items():
                 print(
-                    f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  {m['seconds']:6.1f} s ({m['cpu']:6.1f} s CPU)  {m['tokens']:8.0f} tokens  "
+                    f"{task_name:<6} seed {seed} {mode:<8} acc {m['acc0']:.3f} -> {m['acc']:.3f}  "
+                    f"{m['seconds']:6.1f} s ({m['cpu']:6.1f} s CPU)  {m['tokens']:8.0f} tokens  "
                     f"rounds {m['rounds']:.2f}  zero-std before {m['before']:.3f} after {m['after']:.3f}",
                     flush=True,
                 )
@@ -142,7 +143,8 @@ def main() -> None:
     print()
     print("ratios against plain GRPO in the same task and seed (accuracy in points: mode - plain)")
     print(
-        f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} {'CPU x':>6} {'tokens x':>8} {'zero-std before':>15} {'after':>6}"
+        f"{'task':<6} {'seed':>4} {'mode':<8} {'acc@steps':>9} {'acc@time':>8} {'acc@tokens':>10} {'time x':>7} "
+        f"{'CPU x':>6} {'tokens x':>8} {'zero-std before':>15} {'after':>6}"
     )
     for task_name, seed, r in rows:
         p = r["plain"]
@@ -151,15 +153,18 @@ def main() -> None:
             at_t = at_budget(m["evals"], seconds=p["evals"][-1][1])
             at_k = at_budget(m["evals"], tokens=p["tokens"])
             print(
-                f"{task_name:<6} {seed:>4} {mode:<8} {(m['acc'] - p['acc']) * 100:+8.1f}p {(at_t - p['acc']) * 100:+7.1f}p {(at_k - p['acc']) * 100:+9.1f}p "
-                f"{m['seconds'] / p['seconds']:7.2f} {m['cpu'] / p['cpu']:6.2f} {m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}"
+                f"{task_name:<6} {seed:>4} {mode:<8} {(m['acc'] - p['acc']) * 100:+8.1f}p "
+                f"{(at_t - p['acc']) * 100:+7.1f}p {(at_k - p['acc']) * 100:+9.1f}p "
+                f"{m['seconds'] / p['seconds']:7.2f} {m['cpu'] / p['cpu']:6.2f} "
+                f"{m['tokens'] / max(p['tokens'], 1):8.2f} {m['before']:15.3f} {m['after']:6.3f}"
             )
     for task_name in args.tasks:
         sel = [r for t, _, r in rows if t == task_name]
         parts = []
         for mode in sel[0]:
             parts.append(
-                f"{mode} acc {statistics.mean(r[mode]['acc'] for r in sel):.3f} (zero-std after {statistics.mean(r[mode]['after'] for r in sel):.3f}, "
+                f"{mode} acc {statistics.mean(r[mode]['acc'] for r in sel):.3f} (zero-std after "
+                f"{statistics.mean(r[mode]['after'] for r in sel):.3f}, "
                 f"time x{statistics.mean(r[mode]['seconds'] / r['plain']['seconds'] for r in sel):.2f}, "
                 f"CPU x{statistics.mean(r[mode]['cpu'] / r['plain']['cpu'] for r in sel):.2f}, "
                 f"tokens x{statistics.mean(r[mode]['tokens'] / r['plain']['tokens'] for r in sel):.2f})"

@@ -18,7 +18,8 @@ Both verifiers get the same (gold, prediction) pairs:
 
 The process and its verifier worker are pinned to one CPU (``sched_setaffinity``), rlvr with a
 single worker process. Wall-clock rates move with whatever else the machine runs; the CPU rates
-(rlvr's comparison run in-process, math-verify's ``parse``+``verify``) are the steadier ratio. Printed: verifications per second for both, the throughput ratio,
+(rlvr's comparison run in-process, math-verify's ``parse``+``verify``) are the steadier ratio.
+Printed: verifications per second for both, the throughput ratio,
 agreement with the labels on both sets, and every false positive on the adversarial list.
 math-verify runs in the main thread, where its ``signal.alarm`` timeout works. Its ``verify``
 is called as ``verify(gold, pred)``, the order its README prescribes.
@@ -319,7 +320,8 @@ def main() -> int:
     corpus_pairs = [(g, p, ok) for _, g, p, ok in corpus]
     generated = generate(args.pairs, args.seed)
     print(
-        f"{len(corpus)} corpus cases ({sum(not c[3] for c in corpus)} negatives), {len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core"
+        f"{len(corpus)} corpus cases ({sum(not c[3] for c in corpus)} negatives), "
+        f"{len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core"
     )
     from rlvr.rewards.mathcore import MathPolicy, fast_compare
 
@@ -336,26 +338,37 @@ def main() -> int:
         corpus_results[name] = cor
         rows.append((name, gen, gen_s, lab, cor, cor_s))
     print(
-        f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} {'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4} {'corpus agree':>13} {'FP':>4} {'FN':>4} {'err':>4} {'corpus/s':>9}"
+        f"\n{'verifier':<12} {'verif/s':>9} {'generated agree':>16} {'FP':>4} {'FN':>4} {'err':>4} "
+        f"{'labelled agree':>15} {'FP':>4} {'FN':>4} {'err':>4} "
+        f"{'corpus agree':>13} {'FP':>4} {'FN':>4} {'err':>4} {'corpus/s':>9}"
     )
     for name, gen, gen_s, lab, cor, cor_s in rows:
         a, fp, fn_, err = agreement(gen, generated)
         la, lfp, lfn, lerr = agreement(lab, LABELLED)
         ca, cfp, cfn, cerr = agreement(cor, corpus_pairs)
         print(
-            f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} {la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4} {ca:>6}/{len(corpus):<6} {cfp:>4} {cfn:>4} {cerr:>4} {len(corpus) / cor_s:>9.1f}"
+            f"{name:<12} {len(generated) / gen_s:>9.1f} {a:>7}/{len(generated):<8} {fp:>4} {fn_:>4} {err:>4} "
+            f"{la:>7}/{len(LABELLED):<7} {lfp:>4} {lfn:>4} {lerr:>4} "
+            f"{ca:>6}/{len(corpus):<6} {cfp:>4} {cfn:>4} {cerr:>4} {len(corpus) / cor_s:>9.1f}"
         )
     if len(rows) == 2:
         ratio = (len(generated) / rows[0][2]) / (len(generated) / rows[1][2])
         print(
-            f"\nthroughput ratio rlvr / math-verify (wall): {ratio:.2f}x on the generated pairs, {(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus"
+            f"\nthroughput ratio rlvr / math-verify (wall): {ratio:.2f}x on the generated pairs, "
+            f"{(len(corpus) / rows[0][5]) / (len(corpus) / rows[1][5]):.2f}x on the corpus"
         )
     if args.only != "math-verify":
         gen_cpu, cor_cpu = cpu_ours(generated), cpu_ours(corpus_pairs)
-        line = f"rlvr CPU: {len(generated) / gen_cpu:.0f} verif/s generated, {len(corpus) / cor_cpu:.0f} verif/s corpus (in-process comparison, no pipe)"
+        line = (
+            f"rlvr CPU: {len(generated) / gen_cpu:.0f} verif/s generated, "
+            f"{len(corpus) / cor_cpu:.0f} verif/s corpus (in-process comparison, no pipe)"
+        )
         if len(MV_CPU) == 3:
             mv_gen, mv_cor = MV_CPU[0], MV_CPU[2]
-            line += f"; math-verify CPU: {len(generated) / mv_gen:.0f} and {len(corpus) / mv_cor:.0f} verif/s; CPU ratio {mv_gen / gen_cpu:.1f}x generated, {mv_cor / cor_cpu:.1f}x corpus"
+            line += (
+                f"; math-verify CPU: {len(generated) / mv_gen:.0f} and {len(corpus) / mv_cor:.0f} verif/s; "
+                f"CPU ratio {mv_gen / gen_cpu:.1f}x generated, {mv_cor / cor_cpu:.1f}x corpus"
+            )
         print(line)
     print("\nper form on the corpus (agree/n, false positives, false negatives, undecided):")
     per_form(corpus, corpus_results)

@@ -243,7 +243,8 @@ def main() -> None:
     )
     print(f"workers: {args.workers}; load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print(
-        f"{'workload':<10} {'method':<8} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10} {'cpu ms/sample':>14}"
+        f"{'workload':<10} {'method':<8} {'samples':>7} {'passed':>7} {'seconds':>8} {'samples/s':>10} "
+        f"{'cpu ms/sample':>14}"
     )
     for name, items in loads.items():
         rates = {}
@@ -251,7 +252,8 @@ def main() -> None:
         secs, ok, cpu = run_pytest(py_items, args.workers)
         rates["pytest"] = len(py_items) / secs
         print(
-            f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f} {cpu / len(py_items) * 1000:>14.2f}"
+            f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f} "
+            f"{cpu / len(py_items) * 1000:>14.2f}"
         )
         run_pool(ours, items[:20])  # warm both pools the same way
         run_pool(bare, items[:20])
@@ -266,10 +268,13 @@ def main() -> None:
         for label in ("minimal", "bare", "ours"):
             rates[label] = len(items) / best[label]
             print(
-                f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} {rates[label]:>10.1f} {best_cpu[label] / len(items) * 1000:>14.2f}"
+                f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} "
+                f"{rates[label]:>10.1f} {best_cpu[label] / len(items) * 1000:>14.2f}"
             )
         print(
-            f"{name:<10} ratio   ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   ours/bare = {rates['ours'] / rates['bare']:.2f}x (target >= 0.7x)   ours/minimal = {rates['ours'] / rates['minimal']:.2f}x\n"
+            f"{name:<10} ratio   ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   "
+            f"ours/bare = {rates['ours'] / rates['bare']:.2f}x (target >= 0.7x)   "
+            f"ours/minimal = {rates['ours'] / rates['minimal']:.2f}x\n"
         )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     ours.close()

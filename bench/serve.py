@@ -3,7 +3,8 @@
 in process (``rlvr.rewards.scoring.score_rows``, the path ``rlvr score`` takes), for the
 examples' math and unit_tests tasks at batch 256. Both paths use the same reward-set object (so
 the same warm sandbox pool), the same chunk size and the same number of threads; rounds are
-interleaved and the best of each is kept (a round repeats the batch for about a second). Target: server / in-process >= 0.8.
+interleaved and the best of each is kept (a round repeats the batch for about a second).
+Target: server / in-process >= 0.8.
 
 It also prints what a stand-in reward for one masked row does to a group's GRPO advantages
 (docs/serve.md): true masking, the group-mean stand-in, 0 and NaN.
@@ -95,7 +96,8 @@ def bench(kind: str, batch: int, repeat: int) -> tuple[float, float]:
                 assert [s.masked for s in local] == [x["masked"] for x in remote]
         masked = sum(x["masked"] for x in remote)
         print(
-            f"{kind:<10} batch {batch}: in-process {batch / best_local:8.1f} samples/s, server {batch / best_remote:8.1f} samples/s, "
+            f"{kind:<10} batch {batch}: in-process {batch / best_local:8.1f} samples/s, server "
+            f"{batch / best_remote:8.1f} samples/s, "
             f"ratio {best_local / best_remote:.2f} (masked {masked})"
         )
     finally:

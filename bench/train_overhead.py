@@ -112,20 +112,23 @@ def main() -> None:
     sft = run_sft(task, SftOptions(out_dir=root / "sft", model=str(base), target_pass_rate=0.2, progress=False))
     model = str(sft.out_dir)
     print(
-        f"tiny model after SFT ({sft.steps} steps, dev pass rate {sft.dev_pass_rate:.0%}); {args.steps} GRPO steps per run, {args.repeats} repeats, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"
+        f"tiny model after SFT ({sft.steps} steps, dev pass rate {sft.dev_pass_rate:.0%}); {args.steps} GRPO "
+        f"steps per run, {args.repeats} repeats, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"
     )
     t_ours, t_bare = [], []
     for i in range(args.repeats):
         t_ours.append(ours(task, model, root / f"ours{i}", args.steps))
         t_bare.append(bare_trl(task, model, root / f"bare{i}", args.steps))
         print(
-            f"  repeat {i + 1}: rlvr {t_ours[-1]:.2f} s   bare TRL {t_bare[-1]:.2f} s   ratio {t_ours[-1] / t_bare[-1]:.3f}"
+            f"  repeat {i + 1}: rlvr {t_ours[-1]:.2f} s   bare TRL {t_bare[-1]:.2f} s   ratio "
+            f"{t_ours[-1] / t_bare[-1]:.3f}"
         )
     with_eval = ours(task, model, root / "ours-eval", args.steps, eval_every=50)
     mo, mb = statistics.median(t_ours), statistics.median(t_bare)
     print(f"median: rlvr train {mo:.2f} s, bare TRL {mb:.2f} s -> overhead ratio {mo / mb:.3f} (target <= 1.05)")
     print(
-        f"rlvr train with the held-out eval every 50 steps (200 prompts): {with_eval:.2f} s ({with_eval / mb:.3f}x bare; the eval is extra work, not overhead)"
+        f"rlvr train with the held-out eval every 50 steps (200 prompts): {with_eval:.2f} s "
+        f"({with_eval / mb:.3f}x bare; the eval is extra work, not overhead)"
     )
     shutil.rmtree(root, ignore_errors=True)
 
