@@ -166,13 +166,9 @@ def test_length_tools_measure_small_with_its_own_tokenizer(tok) -> None:
 
 
 def test_the_audit_measures_a_small_task_with_the_bpe(tmp_path: Path, tok) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent / "foundation"))
-    from foundation_helpers import make_task
-
     from rlvr.audit.tokens import task_tokenizer
     from rlvr.task import load_task
+    from support.tasks import make_task
 
     audit_tok, note = task_tokenizer(load_task(make_task(tmp_path, extra={"model": "builtin:small"})))
     assert note is None and audit_tok.get_vocab() == tok.get_vocab()

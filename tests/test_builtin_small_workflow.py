@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent / "foundation"))
-from foundation_helpers import make_task  # noqa: E402
-
 from rlvr.cli.main import main  # noqa: E402
+from support.tasks import make_task
 
 MESSAGES = [{"role": "user", "content": "What is 2+2?"}]
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from rlvr.errors import ConfigError
-from rlvr.generate import Completion
 from rlvr.lengths import Spread, check_lengths, max_positions, reference_completion, require_fit, truncation_reason
 from rlvr.probe import format_report, run_probe
 from rlvr.task import load_task
+from support.fakes import FakeSampler
 
 LONG = "1234567890" * 3  # a 30-character answer: 33 tokens with its tags and EOS on builtin:tiny
 
@@ -41,27 +41,9 @@ def make_task(
     return root / "task.yaml"
 
 
-class FixedSampler:
-    """Every completion is ``text`` with ``finish_reason`` (no model)."""
-
-    backend = "fake"
-
-    def __init__(self, text: str, finish_reason: str) -> None:
-        self.text, self.finish_reason = text, finish_reason
-
-    def sample(
-        self,
-        prompts: Sequence[Any],
-        n: int,
-        temperature: float,
-        max_new_tokens: int,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        progress: Any = None,
-    ) -> list[list[Completion]]:
-        return [
-            [Completion(self.text, tuple(range(max_new_tokens)), self.finish_reason) for _ in range(n)] for _ in prompts
-        ]  # type: ignore[arg-type]
+def fixed_sampler(text: str, finish_reason: str) -> FakeSampler:
+    """Every completion is ``text`` with ``finish_reason``, as long as the token budget."""
+    return FakeSampler(text, finish_reason=finish_reason, token_ids=lambda t, max_new: tuple(range(max_new)))
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -153,7 +135,7 @@ def test_a_budget_beyond_the_models_positions_is_a_config_error_with_the_fix(tmp
 
 
 def test_probe_refuses_a_budget_beyond_the_models_positions_before_sampling(tmp_path: Path) -> None:
-    sampler = FixedSampler("<answer>1</answer>", "stop")
+    sampler = fixed_sampler("<answer>1</answer>", "stop")
     with pytest.raises(ConfigError, match="256 positions"):
         run_probe(
             make_task(tmp_path / "t", budget=100000), out_dir=tmp_path / "out", k=2, sampler=sampler, progress=False
@@ -238,7 +220,7 @@ def test_cut_off_samples_with_answers_that_fit_say_truncation_may_explain_the_ra
         make_task(tmp_path / "t", budget=8),
         out_dir=tmp_path / "out",
         k=2,
-        sampler=FixedSampler("12345678", "length"),
+        sampler=fixed_sampler("12345678", "length"),
         progress=False,
     )
     assert report.route == "sft" and report.n_truncated == 8
@@ -251,7 +233,7 @@ def test_samples_that_end_leave_the_reason_unchanged(tmp_path: Path) -> None:
         make_task(tmp_path / "t", budget=8),
         out_dir=tmp_path / "out",
         k=2,
-        sampler=FixedSampler("<answer>0</answer>", "stop"),
+        sampler=fixed_sampler("<answer>0</answer>", "stop"),
         progress=False,
     )
     assert report.n_truncated == 0 and report.reason.startswith("No sample succeeded")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rlvr.errors import ConfigError, RunError
-from rlvr.generate import Completion
 from rlvr.probe import (
     ProbeReport,
     ProbeSample,
@@ -30,44 +29,19 @@ from rlvr.probe import (
 )
 from rlvr.rewards.base import Verdict
 from rlvr.task import load_task
+from support.fakes import FakeSampler
 
 
-class FakeSampler:
-    """Answers prompt ``"a+b="`` correctly (in answer tags) with a known probability per prompt;
-    otherwise a wrong answer. Seeded, so reruns and resumes are reproducible."""
+def answering(p: Callable[[str], float], fail_after_calls: int | None = None) -> FakeSampler:
+    """Answers prompt ``"a+b="`` correctly (in answer tags) with probability ``p(prompt)``;
+    otherwise a wrong answer. Seeded by each call's seed, so reruns and resumes are reproducible."""
 
-    backend = "fake"
+    def text(prompt: str, rng: random.Random) -> str:
+        a, b = prompt.rstrip("=").split("+")
+        right = int(a) + int(b)
+        return f"<answer>{right if rng.random() < p(prompt) else right + 1}</answer>"
 
-    def __init__(self, p: Callable[[str], float], fail_after_calls: int | None = None) -> None:
-        self.p = p
-        self.calls: list[list[str]] = []
-        self.fail_after_calls = fail_after_calls
-
-    def sample(
-        self,
-        prompts: Sequence[Any],
-        n: int,
-        temperature: float,
-        max_new_tokens: int,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        progress: Any = None,
-    ) -> list[list[Completion]]:
-        if self.fail_after_calls is not None and len(self.calls) >= self.fail_after_calls:
-            raise KeyboardInterrupt
-        self.calls.append(list(prompts))
-        rng = random.Random(seed)
-        out = []
-        for prompt in prompts:
-            a, b = prompt.rstrip("=").split("+")
-            right = int(a) + int(b)
-            group = []
-            for _ in range(n):
-                ans = right if rng.random() < self.p(prompt) else right + 1
-                text = f"<answer>{ans}</answer>"
-                group.append(Completion(text, tuple(range(len(text))) + (2,), "stop"))
-            out.append(group)
-        return out
+    return FakeSampler(text, token_ids=lambda t, m: (*range(len(t)), 2), fail_after_calls=fail_after_calls)
 
 
 def make_task(root: Path, n: int = 12, extra: str = "", rewards: str | None = None) -> Path:
@@ -98,7 +72,7 @@ def test_wilson_upper_bound_with_no_successes_matches_the_closed_form() -> None:
 def test_wilson_interval_covers_the_true_rate_in_at_least_95_percent_of_seeds() -> None:
     probs = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.05, 0.15]  # known per-prompt rates; true rate = mean
     prompts = [f"{i}+{i + 1}=" for i in range(len(probs))]
-    sampler = FakeSampler(lambda p: probs[index_of(p)])
+    sampler = answering(lambda p: probs[index_of(p)])
     truth = sum(probs) / len(probs)
     hits, seeds = 0, 600
     widths = []
@@ -116,7 +90,7 @@ def test_zero_variance_prediction_matches_a_simulation_of_groups() -> None:
     probs = [0.0, 0.05, 0.2, 0.5, 0.8, 0.95, 1.0, 0.1]
     g, k = 8, 16
     prompts = [f"{i}+{i + 1}=" for i in range(len(probs))]
-    sampler = FakeSampler(lambda p: probs[index_of(p)])
+    sampler = answering(lambda p: probs[index_of(p)])
     predicted, simulated = [], []
     rng = random.Random(0)
     for seed in range(200):
@@ -167,10 +141,10 @@ def test_prompts_beyond_the_cap_are_a_seeded_subset_in_row_order() -> None:
 def test_the_probed_prompts_do_not_depend_on_the_sampling_seed(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=30)
     a = run_probe(
-        task, out_dir=tmp_path / "a", k=2, max_prompts=5, seed=1, sampler=FakeSampler(lambda p: 0.5), progress=False
+        task, out_dir=tmp_path / "a", k=2, max_prompts=5, seed=1, sampler=answering(lambda p: 0.5), progress=False
     )
     b = run_probe(
-        task, out_dir=tmp_path / "b", k=2, max_prompts=5, seed=2, sampler=FakeSampler(lambda p: 0.5), progress=False
+        task, out_dir=tmp_path / "b", k=2, max_prompts=5, seed=2, sampler=answering(lambda p: 0.5), progress=False
     )
     assert [p.index for p in a.prompts] == [p.index for p in b.prompts] != list(range(5))
 
@@ -178,7 +152,7 @@ def test_the_probed_prompts_do_not_depend_on_the_sampling_seed(tmp_path: Path) -
 # -- routes -----------------------------------------------------------------------------------
 def test_no_success_routes_to_sft_with_the_upper_bound(tmp_path: Path) -> None:
     report = run_probe(
-        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.0), progress=False
+        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=answering(lambda p: 0.0), progress=False
     )
     assert report.route == "sft"
     assert (report.successes, report.n_samples) == (0, 96)
@@ -189,7 +163,7 @@ def test_no_success_routes_to_sft_with_the_upper_bound(tmp_path: Path) -> None:
 
 def test_intermediate_rate_routes_to_grpo(tmp_path: Path) -> None:
     report = run_probe(
-        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.3), progress=False
+        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=answering(lambda p: 0.3), progress=False
     )
     assert report.route == "grpo"
     assert 0 < report.rate < 0.9
@@ -200,21 +174,21 @@ def test_intermediate_rate_routes_to_grpo(tmp_path: Path) -> None:
 
 def test_near_ceiling_routes_to_too_easy(tmp_path: Path) -> None:
     report = run_probe(
-        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 1.0), progress=False
+        make_task(tmp_path / "t"), out_dir=tmp_path / "out", k=8, sampler=answering(lambda p: 1.0), progress=False
     )
     assert report.route == "too-easy"
 
 
 def test_too_easy_threshold_comes_from_the_task_file(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", extra="probe: {too_easy: 0.5}\n")
-    report = run_probe(task, out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.7), progress=False)
+    report = run_probe(task, out_dir=tmp_path / "out", k=8, sampler=answering(lambda p: 0.7), progress=False)
     assert report.too_easy == 0.5
     assert report.route == "too-easy"
 
 
 def test_group_size_comes_from_the_task_grpo_section(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", extra="grpo: {num_generations: 4}\n")
-    report = run_probe(task, out_dir=tmp_path / "out", k=8, sampler=FakeSampler(lambda p: 0.3), progress=False)
+    report = run_probe(task, out_dir=tmp_path / "out", k=8, sampler=answering(lambda p: 0.3), progress=False)
     assert report.group_size == 4
 
 
@@ -244,7 +218,7 @@ def test_reward_terms_that_all_error_are_reported_as_a_verifier_problem_not_a_ze
         make_task(root, rewards=rewards, extra="success: correct\n"),
         out_dir=tmp_path / "out",
         k=4,
-        sampler=FakeSampler(lambda p: 0.5),
+        sampler=answering(lambda p: 0.5),
         progress=False,
     )
     assert report.route == "fix-verifier"
@@ -263,7 +237,7 @@ def test_undecided_samples_are_left_out_of_the_rate_and_warned_about(tmp_path: P
         make_task(root, rewards=rewards),
         out_dir=tmp_path / "out",
         k=4,
-        sampler=FakeSampler(lambda p: 1.0),
+        sampler=answering(lambda p: 1.0),
         progress=False,
     )
     # answers 1, 5, 9, ... (i = 0, 2, 4, ...) error: half of the 12 prompts
@@ -275,11 +249,7 @@ def test_undecided_samples_are_left_out_of_the_rate_and_warned_about(tmp_path: P
 # -- files, resume, filter --------------------------------------------------------------------
 def test_samples_file_carries_what_the_inspection_gate_needs(tmp_path: Path) -> None:
     run_probe(
-        make_task(tmp_path / "t", n=3),
-        out_dir=tmp_path / "out",
-        k=2,
-        sampler=FakeSampler(lambda p: 1.0),
-        progress=False,
+        make_task(tmp_path / "t", n=3), out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 1.0), progress=False
     )
     lines = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 6
@@ -301,36 +271,36 @@ def test_samples_file_carries_what_the_inspection_gate_needs(tmp_path: Path) -> 
 
 def test_an_existing_probe_is_not_overwritten_without_resume(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=3)
-    run_probe(task, out_dir=tmp_path / "out", k=2, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    run_probe(task, out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 0.5), progress=False)
     before = (tmp_path / "out" / "samples.jsonl").read_text()
     with pytest.raises(RunError, match="--resume"):
-        run_probe(task, out_dir=tmp_path / "out", k=2, sampler=FakeSampler(lambda p: 0.5), progress=False)
+        run_probe(task, out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 0.5), progress=False)
     assert (tmp_path / "out" / "samples.jsonl").read_text() == before
 
 
 def test_resume_after_an_interruption_samples_only_what_is_missing(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=20)  # k=16: 4 prompts a chunk, 5 chunks
-    full = run_probe(task, out_dir=tmp_path / "full", k=16, sampler=FakeSampler(lambda p: 0.4), progress=False)
+    full = run_probe(task, out_dir=tmp_path / "full", k=16, sampler=answering(lambda p: 0.4), progress=False)
     with pytest.raises(KeyboardInterrupt):
         run_probe(
-            task, out_dir=tmp_path / "cut", k=16, sampler=FakeSampler(lambda p: 0.4, fail_after_calls=2), progress=False
+            task, out_dir=tmp_path / "cut", k=16, sampler=answering(lambda p: 0.4, fail_after_calls=2), progress=False
         )
     cut = tmp_path / "cut" / "samples.jsonl"
     assert len(cut.read_text().splitlines()) == 2 * 4 * 16
     with cut.open("a") as fh:  # a line half-written when the process died
         fh.write('{"prompt_index": 8, "sampl')
-    again = FakeSampler(lambda p: 0.4)
+    again = answering(lambda p: 0.4)
     resumed = run_probe(task, out_dir=tmp_path / "cut", k=16, resume=True, sampler=again, progress=False)
-    assert [index_of(p) for call in again.calls for p in call] == list(range(8, 20))
+    assert [index_of(p) for call in again.calls for p in call.prompts] == list(range(8, 20))
     assert cut.read_text() == (tmp_path / "full" / "samples.jsonl").read_text()
     assert resumed.to_json() | {"out_dir": ""} == full.to_json() | {"out_dir": ""}
 
 
 def test_resuming_a_finished_probe_samples_nothing(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=10)  # k=16: chunks of 4, 4 and a short last one of 2
-    first = run_probe(task, out_dir=tmp_path / "out", k=16, sampler=FakeSampler(lambda p: 0.4), progress=False)
+    first = run_probe(task, out_dir=tmp_path / "out", k=16, sampler=answering(lambda p: 0.4), progress=False)
     before = (tmp_path / "out" / "samples.jsonl").read_text()
-    idle = FakeSampler(lambda p: 0.4, fail_after_calls=0)  # raises if asked for anything
+    idle = answering(lambda p: 0.4, fail_after_calls=0)  # raises if asked for anything
     again = run_probe(task, out_dir=tmp_path / "out", k=16, resume=True, sampler=idle, progress=False)
     assert (tmp_path / "out" / "samples.jsonl").read_text() == before
     assert again.successes == first.successes and again.n_samples == 160
@@ -338,9 +308,9 @@ def test_resuming_a_finished_probe_samples_nothing(tmp_path: Path) -> None:
 
 def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", n=3)
-    run_probe(task, out_dir=tmp_path / "out", k=2, sampler=FakeSampler(lambda p: 0.5), progress=False)
+    run_probe(task, out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 0.5), progress=False)
     with pytest.raises(RunError, match="k"):
-        run_probe(task, out_dir=tmp_path / "out", k=4, resume=True, sampler=FakeSampler(lambda p: 0.5), progress=False)
+        run_probe(task, out_dir=tmp_path / "out", k=4, resume=True, sampler=answering(lambda p: 0.5), progress=False)
 
 
 def test_filter_keeps_exactly_the_prompts_with_a_pass_rate_strictly_between_0_and_1(tmp_path: Path) -> None:
@@ -350,7 +320,7 @@ def test_filter_keeps_exactly_the_prompts_with_a_pass_rate_strictly_between_0_an
         out_dir=tmp_path / "out",
         k=16,
         filter=True,
-        sampler=FakeSampler(lambda p: probs[index_of(p)]),
+        sampler=answering(lambda p: probs[index_of(p)]),
         progress=False,
     )
     rows = [json.loads(x) for x in Path(report.filtered_path or "").read_text().splitlines()]
@@ -371,7 +341,7 @@ def test_bad_probe_settings_list_every_problem(tmp_path: Path) -> None:
             out_dir=tmp_path / "out",
             k=0,
             max_prompts=0,
-            sampler=FakeSampler(lambda p: 0.5),
+            sampler=answering(lambda p: 0.5),
             progress=False,
         )
     assert len(err.value.problems) == 2
@@ -427,11 +397,7 @@ def test_a_probe_sample_survives_a_json_round_trip() -> None:
 
 def test_probe_settings_survive_a_json_round_trip(tmp_path: Path) -> None:
     run_probe(
-        make_task(tmp_path / "t", n=3),
-        out_dir=tmp_path / "out",
-        k=2,
-        sampler=FakeSampler(lambda p: 0.5),
-        progress=False,
+        make_task(tmp_path / "t", n=3), out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 0.5), progress=False
     )
     settings = read_settings(tmp_path / "out")
     assert ProbeSettings.from_json(json.loads(json.dumps(settings.to_json()))) == settings
@@ -444,7 +410,7 @@ def test_a_probe_report_survives_a_json_round_trip(tmp_path: Path) -> None:
         out_dir=tmp_path / "out",
         k=4,
         filter=True,
-        sampler=FakeSampler(lambda p: 0.5),
+        sampler=answering(lambda p: 0.5),
         progress=False,
     )
     assert report.prompts and report.lengths is not None
@@ -454,11 +420,7 @@ def test_a_probe_report_survives_a_json_round_trip(tmp_path: Path) -> None:
 
 def test_every_line_of_samples_jsonl_reads_back_as_a_probe_sample(tmp_path: Path) -> None:
     run_probe(
-        make_task(tmp_path / "t", n=3),
-        out_dir=tmp_path / "out",
-        k=2,
-        sampler=FakeSampler(lambda p: 1.0),
-        progress=False,
+        make_task(tmp_path / "t", n=3), out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 1.0), progress=False
     )
     samples = [s for _, s in read_samples(tmp_path / "out" / "samples.jsonl")]
     assert [(s.prompt_index, s.sample_index) for s in samples] == [(i, j) for i in range(3) for j in range(2)]

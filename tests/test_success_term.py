@@ -10,21 +10,16 @@ and the consumer must still count ``correct``."""
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent / "foundation"))
-from foundation_helpers import make_task  # noqa: E402
-
-from rlvr.generate import Completion  # noqa: E402
 from rlvr.plan.recipe import term_patch  # noqa: E402
 from rlvr.rewards import Sample  # noqa: E402
 from rlvr.task import Task, load_task  # noqa: E402
+from support.fakes import FakeSampler
+from support.tasks import make_task
 
 
 def wrong(prompt: str) -> str:
@@ -67,22 +62,10 @@ def task_of(request: pytest.FixtureRequest):  # noqa: ANN201
     return dapo_task if request.param == "dapo" else declared_task
 
 
-class WrongSampler:
-    """Always a well-formed, short, wrong answer: the overlong term scores it 0 (outcome correct)."""
-
-    backend = "fake"
-
-    def sample(
-        self,
-        prompts: Sequence[Any],
-        n: int,
-        temperature: float,
-        max_new_tokens: int,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        progress: Any = None,
-    ) -> list[list[Completion]]:
-        return [[Completion(wrong(p), (1, 2, 3), "stop") for _ in range(n)] for p in prompts]
+def wrong_sampler() -> FakeSampler:
+    """Always a well-formed, short (3 tokens), wrong answer: the overlong term scores it 0
+    (outcome correct)."""
+    return FakeSampler(lambda prompt, rng: wrong(prompt), token_ids=lambda t, m: (1, 2, 3))
 
 
 def test_the_other_term_alone_would_call_a_wrong_answer_correct(tmp_path: Path, task_of) -> None:  # noqa: ANN001
@@ -97,7 +80,7 @@ def test_probe_counts_the_success_term_not_the_appended_overlong_term(tmp_path: 
     from rlvr.probe import run_probe
 
     task = task_of(tmp_path / "task")
-    report = run_probe(task, out_dir=tmp_path / "probe", k=2, max_prompts=4, sampler=WrongSampler(), progress=False)
+    report = run_probe(task, out_dir=tmp_path / "probe", k=2, max_prompts=4, sampler=wrong_sampler(), progress=False)
     assert report.success_term == "correct" and report.successes == 0
 
 
@@ -159,4 +142,4 @@ def test_a_command_that_counts_successes_refuses_an_ambiguous_task(tmp_path: Pat
         },
     )
     with pytest.raises(ConfigError, match="could decide success"):
-        run_probe(path, out_dir=tmp_path / "probe", k=2, max_prompts=2, sampler=WrongSampler(), progress=False)
+        run_probe(path, out_dir=tmp_path / "probe", k=2, max_prompts=2, sampler=wrong_sampler(), progress=False)

@@ -3,17 +3,14 @@ sft validate them, ground truths the verifiers cannot read (issues 14 and 19).""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "foundation"))
-from foundation_helpers import make_task, write_rows  # noqa: E402
-
 from rlvr.cli.main import main  # noqa: E402
 from rlvr.task import load_task  # noqa: E402
 from rlvr.taskcheck import check_task  # noqa: E402
+from support.tasks import make_task, write_rows
 
 FORMAT = {"name": "format", "weight": 0.1}
 CORRECT = {"name": "correct", "verifier": "exact"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from foundation_helpers import make_task
 
 from rlvr.cli.main import COMMANDS, build_parser, main
+from support.tasks import make_task
 
 
 def test_every_listed_command_exists() -> None:

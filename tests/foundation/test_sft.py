@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from foundation_helpers import make_task
 
 from rlvr.errors import ConfigError
 from rlvr.task import load_task
 from rlvr.train.sft import SftOptions, run_sft, sft_rows
+from support.tasks import make_task
 
 
 def test_targets_are_the_ground_truth_in_the_answer_format(tmp_path: Path) -> None:

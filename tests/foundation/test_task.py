@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from foundation_helpers import make_task
 
 from rlvr.errors import ConfigError
 from rlvr.task import load_task
+from support.tasks import make_task
 
 
 def problems_of(path: Path) -> list[str]:

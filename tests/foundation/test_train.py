@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from foundation_helpers import make_task
 
 from rlvr.errors import ConfigError, GateError, RunError
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, read_config_file, train
+from support.tasks import make_task
 
 
 def lines(path: Path) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Fixtures for the gate tests (helpers live in gate_fixtures.py, imported by name)."""
+"""Fixtures for the gate tests (helpers live in tests/support/gate_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_fixtures import build_and_review, sign_small, unique_module, write_task
 
 from rlvr.task import load_task
+from support.gate_fixtures import build_and_review, sign_small, unique_module, write_task
 
 
 @pytest.fixture

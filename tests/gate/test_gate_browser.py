@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from gate_fixtures import SMALL, FakeSampler, Server
 
 from rlvr import gate
+from support.fakes import FakeSampler
+from support.gate_fixtures import SMALL, arithmetic_sampler, review_server
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -48,8 +49,8 @@ def _press(page: Any, key: str) -> None:
 
 
 def test_keyboard_only_review_records_verdicts_notes_and_an_acceptance(task: Any, browser: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
-    server = Server(task.path, reviewer="kb-reviewer")
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    server = review_server(task.path, reviewer="kb-reviewer")
     try:
         page = browser.new_page()
         page.goto(server.url + "/")
@@ -99,8 +100,8 @@ def test_keyboard_only_review_records_verdicts_notes_and_an_acceptance(task: Any
 
 
 def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
-    server = Server(task.path)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    server = review_server(task.path)
     try:
         ctx = browser.new_context()
         a, b = ctx.new_page(), ctx.new_page()
@@ -122,32 +123,12 @@ def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> 
     assert {sid: r.label for sid, r in store.latest_reviews().items()} == {1: "right", 2: "higher"}
 
 
-class LongSampler:
+def long_sampler() -> FakeSampler:
     """Completions of 300 lines of working before the answer: far taller than the window."""
+    from rlvr.demo.arithmetic import reference_answer
 
-    backend = "fake"
-
-    def sample(
-        self,
-        prompts: Any,
-        n: int,
-        temperature: float,
-        max_new_tokens: int,
-        top_p: float = 1.0,
-        seed: Any = None,
-        progress: Any = None,
-    ) -> Any:
-        from rlvr.demo.arithmetic import reference_answer
-        from rlvr.generate import Completion
-
-        out = []
-        for p in prompts:
-            text = (
-                "".join(f"step {i}: carry the one\n" for i in range(300))
-                + f"<answer>{reference_answer(p) or '0'}</answer>"
-            )
-            out.append([Completion(text, tuple(range(len(text))), "stop") for _ in range(n)])
-        return out
+    working = "".join(f"step {i}: carry the one\n" for i in range(300))
+    return FakeSampler(lambda prompt, rng: working + f"<answer>{reference_answer(prompt) or '0'}</answer>")
 
 
 def _in_view(page: Any, selector: str) -> bool:
@@ -165,8 +146,8 @@ def test_verdict_buttons_stay_in_view_on_a_long_completion_and_a_click_records_t
 ) -> None:
     # Observed: with a long completion the verdict buttons were below the fold; the reviewer had
     # to scroll to the end of every sample to give a verdict.
-    store = gate.build_set(task, gate.db_path(task), sampler=LongSampler(), size=SMALL)
-    server = Server(task.path, reviewer="scroller")
+    store = gate.build_set(task, gate.db_path(task), sampler=long_sampler(), size=SMALL)
+    server = review_server(task.path, reviewer="scroller")
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(server.url + "/sample/1")

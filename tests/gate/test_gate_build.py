@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_fixtures import SMALL, FakeSampler, build_and_review
 
 from rlvr import gate
 from rlvr.errors import DataError, GateError
 from rlvr.gate.build import Candidate, select
 from rlvr.probe import ProbeSample, ProbeSettings
 from rlvr.rewards.base import Verdict
+from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review
 
 
 def _cand(i: int, total: float | None) -> Candidate:
@@ -46,9 +46,9 @@ def test_selection_is_shuffled_so_failures_do_not_come_first() -> None:
 
 
 def test_build_samples_at_the_task_temperature_and_budget(task: Any) -> None:
-    sampler = FakeSampler()
+    sampler = arithmetic_sampler()
     store = gate.build_set(task, gate.db_path(task), sampler=sampler, size=SMALL)
-    assert sampler.calls == [{"n": 2, "temperature": 1.0, "max_new_tokens": 12, "prompts": SMALL}]
+    assert [(c.n, c.temperature, c.max_new_tokens, len(c.prompts)) for c in sampler.calls] == [(2, 1.0, 12, SMALL)]
     meta = store.meta()
     assert (meta["temperature"], meta["max_new_tokens"], meta["model"]) == (1.0, 12, "builtin:tiny")
     assert {s.reward_class for s in store.samples()} == {"pass", "fail"}
@@ -57,7 +57,7 @@ def test_build_samples_at_the_task_temperature_and_budget(task: Any) -> None:
 def test_building_over_a_reviewed_set_refuses_without_overwrite(task: Any) -> None:
     build_and_review(task)
     with pytest.raises(GateError, match=f"already holds {SMALL} reviewer verdicts"):
-        gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+        gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     assert len(gate.open_store(task).reviews()) == SMALL
 
 
@@ -137,7 +137,7 @@ def test_inspect_build_from_a_probe_folder_uses_the_probes_settings(task: Any, t
     from rlvr.probe import read_samples, run_probe
 
     out = tmp_path / "probe"
-    run_probe(task, out_dir=out, k=2, max_prompts=20, seed=11, sampler=FakeSampler(), progress=False)
+    run_probe(task, out_dir=out, k=2, max_prompts=20, seed=11, sampler=arithmetic_sampler(), progress=False)
     assert main(["inspect", "build", str(task.path), "--probe", str(out), "--size", str(SMALL)]) == 0
     store = gate.open_store(task)
     meta = store.meta()
@@ -200,7 +200,7 @@ def test_export_has_every_sample_with_its_latest_verdict(task: Any) -> None:
 def test_database_is_in_wal_mode(task: Any) -> None:
     import sqlite3
 
-    gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     with sqlite3.connect(gate.db_path(task)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -208,14 +208,14 @@ def test_database_is_in_wal_mode(task: Any) -> None:
 def test_verdict_is_visible_to_a_new_connection_when_add_review_returns(task: Any) -> None:
     import sqlite3
 
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     store.add_review(5, "higher", reviewer="alice", note="x")
     with sqlite3.connect(gate.db_path(task)) as conn:
         assert conn.execute("SELECT sample_id, label FROM reviews").fetchall() == [(5, "higher")]
 
 
 def test_unknown_label_and_unknown_sample_are_refused(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     with pytest.raises(GateError, match="unknown verdict 'maybe'"):
         store.add_review(1, "maybe", reviewer="alice")
     with pytest.raises(GateError, match="no sample 999"):

@@ -7,12 +7,12 @@ import json
 from typing import Any
 
 import pytest
-from gate_fixtures import SMALL, FakeSampler, build_and_review
 
 from rlvr import gate
 from rlvr.cli.main import main
 from rlvr.gate.review import Filter
 from rlvr.gate.terminal import review
+from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review
 
 
 def test_inspect_help_lists_every_action(capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,7 +77,7 @@ def test_status_json_and_rescore_through_the_cli(task: Any, capsys: pytest.Captu
 
 
 def test_terminal_review_records_labels_and_same_line_notes(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     out = io.StringIO()
     n = review(store, reviewer="tty", stdin=io.StringIO("l hedges two answers\nr\nj\nh\nq\n"), stdout=out, color=False)
     assert n == 3
@@ -90,7 +90,7 @@ def test_terminal_review_records_labels_and_same_line_notes(task: Any) -> None:
 
 
 def test_terminal_accept_needs_a_reason_and_an_open_disagreement(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     out = io.StringIO()
     review(store, reviewer="tty", stdin=io.StringIO("a why\nl\nk\na\na fine as is\nq\n"), stdout=out, color=False)
     text = out.getvalue()
@@ -102,7 +102,7 @@ def test_terminal_accept_needs_a_reason_and_an_open_disagreement(task: Any) -> N
 
 
 def test_terminal_marks_the_answer_span(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     passing = next(s for s in store.samples() if s.reward_class == "pass")
     out = io.StringIO()
     review(
@@ -113,7 +113,7 @@ def test_terminal_marks_the_answer_span(task: Any) -> None:
 
 
 def test_end_of_input_stops_the_terminal_review_and_keeps_verdicts(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     assert review(store, reviewer="tty", stdin=io.StringIO("r\n"), stdout=io.StringIO(), color=False) == 1
     assert len(store.reviews()) == 1
 
@@ -141,7 +141,7 @@ def test_sign_through_the_cli_writes_a_record_that_enforce_accepts(
 def test_sign_through_the_cli_refuses_an_unread_set_in_one_message(
     task: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     assert main(["inspect", "sign", str(task.path), "--min-samples", str(SMALL)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("rlvr inspect: error: cannot sign the gate:")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_fixtures import SMALL, FakeSampler, build_and_review, no_exploits, sign_small, unique_module, write_task
 
 from rlvr import gate
 from rlvr.demo.arithmetic import reference_answer
@@ -16,6 +15,15 @@ from rlvr.errors import GateError
 from rlvr.gate.hashes import sha256_file, sha256_json
 from rlvr.gate.record import AuditOutcome
 from rlvr.task import load_task
+from support.gate_fixtures import (
+    SMALL,
+    arithmetic_sampler,
+    build_and_review,
+    no_exploits,
+    sign_small,
+    unique_module,
+    write_task,
+)
 
 
 def _module_file(task: Any) -> Path:
@@ -130,7 +138,7 @@ def test_no_gate_with_a_reason_returns_the_reason(task: Any) -> None:
 
 def test_gate_flag_points_enforce_at_another_folder(user_task: Any, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere"
-    store = gate.build_set(user_task, gate.db_path(user_task, other), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(user_task, gate.db_path(user_task, other), sampler=arithmetic_sampler(), size=SMALL)
     for s in store.samples():
         store.add_review(s.id, "right", reviewer="bob")
     path = sign_small(user_task, other)
@@ -149,7 +157,7 @@ def test_model_other_than_the_sampled_one_is_refused(signed: Any) -> None:
 
 
 def test_sign_refuses_while_samples_are_unreviewed(user_task: Any) -> None:
-    store = gate.build_set(user_task, gate.db_path(user_task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(user_task, gate.db_path(user_task), sampler=arithmetic_sampler(), size=SMALL)
     store.add_review(1, "right", reviewer="alice")
     with pytest.raises(GateError, match=r"19 samples have no verdict yet \(ids 2, 3, "):
         sign_small(user_task)
@@ -223,7 +231,7 @@ def test_reference_gate_signs_with_the_stand_in_reviewer_named(task: Any, tmp_pa
         return "right" if truly == said else ("higher" if truly else "lower")
 
     path = gate.reference_gate(
-        task, model="builtin:tiny", out_dir=tmp_path / "g", checker=checker, sampler=FakeSampler(), size=SMALL
+        task, model="builtin:tiny", out_dir=tmp_path / "g", checker=checker, sampler=arithmetic_sampler(), size=SMALL
     )
     record = json.loads(path.read_text())
     assert record["reviewer"] == "reference-checker (demo)"
@@ -238,7 +246,7 @@ def test_reference_gate_refuses_to_sign_when_the_checker_disagrees(task: Any, tm
             model="builtin:tiny",
             out_dir=tmp_path / "g",
             checker=lambda row, c, v: "lower",
-            sampler=FakeSampler(),
+            sampler=arithmetic_sampler(),
             size=SMALL,
         )
 
@@ -260,7 +268,9 @@ def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
 def test_model_given_as_a_folder_matches_the_same_folder_by_another_spelling(user_task: Any, tmp_path: Path) -> None:
     folder = tmp_path / "sft"
     folder.mkdir()
-    store = gate.build_set(user_task, gate.db_path(user_task), sampler=FakeSampler(), size=SMALL, model=str(folder))
+    store = gate.build_set(
+        user_task, gate.db_path(user_task), sampler=arithmetic_sampler(), size=SMALL, model=str(folder)
+    )
     for s in store.samples():
         store.add_review(s.id, "right", reviewer="alice")
     sign_small(user_task)

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from gate_fixtures import SMALL, FakeSampler, Server
 from starlette.testclient import TestClient
 
 from rlvr import gate
@@ -17,6 +16,7 @@ from rlvr.errors import GateError
 from rlvr.gate.store import NewSample, Store
 from rlvr.gate.web import ReviewApp, form_fields
 from rlvr.rewards.base import Verdict
+from support.gate_fixtures import SMALL, arithmetic_sampler, review_server
 
 
 def _client(store: Store, host: str = "127.0.0.1:8765") -> TestClient:
@@ -25,7 +25,7 @@ def _client(store: Store, host: str = "127.0.0.1:8765") -> TestClient:
 
 @pytest.fixture
 def store(task: Any) -> Store:
-    return gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
+    return gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
 
 
 def _post(client: Any, page: Any, label: str, **extra: str) -> Any:
@@ -161,8 +161,8 @@ def test_status_page_shows_the_confusion_matrix_and_kappa(store: Store) -> None:
 
 
 def test_killing_the_server_mid_review_loses_no_acknowledged_verdict(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
-    server = Server(task.path)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    server = review_server(task.path)
     acked: list[int] = []
     stop = threading.Event()
 
@@ -198,8 +198,8 @@ def test_killing_the_server_mid_review_loses_no_acknowledged_verdict(task: Any) 
 
 
 def test_two_clients_posting_at_once_lose_no_update(task: Any) -> None:
-    store = gate.build_set(task, gate.db_path(task), sampler=FakeSampler(), size=SMALL)
-    server = Server(task.path)
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    server = review_server(task.path)
     failures: list[str] = []
     try:
 
@@ -238,7 +238,7 @@ def test_verdict_on_a_page_older_than_a_rescore_is_refused(user_task: Any) -> No
     import importlib
     import sys
 
-    store = gate.build_set(user_task, gate.db_path(user_task), sampler=FakeSampler(), size=SMALL)
+    store = gate.build_set(user_task, gate.db_path(user_task), sampler=arithmetic_sampler(), size=SMALL)
     sid = next(s.id for s in store.samples() if s.reward_class == "pass")
     c = _client(store)
     page = c.get(f"/sample/{sid}")  # the reviewer is looking at a passing sample...

@@ -6,13 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from support.servers import CliServer
 
 _counter = itertools.count()
 
@@ -97,52 +97,11 @@ class ThreadServer:
         self.thread.join(30)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ProcessServer:
+class ProcessServer(CliServer):
     """``rlvr serve`` in a subprocess on 127.0.0.1 (so a test can signal or SIGKILL it)."""
 
     def __init__(self, task_path: Path, *extra: str, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rlvr.cli.main",
-                "serve",
-                str(task_path),
-                "--port",
-                str(self.port),
-                "--no-gate",
-                "test server",
-                *extra,
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.wait_ready()
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        import httpx
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited: {self.output()}")
-            try:
-                httpx.get(self.url + "/healthz", timeout=1.0)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError("the server did not start")
+        super().__init__(["serve", str(task_path), "--no-gate", "test server", *extra], health="/healthz", port=port)
 
     def wait_active(self, n: int = 1, timeout: float = 30.0) -> None:
         import httpx
@@ -153,18 +112,6 @@ class ProcessServer:
                 return
             time.sleep(0.05)
         raise RuntimeError("no batch became active")
-
-    def output(self) -> str:
-        return self.proc.stdout.read() if self.proc.stdout and self.proc.poll() is not None else ""
-
-    def stop(self) -> None:
-        import signal
-
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        if self.proc.stdout:
-            self.proc.stdout.close()
 
 
 def right(answer: str) -> str:

@@ -21,10 +21,8 @@ from rlvr.cli.main import main
 from rlvr.errors import GateError
 from rlvr.serve import Imputer, Scorer
 from rlvr.serve.engines import OpenRLHFAdapter, VerlAdapter
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from gate_fixtures import build_and_review, sign_small, unique_module  # noqa: E402
-from gate_fixtures import write_task as write_gate_task  # noqa: E402
+from support.gate_fixtures import build_and_review, sign_small, unique_module
+from support.gate_fixtures import write_task as write_gate_task
 
 
 # -- GRPO advantages: true masking vs the stand-ins -----------------------------------------

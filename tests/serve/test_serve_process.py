@@ -72,7 +72,7 @@ def test_sigterm_finishes_the_batch_in_flight_before_the_process_ends(task_path:
         assert out[0].json()["results"][0]["scores"]["correct"]["outcome"] == "correct"
         assert "Traceback" not in server.output()
     finally:
-        server.stop()
+        server.kill()
 
 
 def test_kill_9_mid_batch_fails_that_request_and_a_restart_serves_again(task_path: Path) -> None:
@@ -93,9 +93,9 @@ def test_kill_9_mid_batch_fails_that_request_and_a_restart_serves_again(task_pat
             assert r.status_code == 200 and r.json()["results"][0]["reward"] == pytest.approx(1.1)
             assert "rlvr_serve_samples_total 1" in httpx.get(again.url + "/metrics", timeout=10).text
         finally:
-            again.stop()
+            again.kill()
     finally:
-        server.stop()
+        server.kill()
 
 
 @pytest.mark.parametrize(

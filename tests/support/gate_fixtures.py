@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rlvr.demo.arithmetic import generate, reference_answer
-from rlvr.generate import Completion
+from support.fakes import FakeSampler
+from support.servers import CliServer
 
 _counter = itertools.count()
 
@@ -36,45 +38,21 @@ class Check(BaseVerifier):
 """
 
 
-class FakeSampler:
+def arithmetic_sampler(kinds: Sequence[str] = ("right", "wrong", "untagged", "right")) -> FakeSampler:
     """Completions chosen by a rule from the prompt: cycles through a correct answer in tags, a
     wrong one, an untagged one and a correct one, so every reward class is present."""
+    drawn = itertools.count()
 
-    backend = "fake"
+    def text(prompt: str, rng: random.Random) -> str:
+        kind = kinds[next(drawn) % len(kinds)]
+        answer = reference_answer(prompt) or "0"
+        return {
+            "right": f"<answer>{answer}</answer>",
+            "wrong": f"<answer>{int(answer) + 1}</answer>",
+            "untagged": answer,
+        }[kind]
 
-    def __init__(self, kinds: Sequence[str] = ("right", "wrong", "untagged", "right")) -> None:
-        self.kinds = list(kinds)
-        self.calls: list[dict[str, Any]] = []
-        self._i = 0
-
-    def sample(
-        self,
-        prompts: Sequence[Any],
-        n: int,
-        temperature: float,
-        max_new_tokens: int,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        progress: Any = None,
-    ) -> list[list[Completion]]:
-        self.calls.append(
-            {"n": n, "temperature": temperature, "max_new_tokens": max_new_tokens, "prompts": len(prompts)}
-        )
-        out = []
-        for p in prompts:
-            group = []
-            for _ in range(n):
-                kind = self.kinds[self._i % len(self.kinds)]
-                self._i += 1
-                answer = reference_answer(p) or "0"
-                text = {
-                    "right": f"<answer>{answer}</answer>",
-                    "wrong": f"<answer>{int(answer) + 1}</answer>",
-                    "untagged": answer,
-                }[kind]
-                group.append(Completion(text, tuple(range(len(text))), "stop"))
-            out.append(group)
-        return out
+    return FakeSampler(text)
 
 
 def write_task(folder: Path, *, rows: int = 80, module: str | None = None, temperature: float = 1.0) -> Path:
@@ -122,72 +100,12 @@ def build_and_review(task: Any, label: str = "right", size: int = SMALL, sampler
     """A built set in the task's default gate folder with every sample marked ``label``."""
     from rlvr import gate
 
-    store = gate.build_set(task, gate.db_path(task), sampler=sampler or FakeSampler(), size=size)
+    store = gate.build_set(task, gate.db_path(task), sampler=sampler or arithmetic_sampler(), size=size)
     for s in store.samples():
         store.add_review(s.id, label, reviewer="alice")
     return store
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
+def review_server(task_path: Path, reviewer: str = "alice") -> CliServer:
     """``rlvr inspect serve`` in a subprocess (so a test can SIGKILL it)."""
-
-    def __init__(self, task_path: Path, reviewer: str = "alice") -> None:
-        import os
-        import subprocess
-        import sys
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rlvr.cli.main",
-                "inspect",
-                "serve",
-                str(task_path),
-                "--port",
-                str(self.port),
-                "--reviewer",
-                reviewer,
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.wait_ready()
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        import time
-
-        import httpx
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited: {self.proc.stdout.read() if self.proc.stdout else ''}")
-            try:
-                httpx.get(self.url + "/status", timeout=1.0)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError("the server did not start")
-
-    def kill(self) -> None:
-        import signal
-
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        if self.proc.stdout:
-            self.proc.stdout.close()
+    return CliServer(["inspect", "serve", str(task_path), "--reviewer", reviewer], health="/status")
