@@ -220,8 +220,16 @@ def test_whole_workflow_on_small_in_chat_format(
     probe = json.loads((tmp_path / "probe" / "report.json").read_text())
     assert probe["n_truncated"] < probe["n_samples"]  # SFT taught the model to end its answers with <|im_end|>
     task = load_task(task_path)
+    from rlvr.audit import gate_audit
+
     gate = reference_gate(
-        task, model=str(sft), out_dir=task_path.parent / "gate", checker=_checker(think), size=24, min_samples=24
+        task,
+        model=str(sft),
+        out_dir=task_path.parent / "gate",
+        checker=_checker(think),
+        size=24,
+        min_samples=24,
+        audit=gate_audit,
     )
     assert json.loads(Path(gate).read_text())["counts"]["samples"] == 24
     capsys.readouterr()

@@ -215,7 +215,9 @@ def test_exploitable_term_blocks_signing_unless_a_reason_is_recorded(user_task: 
 
 def test_signing_runs_the_real_audit_and_records_its_report(task: Any) -> None:
     build_and_review(task)
-    record = json.loads(gate.sign(task, min_samples=SMALL).read_text())
+    from rlvr.audit import gate_audit
+
+    record = json.loads(gate.sign(task, min_samples=SMALL, audit=gate_audit).read_text())
     assert record["audit"]["status"] == "ran"
     assert record["audit"]["exploitable"] == []
     assert "exploitable_terms" in record["audit"]["report"]
@@ -230,8 +232,17 @@ def test_reference_gate_signs_with_the_stand_in_reviewer_named(task: Any, tmp_pa
         said = verdicts["correct"].outcome.value == "correct"
         return "right" if truly == said else ("higher" if truly else "lower")
 
+    from rlvr.audit import gate_audit
+
+    sampler = arithmetic_sampler()
     path = gate.reference_gate(
-        task, model="builtin:tiny", out_dir=tmp_path / "g", checker=checker, sampler=arithmetic_sampler(), size=SMALL
+        task,
+        model="builtin:tiny",
+        out_dir=tmp_path / "g",
+        checker=checker,
+        sampler=sampler,
+        size=SMALL,
+        audit=gate_audit,
     )
     record = json.loads(path.read_text())
     assert record["reviewer"] == "reference-checker (demo)"
@@ -248,6 +259,7 @@ def test_reference_gate_refuses_to_sign_when_the_checker_disagrees(task: Any, tm
             checker=lambda row, c, v: "lower",
             sampler=arithmetic_sampler(),
             size=SMALL,
+            audit=no_exploits,
         )
 
 
@@ -345,3 +357,9 @@ def test_a_record_signed_before_data_binding_must_be_signed_again(signed: Any) -
 def test_the_enforce_summary_names_the_data_hashes(signed: Any) -> None:
     summary = gate.enforce(signed)
     assert summary["data_sha256"] == {"data.train": sha256_file(signed.root / "train.jsonl")}
+
+
+def test_signing_without_an_audit_says_so_in_the_record(task: Any) -> None:
+    build_and_review(task)
+    record = json.loads(gate.sign(task, min_samples=SMALL, audit=None).read_text())
+    assert record["audit"] == {"status": "unavailable", "reason": "audit disabled by the caller"}

@@ -23,21 +23,33 @@ sandbox, for ``unit_tests``). No GPU and no model weights are needed.
 
 from __future__ import annotations
 
+from ..gate.record import AuditOutcome
+from ..task import Task
 from .exploits import EXPLOITS, exploits_for
 from .report import AuditReport, Example, Finding, TermSummary, format_table
 from .run import run_audit
 from .types import Attempt, Context, Exploit
 
+
+def gate_audit(task: Task) -> AuditOutcome:
+    """The audit as the gate records it: ``rlvr inspect sign`` (and the demo's reference gate)
+    pass this to ``rlvr.gate.sign``, which refuses to sign while a term is exploitable and has no
+    recorded reason."""
+    report = run_audit(task)
+    return AuditOutcome(report.to_json(), tuple(sorted(report.exploitable_terms)))
+
+
 __all__ = [
-    "EXPLOITS",
     "Attempt",
     "AuditReport",
     "Context",
+    "EXPLOITS",
     "Example",
     "Exploit",
     "Finding",
     "TermSummary",
     "exploits_for",
     "format_table",
+    "gate_audit",
     "run_audit",
 ]

@@ -318,6 +318,10 @@ def _sign(task: Task, args: argparse.Namespace) -> int:
             accept[term.strip()] = reason.strip()
     if problems:
         raise ConfigError(problems, source="rlvr inspect sign")
-    path = gate.sign(task, args.gate, reviewer=args.reviewer, min_samples=args.min_samples, accept_exploits=accept)
+    from ..audit import gate_audit
+
+    path = gate.sign(
+        task, args.gate, reviewer=args.reviewer, min_samples=args.min_samples, accept_exploits=accept, audit=gate_audit
+    )
     print(f"gate signed: {path}")
     return 0

@@ -94,6 +94,7 @@ def run_demo(
     say: Callable[[str], None] = print,
     progress: bool = True,
 ) -> list[Stage]:
+    from ..audit import gate_audit
     from ..evaluate import evaluate
     from ..gate import reference_gate
     from ..models import build_builtin, load_model, load_tokenizer
@@ -126,7 +127,9 @@ def run_demo(
     measure("after SFT", str(sft.out_dir))
 
     say("[gate] inspection set sampled from the SFT model, read by the reference checker (demo stand-in for a person)")
-    gate_path = reference_gate(task, model=str(sft.out_dir), out_dir=out / "gate", checker=reference_checker)
+    gate_path = reference_gate(
+        task, model=str(sft.out_dir), out_dir=out / "gate", checker=reference_checker, audit=gate_audit
+    )
     record = json.loads(Path(gate_path).read_text())
     say(
         f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, "

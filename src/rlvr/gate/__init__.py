@@ -28,7 +28,7 @@ from ..errors import GateError
 from ..rewards.base import Verdict
 from .agreement import Agreement, agreement, cohen_kappa, format_agreement
 from .build import DEFAULT_SIZE, MAX_SIZE, MIN_SIZE, build_set, export_jsonl, rescore
-from .record import db_path, enforce, gate_dir, record_path, sign, verify
+from .record import AuditOutcome, db_path, enforce, gate_dir, record_path, sign, verify
 from .store import LABELS, InspectionSample, Review, Store
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ def reference_gate(
     size: int = DEFAULT_SIZE,
     sampler: Sampler | None = None,
     min_samples: int = MIN_SIZE,
+    audit: Callable[[Task], AuditOutcome | None] | None,
 ) -> Path:
     """Build the set from ``model``, record ``checker(row, completion, verdicts)`` ("right",
     "higher" or "lower") as the verdict on every sample, and sign. Returns the gate.json path.
@@ -78,7 +79,7 @@ def reference_gate(
             )
         store.add_review(s.id, label, reviewer=reviewer, note="computed by the reference checker")
     export_jsonl(store)
-    return sign(task, out_dir, reviewer=reviewer, min_samples=min(min_samples, size))
+    return sign(task, out_dir, reviewer=reviewer, min_samples=min(min_samples, size), audit=audit)
 
 
 __all__ = [

@@ -31,8 +31,6 @@ third-party packages.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,29 +107,6 @@ class AuditOutcome:
     exploitable: tuple[str, ...]
 
 
-def run_audit_hook(task: Task) -> AuditOutcome | None:
-    """The reward-hack audit (``rlvr.audit``, issue 7), imported lazily. ``None`` when that module
-    is not part of this build."""
-    if importlib.util.find_spec("rlvr.audit") is None:
-        return None
-    audit = importlib.import_module("rlvr.audit")
-    run_audit = getattr(audit, "run_audit", None)
-    if run_audit is None:  # the audit package is present but does not expose its entry point yet
-        return None
-    report = run_audit(task)
-    return AuditOutcome(report.to_json(), tuple(_exploitable(report)))
-
-
-def _exploitable(report: Any) -> list[str]:
-    for attr in ("exploitable_terms", "exploitable"):
-        value = getattr(report, attr, None)
-        if callable(value):
-            value = value()
-        if value is not None:
-            return sorted(str(v) for v in value)
-    return []
-
-
 def sign(
     task: Task,
     gate_path: str | Path | None = None,
@@ -139,9 +114,12 @@ def sign(
     reviewer: str | None = None,
     min_samples: int = MIN_SIZE,
     accept_exploits: Mapping[str, str] | None = None,
-    audit: Callable[[Task], AuditOutcome | None] | None = run_audit_hook,
+    audit: Callable[[Task], AuditOutcome | None] | None,
 ) -> Path:
-    """Write ``gate.json`` for a passing gate. Raises ``GateError`` naming what is missing:
+    """Write ``gate.json`` for a passing gate. ``audit`` is the reward-hack audit whose outcome the
+    record carries (``rlvr.audit.gate_audit``; the gate sits below the audit, so the caller passes
+    it); ``None`` signs without one and records that the caller disabled it. Raises ``GateError``
+    naming what is missing:
     unreviewed or open samples, scores that the current reward code no longer gives, too small a
     set, or an exploitable term without a recorded reason."""
     store = Store(db_path(task, gate_path))
@@ -206,7 +184,7 @@ def sign(
     if outcome is None:
         audit_json = {
             "status": "unavailable",
-            "reason": "rlvr.audit is not part of this build" if audit is not None else "audit disabled by the caller",
+            "reason": "the audit returned nothing" if audit is not None else "audit disabled by the caller",
         }
     else:
         unexplained = [t for t in outcome.exploitable if t not in accept_exploits]

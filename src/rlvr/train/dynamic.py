@@ -43,7 +43,7 @@ sequences, or a fixed length per sequence) a masked slot still counts in the den
 batch scales that step's gradient by the kept share, as TRL's ``mask_truncated_completions`` does;
 dapo and bnpo normalise by the tokens in the loss and are unaffected.
 
-Verified on CPU (tests/test_dynamic.py): one process with gradient accumulation,
+Verified on CPU (tests/train/test_dynamic.py): one process with gradient accumulation,
 ``steps_per_generation > 1`` and ``num_iterations > 1``; two processes under ``accelerate launch``
 (gloo); resume. Not run, for lack of hardware: vLLM (colocate or server; the extra rounds call the
 same ``_generate`` TRL uses) and GPU DeepSpeed/FSDP. Resample refuses multimodal inputs (it cannot

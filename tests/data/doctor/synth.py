@@ -2,7 +2,7 @@
 exactly that symptom planted on top of the healthy one.
 
 Deterministic (seeded); ``python tests/data/doctor/synth.py`` rewrites the committed fixtures and
-``tests/test_doctor.py`` checks that doing so reproduces them byte for byte. The metric names and
+``tests/doctor/test_doctor.py`` checks that doing so reproduces them byte for byte. The metric names and
 the config layout are those `rlvr train` writes (``metrics.jsonl``, ``config.yaml`` with ``grpo:``,
 ``rlvr:`` and ``trl_resolved:``).
 """

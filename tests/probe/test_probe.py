@@ -545,7 +545,7 @@ def test_gpu_probe_script_runs_its_cpu_fallback_and_says_what_it_did_not_measure
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: run bench/gpu_probe.sh itself")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {
         **os.environ,
         "PYTHON": sys.executable,

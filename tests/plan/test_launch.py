@@ -14,7 +14,7 @@ from rlvr.errors import ConfigError
 from rlvr.plan import launch
 from rlvr.plan.launch import Cluster
 
-ARITH = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
+ARITH = Path(__file__).resolve().parents[2] / "examples" / "arithmetic"
 
 
 def test_one_gpu_runs_rlvr_train():

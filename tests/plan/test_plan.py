@@ -13,7 +13,7 @@ from rlvr.errors import ConfigError, PlanError
 from rlvr.plan import recipe, runconfig, validate
 from rlvr.plan.build import PlanRequest, build_plan
 
-ARITH = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
+ARITH = Path(__file__).resolve().parents[2] / "examples" / "arithmetic"
 
 
 def make_task(tmp_path: Path, grpo: dict | None = None, model: str = "builtin:tiny") -> Path:

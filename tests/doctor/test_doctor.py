@@ -19,7 +19,7 @@ from rlvr.cli.main import main
 from rlvr.doctor import Patch, choose, diagnose, is_moe, load_run, patched, write_patch
 from rlvr.errors import ConfigError, DataError, RunError
 
-DATA = Path(__file__).parent / "data" / "doctor"
+DATA = Path(__file__).parents[1] / "data" / "doctor"
 SYN = DATA / "synthetic"
 TRL = DATA / "trl_checkpoint"
 
@@ -606,7 +606,7 @@ def test_patched_config_trains_with_rlvr_train(tmp_path: Path) -> None:
     run = tmp_path / "base_30"
     shutil.copytree(REAL / "base_30", run)
     path, _ = write_patch(diagnose(load_run(run)), check="truncation")
-    task = Path(__file__).parents[1] / "examples" / "arithmetic" / "task.yaml"
+    task = Path(__file__).parents[2] / "examples" / "arithmetic" / "task.yaml"
     assert (
         main(
             [

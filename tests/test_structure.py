@@ -1,0 +1,245 @@
+"""The package's shape: dependencies point down a fixed order of layers, no import cycles, modules
+short enough to read, no private names borrowed across modules, and a public API equal to
+``__all__``. Each test reads the source (``ast``), so a violation is found without importing it."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import rlvr
+
+SRC = Path(rlvr.__file__).parent
+
+# Bottom to top, in the order a user works (DESIGN.md, Layout): a module may import from its own
+# layer or any layer below it, never from a layer above. Names are the first part after ``rlvr.``.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "yamlio", "data"),
+    ("sandbox",),  # a leaf: it imports nothing above the errors
+    ("models", "bpe"),
+    ("rewards",),
+    ("taskspec", "task"),
+    ("generate", "lengths", "rollouts", "evaluate"),
+    ("probe",),
+    ("gate",),  # `rlvr inspect`
+    ("audit",),
+    ("plan",),
+    ("train", "taskcheck"),
+    ("doctor", "report"),
+    ("serve",),
+    ("demo",),
+    ("cli",),
+)
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+MAX_LINES = 500
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # importing module, dotted
+    target: str  # imported module, dotted
+    line: int
+    names: tuple[str, ...]  # names taken from the target (empty for `import x`)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def edges() -> Iterator[Edge]:
+    """Every import of one rlvr module by another, at any depth (imports inside functions and
+    under ``if TYPE_CHECKING`` count too: a lazy upward import is still an upward dependency)."""
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in MODULES and alias.name != name:
+                        yield Edge(name, alias.name, node.lineno, ())
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if not target.startswith("rlvr"):
+                    continue
+                plain = []
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if sub in MODULES:  # `from . import pool` takes a module
+                        if sub != name:
+                            yield Edge(name, sub, node.lineno, ())
+                    else:
+                        plain.append(alias.name)
+                if plain and target in MODULES and target != name:
+                    yield Edge(name, target, node.lineno, tuple(plain))
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_module_belongs_to_a_layer():
+    unplaced = sorted({layer(m) for m in MODULES if m != "rlvr" and layer(m) not in RANK})
+    assert not unplaced, f"add these to LAYERS (and to DESIGN.md's layout): {unplaced}"
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    upward = [
+        f"{MODULES[e.source].relative_to(SRC.parent)}:{e.line}: {e.source} ({layer(e.source)}) imports "
+        f"{e.target} ({layer(e.target)})"
+        for e in edges()
+        if e.source != "rlvr" and RANK[layer(e.target)] > RANK[layer(e.source)]
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_find_cycles_finds_a_cycle_and_passes_a_chain():
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_the_package_has_no_import_cycle():
+    graph: dict[str, set[str]] = defaultdict(set)
+    for m in MODULES:
+        graph[m]
+    for e in edges():
+        if e.source != "rlvr":
+            graph[e.source].add(e.target)
+    assert find_cycles(graph) == []
+
+
+def test_no_module_is_over_500_lines():
+    long = {
+        str(p.relative_to(SRC.parent)): n
+        for p in MODULES.values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"split these modules (DESIGN.md, house style 1): {long}"
+
+
+def test_no_private_name_is_imported_from_another_module():
+    borrowed = [
+        f"{MODULES[e.source].relative_to(SRC.parent)}:{e.line}: {', '.join(private)} from {e.target}"
+        for e in edges()
+        if (private := [n for n in e.names if n.startswith("_") and not n.startswith("__")])
+    ]
+    assert not borrowed, "\n".join(borrowed)
+
+
+def test_the_public_api_is_exactly_all_and_all_is_sorted():
+    public = {
+        n
+        for n, v in vars(rlvr).items()
+        if not n.startswith("_") and not inspect.ismodule(v) and n not in ("annotations",)
+    }
+    assert public | {"__version__"} == set(rlvr.__all__)
+    assert list(rlvr.__all__) == sorted(rlvr.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if MODULES[m].name == "__init__.py"))
+def test_every_name_in_a_packages_all_exists(name: str):
+    module = importlib.import_module(name)
+    missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+    assert not missing
+
+
+def test_importing_rlvr_loads_no_torch_trl_or_transformers():
+    import subprocess
+
+    code = "import rlvr, sys; print(sorted(m for m in ('torch', 'trl', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def public_functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Top-level public functions and public methods of public classes, with their module."""
+    for name, path in MODULES.items():
+        if layer(name) == "cli" or path.name == "child.py":  # child.py runs inside the sandbox, alone
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+                yield name, node
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and not item.name.startswith("_"):
+                        yield f"{name}.{node.name}", item
+
+
+def test_every_public_function_is_fully_annotated():
+    bare = []
+    for where, fn in public_functions():
+        args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+        args += [a for a in (fn.args.vararg, fn.args.kwarg) if a is not None]
+        missing = [a.arg for a in args if a.annotation is None and a.arg not in ("self", "cls")]
+        if missing or fn.returns is None:
+            bare.append(f"{where}.{fn.name}:{fn.lineno}: " + (f"no type on {missing}" if missing else "no return type"))
+    assert not bare, "\n".join(bare)
+
+
+def test_no_function_takes_a_task_typed_as_any():
+    untyped = [
+        f"{where}.{fn.name}:{fn.lineno}"
+        for where, fn in public_functions()
+        for a in [*fn.args.args, *fn.args.kwonlyargs]
+        if a.arg == "task" and isinstance(a.annotation, ast.Name) and a.annotation.id == "Any"
+    ]
+    assert not untyped, "type these as Task (rlvr.task.Task): " + ", ".join(untyped)
