@@ -50,3 +50,20 @@ def test_no_requirement_pins_a_torch_build() -> None:
     assert "==" not in torch and ">=" in torch
     pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line.strip().startswith("torch")]
     assert pins == []
+
+
+@needs_make
+def test_make_test_runs_lint_format_and_type_checks_before_the_suite(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["make", "-n", "-B", "test", f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.splitlines()
+    steps = [
+        next(i for i, line in enumerate(out) if want in line)
+        for want in ("ruff check", "ruff format --check", "bin/mypy", "-m pytest")
+    ]
+    assert steps == sorted(steps)

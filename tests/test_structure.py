@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sandbox",),  # a leaf: it imports nothing above the errors
     ("models", "bpe"),
     ("rewards",),
-    ("taskspec", "task"),
+    ("task",),
     ("generate", "lengths", "rollouts", "evaluate"),
     ("probe",),
     ("gate",),  # `rlvr inspect`

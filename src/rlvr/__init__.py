@@ -2,9 +2,12 @@
 
 The stages, in workflow order (each also a ``rlvr`` command): ``load_task`` (the task file),
 ``run_probe`` (base rate and route), the verifiers (``build_verifier``), the inspection gate
-(``rlvr.gate``), ``run_audit`` (reward-hack probes), ``rlvr.plan.recipe`` / ``rlvr.plan.launch`` (plan),
+(``rlvr.gate``), ``run_audit`` (reward-hack probes), ``rlvr.plan`` (recipe, memory, launch plan),
 ``run_sft`` and ``train`` (TRL), ``diagnose`` (the doctor). Importing ``rlvr`` loads no torch,
 TRL or transformers: they are imported where they are used.
+
+``rlvr.train`` on this package is the function; the modules of the ``rlvr/train/`` package
+import by name (``from rlvr.train import sft``), not as ``import rlvr.train.sft``.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from .tokens import TokenLengths, task_tokenizer
 from .types import Attempt, Context, Exploit, PromptCase, Spec
 
 if TYPE_CHECKING:
-    from ..taskspec import Task
+    from ..task.spec import Task
 
 STRUCTURED = ("json", "tool_call", "code")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..taskspec import Task
+    from ..task.spec import Task
 
 FILLER = "Let me think about this step by step and check each part again. "
 

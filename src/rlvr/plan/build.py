@@ -23,7 +23,7 @@ from .launch import Cluster, Duration, LaunchPlan, estimate_duration, plan_launc
 from .memory import Estimate, Setting, fits_or_raise, format_estimate, recommend
 
 if TYPE_CHECKING:
-    from ..taskspec import Task
+    from ..task.spec import Task
 
 
 @dataclass(frozen=True)

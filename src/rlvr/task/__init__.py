@@ -54,10 +54,10 @@ import yaml
 from .. import yamlio
 from ..data import decode_utf8
 from ..errors import ConfigError, DataError, Problem
-from ..taskspec import MAX_ROW_PROBLEMS, DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec, Task, TermSpec
 from . import datacheck
 from .checker import TOP_KEYS, Checker
 from .sections import read_answer, read_data, read_generation, read_model, read_probe_and_eval, read_prompt
+from .spec import MAX_ROW_PROBLEMS, DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec, Task, TermSpec
 from .terms import check_grpo_overrides, check_rewards, check_terms_build, resolve_success
 
 # The task's types are re-exported: rlvr.task is where callers import them from.

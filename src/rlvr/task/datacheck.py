@@ -9,8 +9,8 @@ from typing import Any
 
 from ..data import read_rows
 from ..errors import DataError
-from ..taskspec import MAX_ROW_PROBLEMS, Task
 from .checker import Checker
+from .spec import MAX_ROW_PROBLEMS, Task
 
 
 def check_data(c: Checker, task: Task) -> None:

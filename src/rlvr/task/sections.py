@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..rewards import AnswerFormat
-from ..taskspec import DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec
 from .checker import MOVED_KEYS, Checker
+from .spec import DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec
 
 
 def read_model(c: Checker, raw: Mapping[str, Any], root: Path) -> str:

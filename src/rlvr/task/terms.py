@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import Problem, VerifierError
-from ..taskspec import Task, TermSpec
 from .checker import TERM_KEYS, Checker
+from .spec import Task, TermSpec
 
 # Verifiers that shape the reward and never decide success (a class derived from one counts too).
 SHAPING_VERIFIERS = ("format", "length_penalty", "overlong", "repetition")

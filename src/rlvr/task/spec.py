@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .data import read_rows
-from .errors import ConfigError, DataError, Problem
-from .rewards import AnswerFormat, Verifier, build_verifier
-from .rewards.combine import RewardSet, Term
+from ..data import read_rows
+from ..errors import ConfigError, DataError, Problem
+from ..rewards import AnswerFormat, Verifier, build_verifier
+from ..rewards.combine import RewardSet, Term
 
 MAX_ROW_PROBLEMS = 5
 
