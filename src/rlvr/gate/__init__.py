@@ -62,13 +62,13 @@ def reference_gate(
     size: int = DEFAULT_SIZE,
     sampler: Sampler | None = None,
     min_samples: int = MIN_SIZE,
-    audit: Callable[[Task], AuditOutcome | None] | None,
+    audit: Callable[[Task], AuditOutcome] | None,
 ) -> Path:
     """Build the set from ``model``, record ``checker(row, completion, verdicts)`` ("right",
     "higher" or "lower") as the verdict on every sample, and sign. Returns the gate.json path.
 
     Raises ``GateError`` when the checker disagrees with the reward anywhere: the disagreement
-    stays open, exactly as it would for a person.
+    stays open, exactly as it would for a person. ``audit`` is passed to ``sign``.
     """
     store = build_set(task, Path(out_dir) / "inspection.db", model=model, sampler=sampler, size=size, overwrite=True)
     for s in store.samples():
@@ -84,6 +84,7 @@ def reference_gate(
 
 __all__ = [
     "Agreement",
+    "AuditOutcome",
     "DEFAULT_SIZE",
     "InspectionSample",
     "LABELS",

@@ -114,7 +114,7 @@ def sign(
     reviewer: str | None = None,
     min_samples: int = MIN_SIZE,
     accept_exploits: Mapping[str, str] | None = None,
-    audit: Callable[[Task], AuditOutcome | None] | None,
+    audit: Callable[[Task], AuditOutcome] | None,
 ) -> Path:
     """Write ``gate.json`` for a passing gate. ``audit`` is the reward-hack audit whose outcome the
     record carries (``rlvr.audit.gate_audit``; the gate sits below the audit, so the caller passes
@@ -180,13 +180,10 @@ def sign(
         reviewer = reviewers[0] if reviewers else ""
     accept_exploits = {k: v.strip() for k, v in (accept_exploits or {}).items() if v and v.strip()}
     audit_json: dict[str, Any]
-    outcome = audit(task) if audit is not None else None
-    if outcome is None:
-        audit_json = {
-            "status": "unavailable",
-            "reason": "the audit returned nothing" if audit is not None else "audit disabled by the caller",
-        }
+    if audit is None:
+        audit_json = {"status": "unavailable", "reason": "audit disabled by the caller"}
     else:
+        outcome = audit(task)
         unexplained = [t for t in outcome.exploitable if t not in accept_exploits]
         if unexplained:
             problems.append(
