@@ -591,12 +591,12 @@ def test_real_run_patch_raises_the_completion_budget_only(tmp_path: Path) -> Non
 
 
 def test_patched_config_is_read_back_by_rlvr_train(tmp_path: Path) -> None:
-    from rlvr.train import read_config_file
+    from rlvr.plan.runconfig import RunConfig
 
     run = tmp_path / "run"
     shutil.copytree(SYN / "entropy_collapse", run)
     path, _ = write_patch(diagnose(load_run(run)))
-    grpo, _ = read_config_file(path)
+    grpo = RunConfig.read(path).grpo  # what rlvr train --config reads
     assert {k: grpo[k] for k in DAPO} == DAPO
 
 
@@ -919,15 +919,15 @@ def test_a_partly_masked_run_is_not_reward_broken() -> None:
 
 
 def test_the_no_signal_patch_turns_on_the_online_filter_and_rlvr_train_reads_it(tmp_path: Path) -> None:
-    from rlvr.train import read_config_file
+    from rlvr.plan.runconfig import RunConfig
     from rlvr.train.dynamic import DynamicSampling
 
     run = _copy("no_signal", tmp_path)
     path, f = write_patch(diagnose(load_run(run)))
     assert f.check == "no_learning_signal" and "skips the solved prompts" in f.suggestion
-    grpo, rlvr = read_config_file(path)
-    assert "dynamic" not in grpo, "not a GRPOConfig field"
-    assert DynamicSampling.resolve(rlvr["dynamic"]).mode == "filter"
+    cfg = RunConfig.read(path)  # what rlvr train --config reads
+    assert "dynamic" not in cfg.grpo, "not a GRPOConfig field"
+    assert DynamicSampling.resolve(cfg.dynamic).mode == "filter"
 
 
 def test_no_signal_with_the_filter_already_on_has_no_patch(tmp_path: Path) -> None:

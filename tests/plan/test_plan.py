@@ -232,16 +232,17 @@ def test_plan_overwrites_an_old_plan_only_when_the_new_one_is_valid(tmp_path: Pa
 
 @pytest.mark.parametrize("gpus", [0, 1, 8])
 def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
+    from rlvr.plan.runconfig import RunConfig
     from rlvr.task import load_task
-    from rlvr.train import TrainOptions, read_config_file, resolve_grpo
+    from rlvr.train import TrainOptions, resolve_grpo
 
     out = tmp_path / "plan.yaml"
     plan = build_plan(PlanRequest(task=str(ARITH), gpus=gpus, model="7B" if gpus > 1 else None, output=str(out)))
     from rlvr.plan.build import write_plan
 
     write_plan(plan, out)
-    grpo, _ = read_config_file(out)
-    assert grpo == dict(plan.config)  # env: (rlvr's record) is not taken for a GRPOConfig value
+    # env: (rlvr's record) is not taken for a GRPOConfig value
+    assert dict(RunConfig.read(out).grpo) == dict(plan.config)
     hw = {"gpus": gpus * 1, "bf16": gpus > 0, "vllm": gpus > 0}
     resolved = resolve_grpo(load_task(ARITH), TrainOptions(run_dir=tmp_path / "run", config_path=out), hw)
     assert {k: resolved[k] for k in plan.config if k not in ("report_to",)} == {

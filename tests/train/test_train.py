@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from rlvr.errors import ConfigError, GateError, RunError
+from rlvr.plan.runconfig import RunConfig
 from rlvr.task import load_task
-from rlvr.train import TrainOptions, read_config_file, train
+from rlvr.train import TrainOptions, train
 from support.tasks import make_task
 
 
@@ -74,8 +75,8 @@ def test_resolved_config_states_every_recipe_value(two_step_run: tuple[Path, obj
     assert cfg["grpo"]["reward_weights"] == [0.1, 0.5, 1.0]
     assert cfg["rlvr"]["gate"]["status"] == "bypassed"
     assert cfg["rlvr"]["no_gate_reason"] == "unit test of the trainer"
-    grpo, rlvr = read_config_file(root / "run" / "config.yaml")
-    assert grpo["num_generations"] == 8 and rlvr["variant"] == "grpo"
+    back = RunConfig.read(root / "run" / "config.yaml")
+    assert back.grpo["num_generations"] == 8 and back.variant == "grpo"
     assert cfg["rlvr"]["reward_terms"] == ["format", "digits", "correct"]
 
 
@@ -201,7 +202,7 @@ def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
     from rlvr.plan.runconfig import ConfigMeta, write_config
 
     task = load_task(make_task(tmp_path / "task", shaping=True))
-    grpo, _ = read_config_file(_write_run_config(tmp_path, task))
+    grpo = RunConfig.read(_write_run_config(tmp_path, task)).grpo
     plan = write_config(tmp_path / "plan.yaml", grpo, ConfigMeta(peft="lora"))
     train(
         task,
@@ -563,8 +564,8 @@ def test_stop_thresholds_in_a_config_file_are_read_from_either_form(tmp_path: Pa
     flat.write_text(
         yaml.safe_dump({"env": {"RLVR_VARIANT": "grpo", "RLVR_STOP_ZERO_STD_STEPS": "0"}, "learning_rate": 1e-3})
     )
-    assert read_config_file(run_form)[1]["stop"] == {"masked_steps": 3}
-    assert read_config_file(flat)[1]["stop"] == {"zero_std_steps": 0}
+    assert RunConfig.read(run_form).stop == {"masked_steps": 3}
+    assert RunConfig.read(flat).stop == {"zero_std_steps": 0}
 
 
 def test_a_stopped_run_without_checkpoints_is_not_offered_a_resume(tmp_path: Path) -> None:

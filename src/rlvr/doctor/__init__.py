@@ -39,7 +39,7 @@ from .. import yamlio
 from ..errors import ConfigError, Problem, RunError
 from .checks import CHECKS
 from .findings import SEVERITY_ORDER, Finding, Note, Patch
-from .table import Run, Series, is_moe, load_run, read_config, run_config
+from .table import Run, Series, is_moe, load_run, run_config
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,6 @@ __all__ = [
     "is_moe",
     "load_run",
     "patched",
-    "read_config",
     "render_patch",
     "write_patch",
 ]

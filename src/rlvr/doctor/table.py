@@ -231,17 +231,6 @@ def _run_status(run_dir: Path) -> str:
     )
 
 
-def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The effective GRPOConfig values and the ``rlvr:`` mapping of a run's config.yaml, read with
-    ``rlvr.plan.runconfig.RunConfig`` (either form; a flat plan has no rlvr record beyond ``env:``).
-
-    ``rlvr train`` writes what it set under ``grpo:`` and every value TRL resolved under
-    ``trl_resolved:`` (e.g. the derived ``steps_per_generation``); the checks read both, the
-    explicit ones winning. A malformed file is a ``DataError`` naming the file and the key."""
-    cfg = run_config(path)
-    return cfg.effective(), cfg.rlvr_section()
-
-
 def run_config(path: str | Path) -> RunConfig:
     """A run's config file for the doctor: ``RunError`` when it is missing, ``DataError`` naming
     the file and the key when it is malformed or has no GRPOConfig values."""

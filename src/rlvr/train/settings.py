@@ -81,25 +81,6 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A config file's (GRPOConfig values, rlvr settings) as ``rlvr train --config`` takes them:
-    ``RunConfig.read`` in either form, the rlvr settings keyed variant, justification, task,
-    model, peft, and stop and dynamic when the file sets them."""
-    cfg = RunConfig.read(path)
-    out: dict[str, Any] = {
-        "variant": cfg.variant,
-        "justification": dict(cfg.justification),
-        "task": cfg.task,
-        "model": cfg.model,
-        "peft": cfg.peft,
-    }
-    if cfg.stop:
-        out["stop"] = dict(cfg.stop)
-    if cfg.dynamic:
-        out["dynamic"] = dict(cfg.dynamic)
-    return dict(cfg.grpo), out
-
-
 def resolve_grpo(
     task: Task, opts: TrainOptions, hw: Mapping[str, Any], file: RunConfig | None = None
 ) -> dict[str, Any]:
