@@ -233,7 +233,7 @@ def run_ours(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], flo
 
     pool = WorkerPool(1, PRELOAD)
     pool.warm()
-    pool.call("rlvr.rewards.mathcore:warm")
+    pool.call("rlvr.rewards.math.core:warm")
     v = MathVerifier(answer_format=AnswerFormat(style="boxed"), pool=pool, timeout=5.0)
     samples = [Sample(f"\\boxed{{{p}}}", {"answer": g}) for g, p, _ in pairs]
     start = time.perf_counter()
@@ -246,7 +246,7 @@ def run_ours(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], flo
 def cpu_ours(pairs: list[tuple[str, str, bool]]) -> float:
     """CPU seconds of rlvr's comparison work for ``pairs``, run in this process (what its worker
     does, without the pipe): steadier than wall time on a shared machine."""
-    from rlvr.rewards.mathcore import MathPolicy, compare_texts, fast_compare, parse_answer, parse_scalar, warm
+    from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, parse_answer, parse_scalar, warm
 
     warm()
     parse_answer.cache_clear()  # cold, like math-verify's runs: every text is new to it
@@ -323,7 +323,7 @@ def main() -> int:
         f"{len(corpus)} corpus cases ({sum(not c[3] for c in corpus)} negatives), "
         f"{len(generated)} distinct generated pairs, {len(LABELLED)} hand-labelled pairs, one core"
     )
-    from rlvr.rewards.mathcore import MathPolicy, fast_compare
+    from rlvr.rewards.math.core import MathPolicy, fast_compare
 
     inproc = sum(fast_compare(g, p, MathPolicy()) is not None for g, p, _ in generated)
     print(f"rlvr decides {inproc} of the generated pairs in-process (plain rationals); the rest go to its worker")

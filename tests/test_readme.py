@@ -167,7 +167,7 @@ def test_the_verifier_example_works_as_the_success_term(tmp_path: Path) -> None:
 def verifier_option_rows() -> dict[str, str]:
     """What the verifier-options table in docs/reference.md must say, from the constructors."""
     from rlvr.rewards import BUILTINS, import_object
-    from rlvr.rewards.mathcore import MathPolicy
+    from rlvr.rewards.math import MathPolicy
 
     rows = {}
     for name, target in BUILTINS.items():

@@ -21,7 +21,7 @@ checks that import TRL or score the data, so a task that passes it does not fail
   accepts them and task check reports them.
 - ``sft:`` -- its keys against the installed TRL's ``SFTConfig``, with the closest name.
 - ground truths -- every row of each answer-checking term: ``math`` golds go through the math
-  verifier's own gold check (``rewards.mathcore.gold_problem``: the parse a comparison runs);
+  verifier's own gold check (``rewards.math.gold_problem``: the parse a comparison runs);
   other terms of kind ``answer`` (``exact``, custom ones) are run with the ground truth itself as
   the answer, and one they cannot read or do not accept as equal to itself is reported. Each
   problem names the file and row.
@@ -103,10 +103,10 @@ def gold_problems(task: Task) -> list[Problem]:
             rows = task.load_split(split)
             bad = []
             policy = getattr(verifier, "policy", None)
-            if type(verifier).__module__ == "rlvr.rewards.math" and policy is not None:
+            if type(verifier).__module__ == "rlvr.rewards.math.verifier" and policy is not None:
                 # The math verifier's own gold check (the parse a comparison runs), row by row.
                 from .rewards.base import Verdict
-                from .rewards.mathcore import gold_problem
+                from .rewards.math import gold_problem
 
                 for i, r in enumerate(rows, 1):
                     gold = r.get(column)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rlvr.errors import VerifierError
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.math import MathVerifier
-from rlvr.rewards.mathcore import MathPolicy, compare_texts, fast_compare
+from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare
 
 BOXED = AnswerFormat(style="boxed")
 

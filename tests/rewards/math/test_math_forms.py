@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from rlvr.errors import VerifierError
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.math import MathVerifier
-from rlvr.rewards.mathcore import MathPolicy, compare_texts, fast_compare, gold_problem, imaginary
-from rlvr.rewards.mathforms import interval_text, is_label, repeating_decimal, split_label, strip_money
+from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, gold_problem, imaginary
+from rlvr.rewards.math.forms import interval_text, is_label, repeating_decimal, split_label, strip_money
 
 
 def decide(gold: str, pred: str, **policy) -> str:

@@ -1,6 +1,6 @@
 """``MathPolicy``: how the ``math`` verifier compares two answers (every field is a task-file option).
 
-Its own module so that the comparison modules (``mathcore``, ``mathsym``) can both read it
+Its own module so that the comparison modules (``math.core``, ``math.sym``) can both read it
 without importing each other.
 """
 

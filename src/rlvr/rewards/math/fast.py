@@ -227,7 +227,7 @@ class _Parser:
 
 def parse(s: str, imaginary: bool = False) -> Any:
     """The sympy value of ``s``, or None when it is outside the subset. With ``imaginary``, the
-    letter ``i`` is the imaginary unit (the caller decides: ``rlvr.rewards.mathcore.imaginary``)."""
+    letter ``i`` is the imaginary unit (the caller decides: ``rlvr.rewards.math.core.imaginary``)."""
     if len(s) > MAX_CHARS or not s.strip():
         return None
     try:

@@ -1,7 +1,7 @@
 """Whether two sympy values are equal: exact for rationals, relative for other numbers, sample
 points for expressions, a constant ratio for equations and inequalities.
 
-The rules are described in ``rlvr.rewards.mathcore`` (step 4). Runs only in the worker processes
+The rules are described in ``rlvr.rewards.math.core`` (step 4). Runs only in the worker processes
 of ``rlvr.rewards.math``; sympy is imported inside the functions.
 """
 
@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .mathpolicy import MathPolicy
+    from .policy import MathPolicy
 
 _POINTS = (Fraction(37, 100), Fraction(171, 100), Fraction(-53, 100), Fraction(29, 10), Fraction(-13, 7))
 

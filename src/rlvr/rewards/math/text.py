@@ -2,7 +2,7 @@
 
 Pure string work with linear-time regexes and bracket counters, cheap enough to run in the
 trainer's process (``rlvr.rewards.math`` decides plain rationals here without a worker). The
-steps and policies are described in ``rlvr.rewards.mathcore``, which builds on this module.
+steps and policies are described in ``rlvr.rewards.math.core``, which builds on this module.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from . import mathforms as forms
-from .mathforms import split_top
+from . import forms
+from .forms import split_top
 
 MAX_ANSWER_CHARS = 1000
 MAX_DEPTH = 40
@@ -48,7 +48,7 @@ _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
 _LT_GT = re.compile(r"\\[lg]t(?![a-zA-Z])")
 _EMPTY = re.compile(r"\\varnothing|∅|\\\{\s*\\\}|\\O(?![a-zA-Z])")
 _REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
-# A clock time (12:30, 1:05:09): compared as a time, never as a ratio (mathcore).
+# A clock time (12:30, 1:05:09): compared as a time, never as a ratio (math.core).
 CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 

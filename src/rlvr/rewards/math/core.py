@@ -12,7 +12,7 @@ Pipeline for one (gold, prediction) pair:
    degree marks (``^\\circ``, ``°``) and percent signs; drop a trailing unit (``5 \\text{ cm}``,
    ``12 dollars``) but remember it: two answers with different units are unequal; flag hedges
    (``3 \\text{ or } 5``, ``3 or 5``).
-2. ``structure`` (``mathtext``, rules in ``mathforms``): split at the top level into a matrix, a
+2. ``structure`` (``math.text``, rules in ``math.forms``): split at the top level into a matrix, a
    set ``\\{…\\}``, a union of intervals, a bracketed sequence (tuple or interval: the brackets
    are kept and must match), a list (``;`` separates when present, else ``,``), or a scalar.
    ``name = value`` carries its label (``a_{37} = 19``, ``f(2) = 6``, ``|AB| = 1``,
@@ -21,13 +21,13 @@ Pipeline for one (gold, prediction) pair:
    it, which then has no order. Structures of different kinds are never equal.
 3. Scalars: plain rationals (``-12``, ``3.25``, ``1e-3``, ``7/8``, ``\\frac{7}{8}``,
    ``0.1\\overline{6}``) become ``Fraction`` and compare exactly; numerals in a base
-   (``1011_2``) compare digit by digit; the common LaTeX subset goes through ``mathfast`` (a
+   (``1011_2``) compare digit by digit; the common LaTeX subset goes through ``math.fast`` (a
    strict recursive-descent parser, 50x faster); everything else is parsed by
    ``latex2sympy2_extended`` (its ANTLR grammar; nothing is ever ``eval``-ed) after a few
    plain-text rewrites (``sqrt(2)``, ``pi``, ``**``, ``3e5``). A standalone ``i`` is the
    imaginary unit unless something binds it as an index (``\\sum_{i=1}``, ``a_i``); matrix
    arithmetic (``2\\begin{pmatrix}…\\end{pmatrix}``, a product of two) is evaluated.
-4. Comparison of two sympy values (``mathsym``): rational values (after sympy's own evaluation,
+4. Comparison of two sympy values (``math.sym``): rational values (after sympy's own evaluation,
    so ``2^{10}`` is 1024) compare exactly; other numbers are evaluated to 30 significant digits
    and compared *relatively* (``|a-b| <= max(abs_tol, rel_tol*max(|a|,|b|))``, default
    ``rel_tol=1e-9``), so 1/2^99 and 1/2^98 differ however small both are. Expressions with
@@ -68,10 +68,10 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from . import mathforms as forms
-from .mathpolicy import MathPolicy
-from .mathsym import expr_equal, sym
-from .mathtext import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
+from . import forms
+from .policy import MathPolicy
+from .sym import expr_equal, sym
+from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
     MAX_ANSWER_CHARS,
     OR_WORD,
@@ -102,7 +102,7 @@ def parse_scalar(s: str) -> Any:
     q = fast_rational(s)
     if q is not None:
         return q
-    from . import mathfast
+    from . import fast as mathfast
 
     latex = to_latex(s)
     imag = imaginary(latex)

@@ -1,6 +1,6 @@
 """The ``math`` term: symbolic and numeric equivalence of the answer span with the ground truth.
 
-What is compared and how is in ``rlvr.rewards.mathcore`` (policies, structures, tolerance).
+What is compared and how is in ``rlvr.rewards.math.core`` (policies, structures, tolerance).
 This module adds what a reward needs around it:
 
 - Extraction is the task's answer span (``<answer>`` tags or ``\\boxed{}``), never "a number
@@ -31,14 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..errors import VerifierError
-from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
-from .format import AnswerFormat, extract
-from .mathcore import fast_compare, fast_rational
-from .mathpolicy import MathPolicy
-from .pool import Result, WorkerPool, shared_pool
+from ...errors import VerifierError
+from ..base import BaseVerifier, Reads, Sample, Verdict, ground_truth
+from ..format import AnswerFormat, extract
+from ..pool import Result, WorkerPool, shared_pool
+from .core import fast_compare, fast_rational
+from .policy import MathPolicy
 
-PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.mathcore")
+PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.math.core")
 _SPACE = re.compile(r"\s+")
 _OPERATOR = re.compile(r"[-+*/^]|\\frac|\\times|\\cdot|\\sqrt")
 
@@ -69,7 +69,7 @@ class MathVerifier(BaseVerifier):
 
     ``rlvr task check`` scores every row's ground truth as an answer to itself, so a gold this
     verifier cannot parse is listed there with its row (``error_kind="ground_truth"``) before
-    any training; ``rlvr.rewards.mathcore.gold_problem`` gives the same reason for one text.
+    any training; ``rlvr.rewards.math.core.gold_problem`` gives the same reason for one text.
     """
 
     kind = "answer"
@@ -166,7 +166,7 @@ class MathVerifier(BaseVerifier):
             unique = list(dict.fromkeys((j.gold, j.answer) for j in jobs))
             try:
                 answers = self.pool.map(
-                    "rlvr.rewards.mathcore:compare_texts",
+                    "rlvr.rewards.math.core:compare_texts",
                     [(g, a, self.policy) for g, a in unique],
                     timeout=self.timeout,
                 )

@@ -7,7 +7,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr.rewards import mathfast
+from rlvr.rewards.math import fast as mathfast
 
 leaf = st.one_of(st.integers(0, 99).map(str), st.sampled_from(["x", "y", r"\pi", "e", "0.5", "2.25"]))
 

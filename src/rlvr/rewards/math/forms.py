@@ -1,8 +1,8 @@
 """Answer forms that need reading before any math: money, MATH's thousands, labels, inequalities,
 ``\\pm``, repeating decimals, units, numerals in a base.
 
-Pure string work with linear-time regexes on text that ``mathtext.clean`` has already capped at
-``MAX_ANSWER_CHARS``; ``mathtext`` and ``mathcore`` call these. Each rule is written so that a
+Pure string work with linear-time regexes on text that ``math.text.clean`` has already capped at
+``MAX_ANSWER_CHARS``; ``math.text`` and ``math.core`` call these. Each rule is written so that a
 near miss stays a different answer:
 
 - ``32,\\!349`` (MATH's thousands separator) is 32349, so ``32.349`` stays another number.
