@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sandbox",),  # a leaf: it imports nothing above the errors
     ("models", "bpe"),
     ("rewards",),
+    ("episodes",),  # tools and multi-turn episodes: the task's environment: section reads them
     ("task",),
     ("generate", "lengths", "rollouts", "evaluate"),
     ("probe",),

@@ -1,0 +1,156 @@
+"""Training through TRL's ``environment_factory``: the tokens of tool results are never trained on.
+
+A real ``GRPOTrainer`` step on ``builtin:tiny`` whose generation is scripted (the model's turns are
+fixed token ids: a calculator call, then an answer that is right for half the group), so the tool
+loop, the mask and the loss are TRL's own. Two checks: the ``tool_mask`` TRL builds is 0 exactly on
+the tool result's tokens, and the loss's gradient reaches the logits of the model's tokens and is
+exactly 0 on the tool result's tokens. TRL computes log-probabilities with a fused head (no logits
+tensor), so the gradient is read at the last hidden state: after the final norm a position feeds
+nothing but the prediction of the next token, so its gradient is that token's share of the loss.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlvr.episodes import EpisodeRewards, read_environment
+from rlvr.episodes.training import trainer_setup
+from rlvr.rewards import AnswerFormat, build_verifier
+from rlvr.rewards.combine import RewardSet, Term
+
+CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "17*23"}}</tool_call>'
+SUFFIX = "\n<|tool|>391\n<|assistant|>"
+
+
+def _trainer(tmp_path: Path) -> tuple[Any, Any, EpisodeRewards]:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr.models import load_model, load_tokenizer
+
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    spec, problems = read_environment(
+        {"tools": ["calculator"], "max_turns": 3, "required": ["calculator"], "terms": {"required_tools": 0.5}},
+        tmp_path,
+        "task.yaml",
+    )
+    assert spec is not None, problems
+    base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
+    tok = load_tokenizer("builtin:tiny")
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=4,
+        per_device_train_batch_size=4,
+        max_completion_length=160,
+        max_steps=1,
+        learning_rate=1e-3,
+        beta=0.0,
+        report_to="none",
+        logging_steps=1,
+        use_cpu=True,
+        seed=3407,
+    )
+    rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
+    answers = iter(["391", "390", "391", "12"] * 4)
+
+    class Scripted(GRPOTrainer):  # type: ignore[misc]
+        captured: list[dict[str, Any]] = []
+
+        def _generate_single_turn(self, prompt_ids: Any, *a: Any, **k: Any) -> tuple[list[list[int]], None]:
+            out = []
+            for ids in prompt_ids:
+                text = CALL if "<|tool|>" not in tok.decode(ids) else f"<answer>{next(answers)}</answer>"
+                out.append(tok(text + "</s>", add_special_tokens=False)["input_ids"])
+            return out, None
+
+        def _generate_and_score_completions(self, inputs: Any) -> Any:
+            result = super()._generate_and_score_completions(inputs)
+            self.captured.append(result)
+            return result
+
+    data = Dataset.from_list([{"prompt": [{"role": "user", "content": "17*23?"}], "answer": "391"}] * 4)
+    trainer = Scripted(
+        model=load_model("builtin:tiny"),
+        reward_funcs=rewards.trl_functions(),
+        args=args,
+        train_dataset=data,
+        processing_class=tok,
+        **extra,
+    )
+    return trainer, tok, rewards
+
+
+@pytest.fixture(scope="module")
+def step(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, EpisodeRewards]:
+    trainer, tok, rewards = _trainer(tmp_path_factory.mktemp("train"))
+    trainer.train()
+    return trainer, tok, rewards
+
+
+def test_tool_mask_is_zero_exactly_on_the_tool_results_tokens(step: tuple[Any, Any, EpisodeRewards]) -> None:
+    trainer, tok, _ = step
+    batch = type(trainer).captured[0]
+    ids, mask, cmask = batch["completion_ids"], batch["tool_mask"], batch["completion_mask"]
+    assert ids.shape[0] == 4
+    for row in range(4):
+        keep = cmask[row].bool()
+        tokens, m = ids[row][keep].tolist(), mask[row][keep].tolist()
+        masked = tok.decode([t for t, x in zip(tokens, m, strict=True) if x == 0], skip_special_tokens=False)
+        trained = tok.decode([t for t, x in zip(tokens, m, strict=True) if x == 1], skip_special_tokens=False)
+        assert masked == SUFFIX
+        assert trained.startswith(CALL + "</s><answer>") and "<|tool|>" not in trained
+
+
+def _token_grads(trainer: Any, batch: dict[str, Any]) -> Any:
+    """|d loss / d hidden| at the positions that predict each completion token: [batch, tokens]."""
+    model = trainer.model
+    seen: dict[str, Any] = {}
+
+    def keep_hidden(_module: Any, _inputs: Any, output: Any) -> None:
+        output.retain_grad()
+        seen["hidden"] = output
+
+    handle = model.model.norm.register_forward_hook(keep_hidden)
+    try:
+        model.zero_grad()
+        trainer.compute_loss(model, batch).backward()
+    finally:
+        handle.remove()
+    grad = seen["hidden"].grad.abs().sum(-1)  # [batch, positions]
+    n_completion = batch["completion_ids"].shape[1]
+    # Position p predicts token p+1: the completion's tokens are predicted by the n_completion
+    # positions ending one before the last.
+    return grad[:, -n_completion - 1 : -1]
+
+
+def test_the_loss_gradient_never_reaches_a_tool_result_token(step: tuple[Any, Any, EpisodeRewards]) -> None:
+    trainer, _, _ = step
+    batch = type(trainer).captured[0]
+    assert batch["advantages"].abs().sum() > 0  # half the group answered right: there is a signal
+    per_token = _token_grads(trainer, batch)
+    mask = batch["tool_mask"] * batch["completion_mask"]
+    tool = (batch["tool_mask"] == 0) & (batch["completion_mask"] == 1)
+    assert tool.sum() == 4 * 26  # the suffix's 26 characters in each of the 4 episodes
+    assert per_token[tool].sum() == 0
+    assert per_token[mask == 1].gt(0).any()
+
+
+def test_without_the_tool_mask_the_tool_tokens_would_get_gradient(step: tuple[Any, Any, EpisodeRewards]) -> None:
+    """The check above can fail: the same step with TRL's mask removed trains on the tool result."""
+    trainer, _, _ = step
+    batch = dict(type(trainer).captured[0])
+    tool = (batch["tool_mask"] == 0) & (batch["completion_mask"] == 1)
+    batch.pop("tool_mask")
+    assert _token_grads(trainer, batch)[tool].gt(0).any()
+
+
+def test_episode_terms_and_metrics_are_logged_by_the_step(step: tuple[Any, Any, EpisodeRewards]) -> None:
+    trainer, _, rewards = step
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/required_tools/mean"] == 1.0
+    assert logged["episodes/calls"] == 1.0 and logged["episodes/turns"] == 2.0
+    assert rewards.names == ["correct", "required_tools"]
