@@ -43,7 +43,7 @@ KEYS = {
 }
 TOOL_ERRORS = ("message", "brief", "end")
 EPISODE_TERMS = ("valid_calls", "required_tools", "call_budget")
-BUILTIN_TOOLS = ("calculator", "python", "search")
+BUILTIN_TOOLS = ("calculator", "search")
 
 __all__ = ["BUILTIN_TOOLS", "EPISODE_TERMS", "EnvironmentSpec", "build_toolbox", "read_environment"]
 
@@ -164,6 +164,11 @@ def build_toolbox(spec: EnvironmentSpec, source: str = "task.yaml") -> ToolBox:
         except (ValueError, DataError) as exc:
             problems.append(Problem(f"{where}: {ref}", str(exc), _fix(ref)))
             continue
+        if tool.name in ("reset", "get_reward") or tool.name.startswith("_"):
+            problems.append(
+                Problem(f"{where}: {ref}", f"{tool.name!r} is a name TRL's environments reserve", "rename it")
+            )
+            continue
         if tool.name in {t.name for t in built}:
             problems.append(Problem(f"{where}: {ref}", f"a second tool named {tool.name!r}", "rename one"))
         built.append(tool)
@@ -180,10 +185,6 @@ def _builtin(ref: str, spec: EnvironmentSpec, source: str) -> Callable[..., Any]
             raise ValueError("search needs environment.documents: a JSONL collection in the task folder")
         path = Path(spec.documents)
         return search_tool(read_collection(path if path.is_absolute() else spec.root / path))
-    if ref == "python":
-        from .pytool import python_tool
-
-        return python_tool(spec.timeout)
     raise ValueError(f"unknown built-in tool {ref!r}")
 
 

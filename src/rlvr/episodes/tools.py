@@ -10,8 +10,8 @@ A call goes through ``ToolBox.call``, the one place a tool runs:
   never reaches the function;
 - the function runs in a daemon thread joined with the per-call ``timeout``: a call that takes
   longer is answered with a timeout error at once. Python cannot stop a thread, so a task tool that
-  hangs keeps its thread until it returns -- task tools are the task author's trusted code; code the
-  *model* writes runs only in the ``python`` tool, inside rlvr's sandbox;
+  hangs keeps its thread until it returns -- task tools are the task author's trusted code, which
+  must never run code the model wrote (that belongs in rlvr's sandbox);
 - the result becomes text (a string as is, anything else as JSON), cut to ``max_result_chars``.
   An exception or a timeout becomes a ``ToolResult`` with ``error`` set; what the model then reads
   is decided by the environment's ``tool_error`` option (``rlvr.episodes.spec``).
