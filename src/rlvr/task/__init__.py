@@ -116,6 +116,16 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     probe, ev = read_probe_and_eval(c, raw)
     seed = raw.get("seed", 3407)
     c.typed("seed", seed, int, "an integer")
+    environment = None
+    if raw.get("environment") is not None:
+        from ..episodes.spec import read_environment
+
+        environment, env_problems = read_environment(raw["environment"], path.parent, str(path))
+        c.problems.extend(env_problems)
+        if prompt.template is not None:
+            c.add("environment", "an episode needs a chat prompt", "write prompt.user, not prompt.template")
+        for name in sorted({t.name for t in terms} & {n for n, _ in environment.terms} if environment else ()):
+            c.add(f"environment.terms.{name}", "is also the name of a reward term", "rename the reward term")
 
     task = Task(
         path=path.resolve(),
@@ -132,6 +142,7 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         probe=probe,
         eval=ev,
         seed=seed if isinstance(seed, int) else 3407,
+        environment=environment,
     )
     weights = task.grpo.get("reward_weights")
     if (

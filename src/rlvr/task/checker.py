@@ -24,6 +24,7 @@ TOP_KEYS = {
     "eval",
     "seed",
     "description",
+    "environment",  # tools and episode limits: rlvr.episodes.spec
 }
 # Keys that named the success term before the top-level ``success:`` key replaced them.
 MOVED_KEYS = {("probe", "success_term"), ("eval", "term")}

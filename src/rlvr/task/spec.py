@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import read_rows
+from ..episodes.spec import EnvironmentSpec
 from ..errors import ConfigError, DataError, Problem
 from ..rewards import AnswerFormat, Verifier, build_verifier
 from ..rewards.combine import RewardSet, Term
@@ -97,6 +98,7 @@ class Task:
     seed: int = 3407
     success: str = ""  # resolved by load_task: declared, or the only non-shaping term
     success_problem: Problem | None = None  # why there is none (ambiguous, or no term checks the answer)
+    environment: EnvironmentSpec | None = None  # tools and episode limits (multi-turn tasks): rlvr.episodes
 
     @property
     def root(self) -> Path:

@@ -1,0 +1,56 @@
+"""A task file's ``environment:`` section is read and checked by ``load_task`` with the rest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlvr.errors import ConfigError
+from rlvr.task import load_task
+from support.tasks import make_task
+
+
+def episode_task(folder: Path, **environment: Any) -> Path:
+    env = {"tools": ["calculator"], "required": ["calculator"], "terms": {"required_tools": 0.2}, **environment}
+    return make_task(folder, extra={"prompt": {"user": "What is {question}?"}, "environment": env})
+
+
+def test_a_task_with_an_environment_loads_it(tmp_path: Path) -> None:
+    task = load_task(episode_task(tmp_path, max_turns=3))
+    assert task.environment is not None
+    assert task.environment.tools == ("calculator",) and task.environment.max_turns == 3
+    assert task.environment.root == task.root
+
+
+def test_a_task_without_an_environment_has_none(tmp_path: Path) -> None:
+    assert load_task(make_task(tmp_path)).environment is None
+
+
+def test_environment_problems_are_reported_with_the_files_other_problems(tmp_path: Path) -> None:
+    path = episode_task(tmp_path, tools=["abacus"], max_turns=0)
+    with pytest.raises(ConfigError) as err:
+        load_task(path)
+    text = str(err.value)
+    assert f"{path.resolve()}: environment.tools: abacus" in text or f"{path}: environment.tools: abacus" in text
+    assert "environment.max_turns" in text
+
+
+def test_an_episode_task_needs_a_chat_prompt(tmp_path: Path) -> None:
+    path = make_task(tmp_path, extra={"environment": {"tools": ["calculator"]}})  # prompt.template
+    with pytest.raises(ConfigError, match="an episode needs a chat prompt"):
+        load_task(path)
+
+
+def test_an_episode_term_may_not_share_a_reward_terms_name(tmp_path: Path) -> None:
+    path = make_task(
+        tmp_path,
+        extra={
+            "prompt": {"user": "{question}"},
+            "rewards": [{"name": "valid_calls", "verifier": "exact"}],
+            "environment": {"tools": ["calculator"], "terms": {"valid_calls": 0.1}},
+        },
+    )
+    with pytest.raises(ConfigError, match="environment.terms.valid_calls: is also the name of a reward term"):
+        load_task(path)
