@@ -3,8 +3,10 @@ errors that name the file and line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +78,65 @@ def read_rows(ref: str) -> list[dict[str, Any]]:
         except Exception as exc:  # noqa: BLE001
             raise DataError(f"{ref}: not a readable Parquet file: {exc}") from exc
     return [row for _, row in read_objects(path)]
+
+
+# Which rows a checkpoint was trained on, beside its weights: a model is measured (probe, dev
+# pass rate, difficulty filter) on the rows it has not seen, or says that it could not.
+TRAINED_ROWS_NAME = "trained_rows.json"
+
+
+def row_key(row: Mapping[str, Any]) -> str:
+    """A row's identity: 16 hex digits of the SHA-256 of its canonical JSON (keys sorted), so the
+    same row is recognised whatever its position in the file."""
+    text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TrainedRows:
+    """The rows a model was trained on (``trained_rows.json``): their ``row_key``s, what trained on
+    them (``sources``, e.g. ``("sft",)`` or ``("sft", "grpo")`` for a run started from an SFT model)
+    and the file it was read from."""
+
+    keys: frozenset[str]
+    sources: tuple[str, ...]
+    path: str = ""
+
+    def seen(self, row: Mapping[str, Any]) -> bool:
+        return row_key(row) in self.keys
+
+    def merged(self, other: TrainedRows | None) -> TrainedRows:
+        if other is None:
+            return self
+        return TrainedRows(self.keys | other.keys, (*other.sources, *self.sources), self.path)
+
+    def write(self, directory: str | Path, *, task: str) -> Path:
+        """``trained_rows.json`` in ``directory``."""
+        path = Path(directory) / TRAINED_ROWS_NAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"task": task, "sources": list(self.sources), "n": len(self.keys), "rows": sorted(self.keys)}
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        return path
+
+
+def trained_rows_of(model: str | Path | None) -> TrainedRows | None:
+    """The rows the model at ``model`` was trained on, when it is a local folder that records them:
+    ``trained_rows.json`` in the folder itself or, for a ``checkpoint-N`` folder, in its run
+    directory. None for a hub id, a built-in model or a folder that records nothing. A file that
+    cannot be read is a ``DataError`` naming it."""
+    if model is None or str(model).startswith("builtin:"):
+        return None
+    folder = Path(model)
+    candidates = [folder / TRAINED_ROWS_NAME]
+    if folder.name.startswith("checkpoint-"):
+        candidates.append(folder.parent.parent / TRAINED_ROWS_NAME)
+    for path in candidates:
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                return TrainedRows(
+                    frozenset(str(k) for k in data["rows"]), tuple(str(s) for s in data.get("sources") or ()), str(path)
+                )
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise DataError(f"{path}: not a trained-rows file ({type(exc).__name__}: {exc})") from None
+    return None

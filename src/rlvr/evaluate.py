@@ -44,8 +44,8 @@ class EvalResult:
 
     def summary(self) -> str:
         """The one-line result, masked (undecided) samples beside the accuracy, e.g.
-        ``41.7% (5/12 decided, 3 masked)``: an accuracy over few decided samples says so."""
-        return f"{self.accuracy:.1%} ({self.correct}/{self.n} decided, {self.masked} masked)"
+        ``41.7% (5 correct of 12 decided, 3 masked)``: an accuracy over few decided samples says so."""
+        return f"{self.accuracy:.1%} ({self.correct} correct of {self.n} decided, {self.masked} masked)"
 
     def raise_if_undecided(self, what: str = "held-out eval") -> None:
         """``RunError`` when the eval decided no sample: an accuracy of 0/0 is not a result."""

@@ -190,11 +190,42 @@ def test_reward_hacking_keeps_the_held_out_peak_step_in_its_advice() -> None:
     assert "step 20" in f.suggestion
 
 
-def test_reward_rise_with_only_two_evals_is_not_called_hacking(tmp_path: Path) -> None:
+def test_reward_rise_with_only_two_evals_and_a_small_train_held_out_gap_is_not_called_hacking(tmp_path: Path) -> None:
+    run = _copy("reward_hacking", tmp_path)
+    rows = [r for r in _rows("reward_hacking") if "eval/accuracy" not in r or r["step"] in (0, 60)]
+    for r in rows:
+        if r.get("eval/accuracy") is not None and r["step"] == 60:
+            r["eval/accuracy"] = 0.5  # the train correct rate ends near 0.66: a gap of 0.16, under 0.3
+    _write_metrics(run, rows)
+    assert diagnose(load_run(run)).findings == ()
+
+
+def test_train_reward_far_above_held_out_accuracy_is_hacking_even_with_two_evals(tmp_path: Path) -> None:
     run = _copy("reward_hacking", tmp_path)
     rows = [r for r in _rows("reward_hacking") if "eval/accuracy" not in r or r["step"] in (0, 60)]
     _write_metrics(run, rows)
-    assert diagnose(load_run(run)).findings == ()
+    [f] = diagnose(load_run(run)).findings
+    assert f.check == "reward_hacking" and f.numbers["threshold"] == 0.3
+    assert f.numbers["gap"] == pytest.approx(f.numbers["train_correct_late"] - 0.22)
+    assert "TRAIN_HELD_OUT_GAP" in f.evidence  # the threshold's source is named
+
+
+def test_reward_hacking_quotes_the_best_rewarded_rollouts(tmp_path: Path) -> None:
+    run = _copy("reward_hacking", tmp_path)
+    (run / "rollouts").mkdir()
+    kept = [
+        {
+            "rollout": {"step": 60, "group": 0, "session": 1},
+            "completion": f"<answer>{x}</answer>",
+            "reward": r,
+            "scores": {"correct": {"outcome": o}},
+        }
+        for x, r, o in (("7", 1.1, "correct"), ("8", 0.1, "incorrect"), ("9", 0.9, "correct"))
+    ]
+    (run / "rollouts" / "rollouts.jsonl").write_text("".join(json.dumps(k) + "\n" for k in kept))
+    [f] = diagnose(load_run(run)).findings
+    assert "the best-rewarded kept rollouts: step 60, reward 1.10 (correct correct): '<answer>7</answer>'" in f.evidence
+    assert "'<answer>9</answer>'" in f.evidence and "<answer>8</answer>" not in f.evidence
 
 
 def test_no_learning_signal_says_whether_prompts_are_too_easy() -> None:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.data import TrainedRows, row_key, trained_rows_of
 from rlvr.errors import ConfigError
 from rlvr.task import load_task
-from rlvr.train.sft import SftOptions, run_sft, sft_rows
+from rlvr.train.sft import SftOptions, run_sft, sft_rows, split_rows
 from support.tasks import make_task
 
 
@@ -56,3 +57,54 @@ def test_a_dev_slice_larger_than_the_data_is_refused(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task"))
     with pytest.raises(ConfigError, match="dev slice"):
         run_sft(task, SftOptions(out_dir=tmp_path / "sft", target_pass_rate=0.5, dev_size=100, progress=False))
+
+
+def test_a_dev_slice_of_most_of_the_data_is_refused_with_the_numbers() -> None:
+    rows = [{"q": i} for i in range(130)]
+    with pytest.raises(ConfigError, match=r"dev slice of 100 rows would leave 30 of the 130 train rows.*--dev-size 26"):
+        split_rows(rows, 0.2, 100)
+
+
+def test_the_default_dev_slice_is_a_fifth_of_a_small_split_and_is_stated() -> None:
+    split = split_rows([{"q": i} for i in range(130)], 0.2, None)
+    assert (len(split.train), len(split.dev)) == (104, 26)
+    assert "training on 104 of 130 train rows; 26 held out as the dev slice" in split.describe()
+    big = split_rows([{"q": i} for i in range(2000)], 0.2, None)
+    assert len(big.dev) == 100
+    assert "all 5 train rows" in split_rows([{"q": i} for i in range(5)], None, None).describe()
+
+
+def test_the_dev_slice_is_taken_from_rows_the_start_model_never_trained_on() -> None:
+    rows = [{"q": i} for i in range(10)]
+    start = TrainedRows(frozenset(row_key(r) for r in rows[:8]), ("sft",))
+    split = split_rows(rows, 0.5, 2, start)
+    assert split.dev == rows[8:]
+
+
+def test_sft_records_its_rows_states_its_split_and_says_when_the_target_was_missed(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=20))
+    said: list[str] = []
+    warned: list[str] = []
+    lines: list[str] = []
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=1.0,
+            dev_size=4,
+            check_every=2,
+            overrides={"max_steps": 3, "per_device_train_batch_size": 4, "logging_steps": 1},
+            progress=False,
+            say=said.append,
+            warn=warned.append,
+            progress_line=lines.append,
+        ),
+    )
+    assert said == ["SFT split: training on 16 of 20 train rows; 4 held out as the dev slice for --target-pass-rate"]
+    assert res.target_missed is not None and res.dev_pass_rate is not None
+    assert any(w.startswith("target dev pass rate 100% not reached in 3 steps (last ") for w in warned)
+    assert [x.split(":")[0] for x in lines] == ["SFT step 1/3", "SFT step 2/3", "SFT step 3/3"]
+    assert "dev " in lines[-1]  # the dev pass rate shows beside the loss once it was measured
+    record = trained_rows_of(res.out_dir)
+    rows = task.load_split("train")
+    assert record is not None and record.keys == {row_key(r) for r in rows[4:]} and record.sources == ("sft",)

@@ -278,8 +278,10 @@ def test_a_reward_that_always_raises_stops_the_run_with_a_one_line_error(
             "--no-progress",
         ]
     )
-    err = capsys.readouterr().err.strip()
+    err_lines = capsys.readouterr().err.strip().splitlines()
     assert code == 1
+    assert err_lines[0].startswith("GRPO step 1/6: ")  # --no-progress: a line per log step, not a bar
+    err = "\n".join(x for x in err_lines if not x.startswith("GRPO step "))
     assert len(err.splitlines()) == 1
     assert (
         "stopped at step 2: every sample was masked" in err
@@ -363,7 +365,7 @@ def test_the_eval_line_reports_masked_beside_the_accuracy() -> None:
         mean_length_incorrect=None,
         temperature=0.0,
     )
-    assert res.summary() == "55.6% (5/9 decided, 3 masked)"
+    assert res.summary() == "55.6% (5 correct of 9 decided, 3 masked)"
     assert res.metrics()["eval/prompts"] == 12
 
 
@@ -390,7 +392,7 @@ def test_the_cli_summary_reports_masked_eval_samples(tmp_path: Path, capsys: pyt
         == 0
     )
     out = capsys.readouterr().out
-    assert "held-out accuracy 0.0% (0/8 decided, 0 masked)" in out
+    assert "held-out accuracy 0.0% (0 correct of 8 decided, 0 masked)" in out
 
 
 # -- checkpoints and resume -------------------------------------------------------------------
@@ -512,6 +514,26 @@ def test_resume_reads_the_model_from_the_run(tmp_path: Path, monkeypatch: pytest
     assert seen == ["sft-out"]
     with pytest.raises(ConfigError, match="not the model this run started from"):
         train(task, TrainOptions(run_dir=run, resume=True, model="another-model"))
+
+
+def test_a_run_and_its_final_model_record_the_rows_it_trained_on(two_step_run: tuple[Path, object]) -> None:
+    from rlvr.data import row_key, trained_rows_of
+
+    root, _ = two_step_run
+    rows = load_task(root / "task" / "task.yaml").load_split("train")
+    for folder in (root / "run", root / "run" / "final"):
+        record = trained_rows_of(folder)
+        assert record is not None and record.keys == {row_key(r) for r in rows} and record.sources == ("grpo",)
+
+
+def test_a_value_of_the_wrong_type_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task"))
+    opts = TrainOptions(
+        run_dir=tmp_path / "run", overrides={"learning_rate": "fast"}, no_gate_reason="test", progress=False
+    )
+    with pytest.raises(ConfigError, match=r"--set learning_rate: 'fast' is not a number"):
+        train(task, opts)
+    assert not (tmp_path / "run" / "final").exists()
 
 
 def test_a_run_records_the_model_it_started_from(two_step_run: tuple[Path, object]) -> None:

@@ -157,6 +157,9 @@ def _build(task: Task, args: argparse.Namespace) -> int:
         )
     # The gate's pass/fail classes count the success term: refuse before sampling when there is none.
     task.success_term  # noqa: B018 - raises ConfigError naming the problem
+    from ._common import check_model_arg
+
+    check_model_arg(args.model)
     path = gate.db_path(task, args.gate)
     if gate.record_path(task, args.gate).exists():
         print(

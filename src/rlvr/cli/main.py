@@ -5,8 +5,10 @@ and imports heavy libraries only inside ``run`` so ``rlvr --help`` stays fast. E
 raises on purpose print as one line (a ``ConfigError`` lists each problem) and exit 1; a
 traceback appears only with ``--debug`` (accepted after any command, nested ones too). A bad
 argument prints one line and exits 2. Output piped into a reader that stops early (``| head``)
-ends quietly with status 141, as a shell tool killed by SIGPIPE does. ``main`` puts the command
-line it parsed on ``args.argv``, so a command can rerun itself with it.
+ends quietly with status 141, as a shell tool killed by SIGPIPE does. SIGINT interrupts any
+command (status 130), even one started with SIGINT ignored; a write that finds the disk full is
+one line and status 1. ``main`` puts the command line it parsed on ``args.argv``, so a command can
+rerun itself with it.
 """
 
 from __future__ import annotations
@@ -68,7 +70,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def honour_sigint() -> None:
+    """Make SIGINT interrupt rlvr even when it was started with SIGINT ignored: a shell starts
+    background jobs (``rlvr probe ... &`` in a script) that way, and Python then never installs its
+    handler, so ``kill -INT PID`` did nothing while Ctrl-C on a terminal worked."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a write that ran out of space or quota, however the
+    library that wrote reports it (an ``OSError``, safetensors' ``StorageFull``, torch's failed write)."""
+    import errno
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        text = str(cur)
+        if "No space left on device" in text or "StorageFull" in text or "Disk quota exceeded" in text:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    honour_sigint()
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
@@ -100,6 +132,15 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError):  # stdout is not a file (embedded, captured): nothing to flush
             pass
         return 141
+    except Exception as exc:
+        if args.debug or not disk_full(exc):
+            raise
+        where = getattr(exc, "filename", None)
+        sys.stderr.write(
+            f"rlvr {args.command}: error: no space left on the device{f' writing {where}' if where else ''} "
+            "(fix: free space or point --out / --run-dir at a larger disk, then rerun; a run continues with --resume)\n"
+        )
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if problems:
         raise ConfigError(problems, source="rlvr probe")
+    from ._common import check_model_arg
+
+    check_model_arg(args.model)
     report = run_probe(
         args.task,
         model=args.model,

@@ -21,11 +21,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dev-size",
         type=int,
-        default=100,
-        help="rows of the train split held out as the dev slice for --target-pass-rate (default 100)",
+        help="rows of the train split held out as the dev slice for --target-pass-rate (default: 100, or a "
+        "fifth of the rows when that is smaller; more than half the rows is refused)",
     )
     p.add_argument("--max-steps", type=int, help="at most this many steps (default 1000)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar: one plain line per log step instead")
     add_set(p, "SFTConfig")
 
 
@@ -36,11 +36,23 @@ def run(args: argparse.Namespace) -> int:
     from ..task import load_task
     from ..taskcheck import sft_problems
     from ..train.sft import SftOptions, run_sft
+    from ._common import check_model_arg
 
+    check_model_arg(args.model)
     task = load_task(args.task)
     overrides = parse_sets(args.set)
     # Misspelt keys fail here, with the closest SFTConfig field, not as a TypeError from TRL.
     problems = sft_problems(task.sft, f"{task.path}: sft.") + sft_problems(overrides, "--set ")
+    if not problems:  # a value of the wrong type (--set learning_rate=fast), before the model loads
+        from trl import SFTConfig
+
+        from ..train.settings import report_to_problems, value_type_problems
+
+        problems = value_type_problems(task.sft, SFTConfig, prefix=f"{task.path}: sft.") + value_type_problems(
+            overrides, SFTConfig, prefix="--set "
+        )
+        report_to = {**task.sft, **overrides}.get("report_to", "none")
+        problems += report_to_problems(report_to, "report_to") if isinstance(report_to, (str, list)) else []
     if problems:
         raise ConfigError(problems, source="rlvr sft")
     if args.target_pass_rate is not None:
@@ -61,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
         ),
     )
-    rate = f"; dev pass rate {res.dev_pass_rate:.1%}" if res.dev_pass_rate is not None else ""
-    print(f"SFT: {res.steps} steps in {res.seconds:.0f} s{rate}{' (target reached)' if res.stopped_early else ''}")
+    rate = f"; dev pass rate {res.dev_pass_rate:.1%} on {res.n_dev} rows" if res.dev_pass_rate is not None else ""
+    outcome = " (target reached)" if res.stopped_early else " (target MISSED)" if res.target_missed else ""
+    print(f"SFT: {res.steps} steps on {res.n_train} rows in {res.seconds:.0f} s{rate}{outcome}")
     print(f"model: {res.out_dir}")
     return 0

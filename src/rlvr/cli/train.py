@@ -34,7 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)"
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar: one plain line per log step instead")
     p.add_argument(
         "--peft",
         choices=["none", "lora", "qlora"],
@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..task import load_task
     from ..train import TrainOptions, train
+    from ._common import check_model_arg
 
+    check_model_arg(args.model)
     task = load_task(args.task)
     if args.launch or args.num_processes is not None or args.accelerate_config:
         from ..errors import ConfigError, Problem
@@ -117,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
     acc = ""
     if last:
         acc = (
-            f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']}/{last['eval/n']} decided, "
-            f"{last['eval/masked']} masked)"
+            f"; held-out accuracy {last['eval/accuracy']:.1%} ({last['eval/correct']} correct of {last['eval/n']} "
+            f"decided, {last['eval/masked']} masked)"
         )
     print(f"trained to step {result.steps} in {result.seconds:.0f} s{acc}")
     print(f"run: {result.run_dir}  (metrics.jsonl, config.yaml, rollouts/, final/)")

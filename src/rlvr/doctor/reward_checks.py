@@ -27,6 +27,13 @@ from .table import Run
 ALL_MASKED = 0.99  # masked rate at or above this: (almost) no sample reached the policy with a reward
 ERROR_RATE_MAX = 0.05  # verifier errors are masked, but more than 5 % of samples is infrastructure
 SATURATED = 0.95  # a [0, 1] term whose late mean is at least this has nothing left to teach
+# Train success rate (the correctness term on training prompts, late window) above the last held-out
+# accuracy by at least this many points, while the held-out accuracy did not rise beyond its noise:
+# the model is rewarded on its training prompts for something that does not carry to unseen ones
+# (memorised rows or a verifier hole). Source: this module's heuristic, sized so that binomial noise
+# at an eval of 50 prompts (2 standard errors <= 0.14) cannot produce it; DESIGN.md: the held-out
+# verified accuracy is "the only honest check for reward hacking".
+TRAIN_HELD_OUT_GAP = 0.3
 
 
 def reward_broken_evidence(run: Run) -> tuple[list[str], dict[str, float | int | None]]:
@@ -188,6 +195,28 @@ def check_reward_hacking(run: Run) -> Result:
             )
     correct = correctness_term(run)
     c_shift = shift(run.series(f"rewards/{correct}/mean")) if correct else None
+    if not evidence and reward is not None and reward.delta >= REWARD_RISE and c_shift is not None and len(acc) >= 1:
+        # Too few evals for a trend (one at the start and one at the end is common): the gap itself.
+        noise = eval_noise(run, acc.values[-1])
+        gap = c_shift.late - acc.values[-1]
+        if gap >= TRAIN_HELD_OUT_GAP and acc.values[-1] - acc.values[0] <= max(noise, 0.25 * reward.delta):
+            evidence.append(
+                f"training reward rose from {reward.span()} and the training {correct!r} rate reached "
+                f"{c_shift.late:.2f}, while held-out accuracy was {acc.values[-1]:.3f} at step {acc.steps[-1]} "
+                f"(from {acc.values[0]:.3f} at step {acc.steps[0]}): a gap of {gap:.2f}, over the "
+                f"{TRAIN_HELD_OUT_GAP:.2f} threshold (rlvr.doctor.reward_checks.TRAIN_HELD_OUT_GAP: beyond the noise "
+                f"of a 50-prompt eval; noise band here {noise:.3f})"
+            )
+            numbers.update(
+                reward_early=reward.early,
+                reward_late=reward.late,
+                train_correct_late=c_shift.late,
+                acc_first=acc.values[0],
+                acc_last=acc.values[-1],
+                gap=gap,
+                threshold=TRAIN_HELD_OUT_GAP,
+                evals=len(acc),
+            )
     if c_shift is not None and c_shift.delta < REWARD_RISE and c_shift.late < SATURATED:
         for term in run.term_names():
             s = shift(run.series(f"rewards/{term}/mean")) if term != correct else None
@@ -205,6 +234,8 @@ def check_reward_hacking(run: Run) -> Result:
                 )
     if not evidence:
         return []
+    if run.rollout_quotes:
+        evidence.append("the best-rewarded kept rollouts: " + " | ".join(run.rollout_quotes))
     metric = acc.key if "acc_first" in numbers else f"rewards/{correct}/mean"
     return [
         Finding(

@@ -73,6 +73,7 @@ class Run:
     model_config_path: str | None = None
     warnings: tuple[str, ...] = ()  # things skipped while reading (a torn last line, ...)
     rollout_errors: str = ""  # the most common error among the run's kept rollouts (rlvr.rollouts)
+    rollout_quotes: tuple[str, ...] = ()  # the best-rewarded kept rollouts of the last kept step, quoted
     events: tuple[Mapping[str, Any], ...] = ()  # resume / stopped lines of metrics.jsonl, in order
 
     @property
@@ -205,6 +206,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
         model_config_path=mc_path,
         warnings=run.warnings,
         rollout_errors=_rollout_errors(base),
+        rollout_quotes=rollout_quotes(base),
         events=run.events,
     )
 
@@ -213,6 +215,31 @@ def _rollout_errors(run_dir: Path) -> str:
     from ..rollouts import error_summary
 
     return error_summary(run_dir)
+
+
+def rollout_quotes(run_dir: Path, n: int = 2, width: int = 160) -> tuple[str, ...]:
+    """The ``n`` best-rewarded rollouts of the last step the run kept, one line each: step, reward,
+    each term's outcome and the completion's start (what the training reward pays for)."""
+    from .. import rollouts
+
+    try:
+        kept = rollouts.steps(run_dir) if rollouts.files(run_dir) else []
+        rows = rollouts.at_step(run_dir, kept[-1]) if kept else []
+    except (RunError, OSError, ValueError, KeyError, TypeError):
+        return ()
+    rows = sorted((r for r in rows if isinstance(r.get("reward"), (int, float))), key=lambda r: -float(r["reward"]))[:n]
+    out = []
+    for r in rows:
+        text = r.get("completion")
+        if isinstance(text, list):  # conversational: the assistant's message
+            text = " ".join(str(m.get("content", "")) for m in text if isinstance(m, Mapping))
+        text = " ".join(str(text).split())
+        outcomes = ", ".join(
+            f"{t} {v.get('outcome')}" for t, v in (r.get("scores") or {}).items() if isinstance(v, Mapping)
+        )
+        short = text if len(text) <= width else text[: width - 3] + "..."
+        out.append(f"step {r['rollout']['step']}, reward {float(r['reward']):.2f} ({outcomes}): {short!r}")
+    return tuple(out)
 
 
 def _run_status(run_dir: Path) -> str:

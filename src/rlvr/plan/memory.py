@@ -423,12 +423,27 @@ def format_table(rows: Sequence[SizeClassRow]) -> str:
     return "\n".join(lines)
 
 
+def count_text(n: float) -> str:
+    """A parameter count in the unit that shows its size: ``1.50 B``, ``124 M``, ``85.3 K``, ``12``."""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= size:
+            value = n / size
+            return (
+                f"{value:.2f} {unit}"
+                if value < 10
+                else f"{value:.3g} {unit}"
+                if value < 1000
+                else f"{value:.0f} {unit}"
+            )
+    return f"{n:.0f}"
+
+
 def format_estimate(e: Estimate) -> str:
     """An estimate as ``rlvr memory`` prints it: the setting, each part, the peak, the KV budget, notes."""
     s = e.setting
-    moe = f" (MoE, {e.arch.active_params / 1e9:.2f} B active)" if e.arch.moe else ""
+    moe = f" (MoE, {count_text(e.arch.active_params)} active)" if e.arch.moe else ""
     head = (
-        f"{e.arch.name}: {e.arch.params / 1e9:.2f} B params{moe}, "
+        f"{e.arch.name}: {count_text(e.arch.params)} params{moe}, "
         f"{s.gpus} GPU(s) x {s.gpu_memory_gb:g} GB, peft {s.peft}, ZeRO-{s.zero}, beta {s.beta:g}, vLLM {s.vllm}"
         + (f" ({s.vllm_util:g} of the GPU{', sleep mode' if s.sleep_mode else ''})" if s.vllm == "colocate" else "")
         + (f" ({s.server_gpus} server GPU(s))" if s.vllm == "server" else "")

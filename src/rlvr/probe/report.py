@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .stats import expected_group_std, histogram, wilson, zero_variance_share
+from .stats import expected_group_std, histogram, percent, wilson, zero_variance_share
 
 if TYPE_CHECKING:
     from ..lengths import LengthReport
@@ -67,6 +67,15 @@ class ProbeReport:
     out_dir: str = ""
     filtered_path: str | None = None
     n_filtered: int | None = None
+    # The model's record of the rows it trained on (rlvr.data.TrainedRows), when it has one: the rate
+    # above is over the probed rows it never saw; rows it saw are probed only to fill max_prompts,
+    # and counted apart (seen_*), or, when every train row was seen, carry the route with a warning.
+    trained_rows: str | None = None
+    trained_by: str | None = None
+    n_seen_rows: int = 0  # train rows the model trained on
+    seen_prompts: int = 0
+    seen_successes: int = 0
+    seen_samples: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -121,11 +130,20 @@ def summarize(
     term_outcomes: Mapping[str, Mapping[str, int]] | None = None,
     n_truncated: int = 0,
     length_report: LengthReport | None = None,
+    seen: frozenset[int] = frozenset(),
     **meta: Any,
 ) -> ProbeReport:
-    """Everything the report says, from per-prompt counts (pure: no model, no files)."""
+    """Everything the report says, from per-prompt counts (pure: no model, no files). ``seen``:
+    the probed row indices the model was trained on; the rate and route are over the others
+    whenever there are any."""
     from ..lengths import truncation_reason
 
+    seen_stats = [p for p in prompts if p.index in seen]
+    unseen_stats = [p for p in prompts if p.index not in seen]
+    all_seen = bool(seen_stats) and not unseen_stats
+    every_prompt = tuple(prompts)
+    if not all_seen:
+        prompts = unseen_stats
     n = sum(p.n for p in prompts)
     s = sum(p.successes for p in prompts)
     undecided = sum(p.errors for p in prompts)
@@ -141,6 +159,23 @@ def summarize(
     if cut:
         reason = f"{cut} {reason}"
     warnings = list(length_report.warnings()) if length_report is not None else []
+    seen_n, seen_s = sum(p.n for p in seen_stats), sum(p.successes for p in seen_stats)
+    by = meta.get("trained_by") or "training"
+    if all_seen and route != "fix-verifier":
+        reason = (
+            f"Could not probe unseen prompts: the model was trained ({by}) on every train row it was asked to "
+            f"probe, so this rate measures memorisation, not capability. {reason}"
+        )
+        warnings.append(
+            "every probed prompt is one the model trained on (see trained_rows.json): hold rows out of SFT "
+            "(--dev-size with --target-pass-rate) or add train rows, and probe again"
+        )
+    elif seen_stats and seen_n and route != "fix-verifier":
+        reason = (
+            f"{reason} (Over the {len(prompts)} prompts the model never trained on; on {len(seen_stats)} prompts "
+            f"it trained on ({by}) {seen_s}/{seen_n} = {_pct(seen_s, seen_n)} succeeded, "
+            f"{_pct(seen_s, seen_n, against=(s, n))} the unseen rate: not counted.)"
+        )
     if route != "fix-verifier" and total and undecided / total > ERROR_WARN_SHARE:
         warnings.append(
             f"{undecided} of {total} samples ({undecided / total:.0%}) were undecided (verifier errors) and left out "
@@ -169,12 +204,25 @@ def summarize(
         too_easy=too_easy,
         histogram=histogram([p.rate for p in prompts if p.rate is not None]),
         term_outcomes={t: dict(c) for t, c in (term_outcomes or {}).items()},
-        prompts=tuple(prompts),
+        prompts=every_prompt,
         warnings=tuple(warnings),
         n_truncated=n_truncated,
         lengths=length_report.to_json() if length_report is not None else None,
+        seen_prompts=len(seen_stats),
+        seen_successes=seen_s,
+        seen_samples=seen_n,
         **meta,
     )
+
+
+def _pct(k: int, n: int, *, against: tuple[int, int] | None = None) -> str:
+    """``k/n`` as a percentage that is never rounded to 0 % or 100 % when it is neither; with
+    ``against``, how far it lies from that rate, in points."""
+    if against is None:
+        return percent(k, n)
+    other = against[0] / against[1] if against[1] else 0.0
+    diff = (k / n if n else 0.0) - other
+    return f"{abs(diff) * 100:.1f} points {'above' if diff >= 0 else 'below'}"
 
 
 def format_report(report: ProbeReport) -> str:
@@ -190,7 +238,21 @@ def format_report(report: ProbeReport) -> str:
     total = r.n_samples + r.n_undecided
     if total:
         lines.append(
-            f"  cut off at {r.max_new_tokens} tokens (no EOS): {r.n_truncated}/{total} = {r.n_truncated / total:.0%}"
+            f"  cut off at {r.max_new_tokens} tokens (no EOS): {r.n_truncated}/{total} = "
+            f"{percent(r.n_truncated, total)}"
+        )
+    if r.trained_rows:
+        lines.append(
+            f"  trained rows: {r.n_seen_rows} train rows were trained on ({r.trained_by or 'unknown'}; "
+            f"{r.trained_rows}); "
+            + (
+                f"{r.seen_prompts} of them probed apart: {r.seen_successes}/{r.seen_samples} = "
+                f"{percent(r.seen_successes, r.seen_samples)}, not in the rate above"
+                if r.seen_prompts and r.seen_prompts < len(r.prompts)
+                else "every probed prompt is one of them"
+                if r.seen_prompts
+                else "none probed"
+            )
         )
     if r.lengths:
         answer, prompt = r.lengths["answer"], r.lengths["prompt"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..data import TrainedRows, trained_rows_of
 from ..errors import ConfigError, Problem, RunError
 from ..rewards.base import Outcome, Sample
 from ..rewards.combine import RewardSet, prompt_text
@@ -39,6 +40,28 @@ def choose_prompts(n_rows: int, cap: int | None, seed: int) -> list[int]:
     if cap is None or n_rows <= cap:
         return list(range(n_rows))
     return sorted(random.Random(seed).sample(range(n_rows), cap))
+
+
+def choose_unseen(
+    rows: Sequence[Mapping[str, Any]], trained: TrainedRows | None, cap: int | None, seed: int
+) -> tuple[list[int], frozenset[int]]:
+    """(row indices to probe, the ones among them the model was trained on).
+
+    Without a record of trained rows, ``choose_prompts``. With one, the rows the model has not
+    seen come first (a seeded subset when they exceed ``cap``); only when they are fewer than
+    ``cap`` are seen rows added to fill it, so the report can say how much the seen rows differ.
+    The route is decided on the unseen rows whenever there are any."""
+    if trained is None:
+        return choose_prompts(len(rows), cap, seed), frozenset()
+    seen = [i for i, r in enumerate(rows) if trained.seen(r)]
+    if not seen:
+        return choose_prompts(len(rows), cap, seed), frozenset()
+    seen_set = set(seen)
+    unseen = [i for i in range(len(rows)) if i not in seen_set]
+    pick = [unseen[j] for j in choose_prompts(len(unseen), cap, seed)]
+    room = len(seen) if cap is None else max(0, cap - len(pick))
+    fill = [seen[j] for j in choose_prompts(len(seen), room, seed)] if room else []
+    return sorted(pick + fill), frozenset(fill)
 
 
 def _stats(
@@ -132,7 +155,9 @@ def run_probe(
     g = group_size or int(task.grpo.get("num_generations", 8))
     model_ref = model or task.resolve(task.model)
     rows = task.load_split("train")
-    indices = choose_prompts(len(rows), cap, task.seed)  # the same prompts whatever the sampling seed
+    trained = trained_rows_of(model_ref)  # a checkpoint that records the rows it trained on
+    # The same prompts whatever the sampling seed; rows the model trained on only when too few are left.
+    indices, seen = choose_unseen(rows, trained, cap, task.seed)
     chunk = max(1, 64 // k)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -188,10 +213,15 @@ def run_probe(
     finally:
         bar.close()
 
-    stats, outcomes = _stats(records, indices, term, reward_set.names)
+    stats, _ = _stats(records, indices, term, reward_set.names)
+    # Counts beside the rate are over the same samples as the rate: the unseen rows, when there are any.
+    counted = [rec for rec in records if rec.prompt_index not in seen] or records
+    outcomes = _stats(counted, indices, term, reward_set.names)[1]
     filtered_path, n_filtered = None, None
     if filter:
-        keep = [s.index for s in stats if s.rate is not None and 0 < s.rate < 1]
+        # Unseen rows only, when there are any: a memorised row's pass rate says nothing of its difficulty.
+        pool = [s for s in stats if s.index not in seen] or stats
+        keep = [s.index for s in pool if s.rate is not None and 0 < s.rate < 1]
         filtered_path = str((out / FILTERED_NAME).resolve())
         Path(filtered_path).write_text(
             "".join(json.dumps(rows[i], ensure_ascii=False, default=str) + "\n" for i in keep)
@@ -213,8 +243,12 @@ def run_probe(
         out_dir=str(out.resolve()),
         filtered_path=filtered_path,
         n_filtered=n_filtered,
-        n_truncated=sum(rec.finish_reason == "length" for rec in records),
+        n_truncated=sum(rec.finish_reason == "length" for rec in counted),
         length_report=length_report,
+        seen=seen,
+        trained_rows=trained.path if trained is not None else None,
+        trained_by=" then ".join(trained.sources) if trained is not None else None,
+        n_seen_rows=sum(trained.seen(r) for r in rows) if trained is not None else 0,
     )
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return report

@@ -69,3 +69,18 @@ def histogram(rates: Sequence[float]) -> tuple[tuple[str, int], ...]:
         else:
             out.append((label, sum(lo <= r < hi and r not in (0.0, 1.0) for r in rates)))
     return tuple(out)
+
+
+def percent(k: int, n: int) -> str:
+    """``k`` of ``n`` as a percentage with the digits it needs: 2 of 512 is "0.4%", not "0%"; only
+    exactly none is "0%" and exactly all "100%"."""
+    if n <= 0:
+        return "n/a"
+    if k == 0 or k == n:
+        return f"{100 * k // n}%"
+    value = 100 * k / n
+    for digits in (0, 1, 2, 3):
+        text = f"{value:.{digits}f}"
+        if 0 < float(text) < 100:
+            return f"{text}%"
+    return f"{value:.4g}%"

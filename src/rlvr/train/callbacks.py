@@ -61,17 +61,33 @@ def rlvr_callback(
     return RlvrCallback()
 
 
-def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
-    """Replace the Trainer's progress output (which prints every log dict) with one bar."""
+def quiet_progress(
+    trainer: Any,
+    enabled: bool,
+    desc: str,
+    *,
+    extra: Callable[[], Mapping[str, str]] | None = None,
+    write: Callable[[str], None] | None = None,
+) -> None:
+    """Replace the Trainer's progress output (which prints every log dict) with one bar; with
+    ``enabled`` off, one plain line per log step instead (``write``, stderr by default), so a run
+    without a bar (a log file, CI) still shows that it moves. ``extra``: more values to show
+    (the SFT dev pass rate), read at each log step."""
     from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
-    if not enabled:
-        return
+
+    def shown(logs: Mapping[str, Any]) -> dict[str, str]:
+        # GRPO's loss is ~0 by construction on-policy with beta 0: show what moves instead.
+        keys = {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
+        out = {short: f"{logs[k]:.3g}" for k, short in keys.items() if isinstance(logs.get(k), (int, float))}
+        out.update(extra() if extra is not None else {})
+        return out
 
     class Bar(TrainerCallback):
         bar: Any = None
+        last: dict[str, str] = {}  # noqa: RUF012 - replaced, never mutated
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             from tqdm.auto import tqdm
@@ -84,21 +100,34 @@ def quiet_progress(trainer: Any, enabled: bool, desc: str) -> None:
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.bar is not None:
                 self.bar.update(state.global_step - self.bar.n)
+                more = extra() if extra is not None else {}
+                if any(self.last.get(k) != v for k, v in more.items()):  # a dev check just ran
+                    self.last = {**self.last, **more}
+                    self.bar.set_postfix(self.last, refresh=False)
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
             if self.bar is not None and logs:
-                # GRPO's loss is ~0 by construction on-policy with beta 0: show what moves instead.
-                keys = (
-                    {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
-                )
-                shown = {short: logs[k] for k, short in keys.items() if isinstance(logs.get(k), (int, float))}
-                self.bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items()}, refresh=False)
+                self.last = shown(logs)
+                self.bar.set_postfix(self.last, refresh=False)
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.bar is not None:
                 self.bar.close()
 
-    trainer.add_callback(Bar())
+    class Lines(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:
+            if logs and state.is_world_process_zero and ("loss" in logs or "reward" in logs):  # not the summary
+                values = ", ".join(f"{k} {v}" for k, v in shown(logs).items())
+                (write or _stderr_line)(f"{desc} step {state.global_step}/{state.max_steps}: {values}")
+
+    trainer.add_callback(Bar() if enabled else Lines())
+
+
+def _stderr_line(line: str) -> None:
+    import sys
+
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def end_distributed(trainer: Any) -> None:

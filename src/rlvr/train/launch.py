@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem
 from ..plan.runconfig import RunConfig
 from ..task import Task
@@ -132,10 +133,14 @@ def run_grpo(
     args = GRPOConfig(**cfg)
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
+    train_rows = task.load_split("train")
     if main:
         run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every).write(
             run_dir / "config.yaml"
         )
+        # Every train row counts as seen (a short run reaches few): the probe measures the others.
+        trained = TrainedRows(frozenset(row_key(r) for r in train_rows), ("grpo",))
+        trained.merged(trained_rows_of(settings.model_ref)).write(run_dir, task=str(task.path))
 
     metrics_path = run_dir / "metrics.jsonl"
     offset = start.offset
@@ -164,9 +169,15 @@ def run_grpo(
         log.write(step, line)
         res.raise_if_undecided(f"held-out eval at step {step}")
 
+    rewards: Any = settings.rewards
+    episode_kwargs: dict[str, Any] = {}
+    if task.environment is not None:  # multi-turn tool use: TRL runs the episodes (rlvr.episodes.training)
+        from ..episodes.training import trainer_setup
+
+        rewards, episode_kwargs = trainer_setup(task.environment, str(task.path), rewards, tokenizer, args)
     recorder = rollouts.Recorder(
         run_dir,
-        settings.rewards,
+        rewards,
         group_size=int(cfg.get("num_generations", 8)),
         logging_steps=int(args.logging_steps or 1),
         session=len(sessions) + 1,
@@ -179,12 +190,13 @@ def run_grpo(
         trainer_cls = dynamic_module.trainer_class(GRPOTrainer)
     trainer = trainer_cls(
         model=model,
-        reward_funcs=recorder.wrap(settings.rewards.trl_functions()),
+        reward_funcs=recorder.wrap(rewards.trl_functions()),
         args=args,
-        train_dataset=build_dataset(task, task.load_split("train")),
+        train_dataset=build_dataset(task, train_rows),
         processing_class=tokenizer,
         callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
         peft_config=peft_config,
+        **episode_kwargs,
     )
     if dynamic.enabled:
         from .dynamic import PromptFilter
@@ -279,6 +291,8 @@ def save_final(trainer: Any, tokenizer: Any, run_dir: Path, peft: str, main: boo
     seconds = log.elapsed()
     if main:
         tokenizer.save_pretrained(partial)
+        if (run_dir / TRAINED_ROWS_NAME).is_file():  # final/ is probed and trained on by path: it says what it saw
+            shutil.copyfile(run_dir / TRAINED_ROWS_NAME, partial / TRAINED_ROWS_NAME)
         if final.exists():
             shutil.rmtree(final)
         partial.rename(final)

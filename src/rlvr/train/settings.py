@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,8 @@ def resolve_grpo(
     cfg.setdefault("max_steps", -1)
     cfg["output_dir"] = str(opts.run_dir / "checkpoints")
     cfg["report_to"] = opts.report_to
+    for key, value in logging_places(opts.report_to, opts.run_dir, task.name).items():
+        cfg.setdefault(key, value)
     cfg["disable_tqdm"] = True  # our own bar (quiet_progress); the Trainer's prints every log dict
     return cfg
 
@@ -148,6 +151,94 @@ def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     )
 
 
+# The packages each logger of TRL's report_to needs (any one of them); a name not here is left to TRL.
+REPORT_TO_PACKAGES: dict[str, tuple[str, ...]] = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "trackio": ("trackio",),
+    "wandb": ("wandb",),
+    "mlflow": ("mlflow",),
+    "comet_ml": ("comet_ml",),
+    "clearml": ("clearml",),
+    "neptune": ("neptune",),
+    "swanlab": ("swanlab",),
+    "dvclive": ("dvclive",),
+    "codecarbon": ("codecarbon",),
+}
+
+
+def report_to_problems(report_to: str | list[str], flag: str = "--report-to") -> list[Problem]:
+    """A problem for each logger in ``report_to`` whose package is not installed (TRL would fail
+    with a traceback after the model has loaded), naming what to install."""
+    import importlib.util
+
+    names = report_to if isinstance(report_to, list) else [x.strip() for x in str(report_to).split(",")]
+    out = []
+    for name in names:
+        packages = REPORT_TO_PACKAGES.get(name)
+        if packages and not any(importlib.util.find_spec(p) for p in packages):
+            out.append(
+                Problem(
+                    f"{flag} {name}",
+                    f"the {name} logger needs the {packages[0]} package, which is not installed",
+                    f"pip install {packages[0]} (into this environment), or pass {flag} none",
+                )
+            )
+    return out
+
+
+def logging_places(report_to: str | list[str], run_dir: Path, name: str) -> dict[str, Any]:
+    """Where TensorBoard and trackio write, inside the run directory under the task's name (TRL's
+    defaults are ``<output_dir>/runs/<date>`` and a trackio project called "huggingface" in the
+    user's cache). Sets ``TENSORBOARD_LOGGING_DIR`` and ``TRACKIO_DIR`` unless the user set them;
+    returns the config values to add (``project`` and ``run_name``)."""
+    names = report_to if isinstance(report_to, list) else [x.strip() for x in str(report_to).split(",")]
+    if "tensorboard" in names:
+        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run_dir / "tensorboard" / name))
+    if "trackio" in names:
+        os.environ.setdefault("TRACKIO_DIR", str(run_dir / "trackio"))
+    return {"project": name, "run_name": name} if names and names != ["none"] else {}
+
+
+def value_type_problems(cfg: Mapping[str, Any], config_class: type, *, prefix: str = "") -> list[Problem]:
+    """A problem for every value whose field in ``config_class`` (TRL's GRPOConfig or SFTConfig) is
+    a number or a flag and the value is not one (``--set learning_rate=fast``), found before any
+    weights load rather than as a traceback from the optimizer. Fields of other types are left to
+    TRL."""
+    import typing
+
+    try:
+        hints = typing.get_type_hints(config_class)
+    except Exception:  # noqa: BLE001 - a TRL whose hints do not resolve: nothing to check against
+        return []
+    out = []
+    for key, value in cfg.items():
+        hint = hints.get(key)
+        args = set(typing.get_args(hint)) if typing.get_origin(hint) in (typing.Union, types.UnionType) else {hint}
+        allow_none = type(None) in args
+        args.discard(type(None))
+        if value is None and allow_none or len(args) != 1:
+            continue
+        kind = args.pop()
+        if kind is bool:
+            ok, what, example = isinstance(value, bool), "true or false", "true"
+        elif kind is int:
+            ok, what, example = isinstance(value, int) and not isinstance(value, bool), "a whole number", "8"
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            what, example = "a number", "5e-7" if "rate" in key else "0.1"
+        else:
+            continue
+        if not ok:
+            out.append(
+                Problem(
+                    f"{prefix}{key}",
+                    f"{value!r} is not {what} ({config_class.__name__}.{key} is {kind.__name__})",
+                    f"e.g. {prefix}{key}={example}" if prefix.startswith("--") else f"e.g. {key}: {example}",
+                )
+            )
+    return out
+
+
 def validate_config(
     cfg: Mapping[str, Any],
     task: Task,
@@ -169,6 +260,11 @@ def validate_config(
         moe = False
     target = Target(gpus=int(hw.get("gpus", 0)), bf16=bool(hw.get("bf16")), processes=world_size())
     config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
+    from trl import GRPOConfig
+
+    wrong = value_type_problems(config, GRPOConfig)
+    if wrong:
+        raise ConfigError(wrong, source=str(task.path))
     check(
         config,
         source=str(task.path),
@@ -199,6 +295,11 @@ def resolve_settings(task: Task, opts: TrainOptions) -> RunSettings:
     from .dynamic import check_batch
 
     hw = recipe.hardware()
+    from trl import GRPOConfig
+
+    wrong = value_type_problems(opts.overrides, GRPOConfig, prefix="--set ") + report_to_problems(opts.report_to)
+    if wrong:
+        raise ConfigError(wrong, source="rlvr train")
     file = RunConfig.read(opts.config_path) if opts.config_path is not None else None
     cfg = resolve_grpo(task, opts, hw, file)
     rewards = task.reward_set()

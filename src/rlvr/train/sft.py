@@ -25,9 +25,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data import TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem
 from ..lengths import reference_completion
 from ..task import Task
+from .settings import logging_places
 
 # TRL's SFTConfig.max_length default (1.16): longer prompt + completion sequences are truncated.
 TRL_SFT_MAX_LENGTH = 1024
@@ -54,10 +56,12 @@ class SftOptions:
     model: str | None = None
     target_pass_rate: float | None = None
     check_every: int = 25
-    dev_size: int = 100
+    dev_size: int | None = None  # None: 100, or a fifth of the rows when that is smaller
     overrides: Mapping[str, Any] = field(default_factory=dict)
     progress: bool = True
     warn: Callable[[str], None] | None = None  # default: one "rlvr sft: warning: ..." line on stderr
+    say: Callable[[str], None] | None = None  # the split; default: stderr
+    progress_line: Callable[[str], None] | None = None  # with progress off, one line per log step; default: stderr
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,62 @@ class SftResult:
     seconds: float
     stopped_early: bool
     warnings: tuple[str, ...] = ()
+    n_train: int = 0  # rows SFT trained on (recorded in trained_rows.json)
+    n_dev: int = 0  # rows held out as the dev slice
+    target_missed: str | None = None  # why --target-pass-rate was not reached, when it was not
+
+
+# The dev slice may be at most this share of the train split: more, and SFT learns from the few
+# rows left (a default of 100 on 130 rows once trained on 30, silently).
+MAX_DEV_SHARE = 0.5
+# The default dev slice: 100 rows, or a fifth of the split when that is smaller.
+DEFAULT_DEV_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which train rows SFT trains on and which it holds out as the dev slice."""
+
+    train: list[dict[str, Any]]
+    dev: list[dict[str, Any]]
+    total: int
+    reason: str = ""
+
+    def describe(self) -> str:
+        if not self.dev:
+            return f"SFT split: training on all {self.total} train rows (no dev slice: no --target-pass-rate)"
+        return (
+            f"SFT split: training on {len(self.train)} of {self.total} train rows; {len(self.dev)} held out as the "
+            f"dev slice for --target-pass-rate{self.reason}"
+        )
+
+
+def split_rows(
+    rows: list[dict[str, Any]], target: float | None, dev_size: int | None, start: TrainedRows | None = None
+) -> Split:
+    """The SFT split. Without a target, every row trains. With one, ``dev_size`` rows (default:
+    100 or a fifth of the rows, whichever is smaller) are held out, taken first from rows the start
+    model never trained on; a dev slice over half the rows is refused, naming the numbers."""
+    if target is None:
+        return Split(list(rows), [], len(rows))
+    n = len(rows)
+    auto = dev_size is None
+    size = max(1, min(100, int(n * DEFAULT_DEV_SHARE))) if auto else int(dev_size or 0)
+    if size < 1 or n < 2 or size > n * MAX_DEV_SHARE:
+        raise ConfigError(
+            Problem(
+                "--dev-size",
+                f"a dev slice of {size} rows would leave {max(0, n - size)} of the {n} train rows to train on "
+                f"(at most {MAX_DEV_SHARE:.0%} may be held out)",
+                f"pass --dev-size {max(1, int(n * DEFAULT_DEV_SHARE))} or fewer, or add rows",
+            )
+        )
+    order = list(range(n))
+    if start is not None:  # unseen rows first, in file order
+        order.sort(key=lambda i: start.seen(rows[i]))
+    dev_idx = set(order[:size])
+    reason = " (default: a fifth of the rows, at most 100)" if auto else ""
+    return Split([r for i, r in enumerate(rows) if i not in dev_idx], [rows[i] for i in sorted(dev_idx)], n, reason)
 
 
 def sft_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,6 +177,15 @@ def _stderr_warning(message: str) -> None:
     sys.stderr.write(f"rlvr sft: warning: {message}\n")
 
 
+def _stderr_say(message: str) -> None:
+    sys.stderr.write(f"rlvr sft: {message}\n")
+
+
+def percent_text(rate: float) -> str:
+    """A rate as a percentage with a decimal where it needs one (0.4 %, not 0 %)."""
+    return f"{rate:.0%}" if rate in (0.0, 1.0) or 0.01 <= rate <= 0.99 else f"{rate:.1%}"
+
+
 def run_sft(task: Task, opts: SftOptions) -> SftResult:
     import torch
     from datasets import Dataset
@@ -127,20 +196,14 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     from ..models import load_model, load_tokenizer, resolve_model
 
     model_ref = resolve_model(opts.model or task.model)
+    rows = task.load_split("train")
+    start_rows = trained_rows_of(model_ref)  # an SFT model trained further: its rows are not a dev slice
+    split = split_rows(rows, opts.target_pass_rate, opts.dev_size, start_rows)
+    say = opts.say or _stderr_say
+    say(split.describe())
+    dev, train_rows = split.dev, split.train
     tokenizer = load_tokenizer(model_ref)
     model = load_model(model_ref)
-    rows = task.load_split("train")
-    if opts.target_pass_rate is not None and len(rows) <= opts.dev_size:
-        raise ConfigError(
-            Problem(
-                "sft",
-                f"the train split has {len(rows)} rows: too few to hold out a dev slice of {opts.dev_size}",
-                "lower --dev-size or add rows",
-            )
-        )
-    dev, train_rows = (
-        (rows[: opts.dev_size], rows[opts.dev_size :]) if opts.target_pass_rate is not None else ([], rows)
-    )
     settings = {**SFT_DEFAULTS, **dict(task.sft), **dict(opts.overrides)}
     settings.setdefault("seed", task.seed)
     from ..lengths import max_positions
@@ -155,6 +218,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     for message in warnings:  # before training: a warning after the run is too late to act on
         (opts.warn or _stderr_warning)(message)
     cfg_kw = {k: v for k, v in settings.items() if k not in ("target_pass_rate",)}
+    for key, value in logging_places(settings.get("report_to", "none"), opts.out_dir, task.name).items():
+        cfg_kw.setdefault(key, value)
     cfg_kw.update(
         output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True
     )
@@ -173,6 +238,12 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
                 control.should_training_stop = True
             return control
 
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            # The last steps since the previous check: the missed-target line quotes the final rate.
+            if opts.target_pass_rate is not None and not reached["stopped"] and state.global_step % opts.check_every:
+                reached["rate"] = evaluate(model, tokenizer, task, dev, temperature=0.0).accuracy
+            return control
+
     t0 = time.time()
     trainer = SFTTrainer(
         model=model,
@@ -183,14 +254,41 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     )
     from .callbacks import quiet_progress
 
-    quiet_progress(trainer, opts.progress, "SFT")
+    quiet_progress(
+        trainer,
+        opts.progress,
+        "SFT",
+        extra=lambda: {"dev": percent_text(reached["rate"])} if reached["rate"] is not None else {},
+        write=opts.progress_line,
+    )
     trainer.train()
     seconds = time.time() - t0
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(opts.out_dir)
     tokenizer.save_pretrained(opts.out_dir)
+    # The rows this model trained on, with its start model's: the probe measures it on the others.
+    TrainedRows(frozenset(row_key(r) for r in train_rows), ("sft",)).merged(start_rows).write(
+        opts.out_dir, task=str(task.path)
+    )
+    missed = None
+    if opts.target_pass_rate is not None and (reached["rate"] is None or reached["rate"] < opts.target_pass_rate):
+        last = "never measured" if reached["rate"] is None else f"last {percent_text(reached['rate'])}"
+        missed = (
+            f"target dev pass rate {percent_text(opts.target_pass_rate)} not reached in {trainer.state.global_step} "
+            f"steps ({last} on {len(dev)} dev rows): raise --max-steps or the learning rate, or lower the target"
+        )
+        warnings.append(missed)
+        (opts.warn or _stderr_warning)(missed)
     result = SftResult(
-        opts.out_dir, trainer.state.global_step, reached["rate"], seconds, reached["stopped"], tuple(warnings)
+        opts.out_dir,
+        trainer.state.global_step,
+        reached["rate"],
+        seconds,
+        reached["stopped"],
+        tuple(warnings),
+        n_train=len(train_rows),
+        n_dev=len(dev),
+        target_missed=missed,
     )
     (opts.out_dir / "rlvr_sft.json").write_text(
         json.dumps(
