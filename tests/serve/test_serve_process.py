@@ -31,7 +31,7 @@ def test_a_non_loopback_bind_without_allow_remote_is_refused_even_with_a_token()
 def test_loopback_needs_neither_flag_nor_token_and_remote_needs_both() -> None:
     for host in ("127.0.0.1", "localhost", "::1"):
         check_bind(host, None, allow_remote=False)
-    check_bind("0.0.0.0", "t0ken", allow_remote=True)
+    check_bind("0.0.0.0", "t0ken-of-16-chars", allow_remote=True)
 
 
 def test_the_cli_refuses_a_public_bind_without_a_token_before_loading_anything(

@@ -25,13 +25,13 @@ masking needs every term's verdict for a row:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .base import Outcome, Sample, Verdict, Verifier
+from .strictjson import safe_dumps
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,15 @@ FLOAT32_MAX = 3.4028234663852886e38
 def _message_text(message: Mapping[str, Any]) -> str:
     """A message's text, with its structured tool calls (TRL and OpenAI put them in
     ``tool_calls``, often with ``content: None``) written out as ``<tool_call>`` blocks, the form
-    the ``tool_call`` verifier reads."""
+    the ``tool_call`` verifier reads.
+
+    Arguments given as a string (OpenAI's form) are carried as that string, never parsed here:
+    the verifier reads them with the one strict reader (``rlvr.rewards.strictjson``), which
+    refuses duplicate keys and over-long numbers that a plain ``json.loads`` would collapse or
+    raise on outside every guard. Arguments given as an object are written with
+    ``safe_dumps``; one that cannot be written (a 5,000-digit integer, nesting past the limit) is
+    carried as a text the verifier reports as not valid JSON: a wrong answer, never a crash.
+    """
     text = str(message.get("content") or "")
     for call in message.get("tool_calls") or ():
         if not isinstance(call, Mapping):
@@ -58,15 +66,10 @@ def _message_text(message: Mapping[str, Any]) -> str:
         if not isinstance(fn, Mapping):
             continue
         args = fn.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
-                pass  # kept as a string: the verifier reports it as not valid JSON
-        try:
-            body = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
-        except (TypeError, ValueError):
-            body = str({"name": fn.get("name"), "arguments": args})
+        if not isinstance(args, str):
+            args = safe_dumps(args) or "<arguments that are not JSON>"
+        name = safe_dumps(fn.get("name")) or "null"
+        body = '{"name": ' + name + ', "arguments": ' + (safe_dumps(args) or '""') + "}"
         text += f"<tool_call>\n{body}\n</tool_call>"
     return text
 

@@ -27,22 +27,19 @@ it exactly. Exponents, ``inf`` and ``nan`` are never numbers here.
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 from ..errors import VerifierError
 from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
-from .format import AnswerFormat, extract, is_invisible
+from .format import AnswerFormat, extract
+from .invisible import strip_invisible
+from .patterns import compile_linear
 
 RULES = ("whitespace", "case", "nfkc", "thousands", "trailing_period", "dollars")
-_SPACES = re.compile(r"\s+")
 _SEPARATORS = ",_ \u00a0\u2009\u202f"
-# A run of digits and separators, not touching other digits, separators or a decimal point
-# before it. Checked for proper grouping in ``_group``.
-_NUMBER = re.compile(r"(?<![\d.,_\u00a0\u2009\u202f])\d+(?:[,_ \u00a0\u2009\u202f]\d+)+(?![\d])")
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_PLAIN_NUMBER = compile_linear(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 def _fold_char(ch: str) -> str:
@@ -56,22 +53,54 @@ def _fold_char(ch: str) -> str:
 def _nfkc(text: str) -> str:
     text = "".join(_fold_char(ch) for ch in unicodedata.normalize("NFC", text))
     text = unicodedata.normalize("NFC", text).replace("\u2044", "/")  # ½ -> 1⁄2 -> 1/2
-    return "".join(ch for ch in text if ch == " " or not is_invisible(ch) or ch.isspace())
+    return strip_invisible(text)
 
 
-def _group(match: re.Match[str]) -> str:
-    token = match.group(0)
-    seps = {ch for ch in token if not ch.isdigit()}
+def _numbers(text: str) -> list[tuple[int, int]]:
+    """Spans of digit runs joined by separators (``1,234,567``, ``1 234``): a run of digits not
+    preceded by a digit, a separator or a decimal point, then one or more groups of one separator
+    and digits. One pass over the text."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if not text[i].isdecimal() or (i and (text[i - 1].isdecimal() or text[i - 1] in _SEPARATORS + ".")):
+            i += 1
+            continue
+        j = i
+        while j < n and text[j].isdecimal():
+            j += 1
+        end = j
+        while j + 1 < n and text[j] in _SEPARATORS and text[j + 1].isdecimal():
+            j += 1
+            while j < n and text[j].isdecimal():
+                j += 1
+            end = j
+        if end > i and any(not c.isdecimal() for c in text[i:end]):
+            out.append((i, end))
+        i = max(end, i + 1)
+    return out
+
+
+def _group(text: str, start: int, end: int) -> str:
+    token = text[start:end]
+    seps = {ch for ch in token if not ch.isdecimal()}
     if len(seps) != 1:
         return token
     sep = seps.pop()
     groups = token.split(sep)
     if not 1 <= len(groups[0]) <= 3 or any(len(g) != 3 for g in groups[1:]):
         return token
-    rest = match.string[match.end() :]
-    if sep == "," and len(groups) == 2 and not re.match(r"\.\d", rest):
+    rest = text[end : end + 2]
+    if sep == "," and len(groups) == 2 and not (rest[:1] == "." and rest[1:2].isdecimal()):
         return token  # "3,141": a decimal comma or a list as much as a thousands separator
     return "".join(groups)
+
+
+def _fold_thousands(text: str) -> str:
+    out, last = [], 0
+    for start, end in _numbers(text):
+        out.append(text[last:start] + _group(text, start, end))
+        last = end
+    return "".join(out) + text[last:]
 
 
 def normalize(text: str, rules: Iterable[str]) -> str:
@@ -85,9 +114,9 @@ def normalize(text: str, rules: Iterable[str]) -> str:
                 text = text[len(d) : -len(d)].strip()
                 break
     if "whitespace" in rules:
-        text = _SPACES.sub(" ", text)
+        text = " ".join(text.split())  # every Unicode whitespace run, as the rule says
     if "thousands" in rules:
-        text = _NUMBER.sub(_group, text)
+        text = _fold_thousands(text)
     # A loop, so that normalising twice changes nothing ("4 . ." -> "4"); an ellipsis stays.
     while "trailing_period" in rules and text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()

@@ -12,17 +12,18 @@ All scanning is linear in the completion's length (plain ``str.find`` and one br
 pass with a stack, no backtracking regex), also for thousands of repeated or nested boxes, so a
 1 MB completion costs milliseconds, not a timeout.
 
-An answer span holding only invisible characters (zero-width spaces, word joiners, the Hangul
-and Braille blanks, control and bidi characters) is empty: it looks like nothing to a reader.
+An answer span holding only invisible characters is empty: it looks like nothing to a reader.
+"Invisible" has one definition, ``rlvr.rewards.invisible`` (Unicode's default-ignorable code
+points, variation selectors and the other blank combining marks included).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
 from .base import BaseVerifier, Reads, Sample, Verdict
+from .invisible import is_blank, is_invisible
 
 ThinkPolicy = Literal["none", "optional", "required", "prefilled"]
 BoxedPolicy = Literal["only", "first", "last"]
@@ -119,22 +120,6 @@ def answer_start(completion: str, fmt: AnswerFormat) -> tuple[int, str | None]:
     completion can count as an answer (a think block the format requires is missing or
     malformed)."""
     return _think_end(completion, fmt)
-
-
-# Characters that show nothing: format/control/unassigned/separator categories, and the "filler"
-# letters that render blank (Hangul fillers, the Braille blank, the Mongolian vowel separator).
-_BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u034f")
-_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp"})
-
-
-def is_invisible(ch: str) -> bool:
-    """Whether a character shows nothing: whitespace, zero-width and bidi controls, fillers."""
-    return ch.isspace() or ch in _BLANK_CHARS or unicodedata.category(ch) in _BLANK_CATEGORIES
-
-
-def is_blank(text: str) -> bool:
-    """Whether ``text`` holds only invisible characters (or nothing)."""
-    return all(is_invisible(ch) for ch in text)
 
 
 def _boxes(text: str, start: int) -> tuple[list[tuple[int, int]], str | None]:

@@ -1,6 +1,22 @@
 """JSON Schema as the json_schema and tool_call verifiers use it: extra keys forbidden
-(``forbid_extra``), string formats enforced, ``pattern`` matches bounded in time
-(``build_validator``), and the first validation error in a sentence (``first_error``).
+(``forbid_extra``), string formats enforced, ``pattern`` matched in linear time where it can be
+(``build_validator``), exact numbers, and the first validation error in a sentence
+(``first_error``).
+
+Patterns: the format checks run on RE2 (``rlvr.rewards.patterns``). A schema's own ``pattern``
+and ``patternProperties`` run on RE2 when RE2 accepts them; a pattern RE2 refuses
+(backreferences, lookaround) runs on the ``regex`` engine with a time limit per match
+(``pattern_timeout``), and a match that runs out of time is a wrong answer (the candidate's text
+made it expensive).
+
+Numbers: the strict reader gives ``Decimal`` for every number with a fraction or an exponent, so
+the validator counts an integral ``Decimal`` as an ``integer``, compares ``multipleOf`` as exact
+fractions, and reads the schema's own floats as the decimals they were written as (``const:
+0.1`` is the decimal 0.1, and ``10000000000000001.0`` is not ``const: 1e16``).
+
+A schema that cannot be used on an instance -- a ``$ref`` that does not resolve, a ``$ref``
+cycle that never consumes the instance -- raises ``SchemaBroken`` (the caller masks the row: its
+ground truth is broken), never a wrong answer.
 
 See ``rlvr.rewards.schema`` for the rules these implement and why.
 """
@@ -9,11 +25,15 @@ from __future__ import annotations
 
 import copy
 import datetime
-import re
+import functools
+import math
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from ..errors import VerifierError
+from .patterns import Pattern, compile_linear
+from .strictjson import exact_number
 
 _COMPOSING = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas")
 
@@ -85,11 +105,25 @@ def forbid_extra(schema: Any) -> Any:
 
 
 # -- formats and patterns ---------------------------------------------------------------------------
-_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-_TIME = re.compile(r"(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-_DURATION = re.compile(r"P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?")
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]*")
-_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+_DATE_TIME = compile_linear(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+_TIME = compile_linear(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+_DURATION = compile_linear(r"P([0-9]+Y)?([0-9]+M)?([0-9]+W)?([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+(\.[0-9]+)?S)?)?")
+_URI = compile_linear(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]*")
+_LABEL = compile_linear(r"[A-Za-z0-9-]{1,63}")
+
+
+def _is_duration(value: str) -> bool:
+    # P alone, and a T with no digit after it, are not durations (RE2 has no lookahead).
+    if value == "P" or not _DURATION.fullmatch(value):
+        return False
+    t = value.find("T")
+    return t == -1 or value[t + 1 : t + 2].isdigit()
+
+
+def _is_uri(value: str) -> bool:
+    return bool(_URI.fullmatch(value)) and not any(c.isspace() for c in value)
 
 
 def _is_date_time(value: str) -> bool:
@@ -120,7 +154,9 @@ def _is_email(value: str) -> bool:
 
 def _is_hostname(value: str) -> bool:
     value = value[:-1] if value.endswith(".") else value
-    return 0 < len(value) <= 253 and all(_LABEL.fullmatch(label) for label in value.split("."))
+    return 0 < len(value) <= 253 and all(
+        _LABEL.fullmatch(label) and not label.startswith("-") and not label.endswith("-") for label in value.split(".")
+    )
 
 
 def _format_checker() -> Any:
@@ -132,9 +168,9 @@ def _format_checker() -> Any:
         "time": _is_time,
         "email": _is_email,
         "hostname": _is_hostname,
-        "duration": lambda v: bool(_DURATION.fullmatch(v)),
-        "uri": lambda v: bool(_URI.fullmatch(v)),
-        "iri": lambda v: bool(_URI.fullmatch(v)),
+        "duration": _is_duration,
+        "uri": _is_uri,
+        "iri": _is_uri,
         "uri-reference": lambda v: not any(c.isspace() for c in v),
         "iri-reference": lambda v: not any(c.isspace() for c in v),
     }
@@ -161,13 +197,60 @@ class _PatternTimeout(Exception):
     pass
 
 
-def _search(pattern: str, text: str, timeout: float) -> bool:
-    import regex
+class SchemaBroken(Exception):
+    """The schema cannot be applied (an unresolvable ``$ref``, a ``$ref`` cycle): the row's
+    ground truth is broken, which is not the answer's fault."""
 
+
+@functools.lru_cache(maxsize=256)
+def _linear(pattern: str) -> Pattern | None:
     try:
-        return regex.search(pattern, text, timeout=timeout) is not None
+        return compile_linear(pattern)
+    except ValueError:
+        return None
+
+
+def pattern_search(pattern: str, text: str, timeout: float) -> bool:
+    """Whether ``pattern`` matches somewhere in ``text``: on RE2 when it accepts the pattern
+    (linear time), else on ``regex`` bounded by ``timeout`` seconds (``TimeoutError``)."""
+    fast = _linear(pattern)
+    if fast is not None:
+        return fast.search(text) is not None
+    import regex  # backreferences or lookaround: bounded in time instead
+
+    return regex.search(pattern, text, timeout=timeout) is not None
+
+
+def _search(pattern: str, text: str, timeout: float) -> bool:
+    try:
+        return pattern_search(pattern, text, timeout)
     except TimeoutError:
         raise _PatternTimeout(pattern) from None
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, int):
+        return True
+    if isinstance(instance, float):
+        return instance.is_integer()
+    return isinstance(instance, Decimal) and instance.is_finite() and instance == instance.to_integral_value()
+
+
+def _is_number(checker: Any, instance: Any) -> bool:
+    return not isinstance(instance, bool) and isinstance(instance, int | float | Decimal)
+
+
+def _exact_schema(node: Any) -> Any:
+    """``node`` with every float read as the decimal it was written as."""
+    if isinstance(node, float) and math.isfinite(node):
+        return Decimal(repr(node))
+    if isinstance(node, dict):
+        return {k: _exact_schema(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_exact_schema(v) for v in node]
+    return node
 
 
 def _validator_class(pattern_timeout: float) -> Any:
@@ -197,7 +280,19 @@ def _validator_class(pattern_timeout: float) -> Any:
                 if hit:
                     yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
-    return validators.extend(Draft202012Validator, {"pattern": pattern, "patternProperties": pattern_properties})
+    def multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "number"):
+            return
+        a, b = exact_number(instance), exact_number(divisor)
+        if a is None or b is None or b == 0 or (a / b).denominator != 1:
+            yield ValidationError(f"{str(instance)[:40]} is not a multiple of {divisor}")
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
+    return validators.extend(
+        Draft202012Validator,
+        {"pattern": pattern, "patternProperties": pattern_properties, "multipleOf": multiple_of},
+        type_checker=checker,
+    )
 
 
 def build_validator(
@@ -219,12 +314,27 @@ def build_validator(
                 f"(checked: {', '.join(sorted(checker.checkers))}); "
                 "remove them, use pattern, or set check_formats: false to leave every format unchecked"
             )
-    return _validator_class(pattern_timeout)(schema, format_checker=checker)
+    validator = _validator_class(pattern_timeout)(_exact_schema(schema), format_checker=checker)
+    probes: tuple[Any, ...] = (None, {}, [])
+    for probe in probes:  # a schema that cannot be applied at all is refused here
+        try:
+            first_error(validator, probe)
+        except SchemaBroken as exc:
+            raise VerifierError(f"{where}: {exc}") from None
+    return validator
 
 
 def first_error(validator: Any, obj: Any) -> str | None:
+    """The first validation error in a sentence, or None. ``SchemaBroken`` when the schema itself
+    cannot be applied (see the module docstring)."""
+    from referencing.exceptions import Unresolvable
+
     try:
         errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
+    except (Unresolvable, RecursionError) as exc:
+        # The instance is at most max_depth deep, so unbounded recursion is the schema's (a
+        # $ref cycle that never consumes the instance).
+        raise SchemaBroken(f"the schema cannot be applied ({type(exc).__name__}: {str(exc)[:120]})") from None
     except Exception as exc:  # noqa: BLE001 - a value the validator cannot handle is not valid
         return f"(root): the value could not be validated ({type(exc).__name__}: {str(exc)[:120]})"
     if not errors:

@@ -1,22 +1,26 @@
-"""Where a completion's JSON is, and reading it strictly: ``find_json`` (the answer span, else
-the one ``<tool_call>`` block or fenced block after the think block) and ``load_json`` (no
-duplicate keys, no NaN/Infinity, no number a float cannot hold, bounded size and nesting).
+"""Where a completion's JSON is: ``find_json`` (the answer span, else the one ``<tool_call>``
+block or fenced block after the think block); reading it is ``rlvr.rewards.strictjson``'s
+(``load_json`` here is that reader, for the callers that import it from this module).
+
+Both patterns run on RE2 (``rlvr.rewards.patterns``): on Python's ``re`` a fence followed by
+80,000 spaces, or thousands of unclosed ``<tool_call>`` tags, cost quadratic time.
 
 See ``rlvr.rewards.schema`` for the rules these implement and why.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from typing import Any
 
 from .format import AnswerFormat, answer_start, extract
+from .patterns import compile_linear
+from .strictjson import MAX_DIGITS, depth, load_json
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
-_TOOL_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-MAX_INT_DIGITS = 4300  # Python's own default limit for int(str)
+__all__ = ["MAX_INT_DIGITS", "depth", "find_json", "load_json"]
+
+_FENCE = compile_linear(r"(?s)```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```")
+_TOOL_TAG = compile_linear(r"(?s)<tool_call>(.*?)</tool_call>")
+MAX_INT_DIGITS = MAX_DIGITS
 
 
 def find_json(
@@ -39,7 +43,7 @@ def find_json(
         markers = (fmt.open_tag, fmt.close_tag) if fmt.style == "tags" else ("\\boxed{",)
         if any(m in region for m in markers):
             return None, None, ex.problem or "malformed answer span"
-        found: list[re.Match[str]] = []
+        found: list[Any] = []
         if tool_tags:
             found = list(_TOOL_TAG.finditer(region))
             if len(found) > 1:
@@ -58,67 +62,3 @@ def find_json(
     if len(text) > max_chars:
         return None, span, f"JSON is {len(text)} characters, over max_chars {max_chars}"
     return text, span, None
-
-
-class _Strict(ValueError):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        # {"ok": false, "ok": true}: which one a consumer reads depends on the parser.
-        raise _Strict(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
-    return dict(pairs)
-
-
-def _constant(name: str) -> Any:
-    raise _Strict(f"{name} is not JSON")
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        # 1e999 reads as infinity, which passes every numeric tolerance.
-        raise _Strict(f"the number {text[:40]} does not fit a float")
-    return value
-
-
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _Strict(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
-
-
-def depth(value: Any) -> int:
-    """How deeply ``value`` nests lists and objects (a scalar is 0), without recursion."""
-    best, stack = 0, [(value, 1)]
-    while stack:
-        node, d = stack.pop()
-        if isinstance(node, dict):
-            best = max(best, d)
-            stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
-            best = max(best, d)
-            stack.extend((v, d + 1) for v in node)
-    return best
-
-
-def load_json(text: str, max_depth: int | None = None) -> tuple[Any, str | None]:
-    """Strict JSON: no duplicate keys, no NaN/Infinity (Python's json accepts both), no number
-    that overflows a float, no integer over ``MAX_INT_DIGITS`` digits, at most ``max_depth``
-    levels of nesting."""
-    try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int)
-    except (json.JSONDecodeError, RecursionError, _Strict, ValueError) as exc:
-        msg = (
-            exc.msg
-            if isinstance(exc, json.JSONDecodeError)
-            else "nested too deeply"
-            if isinstance(exc, RecursionError)
-            else str(exc)
-        )
-        return None, f"not valid JSON: {msg}"
-    if max_depth is not None and (d := depth(value)) > max_depth:
-        return None, f"nested {d} levels deep (at most {max_depth})"
-    return value, None

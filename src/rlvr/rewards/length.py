@@ -278,9 +278,9 @@ def repeated_share(items: Sequence[Any], n: int) -> float | None:
 
 def visible_text(text: str) -> str:
     """``text`` without invisible characters, whitespace runs collapsed to one space."""
-    from .format import is_invisible
+    from .invisible import strip_invisible
 
-    return " ".join("".join(ch if ch.isspace() or not is_invisible(ch) else "" for ch in text).split())
+    return " ".join(strip_invisible(text).split())
 
 
 class RepetitionPenalty(_Penalty):

@@ -3,14 +3,15 @@
 Where the JSON comes from: the task's answer span when the completion has one, otherwise
 exactly one fenced block (```` ```json … ``` ```` or ```` ``` … ``` ````). Several fenced blocks
 without an answer span is ``unparseable`` (which one would count?); so is no JSON at all. Text
-that is not valid JSON is ``wrong``, and so are duplicate keys and ``NaN``/``Infinity``, which
-Python's parser would otherwise accept. JSON is parsed with ``json.loads`` (never evaluated)
-and capped at ``max_chars`` (default 100,000). A number that does not fit a float (``1e999``,
-which Python reads as infinity), an integer longer than Python converts (4,300 digits) and
-nesting deeper than ``max_depth`` (default 64) are *wrong* answers, not errors: an error would
-mask the sample out of its group, so a wrong answer could hide itself from its negative
-advantage. The same holds for anything that raises while the parsed value is validated or
-compared.
+that is not valid JSON is ``wrong``. JSON is read by the one strict reader,
+``rlvr.rewards.strictjson`` (never evaluated), capped at ``max_chars`` (default 100,000):
+duplicate keys and ``NaN``/``Infinity`` are refused, integers stay ``int`` and every other number
+is read exactly (``10000000000000001.0`` is not ``1e16``); a number of more than 4,300 digits
+(or an exponent past 4,300) and nesting deeper than ``max_depth`` (default 64) are *wrong*
+answers, not errors: an error would mask the sample out of its group, so a wrong answer could
+hide itself from its negative advantage. The same holds for anything that raises while the
+parsed value is validated or compared, and for a check that runs out of time on the answer's
+account (see below).
 
 Where the JSON may be: never inside the think block (a fenced block there is reasoning, not the
 answer), and not at all when the think policy is broken (``think: required`` without a block).
@@ -38,14 +39,19 @@ Every sample of a batch (``verify_batch``: what scoring, the audit and the TRL a
 bounded by a hard timeout (``timeout``, default 10 s): the check runs in a worker process of
 ``rlvr.rewards.pool`` that is killed past it (an ``error``, ``error_kind="timeout"``).
 ``timeout: null`` checks in-process, unbounded; ``verify`` on one sample always runs in-process.
+Who pays for a timeout: the row is checked again with a minimal answer (``null``) under the same
+limit; when that finishes, the cost came from the candidate's text and the sample is *wrong*;
+when it too runs out, the row's own check (its schema, its expected call) is the slow part and
+the sample stays masked. A schema that cannot be applied (a ``$ref`` that does not resolve, a
+``$ref`` cycle) is the row's problem too: masked (``error_kind="ground_truth"``), never wrong.
 
 Tool calls: ``{"name": ..., "arguments": {...}}`` (``arguments`` may also be a JSON string, as
 OpenAI returns it). The name must be one of ``tools`` (OpenAI function specs), the arguments
 must validate against that tool's ``parameters`` schema (extra keys forbidden), and when the
 row has an expected call (``expected_column``, default ``tool_call``) the name must be equal and
 every expected argument must match under its per-field rule: ``exact`` (default; JSON
-equality), ``casefold`` (strings, case and outer whitespace ignored), ``numeric`` (numbers within
-``1e-9`` relative), ``set`` (lists compared as sets) or ``ignore``. Arguments the model adds
+equality, numbers by exact value), ``casefold`` (strings, case and outer whitespace ignored),
+``numeric`` (numbers within ``1e-9`` relative), ``set`` (lists compared as sets) or ``ignore``. Arguments the model adds
 that the expected call lacks are wrong unless ``extra_arguments: true``. Partial credit (the
 share of expected arguments matched, when the name is right and the arguments are valid) only
 with ``partial_credit: true``.
@@ -62,10 +68,11 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Reads, Sample, Verdict
+from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
 from .format import AnswerFormat
-from .jsonrules import build_validator, first_error, forbid_extra
-from .jsontext import find_json, load_json
+from .jsonrules import SchemaBroken, build_validator, first_error, forbid_extra
+from .jsontext import find_json
+from .strictjson import exact_number, json_equal, json_key, load_json
 
 RULES = ("exact", "casefold", "numeric", "set", "ignore")
 
@@ -124,9 +131,28 @@ class _Bounded(BaseVerifier):
         for i, r in enumerate(results):
             if r.ok:
                 out.append(r.value[0])
+            elif r.error_kind in ("timeout", "memory") and self._row_is_cheap(pool, plain[i]):
+                out.append(
+                    Verdict.wrong(
+                        detail=f"checking this answer ran out of time or memory ({r.error_kind}); the row's own "
+                        "check with a minimal answer does not (the cost comes from the answer)"
+                    )
+                )
             else:
                 out.append(Verdict.error(f"row {i}: {r.detail}", kind=r.error_kind or "crash"))
         return out
+
+    def _row_is_cheap(self, pool: Any, sample: Sample) -> bool:
+        """Whether the row's check finishes within the timeout with a minimal answer (``null``):
+        then a timeout on the real answer is the answer's doing."""
+        fmt: AnswerFormat = getattr(self, "fmt", AnswerFormat())
+        control = Sample(fmt.wrap("null"), sample.row, "", None)
+        (r,) = pool.map(
+            "rlvr.rewards.schema:_remote_verify",
+            [(type(self).__name__, self._kwargs, self._key, [control])],
+            timeout=self.timeout,
+        )
+        return bool(r.ok) and r.value[0].outcome is not Outcome.ERROR
 
 
 class JsonSchemaVerifier(_Bounded):
@@ -234,7 +260,10 @@ class JsonSchemaVerifier(_Bounded):
         obj, problem = load_json(text, self.max_depth)
         if problem:
             return Verdict.wrong(detail=problem, answer=text[:200], span=span)
-        err = first_error(validator, obj)
+        try:
+            err = first_error(validator, obj)
+        except SchemaBroken as exc:
+            return Verdict.error(f"the row's schema: {exc}", kind="ground_truth")
         if err:
             return Verdict.wrong(detail=f"schema: {err}", answer=text[:200], span=span)
         if self.model_cls is not None:
@@ -273,45 +302,25 @@ def _tool_specs(tools: Any) -> dict[str, Any]:
     return specs
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _canon(x: Any) -> Any:
-    """``x`` with whole floats as ints (``3.0`` -> ``3``), so JSON equality is numeric."""
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    if isinstance(x, dict):
-        return {k: _canon(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_canon(v) for v in x]
-    return x
-
-
-def _dump(x: Any) -> str:
-    return json.dumps(_canon(x), sort_keys=True)
-
-
 def argument_matches(rule: str, want: Any, got: Any) -> bool:
-    """Whether ``got`` matches ``want`` under ``rule``. Numbers compare as exact fractions, so
-    ``3.0`` equals ``3`` and a 400-digit integer compares without overflowing a float."""
+    """Whether ``got`` matches ``want`` under ``rule``. Numbers compare by exact value
+    (``rlvr.rewards.strictjson.json_equal``), so ``3.0`` equals ``3``, a 400-digit integer compares
+    without overflowing a float, and ``10000000000000001.0`` is not ``1e16``."""
     if rule == "ignore":
         return True
     if rule == "casefold":
         return isinstance(want, str) and isinstance(got, str) and want.strip().casefold() == got.strip().casefold()
     if rule == "numeric":
-        if not _is_number(want) or not _is_number(got):
+        a, b = exact_number(want), exact_number(got)
+        if a is None or b is None:
             return False
-        if isinstance(want, float) and not math.isfinite(want) or isinstance(got, float) and not math.isfinite(got):
-            return False
-        a, b = Fraction(want), Fraction(got)
         return abs(a - b) <= Fraction(1, 10**9) * max(abs(a), abs(b))
     if rule == "set":
         if not isinstance(want, list) or not isinstance(got, list):
             return False
-        w, g = sorted(_dump(x) for x in want), sorted(_dump(x) for x in got)
+        w, g = sorted(json_key(x) for x in want), sorted(json_key(x) for x in got)
         return w == g and len(set(w)) == len(set(g))
-    return _dump(want) == _dump(got)
+    return json_equal(want, got)
 
 
 class ToolCallVerifier(_Bounded):
@@ -420,7 +429,10 @@ class ToolCallVerifier(_Bounded):
         name = call["name"]
         if name not in self.validators:
             return Verdict.wrong(detail=f"unknown tool {name!r} (tools: {', '.join(sorted(self.validators))})", **kw)
-        err = first_error(self.validators[name], args)
+        try:
+            err = first_error(self.validators[name], args)
+        except SchemaBroken as exc:
+            return Verdict.error(f"tool {name} parameters: {exc}", kind="ground_truth")
         if err:
             return Verdict.wrong(detail=f"arguments: {err}", **kw)
         if expected is None:

@@ -16,7 +16,9 @@ Limits, each answered with a JSON error and never with a stopped server:
   for the work on the CPU and not only for the open connections.
 - Size: a body over ``max_body_bytes`` gets ``413`` (checked on ``Content-Length`` and while
   reading a chunked body), more than ``max_rows`` samples ``413``, a body that is not JSON, or
-  not ``application/json``, ``400`` / ``415``.
+  not ``application/json``, ``400`` / ``415``. The body is read by the strict JSON reader
+  (``rlvr.rewards.strictjson``): duplicate keys, ``NaN``/``Infinity``, a number of more than
+  4,300 digits and nesting deeper than ``BODY_MAX_DEPTH`` are ``400`` with a JSON error.
 - Deadline: rows not scored within ``deadline`` seconds are answered as masked, every term an
   ``error`` of kind ``timeout``; their chunks that have not started are dropped. Python cannot
   stop a running thread, so a chunk being scored keeps its worker until its verifier returns
@@ -25,7 +27,8 @@ Limits, each answered with a JSON error and never with a stopped server:
   in flight, which wait for their batches (up to the deadline), then the worker pool is joined.
 
 Binding: 127.0.0.1 unless the caller passes another host, which ``check_bind`` allows only with
-``allow_remote`` and a token. With a token every endpoint but ``/healthz`` needs
+``allow_remote`` and a token of at least ``MIN_TOKEN_CHARS`` (16) characters. With a token every
+endpoint but ``/healthz`` needs
 ``Authorization: Bearer TOKEN`` or ``?token=TOKEN`` (OpenRLHF sends no headers, so its URL carries
 the token; keep access logs off). On a loopback bind without a token, requests whose ``Host`` is
 not local are refused (DNS rebinding) and only ``application/json`` bodies are read, which a web
@@ -47,10 +50,13 @@ from typing import Any
 from ..errors import ConfigError, Problem
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
+from ..rewards.strictjson import JsonError, read_json
 from .engines import openrlhf_response
 from .scoring import RequestError, Scorer, deadline_scored, openrlhf_samples, rlvr_samples
 
 LOOPBACK = "127.0.0.1"
+MIN_TOKEN_CHARS = 16  # a token for a remote bind: `python -c "import secrets; print(secrets.token_urlsafe())"`
+BODY_MAX_DEPTH = 128  # a request's nesting: samples, chat messages, tool calls and their arguments
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,15 @@ def check_bind(host: str, token: str | None, allow_remote: bool) -> None:
                 f"--host {host}",
                 "a server reachable from the network needs a token",
                 "set RLVR_SERVE_TOKEN or --token-file PATH; clients send Authorization: Bearer TOKEN or ?token=TOKEN",
+            )
+        )
+    elif len(token.strip()) < MIN_TOKEN_CHARS:
+        problems.append(
+            Problem(
+                f"--host {host}",
+                f"the token is {len(token.strip())} characters; a server reachable from the network needs at least "
+                f"{MIN_TOKEN_CHARS} (a short token can be guessed)",
+                'make one with: python -c "import secrets; print(secrets.token_urlsafe())"',
             )
         )
     if problems:
@@ -184,8 +199,10 @@ class RewardServer:
                 raise RequestError(413, f"the body is over {limit} bytes (split the batch, or raise --max-body-mb)")
             chunks.append(chunk)
         try:
-            return json.loads(b"".join(chunks))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return read_json(b"".join(chunks), max_depth=BODY_MAX_DEPTH, decimals="float")
+        except JsonError as exc:
+            # Duplicate keys, NaN/Infinity, a number past the digit limit, nesting past the depth
+            # limit: all the client's to fix, so 400 with a JSON body, never a 500.
             self.scorer.metrics.reject("bad_json")
             raise RequestError(400, f"the body is not valid JSON: {exc}") from None
 

@@ -22,8 +22,6 @@ fields (``engine_reward``, OpenRLHF's ``rewards``, verl's ``score``) carry the s
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
@@ -32,6 +30,7 @@ from typing import Any
 
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
+from ..rewards.strictjson import JsonError, json_key, read_json
 from ..task import Task
 from .metrics import Metrics
 
@@ -93,7 +92,44 @@ def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]
 # The end-of-sequence markers a decoded query ends with: OpenRLHF decodes prompt + response with
 # skip_special_tokens=False (openrlhf/utils/agent.py, SingleTurnAgentExecutor.execute), so the
 # response carries its EOS token, which the format term would read as text after the answer.
-_TRAILING_SPECIAL = re.compile(r"(?:\s*(?:<\|[A-Za-z0-9_]+\|>|</s>|<eos>|<end_of_turn>))+\s*$")
+_SPECIAL_LITERALS = ("</s>", "<eos>", "<end_of_turn>")
+
+
+def _special_before(text: str, end: int) -> int:
+    """Where a special token ending at ``end`` starts (``<|name|>`` with an ASCII word name, or
+    one of ``_SPECIAL_LITERALS``), or -1."""
+    for lit in _SPECIAL_LITERALS:
+        if end >= len(lit) and text.startswith(lit, end - len(lit)):
+            return end - len(lit)
+    if end < 4 or text[end - 2 : end] != "|>":
+        return -1
+    i = end - 2
+    while i > 0 and (text[i - 1].isascii() and (text[i - 1].isalnum() or text[i - 1] == "_")):
+        i -= 1
+    if i == end - 2 or i < 2 or text[i - 2 : i] != "<|":
+        return -1
+    return i - 2
+
+
+def strip_trailing_special(text: str) -> str:
+    """``text`` without the special tokens (and the whitespace around them) it ends with; text
+    that ends with none is returned as it is. One backward pass: each character is looked at a
+    bounded number of times (a backtracking pattern here cost quadratic time on whitespace runs,
+    on the server's event loop)."""
+    cut, i = len(text), len(text)
+    while True:
+        j = i
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        start = _special_before(text, j)
+        if start < 0:
+            break
+        i = cut = start
+    if cut == len(text):
+        return text
+    while cut > 0 and text[cut - 1].isspace():
+        cut -= 1
+    return text[:cut]
 
 
 def split_query(query: str, prompt: str) -> tuple[str, bool]:
@@ -104,7 +140,7 @@ def split_query(query: str, prompt: str) -> tuple[str, bool]:
     an answer span would then be read as a second answer (a format failure, never a pass)."""
     idx = query.find(prompt) if prompt else -1
     text = query[idx + len(prompt) :] if idx >= 0 else query
-    return _TRAILING_SPECIAL.sub("", text), idx >= 0 or not prompt
+    return strip_trailing_special(text), idx >= 0 or not prompt
 
 
 def label_row(label: Any, answer_column: str) -> dict[str, Any]:
@@ -113,11 +149,8 @@ def label_row(label: Any, answer_column: str) -> dict[str, Any]:
     if isinstance(label, Mapping):
         return dict(label)
     if isinstance(label, str) and label.lstrip().startswith("{"):
-        try:
-            value = json.loads(label)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
+        value = _json_object(label)
+        if value is not None:
             return value
     return {answer_column: label}
 
@@ -184,11 +217,13 @@ def verl_sample(solution_str: Any, ground_truth: Any, extra_info: Any, answer_co
 
 
 def _json_object(value: Any) -> dict[str, Any] | None:
+    """A JSON object read by the strict reader (request values read as the data reader reads
+    rows: floats), or None."""
     if not isinstance(value, str):
         return None
     try:
-        obj = json.loads(value)
-    except json.JSONDecodeError:
+        obj = read_json(value, decimals="float")
+    except JsonError:
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -207,7 +242,7 @@ def _key(value: Any) -> Hashable:
         hash(value)
         return value
     except TypeError:
-        return json.dumps(value, sort_keys=True, default=str)
+        return json_key(value)
 
 
 # -- stand-in rewards -------------------------------------------------------------------------
@@ -294,14 +329,15 @@ class Scorer:
             self.success = None
         from ..gate.hashes import sha256_file
 
+        # No path on this machine goes out: a response names the task and its hash, and the gate
+        # record by its file name only.
         self.meta: dict[str, Any] = {
             "task": task.name,
-            "task_path": str(task.path),
             "task_sha256": sha256_file(task.path),
             "terms": [{"name": t.name, "weight": t.weight} for t in reward_set.terms],
             "success_term": self.success,
             "gate": {
-                k: self.gate.get(k)
+                k: (Path(str(self.gate[k])).name if k == "record" and self.gate.get(k) else self.gate.get(k))
                 for k in ("status", "record", "record_sha256", "reviewer", "signed_at", "no_gate_reason")
             },
         }
