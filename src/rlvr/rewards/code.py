@@ -15,27 +15,30 @@ Tests come from one column (the task's answer column by default), in one of two 
   ``{"inputs": [...], "outputs": [...]}``); the whole stdout is compared line by line, with
   trailing whitespace ignored.
 
-Verdicts are decided on the trusted side (``rlvr.sandbox.judge``): the test file runs in this
-process, in order, and the sandboxed child only answers what the candidate's code produces, as
-plain data; every comparison and builtin that decides pass or fail runs here. ``correct`` when
-every assert passes and nothing escapes; ``wrong`` otherwise, scored 0 or, with
-``partial_credit``, the fraction of asserts passed. What the code prints, its exit code, an
+Verdicts come from real CPython (``rlvr.sandbox``): the row's test file runs in a sandboxed
+*test child*, the program in a sandboxed *candidate child*, and the test reaches the program's
+objects only through a proxy; each assert is reported the moment it is decided, and a failed
+assert is final. Stdin/stdout programs run as scripts, one fresh child per input; their raw
+output is compared here, in the trainer, by the row's or the task's checker
+(``rlvr.sandbox.checkers``). ``correct`` when the whole test file runs and every assert passes
+(every input's output is accepted and the program exits 0); ``wrong`` otherwise, scored 0 or,
+with ``partial_credit``, the fraction of asserts passed. What the code prints, its exit code, an
 exception it raises about itself (``MemoryError``), killing itself or closing its pipes never
 grant reward or masking. A ``timeout`` (the deadline, or CPU time at the limit), ``memory`` (the
 kernel saw a peak of at least half the budget) or ``sandbox`` failure, as the worker measured
-it, is an ``error``, which the TRL adapter masks out of the group; a row whose tests do not parse
-is a ``ground_truth`` error. Masking a timeout has a cost worth knowing: in a group whose other
-samples are wrong, a sample that loops forever escapes the negative advantage a wrong answer
-gets. ``limits_exceeded: wrong`` scores timeouts and memory blow-ups as wrong instead (sandbox
-failures stay masked); the default, ``mask``, follows the project's verifier rules. A verdict
-the answers already decide (an assert failed) stands whatever the program does afterwards.
+it, is an ``error``, which the TRL adapter masks out of the group; a row whose tests do not
+parse, or whose custom checker fails, is a ``ground_truth`` error. Masking a timeout has a cost
+worth knowing: in a group whose other samples are wrong, a sample that loops forever escapes the
+negative advantage a wrong answer gets. ``limits_exceeded: wrong`` scores timeouts and memory
+blow-ups as wrong instead (sandbox failures stay masked); the default, ``mask``, follows the
+project's verifier rules. Each verdict's ``details`` lists every assert (or input) with its
+result and, for the first failure, short reprs of what the program gave and what was expected.
 
-Tests the trusted side cannot run (a class in the test file, ``with``, imports outside the
-trusted modules: ``docs/sandbox.md``) are *weaker*: with ``weaker: error`` (the default) every
-sample of the row is an error of kind ``weaker`` (masked, counted, never rewarded); ``weaker:
-run`` runs the test file inside the sandbox and flags the verdict as forgeable. ``rlvr task
-check`` lists such rows. With ``prefix_column``, the prompt's own complete helper functions run
-on the trusted side too, so a program cannot redefine what the tests rely on.
+Tests that import a module outside the standard library cannot run in the sandbox (its
+interpreter has nothing else): every sample of such a row is an error of kind ``weaker``
+(masked, counted, never rewarded), whatever ``weaker`` says; ``rlvr task check`` lists such
+rows. With ``prefix_column``, the prompt's own complete helper functions (HumanEval's ``poly``)
+run in the test child, so a program cannot redefine what the tests rely on.
 
 Python only; the sandbox worker's interpreter has the standard library and nothing else.
 """
@@ -138,6 +141,12 @@ def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -
     return plan_tests(tests, entry, prefix)
 
 
+@functools.lru_cache(maxsize=1024)
+def _row_checker(raw: str, parse: Any) -> Any:
+    """A row's checker from its column: a bare name, or the JSON text of a mapping."""
+    return parse(json.loads(raw) if raw.lstrip().startswith("{") else raw)
+
+
 class UnitTests(BaseVerifier):
     """Runs the extracted code against the row's unit tests in ``rlvr.sandbox``."""
 
@@ -162,8 +171,16 @@ class UnitTests(BaseVerifier):
         limits_exceeded: str = "mask",
         weaker: str = "error",
         pool: Any = None,
+        checker: Any = None,
+        checker_column: str = "checker",
     ) -> None:
+        from ..sandbox.checkers import CheckerSpecError, parse_checker
+
         problems = []
+        try:  # stdin/stdout rows: which checker compares the output (rlvr.sandbox.checkers)
+            self.checker = parse_checker(checker)
+        except CheckerSpecError as exc:
+            problems.append(Problem("unit_tests.checker", str(exc), "exact, tokens, float, case_insensitive or custom"))
         if style not in STYLES:
             problems.append(Problem("unit_tests.style", f"unknown style {style!r}", f"one of {', '.join(STYLES)}"))
         if extract not in EXTRACT:
@@ -227,6 +244,7 @@ class UnitTests(BaseVerifier):
         self.limits_exceeded = limits_exceeded
         self.weaker = weaker
         self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
+        self.checker_column = checker_column  # a row's own checker, overriding the task's
         # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, weaker
         # (rows whose tests the trusted side cannot run: refused, or run in the child and
         # flagged). Infrastructure failures are counted, not hidden.
@@ -260,14 +278,19 @@ class UnitTests(BaseVerifier):
         except BadTestsError:
             return ()
 
-    def conversation(self, code: str, plan: Any) -> Any:
-        from ..sandbox.checks import LegacyRun, StdioRun, TestRun
+    def checker_for(self, row: Mapping[str, Any]) -> Any:
+        """The row's stdout checker: its ``checker_column`` (a name, a mapping or the JSON text of
+        one) or else the task's. Raises ``BadTestsError`` naming the column when it is unusable."""
+        from ..sandbox.checkers import CheckerSpecError, parse_checker
+        from ..sandbox.plans import BadTestsError
 
-        if plan.mode == "stdio":
-            return StdioRun(plan, code, self.timeout)
-        if plan.weaker:
-            return LegacyRun(plan, code, self.timeout)
-        return TestRun(plan, code, self.timeout, float_tolerance=self.float_tolerance)
+        raw = row.get(self.checker_column)
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            return self.checker
+        try:
+            return _row_checker(raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True), parse_checker)
+        except (CheckerSpecError, ValueError) as exc:
+            raise BadTestsError(f"column {self.checker_column!r}: {exc}") from None
 
     def reads(self) -> Reads:
         """The tests column is also the ground truth (``answer``) a row must have."""
@@ -285,10 +308,11 @@ class UnitTests(BaseVerifier):
         return self.verify_batch([sample])[0]
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
+        from ..sandbox.checks import stdio_job, tests_job
         from ..sandbox.plans import BadTestsError
 
         out: list[Verdict | None] = [None] * len(samples)
-        todo: list[tuple[int, Any, Any, str | None, tuple[int, int] | None]] = []
+        todo: list[tuple[int, Any, Any, Any, str | None, tuple[int, int] | None]] = []
         for i, s in enumerate(samples):
             code, span, problem = extract_code(s.completion, self.fmt, self.how)
             if code is None:
@@ -296,55 +320,59 @@ class UnitTests(BaseVerifier):
                 continue
             try:
                 plan = self.plan(s.row)
+                checker = self.checker_for(s.row) if plan.mode == "stdio" else None
             except BadTestsError as exc:
                 out[i] = Verdict.error(str(exc), kind="ground_truth")
                 continue
             if plan.weaker:
                 self.counts["weaker"] += 1
-                if self.weaker == "error":
-                    out[i] = Verdict.error(
-                        "the trusted side cannot run these tests (weaker): " + "; ".join(plan.weaker[:3]),
-                        kind="weaker",
-                        answer=code,
-                        span=span,
-                    )
-                    continue
+                out[i] = Verdict.error(
+                    "the sandbox cannot run these tests (weaker): " + "; ".join(plan.weaker[:3]),
+                    kind="weaker",
+                    answer=code,
+                    span=span,
+                )
+                continue
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
-            todo.append((i, plan, self.conversation(prefix + code, plan), code, span))
+            job = (
+                stdio_job(code, plan.inputs, self.timeout)
+                if plan.mode == "stdio"
+                else tests_job(plan, prefix + code, self.timeout)
+            )
+            todo.append((i, plan, checker, job, code, span))
         if todo:
             pool = self.pool or shared_pool(self.workers, self.timeout, self.memory_mb, self.strict, self.python)
-            try:
-                ends = pool.run([t[2] for t in todo])
-            except SandboxError:
-                raise  # a sandbox that cannot start is a setup problem: stop, do not mask it all
-            for (i, plan, conv, code, span), end in zip(todo, ends, strict=True):
-                v = out[i] = self._verdict(plan, conv, end, code, span)
+            replies = pool.run([t[3] for t in todo])  # a sandbox that cannot start raises: a setup problem
+            for (i, plan, checker, _job, code, span), reply in zip(todo, replies, strict=True):
+                v = out[i] = self._verdict(plan, checker, reply, code, span)
                 self.counts[v.error_kind or ("passed" if v.outcome.value == "correct" else "failed")] += 1
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 
-    def _verdict(self, plan: Any, conv: Any, end: Any, code: str | None, span: tuple[int, int] | None) -> Verdict:
+    def _verdict(
+        self, plan: Any, checker: Any, reply: Any, code: str | None, span: tuple[int, int] | None
+    ) -> Verdict:
         """The outcome class is decided here from what the worker measured, never from what the
         child claims: a MemoryError it raised, its exit code, a closed pipe are ``wrong`` unless
         the worker saw the limit hit (wall clock or CPU time at the deadline; peak memory at half
-        the budget or more)."""
-        kw: dict[str, Any] = {"answer": code, "span": span}
+        the budget or more). A failed assert or input is final: nothing after it masks it."""
+        from ..sandbox.checks import judge_stdio, judge_tests
+
+        end = reply.end
         if end.why.startswith("sandbox"):
-            return Verdict.error(end.why, kind="sandbox", **kw)
-        j = conv.result
-        if j is None:
-            return Verdict.error("sandbox: no judgement", kind="sandbox", **kw)
+            return Verdict.error(end.why, kind="sandbox", answer=code, span=span)
+        j = judge_stdio(plan, reply, checker or self.checker) if plan.mode == "stdio" else judge_tests(plan, reply)
+        kw: dict[str, Any] = {"answer": code, "span": span, "details": j.details}
         if j.status == "passed":
             return Verdict.correct(detail=j.detail, **kw)
-        if j.status == "weaker":
-            self.counts["weaker"] += 1
-            return Verdict.error(j.detail, kind="weaker", **kw)
         if j.status == "error":
             return Verdict.error(j.detail, kind="sandbox", **kw)
-        if j.status == "over_limit":
-            return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {j.detail}", **kw)
+        if j.status == "ground_truth":  # the task's custom stdout checker failed: masked
+            return Verdict.error(j.detail, kind="ground_truth", **kw)
         budget = self.memory_mb << 20
-        memory = end.maxrss >= budget // 2 and (j.memory or end.why in ("exited", "closed"))
-        limit = "timeout" if end.why == "timeout" and j.status == "incomplete" else "memory" if memory else ""
+        measured = end.maxrss >= budget // 2
+        memory = measured and (j.memory or j.status == "incomplete")
+        timeout = end.why == "timeout" and j.status == "incomplete"
+        limit = "timeout" if timeout else "memory" if memory else ""
         if limit:
             what = (
                 f"timed out after {self.timeout:g}s"
@@ -355,11 +383,7 @@ class UnitTests(BaseVerifier):
                 return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
             return Verdict.error(what, kind=limit, **kw)
         if j.status == "incomplete":
-            how = {
-                "output_limit": "its answers went over the size limit",
-                "closed": "it closed its answer channel",
-                "exited": f"it ended itself ({end.status})",
-            }.get(end.why, end.why)
+            how = "its output went over the size limit" if end.why == "output_limit" else j.detail
             return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally: {how}", **kw)
         score = j.passed / j.total if self.partial_credit and j.total else 0.0
         return Verdict.wrong(score, detail=j.detail, **kw)

@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .checkers import EXACT, CheckerFailed, CheckerSpec, check_output
 from .decoding import JudgeLimit, decode
 from .judge import Pass, quick_round
-from .plans import CheckPlan, normalize_output
+from .plans import CheckPlan
 from .trusted import Unsupported
 from .values import MAX_ROUNDS, CandidateError, Diverged, Function, Lost, NeedFlush, Scope, Session, StopPass
 
@@ -188,8 +189,8 @@ def _well_formed(a: Any) -> bool:
 class StdioRun:
     """The conversation for stdin/stdout tests: the whole output is compared here."""
 
-    def __init__(self, plan: CheckPlan, code: str, timeout: float) -> None:
-        self.plan, self.code, self.timeout = plan, code, timeout
+    def __init__(self, plan: CheckPlan, code: str, timeout: float, checker: CheckerSpec = EXACT) -> None:
+        self.plan, self.code, self.timeout, self.checker = plan, code, timeout, checker
         self.result: Judgement | None = None
 
     def first(self) -> list[dict[str, Any]]:
@@ -214,7 +215,13 @@ class StdioRun:
                     out = decode(ans[1])
                 except (ValueError, JudgeLimit):
                     out = None
-                ok = isinstance(out, str) and normalize_output(out) == normalize_output(self.plan.outputs[i])
+                try:
+                    ok = isinstance(out, str) and check_output(
+                        self.checker, self.plan.inputs[i], self.plan.outputs[i], out
+                    )
+                except CheckerFailed as exc:  # the task's checker is broken: mask, never score
+                    self.result = Judgement("ground_truth", passed, total, f"input {i}: {exc}")
+                    return None
                 if not ok and len(notes) < 3:
                     notes.append(f"input {i}: wrong output")
             elif isinstance(ans, list) and ans and ans[0] == "mem":

@@ -7,6 +7,7 @@ and the success term, generation settings and the ``grpo:``/``sft:`` overrides.
 from __future__ import annotations
 
 import string
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..data import read_rows
 from ..episodes.spec import EnvironmentSpec
-from ..errors import ConfigError, DataError, Problem
+from ..errors import ConfigError, DataError, Problem, VerifierError
 from ..rewards import AnswerFormat, Verifier, build_verifier
 from ..rewards.combine import RewardSet, Term
 
@@ -161,10 +162,20 @@ class Task:
         return RewardSet(terms)
 
     def term_verifier(self, term: TermSpec) -> Verifier:
-        """The verifier of one reward term, built with the task's answer format and answer column."""
-        return build_verifier(
-            term.verifier, term.options, self.answer, search=self.root, answer_column=self.answer_column
-        )
+        """The verifier of one reward term, built with the task's answer format and answer column.
+        A ``unit_tests`` term's ``checker`` is read here, so that a custom checker's dotted path is
+        imported from the task folder (which also goes first on ``sys.path`` for rows' checkers)."""
+        options = term.options
+        if term.verifier == "unit_tests":
+            from ..sandbox.checkers import CheckerSpecError, parse_checker
+
+            try:
+                options = {**options, "checker": parse_checker(options.get("checker"), search=self.root)}
+            except CheckerSpecError as exc:
+                raise VerifierError(f"term {term.name!r}: checker: {exc}") from None
+            if str(self.root) not in sys.path:
+                sys.path.insert(0, str(self.root))
+        return build_verifier(term.verifier, options, self.answer, search=self.root, answer_column=self.answer_column)
 
     def with_overrides(self, **changes: Any) -> Task:
         return replace(self, **changes)

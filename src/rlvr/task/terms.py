@@ -13,6 +13,10 @@ from .spec import Task, TermSpec
 
 # Verifiers that shape the reward and never decide success (a class derived from one counts too).
 SHAPING_VERIFIERS = ("format", "length_penalty", "overlong", "repetition")
+CHECKER_FIX = (
+    "checker: exact | tokens | case_insensitive | float, or {name: float, abs_tol: 1.0e-6, rel_tol: 0}, "
+    "or {function: module.function} (a file in the task folder)"
+)
 
 
 def resolve_success(
@@ -120,6 +124,14 @@ def check_terms_build(c: Checker, task: Task) -> dict[str, bool]:
     shaping: dict[str, bool] = {}
     for i, t in enumerate(task.rewards):
         shaping[t.name] = t.verifier in SHAPING_VERIFIERS
+        if t.verifier == "unit_tests" and t.options.get("checker") is not None:
+            from ..sandbox.checkers import CheckerSpecError, parse_checker
+
+            try:
+                parse_checker(t.options["checker"], search=task.root)
+            except CheckerSpecError as exc:
+                c.add(f"rewards[{i}].options.checker", str(exc), CHECKER_FIX)
+                continue
         try:
             v = task.term_verifier(t)
             shaping[t.name] |= isinstance(v, (FormatVerifier, LengthPenalty, OverlongPenalty, RepetitionPenalty))
