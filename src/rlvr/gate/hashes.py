@@ -32,6 +32,8 @@ LOADED_BY_PATH = {
         "rlvr.sandbox.probing",
         "rlvr.sandbox.isolation",
         "rlvr.sandbox.child",
+        "rlvr.sandbox.testchild",
+        "rlvr.sandbox.wire",
     )
 }
 

@@ -36,7 +36,9 @@ class Verdict:
     ``crash``, ``ground_truth``, ``sandbox``, ``memory`` or ``weaker`` (``unit_tests``: tests the
     trusted side cannot run) for errors. ``parts`` names the
     components of a composed score (a length wrapper's ``base`` and ``penalty``), so each stays
-    loggable on its own (``rewards/<term>/<part>/mean``).
+    loggable on its own (``rewards/<term>/<part>/mean``). ``details``: per-test results for
+    the review page (``unit_tests``: one dict per assert or stdin/stdout input, see
+    ``rlvr.sandbox.checks.Judgement``); display only, they decide nothing.
     """
 
     outcome: Outcome
@@ -46,6 +48,7 @@ class Verdict:
     span: tuple[int, int] | None = None
     error_kind: str | None = None
     parts: tuple[tuple[str, float], ...] = ()
+    details: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.outcome is Outcome.ERROR) != (self.score is None):
@@ -79,6 +82,8 @@ class Verdict:
             out["error_kind"] = self.error_kind
         if self.parts:
             out["parts"] = dict(self.parts)
+        if self.details:
+            out["details"] = [dict(d) for d in self.details]
         return out
 
     @classmethod
@@ -92,6 +97,7 @@ class Verdict:
             span=tuple(span) if span else None,  # type: ignore[arg-type]
             error_kind=data.get("error_kind"),
             parts=tuple((str(k), float(v)) for k, v in (data.get("parts") or {}).items()),
+            details=tuple(dict(d) for d in data.get("details") or ()),
         )
 
 

@@ -52,7 +52,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import Problem, SandboxError, VerifierError
+from ..errors import Problem, VerifierError
 from .base import BaseVerifier, Reads, Sample, Verdict
 from .format import AnswerFormat, answer_start, extract
 
@@ -348,9 +348,7 @@ class UnitTests(BaseVerifier):
                 self.counts[v.error_kind or ("passed" if v.outcome.value == "correct" else "failed")] += 1
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 
-    def _verdict(
-        self, plan: Any, checker: Any, reply: Any, code: str | None, span: tuple[int, int] | None
-    ) -> Verdict:
+    def _verdict(self, plan: Any, checker: Any, reply: Any, code: str | None, span: tuple[int, int] | None) -> Verdict:
         """The outcome class is decided here from what the worker measured, never from what the
         child claims: a MemoryError it raised, its exit code, a closed pipe are ``wrong`` unless
         the worker saw the limit hit (wall clock or CPU time at the deadline; peak memory at half

@@ -339,12 +339,12 @@ ATTACKS: tuple[Attack, ...] = (
         ADD_TESTS,
         must_be_wrong=True,
     ),
-    # The trusted side's time (issue class 8): wrong, quickly.
+    # The trainer's time: the costly work lands in the test child, inside the sample's deadline
+    # (as plain CPython would spend it), never in the trainer.
     Attack(
         "hash_collision_answer",
         "def add(a, b):\n    M = (1 << 61) - 1\n    return [1 + k * M for k in range(60000)]\n",
         "assert set(add(2, 3)) == {{5}}\n",
-        must_be_wrong=True,
     ),
     Attack("garbage_answer", "def add(a, b):\n    return 'x' * (5 << 20)\n", ADD_TESTS, must_be_wrong=True),
 )

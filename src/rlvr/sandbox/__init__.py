@@ -52,28 +52,31 @@ library and nothing else.
 
 from __future__ import annotations
 
-from .checks import Judgement, LegacyRun, StdioRun, TestRun
-from .decoding import decode
+from .checks import Judgement, ScriptResult, judge_stdio, judge_tests, read_script, script_job, stdio_job, tests_job
 from .interpreter import choose_python
 from .plans import BadTestsError, CheckPlan, plan_stdio, plan_tests
 from .pool import LAYERS, Layers, Limits, SandboxPool
-from .worker import Conversation, SessionEnd
+from .worker import Job, Reply, SessionEnd
 
 __all__ = [
     "LAYERS",
     "BadTestsError",
     "CheckPlan",
-    "Conversation",
+    "Job",
     "Judgement",
     "Layers",
-    "LegacyRun",
     "Limits",
+    "Reply",
     "SandboxPool",
+    "ScriptResult",
     "SessionEnd",
-    "StdioRun",
-    "TestRun",
     "choose_python",
-    "decode",
+    "judge_stdio",
+    "judge_tests",
     "plan_stdio",
     "plan_tests",
+    "read_script",
+    "script_job",
+    "stdio_job",
+    "tests_job",
 ]

@@ -1,268 +1,231 @@
-"""The conversations that judge a sample, on the trusted side: ``TestRun`` (assert-style tests,
-interpreted by ``judge.Pass``), ``StdioRun`` (the whole output compared here) and ``LegacyRun``
-(a weaker row run inside the sandbox, flagged), each ending in a ``Judgement``.
+"""Jobs and judgements, on the trusted side: ``tests_job`` / ``stdio_job`` / ``script_job`` build
+what a worker runs; ``judge_tests`` / ``judge_stdio`` turn what came back into a ``Judgement``;
+``read_script`` into outputs (the Python tool of multi-turn tasks).
 
-The child's answers are decoded within limits (``decoding.py``); decoding and judging run under a
-deadline. Over any limit the sample is ``wrong``, with the reason.
+Assert-style samples are decided by the test child's records, read in order: a failed assert is
+final whatever comes after it (the candidate blowing its memory, exiting, closing pipes,
+flooding); the sample passes only when the test child says the whole test file ran. Stdin/stdout
+samples are decided here: the raw output of each input, compared with the expected output
+(``compare_output``); the expected outputs never leave the trainer. Nothing here costs more than
+linear time in what came back, which is capped by the worker.
 """
 
 from __future__ import annotations
 
-import time
+import json
+import struct
 from dataclasses import dataclass
 from typing import Any
 
 from .checkers import EXACT, CheckerFailed, CheckerSpec, check_output
-from .decoding import JudgeLimit, decode
-from .judge import Pass, quick_round
-from .plans import CheckPlan
-from .trusted import Unsupported
-from .values import MAX_ROUNDS, CandidateError, Diverged, Function, Lost, NeedFlush, Scope, Session, StopPass
+from .plans import MAX_SHOWN, CheckPlan
+from .worker import Job, Reply
 
-MAX_STDOUT = 1 << 20
+MAX_STDOUT = 1 << 20  # one input's output, bytes: over it the case fails, decided when crossed
 
 
-# -- judging a sample: conversations with the child ----------------------------------------------
 @dataclass(frozen=True)
 class Judgement:
-    """``status``: ``passed``, ``failed`` (decided: a test failed, or the program raised before
-    finishing), ``incomplete`` (the child ended before the test could be decided: the session's
-    end says why), ``over_limit`` (the answers or the judging went over a limit: wrong),
-    ``weaker`` (the trusted side cannot run this test) or ``error`` (a fault on the trusted side).
-    ``memory``: every failure was the candidate's MemoryError (a claim, checked against the
-    worker's measurement before it counts; a failure decided otherwise stands)."""
+    """``status``: ``passed``, ``failed`` (decided: an assert or an input failed, or the test
+    raised), ``incomplete`` (the candidate ended or ran out of time before the tests were
+    decided: the session's end says why) or ``error`` (the infrastructure failed).
+    ``memory``: the first failure was the candidate's ``MemoryError`` (a claim: it counts only
+    when the worker measured the memory). ``details``: one dict per assert statement (in source
+    order) or per input, for the review page: ``kind`` (``assert`` with ``test``, its source
+    text; ``stdio`` with ``input``), ``status`` (``passed``, ``failed`` or ``not run``) and, on
+    the first failure only, ``got``, ``expected`` (short reprs the test child made, or the
+    output) and ``error`` (the exception, or the end of stderr); at most 300 characters each,
+    display only."""
 
     status: str
     passed: int
     total: int
     detail: str = ""
     memory: bool = False
+    details: tuple[dict[str, Any], ...] = ()
 
 
-class TestRun:
-    """The conversation for assert-style tests (see ``judge.py``)."""
+def _framed(body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + body
 
-    def __init__(
-        self, plan: CheckPlan, code: str, timeout: float, judge_s: float | None = None, float_tolerance: float = 0.0
-    ) -> None:
-        self.plan, self.code, self.timeout = plan, code, timeout
-        self.tol = float_tolerance
-        self.judge_s = judge_s if judge_s is not None else max(2.0, timeout)
-        self.result: Judgement | None = None
-        self.rounds = 0
-        self.spent = 0.0
-        self.strict = False  # set after a diverged replay: the sample is run again, exactly
-        self.restart = False
-        self.quick: Pass | None = None  # a pass that only put asserts off: the next round decides them
-        self.sess = Session()
 
-    def first(self) -> list[dict[str, Any]] | None:
-        return self._round()
+def tests_job(plan: CheckPlan, code: str, timeout: float) -> Job:
+    """An assert-style sample: the program and the tests go to the test child only."""
+    body = {"code": code, "tests": plan.source, "helpers": plan.helpers, "check": plan.auto_check, "entry": plan.entry}
+    payload = _framed(json.dumps(body).encode("utf-8", "surrogatepass"))
+    return Job({"mode": "tests", "timeout": timeout}, (payload,))
 
-    def feed(self, answers: list[Any], ended: bool) -> list[dict[str, Any]] | None:
-        # The child's answers are untrusted: anything but ["ok", value, ...], ["exc", names] or
-        # ["mem"] is garbled (the trusted side treats it as an exception of the candidate).
-        self.sess.answers.extend(a if _well_formed(a) else ["garbled"] for a in answers)
-        self.sess.ended = self.sess.ended or ended
-        return self._round()
 
-    def _round(self) -> list[dict[str, Any]] | None:
-        if self.result is not None:
-            return None
-        t0 = time.monotonic()
+def stdio_job(code: str, inputs: tuple[str, ...] | list[str], timeout: float, cap: int = MAX_STDOUT) -> Job:
+    """A program run as a script once per input (fd 0 holds the input)."""
+    prog = code.encode("utf-8", "surrogatepass")
+    frames = tuple(_framed(prog) + i.encode("utf-8", "surrogatepass") for i in inputs)
+    return Job({"mode": "stdio", "timeout": timeout, "cases": len(frames), "cap": cap}, frames)
+
+
+def records(reply: Reply) -> list[dict[str, Any]]:
+    """The test child's records, in order."""
+    stream = b"".join(body for kind, body in reply.frames if kind == b"R")
+    out: list[dict[str, Any]] = []
+    pos = 0
+    while pos + 4 <= len(stream):
+        n = struct.unpack(">I", stream[pos : pos + 4])[0]
+        if pos + 4 + n > len(stream):
+            break
         try:
-            out = self._pass(t0)
-        finally:
-            self.spent += time.monotonic() - t0
-        if isinstance(out, Judgement):
-            self.result = out  # decided: nothing more to ask the child
-            return None
-        return out
+            rec = json.loads(stream[pos + 4 : pos + 4 + n].decode("utf-8", "replace"))
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict):
+            out.append(rec)
+        pos += 4 + n
+    return out
 
-    def _pass(self, t0: float) -> list[dict[str, Any]] | Judgement | None:  # noqa: C901 - one decision table
-        self.rounds += 1
-        deadline = t0 + max(0.0, self.judge_s - self.spent)
-        if self.quick is not None:
-            # The last pass only put asserts off: decide just those (the common case: a list of
-            # asserts, loops over literals), else replay the whole test below.
-            first, self.quick = self.quick, None
-            q = Pass(self.sess, deadline, self.plan.entry, tol=self.tol)
+
+def judge_tests(plan: CheckPlan, reply: Reply) -> Judgement:
+    """An assert-style sample from its records."""
+    recs = records(reply)
+    fails = [r for r in recs if r.get("ok") is False]
+    end = next((r for r in recs if "end" in r), None)
+    details = _assert_details(plan, recs)
+    passed = int(end.get("passed", 0)) if end else sum(r.get("ok") is True for r in recs)
+    total = max(plan.n_asserts, passed + len(fails))
+    if fails:
+        first = fails[0]
+        what = first.get("exc") or f"got {first.get('got')}, expected {first.get('want')}"
+        text = plan.asserts.get(_at(first), "an assert")
+        memory = bool(first.get("mem"))
+        return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {text}: {what}", memory, details)
+    if end is None:
+        if reply.end.why in ("timeout", "output_limit") or reply.end.why.startswith("sandbox"):
+            return Judgement("incomplete", passed, total, "the tests were not decided", False, details)
+        return Judgement("error", passed, total, f"the test child ended without a result ({reply.end.why})")
+    if end["end"] == "passed":
+        return Judgement("passed", passed, max(1, passed), f"{passed}/{passed} checks passed", False, details)
+    if end["end"] == "raised":
+        return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {end.get('exc')}", False, details)
+    return Judgement("incomplete", passed, total, f"the program ended before the tests were decided: {end.get('why')}")
+
+
+def _at(rec: dict[str, Any]) -> tuple[int, int]:
+    at = rec.get("at")
+    return (int(at[0]), int(at[1])) if isinstance(at, list) and len(at) == 2 else (0, 0)
+
+
+def _assert_details(plan: CheckPlan, recs: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    seen: dict[tuple[int, int], dict[str, Any]] = {
+        at: {"kind": "assert", "test": text, "status": "not run"} for at, text in sorted(plan.asserts.items())
+    }
+    first_failure = True
+    for r in recs:
+        if "ok" not in r:
+            continue
+        d = seen.get(_at(r))
+        if d is None:
+            continue
+        if r["ok"] is True and d["status"] == "not run":
+            d["status"] = "passed"
+        elif r["ok"] is False:
+            d["status"] = "failed"
+            if first_failure:
+                first_failure = False
+                for key, name in (("got", "got"), ("want", "expected"), ("exc", "error")):
+                    if isinstance(r.get(key), str):
+                        d[name] = r[key][:MAX_SHOWN]
+    return tuple(seen.values())
+
+
+def split_cases(reply: Reply) -> list[tuple[bytes, bytes, dict[str, Any]]]:
+    """(stdout, stderr, how it ended) per input that ran, in order."""
+    cases: list[tuple[bytes, bytes, dict[str, Any]]] = []
+    out: list[bytes] = []
+    err: list[bytes] = []
+    for kind, body in reply.frames:
+        if kind == b"O":
+            out.append(body)
+        elif kind == b"E":
+            err.append(body)
+        elif kind == b"C":
             try:
-                done = quick_round(q, first.deferred)
-            except RecursionError:
-                done = False
-            if done:
-                passed, failed = first.passed + q.passed, first.failed + q.failed
-                total = max(1, passed + failed)
-                notes = (first.notes + q.notes)[:3]
-                status = "passed" if not failed else "failed"
-                detail = f"{passed if failed else total}/{total} checks passed" + (
-                    "; " + "; ".join(notes) if notes else ""
-                )
-                only_memory = failed == first.mem_failures + q.mem_failures
-                return Judgement(status, passed if failed else total, total, detail, self.sess.memory and only_memory)
-        p = Pass(self.sess, deadline, self.plan.entry, self.strict, self.tol)
-        ended_by = ""
-        try:
-            if self.rounds > MAX_ROUNDS * (5 if self.strict else 1):
-                raise JudgeLimit(f"the test needed more than {MAX_ROUNDS} exchanges with the program")
-            scope = Scope({}, None)
-            p.remote({"k": "load", "code": self.code})
-            p.block(list(self.plan.prefix_nodes), scope)
-            p.block(self.plan.tree.body, scope)
-            if self.plan.auto_check:
-                fn = scope.vars.get("check")
-                if isinstance(fn, Function):
-                    fn(p.lookup(self.plan.entry or "", scope))
-        except (NeedFlush, StopPass):
-            p.pending = True
-        except Lost:
-            ended_by = "lost"
-        except (JudgeLimit, RecursionError) as exc:
-            return Judgement("over_limit", 0, self.plan.n_tests, f"over a judging limit: {exc}", self.sess.memory)
-        except Unsupported as exc:
-            return Judgement("weaker", 0, self.plan.n_tests, f"the trusted side cannot run this test: {exc}")
-        except Diverged as exc:
-            if self.strict:
-                return Judgement("error", 0, self.plan.n_tests, str(exc))
-            # Speculation ran ahead into operations a later pass orders differently. Start over
-            # in a fresh child, one operation per exchange (exact, slower).
-            self.strict, self.restart, self.rounds, self.sess, self.quick = True, True, 0, Session(), None
-            return None
-        except CandidateError as exc:
-            ended_by = f"the candidate's code raised {exc.names[0] if exc.names else 'an exception'}"
-        except ValueError as exc:
-            if "malformed" in str(exc):
-                ended_by = "the program sent a malformed answer"
-            else:
-                ended_by = f"the test raised ValueError: {exc}"
-        except Exception as exc:  # noqa: BLE001 - the test itself raised: it did not pass
-            ended_by = f"the test raised {type(exc).__name__}"
-        if p.pending and not self.sess.ended:
-            new = self.sess.ops[self.sess.sent :]
-            if new:
-                self.sess.sent = len(self.sess.ops)
-                if p.quick_ok and not ended_by and p.deferred:
-                    self.quick = p
-                return new
-        total = max(1, p.passed + p.failed + (1 if ended_by and ended_by != "lost" else 0))
-        notes = list(p.notes)
-        if ended_by == "lost" or (p.pending and self.sess.ended):
-            if p.failed:
-                only_memory = p.failed == p.mem_failures
-                return Judgement(
-                    "failed",
-                    p.passed,
-                    max(total, self.plan.n_tests),
-                    "; ".join(notes + ["the program ended before the rest ran"]),
-                    self.sess.memory and only_memory,
-                )
-            return Judgement(
-                "incomplete",
-                p.passed,
-                max(total, self.plan.n_tests),
-                "the program ended before the tests were decided",
-                self.sess.memory,
-            )
-        if ended_by:
-            notes.append(ended_by)
-        status = "passed" if not p.failed and not ended_by else "failed"
-        detail = f"{p.passed}/{total} checks passed" + ("; " + "; ".join(notes) if notes else "")
-        # A failure decided by anything but the candidate's MemoryError stands: a program cannot
-        # fail a test and then blow its memory to be masked.
-        only_memory = p.failed == p.mem_failures and (not ended_by or "MemoryError" in ended_by)
-        return Judgement(
-            status, p.passed if status == "failed" else total, total, detail, self.sess.memory and only_memory
-        )
+                end = json.loads(body)
+            except ValueError:
+                end = {}
+            cases.append((b"".join(out), b"".join(err), end if isinstance(end, dict) else {}))
+            out, err = [], []
+    return cases
 
 
-def _well_formed(a: Any) -> bool:
-    if type(a) is not list or not a or a[0] not in ("ok", "exc", "mem"):
-        return False
-    if a[0] == "ok":
-        return len(a) >= 2
-    if a[0] == "exc":
-        return len(a) == 2 and type(a[1]) is list and all(type(n) is str for n in a[1])
-    return True
+def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> Judgement:
+    """A stdin/stdout sample: each input's raw output compared here, outside the candidate, by
+    ``checker`` (``rlvr.sandbox.checkers``). A custom checker that fails makes the judgement
+    ``ground_truth`` (the task's problem, masked)."""
+    total = len(plan.inputs)
+    cases = split_cases(reply)
+    details: list[dict[str, Any]] = []
+    passed = 0
+    first: str = ""
+    memory = False
+    for i, (inp, want) in enumerate(zip(plan.inputs, plan.outputs, strict=True)):
+        d: dict[str, Any] = {"kind": "stdio", "input": inp[:MAX_SHOWN], "status": "not run"}
+        details.append(d)
+        if i >= len(cases):
+            continue
+        out_b, err_b, end = cases[i]
+        out = out_b.decode("utf-8", "replace")
+        why, status = str(end.get("why", "")), str(end.get("status", ""))
+        if why == "output_limit":
+            problem = f"its output went over {MAX_STDOUT} bytes"
+        elif why != "exited":
+            problem = why or "it did not finish"
+        elif status != "exit:0":
+            problem = f"it ended with {status}"
+        else:
+            try:
+                problem = "" if check_output(checker, inp, want, out) else "wrong output"
+            except CheckerFailed as exc:
+                return Judgement("ground_truth", passed, total, str(exc), False, tuple(details))
+        d["status"] = "failed" if problem else "passed"
+        passed += not problem
+        if problem and why != "timeout" and not first:
+            first = f"input {i}: {problem}"
+            d.update(got=out[:MAX_SHOWN], expected=want[:MAX_SHOWN])
+            tail = err_b[-MAX_SHOWN:].decode("utf-8", "replace").strip()
+            if tail:
+                d["error"] = tail
+            memory = "MemoryError" in tail
+    if first:
+        return Judgement("failed", passed, total, f"{passed}/{total} inputs passed; {first}", memory, tuple(details))
+    if passed < total:
+        return Judgement("incomplete", passed, total, "the program did not finish every input", False, tuple(details))
+    return Judgement("passed", passed, total, f"{passed}/{total} inputs passed", False, tuple(details))
 
 
-class StdioRun:
-    """The conversation for stdin/stdout tests: the whole output is compared here."""
+@dataclass(frozen=True)
+class ScriptResult:
+    """One run of a program as a script: its stdout and stderr (decoded, capped), its exit
+    status (``exit:N`` or ``signal:NAME``) and how it ended (``exited``, ``timeout``,
+    ``output_limit``)."""
 
-    def __init__(self, plan: CheckPlan, code: str, timeout: float, checker: CheckerSpec = EXACT) -> None:
-        self.plan, self.code, self.timeout, self.checker = plan, code, timeout, checker
-        self.result: Judgement | None = None
-
-    def first(self) -> list[dict[str, Any]]:
-        return [{"k": "prog", "code": self.code}] + [
-            {"k": "stdio", "input": i, "cap": MAX_STDOUT} for i in self.plan.inputs
-        ]
-
-    def feed(self, answers: list[Any], ended: bool) -> None:
-        total = len(self.plan.inputs)
-        passed, memory = 0, False
-        notes: list[str] = []
-        for i in range(total):
-            if i + 1 >= len(answers):
-                if passed < i:
-                    break  # an earlier case already failed: decided
-                self.result = Judgement("incomplete", passed, total, "the program ended before every input ran", memory)
-                return None
-            ans = answers[i + 1]
-            ok = False
-            if isinstance(ans, list) and ans and ans[0] == "ok" and len(ans) >= 2:
-                try:
-                    out = decode(ans[1])
-                except (ValueError, JudgeLimit):
-                    out = None
-                try:
-                    ok = isinstance(out, str) and check_output(
-                        self.checker, self.plan.inputs[i], self.plan.outputs[i], out
-                    )
-                except CheckerFailed as exc:  # the task's checker is broken: mask, never score
-                    self.result = Judgement("ground_truth", passed, total, f"input {i}: {exc}")
-                    return None
-                if not ok and len(notes) < 3:
-                    notes.append(f"input {i}: wrong output")
-            elif isinstance(ans, list) and ans and ans[0] == "mem":
-                memory = True
-                notes.append(f"input {i}: MemoryError")
-            elif len(notes) < 3:
-                names = ans[1] if isinstance(ans, list) and len(ans) > 1 and isinstance(ans[1], list) else []
-                notes.append(f"input {i}: raised {str(names[0]) if names else 'an exception'}")
-            passed += ok
-        status = "passed" if passed == total else "failed"
-        self.result = Judgement(
-            status,
-            passed,
-            total,
-            f"{passed}/{total} inputs passed" + ("; " + "; ".join(notes) if notes else ""),
-            memory,
-        )
-        return None
+    stdout: str
+    stderr: str
+    status: str
+    why: str
 
 
-class LegacyRun:
-    """A weaker row run the old way, when the task asks for it: the whole test file executes in
-    the child and only "it raised nothing" comes back. Forgeable; the verdict says so."""
+def script_job(code: str, stdin: str = "", timeout: float = 5.0, cap: int = 64 << 10) -> Job:
+    """The Python tool: run ``code`` as a script with ``stdin``; read it with ``read_script``."""
+    return stdio_job(code, [stdin], timeout, cap)
 
-    def __init__(self, plan: CheckPlan, code: str, timeout: float) -> None:
-        self.plan, self.code, self.timeout = plan, code, timeout
-        self.result: Judgement | None = None
 
-    def first(self) -> list[dict[str, Any]]:
-        entry = self.plan.entry if self.plan.auto_check else None
-        return [{"k": "load", "code": self.code}, {"k": "legacy", "tests": self.plan.source, "entry": entry}]
-
-    def feed(self, answers: list[Any], ended: bool) -> None:
-        why = "weaker (ran inside the sandbox, forgeable): " + "; ".join(self.plan.weaker[:2])
-        if len(answers) < 2:
-            if answers and answers[0][0] != "ok":
-                self.result = Judgement("failed", 0, 1, "the program did not load; " + why)
-            else:
-                self.result = Judgement("incomplete", 0, 1, why)
-            return None
-        ok = all(isinstance(a, list) and a and a[0] == "ok" for a in answers[:2])
-        memory = any(isinstance(a, list) and a and a[0] == "mem" for a in answers)
-        self.result = Judgement("passed" if ok else "failed", int(ok), 1, why, memory)
-        return None
+def read_script(reply: Reply) -> ScriptResult:
+    cases = split_cases(reply)
+    if not cases:
+        why = "timeout" if reply.end.why == "timeout" else reply.end.why
+        return ScriptResult("", "", "", why)
+    out, err, end = cases[0]
+    return ScriptResult(
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        str(end.get("status", "")),
+        str(end.get("why", "")),
+    )

@@ -1,229 +1,265 @@
-"""The untrusted side of a sample: runs inside the forked child, after every layer is applied.
+"""The candidate child: the only process that runs the model's code. Standard library only;
+loaded by ``harness.py`` inside the worker's interpreter (never imported by the trainer), and run
+after every isolation layer is applied.
 
-Standard library only; loaded by ``harness.py`` (never imported by the trainer). It decides
-nothing: it executes the operations the trusted side asks for, in order, and answers each with
-plain data (tagged JSON, exact types) plus a handle number, so the trusted side can name the
-object again in a later operation. Expected values never come here.
+It decides nothing. Two ways to run:
 
-Input frames (4-byte big-endian length + JSON): ``{"ops": [...]}``. One output frame per
-operation, written as soon as it finishes, so a crash or a timeout keeps the earlier answers.
-
-Operations (``h`` = the number of an earlier operation, whose result is kept here as its handle;
-arguments are tagged values or ``["h", n]``):
-
-- ``load``: exec the program (``prog``: only keep it, for stdio); ``name``: look a name up in the program's globals;
-- ``call`` / ``getattr`` / ``setattr`` / ``getitem``: the usual, on handles;
-- ``list`` / ``len`` / ``bool``: ``list(obj)``, ``len(obj)``, ``bool(obj)`` of a handle;
-- ``val``: the current value of a handle (mutable results are re-read after later calls);
-- ``stdio``: run the program with this stdin, answer the whole stdout;
-- ``legacy``: exec a test file inside the child (only for rows the trusted side cannot decide,
-  when the task asks to run them anyway; the answer is forgeable and flagged).
+- ``serve``: hold the program's module and answer the test child's requests, one at a time, in
+  order (``wire`` frames on fds 3 and 4): ``load`` the program (answer: its global names, each
+  as plain data, a handle, or the name of a standard module or class), ``call``, ``attr``,
+  ``setattr``, ``delattr``, ``item``, ``setitem``, ``delitem``, ``iter``, ``next``, ``len``,
+  ``bool``, ``hash``, ``str``, ``repr``, ``format``, ``op`` (an operator) on handles. Answers:
+  ``["ok", value, write-backs]``, ``["exc", [builtin class names of its MRO], message]`` or
+  ``["stop"]``. A call's mutable arguments are sent back after the call (``write-backs``), so the
+  test sees in-place changes in order. A callable of the test's (``["x", n]``) can be called:
+  the child asks back (``["cb", n, args, kwargs]``) and serves nested requests until it gets
+  ``["ret", value]`` or ``["raise", names, message]``. Whatever this process sends, the test
+  child decodes it strictly (``wire.decode``) into fresh values.
+- ``script``: run the program as ``__main__`` with fd 0 as its stdin (a real pipe holding the
+  input), fd 1 and 2 as stdout and stderr; ``exit()``, ``quit()`` and ``sys.exit`` work, and
+  non-daemon threads are joined and the streams flushed at exit, as ``python prog.py`` does.
 """
 
 from __future__ import annotations
 
+import builtins
 import io
-import json
+import operator
 import os
-import struct
 import sys
+import traceback
+import types
 from typing import Any
 
-MAX_DEPTH = 60
+import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
+
+MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
+SAFE_MODULES = frozenset(
+    "math cmath collections itertools functools heapq bisect string re fractions decimal operator "
+    "statistics datetime typing numbers array copy enum dataclasses textwrap unicodedata random".split()
+)
+OPS = {
+    name: getattr(operator, name)
+    for name in (
+        "add sub mul truediv floordiv mod pow matmul and_ or_ xor lshift rshift neg pos abs invert "
+        "eq ne lt le gt ge index"
+    ).split()
+}
 
 
-def encode(x: Any, depth: int = 0) -> list[Any]:
-    """Tagged JSON with exact types: nothing the program defines survives the trip."""
-    if depth > MAX_DEPTH:
-        raise ValueError("nested too deeply")
-    t = type(x)
-    if x is None:
-        return ["n"]
-    if t is bool:
-        return ["b", x]
-    if t is int:
-        return ["i", x] if -(2**53) <= x <= 2**53 else ["I", format(x, "x")]
-    if t is float:
-        return ["f", repr(x)]
-    if t is str:
-        return ["s", x]
-    if t is list or t is tuple:
-        return ["l" if t is list else "t", [encode(v, depth + 1) for v in x]]
-    if t is set or t is frozenset:
-        return ["S" if t is set else "F", [encode(v, depth + 1) for v in x]]
-    if t is dict:
-        return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]]
-    if t is bytes:
-        return ["y", x.hex()]
-    if t is complex:
-        return ["c", repr(x.real), repr(x.imag)]
-    return ["?", "object"]
+class TestCallable:
+    """A callable that lives in the test child (a lambda the test passes): calling it asks back."""
+
+    __slots__ = ("_n", "_srv")
+
+    def __init__(self, srv: Server, n: int) -> None:
+        self._srv, self._n = srv, n
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._srv.ask_back(self._n, args, kwargs)
 
 
-_MUTABLE = (list, dict, set)
-
-
-class Child:
-    """The child's side of a session: reads batches of operations, answers each in order."""
+class Server:
+    """The candidate child's side of a sample (``serve``)."""
 
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
-        self.ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
-        self.handles: list[Any] = []
-        self.code = ""
-
-    # framing
-    def read(self) -> Any:
-        """The next input frame's JSON, or None at end of file."""
-        head = self._exact(4)
-        if head is None:
-            return None
-        body = self._exact(struct.unpack(">I", head)[0])
-        return None if body is None else json.loads(body.decode("utf-8"))
-
-    def _exact(self, n: int) -> bytes | None:
-        buf = b""
-        while len(buf) < n:
-            chunk = os.read(self.rfd, n - len(buf))
-            if not chunk:
-                return None
-            buf += chunk
-        return buf
+        self.objs: list[Any] = []
+        self.ids: dict[int, int] = {}
+        self.tests: dict[int, TestCallable] = {}
+        self.module = types.ModuleType("__main__")
+        self.ns = self.module.__dict__
 
     # values
-    def arg(self, a: list[Any]) -> Any:
-        """A tagged argument from the trusted side as a value (``["h", n]``: a kept result)."""
-        tag = a[0]
+    def handle(self, obj: Any) -> list[Any]:
+        n = self.ids.get(id(obj))
+        if n is None:
+            n = self.ids[id(obj)] = len(self.objs)
+            self.objs.append(obj)  # kept alive, so its id is never reused in this sample
+        return ["h", n]
+
+    def enc(self, x: Any) -> Any:
+        return wire.encode(x, self.handle)
+
+    def ref(self, tag: str, n: int) -> Any:
         if tag == "h":
-            return self.handles[a[1]]
-        if tag == "n":
-            return None
-        if tag in ("b", "s"):
-            return a[1]
-        if tag == "i":
-            return int(a[1])
-        if tag == "I":
-            return int(a[1], 16)
-        if tag == "f":
-            return float(a[1])
-        if tag == "y":
-            return bytes.fromhex(a[1])
-        if tag == "sl":
-            return slice(*[self.arg(v) for v in a[1]])
-        if tag == "c":
-            return complex(float(a[1]), float(a[2]))
-        if tag == "d":
-            return {self.arg(k): self.arg(v) for k, v in a[1]}
-        items = [self.arg(v) for v in a[1]]
-        return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+            return self.objs[n]
+        if n not in self.tests:
+            self.tests[n] = TestCallable(self, n)
+        return self.tests[n]
 
-    def keep(self, value: Any, extra: list[Any] | None = None) -> list[Any]:
-        """Keep ``value`` as the current operation's handle and answer it."""
-        # Handle number == operation number: the trusted side can name a result before it sees it.
-        self.handles[-1] = value
-        out = ["ok", encode(value)]
-        if extra:
-            out.append(extra)
-        return out
+    def dec(self, x: Any) -> Any:
+        return wire.decode(x, self.ref)
 
-    def run_op(self, op: dict[str, Any]) -> list[Any]:
-        """Execute one operation (it may raise: ``answer`` turns that into an answer)."""
-        k = op["k"]
+    # requests
+    def run(self, msg: list[Any]) -> list[Any]:  # noqa: C901 - one table of operations
+        k = msg[0]
         if k == "load":
-            self.code = op["code"]
-            exec(compile(op["code"], "<solution>", "exec"), self.ns)  # noqa: S102 - inside the sandbox
-            return ["ok", ["n"]]
-        if k == "name":
-            name = op["name"]
-            if name in self.ns:
-                return self.keep(self.ns[name])
-            return self.keep(
-                getattr(self.ns["__builtins__"], name) if hasattr(self.ns["__builtins__"], name) else self.ns[name]
-            )
-        if k == "prog":
-            self.code = op["code"]
-            return ["ok", ["n"]]
-        if k == "stdio":
-            return ["ok", ["s", self.stdio(op["input"], op.get("cap", 1 << 20))]]
-        if k == "legacy":
-            exec(compile(op["tests"], "<test>", "exec"), self.ns)  # noqa: S102 - inside the sandbox
-            if op.get("entry"):
-                self.ns["check"](self.ns[op["entry"]])
-            return ["ok", ["n"]]
-        target = self.handles[op["h"]]
+            sys.modules["__main__"] = self.module
+            exec(compile(msg[1], "<solution>", "exec"), self.ns)  # noqa: S102 - inside the sandbox
+            return ["ok", self.globals()]
+        obj: Any = self.objs[msg[1]] if len(msg) > 1 and type(msg[1]) is int else None
         if k == "call":
-            args = [self.arg(a) for a in op.get("a", [])]
-            kwargs = {n: self.arg(a) for n, a in op.get("kw", [])}
-            value = target(*args, **kwargs)
-            # Arguments the trusted side passed by value that the call may have changed in place.
-            changed = [[i, encode(v)] for i, v in enumerate(args) if type(v) in _MUTABLE and op["a"][i][0] != "h"]
-            return self.keep(value, changed)
-        if k == "getattr":
-            return self.keep(getattr(target, op["name"]))
+            args = [self.dec(a) for a in msg[2]]
+            kwargs = {name: self.dec(v) for name, v in msg[3]}
+            value = obj(*args, **kwargs)
+            return ["ok", self.enc(value), [self.enc(args[i]) for i in msg[4]]]
+        if k == "attr":
+            return ["ok", self.enc(getattr(obj, msg[2]))]
         if k == "setattr":
-            setattr(target, op["name"], self.arg(op["v"]))
-            return ["ok", ["n"]]
-        if k == "getitem":
-            return self.keep(target[self.arg(op["key"])])
-        if k == "list":
-            return self.keep(list(target))
-        if k == "len":
-            return self.keep(len(target))
-        if k == "bool":
-            return self.keep(bool(target))
-        if k == "val":
-            return self.keep(target)
-        raise ValueError(f"unknown operation {k!r}")
-
-    def stdio(self, text: str, cap: int) -> str:
-        """Run the kept program with ``text`` as stdin; its whole stdout (at most ``cap`` bytes)."""
-        real_in, real_out = sys.stdin, sys.stdout
-        buf = io.BytesIO()
-        sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
-        sys.stdout = out = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
-        try:
-            exec(compile(self.code, "<solution>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102
-        except SystemExit:
-            pass  # a program may end itself; its output so far is what it printed
-        finally:
+            setattr(obj, msg[2], self.dec(msg[3]))
+            return ["ok", None]
+        if k == "delattr":
+            delattr(obj, msg[2])
+            return ["ok", None]
+        if k == "item":
+            return ["ok", self.enc(obj[self.dec(msg[2])])]
+        if k == "setitem":
+            obj[self.dec(msg[2])] = self.dec(msg[3])
+            return ["ok", None]
+        if k == "delitem":
+            del obj[self.dec(msg[2])]
+            return ["ok", None]
+        if k == "iter":
+            return ["ok", self.handle(iter(obj))]
+        if k == "next":
             try:
-                sys.stdout.flush()
-            except BaseException:  # noqa: BLE001
-                pass
-            sys.stdin, sys.stdout = real_in, real_out
-        data = buf.getvalue()
-        out.detach()  # keep buf open; the wrapper is done
-        if len(data) > cap:
-            raise OverflowError("output over the limit")
-        return data.decode("utf-8", "replace")
+                return ["ok", self.enc(next(obj))]
+            except StopIteration:
+                return ["stop"]
+        if k == "op":
+            fn = OPS[msg[1]]
+            return ["ok", self.enc(fn(*[self.dec(a) for a in msg[2]]))]
+        if k == "format":
+            return ["ok", format(obj, msg[2])]
+        simple: dict[str, Any] = {"len": len, "bool": bool, "hash": hash, "str": str, "repr": repr}
+        return ["ok", self.enc(simple[k](obj))]
 
-    def answer(self, op: dict[str, Any]) -> list[Any]:
-        """One operation -> its answer (never raises)."""
-        self.handles.append(None)
-        try:
-            out = self.run_op(op)
-        except MemoryError:
-            return ["mem"]
-        except BaseException as exc:  # noqa: BLE001 - SystemExit in a call is a failed call
-            try:
-                names = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
-            except BaseException:  # noqa: BLE001
-                names = ["Exception"]
-            return ["exc", [n for n in names if isinstance(n, str)][:8]]
+    def globals(self) -> list[list[Any]]:
+        """The program's global names: each a value, a handle, or (for a standard module, or a
+        class of one) the name the test child imports itself: it never uses the program's copy,
+        which the program may have changed."""
+        out: list[list[Any]] = []
+        for name, value in list(self.ns.items())[:10_000]:
+            if name.startswith("__") or type(name) is not str:
+                continue
+            if isinstance(value, types.ModuleType) and value.__name__ in SAFE_MODULES:
+                out.append([name, "module", value.__name__])
+                continue
+            mod = getattr(value, "__module__", None) if isinstance(value, type) else None
+            if isinstance(mod, str) and (mod in SAFE_MODULES or mod == "builtins"):
+                out.append([name, "class", mod, value.__qualname__])
+                continue
+            out.append([name, "value", self.enc(value)])
         return out
+
+    def answer(self, msg: list[Any]) -> list[Any]:
+        """One request -> its answer (never raises)."""
+        try:
+            return self.run(msg)
+        except BaseException as exc:  # noqa: BLE001 - everything the program raises goes to the test
+            return describe(exc)
+
+    def send(self, ans: list[Any]) -> None:
+        try:
+            wire.send(self.wfd, ans)
+        except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+            wire.send(self.wfd, describe(exc))
 
     def serve(self) -> None:
-        """Answer every operation of every batch until the trusted side closes the pipe."""
+        """Answer requests until the test child closes the pipe."""
         while True:
-            msg = self.read()
+            msg = wire.recv(self.rfd, MAX_REQUEST)
             if msg is None:
                 return
-            for op in msg["ops"]:
-                out = self.answer(op)
-                try:
-                    data = json.dumps(out, separators=(",", ":")).encode("utf-8")
-                except (ValueError, RecursionError, TypeError, MemoryError):
-                    data = b'["exc",["ValueError","Exception","BaseException"]]'
-                data = struct.pack(">I", len(data)) + data
-                while data:
-                    data = data[os.write(self.wfd, data) :]
+            self.send(self.answer(msg))
+
+    def ask_back(self, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call the test's callable ``n``: ask the test child, serving its requests meanwhile."""
+        self.send(["cb", n, [self.enc(a) for a in args], [[k, self.enc(v)] for k, v in kwargs.items()]])
+        while True:
+            msg = wire.recv(self.rfd, MAX_REQUEST)
+            if msg is None:
+                os._exit(0)
+            if msg[0] == "ret":
+                return self.dec(msg[1])
+            if msg[0] == "raise":
+                cls = getattr(builtins, msg[1], None)
+                if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+                    cls = Exception
+                raise cls(msg[2])
+            self.send(self.answer(msg))
+
+
+def describe(exc: BaseException) -> list[Any]:
+    """An exception as ``["exc", names, message]``: the builtin classes of its MRO (the test
+    child raises the first one it knows) and ``str(exc)``, cut to 2,000 characters."""
+    try:
+        names = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
+        names = [n for n in names if type(n) is str][:8]
+    except BaseException:  # noqa: BLE001
+        names = ["Exception"]
+    try:
+        text = str.__str__(str(exc))[:2000] if not isinstance(exc, StopIteration) else ""
+    except BaseException:  # noqa: BLE001
+        text = ""
+    return ["exc", names, text]
+
+
+def serve(rfd: int = 3, wfd: int = 4) -> None:
+    Server(rfd, wfd).serve()
+
+
+def script() -> int:
+    """Run the program on fd 0 (a 4-byte length, the program, then its stdin) as ``__main__``;
+    the exit status is what ``python prog.py`` would return."""
+    head = wire.read_exact(0, 4) or b"\0\0\0\0"
+    source = (wire.read_exact(0, int.from_bytes(head, "big")) or b"").decode("utf-8", "replace")
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8", errors="backslashreplace"
+    )
+    setattr(sys, "__stdin__", sys.stdin)  # noqa: B010 - typeshed calls these final; a script may read them
+    setattr(sys, "__stdout__", sys.stdout)  # noqa: B010
+    setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = module
+    status = 0
+    try:
+        exec(compile(source, "<solution>", "exec"), module.__dict__)  # noqa: S102 - inside the sandbox
+    except SystemExit as exc:
+        status = exit_status(exc)
+    except BaseException:  # noqa: BLE001 - the traceback goes to stderr, as python would print it
+        traceback.print_exc()
+        status = 1
+    try:
+        import atexit
+        import threading
+
+        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, as at exit
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        status = exit_status(exc)
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - a closed stream: what it held is lost, as in python
+            status = status or 120
+    return status
+
+
+def exit_status(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write(f"{code}\n")
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1

@@ -11,15 +11,22 @@ Lifecycle:
    mount and an IPC namespace once, covers every top-level directory a sample does not need with
    an empty tmpfs, pre-imports the modules samples commonly use, probes every layer
    (``probing.py``) and reports them in its hello message.
-2. For each sample it mounts a fresh tmpfs workdir and clones one child into a new PID and IPC
-   namespace (the child is its pid 1: when it dies the kernel kills every process it left
-   behind). The child closes every inherited fd, sets rlimits, drops to the slot's uid, sets
-   no-new-privileges, restricts itself with Landlock and seccomp, then serves operations
-   (``child.py``): the trusted side sends them, the child answers each with plain data.
-3. The worker relays both ways with ``splice`` (it never reads a job or an answer into its own
-   memory, so the next child, forked from it, cannot find one), enforces the wall-clock deadline
-   whatever the child does with its pipes, kills the child (and so its namespace), and reports
-   how the session ended as *it* measured it: CPU time and peak memory from ``wait4``.
+2. For each assert-style sample it mounts a fresh tmpfs workdir and forks two children: the
+   *candidate child*, cloned into a new PID and IPC namespace (its pid 1: when it dies the
+   kernel kills everything it left behind), which holds the program (``child.serve``); and the
+   *test child* (``testchild.main``), which runs the row's test file in real CPython and reaches
+   the program only through a proxy over two pipes. Each child places its fds, sets rlimits,
+   drops to its own unprivileged uid (the test child's is the candidate's plus
+   ``TEST_UID_OFFSET``), sets no-new-privileges, restricts itself with Landlock and seccomp. The
+   candidate child holds only its two pipes to the test child: never the job, the result pipe or
+   a way to the test child's memory (another uid, outside its PID namespace, ptrace and
+   process_vm_readv denied). For a stdin/stdout sample it forks one candidate child per input
+   and runs the program as a script (``child.script``).
+3. The worker relays with ``splice`` (it never reads a job or an answer into its own memory, so
+   the next child, forked from it, cannot find one), enforces the wall-clock deadline whatever
+   the children do with their pipes, decides an output cap the moment it is crossed, kills the
+   children, and reports how the session ended as *it* measured it: CPU time and peak memory
+   from ``wait4``.
 
 Framing on stdin/stdout: a 1-byte type, a 4-byte big-endian length, the payload (see
 ``write_frame``).
@@ -27,6 +34,8 @@ Framing on stdin/stdout: a 1-byte type, a 4-byte big-endian length, the payload 
 
 from __future__ import annotations
 
+import _sitebuiltins
+import builtins
 import fcntl
 import json
 import os
@@ -42,7 +51,8 @@ from typing import Any, NoReturn
 # Run as a script with -I (no script directory on sys.path): find the sibling module by path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
-import child as child_module  # noqa: E402 - the child's side, loaded before any directory is hidden
+import child as child_module  # noqa: E402 - the children's code, loaded before any directory is hidden
+import testchild as testchild_module  # noqa: E402
 from isolation import (  # noqa: E402
     F_SETPIPE_SZ,
     PR_SET_NO_NEW_PRIVS,
@@ -68,21 +78,22 @@ sys.path[:] = [p for p in sys.path if p not in (_HERE, "")]  # samples import no
 PREIMPORT = (
     "io math re collections itertools functools heapq bisect string typing random fractions "
     "decimal operator copy statistics array datetime hashlib textwrap unicodedata dataclasses "
-    "enum numbers cmath queue threading types"
+    "enum numbers cmath queue threading types ast json reprlib traceback atexit"
 ).split()
 
 MAX_FRAME = 1 << 20  # one answer from the child, bytes
 MAX_OUTPUT = 4 << 20  # all answers of one sample, bytes
 SECCOMP_BPF = b""
-CHILD: Any = None  # the child module, imported before the host directories are hidden
+CHILD: Any = None  # the children's modules, imported before the host directories are hidden
+TESTCHILD: Any = None
 
 
 # -- framing with the pool: 1-byte type, 4-byte big-endian length, payload ----------------------
-# Trainer -> worker: J (session control JSON: only the timeout), D (data for the child: spliced
-# from our stdin into the child's pipe, never read into this process), E (end the session).
-# Worker -> trainer: H (hello), C (one answer of the child: spliced likewise), S (session status).
-# The worker therefore never holds a job, a program or an answer in its memory, and the next
-# child, forked from it, cannot find one there.
+# Trainer -> worker: J (session control JSON: mode, timeout, number of inputs), then D frames
+# (the test child's job, or one program-and-input per stdin/stdout case: spliced into the
+# child's pipe, never read into this process).
+# Worker -> trainer: H (hello), R (the test child's records), O / E (a script's stdout / stderr),
+# C (how one stdin/stdout case ended), S (how the session ended).
 def write_frame(kind: bytes, payload: bytes) -> None:
     """One frame to the trainer, on stdout."""
     data = kind + struct.pack(">I", len(payload)) + payload
@@ -114,45 +125,72 @@ def discard(fd: int, n: int) -> None:
         os.close(null)
 
 
-# -- the child -----------------------------------------------------------------------------------
-def child_main(cfg: dict[str, Any], job_timeout: float, rfd: int, wfd: int, workdir: str) -> NoReturn:
-    """Never returns. Order matters: rlimits and uid before no-new-privs, then Landlock, then
-    seccomp last (it forbids what the earlier steps need)."""
+# -- the children --------------------------------------------------------------------------------
+TEST_UID_OFFSET = 1000  # the test child's uid: the candidate's plus this (never the same uid)
+RULESET_FD = 9
+
+
+def place_fds(want: dict[int, int]) -> None:
+    """Make this process's fds exactly ``want`` (target -> source), with 0-2 on /dev/null unless
+    given; close every other one."""
+    null = os.open("/dev/null", os.O_RDWR)
+    tmp = {dst: fcntl.fcntl(src, fcntl.F_DUPFD, 100) for dst, src in want.items()}
+    tmp_null = fcntl.fcntl(null, fcntl.F_DUPFD, 100)
+    for dst in range(0, RULESET_FD + 1):
+        if dst in tmp:
+            os.dup2(tmp[dst], dst)
+        elif dst < 3:
+            os.dup2(tmp_null, dst)
+        else:
+            try:
+                os.close(dst)
+            except OSError:
+                pass
+    os.closerange(RULESET_FD + 1, 1 << 16)
+
+
+def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], workdir: str, role: str) -> NoReturn:
+    """A sample's child (``role``: ``candidate``, ``test`` or ``script``). Never returns. Order
+    matters: rlimits and uid before no-new-privs, then Landlock, then seccomp last (it forbids
+    what the earlier steps need)."""
     code = 70
     try:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        null = os.open("/dev/null", os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        keep = sorted(fd for fd in (rfd, wfd, cfg["ruleset_fd"]) if fd >= 0)
-        start = 3
-        for fd in keep:
-            os.closerange(start, fd)
-            start = fd + 1
-        os.closerange(start, 1 << 16)
-        if not cfg["pidns"]:
+        test = role == "test"
+        ruleset = cfg["ruleset_test"] if test else cfg["ruleset_fd"]
+        place_fds({**fds, **({RULESET_FD: ruleset} if ruleset >= 0 else {})})
+        if not cfg["pidns"] and not test:
             os.setpgid(0, 0)
         lim = cfg["limits"]
         if cfg["rlimits"]:
             set_rlimits(lim, {"timeout": job_timeout})
-        os.chdir(workdir)
-        if cfg["uid"] is not None:
+        os.chdir("/" if test else workdir)
+        uid = cfg["uid"]
+        if uid is not None:
+            uid += TEST_UID_OFFSET if test else 0
             resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
             os.setgroups([])
-            os.setresgid(cfg["uid"], cfg["uid"], cfg["uid"])
-            os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # a uid change clears it
         if cfg["nnp"] and libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise os_error("no_new_privs")
-        if cfg["ruleset_fd"] >= 0:
-            restrict_self(cfg["ruleset_fd"])
-            os.close(cfg["ruleset_fd"])
+        if ruleset >= 0:
+            restrict_self(RULESET_FD)
+            os.close(RULESET_FD)
         if cfg["seccomp"]:
             apply_seccomp(SECCOMP_BPF)
         os.environ.clear()
-        os.environ.update({"HOME": workdir, "PATH": "/nonexistent", "LANG": "C.UTF-8"})
-        CHILD.Child(rfd, wfd).serve()
-        code = 0
+        os.environ.update({"HOME": "/" if test else workdir, "PATH": "/nonexistent", "LANG": "C.UTF-8"})
+        sys.argv[:] = [""]
+        if role == "candidate":
+            CHILD.serve(3, 4)
+            code = 0
+        elif test:
+            TESTCHILD.main(3, 4, 5, 6)
+            code = 0
+        else:
+            code = CHILD.script()
     except BaseException:  # noqa: BLE001 - the exit code is reported but decides nothing
         code = 70
     os._exit(code)
@@ -217,149 +255,223 @@ def remove_tree(top: str) -> None:
         os.rmdir(names.pop(), dir_fd=fd)
 
 
-def run_sample(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, Any]:
-    """One session: fork the child, relay frames both ways until the trainer ends it, the child
-    ends, or the deadline passes; then report how it ended, as measured here."""
+MAX_STDOUT = 1 << 20  # a stdin/stdout program's output per input: over it, the case fails
+MAX_STDERR = 64 << 10  # its stderr: kept up to here, the rest dropped
+
+
+def pipe(size: int = 0) -> tuple[int, int]:
+    r, w = os.pipe()
+    if size:
+        try:
+            fcntl.fcntl(w, F_SETPIPE_SZ, size)
+        except OSError:
+            pass
+    return r, w
+
+
+def run_tests(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, Any]:
+    """An assert-style sample: the candidate child (new PID namespace) and the test child; the
+    job (from the trainer) goes into the test child's fd 3, its records come back as R frames.
+    Ends when the test child closes its result pipe, or at the deadline."""
     timeout = float(ctl["timeout"])
     workdir = make_workdir(cfg, seq)
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    try:
-        fcntl.fcntl(out_r, F_SETPIPE_SZ, MAX_FRAME)
-    except OSError:
-        pass
+    job_r, job_w = pipe()
+    req_r, req_w = pipe(1 << 20)
+    ans_r, ans_w = pipe(1 << 20)
+    res_r, res_w = pipe()
     t0 = time.monotonic()
-    pid = fork_sample(cfg["pidns"], cfg["ipcns"])
-    if pid == 0:
-        os.close(in_w)
-        os.close(out_r)
-        child_main(cfg, timeout, in_r, out_w, workdir)
-    os.close(in_r)
-    os.close(out_w)
-    pidfd = os.pidfd_open(pid)
-    os.set_blocking(in_w, False)
-    os.set_blocking(out_r, False)
-    deadline = t0 + timeout
-    why: str | None = None
-    ended = False  # the trainer said E
-    inbound = 0  # bytes of the current D frame still to move into the child's pipe
-    inbound_head = b""  # length prefix still to write into the child's pipe
-    total_out = 0
-    out_eof = False
-    child_gone = False
+    cpid = tpid = -1
+    why = "sandbox: the children did not start"
     try:
-        while True:
+        cpid = fork_sample(cfg["pidns"], cfg["ipcns"])
+        if cpid == 0:
+            child_main(cfg, timeout, {3: req_r, 4: ans_w}, workdir, "candidate")
+        tpid = os.fork()
+        if tpid == 0:
+            child_main(cfg, timeout, {3: job_r, 4: req_w, 5: ans_r, 6: res_w}, workdir, "test")
+        for fd in (job_r, req_r, req_w, ans_r, ans_w, res_w):
+            os.close(fd)
+        head = read_exact(0, 5)
+        n = struct.unpack(">I", head[1:])[0] if head else 0
+        why = pump(t0 + timeout, n, job_w, {res_r: [b"R", MAX_OUTPUT, 0]}, None)
+    finally:
+        cu = tu = None
+        cstatus = tstatus = 0
+        if cpid > 0:
+            _kill(cpid, cfg["pidns"])
+            _, cstatus, cu = os.wait4(cpid, 0)
+            if not cfg["pidns"]:
+                _kill(cpid, False)
+        if tpid > 0:
+            _kill(tpid, False, group=False)
+            _, tstatus, tu = os.wait4(tpid, 0)
+        os.close(res_r)
+        remove_workdir(cfg, workdir)
+    cpu = cu.ru_utime + cu.ru_stime if cu else 0.0
+    if why == "" and cpu >= timeout:
+        why = "timeout"  # the CPU limit was hit: measured by the kernel, not claimed
+    return {
+        "why": why or "ended",
+        "wall": time.monotonic() - t0,
+        "cpu": cpu,
+        "tcpu": tu.ru_utime + tu.ru_stime if tu else 0.0,
+        "maxrss": cu.ru_maxrss * 1024 if cu else 0,
+        "status": exit_desc(cstatus),
+        "tstatus": exit_desc(tstatus),
+    }
+
+
+def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, Any]:
+    """A stdin/stdout sample: one fresh child per input (``python prog.py < input``), its stdout
+    and stderr relayed as O and E frames, then a C frame saying how that case ended."""
+    timeout = float(ctl["timeout"])
+    cap = min(int(ctl.get("cap", MAX_STDOUT)), MAX_OUTPUT)
+    workdir = make_workdir(cfg, seq)
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    why, cpu, maxrss = "ended", 0.0, 0
+    try:
+        for _ in range(int(ctl.get("cases", 0))):
+            head = read_exact(0, 5)
+            if head is None:
+                break
+            n = struct.unpack(">I", head[1:])[0]
+            if time.monotonic() >= deadline:
+                discard(0, n)
+                why = "timeout"
+                break
+            in_r, in_w = pipe()
+            out_r, out_w = pipe(1 << 20)
+            err_r, err_w = pipe()
+            pid = fork_sample(cfg["pidns"], cfg["ipcns"])
+            if pid == 0:
+                child_main(cfg, timeout, {0: in_r, 1: out_w, 2: err_w}, workdir, "script")
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+            pidfd = os.pidfd_open(pid)
+            try:
+                case_why = pump(deadline, n, in_w, {out_r: [b"O", cap, 0], err_r: [b"E", -MAX_STDERR, 0]}, pidfd)
+            finally:
+                _kill(pid, cfg["pidns"])
+                _, status, usage = os.wait4(pid, 0)
+                if not cfg["pidns"]:
+                    _kill(pid, False)
+                for fd in (out_r, err_r, pidfd):
+                    os.close(fd)
+            c = usage.ru_utime + usage.ru_stime
+            cpu += c
+            maxrss = max(maxrss, usage.ru_maxrss * 1024)
+            if case_why == "" and c >= timeout:
+                case_why = "timeout"
+            write_frame(b"C", json.dumps({"why": case_why or "exited", "status": exit_desc(status)}).encode())
+            if case_why == "timeout":
+                why = "timeout"
+                break
+    finally:
+        remove_workdir(cfg, workdir)
+    return {"why": why, "wall": time.monotonic() - t0, "cpu": cpu, "maxrss": maxrss, "status": ""}
+
+
+def pump(deadline: float, n_in: int, dst: int, outs: dict[int, list[Any]], pidfd: int | None) -> str:
+    """Move the next ``n_in`` bytes of our stdin (the trainer's frame) into ``dst``, then close
+    it; relay each fd of ``outs`` (fd -> [frame type, cap, sent]; a negative cap drops what is
+    over it instead of failing) to the trainer as frames, as it comes, never reading it into this
+    process. Returns '' when every out is at end of file (and the process behind ``pidfd`` has
+    ended), ``timeout`` or ``output_limit`` (decided the moment the cap is crossed)."""
+    left_in = n_in
+    os.set_blocking(dst, False)
+    if not left_in:
+        os.close(dst)
+        dst = -1
+    for fd in outs:
+        os.set_blocking(fd, False)
+    live = dict(outs)
+    gone = pidfd is None
+    try:
+        while live or not gone:
             left = deadline - time.monotonic()
             if left <= 0:
-                why = why or "timeout"
-                break
-            if ended and why is None:
-                why = "ended"
-                break
-            if out_eof:
-                # The child closed its answer pipe (or died): nothing more can come back.
-                why = why or ("exited" if child_gone else "closed")
-                break
-            rl: list[int] = []
-            wl: list[int] = []
-            if not ended and inbound == 0 and not inbound_head:
-                rl.append(0)
-            if inbound or inbound_head:
-                wl.append(in_w)
-            if not out_eof:
-                rl.append(out_r)
-            if not child_gone:
-                rl.append(pidfd)
-            r, w, _ = select.select(rl, wl, [], left)
-            if pidfd in r:
-                child_gone = True
-            if out_r in r:
-                sent = _pump_out(out_r)
-                if sent is None:
-                    out_eof = True
-                else:
-                    total_out += sent
-                    if total_out > MAX_OUTPUT:
-                        why = "output_limit"
-                        break
-            if in_w in w:
+                return "timeout"
+            rl = list(live) + ([pidfd] if pidfd is not None and not gone else [])
+            r, w, _ = select.select(rl, [dst] if dst >= 0 else [], [], left)
+            if pidfd is not None and pidfd in r:
+                gone = True
+            if dst >= 0 and dst in w:
                 try:
-                    if inbound_head:
-                        inbound_head = inbound_head[os.write(in_w, inbound_head) :]
-                    elif inbound:
-                        inbound -= os.splice(0, in_w, inbound, flags=os.SPLICE_F_NONBLOCK)
+                    left_in -= os.splice(0, dst, left_in, flags=os.SPLICE_F_NONBLOCK)
                 except BlockingIOError:
                     pass
                 except BrokenPipeError:
-                    discard(0, inbound)
-                    inbound, inbound_head = 0, b""
-            if 0 in r and inbound == 0 and not inbound_head:
-                head = read_exact(0, 5)
-                if head is None:
-                    ended = True
+                    discard(0, left_in)
+                    left_in = 0
+                if not left_in:
+                    os.close(dst)
+                    dst = -1
+            for fd in r:
+                if fd not in live:
                     continue
-                kind, n = head[:1], struct.unpack(">I", head[1:])[0]
-                if kind == b"D":
-                    if child_gone:
-                        discard(0, n)
-                    else:
-                        inbound, inbound_head = n, struct.pack(">I", n)
-                elif kind == b"E":
-                    ended = True
+                kind, cap, sent = live[fd]
+                moved = _pump_out(fd, kind, abs(cap) - sent)
+                if moved is None:
+                    del live[fd]
+                elif moved < 0:  # over the cap
+                    if cap >= 0:
+                        return "output_limit"
+                    discard_available(fd)
+                    live[fd][2] = abs(cap)
                 else:
-                    discard(0, n)
+                    live[fd][2] += moved
+        return ""
     finally:
-        _kill(pid, cfg["pidns"])
-        _, status, usage = os.wait4(pid, 0)
-        if not cfg["pidns"]:
-            _kill(pid, False)  # leftovers in its process group
-        if inbound:
-            discard(0, inbound)
-        # What is still in the pipe (written before the end) goes to the trainer.
-        while why != "output_limit" and total_out <= MAX_OUTPUT:
-            sent = _pump_out(out_r)
-            if not sent:
-                break
-            total_out += sent
-        for fd in (in_w, out_r, pidfd):
-            os.close(fd)
-        remove_workdir(cfg, workdir)
-    wall = time.monotonic() - t0
-    cpu = usage.ru_utime + usage.ru_stime
-    if why in ("ended", "exited") and cpu >= timeout:
-        why = "timeout"  # the CPU limit was hit: measured by the kernel, not claimed
+        if dst >= 0:
+            os.close(dst)
+        if left_in:
+            discard(0, left_in)
+
+
+def discard_available(fd: int) -> None:
+    """Drop what is in a pipe now (a stream over its cap that is kept, not failed)."""
+    avail = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    if avail > 0:
+        discard(fd, avail)
+
+
+def exit_desc(status: int) -> str:
     if os.WIFSIGNALED(status):
-        exit_desc = f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
-    else:
-        exit_desc = f"exit:{os.WEXITSTATUS(status)}"
-    return {"why": why, "wall": wall, "cpu": cpu, "maxrss": usage.ru_maxrss * 1024, "status": exit_desc}
+        return f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit:{os.WEXITSTATUS(status)}"
 
 
-def _pump_out(fd: int) -> int | None:
-    """Forward what the child wrote to the trainer, as it comes (the trainer splits it into
-    answers). Returns the bytes forwarded, or None at end of file."""
+def _pump_out(fd: int, kind: bytes, room: int) -> int | None:
+    """Forward what is in ``fd`` to the trainer as one frame of type ``kind``, at most ``room``
+    bytes. Returns the bytes forwarded, None at end of file, -1 when more than ``room`` waits."""
     avail = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
     if avail <= 0:
         try:
-            if os.read(fd, 1) == b"":
-                return None
+            byte = os.read(fd, 1)
         except BlockingIOError:
             return 0
-        return None  # unreachable: FIONREAD said the pipe was empty
-    avail = min(avail, MAX_FRAME)
-    os.write(1, b"R" + struct.pack(">I", avail))
-    n = avail
-    while n:
-        try:
-            n -= os.splice(fd, 1, n)
-        except BlockingIOError:
-            select.select([], [1], [])  # the trainer is behind: wait until our stdout has room
-    return avail
+        if not byte:
+            return None
+        if room <= 0:
+            return -1
+        os.write(1, kind + struct.pack(">I", 1) + byte)  # it came in just now: one byte
+        return 1
+    take = min(avail, room, MAX_FRAME)
+    if take > 0:
+        os.write(1, kind + struct.pack(">I", take))
+        n = take
+        while n:
+            try:
+                n -= os.splice(fd, 1, n)
+            except BlockingIOError:
+                select.select([], [1], [])  # the trainer is behind: wait until our stdout has room
+    return -1 if avail > room else take
 
 
-def _kill(pid: int, pidns: bool) -> None:
+def _kill(pid: int, pidns: bool, group: bool = True) -> None:
     try:
-        if pidns:
+        if pidns or not group:
             os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: the kernel kills the rest
         else:
             os.killpg(pid, signal.SIGKILL)
@@ -371,14 +483,17 @@ def _kill(pid: int, pidns: bool) -> None:
 
 def main() -> None:
     """Start the worker: set up the namespaces, probe the layers, say hello, serve sessions."""
-    global CHILD, SECCOMP_BPF
+    global CHILD, TESTCHILD, SECCOMP_BPF
     cfg = json.loads(sys.argv[1])
+    # python -S has no exit() or quit(); programs (and tests) call them.
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
     for name in PREIMPORT:
         try:
             __import__(name)
         except ImportError:
             pass
-    CHILD = child_module
+    CHILD, TESTCHILD = child_module, testchild_module
     layers: dict[str, str] = {}
     cfg["readable"] = readable_paths()
     cfg["limits"]["vmsize"] = vmsize()  # before /proc is hidden
@@ -408,9 +523,10 @@ def main() -> None:
             cfg["tmpfs_per_sample"] = True
         os.rmdir(probe_dir)
     SECCOMP_BPF = probe_layers(cfg, layers)
-    cfg["ruleset_fd"] = -1
+    cfg["ruleset_fd"] = cfg["ruleset_test"] = -1
     if cfg["landlock"]:
         cfg["ruleset_fd"] = build_ruleset(cfg["landlock"], cfg["readable"], [cfg["workroot"], "/dev/null"])
+        cfg["ruleset_test"] = build_ruleset(cfg["landlock"], cfg["readable"], ["/dev/null"])
     layers["workdir"] = (
         "active: a fresh tmpfs per sample, capped"
         if cfg["tmpfs_per_sample"]
@@ -431,7 +547,7 @@ def main() -> None:
         ctl = json.loads(read_exact(0, n) or b"{}")
         seq += 1
         try:
-            status = run_sample(cfg, ctl, seq)
+            status = (run_stdio if ctl.get("mode") == "stdio" else run_tests)(cfg, ctl, seq)
         except Exception as exc:  # noqa: BLE001 - the pool maps this to a sandbox error
             status = {"why": f"sandbox:{type(exc).__name__}: {exc}"}
         write_frame(b"S", json.dumps(status).encode())

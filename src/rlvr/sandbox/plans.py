@@ -1,20 +1,20 @@
-"""Trusted-side test plans: a row's tests, parsed once (the G samples of a group share the plan).
+"""Test plans: a row's tests, parsed once in the trainer (the G samples of a group share one).
 
-Assert-style tests are parsed (never executed here at plan time); anything the trusted
-interpreter does not run makes the plan *weaker*, with the reasons, so the caller can refuse the
-row (the default) or run it inside the sandbox and flag the verdict (forgeable, and said so).
-Stdin/stdout tests become a list of inputs and expected outputs, compared whole
-(``normalize_output``).
+Nothing here runs a test: assert-style tests are parsed to check they are well formed, to find
+the entry point and the prompt's helper functions, and to know each assert's source text (the
+test child reports asserts by position; the review page shows the text). Stdin/stdout tests
+become inputs and expected outputs; the expected outputs stay in the trainer.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .trusted import static_reasons
+MAX_SHOWN = 300  # characters of an assert's source or an input kept for display
 
 
 class BadTestsError(ValueError):
@@ -23,18 +23,19 @@ class BadTestsError(ValueError):
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """What a sample is checked against. ``tests`` mode: the test source (and its parse tree),
-    the entry point, the trusted prompt's helper functions; ``weaker`` lists why the trusted
-    side cannot run it (empty: it can). ``stdio`` mode: inputs and expected outputs."""
+    """What a sample is checked against. ``tests`` mode: the test source, the entry point, the
+    prompt's helpers (source run in the test child), whether ``check(entry)`` is called, each
+    assert's source by (line, column); ``weaker`` lists why the test child cannot run the tests
+    (empty: it can). ``stdio`` mode: inputs and expected outputs."""
 
     mode: str
     source: str = ""
     entry: str | None = None
-    tree: Any = field(default=None, compare=False, repr=False)
-    prefix_nodes: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    helpers: str = ""
     auto_check: bool = False
     weaker: tuple[str, ...] = ()
     n_asserts: int = 0
+    asserts: Mapping[tuple[int, int], str] = field(default_factory=dict, compare=False, repr=False)
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
 
@@ -51,8 +52,9 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
         tree = ast.parse(test_code)
     except SyntaxError as exc:
         raise BadTestsError(f"the tests do not parse: {exc.msg} (line {exc.lineno})") from None
-    n_asserts = sum(isinstance(n, (ast.Assert, ast.Raise)) for n in ast.walk(tree))
-    if not n_asserts:
+    asserts = [n for n in ast.walk(tree) if isinstance(n, ast.Assert)]
+    n_checks = len(asserts) + sum(isinstance(n, ast.Raise) for n in ast.walk(tree))
+    if not n_checks:
         raise BadTestsError("the tests contain no assert that checks the sample")
     check = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
     calls_check = any(
@@ -64,36 +66,51 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
     )
     if check is not None and not calls_check and not entry_point:
         raise BadTestsError("the tests define check(candidate) but the row names no entry point")
-    reasons = static_reasons(tree)
-    prefix_nodes: list[ast.stmt] = []
+    helpers: list[str] = []
     if prefix.strip():
         try:
-            ptree = ast.parse(prefix)
+            ptree: ast.Module | None = ast.parse(prefix)
         except SyntaxError:
             ptree = None
         for node in ptree.body if ptree else []:
-            # The prompt's own complete helpers (HumanEval's poly, encode_cyclic) run here, so a
-            # program cannot redefine what the tests rely on. The entry point is the candidate's.
+            # The prompt's own complete helpers (HumanEval's poly, encode_cyclic) run in the test
+            # child, so a program cannot redefine what the tests rely on. The entry point is the
+            # candidate's.
             if isinstance(node, ast.FunctionDef) and node.name != entry_point and not _stub(node):
-                why = static_reasons(ast.Module(body=[node], type_ignores=[]))
-                if why:
-                    reasons.append(f"the prompt's helper {node.name} runs in the sandbox ({why[0]})")
-                else:
-                    prefix_nodes.append(node)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not static_reasons(
-                ast.Module(body=[node], type_ignores=[])
-            ):
-                prefix_nodes.append(node)
+                helpers.append(ast.unparse(node))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                helpers.append(ast.unparse(node))
+    helper_src = "\n".join(helpers)
+    reasons = foreign_imports(tree) + [
+        f"the prompt's helpers {why}" for why in foreign_imports(ast.parse(helper_src) if helper_src else None)
+    ]
+    shown = {
+        (a.lineno, a.col_offset): (ast.get_source_segment(test_code, a) or "assert ...")[:MAX_SHOWN] for a in asserts
+    }
     return CheckPlan(
         "tests",
         source=test_code,
         entry=entry_point,
-        tree=tree,
-        prefix_nodes=tuple(prefix_nodes),
+        helpers=helper_src,
         auto_check=check is not None and not calls_check,
         weaker=tuple(reasons),
-        n_asserts=n_asserts,
+        n_asserts=max(1, len(asserts)),
+        asserts=shown,
     )
+
+
+def foreign_imports(tree: ast.AST | None) -> list[str]:
+    """Imports the sandbox's interpreter cannot satisfy: it has the standard library only."""
+    if tree is None:
+        return []
+    names: list[str] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            names += [a.name for a in n.names]
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            names.append(n.module)
+    top = sorted({m.split(".")[0] for m in names} - set(sys.stdlib_module_names))
+    return [f"import {m}, which is not in the standard library (the sandbox has nothing else)" for m in top]
 
 
 def _stub(node: ast.FunctionDef) -> bool:
@@ -122,12 +139,3 @@ def plan_stdio(cases: Any) -> CheckPlan:
         inputs.append(c["input"])
         outputs.append(c["output"])
     return CheckPlan("stdio", inputs=tuple(inputs), outputs=tuple(outputs))
-
-
-def normalize_output(text: str) -> list[str]:
-    """Lines with trailing whitespace removed and trailing blank lines dropped; the *whole*
-    output is compared, never a prefix."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines

@@ -5,7 +5,7 @@ Workers are started with ``subprocess`` (fork + exec of a *fresh* interpreter, c
 address-space budget and it holds secrets (tokens in the environment, open files, GPU handles).
 Workers get a minimal environment, no inherited file descriptors and their own session.
 
-Each sample is a conversation run by one worker (``worker.py``). The pool owns a second deadline
+Each sample is one ``Job`` run by one worker (``worker.py``). The pool owns a second deadline
 above the worker's: a worker that does not answer within the sample's timeout plus a grace
 period is killed and replaced, and the sample is an infrastructure error (``sandbox``). The pool
 keeps serving after any sample, whatever it did.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..errors import SandboxError
 from .interpreter import UID_BASE, choose_python
-from .worker import Conversation, SessionEnd, Worker
+from .worker import Job, Reply, SessionEnd, Worker
 
 LAYERS = ("rlimits", "no_new_privs", "netns", "mountns", "ipcns", "workdir", "uid", "landlock", "seccomp", "pidns")
 LAYER_FIX = {
@@ -76,8 +76,8 @@ class Layers:
 
 
 class SandboxPool:
-    """A pool of sandbox workers. ``run(jobs)`` runs them in parallel and returns one
-    ``SessionEnd`` per conversation, in order. Thread-safe; workers start on first use.
+    """A pool of sandbox workers. ``run(jobs)`` runs them in parallel and returns one ``Reply``
+    per job, in order. Thread-safe; workers start on first use.
 
     ``strict``: refuse to start (``SandboxError``) unless every layer in ``LAYERS`` is active.
     Otherwise the missing layers are printed once per process, on stderr.
@@ -165,14 +165,14 @@ class SandboxPool:
         return self.start()
 
     # running
-    def run(self, convs: Sequence[Conversation]) -> list[SessionEnd]:
-        """Run each conversation on some worker, in parallel; one ``SessionEnd`` per conversation,
-        in order. Whatever a sample did, the pool keeps serving."""
+    def run(self, jobs: Sequence[Job]) -> list[Reply]:
+        """Run each job on some worker, in parallel; one ``Reply`` per job, in order. Whatever a
+        sample did, the pool keeps serving."""
         with self._lock:
             self._start()
-            results: list[SessionEnd | None] = [None] * len(convs)
+            results: list[Reply | None] = [None] * len(jobs)
             todo: queue.Queue[int] = queue.Queue()
-            for i in range(len(convs)):
+            for i in range(len(jobs)):
                 todo.put(i)
 
             def serve(slot: int) -> None:
@@ -181,16 +181,16 @@ class SandboxPool:
                         i = todo.get_nowait()
                     except queue.Empty:
                         return
-                    results[i] = self._run_one(slot, convs[i])
+                    results[i] = self._run_one(slot, jobs[i])
 
-            threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in range(min(self.n, len(convs)))]
+            threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in range(min(self.n, len(jobs)))]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            return [r if r is not None else SessionEnd("sandbox: no result") for r in results]
+            return [r if r is not None else Reply((), SessionEnd("sandbox: no result")) for r in results]
 
-    def _run_one(self, slot: int, conv: Conversation) -> SessionEnd:
+    def _run_one(self, slot: int, job: Job) -> Reply:
         worker = self._workers[slot]
         try:
             if worker is None or worker.proc.poll() is not None:
@@ -198,10 +198,7 @@ class SandboxPool:
                     worker.kill()
                     self.restarts += 1
                 worker = self._workers[slot] = Worker(self._python, self._cfg(slot))
-            end = worker.session(conv, float(conv.timeout or self.limits.timeout))
-            if getattr(conv, "restart", False):
-                conv.restart = False  # type: ignore[attr-defined]
-                end = worker.session(conv, float(conv.timeout or self.limits.timeout))
+            reply = worker.session(job)
         except (OSError, SandboxError, ValueError) as exc:
             # A stuck or confused worker is replaced; the sample is an infrastructure error.
             if worker is not None:
@@ -209,14 +206,10 @@ class SandboxPool:
             self._workers[slot] = None
             self.restarts += 1
             self.infra_errors += 1
-            try:
-                conv.feed([], True)
-            except Exception:  # noqa: BLE001 - the verdict is an infrastructure error anyway
-                pass
-            return SessionEnd(f"sandbox: {type(exc).__name__}: {exc}")
-        if end.why.startswith("sandbox"):
+            return Reply((), SessionEnd(f"sandbox: {type(exc).__name__}: {exc}"))
+        if reply.end.why.startswith("sandbox"):
             self.infra_errors += 1
-        return end
+        return reply
 
     def close(self) -> None:
         with self._lock:

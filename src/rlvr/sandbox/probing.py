@@ -66,11 +66,15 @@ def probe_layers(cfg: dict[str, Any], layers: dict[str, str]) -> bytes:
                     importlib.import_module(name)
 
         why = probe_in_child(cfg, as_uid)
+        if not why:
+            uid += 1000  # the test child's own uid (harness.TEST_UID_OFFSET)
+            why = probe_in_child(cfg, as_uid)
+            uid -= 1000
         if why:
             layers["uid"] = f"unavailable: uid {uid} cannot import this interpreter's standard library ({why})"
             cfg["uid"] = None
         else:
-            layers["uid"] = f"active: uid {uid}"
+            layers["uid"] = f"active: uid {uid} (candidate), {uid + 1000} (test child)"
     else:
         layers["uid"] = "unavailable: " + ("disabled" if "uid" not in on else "not root")
     cfg["rlimits"] = "rlimits" in on

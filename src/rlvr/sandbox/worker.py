@@ -1,17 +1,19 @@
 """One sandbox worker as the trainer sees it: spawning ``harness.py`` in a fresh interpreter,
-the framing on its pipes, and one conversation (``Worker.session``).
+the framing on its pipes, and one sample (``Worker.session``).
 
-A sample is a *conversation* (``checks.TestRun``, ``StdioRun``, ``LegacyRun``): the trusted side
-sends batches of operations, the child answers each, and all judging happens here, between
-batches. The child's answers are framed JSON, at most ``MAX_FRAME`` bytes each; the worker caps a
-sample's answers at 4 MiB. A worker that does not answer within the sample's timeout plus
-``GRACE_S`` makes ``session`` raise ``SandboxError``; the pool then kills and replaces it.
+A sample is one ``Job``: a control frame and its data frames, written at once; what comes back
+is the test child's records (R frames), or a script's output per input (O, E and C frames), then
+the worker's status (S). The trainer never waits on one direction while the other is stuck:
+writes are non-blocking and interleaved with reads, and everything has a deadline (the sample's
+timeout plus ``GRACE_S``); past it ``session`` raises ``SandboxError`` and the pool kills and
+replaces the worker. Frames are at most ``MAX_FRAME`` bytes, a reply at most ``MAX_REPLY``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import selectors
 import struct
 import subprocess
@@ -19,42 +21,53 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import SandboxError
 from .interpreter import worker_env
 
 HARNESS = Path(__file__).with_name("harness.py")
 GRACE_S = 5.0
-MAX_FRAME = 1 << 20  # one answer of the child, bytes (the worker caps all answers at 4 MiB)
+MAX_FRAME = 1 << 20  # one frame from the worker, bytes
+MAX_REPLY = 256 << 20  # everything one sample sends back (stdin/stdout outputs are capped per input)
 
 
-class Conversation(Protocol):
-    """The trusted side of one sample. ``first()`` gives the first batch of operations for the
-    child; ``feed(answers, ended)`` receives the child's answers to the last batch (fewer than
-    asked when the child stopped; ``ended`` then says so) and returns the next batch, or None
-    when it has what it needs. All judging happens in ``feed``, in the trainer's process."""
+@dataclass(frozen=True)
+class Job:
+    """One sample for a worker: ``control`` (``mode``: ``tests`` or ``stdio``, ``timeout``,
+    ``cases``) and the payloads of its D frames (the test child's job, or one program-and-input
+    per stdin/stdout case). Expected outputs of stdin/stdout cases are never in a job."""
 
-    timeout: float
+    control: dict[str, Any]
+    frames: tuple[bytes, ...]
 
-    def first(self) -> list[dict[str, Any]]: ...
-
-    def feed(self, answers: list[Any], ended: bool) -> list[dict[str, Any]] | None: ...
+    @property
+    def timeout(self) -> float:
+        return float(self.control["timeout"])
 
 
 @dataclass(frozen=True)
 class SessionEnd:
-    """How a sample's session ended, as measured by the worker (never as claimed by the child).
-    ``why``: ``ended`` (the trainer had what it needed), ``exited`` (the child ended itself),
-    ``closed`` (the child closed its answer pipe), ``timeout`` (the wall-clock deadline, or CPU
-    time at the limit), ``output_limit``, or ``sandbox: ...`` (the infrastructure failed).
-    ``maxrss``: the child's peak resident memory in bytes, from the kernel."""
+    """How a sample's session ended, as measured by the worker (never as claimed by a child).
+    ``why``: ``ended`` (the test child finished, or every input ran), ``timeout`` (the wall-clock
+    deadline, or the candidate's CPU time at the limit), ``output_limit``, or ``sandbox: ...``
+    (the infrastructure failed). ``cpu``/``maxrss``: the candidate child's CPU seconds and peak
+    resident memory in bytes, from the kernel; ``tcpu``: the test child's CPU seconds."""
 
     why: str
     wall: float = 0.0
     cpu: float = 0.0
     maxrss: int = 0
     status: str = ""
+    tcpu: float = 0.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back for one job: the frames in order (type, payload) and how it ended."""
+
+    frames: tuple[tuple[bytes, bytes], ...]
+    end: SessionEnd
 
 
 class Worker:
@@ -86,11 +99,7 @@ class Worker:
             self.kill()
             raise SandboxError(f"a sandbox worker failed to start ({python}): {err[-1] if err else 'no output'}")
         self.layers: dict[str, str] = json.loads(hello[1])["hello"]
-
-    def send(self, kind: bytes, payload: bytes, before: bytes = b"") -> None:
-        data = before + kind + struct.pack(">I", len(payload)) + payload
-        while data:
-            data = data[os.write(self.win, data) :]
+        os.set_blocking(self.win, False)
 
     def frame(self, timeout: float) -> tuple[bytes, bytes] | None:
         """The worker's next frame (type, payload), or None on timeout or end of file. Reads
@@ -100,6 +109,8 @@ class Worker:
             p = self.pos
             if len(self.buf) - p >= 5:
                 n = struct.unpack(">I", self.buf[p + 1 : p + 5])[0]
+                if n > MAX_FRAME + 64:
+                    raise SandboxError(f"the worker sent a frame of {n} bytes")
                 if len(self.buf) - p >= 5 + n:
                     kind, body = bytes(self.buf[p : p + 1]), bytes(self.buf[p + 5 : p + 5 + n])
                     self.pos = p + 5 + n
@@ -115,74 +126,48 @@ class Worker:
                 return None
             self.buf += chunk
 
-    def session(self, conv: Conversation, timeout: float) -> SessionEnd:
-        """Run one conversation. The worker owns the child's deadline; this one (timeout plus a
-        grace period) only catches a worker that stopped answering."""
-        deadline = time.monotonic() + timeout + GRACE_S
-        head = json.dumps({"timeout": timeout}).encode()
-        pending = b"J" + struct.pack(">I", len(head)) + head  # sent with the first batch: one write
-        stream = bytearray()  # the child's answers as the worker forwards them: 4-byte length + JSON
-        pos = 0  # parsed up to here (an offset, not slicing: a child can send many tiny frames)
+    def session(self, job: Job) -> Reply:
+        """Run one job. The worker owns the children's deadline; this one (the timeout plus a
+        grace period) only catches a worker that stopped answering. Writing and reading are
+        interleaved without blocking, so neither side can wait on the other forever."""
+        deadline = time.monotonic() + job.timeout + GRACE_S
+        out = bytearray(_frame(b"J", json.dumps(job.control).encode()))
+        for payload in job.frames:
+            out += _frame(b"D", payload)
+        frames: list[tuple[bytes, bytes]] = []
+        total = 0
         end: SessionEnd | None = None
-        ops: list[dict[str, Any]] | None = conv.first()
-        if ops is None:
-            self.send(b"J", head)  # nothing to ask: the session still starts and ends cleanly
-        over = ""
-        while ops is not None:
-            self.send(b"D", json.dumps({"ops": ops}, separators=(",", ":")).encode(), pending)
-            pending = b""
-            answers: list[Any] = []
-            while len(answers) < len(ops) and end is None and not over:
-                # Whole answers already buffered first.
-                if len(stream) - pos >= 4:
-                    n = struct.unpack(">I", stream[pos : pos + 4])[0]
-                    if n > MAX_FRAME:
-                        over = f"an answer of {n} bytes is over the {MAX_FRAME}-byte limit"
-                        break
-                    if len(stream) - pos >= 4 + n:
-                        try:
-                            answers.append(json.loads(bytes(stream[pos + 4 : pos + 4 + n])))
-                        except (ValueError, RecursionError):
-                            answers.append(["garbled"])
-                        pos += 4 + n
-                        if pos > MAX_FRAME:
-                            del stream[:pos]
-                            pos = 0
-                        continue
-                got = self.frame(max(0.0, deadline - time.monotonic()))
-                if got is None:
-                    raise SandboxError(
-                        "the worker did not answer in time" if self.proc.poll() is None else "the worker died"
-                    )
-                kind, body = got
-                if kind == b"R":
-                    stream += body
-                elif kind == b"S":
-                    end = session_end(body)
-            if over:
-                break
-            try:
-                ops = conv.feed(answers, end is not None)
-            except Exception as exc:  # noqa: BLE001 - end the session cleanly, then report it
-                over, ops = f"sandbox: the trusted side failed: {type(exc).__name__}: {exc}", None
+        while end is None or out:
+            if out:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SandboxError("the worker did not take its job in time")
+                _, w, _ = select.select([], [self.win], [], 0)
+                if w:
+                    try:
+                        del out[: os.write(self.win, out[: 1 << 16])]
+                    except BlockingIOError:
+                        pass
             if end is not None:
-                break
-        if end is None:
-            self.send(b"E", b"")
-            while end is None:
-                got = self.frame(max(0.0, deadline - time.monotonic()))
-                if got is None:
-                    raise SandboxError(
-                        "the worker did not answer in time" if self.proc.poll() is None else "the worker died"
-                    )
-                if got[0] == b"S":
-                    end = session_end(got[1])
-        if over.startswith("sandbox"):
-            return SessionEnd(over)
-        if over:
-            conv.feed([], True)
-            return SessionEnd("output_limit", end.wall, end.cpu, end.maxrss, over)
-        return end
+                if out:
+                    select.select([], [self.win], [], max(0.0, min(0.05, deadline - time.monotonic())))
+                continue
+            got = self.frame(0.05 if out else max(0.0, deadline - time.monotonic()))
+            if got is None:
+                if self.proc.poll() is not None:
+                    raise SandboxError("the worker died")
+                if time.monotonic() >= deadline:
+                    raise SandboxError("the worker did not answer in time")
+                continue
+            kind, body = got
+            if kind == b"S":
+                end = session_end(body)
+            else:
+                total += len(body)
+                if total > MAX_REPLY:
+                    raise SandboxError(f"a reply of more than {MAX_REPLY} bytes")
+                frames.append((kind, body))
+        return Reply(tuple(frames), end)
 
     def kill(self) -> None:
         try:
@@ -216,6 +201,10 @@ class Worker:
         self.kill()
 
 
+def _frame(kind: bytes, payload: bytes) -> bytes:
+    return kind + struct.pack(">I", len(payload)) + payload
+
+
 def session_end(body: bytes) -> SessionEnd:
     """The worker's status frame (S) as a ``SessionEnd``."""
     d = json.loads(body)
@@ -225,4 +214,5 @@ def session_end(body: bytes) -> SessionEnd:
         float(d.get("cpu", 0.0)),
         int(d.get("maxrss", 0)),
         str(d.get("status", "")),
+        float(d.get("tcpu", 0.0)),
     )

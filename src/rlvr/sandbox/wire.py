@@ -1,0 +1,230 @@
+"""The data format between the test child and the candidate child: values as tagged JSON, and
+length-prefixed frames. Standard library only; loaded by ``harness.py`` inside the worker's
+interpreter (both children use it), never by the trainer.
+
+Scalars travel as JSON scalars (``int`` within 63 bits, ``float`` including NaN and infinities,
+``str``, ``bool``, ``None``); every container is a list whose first item is a tag, so nothing is
+ambiguous: ``["l", ...]`` list, ``["t", ...]`` tuple, ``["s"|"f", ...]`` set / frozenset,
+``["d", k, v, ...]`` dict, ``["b"|"B", hex]`` bytes / bytearray, ``["c", re, im]`` complex,
+``["i", hex]`` a big int, ``["C"|"O", k, v, ...]`` Counter / OrderedDict, ``["D", factory, k, v,
+...]`` defaultdict (factory: a builtin type's name or None), ``["q", maxlen, ...]`` deque,
+``["n", name, [fields], ...]`` a named tuple, ``["F", num, den]`` Fraction, ``["M", text]``
+Decimal, ``["r", start, stop, step]`` range, ``["h", n]`` a handle (an object that stays in the
+candidate child), ``["x", n]`` a callable that stays in the test child.
+
+``decode`` is strict and bounded: it is what the test child applies to everything the candidate
+child sends (see ``MAX_ITEMS``, ``MAX_DEPTH``, ``MAX_INT_HEX``); a malformed or oversized value
+raises ``ValueError``. What comes out is always fresh builtins and standard containers, never an
+object whose class the candidate wrote.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import fractions
+import json
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+MAX_ITEMS = 4_000_000  # values in one answer
+MAX_DEPTH = 200
+MAX_INT_HEX = 100_000  # hex digits of one integer (400,000 bits)
+BIG = 1 << 63
+FACTORIES: dict[str, Any] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "list": list,
+    "dict": dict,
+    "set": set,
+    "tuple": tuple,
+    "bool": bool,
+}
+_NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_MAPPINGS = {"d": dict, "C": collections.Counter, "O": collections.OrderedDict}
+_SEQS = {"l": list, "t": tuple, "s": set, "f": frozenset}
+
+
+class WireError(ValueError):
+    """A frame or a value that breaks the format or its limits."""
+
+
+def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
+    """``x`` as tagged JSON. ``other(obj)`` encodes what is not plain data (a handle)."""
+    t = type(x)
+    if t is int:
+        return x if -BIG < x < BIG else ["i", format(x, "x")]
+    if t is str or t is float or t is bool or x is None:
+        return x
+    if depth > MAX_DEPTH:
+        raise WireError("nested too deeply")
+    d = depth + 1
+    if t is list:
+        return ["l", *[encode(v, other, d) for v in x]]
+    if t is tuple:
+        return ["t", *[encode(v, other, d) for v in x]]
+    if t is dict:
+        return _pairs("d", x, other, d)
+    if t is set or t is frozenset:
+        return ["s" if t is set else "f", *[encode(v, other, d) for v in x]]
+    if t is bytes or t is bytearray:
+        return ["b" if t is bytes else "B", x.hex()]
+    if t is complex:
+        return ["c", x.real, x.imag]
+    if t is collections.Counter or t is collections.OrderedDict:
+        return _pairs("C" if t is collections.Counter else "O", x, other, d)
+    if t is collections.defaultdict:
+        f = x.default_factory
+        name = next((k for k, v in FACTORIES.items() if v is f), None)
+        return ["D", name, *_pairs("d", x, other, d)[1:]]
+    if t is collections.deque:
+        return ["q", x.maxlen, *[encode(v, other, d) for v in x]]
+    if t is fractions.Fraction:
+        return ["F", encode(x.numerator, other), encode(x.denominator, other)]
+    if t is decimal.Decimal:
+        return ["M", str(x)]
+    if t is range:
+        return ["r", encode(x.start, other), encode(x.stop, other), encode(x.step, other)]
+    if isinstance(x, tuple) and isinstance(getattr(t, "_fields", None), tuple):
+        fields = [str(f) for f in t._fields]
+        return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
+    # A subclass of a builtin (an IntEnum, a class MyList(list)) travels as its builtin value:
+    # its own methods (an __eq__ that always says True) never reach the test.
+    for base in (bool, int, float, str, bytes, list, tuple, dict, set, frozenset):
+        if isinstance(x, base):
+            return encode(_as_base(x, base), other, depth)
+    return other(x)
+
+
+def _as_base(x: Any, base: type) -> Any:
+    if base in (list, tuple, set, frozenset):
+        return base(base.__iter__(x))
+    if base is dict:
+        return {k: dict.__getitem__(x, k) for k in dict.__iter__(x)}
+    if base is str:
+        return str.__str__(x)
+    if base is bytes:
+        return bytes(memoryview(x))
+    if base is int:
+        return int.__index__(x)
+    return float.__float__(x)
+
+
+def _pairs(tag: str, x: Any, other: Callable[[Any], list[Any]], d: int) -> list[Any]:
+    out: list[Any] = [tag]
+    for k, v in dict.items(x):
+        out.append(encode(k, other, d))
+        out.append(encode(v, other, d))
+    return out
+
+
+def decode(x: Any, ref: Callable[[str, int], Any], budget: list[int] | None = None, depth: int = 0) -> Any:
+    """Tagged JSON -> fresh values. ``ref(tag, n)`` resolves ``["h", n]`` and ``["x", n]``."""
+    b = budget if budget is not None else [MAX_ITEMS]
+    b[0] -= 1
+    if b[0] < 0:
+        raise WireError(f"an answer of more than {MAX_ITEMS} values")
+    t = type(x)
+    if t is int or t is str or t is float or t is bool or x is None:
+        return x
+    if depth > MAX_DEPTH:
+        raise WireError(f"an answer nested more than {MAX_DEPTH} deep")
+    if t is not list or not x or type(x[0]) is not str:
+        raise WireError("a malformed value")
+    tag = x[0]
+    d = depth + 1
+    if tag in _SEQS:
+        items = [decode(v, ref, b, d) for v in x[1:]]
+        return _SEQS[tag](items)
+    if tag in _MAPPINGS or tag == "D":
+        if tag == "D":
+            name = x[1] if len(x) > 1 else None
+            if name is not None and name not in FACTORIES:
+                raise WireError("a malformed defaultdict")
+            out: Any = collections.defaultdict(FACTORIES.get(name) if name else None)
+            rest = x[2:]
+        else:
+            out = _MAPPINGS[tag]()
+            rest = x[1:]
+        if len(rest) % 2:
+            raise WireError("a malformed mapping")
+        for i in range(0, len(rest), 2):
+            out[decode(rest[i], ref, b, d)] = decode(rest[i + 1], ref, b, d)
+        return out
+    if tag in ("h", "x") and len(x) == 2 and type(x[1]) is int:
+        return ref(tag, x[1])
+    if tag == "i" and len(x) == 2 and type(x[1]) is str and len(x[1]) <= MAX_INT_HEX:
+        return int(x[1], 16)
+    if tag in ("b", "B") and len(x) == 2 and type(x[1]) is str:
+        return (bytes if tag == "b" else bytearray).fromhex(x[1])
+    if tag == "c" and len(x) == 3 and all(type(v) in (int, float) for v in x[1:]):
+        return complex(x[1], x[2])
+    if tag == "q" and len(x) >= 2 and (x[1] is None or (type(x[1]) is int and x[1] >= 0)):
+        return collections.deque([decode(v, ref, b, d) for v in x[2:]], x[1])
+    if tag == "n" and len(x) >= 3 and type(x[1]) is str and type(x[2]) is list:
+        fields = tuple(x[2])
+        if len(fields) != len(x) - 3 or len(fields) > 255 or not all(type(f) is str for f in fields):
+            raise WireError("a malformed named tuple")
+        key = (x[1], fields)
+        cls: Any = _NAMEDTUPLES.get(key)
+        if cls is None:
+            try:
+                cls = collections.namedtuple(x[1], fields)  # type: ignore[misc,no-redef]
+            except (ValueError, TypeError):
+                cls = collections.namedtuple("namedtuple", [f"_{i}" for i in range(len(fields))])  # type: ignore[misc,no-redef]
+            if len(_NAMEDTUPLES) < 256:
+                _NAMEDTUPLES[key] = cls
+        return cls(*[decode(v, ref, b, d) for v in x[3:]])
+    if tag == "F" and len(x) == 3:
+        num, den = decode(x[1], ref, b, d), decode(x[2], ref, b, d)
+        if type(num) is not int or type(den) is not int or den == 0:
+            raise WireError("a malformed Fraction")
+        return fractions.Fraction(num, den)
+    if tag == "M" and len(x) == 2 and type(x[1]) is str and len(x[1]) <= 10_000:
+        return decimal.Decimal(x[1])
+    if tag == "r" and len(x) == 4 and all(type(v) is int for v in x[1:]) and x[3] != 0:
+        return range(x[1], x[2], x[3])
+    raise WireError("a malformed value")
+
+
+# -- frames: 4-byte big-endian length + JSON -----------------------------------------------------
+def send(fd: int, msg: Any) -> None:
+    """One frame on ``fd`` (blocking)."""
+    data = json.dumps(msg, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    data = struct.pack(">I", len(data)) + data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    """Exactly ``n`` bytes, or None at end of file."""
+    chunks = []
+    while n > 0:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv(fd: int, limit: int) -> Any:
+    """The next frame's JSON; None at end of file. ``WireError`` over ``limit`` bytes or when
+    the bytes are not JSON."""
+    head = read_exact(fd, 4)
+    if head is None:
+        return None
+    n = struct.unpack(">I", head)[0]
+    if n > limit:
+        raise WireError(f"a frame of {n} bytes is over the {limit}-byte limit")
+    body = read_exact(fd, n)
+    if body is None:
+        return None
+    try:
+        return json.loads(body.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"a frame that is not JSON: {type(exc).__name__}") from None
