@@ -133,7 +133,12 @@ def evaluate(
     rewards = task.reward_set()
     verifier = next(t.verifier for t in rewards.terms if t.name == term)
     prompts = [task.render_prompt(r) for r in rows]
-    gens = generate_texts(model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    if task.environment is not None:  # a multi-turn task: each row is an episode, its final answer judged
+        gens = _episode_generations(model, tokenizer, task, rows, prompts, max_new_tokens, temperature, seed)
+    else:
+        gens = generate_texts(
+            model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed
+        )
     samples = [
         Sample(completion=text, row=row, prompt=str(p), completion_ids=ids)
         for (text, ids), row, p in zip(gens, rows, prompts, strict=True)
@@ -156,6 +161,29 @@ def evaluate(
         temperature=temperature,
         error=_common_error(verdicts),
     )
+
+
+def _episode_generations(
+    model: Any,
+    tokenizer: Any,
+    task: Task,
+    rows: Sequence[Mapping[str, Any]],
+    prompts: Sequence[Any],
+    max_new_tokens: int,
+    temperature: float,
+    seed: int | None,
+) -> list[tuple[str, list[int]]]:
+    """Each row's episode (``rlvr.episodes``: the task's tools, the budget over every turn) as
+    (final answer, the final answer's token ids)."""
+    from .episodes import EpisodeRunner, build_toolbox, prepare_tokenizer
+    from .generate import TransformersSampler
+
+    assert task.environment is not None
+    prepare_tokenizer(tokenizer)
+    toolbox = build_toolbox(task.environment, str(task.path))
+    runner = EpisodeRunner(TransformersSampler(model, tokenizer), tokenizer, task.environment, toolbox)
+    episodes = [g[0] for g in runner.run(prompts, rows, 1, temperature, max_new_tokens, seed=seed)]
+    return [(e.final, list(tokenizer(e.final, add_special_tokens=False)["input_ids"])) for e in episodes]
 
 
 def _common_error(verdicts: Sequence[Any]) -> str:

@@ -154,3 +154,36 @@ def test_episode_terms_and_metrics_are_logged_by_the_step(step: tuple[Any, Any, 
     assert logged["rewards/required_tools/mean"] == 1.0
     assert logged["episodes/calls"] == 1.0 and logged["episodes/turns"] == 2.0
     assert rewards.names == ["correct", "required_tools"]
+
+
+def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path) -> None:
+    """``rlvr train`` on a task with an environment: TRL's environment_factory, the episode terms
+    logged, the held-out eval played as episodes, kept rollouts with the tool messages."""
+    import json
+
+    from rlvr import rollouts
+    from rlvr.task import load_task
+    from rlvr.train import TrainOptions, train
+    from support.tasks import make_task
+
+    path = make_task(
+        tmp_path / "task",
+        extra={
+            "prompt": {"user": "{question}"},
+            "environment": {"tools": ["calculator"], "max_turns": 2, "terms": {"valid_calls": 0.1}},
+            "generation": {"temperature": 1.0, "max_completion_length": 24},
+        },
+    )
+    task = load_task(path)
+    result = train(
+        task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="episode unit test", progress=False)
+    )
+    assert result.steps == 1
+    logs = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    trained = [x for x in logs if "rewards/valid_calls/mean" in x]
+    assert trained and "episodes/calls" in trained[0] and "episodes/cut_off_rate" in trained[0]
+    assert any("eval/accuracy" in x for x in logs)
+    kept = list(rollouts.read(tmp_path / "run"))
+    assert kept and all(isinstance(r["completion"], list) for r in kept)
+    assert all(m["role"] in ("assistant", "tool") for r in kept for m in r["completion"])
+    assert set(kept[0]["scores"]) == {"format", "correct", "valid_calls"}

@@ -24,8 +24,12 @@ def trainer_setup(
     spec: EnvironmentSpec, source: str, rewards: RewardSet, tokenizer: Any, args: Any
 ) -> tuple[EpisodeRewards, dict[str, Any]]:
     """The episode reward set and the extra ``GRPOTrainer`` keyword arguments; ``tokenizer`` is
-    prepared for tool calls and ``args.max_tool_calling_iterations`` set from ``max_turns``."""
+    prepared for tool calls, ``args.max_tool_calling_iterations`` set from ``max_turns`` and the
+    episode terms' weights appended to ``args.reward_weights``."""
     toolbox = build_toolbox(spec, source)
     prepare_tokenizer(tokenizer)
     args.max_tool_calling_iterations = spec.max_turns - 1
-    return EpisodeRewards(rewards, spec), {"environment_factory": trl_environment(toolbox, spec)}
+    episode_rewards = EpisodeRewards(rewards, spec)
+    if getattr(args, "reward_weights", None) is not None:
+        args.reward_weights = list(args.reward_weights) + [w for _, w in spec.terms]
+    return episode_rewards, {"environment_factory": trl_environment(toolbox, spec)}
