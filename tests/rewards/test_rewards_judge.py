@@ -24,6 +24,9 @@ class FakeJudge:
         self.mode = "ok"
         self.requests: list[dict] = []
         self.fail_first = 0
+        self.reply: str | None = None  # a fixed reply text
+        self.status: int | None = None  # a fixed HTTP status
+        self.choice: dict = {}  # extra fields of the choice (finish_reason, a refusal)
         judge = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,6 +41,12 @@ class FakeJudge:
                     self.send_response(503)
                     self.end_headers()
                     return
+                if judge.status is not None:
+                    self.send_response(judge.status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                    return
                 if judge.mode == "slow":
                     time.sleep(2)
                 text = body["messages"][0]["content"]
@@ -46,7 +55,10 @@ class FakeJudge:
                 word = "CORRECT" if ref in resp else "INCORRECT"
                 if judge.mode == "nonsense":
                     word = "maybe?"
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": word}}]}).encode()
+                if judge.reply is not None:
+                    word = judge.reply
+                message = {"role": "assistant", "content": word, **judge.choice.pop("message", {})}
+                data = json.dumps({"choices": [{"message": message, **judge.choice}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -70,7 +82,7 @@ def fake():
 
 @pytest.fixture(autouse=True)
 def reset(fake):
-    fake.mode, fake.fail_first = "ok", 0
+    fake.mode, fake.fail_first, fake.reply, fake.status, fake.choice = "ok", 0, None, None, {}
     fake.requests.clear()
 
 
@@ -122,10 +134,12 @@ def test_judge_retries_a_server_error(fake):
     assert len(fake.requests) == 2
 
 
-def test_unreadable_judge_reply_is_error(fake):
+def test_unreadable_judge_reply_is_unparseable_never_masked(fake):
+    # A reply without a grade word is something the policy can provoke: masking it would let the
+    # policy hide its wrong answers. It scores 0 and is counted as unparseable, apart from errors.
     fake.mode = "nonsense"
     v = judge(fake).verify(Sample("1", {"answer": "1"}))
-    assert v.outcome is Outcome.ERROR and v.error_kind == "judge"
+    assert v.outcome is Outcome.UNPARSEABLE and v.score == 0.0
 
 
 def test_judge_refuses_training_without_a_calibration_record(fake):
@@ -224,3 +238,98 @@ def test_cli_calibrate_from_a_task_whose_judge_has_no_record_yet(fake, tmp_path,
         },
     )
     assert v.verify(Sample("it is 3", {"answer": "3"})).outcome is Outcome.CORRECT
+
+
+# -- issue 25: the verdict grammar, one-pass prompt, validated records, who caused a failure ------
+@pytest.mark.parametrize(
+    "reply",
+    ["Not correct.", "NOT CORRECT", "INCORRECT? No: CORRECT", "The answer is CORRECT", "CORRECT, I think", "CORRECTLY"],
+)
+def test_a_reply_that_is_not_exactly_a_label_is_never_correct(fake, reply):
+    fake.reply = reply
+    v = judge(fake).verify(Sample("42", {"answer": "42"}))
+    assert v.outcome is Outcome.UNPARSEABLE and v.score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [("correct", Outcome.CORRECT), ("**CORRECT**", Outcome.CORRECT), (" CORRECT.\n", Outcome.CORRECT)]
+    + [("Incorrect", Outcome.WRONG), ("`INCORRECT`", Outcome.WRONG)],
+)
+def test_a_bare_label_is_read_up_to_case_emphasis_and_a_full_stop(fake, reply, outcome):
+    fake.reply = reply
+    assert judge(fake).verify(Sample("42", {"answer": "42"})).outcome is outcome
+
+
+def test_configured_labels_are_the_only_words_accepted(fake):
+    fake.reply = "PASS"
+    assert judge(fake, labels=["PASS", "FAIL"]).verify(Sample("x", {"answer": "1"})).outcome is Outcome.CORRECT
+    fake.reply = "CORRECT"
+    assert judge(fake, labels=["PASS", "FAIL"]).verify(Sample("x", {"answer": "1"})).outcome is Outcome.UNPARSEABLE
+
+
+def test_placeholder_text_in_a_completion_is_not_substituted(fake):
+    # The old render filled {completion} first and {answer} after it, splicing the reference into
+    # the completion: the fake judge (CORRECT when the reference is in the response) agreed.
+    v = judge(fake).verify(Sample("the answer is {answer}", {"answer": "42"}, prompt="q {completion}"))
+    assert v.outcome is Outcome.WRONG
+    sent = fake.requests[0]["messages"][0]["content"]
+    assert "the answer is {answer}" in sent and "q {completion}" in sent
+
+
+def test_render_fills_each_template_placeholder_once():
+    from rlvr.rewards.judge import render
+
+    assert render("{a}-{b}-{c}", {"a": "{b}", "b": "{a}"}) == "{b}-{a}-{c}"
+
+
+def test_context_overflow_is_unparseable_and_an_outage_is_masked(fake):
+    fake.status = 400
+    assert judge(fake).verify(Sample("x", {"answer": "1"})).outcome is Outcome.UNPARSEABLE
+    fake.status = 401
+    v = judge(fake).verify(Sample("x", {"answer": "1"}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "judge"
+    fake.status = 503
+    v = judge(fake, retries=1).verify(Sample("x", {"answer": "1"}))
+    assert v.outcome is Outcome.ERROR and v.error_kind == "judge" and len(fake.requests) == 4
+
+
+def test_an_over_long_judge_prompt_is_unparseable_without_a_request(fake):
+    v = judge(fake, max_input_chars=1000).verify(Sample("x" * 2000, {"answer": "1"}))
+    assert v.outcome is Outcome.UNPARSEABLE and "max_input_chars" in v.detail and not fake.requests
+
+
+@pytest.mark.parametrize("choice", [{"finish_reason": "content_filter"}, {"message": {"refusal": "I can't grade"}}])
+def test_a_judge_refusal_is_unparseable(fake, choice):
+    fake.choice = dict(choice)
+    fake.reply = "CORRECT"
+    assert judge(fake).verify(Sample("x", {"answer": "1"})).outcome is Outcome.UNPARSEABLE
+
+
+@pytest.mark.parametrize("min_kappa", [float("nan"), -0.5, 0, 1.5, "0.6", True])
+def test_min_kappa_is_validated(fake, tmp_path, min_kappa):
+    path = write_record(calibrate(labels(tmp_path), JudgeConfig("fake-judge", fake.url)), tmp_path / "cal.json")
+    with pytest.raises(VerifierError, match="min_kappa"):
+        build_verifier(
+            "judge", {"model": "fake-judge", "base_url": fake.url, "calibration": str(path), "min_kappa": min_kappa}
+        )
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        ('"kappa": NaN', "not a valid calibration record"),
+        ('"kappa": "0.9"', "not a finite number"),
+        ('"passed": false', "passed"),
+        ('"labels": ["PASS", "FAIL"]', "labels"),
+    ],
+)
+def test_a_record_that_does_not_license_the_judge_is_refused(fake, tmp_path, edit, problem):
+    path = write_record(calibrate(labels(tmp_path), JudgeConfig("fake-judge", fake.url)), tmp_path / "cal.json")
+    data = json.loads(path.read_text())
+    key = edit.split(":")[0].strip('"')
+    data.pop(key, None)
+    text = json.dumps(data)[:-1] + ", " + edit + "}"
+    path.write_text(text)
+    problems = check_record(path, JudgeConfig("fake-judge", fake.url), 0.6)
+    assert any(problem in p for p in problems), problems

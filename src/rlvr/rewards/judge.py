@@ -10,10 +10,29 @@ The judge is any OpenAI-compatible ``/chat/completions`` endpoint, called with `
 temperature 0, the pinned ``model``, the ``prompt`` template (``{prompt}``, ``{completion}``,
 ``{answer}`` placeholders) and a ``version`` label the task author bumps whenever anything about
 the judge changes. The prompt's SHA-256 goes into every verdict's detail and the calibration
-record. The reply must contain ``CORRECT`` or ``INCORRECT`` (the last such word decides);
-anything else is an ``error`` (``error_kind="judge"``), as are HTTP failures after ``retries``
-(429, 5xx and transport errors are retried with exponential back-off) and timeouts
-(``error_kind="timeout"``): an unavailable judge masks the sample, it never scores it 0.
+record.
+
+The prompt is filled in one pass (``render``): each placeholder of the *template* is replaced
+once, and the text put in is never searched for placeholders again, so a completion holding the
+text ``{answer}`` stays that text (filling ``{completion}`` first and ``{answer}`` after it once
+spliced the reference answer into the completion, and the judge agreed with it).
+
+The reply is read by a grammar (``parse_verdict``): it must be exactly one of the two configured
+``labels`` (default ``CORRECT`` / ``INCORRECT``; case, surrounding whitespace, markdown emphasis
+or quotes and one final full stop aside). "Not correct.", "CORRECT, I think", "INCORRECT? No,
+CORRECT" are none of them: never correct.
+
+Failures are split by who can cause them:
+
+- the policy: a rendered prompt over ``max_input_chars``, the judge refusing the input (HTTP 400
+  or 413: a context overflow), a refusal (``finish_reason: content_filter`` or a ``refusal``),
+  a reply the grammar does not accept. The sample is ``unparseable`` (score 0, logged as the
+  term's ``unparseable_rate``): a policy that could mask its wrong answers by being long or odd
+  would learn to be long or odd;
+- the infrastructure: transport errors, timeouts, HTTP 429 and 5xx (retried ``retries`` times
+  with exponential back-off), another 4xx (a key or model the endpoint does not know), a reply
+  that is not an OpenAI chat completion. The sample is an ``error`` (masked, counted under
+  ``error_kind`` ``judge`` or ``timeout``): an unavailable judge never scores it 0.
 
 Limits: temperature 0 is not determinism on most serving stacks; the record pins what can be
 pinned. A calibration measures agreement on *that* label set, not on the policy's later
@@ -24,277 +43,55 @@ the trained policy. The API key is read from the environment variable named by
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data import read_objects
-from ..errors import DataError, VerifierError
+from ..errors import VerifierError
 from .base import BaseVerifier, Reads, Sample, Verdict
-from .kappa import pair_kappa
-
-DEFAULT_PROMPT = (
-    "You are grading an answer to a problem. Reply with one word:"
-    " CORRECT if the response's final answer is equivalent to the reference answer, INCORRECT otherwise.\n"
-    """
-Problem:
-{prompt}
-
-Reference answer:
-{answer}
-
-Response:
-{completion}
-
-Grade (CORRECT or INCORRECT):"""
+from .judgecal import CalibrationRecord, calibrate, check_record, read_labels, write_record
+from .judgecore import (
+    DEFAULT_LABELS,
+    DEFAULT_PROMPT,
+    JudgeConfig,
+    JudgeFailure,
+    ask,
+    check_kappa,
+    check_labels,
+    parse_verdict,
+    render,
 )
 
-_LABEL = re.compile(r"\b(INCORRECT|CORRECT)\b")
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    """Everything that determines a judge's behaviour (and so what a calibration is valid for)."""
-
-    model: str
-    base_url: str
-    prompt: str = DEFAULT_PROMPT
-    version: str = "1"
-    column: str = "answer"
-    timeout: float = 30.0
-    retries: int = 2
-    max_tokens: int = 8
-    api_key_env: str = "OPENAI_API_KEY"
-
-    @property
-    def prompt_sha256(self) -> str:
-        return hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()
-
-    def render(self, sample: Sample) -> str:
-        answer = sample.row.get(self.column)
-        return (
-            self.prompt.replace("{prompt}", sample.prompt)
-            .replace("{completion}", sample.completion)
-            .replace("{answer}", "" if answer is None else str(answer))
-        )
-
-
-class JudgeFailure(Exception):
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(detail)
-        self.kind = kind
-
-
-def ask(client: Any, cfg: JudgeConfig, sample: Sample) -> bool:
-    """One judgement: True for CORRECT. Raises ``JudgeFailure`` (timeout/judge)."""
-    import httpx
-
-    headers = {}
-    key = os.environ.get(cfg.api_key_env)
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    body = {
-        "model": cfg.model,
-        "messages": [{"role": "user", "content": cfg.render(sample)}],
-        "temperature": 0,
-        "max_tokens": cfg.max_tokens,
-    }
-    url = cfg.base_url.rstrip("/") + "/chat/completions"
-    last = JudgeFailure("judge", "no attempt made")
-    for attempt in range(cfg.retries + 1):
-        if attempt:
-            time.sleep(min(4.0, 0.2 * 2 ** (attempt - 1)))
-        try:
-            resp = client.post(url, json=body, headers=headers, timeout=cfg.timeout)
-        except httpx.TimeoutException:
-            last = JudgeFailure("timeout", f"judge did not answer within {cfg.timeout:g} s")
-            continue
-        except httpx.TransportError as exc:
-            last = JudgeFailure("judge", f"judge unreachable: {type(exc).__name__}")
-            continue
-        if resp.status_code == 429 or resp.status_code >= 500:
-            last = JudgeFailure("judge", f"judge returned HTTP {resp.status_code}")
-            continue
-        if resp.status_code != 200:
-            raise JudgeFailure("judge", f"judge returned HTTP {resp.status_code}: {resp.text[:200]}")
-        try:
-            content = resp.json()["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeFailure("judge", "judge reply is not an OpenAI chat completion") from None
-        labels = _LABEL.findall(content.upper())
-        if not labels:
-            raise JudgeFailure("judge", f"judge reply has no CORRECT/INCORRECT: {content[:100]!r}")
-        return labels[-1] == "CORRECT"
-    raise last
-
-
-@dataclass(frozen=True)
-class CalibrationRecord:
-    """Agreement of one judge configuration with human labels."""
-
-    model: str
-    base_url: str
-    prompt_sha256: str
-    version: str
-    n: int
-    judged: int
-    errors: int
-    accuracy: float
-    kappa: float
-    confusion: dict[str, int]
-    threshold: float
-    passed: bool
-    labels_file: str
-    created: str
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _label(value: Any, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("correct", "incorrect", "true", "false", "yes", "no"):
-        return value.strip().lower() in ("correct", "true", "yes")
-    raise DataError(f"{where}: field 'label' must be true/false or correct/incorrect, got {value!r}")
-
-
-def read_labels(path: str | Path) -> list[tuple[Sample, bool]]:
-    p = Path(path)
-    out = []
-    for lineno, row in read_objects(p):
-        for key in ("completion", "label"):
-            if key not in row:
-                raise DataError(f"{p}:{lineno}: field {key!r} is missing")
-        label = _label(row["label"], f"{p}:{lineno}")
-        sample = Sample(
-            str(row["completion"]),
-            {k: v for k, v in row.items() if k not in ("completion", "label")},
-            prompt=str(row.get("prompt") or ""),
-        )
-        out.append((sample, label))
-    if not out:
-        raise DataError(f"{p}: no labelled rows")
-    return out
-
-
-def calibrate(
-    labels_path: str | Path, cfg: JudgeConfig, threshold: float = 0.6, concurrency: int = 4, client: Any = None
-) -> CalibrationRecord:
-    """Judge every labelled row and measure agreement. Judge errors are left out of accuracy and
-    kappa and counted; more than 5% errors fails the calibration whatever the kappa."""
-    import datetime
-
-    import httpx
-
-    rows = read_labels(labels_path)
-    own = client is None
-    client = client or httpx.Client()
-    try:
-
-        def one(item: tuple[Sample, bool]) -> bool | None:
-            try:
-                return ask(client, cfg, item[0])
-            except JudgeFailure:
-                return None
-
-        with ThreadPoolExecutor(max(1, concurrency)) as ex:
-            verdicts = list(ex.map(one, rows))
-    finally:
-        if own:
-            client.close()
-    pairs = [(h, j) for (_, h), j in zip(rows, verdicts, strict=True) if j is not None]
-    human, judge = [h for h, _ in pairs], [j for _, j in pairs]
-    errors = len(rows) - len(pairs)
-    confusion = {
-        "judge_correct_human_correct": sum(h and j for h, j in pairs),
-        "judge_correct_human_incorrect": sum(j and not h for h, j in pairs),
-        "judge_incorrect_human_correct": sum(h and not j for h, j in pairs),
-        "judge_incorrect_human_incorrect": sum(not h and not j for h, j in pairs),
-    }
-    accuracy = sum(h == j for h, j in pairs) / len(pairs) if pairs else 0.0
-    measured = pair_kappa(human, judge)
-    notes = []
-    if measured is None:
-        notes.append("kappa is undefined (no judged rows, or both sides gave one and the same label): recorded as 0")
-    kappa = 0.0 if measured is None else measured
-    if errors > 0.05 * len(rows):
-        notes.append(f"{errors} of {len(rows)} judgements failed (over 5%): fix the judge endpoint before trusting it")
-    if len(pairs) < 50:
-        notes.append(f"only {len(pairs)} judged rows: kappa is noisy below about 50")
-    if len(set(human)) < 2:
-        notes.append("the human labels are all one class: kappa cannot measure agreement; label both kinds")
-    passed = kappa >= threshold and errors <= 0.05 * len(rows) and len(set(human)) == 2
-    return CalibrationRecord(
-        model=cfg.model,
-        base_url=cfg.base_url,
-        prompt_sha256=cfg.prompt_sha256,
-        version=cfg.version,
-        n=len(rows),
-        judged=len(pairs),
-        errors=errors,
-        accuracy=round(accuracy, 6),
-        kappa=round(kappa, 6),
-        confusion=confusion,
-        threshold=threshold,
-        passed=passed,
-        labels_file=str(labels_path),
-        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        notes=notes,
-    )
-
-
-def write_record(record: CalibrationRecord, path: str | Path) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(record.to_json(), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, p)
-    return p
-
-
-def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[str]:
-    """Every reason the record at ``path`` does not license this judge (empty when it does)."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError:
-        return [f"no calibration record at {p} (run: rlvr judge calibrate --labels LABELS.jsonl --out {p})"]
-    except json.JSONDecodeError as exc:
-        return [f"{p} is not valid JSON ({exc.msg})"]
-    problems = []
-    for key, mine in (("model", cfg.model), ("prompt_sha256", cfg.prompt_sha256), ("version", cfg.version)):
-        if data.get(key) != mine:
-            problems.append(
-                f"record {key} {data.get(key)!r} does not match the judge's {mine!r}: "
-                "re-calibrate after changing the judge"
-            )
-    kappa = data.get("kappa")
-    if not isinstance(kappa, (int, float)) or kappa < min_kappa:
-        problems.append(
-            f"record kappa {kappa!r} is below the required {min_kappa}: improve the prompt or model and re-calibrate"
-        )
-    if data.get("errors", 0) > 0.05 * max(1, data.get("n", 1)):
-        problems.append(f"record has {data.get('errors')} failed judgements of {data.get('n')}: over 5%")
-    return problems
+__all__ = [
+    "DEFAULT_LABELS",
+    "DEFAULT_PROMPT",
+    "CalibrationRecord",
+    "JudgeConfig",
+    "JudgeFailure",
+    "JudgeVerifier",
+    "ask",
+    "calibrate",
+    "check_kappa",
+    "check_labels",
+    "check_record",
+    "config_from_options",
+    "parse_verdict",
+    "read_labels",
+    "render",
+    "write_record",
+]
 
 
 class JudgeVerifier(BaseVerifier):
-    """CORRECT from the judge is 1.0, INCORRECT 0.0; failures are ``error`` (masked).
+    """The correct label from the judge is 1.0, the incorrect one 0.0; a failure the policy
+    caused is ``unparseable`` (0.0), an infrastructure failure ``error`` (masked).
 
     Options: ``model``, ``base_url``, ``prompt`` (template text) or ``prompt_file``, ``version``,
-    ``calibration`` (record path), ``min_kappa`` (0.6), ``require_calibration`` (true),
-    ``timeout``, ``retries``, ``concurrency``, ``column``, ``api_key_env``.
+    ``calibration`` (record path), ``min_kappa`` (0.6; above 0, at most 1),
+    ``require_calibration`` (true), ``timeout``, ``retries``, ``concurrency``, ``column``,
+    ``api_key_env``, ``labels`` ([correct, incorrect], default [CORRECT, INCORRECT]),
+    ``max_input_chars`` (200,000: a longer prompt is not sent, and the sample is unparseable).
     """
 
     kind = "judge"
@@ -314,6 +111,8 @@ class JudgeVerifier(BaseVerifier):
         concurrency: int = 8,
         column: str = "answer",
         api_key_env: str = "OPENAI_API_KEY",
+        labels: Sequence[str] = DEFAULT_LABELS,
+        max_input_chars: int = 200_000,
         client: Any = None,
     ) -> None:
         if prompt and prompt_file:
@@ -332,7 +131,10 @@ class JudgeVerifier(BaseVerifier):
             float(timeout),
             int(retries),
             api_key_env=api_key_env,
+            labels=check_labels(tuple(labels) if isinstance(labels, list) else labels),
+            max_input_chars=_positive_int("max_input_chars", max_input_chars),
         )
+        min_kappa = check_kappa("min_kappa", min_kappa)
         if "{completion}" not in self.config.prompt:
             raise VerifierError(
                 "judge: the prompt has no {completion} placeholder, so the judge would never see the answer"
@@ -365,6 +167,8 @@ class JudgeVerifier(BaseVerifier):
         try:
             ok = ask(self._http(), self.config, sample)
         except JudgeFailure as exc:
+            if exc.policy:  # the policy's text caused it: never correct, never masked
+                return Verdict.unparseable(f"{tag}: {exc}")
             return Verdict.error(f"{tag}: {exc}", kind=exc.kind)
         return Verdict.correct(detail=tag) if ok else Verdict.wrong(detail=tag)
 
@@ -373,6 +177,12 @@ class JudgeVerifier(BaseVerifier):
             return [self.verify(s) for s in samples]
         with ThreadPoolExecutor(min(self.concurrency, len(samples))) as ex:
             return list(ex.map(self.verify, samples))
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise VerifierError(f"judge {name} must be a positive whole number, got {value!r}")
+    return value
 
 
 def config_from_options(options: Mapping[str, Any]) -> JudgeConfig:
