@@ -186,6 +186,10 @@ def run_probe(
 
         sampler = make_sampler(model_ref, backend=backend)
         backend_name = str(getattr(sampler, "backend", backend))
+    if task.environment is not None and sampler is not None:  # multi-turn: every sample is an episode
+        from .episodes import EpisodeSampler
+
+        sampler = EpisodeSampler(sampler, task)
     reward_set = task.reward_set()
     bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
     try:
@@ -251,6 +255,11 @@ def run_probe(
         n_seen_rows=sum(trained.seen(r) for r in rows) if trained is not None else 0,
     )
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
+        from .episodes import write_episodes
+
+        episodes = sampler.episodes  # type: ignore[attr-defined]
+        write_episodes(out, episodes, [r.success for r in records[-len(episodes) :]])
     return report
 
 
