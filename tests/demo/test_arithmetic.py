@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlvr.demo import reference_checker
+from rlvr.demo.reference import reference_checker
 from rlvr.demo.arithmetic import generate, reference_answer, write_task
 from rlvr.rewards.base import Verdict
 

@@ -1,17 +1,32 @@
-"""rlvr demo: the whole workflow on the built-in tiny model and task, on CPU, offline."""
+"""rlvr demo: the whole workflow on a built-in model and task, on CPU, offline."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "the whole workflow on the built-in tiny model and arithmetic task (CPU, offline, minutes)"
+HELP = (
+    "the whole workflow (probe, SFT, gate, GRPO, held-out eval) on a built-in model and arithmetic task "
+    "(CPU, offline, minutes)"
+)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo; replaced if it exists)")
-    p.add_argument("--grpo-steps", type=int, default=1000, help="GRPO steps (default 1000)")
+    from ..demo import DEMOS
+
     p.add_argument(
-        "--sft-target", type=float, default=0.2, help="stop SFT when a dev slice reaches this pass rate (default 0.2)"
+        "--model",
+        default="tiny",
+        choices=sorted(DEMOS),
+        help="tiny: the built-in 0.5 M-parameter model (default); smollm2: SmolLM2-135M-Instruct, a real pretrained "
+        "model installed by make setup, in chat format with LoRA",
+    )
+    p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo; replaced if it exists)")
+    p.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default: the model's, tiny 2500)")
+    p.add_argument(
+        "--sft-target",
+        type=float,
+        default=None,
+        help="stop SFT when a dev slice reaches this pass rate (default: the model's, tiny 0.2)",
     )
     p.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -29,5 +44,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists():
         shutil.rmtree(out)
-    run_demo(out, grpo_steps=args.grpo_steps, target=args.sft_target, seed=args.seed, progress=not args.no_progress)
-    return 0
+    stages = run_demo(
+        out,
+        model=args.model,
+        grpo_steps=args.grpo_steps,
+        target=args.sft_target,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+    # 1 when the demo stopped before GRPO (it has said why and how to continue)
+    return 0 if stages and stages[-1].name == "after GRPO" else 1

