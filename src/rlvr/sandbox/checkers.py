@@ -35,6 +35,9 @@ before it gets here.
     process. Its result must be a ``bool``; when it raises or returns anything else the failure
     is the task's, not the sample's: ``check_output`` raises ``CheckerFailed``, which the
     verifier turns into a masked ``ground_truth`` error (never a wrong answer, never a reward).
+    So it must return False, not raise, on a malformed output. Nothing bounds its running time
+    (it runs where ``check_output`` is called, with the output already capped at 1 MiB): keep it
+    linear in the output, as the built-in checkers are.
 
 ``parse_checker`` reads the task-file and row forms (``float``, or ``{name: float, abs_tol:
 1e-4}``, or ``{function: checkers.any_order}``) into a ``CheckerSpec`` and raises
