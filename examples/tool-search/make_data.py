@@ -1,0 +1,43 @@
+"""Writes this example's data: made-up countries, whose capitals are only in docs.jsonl.
+
+    python examples/tool-search/make_data.py
+
+The names are generated (seeded), so no model can know a capital without looking it up: the
+task cannot be solved without the search tool. Each document also names a river, so a search
+for the country's name returns the capital among other facts.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z"]
+VOWELS = ["a", "e", "i", "o", "u"]
+
+
+def name(rng: random.Random, syllables: int) -> str:
+    return "".join(rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(syllables)).capitalize()
+
+
+def main(out: Path = HERE, n: int = 240, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    facts = []
+    while len(facts) < n:
+        country, capital, river = name(rng, 3), name(rng, 2), name(rng, 2)
+        if len({country, capital, river} | seen) != len(seen) + 3:
+            continue
+        seen |= {country, capital, river}
+        facts.append((country, capital, river))
+    docs = [{"title": c, "text": f"capital {cap}, river {r}."} for c, cap, r in facts]
+    rows = [{"question": f"Capital of {c}?", "answer": cap} for c, cap, _ in facts]
+    out.mkdir(parents=True, exist_ok=True)
+    for file, lines in (("docs.jsonl", docs), ("train.jsonl", rows[: n - 40]), ("eval.jsonl", rows[n - 40 :])):
+        (out / file).write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+if __name__ == "__main__":
+    main()
