@@ -11,10 +11,13 @@ library that names them and the kinds they target is ``exploits.py``.
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Sequence
 
+from ..rewards.patterns import compile_linear
 from .types import Attempt, Context
+
+_INT = compile_linear(r"-?[0-9]{1,18}")
+_NUMBER = compile_linear(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE]-?[0-9]+)?")
 
 
 def _one(*completions: str) -> Attempt:
@@ -22,13 +25,13 @@ def _one(*completions: str) -> Attempt:
 
 
 def _int(text: str | None) -> int | None:
-    if text is not None and re.fullmatch(r"-?\d{1,18}", text.strip()):
+    if text is not None and _INT.fullmatch(text.strip()):
         return int(text)
     return None
 
 
 def _number(text: str | None) -> float | None:
-    if text is None or not re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE]-?\d+)?", text.strip()):
+    if text is None or not _NUMBER.fullmatch(text.strip()):
         return None
     return float(text)
 

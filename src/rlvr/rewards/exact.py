@@ -39,6 +39,7 @@ from .patterns import compile_linear
 
 RULES = ("whitespace", "case", "nfkc", "thousands", "trailing_period", "dollars")
 _SEPARATORS = ",_ \u00a0\u2009\u202f"
+_NOT_BEFORE = ".,_\u00a0\u2009\u202f"  # what may not precede a grouped number (a plain space may)
 _PLAIN_NUMBER = compile_linear(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
@@ -58,11 +59,11 @@ def _nfkc(text: str) -> str:
 
 def _numbers(text: str) -> list[tuple[int, int]]:
     """Spans of digit runs joined by separators (``1,234,567``, ``1 234``): a run of digits not
-    preceded by a digit, a separator or a decimal point, then one or more groups of one separator
-    and digits. One pass over the text."""
+    preceded by a digit, a decimal point or a separator other than a plain space, then one or
+    more groups of one separator and digits. One pass over the text."""
     out, i, n = [], 0, len(text)
     while i < n:
-        if not text[i].isdecimal() or (i and (text[i - 1].isdecimal() or text[i - 1] in _SEPARATORS + ".")):
+        if not text[i].isdecimal() or (i and (text[i - 1].isdecimal() or text[i - 1] in _NOT_BEFORE)):
             i += 1
             continue
         j = i
