@@ -1,11 +1,16 @@
-"""Trusted-side plans and comparisons: no sandbox needed, pure functions."""
+"""Plans (in the trainer) and the wire format between the children: pure functions, no sandbox."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlvr.sandbox.decoding import MAX_SAME_HASH, JudgeLimit, Opaque, decode
-from rlvr.sandbox.plans import BadTestsError, normalize_output, plan_stdio, plan_tests
+import collections
+import decimal
+import fractions
+import json
+
+from rlvr.sandbox import wire
+from rlvr.sandbox.plans import BadTestsError, plan_stdio, plan_tests
 
 
 def test_check_function_plan_calls_check_with_the_entry_point():
@@ -18,33 +23,29 @@ def test_a_test_file_that_calls_check_itself_is_not_called_twice():
     assert not plan.auto_check
 
 
-def test_loops_helpers_and_imports_of_trusted_modules_are_not_weaker():
+def test_classes_with_loops_helpers_and_standard_imports_are_not_weaker():
     src = (
-        "import math\nfrom collections import Counter\ndef helper(x):\n    return x + 1\nfor i in range(3):\n"
-        "    assert f(i) == helper(i)\n"
+        "import math, re, os\nfrom collections import Counter\nclass T:\n    pass\ndef helper(x):\n"
+        "    return x + 1\nfor i in range(3):\n    with open('x') if False else T() as t:\n"
+        "        assert f(i) == helper(i)\n"
     )
     assert plan_tests(src).weaker == ()
 
 
-@pytest.mark.parametrize(
-    ("src", "why"),
-    [
-        ("class T:\n    pass\nassert f(1) == 1\n", "ClassDef"),
-        ("import os\nassert f(1) == 1\n", "imports os"),
-        ("import re\nassert re.match('a', f(1))\n", "imports re"),
-        ("assert f(1).__class__ == int\n", "__class__"),
-        ("assert eval('f(1)') == 1\n", "eval"),
-        ("with open('x') as fh:\n    assert f(fh) == 1\n", "With"),
-    ],
-)
-def test_what_the_trusted_side_cannot_run_makes_the_plan_weaker_with_the_reason(src, why):
-    assert any(why in r for r in plan_tests(src).weaker)
+def test_an_import_outside_the_standard_library_makes_the_plan_weaker_with_the_reason():
+    assert any("numpy" in r for r in plan_tests("import numpy as np\nassert f(1) == 1\n").weaker)
+    assert any("pandas" in r for r in plan_tests("assert f(1) == 1\n", "f", "import pandas\n").weaker)
 
 
-def test_the_prompts_complete_helpers_are_kept_for_the_trusted_side_but_not_the_entry_stub():
+def test_the_prompts_complete_helpers_are_kept_for_the_test_child_but_not_the_entry_stub():
     prompt = 'import math\ndef poly(xs, x):\n    return sum(xs)\ndef find_zero(xs):\n    """doc"""\n'
     plan = plan_tests("def check(c):\n    assert c([1]) == 0\n", "find_zero", prompt)
-    assert [getattr(n, "name", "import") for n in plan.prefix_nodes] == ["import", "poly"]
+    assert plan.helpers == "import math\ndef poly(xs, x):\n    return sum(xs)"
+
+
+def test_each_asserts_source_is_kept_by_position_for_the_review_page():
+    plan = plan_tests("x = 1\nassert f(x) == 2\nfor i in range(2):\n    assert f(i) >= 0, 'msg'\n")
+    assert plan.asserts == {(2, 0): "assert f(x) == 2", (4, 4): "assert f(i) >= 0, 'msg'"}
 
 
 def test_tests_that_do_not_parse_are_a_format_error():
@@ -72,41 +73,66 @@ def test_stdio_cases_with_a_missing_output_are_a_format_error():
         plan_stdio([{"input": "1"}])
 
 
-def test_opaque_values_equal_nothing_not_even_themselves():
-    o = Opaque("AlwaysEqual")
-    assert o != o and not (o == o)
+def _no_ref(tag, n):
+    raise AssertionError("no handles here")
 
 
-def test_decode_rejects_malformed_tags():
+@pytest.mark.parametrize(
+    "value",
+    [
+        [1, (2, 3.5), {"a": {1, 2}}, frozenset({4}), b"x", bytearray(b"y"), 2**70, -(2**64), 1j, None, True],
+        collections.Counter("hello"),
+        collections.OrderedDict([("b", 1), ("a", 2)]),
+        collections.defaultdict(list, {1: [2]}),
+        collections.deque([1, 2], maxlen=3),
+        collections.namedtuple("P", "x y")(1, 2),
+        fractions.Fraction(3, 7),
+        decimal.Decimal("1.10"),
+        range(1, 10, 3),
+    ],
+)
+def test_values_survive_the_wire_as_what_they_are(value):
+    back = wire.decode(json.loads(json.dumps(wire.encode(value, lambda o: ["h", 0]))), _no_ref)
+    assert back == value and type(back).__name__ == type(value).__name__
+
+
+def test_a_subclass_of_a_builtin_travels_as_its_builtin_value():
+    class Sneaky(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    back = wire.decode(wire.encode([Sneaky(0)], lambda o: ["h", 0]), _no_ref)
+    assert type(back[0]) is int and back[0] != 5
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["zz", 1],
+        ["l", ["x"]],
+        ["i", "g" * 10],
+        ["d", 1],
+        ["n", "P", ["x"], 1, 2],
+        ["F", 1, 0],
+        {"a": 1},
+        [],
+        ["h", "1"],
+    ],
+)
+def test_decode_rejects_malformed_values(bad):
     with pytest.raises(ValueError):
-        decode(["zz", 1])
-
-
-def test_decode_turns_tagged_json_into_plain_builtins():
-    assert decode(["t", [["i", 1], ["s", "a"], ["S", [["b", True]]], ["I", "ff"]]]) == (1, "a", {True}, 255)
-
-
-def test_decode_refuses_integers_built_to_share_one_hash():
-    m = (1 << 61) - 1
-    tagged = ["l", [["I", format(1 + k * m, "x")] for k in range(MAX_SAME_HASH + 1)]]
-    with pytest.raises(JudgeLimit, match="share one hash"):
-        decode(tagged)
-
-
-def test_decode_accepts_many_equal_values():
-    assert decode(["l", [["i", 0]] * 10_000]) == [0] * 10_000
+        wire.decode(bad, lambda tag, n: None)
 
 
 def test_decode_refuses_answers_nested_too_deep_or_too_large():
-    deep: list = ["n"]
-    for _ in range(200):
-        deep = ["l", [deep]]
-    with pytest.raises(JudgeLimit, match="nested"):
-        decode(deep)
-    with pytest.raises(JudgeLimit, match="more than"):
-        decode(["l", [["n"]] * 300_000])
-
-
-def test_whole_output_is_compared_not_a_prefix():
-    assert normalize_output("1\n2\n") != normalize_output("1\n")
-    assert normalize_output("1  \n2\n\n") == normalize_output("1\n2")
+    deep: list = ["l"]
+    for _ in range(wire.MAX_DEPTH + 5):
+        deep = ["l", deep]
+    with pytest.raises(wire.WireError, match="nested"):
+        wire.decode(deep, _no_ref)
+    with pytest.raises(wire.WireError, match="more than"):
+        wire.decode(["l", *[1] * 10], _no_ref, budget=[5])
+    with pytest.raises(ValueError):
+        wire.decode(["i", "f" * (wire.MAX_INT_HEX + 1)], _no_ref)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_sandbox_pool import Script, call, value
+from test_sandbox_pool import Script, call, runs, value
 
 from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
 
@@ -53,7 +53,7 @@ def test_the_worker_never_holds_a_job_or_an_answer_so_no_fork_can_find_one(one_w
     job_secret = "jobsecret-" + os.urandom(8).hex()
     answer_secret = "answersecret-" + os.urandom(8).hex()
     sc = Script(f"def f(x):\n    return x.replace('jobsecret-', '') + {answer_secret!r}\n", call("f", job_secret))
-    one_worker.run([sc])
+    runs(one_worker, [sc])
     assert answer_secret in value(sc)
     memory = _worker_memory(one_worker._workers[0].proc.pid)
     assert len(memory) > 1 << 20  # we did read the worker's heap
@@ -131,10 +131,10 @@ pattern.search(ctypes.string_at(addr, 4096).decode("latin-1")):
 def _plant_then_hunt(pool: SandboxPool) -> list[str]:
     secret = "planted-" + os.urandom(8).hex()
     plant = Script(PLANT.format(secret=secret), call("f"))
-    pool.run([plant])
+    runs(pool, [plant])
     assert value(plant) == secret
     hunt = Script(HUNT, call("f", "planted-"))
-    pool.run([hunt])
+    runs(pool, [hunt])
     return value(hunt)
 
 
@@ -155,11 +155,11 @@ def test_the_hunt_finds_what_is_left_where_nothing_is_isolated(tmp_path):
         plant = Script(
             PLANT.format(secret=secret).replace('"../planted.txt"', repr(str(drop / "planted.txt"))), call("f")
         )
-        p.run([plant])
+        runs(p, [plant])
         tops = '(".", "..", "/tmp", "/dev/shm", "/run", "/var/tmp")'
         assert tops in HUNT
         hunt = Script(HUNT.replace(tops, repr((str(drop),))), call("f", "planted-"))
-        p.run([hunt])
+        runs(p, [hunt])
         found = value(hunt)
     finally:
         p.close()
@@ -190,10 +190,10 @@ def test_sysv_objects_die_with_their_sample_and_never_reach_the_host():
         make = Script(
             "import ctypes\ndef f():\n    return ctypes.CDLL(None).shmget(0x52564C58, 4096, 0o1666)\n", call("f")
         )
-        p.run([make])
+        runs(p, [make])
         host = Path("/proc/sysvipc/shm").read_text()
         find = Script("import ctypes\ndef f():\n    return ctypes.CDLL(None).shmget(0x52564C58, 0, 0)\n", call("f"))
-        p.run([find])
+        runs(p, [find])
     finally:
         p.close()
     assert value(make) >= 0  # it was created, inside the sample's namespace
@@ -217,13 +217,13 @@ def test_a_deep_directory_tree_and_a_full_workdir_do_not_reach_the_next_sample(o
         "        return n\n"
     )
     sc = Script(fill, call("f"), timeout=3.0)
-    one_worker.run([sc])
+    runs(one_worker, [sc])
     scratch = Script(
         "import os\ndef f():\n    open('s.txt', 'w').write('ok' * 1000)\n"
         "    return [os.listdir('.'), open('s.txt').read()[:2]]\n",
         call("f"),
     )
-    one_worker.run([scratch])
+    runs(one_worker, [scratch])
     assert value(scratch) == [["s.txt"], "ok"]
 
 
@@ -269,7 +269,7 @@ def test_sockets_memfd_and_sysv_are_refused_and_socketpair_still_works(one_worke
         "    return out\n"
     )
     sc = Script(code, call("f"))
-    one_worker.run([sc])
+    runs(one_worker, [sc])
     assert value(sc) == ["refused", "refused", "refused", "asyncio ok"]
 
 
@@ -285,7 +285,7 @@ def test_host_paths_are_not_visible_even_to_stat(one_worker):
     ]
     code = f"import os\ndef f():\n    return [p for p in {paths!r} if os.path.exists(p)]\n"
     sc = Script(code, call("f"))
-    one_worker.run([sc])
+    runs(one_worker, [sc])
     assert value(sc) == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -10,38 +11,37 @@ import pytest
 
 from rlvr.errors import SandboxError
 from rlvr.sandbox.interpreter import choose_python
+from rlvr.sandbox.checks import judge_stdio, read_script, records, script_job, split_cases, stdio_job
+from rlvr.sandbox.checks import tests_job as make_tests_job
+from rlvr.sandbox.plans import plan_stdio, plan_tests
 from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
+from rlvr.sandbox.worker import Reply, SessionEnd
 
 
 class Script:
-    """A conversation that loads ``code`` and sends fixed operations once."""
+    """A program run as a script; with ``expr`` it also prints ``expr`` as JSON (``value``)."""
 
-    def __init__(self, code: str, ops: tuple = (), timeout: float = 2.0) -> None:
-        self.code, self.ops, self.timeout = code, list(ops), timeout
-        self.answers: list = []
-        self.ended = False
-
-    def first(self):
-        return [{"k": "load", "code": self.code}, *self.ops]
-
-    def feed(self, answers, ended):
-        self.answers, self.ended = answers, ended
-        return None
+    def __init__(self, code: str, expr: str | None = None, timeout: float = 2.0) -> None:
+        tail = "" if expr is None else f"\nimport json as _json\nprint(_json.dumps({expr}))\n"
+        self.job = script_job(code + tail, "", timeout)
+        self.reply: Reply | None = None
 
 
-def call(name: str, *args: object) -> list[dict]:
-    """Operations: look ``name`` up (operation 1, after the load), then call it with ``args``."""
-    return [{"k": "name", "name": name}, {"k": "call", "h": 1, "a": [_tag(a) for a in args], "kw": []}]
+def runs(pool: SandboxPool, scripts: list[Script]) -> list[SessionEnd]:
+    """Run the scripts' jobs; each keeps its reply. How each session ended, in order."""
+    replies = pool.run([sc.job for sc in scripts])
+    for sc, reply in zip(scripts, replies, strict=True):
+        sc.reply = reply
+    return [r.end for r in replies]
 
 
-def _tag(a: object) -> list:
-    return ["i", a] if type(a) is int else ["s", a] if type(a) is str else ["n"]
+def call(name: str, *args: object) -> str:
+    return f"{name}(*{list(args)!r})"
 
 
 def value(script: Script):
-    from rlvr.sandbox.decoding import decode
-
-    return decode(script.answers[-1][1])
+    assert script.reply is not None
+    return json.loads(read_script(script.reply).stdout)
 
 
 def test_every_layer_is_reported_active_or_with_a_reason(pool):
@@ -50,28 +50,26 @@ def test_every_layer_is_reported_active_or_with_a_reason(pool):
         assert status[name].startswith(("active", "unavailable: ")), (name, status[name])
 
 
-def test_a_call_returns_its_value_as_tagged_json(pool):
-    sc = Script("def f(x):\n    return [x, str(x)]\n", call("f", 2))
-    (end,) = pool.run([sc])
-    assert end.why == "ended" and sc.answers[-1] == ["ok", ["l", [["i", 2], ["s", "2"]]]]
+def test_the_test_childs_records_come_back_in_order_then_its_end(pool):
+    job = make_tests_job(
+        plan_tests("assert f(1) == [1, '1']\nassert f(2) == 0\n"), "def f(x):\n    return [x, str(x)]\n", 2.0
+    )
+    (reply,) = pool.run([job])
+    recs = records(reply)
+    assert reply.end.why == "ended" and [r.get("ok") for r in recs[:2]] == [True, False]
+    assert recs[1]["got"] == "[2, '2']" and recs[-1]["end"] == "raised"
 
 
 def test_stdio_runs_the_program_once_per_input_and_returns_the_whole_stdout(pool):
-    from rlvr.sandbox.checks import StdioRun
-    from rlvr.sandbox.plans import plan_stdio
-
-    conv = StdioRun(
-        plan_stdio([{"input": "3\n", "output": "6\nend\n"}, {"input": "5\n", "output": "10\nend\n"}]),
-        "print(int(input()) * 2)\nprint('end')\n",
-        2.0,
-    )
-    pool.run([conv])
-    assert conv.result.status == "passed"
+    plan = plan_stdio([{"input": "3\n", "output": "6\nend\n"}, {"input": "5\n", "output": "10\nend\n"}])
+    (reply,) = pool.run([stdio_job("print(int(input()) * 2)\nprint('end')\n", plan.inputs, 2.0)])
+    assert [out for out, _, _ in split_cases(reply)] == [b"6\nend\n", b"10\nend\n"]
+    assert judge_stdio(plan, reply).status == "passed"
 
 
 def test_wall_clock_deadline_kills_a_sleeping_sample(pool):
     t0 = time.monotonic()
-    (end,) = pool.run([Script("import time\ntime.sleep(30)\n", timeout=1.0)])
+    (end,) = runs(pool, [Script("import time\ntime.sleep(30)\n", timeout=1.0)])
     assert end.why == "timeout" and time.monotonic() - t0 < 10
 
 
@@ -80,7 +78,7 @@ def test_results_come_back_in_job_order(pool):
         Script(f"import time\ntime.sleep({0.2 if i % 2 else 0})\ndef f():\n    return {i}\n", call("f"))
         for i in range(6)
     ]
-    pool.run(scripts)
+    runs(pool, scripts)
     assert [value(sc) for sc in scripts] == list(range(6))
 
 
@@ -89,7 +87,7 @@ def test_pool_replaces_a_worker_that_died(pool):
     os.kill(victim.proc.pid, 9)
     victim.proc.wait()
     scripts = [Script("def f():\n    return 1\n", call("f")) for _ in range(2)]
-    ends = pool.run(scripts)
+    ends = runs(pool, scripts)
     assert [e.why for e in ends] == ["ended", "ended"] and [value(sc) for sc in scripts] == [1, 1]
 
 
@@ -154,14 +152,14 @@ def _parents(path: str) -> list[str]:
 
 def test_memory_budget_refuses_a_huge_allocation(full_pool):
     sc = Script("x = bytearray(8 * 2**30)\n")
-    full_pool.run([sc])
-    assert sc.answers[0] == ["mem"]
+    runs(full_pool, [sc])
+    assert sc.reply is not None and "MemoryError" in read_script(sc.reply).stderr
 
 
 def test_cpu_bound_loop_is_a_timeout_not_a_crash():
     p = SandboxPool(1, Limits(timeout=1.0))
     try:
-        (end,) = p.run([Script("while True:\n    pass\n", timeout=1.0)])
+        (end,) = runs(p, [Script("while True:\n    pass\n", timeout=1.0)])
     finally:
         p.close()
     assert end.why == "timeout"
@@ -183,7 +181,7 @@ def test_threads_still_work_under_the_fork_ban(full_pool):
         "        return sum(ex.map(abs, [-1, -2, 3]))\n"
     )
     sc = Script(code, call("f"))
-    full_pool.run([sc])
+    runs(full_pool, [sc])
     assert value(sc) == 6
 
 
@@ -193,14 +191,14 @@ def test_a_sample_can_use_files_in_its_own_workdir(full_pool):
         "    return open(os.path.join(os.getcwd(), 'scratch.txt')).read()\n"
     )
     sc = Script(code, call("f"))
-    full_pool.run([sc])
+    runs(full_pool, [sc])
     assert value(sc) == "abc"
 
 
 def test_files_left_by_one_sample_are_gone_for_the_next(full_pool):
     plant = Script("import os\ndef f():\n    open('planted', 'w').write('x')\n    return os.getcwd()\n", call("f"))
-    full_pool.run([plant])
+    runs(full_pool, [plant])
     where = value(plant) + "/planted"
     looks = [Script(f"import os\ndef f():\n    return os.path.exists({where!r})\n", call("f")) for _ in range(2)]
-    full_pool.run(looks)
+    runs(full_pool, looks)
     assert [value(sc) for sc in looks] == [False, False]

@@ -227,10 +227,7 @@ def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
     from rlvr.task import load_task
     from rlvr.taskcheck import weaker_problems
 
-    rows = [
-        {"question": "add", "tests": ADD},
-        {"question": "add", "tests": "class T:\n    pass\nassert add(1, 2) == 3\n"},
-    ]
+    rows = [{"question": "add", "tests": ADD}, {"question": "add", "tests": "import numpy\nassert add(1, 2) == 3\n"}]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "task.yaml").write_text(
         "name: code\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}'}\n"
@@ -238,7 +235,7 @@ def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
     )
     problems = weaker_problems(load_task(tmp_path / "task.yaml"))
     assert [p.where.rsplit(":", 1)[-1] for p in problems] == ["2"]
-    assert "error for every sample" in problems[0].what and "ClassDef" in problems[0].what
+    assert "error for every sample" in problems[0].what and "numpy" in problems[0].what
 
 
 @pytest.mark.parametrize("think", ["none", "optional", "required"])

@@ -4,7 +4,6 @@ each correct one must still pass."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 import pytest
@@ -282,39 +281,50 @@ COLLIDE = "M = (1 << 61) - 1\ndef f():\n    return {1 + k * M for k in range(200
 @pytest.mark.parametrize(
     ("name", "code", "tests"),
     [
+        (
+            "an answer nested 5000 deep",
+            "def f():\n    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n",
+            "assert f() == []\n",
+        ),
+        ("5 MiB of text", "def f():\n    return 'x' * (5 << 20)\n", "assert f() == 'x'\n"),
+        ("a sequence blown up by the test", "def f():\n    return 10**9\n", "assert 'ab' * f() == ''\n"),
+    ],
+)
+def test_an_answer_over_a_limit_is_wrong(pool, name, code, tests):
+    v = run(pool, code, tests)
+    assert v.outcome is Outcome.WRONG, (name, v.detail)
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "tests"),
+    [
         ("a set of integers built to share one hash", COLLIDE.replace("20000", "2000"), "assert f() == {1}\n"),
         (
             "a list of integers built to share one hash",
             COLLIDE.replace("{1 + k * M for k in range(20000)}", "[1 + k * M for k in range(60000)]"),
             "assert set(f()) == {1}\n",
         ),
+        ("a huge power", "def f():\n    return 10**5\n", "assert 7 ** f() ** 3 == 0\n"),
+        ("a three-argument pow", "def f():\n    return 1 << 200000\n", "assert pow(3, f(), f() + 1) == 0\n"),
         (
-            "an answer nested 5000 deep",
-            "def f():\n    x = []\n    for _ in range(5000):\n        x = [x]\n    return x\n",
-            "assert f() == []\n",
-        ),
-        ("4 MiB of garbage", "def f():\n    return 'x' * (5 << 20)\n", "assert f() == 'x'\n"),
-        ("a huge power asked of the trusted side", "def f():\n    return 10**5\n", "assert 7 ** f() ** 3 == 0\n"),
-        ("a sequence blown up by the trusted side", "def f():\n    return 10**9\n", "assert 'ab' * f() == ''\n"),
-        (
-            "a product of huge numbers asked of the trusted side",
-            "def f():\n    return [(1 << 4000) + k for k in range(2000)]\n",
+            "a product of huge numbers",
+            "def f():\n    return [(1 << 4000) + k for k in range(4000)]\n",
             "import math\nassert math.prod(f()) == 0\n",
         ),
         (
-            "a quadratic sum of lists asked of the trusted side",
+            "a quadratic sum of lists",
             "def f():\n    return [[0] * 10 for _ in range(50000)]\n",
             "assert sum(f(), []) == []\n",
         ),
     ],
 )
-def test_a_reply_or_a_test_step_over_a_limit_is_wrong_with_a_reason(pool, name, code, tests):
-    import time
-
-    t0 = time.monotonic()
-    v = run(pool, code, tests)
-    assert v.outcome is Outcome.WRONG, (name, v.detail)
-    assert time.monotonic() - t0 < 10, name
+def test_costly_work_on_the_programs_values_runs_in_the_test_child_never_the_trainer(pool, name, code, tests):
+    # Trainer DoS (issue 24: a 3-argument pow ran for minutes in the trainer). Now every
+    # operation of the test runs in the sandboxed test child, under the sample's deadline: the
+    # verdict comes back, never correct, whatever the cost.
+    v = run(pool, code, tests, timeout=1.0)
+    assert v.outcome is not Outcome.CORRECT, (name, v.detail)
+    assert v.outcome is Outcome.WRONG or v.error_kind == "timeout", (name, v.detail)
 
 
 def test_a_correct_solution_still_passes_after_every_attack(pool):
@@ -322,35 +332,46 @@ def test_a_correct_solution_still_passes_after_every_attack(pool):
     assert v.outcome is Outcome.CORRECT
 
 
-# -- what cannot be decided here is never a silent reward ------------------------------------------
+# -- what cannot run in the sandbox is never a silent reward ---------------------------------------
+FOREIGN_TESTS = "import numpy\nassert add(1, 2) == 3\n"
+
+
+def test_a_test_that_imports_outside_the_standard_library_is_a_weaker_error(pool):
+    for weaker in ("error", "run"):
+        v = UnitTests(timeout=2.0, pool=pool, weaker=weaker)
+        verdict = v.verify(Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": FOREIGN_TESTS}))
+        assert (verdict.outcome, verdict.error_kind) == (Outcome.ERROR, "weaker") and verdict.score is None
+        assert "numpy" in verdict.detail and v.counts["weaker"] == 1
+        assert v.weaker_reasons({"tests": FOREIGN_TESTS}) and not v.weaker_reasons({"tests": ADD})
+
+
 CLASS_TESTS = "class T:\n    def run(self):\n        assert add(1, 2) == 3\nT().run()\n"
 
 
-def test_a_test_the_trusted_side_cannot_run_is_a_weaker_error_by_default(pool):
-    v = UnitTests(timeout=2.0, pool=pool)
-    verdict = v.verify(Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": CLASS_TESTS}))
-    assert (verdict.outcome, verdict.error_kind) == (Outcome.ERROR, "weaker") and verdict.score is None
-    assert "ClassDef" in verdict.detail and v.counts["weaker"] == 1
-    assert v.weaker_reasons({"tests": CLASS_TESTS}) and not v.weaker_reasons({"tests": ADD})
-
-
-def test_weaker_run_runs_it_in_the_sandbox_and_flags_the_verdict(pool):
-    v = UnitTests(timeout=2.0, pool=pool, weaker="run")
-    good = v.verify(Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": CLASS_TESTS}))
-    bad = v.verify(Sample("```python\ndef add(a, b):\n    return 0\n```", row={"tests": CLASS_TESTS}))
-    assert (good.outcome, bad.outcome) == (Outcome.CORRECT, Outcome.WRONG)
-    assert "weaker" in good.detail and v.counts["weaker"] == 2
+def test_classes_and_with_in_the_test_file_run_as_in_python(pool):
+    assert outcome(pool, "def add(a, b):\n    return a + b\n", CLASS_TESTS) == "correct"
+    assert outcome(pool, "def add(a, b):\n    return 0\n", CLASS_TESTS) == "wrong"
+    with_tests = "import contextlib\nwith contextlib.suppress(KeyError):\n    assert add(1, 2) == 3\n"
+    assert outcome(pool, "def add(a, b):\n    return a + b\n", with_tests) == "correct"
+    assert outcome(pool, "def add(a, b):\n    return 0\n", with_tests) == "wrong"
 
 
 def test_expected_values_never_reach_the_sandbox(pool):
-    from rlvr.sandbox.checks import TestRun
-    from rlvr.sandbox.plans import plan_tests
-
-    plan = plan_tests("assert add(2, 3) == 987654321\nassert abs(add(1, 1) - 24681357.5) < 1e-6\n")
-    conv = TestRun(plan, "def add(a, b):\n    return a + b\n", 2.0)
-    pool.run([conv])
-    sent = json.dumps(conv.sess.ops)
-    assert conv.result.status == "failed" and "987654321" not in sent and "24681357" not in sent
+    # The program searches everything in its process for the test's source or the expected
+    # integer and returns it if found: it is not there to find.
+    code = (
+        "import gc\n"
+        "def add(a, b):\n"
+        "    target, source = int(''.join(['98765', '4321'])), ''.join(['expect', 'ed = '])\n"  # no constants
+        "    for o in gc.get_objects():\n"
+        "        items = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else ()\n"
+        "        for v in items:\n"
+        "            if (isinstance(v, str) and source in v) or (type(v) is int and v == target):\n"
+        "                return target\n"
+        "    return a + b\n"
+    )
+    v = run(pool, code, "expected = 987654321\nassert add(2, 3) == expected\n")
+    assert v.outcome is Outcome.WRONG and v.details[0]["got"] == "5", v.details
 
 
 def test_junk_written_on_the_answer_channel_is_never_a_pass(pool):
@@ -389,31 +410,25 @@ def test_failing_a_test_then_hitting_the_memory_limit_for_real_is_still_wrong(fu
     assert v.outcome is Outcome.WRONG, v.detail
 
 
-def test_a_replay_that_would_diverge_is_rerun_exactly_in_a_fresh_child(pool):
-    # len() of the candidate's own object needs one more operation once its value is known, so
-    # the batched replay diverges; the sample is then run again one operation at a time.
-    from rlvr.sandbox.checks import TestRun
-    from rlvr.sandbox.plans import plan_tests
-
-    code = "class Bag:\n    def __len__(self):\n        return 2\ndef f():\n    return Bag()\ndef g():\n    return 1\n"
-    tests = "assert len(f()) == 2\nassert g() == 1\n"
-    conv = TestRun(plan_tests(tests), code, 2.0)
-    pool.run([conv])
-    assert conv.strict and conv.result.status == "passed", conv.result
-    assert outcome(pool, code.replace("return 2", "return 3"), tests) == "wrong"
+def test_the_programs_own_objects_answer_len_iteration_and_methods(pool):
+    code = (
+        "class Bag:\n    def __init__(self):\n        self.items = [3, 1]\n    def __len__(self):\n"
+        "        return len(self.items)\n    def __iter__(self):\n        return iter(self.items)\n"
+        "    def add(self, x):\n        self.items.append(x)\n        return self\n"
+        "def f():\n    return Bag()\ndef g():\n    return 1\n"
+    )
+    tests = "b = f()\nassert len(b) == 2\nb.add(5)\nassert sorted(b) == [1, 3, 5]\nassert 5 in b\nassert g() == 1\n"
+    assert outcome(pool, code, tests) == "correct"
+    assert outcome(pool, code.replace("return len(self.items)", "return 3"), tests) == "wrong"
 
 
-def test_passing_a_test_function_to_the_program_is_weaker_not_run(pool):
-    v = run(pool, "def apply(fn, x):\n    return fn(x)\n", "assert apply(lambda x: x + 1, 2) == 3\n")
-    assert (v.outcome, v.error_kind) == (Outcome.ERROR, "weaker") and "passing a Function" in v.detail
+def test_a_function_of_the_test_passed_to_the_program_is_called_back(pool):
+    tests = "assert apply(lambda x: x + 1, 2) == 3\nassert apply(str.upper, 'a') == 'A'\n"
+    assert outcome(pool, "def apply(fn, x):\n    return fn(x)\n", tests) == "correct"
+    assert outcome(pool, "def apply(fn, x):\n    return fn(x) + 1\n", tests) == "wrong"
 
 
 def test_results_kept_in_variables_compare_by_value_inside_containers_and_sorted(pool):
-    from rlvr.sandbox.checks import TestRun
-    from rlvr.sandbox.plans import plan_tests
-
     tests = "r = f(2)\nq = [f(3)]\nassert r == 4\nassert q == [9]\nassert sorted([f(1), r]) == [1, 4]\n"
-    conv = TestRun(plan_tests(tests), "def f(x):\n    return x * x\n", 2.0)
-    pool.run([conv])
-    assert conv.result.status == "passed", conv.result
+    assert outcome(pool, "def f(x):\n    return x * x\n", tests) == "correct"
     assert outcome(pool, "def f(x):\n    return x * x if x != 1 else 5\n", tests) == "wrong"
