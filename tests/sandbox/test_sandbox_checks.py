@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 import collections
 import decimal
 import fractions
 import json
+
+import pytest
 
 from rlvr.sandbox import wire
 from rlvr.sandbox.plans import BadTestsError, plan_stdio, plan_tests

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from rlvr.errors import SandboxError
-from rlvr.sandbox.interpreter import choose_python
 from rlvr.sandbox.checks import judge_stdio, read_script, records, script_job, split_cases, stdio_job
 from rlvr.sandbox.checks import tests_job as make_tests_job
+from rlvr.sandbox.interpreter import choose_python
 from rlvr.sandbox.plans import plan_stdio, plan_tests
 from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
 from rlvr.sandbox.worker import Reply, SessionEnd
