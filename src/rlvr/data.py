@@ -48,10 +48,28 @@ def read_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{p}:{lineno}: not valid JSON, column {exc.colno}: {exc.msg}") from None
+                raise DataError(
+                    f"{p}:{lineno}: not valid JSON, column {exc.colno}: {exc.msg}{_looks_like(p, line, lineno)}"
+                ) from None
             if not isinstance(obj, dict):
                 raise DataError(f"{p}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
+
+
+def _looks_like(path: Path, line: str, lineno: int) -> str:
+    """What a file that is not JSON lines seems to be, said beside the parse error: a CSV/TSV
+    file (by its name or a comma-separated header) or a single JSON document."""
+    expected = "; rlvr reads JSON lines (one JSON object per line, .jsonl) or Parquet (.parquet)"
+    if path.suffix.lower() in (".csv", ".tsv") or (
+        lineno == 1 and not line.lstrip().startswith(("{", "[")) and ("," in line or "\t" in line)
+    ):
+        return (
+            f"{expected}: this looks like a CSV/TSV file (convert it, e.g. "
+            "pandas.read_csv(...).to_json(lines=True, orient='records'))"
+        )
+    if lineno == 1 and line.strip() in ("[", "{"):
+        return f"{expected}: this looks like one JSON document spread over lines (write one object per line)"
+    return ""
 
 
 def read_rows(ref: str) -> list[dict[str, Any]]:

@@ -27,6 +27,9 @@ checks that import TRL or score the data, so a task that passes it does not fail
   problem names the file and row.
 - unit tests -- ``unit_tests`` rows whose tests the sandbox's trusted side cannot run, with what
   they will score (``weaker_problems``).
+- rows (``rlvr.task.rowchecks``) -- rows over a size limit, columns Arrow cannot store, every
+  row's tests parsed, every reference solution scored by its own tests, custom terms tried on a
+  right and a wrong answer, a hub model missing from the cache while offline.
 """
 
 from __future__ import annotations
@@ -190,7 +193,10 @@ def weight_problems(task: Task) -> list[Problem]:
 
 
 def check_task(task: Task) -> list[Problem]:
-    """Every problem ``rlvr task check`` reports beyond ``load_task``'s."""
+    """Every problem ``rlvr task check`` reports beyond ``load_task``'s (``row_problems``: sizes,
+    column types, tests, reference solutions, custom terms, an offline hub model; see
+    ``rlvr.task.rowchecks``)."""
+    from .task.rowchecks import row_problems
 
     success = [task.success_problem] if task.success_problem else []
     return [
@@ -200,6 +206,7 @@ def check_task(task: Task) -> list[Problem]:
         *sft_problems(task.sft, f"{task.path}: sft."),
         *gold_problems(task),
         *weaker_problems(task),
+        *row_problems(task),
     ]
 
 

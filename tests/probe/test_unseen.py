@@ -153,3 +153,10 @@ def test_report_json_round_trips_the_seen_counts(tmp_path: Path) -> None:
     run_probe(task_path, model=str(model), out_dir=tmp_path / "p", k=2, max_prompts=10, sampler=memoriser(set()))
     back = ProbeReport.from_json(json.loads((tmp_path / "p" / "report.json").read_text()))
     assert (back.seen_prompts, back.n_seen_rows, back.trained_by) == (6, 16, "sft")
+
+
+def test_the_upper_bound_of_a_large_probe_with_no_success_is_not_printed_as_zero() -> None:
+    from rlvr.probe import decide
+
+    _, reason = decide(0, 16000, 0, too_easy=0.9)
+    assert "below 0.024% with 95 % confidence" in reason

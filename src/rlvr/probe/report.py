@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .stats import expected_group_std, histogram, percent, wilson, zero_variance_share
+from .stats import bound_text, expected_group_std, histogram, percent, wilson, zero_variance_share
 
 if TYPE_CHECKING:
     from ..lengths import LengthReport
@@ -107,7 +107,7 @@ def decide(successes: int, n: int, n_undecided: int, *, too_easy: float) -> tupl
     rate = successes / n
     if successes == 0:
         return "sft", (
-            f"No sample succeeded (0 of {n}; the true rate is below {high:.1%} with 95 % confidence): "
+            f"No sample succeeded (0 of {n}; the true rate is below {bound_text(high)} with 95 % confidence): "
             "every GRPO group would score the same and teach nothing, so warm up with SFT first."
         )
     if rate >= too_easy:

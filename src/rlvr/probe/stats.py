@@ -71,6 +71,11 @@ def histogram(rates: Sequence[float]) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+def bound_text(rate: float) -> str:
+    """A bound as a percentage with the digits it needs: 0.024 %, not 0.0 %, for 0 of 16000."""
+    return f"{rate:.1%}" if rate >= 0.001 or rate == 0 else f"{rate * 100:.2g}%"
+
+
 def percent(k: int, n: int) -> str:
     """``k`` of ``n`` as a percentage with the digits it needs: 2 of 512 is "0.4%", not "0%"; only
     exactly none is "0%" and exactly all "100%"."""

@@ -167,16 +167,24 @@ def read_probe_and_eval(c: Checker, raw: Mapping[str, Any]) -> tuple[ProbeSpec, 
     return probe, ev
 
 
+def is_hub_id(model: str, root: Path) -> bool:
+    """Whether ``model`` names a hub model (``org/name``, or a plain name) rather than a local
+    path: a path starts with ``.``, ``/`` or ``~``, has more than one ``/``, or its first part is a
+    folder beside the task file (``runs/sft``)."""
+    if model.startswith(("hf:", "builtin:")):
+        return False
+    parts = model.split("/")
+    path_like = model.startswith((".", "/", "~")) or model.endswith("/") or "\\" in model or len(parts) > 2
+    return not path_like and not (len(parts) == 2 and (root / parts[0]).is_dir()) and not (root / model).exists()
+
+
 def check_model_path(c: Checker, model: str, root: Path) -> None:
     """A model reference that is a path (not a hub id ``org/name``) must exist: otherwise the
     hub client reports a malformed repo id, seconds later, after trying the network."""
-    if model.startswith("hf:"):
-        return
+    if model.startswith(("hf:", "builtin:")) or is_hub_id(model, root):
+        return  # a hub id (or a plain name): checked when it loads (rlvr task check: in the cache when offline)
     ref = Path(model).expanduser()
-    path_like = model.startswith((".", "/", "~")) or model.endswith("/") or "\\" in model or len(model.split("/")) > 2
     local = ref if ref.is_absolute() else root / ref
-    if not path_like and not (len(model.split("/")) == 2 and (root / model.split("/")[0]).is_dir()):
-        return  # a hub id (or a plain name): checked when it loads
     if not local.exists():
         c.add(
             "model",

@@ -40,10 +40,16 @@ class PromptSpec:
         return self.template is None
 
     def columns(self) -> list[str]:
+        """The columns the prompt's placeholders name. A template that does not parse (an unbalanced
+        ``{``) names the ones before the fault: ``read_prompt`` reports the fault itself."""
         out: list[str] = []
         for text in (self.template, self.system, self.user):
-            if text:
-                out += [f for _, f, _, _ in string.Formatter().parse(text) if f]
+            try:
+                for _, f, _, _ in string.Formatter().parse(text or ""):
+                    if f:
+                        out.append(f)
+            except ValueError:
+                continue
         return sorted(set(out))
 
 

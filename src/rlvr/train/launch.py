@@ -49,6 +49,8 @@ def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
     """The training rows as a ``datasets.Dataset`` with each row's rendered ``prompt``."""
     from datasets import Dataset
 
+    from ..task.rowchecks import arrow_rows, code_columns, type_problems
+
     clash = sorted(RESERVED_COLUMNS & set().union(*(r.keys() for r in rows))) if rows else []
     if clash:
         raise ConfigError(
@@ -58,7 +60,11 @@ def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
                 "rename them in the data file",
             )
         )
-    return Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in rows])
+    # A column Arrow cannot store is named here, not left to a raw ArrowInvalid from datasets.
+    wrong = type_problems(rows, f"{task.path}: data.train", skip=code_columns(task))
+    if wrong:
+        raise ConfigError(wrong)
+    return Dataset.from_list([{**r, "prompt": task.render_prompt(r)} for r in arrow_rows(task, rows)])
 
 
 def run_config(
@@ -134,6 +140,7 @@ def run_grpo(
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
     train_rows = task.load_split("train")
+    dataset = build_dataset(task, train_rows)  # before the model loads: a bad column fails in seconds
     if main:
         run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every).write(
             run_dir / "config.yaml"
@@ -192,7 +199,7 @@ def run_grpo(
         model=model,
         reward_funcs=recorder.wrap(rewards.trl_functions()),
         args=args,
-        train_dataset=build_dataset(task, train_rows),
+        train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
         peft_config=peft_config,

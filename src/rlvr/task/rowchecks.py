@@ -1,0 +1,337 @@
+"""``rlvr task check``'s row-by-row checks of the data under the task's own terms: what would stop
+``rlvr train`` later, or train on data that cannot work, named by file, row and field.
+
+- sizes: rows over ``MAX_ROW_BYTES`` of JSON (a 10 MB row is a data accident, not a long prompt);
+- column types: a column whose rows hold values Arrow cannot put in one column (text in some
+  rows, lists or numbers in others) -- ``datasets`` refuses it when training starts. A
+  ``unit_tests`` column mixing assert-style source with stdin/stdout cases is the exception: it is
+  supported end to end (``arrow_rows`` writes the cases as the JSON text the verifier reads);
+- tests: every row's tests of every ``unit_tests`` term are parsed (a syntax error, stdin/stdout
+  cases with the wrong keys, an unusable checker column), each named by row and column;
+- reference solutions: every one found (the answer column of a code task, or a ``solution``-like
+  column) is scored under the task's own terms, and the rows where it fails are named;
+- custom terms: each is called on the reference answer and on a wrong one; a term that cannot
+  tell them apart (on every row tried) is reported when it decides success or never rewards the
+  reference (a shaping term may score both alike on purpose).
+
+The sandbox is reached only through the task's ``unit_tests`` verifier, as training reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..errors import Problem
+from ..rewards import BUILTINS
+from ..rewards.base import Outcome, Sample, Verdict
+from .spec import MAX_ROW_PROBLEMS, Task, TermSpec
+
+MAX_ROW_BYTES = 1_000_000  # a row's JSON above this is named (prompts and tests are kilobytes)
+# Columns that hold a reference solution when a code task's answer column is its tests.
+REFERENCE_COLUMNS = ("reference", "reference_solution", "canonical_solution", "solution", "gold_solution")
+CUSTOM_ROWS = 8  # rows a custom term is tried on
+Rows = Sequence[Mapping[str, Any]]
+
+
+def _splits(task: Task) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(split, file, rows) of the local splits (a hub dataset is checked when it loads)."""
+    out = []
+    for split, ref in [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]:
+        if not ref.startswith("hf:"):
+            out.append((split, str(task.resolve(ref)), task.load_split(split)))
+    return out
+
+
+def _capped(problems: list[Problem], where: str, what: str, fix: str) -> list[Problem]:
+    if len(problems) <= MAX_ROW_PROBLEMS:
+        return problems
+    return [*problems[:MAX_ROW_PROBLEMS], Problem(where, f"{len(problems)} {what} in all (the first listed)", fix)]
+
+
+def size_problems(task: Task, limit: int = MAX_ROW_BYTES) -> list[Problem]:
+    """Rows whose JSON is over ``limit`` bytes, each named with its size."""
+    out: list[Problem] = []
+    for _, where, rows in _splits(task):
+        big = []
+        for i, row in enumerate(rows, 1):
+            size = len(json.dumps(row, ensure_ascii=False, default=str).encode("utf-8"))
+            if size > limit:
+                widest = max(row, key=lambda k: len(str(row[k])))
+                big.append(
+                    Problem(
+                        f"{where}:{i}",
+                        f"row {i} is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB a row may hold (column "
+                        f"{widest!r} holds most of it)",
+                        "drop the row or cut the field: a row this size is a data accident, and no model reads it",
+                    )
+                )
+        out += _capped(big, where, "rows over the size limit", "drop or cut them")
+    return out
+
+
+def _kind(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def type_problems(rows: Rows, where: str, skip: Iterable[str] = ()) -> list[Problem]:
+    """Columns whose rows hold values of kinds Arrow cannot put in one column, each with the first
+    row of each kind (``skip``: columns ``arrow_rows`` makes uniform)."""
+    first: dict[str, dict[str, int]] = {}
+    for i, row in enumerate(rows, 1):
+        for col, value in row.items():
+            kind = _kind(value)
+            if kind is not None:
+                first.setdefault(col, {}).setdefault(kind, i)
+    out = []
+    skipped = set(skip)
+    for col, kinds in first.items():
+        if len(kinds) > 1 and col not in skipped:
+            listed = ", ".join(f"{k} (first at row {i})" for k, i in sorted(kinds.items(), key=lambda kv: kv[1]))
+            out.append(
+                Problem(
+                    where,
+                    f"column {col!r} holds {listed}: training stores a column as one type and would refuse it",
+                    "write every row's value in one form (e.g. all text)",
+                )
+            )
+    return out
+
+
+def code_columns(task: Task) -> set[str]:
+    """The tests columns of the task's ``unit_tests`` terms."""
+    from ..rewards.code import UnitTests
+
+    return {v.column for t in task.rewards if isinstance(v := task.term_verifier(t), UnitTests)}
+
+
+def arrow_rows(task: Task, rows: Rows) -> list[dict[str, Any]]:
+    """``rows`` ready for one Arrow table: in a ``unit_tests`` column that mixes assert-style text
+    with stdin/stdout cases, the cases become the JSON text the verifier reads the same way."""
+    columns = [c for c in code_columns(task) if len({_kind(r.get(c)) for r in rows} - {None}) > 1]
+    if not columns:
+        return [dict(r) for r in rows]
+    return [
+        {k: (json.dumps(v) if k in columns and isinstance(v, (list, Mapping)) else v) for k, v in r.items()}
+        for r in rows
+    ]
+
+
+def tests_problems(task: Task) -> list[Problem]:
+    """Every row's tests of every ``unit_tests`` term parsed, and its checker column read."""
+    from ..rewards.code import UnitTests
+    from ..sandbox.plans import BadTestsError
+
+    out: list[Problem] = []
+    for t in task.rewards:
+        verifier = task.term_verifier(t)
+        if not isinstance(verifier, UnitTests):
+            continue
+        for _, where, rows in _splits(task):
+            bad = []
+            for i, row in enumerate(rows, 1):
+                try:
+                    verifier.plan(row)
+                    verifier.checker_for(row)
+                except BadTestsError as exc:
+                    bad.append(
+                        Problem(
+                            f"{where}:{i}",
+                            f"row {i}: term {t.name!r}: column {verifier.column!r}: {exc}",
+                            "fix the tests (stdin/stdout cases are objects with string 'input' and 'output'), or "
+                            "drop the row: a row whose tests do not parse masks every sample",
+                        )
+                    )
+            out += _capped(bad, where, f"rows whose tests term {t.name!r} cannot read", "fix or drop them")
+    return out
+
+
+def _reference_columns(task: Task, tests_column: str, rows: Rows) -> list[str]:
+    present = set().union(*(r.keys() for r in rows)) if rows else set()
+    named = [task.answer_column, *REFERENCE_COLUMNS]
+    return list(dict.fromkeys(c for c in named if c in present and c != tests_column))
+
+
+def _completion(task: Task, verifier: Any, code: str) -> str:
+    return code if getattr(verifier, "how", "auto") == "whole" else task.answer.wrap(code)
+
+
+def reference_problems(task: Task) -> list[Problem]:
+    """Every reference solution found, scored by its ``unit_tests`` term; the rows where it fails."""
+    from ..rewards.code import UnitTests
+
+    out: list[Problem] = []
+    for t in task.rewards:
+        verifier = task.term_verifier(t)
+        if not isinstance(verifier, UnitTests):
+            continue
+        for _, where, rows in _splits(task):
+            for col in _reference_columns(task, verifier.column, rows):
+                found = [(i, r) for i, r in enumerate(rows, 1) if isinstance(r.get(col), str) and r[col].strip()]
+                if not found:
+                    continue
+                samples = [
+                    Sample(_completion(task, verifier, r[col]), row=r, prompt=_prompt(task, r)) for _, r in found
+                ]
+                verdicts = verifier.verify_batch(samples)
+                if all(v.error_kind == "sandbox" for v in verdicts):
+                    out.append(
+                        Problem(
+                            where,
+                            f"term {t.name!r}: the sandbox could not run the reference solutions in column {col!r}: "
+                            f"{verdicts[0].detail}",
+                            "rlvr sandbox check says which isolation layer is missing",
+                        )
+                    )
+                    continue
+                bad = [
+                    Problem(
+                        f"{where}:{i}",
+                        f"row {i}: term {t.name!r}: the reference solution in column {col!r} {_failure(v)}",
+                        "fix the solution or the tests: a row whose own reference fails teaches the wrong thing",
+                    )
+                    for (i, _), v in zip(found, verdicts, strict=True)
+                    # tests that do not parse are named once, by tests_problems
+                    if v.outcome is not Outcome.CORRECT and v.error_kind != "ground_truth"
+                ]
+                out += _capped(bad, where, f"reference solutions failing term {t.name!r}", "fix or drop them")
+    return out
+
+
+def _failure(v: Verdict) -> str:
+    if v.outcome is Outcome.ERROR:
+        return f"could not be decided ({v.error_kind or 'error'}): {v.detail}"
+    return f"fails its own tests ({v.outcome.value}): {v.detail}"
+
+
+def _prompt(task: Task, row: Mapping[str, Any]) -> str:
+    try:
+        return str(task.render_prompt(row))
+    except (KeyError, ValueError, IndexError):
+        return ""
+
+
+def _wrong(gold: str) -> str:
+    """An answer that is not ``gold``: the number after it, or the text with a digit added."""
+    try:
+        return str(int(gold.strip()) + 1)
+    except ValueError:
+        return f"{gold}0" if gold.strip() else "0"
+
+
+def custom_term_problems(task: Task) -> list[Problem]:
+    """Custom terms that give the reference answer no more than a wrong one on every row tried."""
+    from ..rewards.code import UnitTests
+
+    out: list[Problem] = []
+    splits = _splits(task)
+    rows = splits[0][2][:CUSTOM_ROWS] if splits else []
+    if not rows:
+        return out
+    code = next((task.term_verifier(t) for t in task.rewards if isinstance(task.term_verifier(t), UnitTests)), None)
+    for t in task.rewards:
+        if t.verifier in BUILTINS:
+            continue
+        pairs = _reference_and_wrong(task, t, rows, code)
+        if not pairs:
+            continue
+        verifier = task.term_verifier(t)
+        right = verifier.verify_batch([p[0] for p in pairs])
+        wrong = verifier.verify_batch([p[1] for p in pairs])
+        apart = any(
+            r.score is not None and (w.score is None or r.score > w.score) for r, w in zip(right, wrong, strict=True)
+        )
+        never = all(r.score is None or r.score <= 0 for r in right)
+        if apart or not (t.name == task.success_term or never):
+            continue
+        scores = ", ".join(_score(r) + "/" + _score(w) for r, w in list(zip(right, wrong, strict=True))[:4])
+        why = (
+            f" (first error: {next(r.detail for r in right if r.score is None)})"
+            if any(r.score is None for r in right)
+            else ""
+        )
+        out.append(
+            Problem(
+                f"{task.path}: rewards",
+                f"term {t.name!r} ({t.verifier}) cannot tell the reference answer from a wrong one on {len(pairs)} "
+                f"rows (reference/wrong scores {scores}){why}: it teaches nothing about correctness",
+                "test the function on a right and a wrong answer (rlvr score), and fix it",
+            )
+        )
+    return out
+
+
+def _score(v: Verdict) -> str:
+    return "error" if v.score is None else f"{v.score:g}"
+
+
+def _reference_and_wrong(task: Task, term: TermSpec, rows: Rows, code: Any) -> list[tuple[Sample, Sample]]:
+    out = []
+    for r in rows:
+        prompt = _prompt(task, r)
+        if code is not None:
+            cols = _reference_columns(task, code.column, [r])
+            if not cols:
+                continue
+            right, wrong = _completion(task, code, str(r[cols[0]])), _completion(task, code, "pass")
+        else:
+            gold = r.get(task.answer_column)
+            if gold is None:
+                continue
+            text = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
+            right, wrong = task.answer.wrap(text), task.answer.wrap(_wrong(text))
+        out.append((Sample(right, row=r, prompt=prompt), Sample(wrong, row=r, prompt=prompt)))
+    return out
+
+
+def offline_model_problems(task: Task) -> list[Problem]:
+    """A hub model that is not in the local Hugging Face cache while the hub is offline."""
+    from .sections import is_hub_id
+
+    model = task.model
+    if not is_hub_id(model, task.root):
+        return []
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if not constants.HF_HUB_OFFLINE:
+        return []
+    cached = try_to_load_from_cache(model, "config.json")
+    if isinstance(cached, str):
+        return []
+    return [
+        Problem(
+            f"{task.path}: model",
+            f"{model!r} is a hub model and the hub is offline (HF_HUB_OFFLINE), but it is not in the local cache "
+            f"({constants.HF_HUB_CACHE})",
+            f"download it where the network is reachable (huggingface-cli download {model}), or point model: at a "
+            "local folder",
+        )
+    ]
+
+
+def row_problems(task: Task) -> list[Problem]:
+    """Every check of this module, in the order a reader fixes them."""
+    out = size_problems(task)
+    skip = code_columns(task)
+    for _, where, rows in _splits(task):
+        out += type_problems(rows, where, skip)
+    return [
+        *out,
+        *tests_problems(task),
+        *reference_problems(task),
+        *custom_term_problems(task),
+        *offline_model_problems(task),
+    ]
