@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .episode_checks import check_tool_call_inflation, check_tool_failures
 from .length_checks import check_length, check_truncation
 from .readings import Result
 from .reward_checks import check_collapse, check_reward_broken, check_reward_hacking, check_verifier_errors
@@ -44,6 +45,8 @@ CHECKS: tuple[Callable[[Run], Result], ...] = (
     check_entropy,
     check_length,
     check_truncation,
+    check_tool_call_inflation,
+    check_tool_failures,
     check_off_policy,
     check_loss_explained,
 )
