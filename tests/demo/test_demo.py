@@ -30,3 +30,28 @@ def test_demo_routes_sft_then_grpo_and_trains_through_the_gate(tmp_path: Path) -
 def test_full_demo_lifts_held_out_accuracy_by_at_least_20_points(tmp_path: Path) -> None:
     stages = run_demo(tmp_path / "demo", say=lambda _: None, progress=False)
     assert stages[-1].accuracy - stages[1].accuracy >= 0.20
+
+
+def test_a_gate_the_reader_will_not_sign_stops_the_demo_with_the_way_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in reader disagrees with the reward on every sample: the demo must not crash;
+    # it says what it disagrees on and which commands continue, records it, and trains nothing.
+    import sys
+
+    import rlvr.demo
+    from rlvr.train.sft import SftResult
+
+    def no_sft(task, opts):  # the base model as the "SFT" output: the gate is what is under test
+        return SftResult(out_dir=Path(opts.model), steps=0, dev_pass_rate=0.0, seconds=0.0, stopped_early=False)
+
+    monkeypatch.setattr(sys.modules["rlvr.train.sft"], "run_sft", no_sft)
+    monkeypatch.setattr(rlvr.demo, "reference_checker", lambda row, completion, verdicts: "higher")
+    lines: list[str] = []
+    stages = run_demo(tmp_path / "demo", grpo_steps=1, say=lines.append, progress=False)
+    text = "\n".join(lines)
+    assert [s.name for s in stages] == ["base", "after SFT"]
+    assert "the gate is not signed" in text and "disagreements are open" in text
+    assert "rlvr inspect review" in text and "rlvr train" in text and "reader: higher" in text
+    summary = json.loads((tmp_path / "demo" / "demo.json").read_text())
+    assert summary["stopped"]["disagreements"] and not (tmp_path / "demo" / "grpo").exists()

@@ -57,6 +57,10 @@ sft:
   learning_rate: 5.0e-5
   warmup_steps: 5
   per_device_train_batch_size: 16
+probe:
+  # 128 samples: each costs as much as a training completion on this CPU.
+  k: 8
+  max_prompts: 16
 eval:
   every: 1000
   max_prompts: {eval_rows}

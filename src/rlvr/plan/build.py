@@ -55,6 +55,8 @@ class Plan:
     cluster: Cluster
     notes: tuple[str, ...] = ()
     hardware: str = ""
+    stop: Mapping[str, Any] = field(default_factory=dict)  # the stop rules the run will apply, every value
+    dynamic: Mapping[str, Any] = field(default_factory=dict)  # dynamic sampling as the task asks ({} when off)
 
 
 def _prompt_tokens(task: Task) -> int:
@@ -204,7 +206,18 @@ def build_plan(req: PlanRequest) -> Plan:
         if total
         else "CPU"
     )
-    return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where)
+    stop, dynamic = run_rules(task, req.variant)
+    return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where, stop, dynamic)
+
+
+def run_rules(task: Task, variant: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(stop rules, dynamic sampling) the run will apply: the recipe's stop thresholds under the
+    task's, and the task's ``grpo.dynamic`` with its mode stated (``filter`` for DAPO, else
+    ``off``). Values are checked where the run resolves them (``rlvr.train``)."""
+    stop = {**recipe.STOP, **dict(task.grpo.get("stop") or {})}
+    dynamic = dict(task.grpo.get("dynamic") or {})
+    dynamic.setdefault("mode", "filter" if variant == "dapo" else "off")
+    return stop, dynamic
 
 
 def write_plan(plan: Plan, output: str | Path) -> list[Path]:
@@ -222,8 +235,31 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
             f"memory: peak {est.peak / 1e9:.1f} GB of {est.capacity / 1e9:.0f} GB per training GPU "
             "(estimate; see rlvr memory)"
         )
+    header += [
+        "stop rules (env RLVR_STOP_*; 0 steps turns a rule off): "
+        + ", ".join(f"{k} {v}" for k, v in plan.stop.items()),
+        f"dynamic sampling: {plan.dynamic.get('mode', 'off')}"
+        + (
+            " (dynamic: below)"
+            if plan.dynamic.get("mode", "off") != "off"
+            else " (plain GRPO: every prompt is trained, flat groups included; set grpo.dynamic in the task to change)"
+        ),
+    ]
     header += [f"run: {c}" for c in plan.launch.commands]
-    written = [runconfig.write_config(output, plan.config, plan.meta, header="\n".join(header))]
+    meta = plan.meta
+    doc = runconfig.RunConfig(
+        grpo=dict(plan.config),
+        variant=meta.variant,
+        justification=dict(meta.justifications),
+        task=meta.task,
+        model=meta.model,
+        peft=meta.peft,
+        stop=dict(plan.stop),
+        dynamic=dict(plan.dynamic) if plan.dynamic.get("mode", "off") != "off" else {},
+        record=dict(meta.extra),
+        flat=True,
+    )
+    written = [doc.write(output, header="\n".join(header))]
     for name, text in plan.launch.files.items():
         path = output.parent / name
         tmp = path.with_name(path.name + ".tmp")
