@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 SFT_OWN_KEYS = {"target_pass_rate"}
 # The target task check validates grpo: against (see the module docstring).
 CHECK_HARDWARE = {"gpus": 1, "bf16": True, "vllm": False}
+# Rows whose reference episode task check measures (each calls the task's tools once).
+MAX_EPISODE_ROWS = 64
 
 
 def grpo_problems(task: Task) -> list[Problem]:
@@ -207,7 +209,28 @@ def check_task(task: Task) -> list[Problem]:
         *gold_problems(task),
         *weaker_problems(task),
         *row_problems(task),
+        *episode_problems(task),
     ]
+
+
+def episode_problems(task: Task) -> list[Problem]:
+    """An episode task: the longest reference episode over the train rows must fit the budget and
+    the model's positions (``rlvr.episodes.check``)."""
+    if task.environment is None:
+        return []
+    from .episodes import build_toolbox
+    from .episodes.check import reference_episode_problems
+    from .lengths import answer_text, load_length_tools
+
+    tokenizer, positions = load_length_tools(task.resolve(task.model))
+    rows = task.load_split("train")[:MAX_EPISODE_ROWS]
+    prompts = [task.render_prompt(r) for r in rows]
+    answers = [task.answer.wrap(answer_text(r.get(task.answer_column))) for r in rows]
+    toolbox = build_toolbox(task.environment, str(task.path))
+    budget = task.generation.max_completion_length
+    return reference_episode_problems(
+        task.environment, toolbox, tokenizer, prompts, answers, budget, positions, str(task.path)
+    )
 
 
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:

@@ -54,3 +54,20 @@ def test_an_episode_term_may_not_share_a_reward_terms_name(tmp_path: Path) -> No
     )
     with pytest.raises(ConfigError, match="environment.terms.valid_calls: is also the name of a reward term"):
         load_task(path)
+
+
+def test_task_check_passes_the_example_and_measures_its_reference_episode(capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "tool-search"
+    assert main(["task", "check", str(example)]) == 0, capsys.readouterr().err
+
+
+def test_task_check_refuses_a_budget_a_reference_episode_does_not_fit(tmp_path: Path) -> None:
+    from rlvr.taskcheck import check_task
+
+    path = episode_task(tmp_path)
+    text = path.read_text().replace("max_completion_length: 8", "max_completion_length: 40")
+    path.write_text(text)
+    problems = [str(p) for p in check_task(load_task(path))]
+    assert any("generation.max_completion_length" in p and "a reference episode" in p for p in problems), problems

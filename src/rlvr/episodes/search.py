@@ -6,7 +6,7 @@ is plain and deterministic: a document's score is the number of distinct query w
 (lower-cased runs of letters and digits), ties broken by file order; documents with no query word
 are never returned. Word splitting is one pass over the text (no backtracking pattern), so a
 query or a document costs time linear in its length. The tool answers with at most ``k`` (1-5)
-documents as ``[title] text`` lines, each cut to 300 characters, or ``no match``.
+documents (default 1) as ``[title] text`` lines, each cut to 300 characters, or ``no match``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def search_tool(docs: tuple[Document, ...]) -> Callable[..., str]:
     """The ``search`` tool over ``docs``: a plain function with a signature and docstring from
     which the tool's JSON schema is read."""
 
-    def search(query: str, k: int = 3) -> str:
+    def search(query: str, k: int = 1) -> str:
         """Search the task's document collection for the documents that best match a query.
 
         Args:
