@@ -19,6 +19,7 @@ import copy
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,12 +27,14 @@ from typing import Any
 
 import pytest
 
-from rlvr.rewards.base import Outcome, Sample
+from rlvr.rewards.base import Outcome, Sample, Verdict
 from rlvr.rewards.code import UnitTests
 from rlvr.sandbox.checkers import check_output, parse_checker
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-PLAIN_TIMEOUT = 10.0
+SANDBOX_TIMEOUT = 10.0
+PLAIN_TIMEOUT = 60.0  # longer than the sandbox's: a slow mutant on a loaded machine is not a hang
+DONE = "__the_whole_test_file_ran__"
 FLIP: dict[type, type] = {
     ast.Lt: ast.GtE,
     ast.GtE: ast.Lt,
@@ -115,28 +118,43 @@ def called_function(code: str, tests: str) -> str | None:
 # -- plain CPython ----------------------------------------------------------------------------
 
 
-def plain(program: str, stdin: str = "") -> tuple[str, str]:
-    """("pass" | "fail" | "timeout", stdout) of ``python -I -c program``."""
+def plain(program: str, stdin: str = "") -> tuple[str, str, float]:
+    """("pass" | "fail" | "timeout", stdout, seconds) of ``python -I -c program``."""
+    start = time.monotonic()
     try:
         proc = subprocess.run(
             [sys.executable, "-I", "-c", program], input=stdin, capture_output=True, text=True, timeout=PLAIN_TIMEOUT
         )
     except subprocess.TimeoutExpired:
-        return "timeout", ""
-    return ("pass" if proc.returncode == 0 else "fail"), proc.stdout
+        return "timeout", "", PLAIN_TIMEOUT
+    return ("pass" if proc.returncode == 0 else "fail"), proc.stdout, time.monotonic() - start
 
 
-def plain_all(programs: list[str]) -> list[str]:
+def plain_tests(program: str) -> tuple[str, float]:
+    """Plain CPython's verdict on a program followed by its test file: "pass" only when the
+    process exits 0 *after the last line of the test file ran* (a program that calls ``exit()``
+    before the asserts ends with 0 too, and fails here)."""
+    result, out, secs = plain(program + f"\nprint({DONE!r})\n")
+    if result == "pass" and not out.rstrip().endswith(DONE):
+        result = "fail"
+    return result, secs
+
+
+def plain_all(programs: list[str]) -> list[tuple[str, float]]:
     with ThreadPoolExecutor(2) as ex:
-        return [r for r, _ in ex.map(plain, programs)]
+        return list(ex.map(plain_tests, programs))
 
 
-def agrees(outcome: Outcome, plain_result: str) -> bool:
+def agrees(verdict: Verdict, plain_result: str, plain_secs: float) -> bool:
+    """The sandbox's verdict is plain CPython's; a sample that ran near or past the sandbox's
+    deadline under plain CPython may instead be a masked ``timeout`` (the limit, not a verdict)."""
+    if verdict.outcome is Outcome.ERROR and verdict.error_kind == "timeout" and plain_secs >= SANDBOX_TIMEOUT / 2:
+        return True
     if plain_result == "pass":
-        return outcome is Outcome.CORRECT
+        return verdict.outcome is Outcome.CORRECT
     if plain_result == "fail":
-        return outcome is Outcome.WRONG
-    return outcome is not Outcome.CORRECT  # it hangs under plain CPython: never rewarded
+        return verdict.outcome is Outcome.WRONG
+    return verdict.outcome is not Outcome.CORRECT  # it hangs under plain CPython: never rewarded
 
 
 # -- HumanEval and MBPP -----------------------------------------------------------------------
@@ -155,11 +173,11 @@ def check_assert_rows(
     truths = plain_all([program_of(r, m) for r, _, m in cases])
     wrong = [
         (r.get("task_id"), kind, t, v.outcome.value, v.detail[:200])
-        for (r, kind, _), v, t in zip(cases, verdicts, truths, strict=True)
-        if not agrees(v.outcome, t)
+        for (r, kind, _), v, (t, secs) in zip(cases, verdicts, truths, strict=True)
+        if not agrees(v, t, secs)
     ]
-    assert wrong == []
-    counts = {t: truths.count(t) for t in ("pass", "fail", "timeout")}
+    assert wrong == [], wrong
+    counts = {t: [x for x, _ in truths].count(t) for t in ("pass", "fail", "timeout")}
     assert counts["fail"] >= len(rows)  # the mutants are not all equivalent: most fail
     return counts
 
@@ -168,7 +186,7 @@ def check_assert_rows(
 def long_pool():
     from rlvr.sandbox.pool import Limits, SandboxPool
 
-    p = SandboxPool(2, Limits(timeout=PLAIN_TIMEOUT, memory_mb=1024))
+    p = SandboxPool(2, Limits(timeout=SANDBOX_TIMEOUT, memory_mb=1024))
     p.start()
     yield p
     p.close()
@@ -185,14 +203,14 @@ def _mbpp_program(row: dict[str, Any], code: str, for_mutation: bool = False) ->
 
 
 def run_humaneval(pool: Any, n: int | None) -> dict[str, int]:
-    verifier = UnitTests(column="test", prefix_column="prompt", extract="whole", timeout=PLAIN_TIMEOUT, pool=pool)
+    verifier = UnitTests(column="test", prefix_column="prompt", extract="whole", timeout=SANDBOX_TIMEOUT, pool=pool)
     return check_assert_rows(
         verifier, humaneval(n), lambda r: r["canonical_solution"], _humaneval_program, lambda r: r["entry_point"]
     )
 
 
 def run_mbpp(pool: Any, n: int | None) -> dict[str, int]:
-    verifier = UnitTests(column="tests", extract="whole", timeout=PLAIN_TIMEOUT, pool=pool)
+    verifier = UnitTests(column="tests", extract="whole", timeout=SANDBOX_TIMEOUT, pool=pool)
     return check_assert_rows(
         verifier, mbpp(n), lambda r: r["code"], _mbpp_program, lambda r: called_function(r["code"], r["tests"])
     )
@@ -286,3 +304,9 @@ def test_stdio_labels_agree_with_plain_cpython() -> None:
         spec = parse_checker(r["checker"])
         ok = all(check_output(spec, t["input"], t["output"], plain(code, t["input"])[1]) for t in r["tests"])
         assert ok == (label != "rejected"), (r["id"], label)
+
+
+def test_the_plain_oracle_needs_the_whole_test_file_to_run() -> None:
+    assert plain_tests("assert 1 == 1\n")[0] == "pass"
+    assert plain_tests("assert 1 == 2\n")[0] == "fail"
+    assert plain_tests("exit()\nassert 1 == 2\n")[0] == "fail"  # exit code 0, but the asserts never ran
