@@ -13,6 +13,7 @@ from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.math import MathVerifier
 from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, gold_problem, imaginary
 from rlvr.rewards.math.forms import interval_text, is_label, repeating_decimal, split_label, strip_money
+from rlvr.rewards.math.readings import long_decimal
 
 
 def decide(gold: str, pred: str, **policy) -> str:
@@ -523,7 +524,11 @@ def test_numerals_in_a_base_compare_digit_by_digit():
 
 # -- 11. opt-in options --------------------------------------------------------------------------
 def test_decimal_comma_is_opt_in():
-    assert decide("1000.99", "1000,99") == "unequal"
+    # by default only where the other side is a decimal with a point and the comma cannot
+    # separate thousands (test_a_decimal_comma_against_a_decimal_point_is_read_by_default)
+    assert decide("1000.99", "1000,99") == "equal"
+    assert decide("1000.99", "1000,990") == "unequal"
+    assert decide("1.5", "1{,}5") == "unequal"
     assert decide("1000.99", "1000,99", decimal_comma=True) == "equal"
     assert decide("1.5", "1{,}5", decimal_comma=True) == "equal"
     assert decide("1,5; 2,5", "1.5, 2.5", decimal_comma=True) == "equal"
@@ -531,7 +536,11 @@ def test_decimal_comma_is_opt_in():
 
 
 def test_chained_equation_last_value_is_opt_in():
-    assert decide("5", "x = 2 + 3 = 5") == "unequal"
+    # by default a chain counts only when every side equals the last (a worked answer)
+    assert decide("5", "x = 2 + 3 = 5") == "equal"
+    assert decide("5", "x = 2 + 4 = 5") == "unequal"
+    assert decide("x = 11", "x = 5+5+1 = 7 = 11") == "unequal"
+    assert decide("z = 1 + 1 = 2", "z = 3 + 3 = 2") == "unequal"
     assert decide("5", "x = 2 + 3 = 5", chained=True) == "equal"
     assert decide("5", "2 + 3 = 5", chained=True) == "equal"
     assert decide("5", "x = 5 = 6", chained=True) == "unequal"
@@ -665,8 +674,11 @@ def test_a_repeating_decimal_is_its_exact_fraction(fixed, period, whole):
     )
     assert repeating_decimal(text) == value
     assert decide(text, f"\\frac{{{value.numerator}}}{{{value.denominator}}}") == "equal"
-    if set(period) != {"0"}:  # 0.5\overline{0} is 0.5; any other period makes the truncation smaller
-        assert decide(text, f"{whole}.{fixed}{period}") == "unequal"
+    truncated = f"{whole}.{fixed}{period}"
+    if set(period) != {"0"} and long_decimal(truncated) is None:
+        # 0.5\overline{0} is 0.5; any other period makes the truncation smaller (a decimal of 12
+        # or more digits that is the value correctly rounded counts as its expansion)
+        assert decide(text, truncated) == "unequal"
 
 
 @settings(max_examples=60, deadline=None)

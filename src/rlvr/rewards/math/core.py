@@ -68,8 +68,9 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from . import forms
+from . import forms, readings
 from .policy import MathPolicy
+from .scalar import imaginary, parse_scalar  # noqa: F401 - re-exported
 from .sym import expr_equal, sym
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
@@ -85,51 +86,6 @@ from .text import (  # noqa: F401 - re-exported: callers import the whole pipeli
     to_latex,
     unsimplified,
 )
-
-_IMAGINARY = re.compile(r"(?<![\\a-zA-Z])i(?![a-zA-Z])")
-_BOUND_I = re.compile(r"_\{?\s*i\b|(?<![a-zA-Z])i\s*(?:=|\\in)|\\sum|\\prod")
-
-
-def imaginary(s: str) -> bool:
-    """Whether a standalone ``i`` in ``s`` is the imaginary unit: it is, unless something binds
-    it as an index (``\\sum_{i=1}``, ``a_i``, ``i = 1``)."""
-    return bool(_IMAGINARY.search(s)) and not _BOUND_I.search(s)
-
-
-@lru_cache(maxsize=8192)
-def parse_scalar(s: str) -> Any:
-    """A scalar's value: a ``Fraction`` or a sympy object. Cached: ground truths repeat."""
-    q = fast_rational(s)
-    if q is not None:
-        return q
-    from . import fast as mathfast
-
-    latex = to_latex(s)
-    imag = imaginary(latex)
-    value = mathfast.parse(latex, imaginary=imag)  # the common subset, 50x faster than the grammar
-    if value is not None:
-        return value
-    from latex2sympy2_extended import latex2sympy
-    from latex2sympy2_extended.math_normalization import NormalizationConfig
-
-    config = NormalizationConfig(
-        basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False
-    )
-    try:
-        value = latex2sympy(latex, normalization_config=config)
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - the grammar raises plain Exception
-        raise ParseFailure(f"cannot parse {s[:80]!r}: {str(exc).splitlines()[0][:120]}") from None
-    if value is None:
-        raise ParseFailure(f"cannot parse {s[:80]!r}")
-    if imag and hasattr(value, "subs"):
-        import sympy
-
-        value = value.subs(sympy.Symbol("i"), sympy.I)
-    if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow"):
-        value = value.doit()  # 2\\begin{pmatrix}1\\\\2\\end{pmatrix} is a matrix
-    return value
 
 
 def _apply_flags(value: Any, c: Cleaned, policy: MathPolicy, percent_mode: str) -> Any:
@@ -156,19 +112,22 @@ def _labels_differ(g: str, p: str, policy: MathPolicy) -> bool:
     if not policy.assignment:
         return False
     lg, lp = forms.split_label(g), forms.split_label(p)
-    return bool(lg and lp and forms.norm_label(lg[0]) != forms.norm_label(lp[0]))
+    if not (lg and lp):
+        return False
+    a, b = forms.norm_label(lg[0]), forms.norm_label(lp[0])
+    return a != b and not readings.same_function(a, b, lg[1])
 
 
 def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     cg, cp = clean(g, policy.decimal_comma), clean(p, policy.decimal_comma)
-    if cp.hedged or (cg.unit and cp.unit and cg.unit != cp.unit) or _labels_differ(cg.text, cp.text, policy):
+    if cp.hedged or _units_differ(cg, cp) or _labels_differ(cg.text, cp.text, policy):
         return False
     bg, bp = _numeral(cg.text), _numeral(cp.text)
     if bg or bp:  # 1011_2 is digits in a base, not 1011 with a subscript
         return bg == bp
     tg, tp = CLOCK_TIME.match(cg.text), CLOCK_TIME.match(cp.text)
-    if tg or tp:  # 12:00 is a time, not 12/0
-        return bool(tg and tp and [int(x or 0) for x in tg.groups()] == [int(x or 0) for x in tp.groups()])
+    if tg or tp:  # 12:00 is a time, not 12/0; 8:34 p.m. is 20:34
+        return bool(tg and tp and readings.clock_24h(tg.groups(), cg.unit) == readings.clock_24h(tp.groups(), cp.unit))
     if policy.form == "structural" and unsimplified(cp.text) and not unsimplified(cg.text):
         return False
     gv = parse_scalar(_scalar_text(cg.text, policy))
@@ -177,10 +136,40 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     for mode in modes:
         if expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
             return True
+    if _expansion_of(cg.text, pv) or _expansion_of(cp.text, gv):
+        return True  # 0.0833333333333333 is \frac{1}{12} written out to its 16th digit
     if "=" in cg.text and "=" in cp.text and (gv is not parse_scalar(cg.text) or pv is not parse_scalar(cp.text)):
         # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
         return expr_equal(parse_scalar(cg.text), parse_scalar(cp.text), policy)
     return False
+
+
+def _units_differ(cg: Cleaned, cp: Cleaned) -> bool:
+    """12 cm is not 12 m; a.m. and p.m. are read into a clock time, not compared as units."""
+    if readings.is_meridiem(cg.unit) or readings.is_meridiem(cp.unit):
+        return False
+    return bool(cg.unit and cp.unit and cg.unit != cp.unit)
+
+
+def _expansion_of(text: str, other: Any) -> bool:
+    """``text`` is a decimal of at least 12 significant digits that is ``other``'s value correctly
+    rounded to its last digit (``0.0833333333333333`` for 1/12)."""
+    long = readings.long_decimal(text)
+    if long is None or readings.long_decimal(str(other)) is not None:
+        return False
+    value, ulp = long
+    ulp /= 2  # the correctly rounded expansion only: 0.99999999999999999999 is not 1
+    if isinstance(other, Fraction):
+        return abs(other - value) <= ulp
+    import sympy
+
+    try:
+        diff = sympy.N(sym(other) - sym(value), 40)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001 - not a number: not an expansion of one
+        return False
+    return bool(diff.is_real and diff.is_Number and abs(diff) <= sympy.Rational(ulp.numerator, ulp.denominator))
 
 
 def _numeral(s: str) -> tuple[str, int] | None:
@@ -208,6 +197,20 @@ def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPol
     return True
 
 
+# A column written as a tuple: in parentheses, or in square brackets for a bmatrix (or a plain
+# matrix, which has no brackets of its own); [1, 2] for a pmatrix reads as a closed interval.
+_VECTOR_BRACKETS = {"pmatrix": ("()",), "bmatrix": ("[]",), "matrix": ("()", "[]")}
+
+
+def _cover(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPolicy) -> bool:
+    """Every item of each side equals one of the other's (sets: repeats do not count)."""
+    if len(ps) > 4 * max(len(gs), 1):
+        return False
+    return all(any(_node_equal(g, p, policy) for p in ps) for g in gs) and all(
+        any(_node_equal(g, p, policy) for g in gs) for p in ps
+    )
+
+
 _REL = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]eqslant")
 
 
@@ -233,7 +236,7 @@ def _unlabelled(n: Node) -> Node:
 
 
 def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
-    if g.label and p.label and g.label != p.label:
+    if g.label and p.label and g.label != p.label and not readings.same_function(g.label, p.label, g.value):
         return False  # restated labels must match: "a_{38} = 19" does not answer a_{37}
     if _record(g) and _record(p):  # both give labels: match label by label, in any order
         by_label = {c.label: c for c in p.items}
@@ -257,7 +260,11 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
     if {g.kind, p.kind} == {"matrix", "seq"}:
         # a column vector written as a tuple: (1, 2) for \\begin{pmatrix}1\\\\2\\end{pmatrix}
         m, t = (g, p) if g.kind == "matrix" else (p, g)
-        if t.brackets != "()" or len(m.items) != len(t.items) or any(len(row.items) != 1 for row in m.items):
+        if (
+            t.brackets not in _VECTOR_BRACKETS.get(m.value[7:14].partition("}")[0], ("()",))
+            or len(m.items) != len(t.items)
+            or any(len(row.items) != 1 for row in m.items)
+        ):
             return False
         return all(
             _node_equal(x, y, policy)
@@ -277,17 +284,25 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
     ):
         # an inequality read as an interval against one that is not (-x > -1 for x < 1)
         return _scalar_equal(g.value, p.value, policy)
+    if g.kind == "seq" and p.kind in ("union", "seq") and g.label.startswith("|") and len(g.items) == 2:
+        # 1 \le |z| \le 2 is also the values of z: [-2, -1] \cup [1, 2]
+        union = readings.abs_union(g.label, g.brackets, g.items[0].value, g.items[1].value)
+        if union is not None and _node_equal(structure(union), p, policy):
+            return True
     if g.kind != p.kind:
         return False
     if g.kind == "scalar":
         return _scalar_equal(g.value, p.value, policy)
-    if len(g.items) != len(p.items):
+    if len(g.items) != len(p.items) and not (g.kind in ("set", "union", "list") and p.kind == g.kind):
         return False
-    solutions = g.kind == "list" and all(c.kind == "seq" and c.brackets == "()" for c in g.items)
-    if g.kind in ("set", "union") or solutions or (g.kind == "list" and not policy.ordered_lists):
-        # a list of points or solution pairs has no order either: (1,2), (3,4) is (3,4), (1,2)
-        return _match_unordered(g.items, p.items, policy)
-    if g.kind == "seq" and g.brackets != p.brackets:
+    points = g.kind == "list" and all(c.kind == "seq" and c.brackets == "()" for c in g.items)
+    if g.kind in ("set", "union") or points:
+        # a list of points or solution pairs has no order either: (1,2), (3,4) is (3,4), (1,2);
+        # a solution written twice is one solution
+        return _cover(g.items, p.items, policy)
+    if g.kind == "list" and (not policy.ordered_lists or (g.label and not _record(g))):
+        return _match_unordered(g.items, p.items, policy)  # a = 4, -8, -10: the values of a
+    if g.kind == "seq" and g.brackets != p.brackets or len(g.items) != len(p.items):
         return False
     return all(_node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True))
 
@@ -347,8 +362,12 @@ def _parse_leaves(node: Node) -> None:
 def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
     ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
+    if not policy.decimal_comma:
+        gold, pred = readings.decimal_comma_pair(gold, pred)
     if policy.chained:
         gold, pred = _last_sides(gold, pred, policy)
+    else:
+        gold, pred = _settled(gold, policy), _settled(pred, policy)
     problem = gold_problem(gold, policy)
     if problem:
         return "gold_unparseable", problem
@@ -357,7 +376,11 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
-    if cg.unit and cp.unit and cg.unit != cp.unit:
+    tg, tp = CLOCK_TIME.match(cg.text), CLOCK_TIME.match(cp.text)
+    if tg and tp:  # 8:34 p.m. is 20:34
+        same = readings.clock_24h(tg.groups(), cg.unit) == readings.clock_24h(tp.groups(), cp.unit)
+        return ("equal", "") if same else ("unequal", "another time")
+    if _units_differ(cg, cp):
         return "unequal", f"another unit ({' '.join(cp.unit)}, expected {' '.join(cg.unit)})"
     if cp.hedged:
         if g.kind not in ("list", "set", "union"):
@@ -391,6 +414,26 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if g.kind != p.kind:
         return "unequal", f"expected a {g.kind}, got a {p.kind}"
     return "unequal", ""
+
+
+def _settled(text: str, policy: MathPolicy) -> str:
+    """``x = 5+5+1 = 11`` -> ``x = 11`` when every side after the label equals the last (a worked
+    answer); anything else, a false chain such as ``3+3 = 2`` included, is left as written."""
+    if text.count("=") < 2:
+        return text
+    try:
+        t = clean(text, policy.decimal_comma).text
+        eq = forms.top_equals(t)
+        sides = [t[i + 1 : j] for i, j in zip([-1, *eq], [*eq, len(t)], strict=True)]
+        label = sides.pop(0) if forms.is_label(sides[0]) else ""
+        if len(sides) < 2 or not all(sides):
+            return text
+        last = parse_scalar(sides[-1])
+        if not all(expr_equal(parse_scalar(x), last, policy) for x in sides[:-1]):
+            return text
+    except ParseFailure:
+        return text
+    return f"{label}={sides[-1]}" if label else sides[-1]
 
 
 def _last_sides(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
@@ -430,6 +473,8 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
     """Decide cheaply in the calling process when both sides are plain rationals (integers,
     decimals, ``a/b``, ``\\frac{a}{b}``); None means "ask a worker". Bounded: linear regexes on
     at most ``MAX_ANSWER_CHARS`` characters and ``Fraction`` arithmetic on at most 200 digits."""
+    if not policy.decimal_comma:
+        gold, pred = readings.decimal_comma_pair(gold, pred)
     try:
         cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
     except ParseFailure:
@@ -439,11 +484,11 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
     g, p = fast_rational(_scalar_text(cg.text, policy)), fast_rational(_scalar_text(cp.text, policy))
     if g is None or p is None:
         return None
-    if (cg.unit and cp.unit and cg.unit != cp.unit) or _labels_differ(cg.text, cp.text, policy):
+    if _units_differ(cg, cp) or _labels_differ(cg.text, cp.text, policy):
         return False  # 12 cm is not 12 m; x = 3 is not y = 3
     if policy.rel_tol > 1e-9 or policy.abs_tol > 0:
         return abs(g - p) <= max(Fraction(policy.abs_tol), Fraction(policy.rel_tol) * max(abs(g), abs(p)))
-    return g == p
+    return g == p or _expansion_of(cg.text, p) or _expansion_of(cp.text, g)
 
 
 def warm() -> None:

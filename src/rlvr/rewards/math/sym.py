@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .policy import MathPolicy
 
+EXACT_DIGITS = 3000  # working precision that tells two exact numbers apart (2^{1/2^{1000}} - 1 is 1e-301)
 _POINTS = (Fraction(37, 100), Fraction(171, 100), Fraction(-53, 100), Fraction(29, 10), Fraction(-13, 7))
 
 
@@ -44,6 +45,20 @@ def _num_close(a: Any, b: Any, policy: MathPolicy) -> bool | None:
     diff = abs(sympy.Float(xr - yr, 30)) + abs(sympy.Float(xi - yi, 30))
     scale = max(abs(xr) + abs(xi), abs(yr) + abs(yi))
     return bool(diff <= max(policy.abs_tol, policy.rel_tol * scale))
+
+
+def _exactly_equal(a: Any, b: Any) -> bool:
+    """Whether two exact numbers that agree to 30 digits are equal: their difference evaluated
+    with up to ``EXACT_DIGITS`` digits of working precision is zero, or, where that cannot tell
+    (an identity such as sin(1)^2 + cos(1)^2 - 1), simplify proves it zero."""
+    import sympy
+    from sympy.core.evalf import PrecisionExhausted
+
+    try:
+        d = sympy.N(a - b, 15, maxn=EXACT_DIGITS, strict=True)
+    except PrecisionExhausted:
+        return bool(sympy.simplify(a - b) == 0)
+    return bool(d == 0)
 
 
 def _points_agree(d: Any, symbols: list[Any]) -> bool | None:
@@ -146,6 +161,10 @@ def expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
         ):
             return bool(ca == cb)  # exact: 8^{11} is not 8589934600, however close
         close = _num_close(a, b, policy)
+        if close and policy.rel_tol <= 1e-9 and policy.abs_tol == 0 and not (a.has(sympy.Float) or b.has(sympy.Float)):
+            # an exact question (nothing was written as an approximation): agreement to 30 digits
+            # only says "look closer"; 2^{1/2^{1000}} is not 1
+            return _exactly_equal(a, b)
         if close is not None:
             return close
         return bool(sympy.simplify(a - b) == 0)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from . import forms
+from . import forms, readings
 from .forms import split_top
 
 MAX_ANSWER_CHARS = 1000
@@ -39,10 +39,9 @@ _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\tex
 _PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|pct)\s*\}|\s+(?:percent|pct))\s*$")
 _TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
 _TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
-_PLAIN_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z][A-Za-z ]*\.?$")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\}|\\,| |\u2009|\u202f)\d{3})+(?:\.\d+)?$")
-_HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)")
-OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+")
+_HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)|(?<=[)\]])or(?=[(\[])")
+OR_WORD = re.compile(r"\\text\{\s*or\s*\}|\s+or\s+|(?<=[)\]])or(?=[(\[])")
 _IN = re.compile(r"^(.{1,40}?)\s*\\in(?![a-zA-Z])\s*")
 _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
 _LT_GT = re.compile(r"\\[lg]t(?![a-zA-Z])")
@@ -63,6 +62,7 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     s = forms.strip_money(s)  # $...$ delimiters, \$ and a lone currency $
     if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
         s = s[len("\\boxed{") : -1].strip()
+    s = readings.undouble(s)
     s = forms.join_math_thousands(s)
     if decimal_comma:
         s = forms.decimal_commas(s)
@@ -71,6 +71,7 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cfrac", "\\frac").replace("−", "-")
     s = _DROP.sub(" ", s).strip()
     hedged = bool(_HEDGE.search(s.replace("\\text{", " ").replace("}", " ")))
+    s = readings.trig_degrees(s)  # \sin 30^\circ is 1/2 whatever the angles policy
     degrees = bool(_DEGREE.search(s))
     s = _DEGREE.sub("", s).strip()
     percent = bool(_PERCENT.search(s))
@@ -85,10 +86,10 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
         unit = forms.unit_key(m.group(0))
         s = s[: m.start()].strip()
     s = _TEXT.sub(lambda mm: mm.group(1), s).strip()
-    m2 = _PLAIN_UNIT.match(s)
+    m2 = readings.plain_unit(s)
     if m2 and not hedged:
-        unit = forms.unit_key(s[m2.end(1) :])
-        s = m2.group(1)
+        unit = forms.unit_key(m2[1])
+        s = m2[0]
     if _THOUSANDS.match(s) and not decimal_comma:
         s = s.replace("{,}", "").replace(",", "")
     s = _AND.sub(", ", s)
@@ -196,6 +197,9 @@ def structure(s: str, labels: bool = True) -> Node:
             value=s,
         )
     if s.startswith("\\{") and s.endswith("\\}"):
+        cond = readings.set_builder(s)  # \{x \mid -2 \le x < 1\} is the interval [-2, 1)
+        if cond is not None:
+            return structure(cond, labels)
         nodes, spliced = _items(_split_items(s[2:-2]), labels)
         return Node("set", nodes, brackets="±" if spliced else "")
     parts = split_top(s, "\\cup")
@@ -250,6 +254,9 @@ def fast_rational(s: str) -> Fraction | None:
         return None
     if "\\overline" in s:
         return forms.repeating_decimal(s)
+    mixed = readings.mixed_number(s)  # 1 1/2
+    if mixed is not None:
+        return mixed
     if _DECIMAL.match(s):
         return Fraction(s)
     m = _SLASH.match(s)
@@ -298,6 +305,8 @@ def unsimplified(s: str) -> str | None:
 _SQRT_PAREN = re.compile(r"\\?sqrt\s*\(([^()]*)\)")
 _SQRT_BARE = re.compile(r"\\sqrt\s*(\d|[a-zA-Z](?![a-zA-Z]))")
 _FRAC_BARE = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_DIGIT_FIRST = re.compile(r"\\frac\s*(\d)\s*(?=\{)")  # \frac1{\cos x}
+_FRAC_DIGIT_SECOND = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")  # \frac{\pi}2
 _PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
 _INF = re.compile(r"(?<![\\a-zA-Z])(?:inf|infty|infinity)(?![a-zA-Z])")
 _SCI = re.compile(r"^([+-]?\d+(?:\.\d+)?)[eE]([+-]?\d+)$")
@@ -314,6 +323,8 @@ def to_latex(s: str) -> str:
     s = _SQRT_PAREN.sub(lambda mm: "\\sqrt{" + mm.group(1) + "}", s)
     s = _SQRT_BARE.sub(lambda mm: "\\sqrt{" + mm.group(1) + "}", s)
     s = _FRAC_BARE.sub(lambda mm: "\\frac{" + mm.group(1) + "}{" + mm.group(2) + "}", s)
+    s = _FRAC_DIGIT_FIRST.sub(lambda mm: "\\frac{" + mm.group(1) + "}", s)
+    s = _FRAC_DIGIT_SECOND.sub(lambda mm: "\\frac" + mm.group(1) + "{" + mm.group(2) + "}", s)
     s = _PI.sub(r"\\pi ", s)
     s = _INF.sub(r"\\infty ", s)
     s = _FUNCS.sub(lambda mm: "\\" + mm.group(1) + " ", s)
