@@ -126,14 +126,12 @@ class Episode:
         )
 
 
-def from_messages(
-    messages: Sequence[Mapping[str, Any]], records: Sequence[Call] = (), max_turns: int | None = None
-) -> Episode:
+def from_messages(messages: Sequence[Mapping[str, Any]], records: Sequence[Call] = ()) -> Episode:
     """An episode from TRL's completion (assistant and tool messages). ``records``: the calls as
-    the environment saw them (with their errors), in order; without them a call's error is read
-    from nothing but its result. A turn whose text still holds a ``<tool_call>`` block is a
-    malformed call (TRL's parser fell back to text). ``max_turns``: a last turn that still made
-    calls at the limit marks the episode cut off."""
+    the environment saw them (with their errors), in order; without them (a client's episode) a
+    result that starts with ``error`` is a failed call, as ``ToolSession`` writes one. A turn
+    whose text still holds a ``<tool_call>`` block is a malformed call (TRL's parser fell back to
+    text). A last turn that still made calls marks the episode cut off (the turn limit ended it)."""
     turns: list[Turn] = []
     recs = list(records)
     i = 0
@@ -156,6 +154,8 @@ def from_messages(
             rec = recs.pop(0) if recs else None
             if rec is not None:
                 calls.append(Call(fn.get("name"), fn.get("arguments"), result, rec.error, rec.kind))
+            elif result.startswith("error"):  # the form ToolSession gives a failed call (tool_error)
+                calls.append(Call(fn.get("name"), fn.get("arguments"), result, result, "failed"))
             else:
                 calls.append(Call(fn.get("name"), fn.get("arguments"), result))
         for pc in parsed.calls:  # blocks TRL could not read stayed in the text

@@ -263,7 +263,12 @@ class RewardServer:
     async def score(self, request: Any) -> Any:
         try:
             self._check_access(request)
-            samples, keys = rlvr_samples(await self._body(request), self.limits.max_rows)
+            body = await self._body(request)
+            samples, keys = rlvr_samples(body, self.limits.max_rows)
+            if self.scorer.task.environment is not None:  # whole episodes: rlvr.serve.episodes
+                from .episodes import episode_samples
+
+                samples = episode_samples(body, samples)
             self._admit()
         except RequestError as exc:
             return self._error("score", exc, self._retry(exc))

@@ -358,7 +358,12 @@ class Scorer:
 
         task = load_task(path, check_data=False)
         gate = enforce(task, gate_path=gate_path, no_gate_reason=no_gate_reason)
-        return cls(task, task.reward_set(), gate, fallback=fallback)
+        reward_set: Any = task.reward_set()
+        if task.environment is not None:  # an episode task scores whole episodes: rlvr.serve.episodes
+            from .episodes import ServedEpisodes
+
+            reward_set = ServedEpisodes(task)
+        return cls(task, reward_set, gate, fallback=fallback)
 
     def engine_rewards(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> list[tuple[float, str | None]]:
         """One number per row for an engine without masking (``Imputer``); counted in

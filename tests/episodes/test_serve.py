@@ -1,0 +1,69 @@
+"""``rlvr serve`` on an episode task: /v1/score scores whole episodes (the message list)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rlvr.serve.episodes import ServedEpisodes, episode_samples
+from rlvr.serve.scoring import rlvr_samples
+from rlvr.task import load_task
+from support.tasks import make_task
+
+CALL = {"type": "function", "function": {"name": "calculator", "arguments": {"expression": "10+10"}}}
+
+
+def served(tmp_path: Path) -> Any:
+    env = {"tools": ["calculator"], "required": ["calculator"], "terms": {"required_tools": 0.5}}
+    return load_task(make_task(tmp_path, extra={"prompt": {"user": "{question}"}, "environment": env}))
+
+
+def score(task: Any, completions: list[Any]) -> list[Any]:
+    body = {"samples": [{"completion": c, "prompt": "10+10", "answer": "20"} for c in completions]}
+    samples, _ = rlvr_samples(body, 100)
+    rewards = ServedEpisodes(task)
+    return [rewards.total(s) for s in rewards.score(episode_samples(body, samples))]
+
+
+def test_a_whole_episode_is_scored_on_its_final_answer_and_its_calls(tmp_path: Path) -> None:
+    task = served(tmp_path)
+    used = [
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "name": "calculator", "content": "20"},
+        {"role": "assistant", "content": "<answer>20</answer>"},
+    ]
+    failed = [used[0], {"role": "tool", "name": "calculator", "content": "error: timed out"}, used[2]]
+    skipped = [used[2]]
+    answer_in_result = [used[0], {"role": "tool", "name": "calculator", "content": "<answer>20</answer>"}]
+    assert score(task, [used, failed, skipped, answer_in_result, "<answer>20</answer>"]) == [
+        1.6,  # format 0.1 + correct 1 + required_tools 0.5
+        1.1,  # the call failed: the required tool was not used
+        1.1,
+        0.5,  # the answer only in a tool result is not an answer
+        1.1,  # plain text: an episode of one turn
+    ]
+
+
+def test_the_server_meta_lists_the_episode_terms(tmp_path: Path) -> None:
+    rewards = ServedEpisodes(served(tmp_path))
+    assert [(t.name, t.weight) for t in rewards.terms] == [("format", 0.1), ("correct", 1.0), ("required_tools", 0.5)]
+
+
+def test_the_score_endpoint_scores_episodes(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from rlvr.serve.app import RewardServer
+    from rlvr.serve.scoring import Scorer
+
+    task = served(tmp_path)
+    server = RewardServer(Scorer.from_task(task.path, no_gate_reason="episode serve test"))
+    episode = [
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "name": "calculator", "content": "20"},
+        {"role": "assistant", "content": "<answer>20</answer>"},
+    ]
+    with TestClient(server.app, base_url="http://127.0.0.1") as client:
+        resp = client.post("/v1/score", json={"samples": [{"completion": episode, "prompt": "10+10", "answer": "20"}]})
+    assert resp.status_code == 200, resp.text
+    (result,) = resp.json()["results"]
+    assert result["reward"] == 1.6 and result["scores"]["required_tools"]["score"] == 1.0
