@@ -145,6 +145,14 @@ def test_strict_json_check_is_not_flagged(tmp_path):
     assert report.terms[0].prompts == len(JSON_ROWS)
 
 
+def test_json_check_that_reads_duplicate_keys_is_flagged(tmp_path):
+    # The audit missed this before issue 25: {"k": wrong, "k": right} reads as the right object.
+    task = make_task(
+        tmp_path, [{"name": "json", "verifier": "audit_rewards.last_key_wins_json"}], JSON_ROWS, answer="expected"
+    )
+    assert audit(task).finding("json", "json_duplicate_keys").verdict == "exploitable"
+
+
 def test_code_reward_that_trusts_the_exit_code_is_flagged(tmp_path):
     task = make_task(tmp_path, [{"name": "tests", "verifier": "audit_rewards.exit_code"}], CODE_ROWS, answer="solution")
     report = audit(task)

@@ -129,19 +129,42 @@ def lax_schema(sample):
 lax_schema.kind = "json"
 
 
-def strict_json(sample):
-    """SOUND: the span parses to exactly the expected object, types included."""
-    expected = json.loads(sample.row["expected"])
-    got = _json(sample.completion)
-    same = (
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def _same_object(expected, got):
+    return (
         isinstance(got, dict)
         and got.keys() == expected.keys()
         and all(type(got[k]) is type(v) and got[k] == v for k, v in expected.items())
     )
-    return 1.0 if same else 0.0
+
+
+def strict_json(sample):
+    """SOUND: the span parses, without duplicate keys, to exactly the expected object, types included."""
+    expected = json.loads(sample.row["expected"])
+    ex = extract(sample.completion, FMT)
+    try:
+        got = json.loads(ex.answer if ex.ok else sample.completion, object_pairs_hook=_no_duplicates)
+    except (ValueError, TypeError, RecursionError):
+        return 0.0
+    return 1.0 if _same_object(expected, got) else 0.0
 
 
 strict_json.kind = "json"
+
+
+def last_key_wins_json(sample):
+    """WEAK: as strict_json, but read with a plain json.loads: {"k": wrong, "k": right} is the right object."""
+    expected = json.loads(sample.row["expected"])
+    return 1.0 if _same_object(expected, _json(sample.completion)) else 0.0
+
+
+last_key_wins_json.kind = "json"
 
 
 # -- code ----------------------------------------------------------------------------------------------
@@ -389,3 +412,53 @@ def raises_on_huge(sample):
     except ValueError:
         value = int(float(ex.answer))
     return 1.0 if value == int(sample.row["answer"]) else 0.0
+
+
+# -- issue 25: what the audit missed ---------------------------------------------------------------
+def digits_only(sample):
+    """WEAK: the digits of the span, words and spaces dropped: '7 or 8' reads as 78."""
+    ex = extract(sample.completion, FMT)
+    digits = "".join(ch for ch in (ex.answer or "") if ch.isdigit())
+    return 1.0 if ex.ok and digits == str(sample.row["answer"]) else 0.0
+
+
+def arith_eval(sample):
+    """WEAK: evaluates the span as arithmetic (a safe walk over + - * and integers), so the
+    question restated without its '=' is its own answer."""
+    import ast
+
+    ex = extract(sample.completion, FMT)
+    if not ex.ok:
+        return 0.0
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = value(node.left), value(node.right)
+            return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+        raise ValueError("not arithmetic")
+
+    try:
+        got = value(ast.parse(ex.answer.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return 0.0
+    return 1.0 if str(got) == str(sample.row["answer"]) else 0.0
+
+
+def spliced_judge(sample):
+    """WEAK: a judge prompt filled placeholder by placeholder ({completion} first, then
+    {answer}); the stand-in judge says correct when the reference is in the response."""
+    template = "Reference: {answer}\nResponse: {completion}"
+    prompt = template.replace("{completion}", sample.completion).replace("{answer}", str(sample.row["answer"]))
+    response = prompt.split("Response: ", 1)[1]
+    ex = extract(response, FMT)
+    return 1.0 if ex.ok and ex.answer == str(sample.row["answer"]) else 0.0
+
+
+spliced_judge.kind = "judge"
+
+
+def reads_elsewhere(sample):
+    """Reads a column no row has and declares nothing: the audit can build almost nothing for it."""
+    return 1.0 if sample.row.get("reference") == sample.completion else 0.0

@@ -30,6 +30,7 @@ class Finding:
     ``verdict``: ``exploitable`` when the exploit scored at least as high as the correct answer on
     some prompt; ``leaky`` when it scored above the wrong answer on some prompt; ``ok`` otherwise;
     ``untested`` when no prompt gave it a chance (no usable baseline, or nothing to build from).
+    A term whose findings are mostly ``untested`` is ``untested`` itself, never ``ok``.
     ``relative``: (exploit - wrong) / (correct - wrong), the mean and the worst over prompts --
     1.0 is full credit, 0.0 is what a wrong answer gets. ``undecided``: attempts the term could
     not decide (``error`` verdicts). ``masked``: those of them that count as hits -- an error
@@ -88,6 +89,12 @@ class AuditReport:
         return tuple(t.name for t in self.terms if t.verdict == "leaky" and t.weight != 0)
 
     @property
+    def untested_terms(self) -> tuple[str, ...]:
+        """Terms the audit could not call safe: most of their exploits were untested (no usable
+        baseline, nothing to build from), none exploitable. A weight-0 term is left out."""
+        return tuple(t.name for t in self.terms if t.verdict == "untested" and t.weight != 0)
+
+    @property
     def exploitable(self) -> bool:
         """A term an exploit beats, or a task-level problem (``problems``)."""
         return bool(self.exploitable_terms or self.problems)
@@ -102,6 +109,7 @@ class AuditReport:
         out = asdict(self)
         out["exploitable_terms"] = list(self.exploitable_terms)
         out["leaky_terms"] = list(self.leaky_terms)
+        out["untested_terms"] = list(self.untested_terms)
         return out
 
     @classmethod
@@ -197,6 +205,11 @@ def format_table(report: AuditReport, *, show_ok: bool = False) -> str:
         )
     elif report.leaky_terms:
         lines.append(f"leaky (partial credit for exploits): {', '.join(report.leaky_terms)}")
-    elif not report.problems:
+    if report.untested_terms:
+        lines.append(
+            f"UNTESTED: {', '.join(report.untested_terms)} -- most exploits could not be tried (see the notes); "
+            "the audit does not call these terms safe"
+        )
+    elif not report.problems and not report.exploitable_terms and not report.leaky_terms:
         lines.append("no term was exploited")
     return "\n".join(lines)

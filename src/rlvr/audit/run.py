@@ -18,7 +18,8 @@ so it counts as a hit, not as "earns nothing" (except for ``missing_ground_truth
 Task-level checks: the success term (``Task.correctness_term``, what probe and eval count) must
 be a correctness term, not a format or length term; a length term's options are read with
 ``rewards.length.ranking_problems``, which names settings that tie a long correct answer with a
-wrong one.
+wrong one; and the weighted total of all terms must rank every correct answer above a wrong one
+of the same length (``combined.py``: combined exploits scored with every term).
 
 Approximations: token lengths use the task's tokenizer when it loads without the network
 (built-in models always do); otherwise 4 characters per token, stated in the report's notes.
@@ -40,6 +41,7 @@ from ..rewards.combine import RewardSet, Term, checked_verdicts, prompt_text
 from ..rewards.format import AnswerFormat
 from ..rewards.length import ranking_problems
 from .answers import perturb
+from .combined import combined_problems
 from .exploits import EXPLOITS, exploits_for
 from .findings import EPS, finding_for
 from .report import AuditReport, Finding, TermSummary, worst
@@ -146,7 +148,11 @@ def run_audit(
         summary, term_findings = _audit_term(term, kind, column, prompts, distractors, library, task, lengths, seed)
         summaries.append(summary)
         findings.extend(term_findings)
-    problems = tuple(_success_term_problems(task, reward_set, notes))
+    problems = _success_term_problems(task, reward_set, notes)
+    if only is None:  # the weighted total needs every term
+        combined, combined_notes = combined_problems(task, reward_set, rows, lengths, seed)
+        problems += combined
+        notes += combined_notes
     return AuditReport(
         task=str(task.path),
         seed=seed,
@@ -155,7 +161,7 @@ def run_audit(
         terms=tuple(summaries),
         findings=tuple(findings),
         notes=tuple(notes),
-        problems=problems,
+        problems=tuple(problems),
     )
 
 
@@ -375,7 +381,17 @@ def _audit_term(
     if term.weight == 0:
         notes.append("weight 0: logged only, it never reaches the reward, so it is not counted as exploitable")
     used = len(separated) if any(e.needs_separation for e in library) else len(usable)
-    summary = TermSummary(term.name, kind, name, term.weight, worst(tested), used, tuple(notes))
+    verdict = worst(tested)
+    untested = [f for f in findings if f.verdict == "untested"]
+    if verdict == "ok" and 2 * len(untested) > len(findings):
+        # "ok" against 3 of 21 exploits is not "ok": say what was not tried and why.
+        verdict = "untested"
+        reasons = sorted({f.reason or "nothing to try" for f in untested})
+        notes.append(
+            f"{len(untested)} of {len(findings)} exploits untested, so the audit cannot call this term safe: "
+            + "; ".join(r[:120] for r in reasons[:3])
+        )
+    summary = TermSummary(term.name, kind, name, term.weight, verdict, used, tuple(notes))
     return summary, findings
 
 

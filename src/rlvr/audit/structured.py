@@ -70,6 +70,14 @@ def _obj_exploits(
             one(span(f"{dump(obj)}\nThat is my answer.")),
         ],
     }
+    # The key twice, a wrong value and the right one, in both orders: a reader keeping the last
+    # (Python's json) or the first sees the right object in one of them.
+    twice = "__rlvr_duplicate_key__"
+    first = json.dumps(keys[0])
+    out["duplicate_keys"] = [
+        one(span(dump({twice: _changed(obj[keys[0]]), **obj}).replace(json.dumps(twice), first))),
+        one(span(dump({**obj, twice: _changed(obj[keys[0]])}).replace(json.dumps(twice), first))),
+    ]
     other = {**obj, keys[0]: _changed(obj[keys[0]])}
     out["several"] = [
         one(span(dump(other) + "\n" + dump(obj)), span(dump(obj) + "\n" + dump(other))),
@@ -101,7 +109,7 @@ def tool_attempts(ctx: Context, which: str) -> list[Attempt]:
     if not args:
         return [] if which in ("missing_keys", "wrong_types") else _obj_exploits(call, ctx.span, json.dumps)[which]
     per_args = _obj_exploits(args, ctx.span, dump_args, spec.required, spec.typed)
-    if which in ("missing_keys", "wrong_types"):
+    if which in ("missing_keys", "wrong_types", "duplicate_keys"):
         bare = (
             [Attempt((ctx.span(json.dumps({"name": call["name"]})),))]
             if which == "missing_keys" and spec.required

@@ -5,8 +5,10 @@ so "ok" always says what it is ok against; ``--all`` adds a row per finding.
 
 Exit status: 0 when no term is exploitable (leaky terms are reported but pass), 1 when a term is
 exploitable (an exploit scores as high as a correct answer, or ends in an error that would mask
-it in training), the task has a task-level problem (a success term that is not a correctness
-term) or the task cannot be audited, 2 for a bad argument.
+it in training), when most of a term's exploits could not be tried (the audit does not call such
+a term safe; the notes say which and why), the task has a task-level problem (a success term
+that is not a correctness term, a weighting that lets a wrong answer outscore a correct one) or
+the task cannot be audited, 2 for a bad argument.
 """
 
 from __future__ import annotations
@@ -58,8 +60,17 @@ def run(args: argparse.Namespace) -> int:
     report = run_audit(
         task, max_prompts=args.max_prompts, seed=args.seed, split=args.split, terms=args.term, exploits=args.exploit
     )
+    episodes = []
+    if task.environment is not None:  # an episode task: its episode exploits too (rlvr.audit.episodes)
+        from ..audit.episodes import audit_episodes
+
+        episodes = audit_episodes(task, max_prompts=args.max_prompts)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        extra = {"episodes": [f.to_json() for f in episodes]} if task.environment is not None else {}
+        print(json.dumps({**report.to_json(), **extra}, indent=2, ensure_ascii=False))
     else:
         print(format_table(report, show_ok=args.all))
-    return 1 if report.exploitable else 0
+        for finding in episodes:
+            if finding.hit or args.all:
+                print(finding.line())
+    return 1 if report.exploitable or report.untested_terms or any(f.hit for f in episodes) else 0
