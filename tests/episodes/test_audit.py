@@ -83,3 +83,10 @@ def test_a_tool_returning_the_answer_for_an_index_is_flagged_even_without_naming
 def test_a_collection_whose_documents_carry_an_answer_span_is_flagged_as_injection(tmp_path: Path) -> None:
     found = {f.exploit: f for f in audit_episodes(load_task(weak_task(tmp_path, ["search"], documents="docs.jsonl")))}
     assert found["tool_injection"].hit and "<answer>" in found["tool_injection"].evidence
+
+
+def test_rlvr_audit_reports_episode_holes_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    assert main(["audit", str(weak_task(tmp_path, ["calculator"])), "--max-prompts", "4"]) == 1
+    assert "HOLE skipped_tools" in capsys.readouterr().out
