@@ -137,6 +137,30 @@ def plot_lines(run: Run) -> dict[str, tuple[str, str, list[PlotLine]]]:
         ),
         "kl": ("KL to the reference", "nats / token", [PlotLine(run.series("kl"), "kl")]),
         **_dynamic_lines(run),
+        **_episode_lines(run),
+    }
+
+
+def _episode_lines(run: Run) -> dict[str, tuple[str, str, list[PlotLine]]]:
+    """An episode task's plots (rlvr.episodes): turns and calls per episode, failing calls and
+    episodes cut off; only for a run that logged them."""
+    if not len(run.series("episodes/calls")):
+        return {}
+    return {
+        "episodes": (
+            "Episodes: turns and tool calls",
+            "per episode",
+            [PlotLine(run.series("episodes/turns"), "turns"), PlotLine(run.series("episodes/calls"), "tool calls")],
+        ),
+        "episode_errors": (
+            "Episodes: failing calls and cut-offs",
+            "fraction",
+            [
+                PlotLine(run.series("episodes/tool_error_rate"), "tool calls that failed"),
+                PlotLine(run.series("episodes/invalid_call_rate"), "calls malformed or off-schema"),
+                PlotLine(run.series("episodes/cut_off_rate"), "episodes cut off"),
+            ],
+        ),
     }
 
 

@@ -53,3 +53,12 @@ def test_mostly_failing_calls_are_a_finding_and_a_few_are_not() -> None:
     (finding,) = check_tool_failures(run(FLAT, [], errors=0.8))
     assert finding.metric == "episodes/tool_error_rate" and "80%" in finding.evidence
     assert check_tool_failures(run(FLAT, [], errors=0.1)) == []
+
+
+def test_the_report_plots_an_episode_runs_turns_calls_and_failures() -> None:
+    from rlvr.report import plot_lines
+
+    plots = plot_lines(run(CLIMB, [0.3, 0.3, 0.3]))
+    assert [line.label for line in plots["episodes"][2]] == ["turns", "tool calls"]
+    assert len(plots["episode_errors"][2]) == 3
+    assert "episodes" not in plot_lines(Run("plain", "run", ({"step": 1, "reward": 0.1},), ()))
