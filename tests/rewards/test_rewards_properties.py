@@ -130,7 +130,7 @@ def test_work_grows_linearly_with_the_input(unit, times):
         if isinstance(term, JudgeVerifier):
             continue  # one HTTP call; its prompt is built in one pass (render)
         small = "".join(unit) * 10
-        base = _lines(lambda t=term: t.verify(Sample(small, ROW)))
+        base = _lines(lambda t=term, s=small: t.verify(Sample(s, ROW)))
         reset_scanned()
         lines = _lines(lambda t=term: t.verify(Sample(text, ROW)))
         # Linear: per repetition of the unit, at most what ten repetitions cost, plus a constant.
@@ -230,7 +230,7 @@ def test_a_correct_json_answer_survives_reformatting(n, indent, fenced):
 @PROPS
 @given(st.sampled_from(["42", "42.0", "4.2e1", "420e-1"]), st.booleans(), st.booleans(), st.sampled_from([None, 1]))
 def test_a_correct_tool_call_survives_key_order_spacing_and_number_spelling(x, args_first, as_string, indent):
-    args = '{"x": %s}' % x
+    args = '{"x": ' + x + "}"
     value = args if as_string else "ARGS"  # a JSON string holding the arguments, or the object itself
     call = {"arguments": value, "name": "put"} if args_first else {"name": "put", "arguments": value}
     text = json.dumps(call, indent=indent).replace('"ARGS"', args)
