@@ -35,7 +35,10 @@ def rows(n: int, seed: int, exclude: set[str]) -> list[dict[str, str]]:
     return out
 
 
-def main(folder: Path = Path(__file__).resolve().parent) -> None:
+HERE = Path(__file__).resolve().parent
+
+
+def main(folder: Path = HERE) -> None:
     seen: set[str] = set()
     held = rows(100, seed=1, exclude=seen)
     train = rows(1000, seed=0, exclude=seen)
