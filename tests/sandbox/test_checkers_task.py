@@ -89,11 +89,14 @@ def test_verifier_rejects_a_bad_checker_option() -> None:
         UnitTests(checker="fuzzy")
 
 
-def _task(tmp_path: Path, checker: Any, module: str | None = None) -> Path:
+def _task(
+    tmp_path: Path, checker: Any, module: str | None = None, rows: list[dict[str, Any]] | None = None, name: str = ""
+) -> Path:
     if module:
-        (tmp_path / "mychecks_task.py").write_text(module)
-    rows = [{"question": "q", "answer": json.dumps(CASES)}]
-    term = {"name": "tests", "verifier": "unit_tests", "options": {"checker": checker}}
+        (tmp_path / f"{name}.py").write_text(module)
+    rows = rows or [{"question": "q", "answer": json.dumps(CASES)}]
+    options = {"checker": checker} if checker is not None else {}
+    term = {"name": "tests", "verifier": "unit_tests", "options": options}
     path = make_task(tmp_path, train_rows=rows, extra={"rewards": [{"name": "format", "weight": 0.1}, term]})
     (tmp_path / "eval.jsonl").write_text(json.dumps({**rows[0], "question": "held out"}) + "\n")
     return path
@@ -113,7 +116,7 @@ def test_task_file_checker_is_validated_at_load_time(tmp_path: Path) -> None:
 
 def test_task_file_custom_checker_from_the_task_folder(tmp_path: Path, pool) -> None:
     module = "def close(i, e, o):\n    return abs(float(o) - float(e)) < 0.01\n"
-    task = load_task(_task(tmp_path, {"function": "mychecks_task.close"}, module))
+    task = load_task(_task(tmp_path, {"function": "mychecks_task.close"}, module, name="mychecks_task"))
     verifier = task.term_verifier(task.rewards[1])
     assert isinstance(verifier, UnitTests) and callable(verifier.checker.function)
     verifier.pool = pool
@@ -121,3 +124,29 @@ def test_task_file_custom_checker_from_the_task_folder(tmp_path: Path, pool) -> 
     assert outcomes(verifier, rows) == [Outcome.CORRECT, Outcome.WRONG]  # the task's answer column holds the tests
     raw = yaml.safe_load((tmp_path / "task.yaml").read_text())
     assert raw["rewards"][1]["options"]["checker"] == {"function": "mychecks_task.close"}
+
+
+def test_a_rows_checker_is_validated_at_load_time(tmp_path: Path) -> None:
+    rows = [
+        {"question": f"q{i}", "answer": json.dumps(CASES), "checker": c}
+        for i, c in enumerate(["float", "fuzzy", {"name": "float", "abs_tol": -1}, '{"function": "nosuch_mod_q.f"}'])
+    ]
+    with pytest.raises(ConfigError) as info:
+        load_task(_task(tmp_path, None, rows=rows))
+    lines = [ln for ln in str(info.value).splitlines() if "column 'checker'" in ln]
+    assert len(lines) == 3
+    assert "train.jsonl:2" in lines[0] and "unknown checker 'fuzzy'" in lines[0]
+    assert "train.jsonl:3" in lines[1] and "abs_tol must be" in lines[1]
+    assert "train.jsonl:4" in lines[2] and "cannot import 'nosuch_mod_q'" in lines[2]
+
+
+def test_a_rows_custom_checker_comes_from_the_task_folder(tmp_path: Path, pool) -> None:
+    module = "def close(i, e, o):\n    return abs(float(o) - float(e)) < 0.01\n"
+    rows = [{"question": "q", "answer": json.dumps(CASES), "checker": {"function": "rowchecks_task.close"}}]
+    task = load_task(_task(tmp_path, None, module, rows=rows, name="rowchecks_task"))
+    verifier = task.term_verifier(task.rewards[1])
+    assert isinstance(verifier, UnitTests)
+    verifier.pool = pool
+    train = task.load_split("train")
+    samples = [Sample(f"<answer>{code}</answer>", train[0]) for code in (FIXED, "print(0)\n")]
+    assert outcomes(verifier, samples) == [Outcome.CORRECT, Outcome.WRONG]

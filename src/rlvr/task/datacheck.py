@@ -1,8 +1,10 @@
 """The checks of a task's data files: they exist and parse, hold the columns the prompt and the
-answer need, have no null answers or prompt cells, and the held-out split repeats no training prompt."""
+answer need, have no null answers or prompt cells, name only usable stdout checkers (a ``unit_tests``
+term's ``checker`` column), and the held-out split repeats no training prompt."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from ..data import read_rows
 from ..errors import DataError
 from .checker import Checker
 from .spec import MAX_ROW_PROBLEMS, Task
+from .terms import CHECKER_FIX
 
 
 def check_data(c: Checker, task: Task) -> None:
@@ -69,9 +72,43 @@ def check_data(c: Checker, task: Task) -> None:
                 f"({', '.join(col for col in needed if rows[i - 1].get(col) is None)})",
                 "fill it in or drop the row",
             )
+        check_row_checkers(c, task, rows, resolved)
         prompts[split] = (str(Path(resolved).resolve()), [prompt_key(task, r) for r in rows])
     if "train" in prompts and "eval" in prompts:
         check_overlap(c, *prompts["train"], *prompts["eval"])
+
+
+def check_row_checkers(c: Checker, task: Task, rows: list[dict[str, Any]], resolved: str) -> None:
+    """A ``unit_tests`` term's per-row ``checker`` column (a name, a mapping or its JSON text) must
+    be a checker the term can use: each bad one is reported with its file, row and column."""
+    columns = sorted(
+        {str(t.options.get("checker_column", "checker")) for t in task.rewards if t.verifier == "unit_tests"}
+    )
+    if not columns:
+        return
+    from ..sandbox.checkers import CheckerSpecError, parse_checker
+
+    seen: dict[str, str] = {}  # the JSON of a value -> why it is bad ("" when it is good)
+    bad: list[tuple[int, str, str]] = []
+    for i, r in enumerate(rows, 1):
+        for col in columns:
+            raw = r.get(col)
+            if raw is None or (isinstance(raw, str) and not raw.strip()):
+                continue
+            key = json.dumps(raw, sort_keys=True, default=str)
+            if key not in seen:
+                try:
+                    value = json.loads(raw) if isinstance(raw, str) and raw.lstrip().startswith("{") else raw
+                    parse_checker(value, search=task.root)
+                    seen[key] = ""
+                except (CheckerSpecError, ValueError) as exc:
+                    seen[key] = str(exc)
+            if seen[key]:
+                bad.append((i, col, seen[key]))
+    for i, col, why in bad[:MAX_ROW_PROBLEMS]:
+        c.add(f"{resolved}:{i}", f"row {i}, column {col!r}: {why}", CHECKER_FIX)
+    if len(bad) > MAX_ROW_PROBLEMS:
+        c.add(resolved, f"{len(bad) - MAX_ROW_PROBLEMS} more rows with an unusable checker", CHECKER_FIX)
 
 
 def prompt_key(task: Task, row: Mapping[str, Any]) -> str | None:
