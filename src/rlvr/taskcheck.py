@@ -198,12 +198,14 @@ def check_task(task: Task) -> list[Problem]:
     """Every problem ``rlvr task check`` reports beyond ``load_task``'s (``row_problems``: sizes,
     column types, tests, reference solutions, custom terms, an offline hub model; see
     ``rlvr.task.rowchecks``)."""
+    from .rewards.ranking import task_weighting_problems
     from .task.rowchecks import row_problems
 
     success = [task.success_problem] if task.success_problem else []
     return [
         *success,
         *weight_problems(task),
+        *task_weighting_problems(task),  # no weighting lets a wrong answer outscore a correct one
         *grpo_problems(task),
         *sft_problems(task.sft, f"{task.path}: sft."),
         *gold_problems(task),
