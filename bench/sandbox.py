@@ -32,6 +32,7 @@ sandbox as it was at git commit REF (``git archive`` into a temporary folder, pu
 ``PYTHONPATH``), so before and after come from one run on one machine state.
 
     .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R] [--only humaneval,mbpp] [--before REF]
+    .venv/bin/python bench/sandbox.py --checkers   # the stdout checkers on adversarial 1 MiB outputs
 """
 
 from __future__ import annotations
@@ -227,6 +228,42 @@ def run_pool(pool: SandboxPool, items: list[dict[str, str]]) -> tuple[float, int
     return elapsed, sum(x.outcome is Outcome.CORRECT for x in verdicts), me + own + reaped, split
 
 
+CHECKER_SHAPES = {
+    "digits": lambda n: "1" * n,
+    "decimal": lambda n: "1." + "1" * n,
+    "long exponent": lambda n: "1e" + "1" * n,
+    "digits+word": lambda n: "9" * n + "x",
+    "many tokens": lambda n: "1 " * (n // 2),
+    "blank lines": lambda n: " \n" * (n // 2),
+}
+
+
+def run_checkers() -> None:
+    """Each built-in checker on adversarial outputs at the sandbox's 1 MiB cap and at a quarter of
+    it, beside ``str.split()`` on the same text (the least any token-based checker does): the
+    size ratio stays near 4 when a checker is linear (a quadratic one shows 16)."""
+    from rlvr.sandbox.checkers import CheckerSpec, check_output
+
+    def best(fn: Any, *args: Any) -> float:
+        out = float("inf")
+        for _ in range(7):
+            t0 = time.perf_counter()
+            fn(*args)
+            out = min(out, time.perf_counter() - t0)
+        return out
+
+    print(f"{'shape':<14} {'checker':<17} {'ms @1MiB':>9} {'x split()':>10} {'1MiB/256KiB':>12}")
+    for shape, make in CHECKER_SHAPES.items():
+        big, small = make(1 << 20), make(1 << 18)
+        base = best(str.split, big)
+        for name in ("exact", "tokens", "float", "case_insensitive"):
+            spec = CheckerSpec(name)
+            t_big = best(check_output, spec, "", big[:-1] + "2", big)
+            t_small = best(check_output, spec, "", small[:-1] + "2", small)
+            print(f"{shape:<14} {name:<17} {t_big * 1000:>9.2f} {t_big / base:>10.1f} {t_big / t_small:>12.1f}")
+    print()
+
+
 def run_before(args: argparse.Namespace) -> None:
     here = Path(__file__).resolve().parents[1]
     old = Path(tempfile.mkdtemp(prefix="rlvr-bench-before-"))
@@ -267,7 +304,11 @@ def main() -> None:
         "--before", metavar="REF", help="first run the same benchmark against the sandbox at git commit REF"
     )
     ap.add_argument("--only", default="", help="comma-separated workloads (trivial, humaneval, mbpp; default all)")
+    ap.add_argument("--checkers", action="store_true", help="time the stdout checkers on 1 MiB outputs, then stop")
     args = ap.parse_args()
+    if args.checkers:
+        run_checkers()
+        return
     if args.before:
         run_before(args)
 

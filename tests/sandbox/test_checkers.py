@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -109,16 +108,19 @@ def test_float_huge_literals_compare_exactly_not_as_infinity() -> None:
     assert not ok(FLOAT, "1", "1e" + "9" * 40)  # an absurd exponent is just a word
 
 
-def test_checkers_are_linear_on_a_mebibyte_of_output() -> None:
-    """No backtracking and no quadratic conversion: a 1 MiB output (the sandbox's cap) of
-    adversarial shapes is checked quickly (a generous bound, far from any quadratic cost)."""
+def test_adversarial_mebibyte_outputs() -> None:
+    """Shapes that make a backtracking pattern or a quadratic conversion slow, at the sandbox's
+    1 MiB cap: each is decided (the time it takes is measured by ``bench/sandbox.py --checkers``,
+    not asserted here)."""
     mib = 1 << 20
     shapes = ["1" * mib, "1." + "1" * mib, "1e" + "1" * mib, "9" * mib + "x", "1 " * (mib // 2), " \n" * (mib // 2)]
-    start = time.process_time()
-    for out in shapes:
+    # The last character changed: huge numbers within the relative tolerance are still accepted.
+    float_accepts = [True, True, False, False, False, False]
+    for out, close in zip(shapes, float_accepts, strict=True):
+        differs = out[:-1] + "2"
         for name in ("exact", "tokens", "float", "case_insensitive"):
-            check_output(CheckerSpec(name), "", out[:-1] + "2", out)
-    assert time.process_time() - start < 20
+            assert check_output(CheckerSpec(name), "", out, out)
+            assert check_output(CheckerSpec(name), "", differs, out) is (name == "float" and close)
 
 
 # -- custom -----------------------------------------------------------------------------------
