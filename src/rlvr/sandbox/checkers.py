@@ -3,8 +3,9 @@
 A checker never runs in the candidate's process: the sandbox hands the raw stdout back and the
 trusted side calls ``check_output(spec, stdin, expected, output)``. Every built-in checker is linear
 in the size of the output (``str`` methods and one pass over the tokens; no regular expression
-runs on model output) and never raises, whatever the text; the sandbox caps the output at 1 MiB
-before it gets here.
+runs on model output; ``bench/sandbox.py --checkers`` measures it on adversarial 1 MiB outputs)
+and never raises, whatever the text (hypothesis tests in ``tests/sandbox/test_checkers.py``); the
+sandbox caps the output at 1 MiB before it gets here.
 
 ``exact`` (the default)
     Line by line after three normalisations, and only these: ``\\r\\n`` becomes ``\\n``, each
