@@ -652,8 +652,9 @@ def test_the_hard_timeout_still_bounds_a_slow_comparison():
         for k in range(3)
     ]
     verdicts = v.verify_batch(samples)
-    assert all(x.outcome in (Outcome.ERROR, Outcome.CORRECT) for x in verdicts)
-    assert any(x.error_kind == "timeout" for x in verdicts)
+    # past the timeout: masked, or wrong when the gold alone compares in time (the answer's cost)
+    assert all(x.outcome is not Outcome.WRONG or "takes over" in x.detail for x in verdicts)
+    assert any(x.error_kind == "timeout" or "takes over" in x.detail for x in verdicts)
 
 
 # -- properties ----------------------------------------------------------------------------------

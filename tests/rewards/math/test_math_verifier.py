@@ -186,8 +186,10 @@ def test_timeout_is_not_scored_as_wrong():
     verdicts = v.verify_batch(
         [Sample(rf"\boxed{{\int_0^1 x^{{{i}}} dx}}", {"answer": rf"\frac{{1}}{{{i + 1}}}"}) for i in range(3)]
     )
-    assert all(x.outcome in (Outcome.ERROR, Outcome.CORRECT) for x in verdicts)
-    assert any(x.error_kind == "timeout" for x in verdicts)
+    # a timeout is masked, unless the gold alone compares within the timeout: then the answer
+    # caused it and is wrong, saying so (test_math_bounds.py has the two cases apart)
+    assert all(x.outcome is not Outcome.WRONG or "takes over" in x.detail for x in verdicts)
+    assert any(x.error_kind == "timeout" or "takes over" in x.detail for x in verdicts)
 
 
 def test_verifier_works_from_a_thread(math_v):
@@ -265,7 +267,7 @@ def test_errors_are_not_remembered():
     sample = Sample(r"\boxed{\sqrt{4}}", {"answer": "2"})
     assert v.verify(sample).error_kind == "timeout"
     v.verify(sample)
-    assert pool.calls == 2
+    assert pool.calls == 4  # each time the comparison and the gold probe, nothing remembered
 
 
 def test_policy_types_are_checked():

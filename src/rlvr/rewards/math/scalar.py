@@ -47,10 +47,15 @@ def parse_scalar(s: str) -> Any:
         raise ParseFailure(f"cannot parse {s[:80]!r}: {str(exc).splitlines()[0][:120]}") from None
     if value is None:
         raise ParseFailure(f"cannot parse {s[:80]!r}")
-    if imag and hasattr(value, "subs"):
-        import sympy
+    try:
+        if imag and hasattr(value, "subs"):
+            import sympy
 
-        value = value.subs(sympy.Symbol("i"), sympy.I)
-    if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow"):
-        value = value.doit()  # 2\\begin{pmatrix}1\\\\2\\end{pmatrix} is a matrix
+            value = value.subs(sympy.Symbol("i"), sympy.I)
+        if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow"):
+            value = value.doit()  # 2\\begin{pmatrix}1\\\\2\\end{pmatrix} is a matrix
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - sympy refusing the text's meaning (i < 0): not math we read
+        raise ParseFailure(f"cannot read {s[:80]!r}: {type(exc).__name__}: {str(exc)[:120]}") from None
     return value

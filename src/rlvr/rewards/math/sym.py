@@ -96,27 +96,41 @@ def _canonical(e: Any) -> Any:
         return e
 
 
-def _too_big(expr: Any) -> bool:
-    """Whether a power in ``expr`` has a numeric exponent over 10^5 in size (its value would
-    have more digits than we can evaluate within a timeout)."""
+# Functions whose numeric value costs little however large the argument (mpmath evaluates them at
+# 30 digits); every other function applied to a number over MAX_ARGUMENT is too costly to evaluate
+# (a factorial, binomial, Gamma, Fibonacci or prime-counting of 10^7 builds or searches huge numbers).
+_CHEAP_FUNCTIONS = (
+    "sin cos tan cot sec csc asin acos atan acot asec acsc sinh cosh tanh coth sech csch asinh acosh atanh "
+    "exp log Abs sign re im arg conjugate floor ceiling"
+).split()
+MAX_ARGUMENT = 1e5
+
+
+def too_big(expr: Any) -> bool:
+    """Whether evaluating ``expr`` could build a number too large to finish within a timeout: a
+    power with a numeric exponent over ``MAX_ARGUMENT`` in size, or a function other than the
+    elementary ones applied to such a number. A size estimate, made before anything is evaluated:
+    the candidate that writes ``\\binom{10^6}{5\\cdot 10^5}`` is then decided (only identical
+    expressions are equal) instead of timing out."""
     import sympy
 
     for node in sympy.preorder_traversal(expr):
         if isinstance(node, sympy.Pow) and node.exp.is_number and node.base not in (0, 1, -1):
-            if node.exp.has(sympy.Pow) and _too_big(node.exp):
+            if node.exp.has(sympy.Pow, sympy.Function) and too_big(node.exp):
                 return True
-            try:
-                if abs(float(node.exp)) > 1e5:
-                    return True
-            except (TypeError, ValueError, OverflowError):
+            if _over(node.exp):
                 return True
-        if isinstance(node, sympy.factorial) and node.args[0].is_number:
-            try:
-                if abs(float(node.args[0])) > 1e5:
-                    return True
-            except (TypeError, ValueError, OverflowError):
+        elif isinstance(node, sympy.Function) and type(node).__name__ not in _CHEAP_FUNCTIONS:
+            if any(a.is_number and (too_big(a) or _over(a)) for a in node.args):
                 return True
     return False
+
+
+def _over(value: Any) -> bool:
+    try:
+        return abs(complex(value)) > MAX_ARGUMENT
+    except (TypeError, ValueError, OverflowError):
+        return True
 
 
 def expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
@@ -147,7 +161,7 @@ def expr_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
     if a == b:
         return True
     symbols = sorted(a.free_symbols | b.free_symbols, key=str)
-    if _too_big(a) or _too_big(b):
+    if too_big(a) or too_big(b):
         # 10^{10^{10}} and friends: evaluating them would not finish; only identical
         # expressions are equal.
         return False

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from ..invisible import strip_invisible
 from . import forms, readings
 from .forms import split_top
 
@@ -53,6 +54,8 @@ CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     s = text.strip()
+    if not s.isascii():
+        s = strip_invisible(s)  # what a reader sees: a zero-width space inside "1​0" is not there
     if len(s) > MAX_ANSWER_CHARS:
         raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
     for pre, post in (("$$", "$$"), ("\\(", "\\)"), ("\\[", "\\]")):

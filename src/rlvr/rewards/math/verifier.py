@@ -11,6 +11,9 @@ This module adds what a reward needs around it:
   (default 5 s) that works from any thread or process. A timeout, a worker out of memory or a
   crash is an ``error`` verdict (``error_kind`` ``timeout``/``memory``/``crash``), never
   ``wrong``; a ground truth that does not parse is ``error`` with ``error_kind="ground_truth"``.
+  The exception is a cost the answer causes: values too large to evaluate are found by a size
+  estimate before anything is evaluated (``math.sym.too_big``: the comparison decides), and a
+  timeout whose ground truth alone compares within the timeout is ``wrong``.
 - An answer that restates an expression from the prompt (``12+5`` for "What is 12+5?",
   ``(x+1)(x+2)`` for "Expand (x+1)(x+2)") is ``wrong``: evaluating it would reward copying the
   question. Plain numbers are exempt, since a correct number may well appear in the prompt, and
@@ -175,12 +178,33 @@ class MathVerifier(BaseVerifier):
                     Result(False, error_kind="crash", detail=f"verifier pool failed: {type(exc).__name__}: {exc}")
                 ] * len(unique)
             results = dict(zip(unique, answers, strict=True))
+            self._charge_candidates(results)
             for job in jobs:
                 res = results[(job.gold, job.answer)]
                 if res.ok:
                     self._remember((job.gold, job.answer), res.value)
                 out[job.index] = self._from_result(res, job)
         return [v for v in out if v is not None]
+
+    def _charge_candidates(self, results: dict[tuple[str, str], Result]) -> None:
+        """A comparison that timed out is the answer's doing when its ground truth alone is cheap:
+        the gold compared with itself and with ``0`` finishes within the timeout. Then the answer
+        is wrong (a policy must not mask a wrong answer by writing ``\\Gamma(10^7)``); when the gold
+        alone times out too, the sample stays masked (``error``, ``timeout``)."""
+        golds = list(dict.fromkeys(g for (g, _), r in results.items() if not r.ok and r.error_kind == "timeout"))
+        if not golds:
+            return
+        try:
+            probes = self.pool.map(
+                "rlvr.rewards.math.core:probe_gold", [(g, self.policy) for g in golds], timeout=self.timeout
+            )
+        except Exception:  # noqa: BLE001 - no worker: the timeouts stay undecided
+            return
+        cheap = {g for g, r in zip(golds, probes, strict=True) if r.ok}
+        for key, res in list(results.items()):
+            if not res.ok and res.error_kind == "timeout" and key[0] in cheap:
+                detail = f"the answer takes over {self.timeout:g} s to compare; the ground truth alone does not"
+                results[key] = Result(True, ("unequal", detail))
 
     def _remember(self, key: tuple[str, str], status: tuple[str, str]) -> None:
         """Decided comparisons are deterministic, so they are cached (timeouts and crashes are

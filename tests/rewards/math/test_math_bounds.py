@@ -1,0 +1,167 @@
+"""Issue 25, item 5 for math: the candidate cannot buy a masked sample with cost. Values too large
+to evaluate are found by a size estimate before anything is evaluated; a timeout whose gold alone
+is cheap is wrong, one whose gold is costly stays masked; exact numbers are decided exactly;
+nothing raises; invisible characters and spacing never make a wrong answer right."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr.rewards import Outcome, Sample
+from rlvr.rewards.invisible import DEFAULT_IGNORABLE
+from rlvr.rewards.math import MathVerifier
+from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare
+from rlvr.rewards.math.scalar import parse_scalar
+from rlvr.rewards.math.sym import MAX_ARGUMENT, too_big
+from rlvr.rewards.pool import Result
+
+HUGE = [
+    "\\binom{10^6}{5\\cdot10^5}",
+    "\\Gamma(10^7)",
+    "(10^7)!",
+    "\\binom{10^{7}}{10^{6}}\\pi",
+    "\\sqrt{(10^6)!}",
+    "(10^{6})!!",
+    "10^{10^{6}}",
+    "2^{3^{15}}",
+]
+
+
+def decide(gold: str, pred: str) -> str:
+    fast = fast_compare(gold, pred, MathPolicy())
+    return ("equal" if fast else "unequal") if fast is not None else compare_texts(gold, pred, MathPolicy())[0]
+
+
+def test_astronomically_large_answers_are_decided_wrong_not_timed_out():
+    for pred in HUGE:
+        for gold in ("3", "\\sqrt{2}", "\\pi", "\\frac{1}{3}"):
+            assert decide(gold, pred) == "unequal", (gold, pred)
+
+
+def test_the_size_estimate_flags_them_before_any_evaluation():
+    values = [parse_scalar(p) for p in HUGE]
+    assert all(too_big(v) for v in values)
+    assert all(len(str(v)) < 200 for v in values)  # none was evaluated while parsing
+    assert not any(
+        too_big(parse_scalar(p)) for p in ("\\binom{10}{5}", "\\Gamma(7)", "10!", "\\sin(10^{9})", "e^{100}")
+    )
+
+
+def test_an_identical_huge_expression_still_equals_itself():
+    assert decide("\\binom{10^6}{5\\cdot10^5}", "\\binom{10^{6}}{5 \\cdot 10^{5}}") == "equal"
+    assert decide("\\binom{10^6}{5\\cdot10^5}", "\\binom{10^6}{5\\cdot10^5 + 1}") == "unequal"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(["\\binom{N}{K}", "\\Gamma(N)", "(N)!", "\\binom{N}{K}+1", "2\\Gamma(N)"]),
+    st.integers(6, 12),
+    st.integers(1, 9),
+)
+def test_no_function_of_a_huge_number_is_ever_built(template, exponent, k):
+    text = template.replace("N", f"10^{{{exponent}}}").replace("K", f"{k}\\cdot 10^{{{exponent - 1}}}")
+    value = parse_scalar(text)
+    assert too_big(value) and len(str(value)) < 200  # size, not seconds: the number stays unbuilt
+    assert decide("5", text) == "unequal"
+
+
+def test_closeness_does_not_decide_an_exact_question():
+    assert decide("[1,+\\infty)", "[2^{\\frac{1}{2^{1000}}}, \\infty)") == "unequal"
+    assert decide("1", "2^{\\frac{1}{2^{1000}}}") == "unequal"
+    assert decide("1", "2^{\\frac{1}{2^{10000}}}") == "unequal"
+    assert decide("\\sqrt{2}+\\sqrt{3}", "\\sqrt{5+2\\sqrt{6}}") == "equal"  # an identity evaluation cannot tell
+    assert decide("1", "\\sin^2(1)+\\cos^2(1)") == "equal"
+    assert decide("\\sqrt{2}", "1.41421356237") == "equal"  # a written decimal: the value rounded
+    assert decide("\\sqrt{2}", "1.4142135624") == "unequal"  # 11 digits: an approximation
+
+
+class _TimeoutPool:
+    """A pool whose comparisons time out for the answers listed; gold probes as told."""
+
+    def __init__(self, slow_answers: set[str], slow_golds: set[str]) -> None:
+        self.slow_answers, self.slow_golds = slow_answers, slow_golds
+        self.calls: list[str] = []
+
+    def map(self, func: str, arglist, timeout: float = 5.0) -> list[Result]:
+        self.calls.append(func)
+        out = []
+        for args in arglist:
+            if func.endswith(":compare_texts"):
+                slow = args[1] in self.slow_answers or args[0] in self.slow_golds
+                out.append(
+                    Result(False, error_kind="timeout", detail="timed out") if slow else Result(True, ("equal", ""))
+                )
+            else:
+                slow = args[0] in self.slow_golds
+                out.append(Result(False, error_kind="timeout", detail="timed out") if slow else Result(True, True))
+        return out
+
+
+def _sample(gold: str, answer: str) -> Sample:
+    return Sample(prompt="p", completion=f"<answer>{answer}</answer>", row={"answer": gold})
+
+
+def test_a_timeout_the_answer_causes_is_wrong_and_one_the_gold_causes_is_masked():
+    pool = _TimeoutPool(slow_answers={"\\mathrm{slow}"}, slow_golds={"\\mathrm{costly}"})
+    v = MathVerifier(pool=pool)
+    cheap_gold, costly_gold = v.verify_batch(
+        [_sample("\\sqrt{7}", "\\mathrm{slow}"), _sample("\\mathrm{costly}", "\\sqrt{7}")]
+    )
+    assert cheap_gold.outcome is Outcome.WRONG and "takes over" in cheap_gold.detail
+    assert costly_gold.outcome is Outcome.ERROR and costly_gold.error_kind == "timeout"
+    assert pool.calls == ["rlvr.rewards.math.core:compare_texts", "rlvr.rewards.math.core:probe_gold"]
+
+
+def test_the_real_pool_decides_a_huge_answer_within_the_timeout():
+    v = MathVerifier(timeout=20.0, workers=1)
+    verdicts = v.verify_batch([_sample("\\sqrt{7}", h) for h in HUGE[:3]])
+    assert [(x.outcome, x.error_kind) for x in verdicts] == [(Outcome.WRONG, None)] * 3
+
+
+INVISIBLE = [chr(lo) for lo, _ in DEFAULT_IGNORABLE if lo < 0xE0000] + ["\u2800"]
+WRONG = [
+    ("5", "6"),
+    ("\\frac{1}{2}", "\\frac{1}{3}"),
+    ("x^2-1", "(x-1)(x-1)"),
+    ("(1,2)", "(2,1)"),
+    ("\\{1,2\\}", "\\{1,3\\}"),
+    ("[2,5]", "(2,5)"),
+    ("3", "3 \\text{ or } 5"),
+    ("\\sqrt{2}", "1.4142"),
+    ("10", "10 \\text{ m}^2 \\text{ or } 12"),
+    ("12:30", "12:31"),
+]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(WRONG), st.lists(st.tuples(st.integers(0, 60), st.sampled_from(INVISIBLE)), max_size=4))
+def test_a_wrong_answer_stays_wrong_with_invisible_characters_inserted(pair, inserts):
+    gold, pred = pair
+    for pos, ch in inserts:
+        pos = min(pos, len(pred))
+        pred = pred[:pos] + ch + pred[pos:]
+    assert decide(gold, pred) != "equal"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(WRONG), st.integers(1, 5), st.integers(0, 5), st.booleans())
+def test_a_wrong_answer_stays_wrong_with_its_spacing_changed(pair, extra, at, ends):
+    gold, pred = pair
+    spaces = [i for i, c in enumerate(pred) if c == " "]
+    if spaces:
+        i = spaces[at % len(spaces)]
+        pred = pred[:i] + " " * extra + pred[i:]
+    if ends:
+        pred = " " * extra + pred + "\n" * extra
+    assert decide(gold, pred) != "equal"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="0123456789+-*/^_{}()[],.=<>|\\ abcxyzfrac sqrt pi infty", max_size=40))
+def test_nothing_raises_out_of_a_comparison(text):
+    for gold, pred in (("3", text), (text, "3"), ("x+1", text)):
+        fast = fast_compare(gold, pred, MathPolicy())
+        status = compare_texts(gold, pred, MathPolicy())[0] if fast is None else ("equal" if fast else "unequal")
+        assert status in ("equal", "unequal", "gold_unparseable", "pred_unparseable")
+    assert MAX_ARGUMENT >= 1e4
