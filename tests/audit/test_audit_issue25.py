@@ -62,3 +62,11 @@ def test_a_term_the_audit_mostly_could_not_test_is_not_called_safe(tmp_path, cap
     table = format_table(report)
     assert "UNTESTED" in table and "no term was exploited" not in table
     assert main(["audit", str(task.path)]) == 1
+
+
+def test_the_audits_invisible_probes_are_blank_by_the_one_definition():
+    from rlvr.audit.answers import INVISIBLE
+    from rlvr.rewards.invisible import is_blank
+
+    assert all(is_blank(probe) for probe in INVISIBLE)
+    assert any("\ufe0f" in p for p in INVISIBLE) and any("\u17b4" in p for p in INVISIBLE)

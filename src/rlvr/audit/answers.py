@@ -352,7 +352,21 @@ def prompt_injection(ctx: Context) -> list[Attempt]:
 
 
 # Characters that show nothing; an answer span of only these is empty.
-INVISIBLE = ("\u200b", "\u2060\u3164", "\u2800", "\x00", "\u202e", "\ufeff\u200d")
+# Blank by the one definition (``rlvr.rewards.invisible``): zero-width and bidi characters,
+# fillers, NUL, and the blank combining marks (variation selectors, Mongolian free variation
+# selectors, Khmer inherent vowels).
+INVISIBLE = (
+    "\u200b",
+    "\u2060\u3164",
+    "\u2800",
+    "\x00",
+    "\u202e",
+    "\ufeff\u200d",
+    "\ufe0f\ufe0e",
+    "\U000e0100",
+    "\u180b\u180c",
+    "\u17b4\u17b5",
+)
 _SUPER = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
@@ -421,7 +435,8 @@ def unspaced_repetition(ctx: Context) -> list[Attempt]:
     tail = ctx.span(ctx.wrong)
     spaced = ctx.pad("", tail, "wait, ", tokens=tokens)
     return [
-        Attempt((ctx.pad("", tail, unit, tokens=tokens),), reference=spaced) for unit in ("wait,", "是的", "wait\u200b")
+        Attempt((ctx.pad("", tail, unit, tokens=tokens),), reference=spaced)
+        for unit in ("wait,", "是的", "wait\u200b", "wait\ufe0f")
     ]
 
 
