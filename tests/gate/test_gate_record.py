@@ -272,7 +272,16 @@ def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
         fake = SimpleNamespace(path=Path(__file__), rewards=[SimpleNamespace(verifier=v) for v in verifiers])
         return set(reward_modules(fake))
 
-    assert names("exact") == {"rlvr.rewards.exact", "rlvr.rewards.format", "rlvr.rewards.base", "rlvr.rewards.combine"}
+    # exact reads the span through format and folds text with the shared rules (patterns, invisible, strictjson)
+    assert names("exact") == {
+        "rlvr.rewards.exact",
+        "rlvr.rewards.format",
+        "rlvr.rewards.base",
+        "rlvr.rewards.combine",
+        "rlvr.rewards.invisible",
+        "rlvr.rewards.patterns",
+        "rlvr.rewards.strictjson",
+    }
     # the unit-test term's verdict is decided by the sandbox pool, which runs the harness by path
     assert {"rlvr.rewards.code", "rlvr.sandbox.pool", "rlvr.sandbox.harness"} <= names("unit_tests")
 

@@ -22,6 +22,29 @@ def test_one_gpu_runs_rlvr_train():
     assert plan.commands == ("rlvr train t.yaml --config p/plan.yaml --run-dir runs/plan",) and not plan.files
 
 
+@pytest.mark.parametrize("gpus", [1, 4])
+def test_a_plan_made_for_another_model_keeps_it_in_the_train_command(gpus: int) -> None:
+    """The tutorial plans for its SFT model: the printed train command must start from it, or the
+    gate signed on it refuses the run."""
+    plan = launch.plan_launch(
+        Cluster(gpus=gpus), task="t.yaml", config="p/plan.yaml", model="runs/sft", train_model="runs/sft"
+    )
+    assert plan.commands[-1].endswith("train t.yaml --config p/plan.yaml --run-dir runs/plan --model runs/sft")
+
+
+def test_plan_cli_prints_the_model_it_was_given_in_the_launch_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from support.tasks import make_task
+
+    task = make_task(tmp_path / "task")
+    sft = tmp_path / "sft"
+    main(["sft", str(task), "--out", str(sft), "--max-steps", "1", "--no-progress"])
+    capsys.readouterr()
+    assert main(["plan", str(task), "--model", str(sft), "--gpus", "1", "--out", str(tmp_path / "p.yaml")]) == 0
+    assert f"--model {sft}" in capsys.readouterr().out
+
+
 def test_server_mode_splits_the_gpus_between_vllm_and_training():
     plan = launch.plan_launch(
         Cluster(gpus=8, server_gpus=2, zero=3),

@@ -24,6 +24,21 @@ import zipfile
 from pathlib import Path
 
 PINS = ("openrlhf==0.11.2", "verl==0.9.1")
+# What verl's config validation (verl/utils/config.py) imports, installed beside it without dependencies:
+# test_serve_launch.py runs it on the launch script's overrides.
+VERL_CONFIG_DEPS = (
+    "omegaconf",
+    "hydra-core",
+    "antlr4-python3-runtime==4.9.3",
+    "codetiming",
+    "orjson",
+    "ray",
+    "msgpack",
+    "protobuf",
+    "tensordict",
+    "pyvers",
+    "cloudpickle",
+)
 
 
 def prepare(folder: Path) -> None:
@@ -31,6 +46,9 @@ def prepare(folder: Path) -> None:
     wheels.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(wheels), *PINS], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--target", str(site), "aiohttp"], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site), *VERL_CONFIG_DEPS], check=True
+    )
     src.mkdir(exist_ok=True)
     for wheel in wheels.glob("*.whl"):
         with zipfile.ZipFile(wheel) as z:

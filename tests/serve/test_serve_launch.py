@@ -147,3 +147,87 @@ def test_the_cli_writes_adapter_data_and_an_executable_launch_script(
 def test_launch_without_an_adapter_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", str(write_task(tmp_path / "t")), "--no-gate", "x", "--launch"]) == 1
     assert "--launch" in capsys.readouterr().err
+
+
+def test_verl_command_sets_the_log_prob_micro_batches_verls_validation_requires(tmp_path: Path) -> None:
+    o = _overrides(verl_plan(_task(tmp_path), tmp_path / "a.py", tmp_path / "data", gpus=1).command)
+    micro = o["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]
+    assert o["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"] == micro
+    assert o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] == micro
+
+
+def _sft_gate(tmp_path: Path) -> tuple[Path, Path]:
+    """The tutorial's route: a gate built and signed on an SFT model (a folder), not the task's model."""
+    from rlvr import gate
+    from support.gate_fixtures import arithmetic_sampler, sign_small
+    from support.gate_fixtures import write_task as gate_task
+
+    task_path = gate_task(tmp_path / "t", rows=40)
+    sft = tmp_path / "runs" / "sft"
+    sft.mkdir(parents=True)
+    task = load_task(task_path)
+    store = gate.build_set(task, gate.db_path(task), model=str(sft), sampler=arithmetic_sampler(), size=20)
+    for s in store.samples():
+        store.add_review(s.id, "right", reviewer="alice")
+    sign_small(task, reviewer="alice")
+    return task_path, sft
+
+
+@pytest.mark.parametrize("engine", ["verl", "openrlhf"])
+def test_a_gate_signed_on_the_sft_model_serves_an_engine_run_that_starts_from_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str
+) -> None:
+    task_path, sft = _sft_gate(tmp_path)
+    out = tmp_path / "engine" / f"{engine}_reward.py"
+    argv = ["serve", str(task_path), "--write-adapter", engine, str(out), "--launch"]
+    assert main(argv) == 1  # the task's own model is not the one the gate was signed on
+    err = capsys.readouterr().err
+    assert "model changed" in err and f"passes --model {sft}" in err and "rescore" not in err
+    assert main([*argv, "--model", str(sft)]) == 0
+    script = out.with_suffix(".launch.sh").read_text()
+    assert str(sft) in script
+    assert f"model={str(sft.resolve())!r}" in out.read_text()
+    adapter = (VerlAdapter if engine == "verl" else OpenRLHFAdapter)(task_path, model=str(sft))
+    assert adapter.scorer.meta["gate"]["status"] == "passed"
+
+
+VERL_VALIDATE = """
+import sys, types
+src = sys.argv[1]
+package = types.ModuleType("verl")  # verl/__init__ imports Ray's runtime; the config code needs none of it
+package.__path__ = [src + "/verl"]
+sys.modules["verl"] = package
+from omegaconf import OmegaConf
+import verl.utils.config as config_module
+config = OmegaConf.load(src + "/verl/trainer/config/_generated_ppo_trainer.yaml")
+config = OmegaConf.merge(config, OmegaConf.from_dotlist(sys.argv[2:]))
+use_ref = bool(config.actor_rollout_ref.actor.use_kl_loss) or bool(config.algorithm.use_kl_in_reward)
+config_module.validate_config(config, use_reference_policy=use_ref, use_critic=False)
+"""
+ENGINES = Path(__import__("os").environ.get("RLVR_ENGINE_CODE", "/nonexistent"))
+
+
+@pytest.mark.skipif(
+    not (ENGINES / "src" / "verl").is_dir() or not (ENGINES / "site" / "omegaconf").is_dir(),
+    reason="verl's code not prepared: python tests/serve/engine_code.py DIR, then RLVR_ENGINE_CODE=DIR",
+)
+@pytest.mark.parametrize("beta", [0.0, 0.04])
+def test_the_verl_launch_overrides_pass_verls_own_config_validation(tmp_path: Path, beta: float) -> None:
+    """verl 0.9.1's ``validate_config`` (verl/utils/config.py) on its generated trainer config with
+    the launch script's overrides, as ``main_ppo`` runs it before Ray starts any worker."""
+    import os
+    import subprocess
+    import sys
+
+    task = _task(tmp_path, f"grpo: {{beta: {beta}}}\n")
+    overrides = verl_plan(task, tmp_path / "a.py", tmp_path / "data", gpus=1, model="/models/m").command[3:]
+    env = {**os.environ, "PYTHONPATH": str(ENGINES / "site")}
+    proc = subprocess.run(
+        [sys.executable, "-c", VERL_VALIDATE, str(ENGINES / "src"), *overrides],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "All configuration checks passed" in proc.stdout

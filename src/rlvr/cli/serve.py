@@ -96,7 +96,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=int, default=1, metavar="N", help="with --launch: GPUs per node (default 1)")
     parser.add_argument("--nodes", type=int, default=1, metavar="N", help="with --launch: nodes (default 1)")
     parser.add_argument(
-        "--model", metavar="PATH_OR_ID", help="with --launch: the model the engine loads (default: the task's)"
+        "--model",
+        metavar="PATH_OR_ID",
+        help="the model the engine's run starts from (default: the task's), e.g. rlvr sft's output: the gate must "
+        "have been signed on it, as for rlvr train --model; with --launch, the model the engine loads",
     )
     parser.add_argument("--log", action="store_true", help="uvicorn's access log (it shows ?token= in URLs)")
 
@@ -144,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(problems)
     if not args.write_adapter:
         check_bind(args.host, token, args.allow_remote)
-    scorer = Scorer.from_task(args.task, gate_path=args.gate, no_gate_reason=args.no_gate, fallback=args.fallback)
+    scorer = Scorer.from_task(
+        args.task, gate_path=args.gate, no_gate_reason=args.no_gate, fallback=args.fallback, model=args.model
+    )
     if args.write_adapter:
         from ..serve.engines import write_adapter
 
@@ -156,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             gate_path=args.gate,
             no_gate_reason=args.no_gate,
             fallback=args.fallback,
+            model=args.model,
         )
         sys.stdout.write(f"wrote {path}\n")
         if args.launch:

@@ -310,6 +310,11 @@ def verify(
     if not same_model(record.get("model"), run_model):
         problems.append(
             f"model changed: the set was sampled from {record.get('model')!r}, the run starts from {run_model!r}"
+            + (
+                f" (a run that starts from the model the gate was signed on passes --model {record.get('model')})"
+                if model is None and record.get("model")
+                else ""
+            )
         )
     sampling = record.get("sampling") or {}
     for key, value in (
@@ -403,8 +408,13 @@ def enforce(
         raise GateError(
             f"the gate record {path} does not match this run:\n"
             + "\n".join(f"  - {p}" for p in problems)
-            + "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, "
-            "and sign again (rlvr inspect sign))"
+            + (
+                "\n  (fix the cause, or re-score the set (rlvr inspect rescore), read the changed samples, "
+                "and sign again (rlvr inspect sign))"
+                if any(not p.startswith("model changed") for p in problems)
+                else "\n  (start from the model the set was sampled from, or build and sign a gate for this model: "
+                "rlvr inspect build --model ...)"
+            )
         )
     codes = record.get("reward_code") or {}
     audit_rec = record.get("audit") or {}

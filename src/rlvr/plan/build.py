@@ -173,6 +173,7 @@ def build_plan(req: PlanRequest) -> Plan:
         config=req.output,
         model=served,
         run_dir=req.run_dir,
+        train_model=req.model,
         use_vllm=bool(cfg.get("use_vllm")),
         vllm_mode=str(cfg.get("vllm_mode", "colocate")),
     )

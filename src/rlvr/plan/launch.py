@@ -136,10 +136,16 @@ def plan_launch(
     run_dir: str = "runs/plan",
     use_vllm: bool = True,
     vllm_mode: str = "colocate",
+    train_model: str | None = None,
 ) -> LaunchPlan:
-    """The commands that run ``config`` on ``cluster`` (files named relative to the plan)."""
+    """The commands that run ``config`` on ``cluster`` (files named relative to the plan).
+    ``train_model``: the model the plan was made for when it is not the task's (``rlvr plan
+    --model``, e.g. an SFT checkpoint): the train command passes it on as ``--model``, so the run
+    starts from it and the gate signed on it is the one checked."""
     plan_dir = str(Path(config).parent)
     train_args = ["train", task, "--config", config, "--run-dir", run_dir]
+    if train_model:
+        train_args += ["--model", train_model]
     if cluster.gpus * cluster.nodes <= 1:
         return LaunchPlan(
             (_q(["rlvr", *train_args]),),

@@ -30,8 +30,9 @@ in the logged values (``rlvr_masked``, ``rlvr/masked``) and in ``imputed``'s sou
 
 The gate is enforced when an adapter is built (at the engine's import of the adapter file), the
 same check ``rlvr train`` makes. rlvr's reward path imports neither torch nor transformers, so
-rlvr can be installed in the engine's environment with ``pip install --no-deps`` plus its light
-dependencies (pyyaml, sympy, latex2sympy2_extended, jsonschema, pydantic); see docs/serve.md.
+rlvr can be installed in the engine's environment from a wheel built from the checkout (it is not
+on PyPI) with ``pip install --no-deps`` plus its light dependencies (pyyaml, sympy,
+latex2sympy2_extended, jsonschema, pydantic, httpx, regex, google-re2); see docs/serve.md.
 """
 
 from __future__ import annotations
@@ -70,8 +71,11 @@ class VerlAdapter:
         gate_path: str | Path | None = None,
         no_gate_reason: str | None = None,
         fallback: float = 0.0,
+        model: str | None = None,
     ) -> None:
-        self.scorer = Scorer.from_task(task_path, gate_path=gate_path, no_gate_reason=no_gate_reason, fallback=fallback)
+        self.scorer = Scorer.from_task(
+            task_path, gate_path=gate_path, no_gate_reason=no_gate_reason, fallback=fallback, model=model
+        )
 
     def compute_score(
         self,
@@ -114,8 +118,11 @@ class OpenRLHFAdapter:
         gate_path: str | Path | None = None,
         no_gate_reason: str | None = None,
         fallback: float = 0.0,
+        model: str | None = None,
     ) -> None:
-        self.scorer = Scorer.from_task(task_path, gate_path=gate_path, no_gate_reason=no_gate_reason, fallback=fallback)
+        self.scorer = Scorer.from_task(
+            task_path, gate_path=gate_path, no_gate_reason=no_gate_reason, fallback=fallback, model=model
+        )
 
     def __call__(
         self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any
@@ -154,7 +161,9 @@ when OpenRLHF imports this file, as `rlvr train` checks it.
 """
 from rlvr.serve.engines import OpenRLHFAdapter
 
-reward_func = OpenRLHFAdapter({task!r}, gate_path={gate!r}, no_gate_reason={reason!r}, fallback={fallback!r})
+reward_func = OpenRLHFAdapter(
+    {task!r}, gate_path={gate!r}, no_gate_reason={reason!r}, fallback={fallback!r}, model={model!r}
+)
 '''
 
 _VERL_FILE = '''"""verl reward function for task {name!r}, written by `rlvr serve --write-adapter verl`.
@@ -167,10 +176,20 @@ The gate is checked when verl imports this file, as `rlvr train` checks it.
 """
 from rlvr.serve.engines import VerlAdapter
 
-_adapter = VerlAdapter({task!r}, gate_path={gate!r}, no_gate_reason={reason!r}, fallback={fallback!r})
+_adapter = VerlAdapter(
+    {task!r}, gate_path={gate!r}, no_gate_reason={reason!r}, fallback={fallback!r}, model={model!r}
+)
 compute_score = _adapter.compute_score
 compute_score_batch = _adapter.compute_score_batch
 '''
+
+
+def _absolute(model: str | None) -> str | None:
+    """A local model folder as an absolute path (the engine imports the adapter from elsewhere);
+    a hub id or a built-in model as it is."""
+    if model is None or model.startswith("builtin:") or not Path(model).expanduser().exists():
+        return model
+    return str(Path(model).expanduser().resolve())
 
 
 def write_adapter(
@@ -181,9 +200,12 @@ def write_adapter(
     gate_path: str | Path | None = None,
     no_gate_reason: str | None = None,
     fallback: float = 0.0,
+    model: str | None = None,
 ) -> Path:
     """Write the adapter file ``out`` for ``engine`` (``openrlhf`` or ``verl``) bound to ``task``
-    by absolute paths. The caller has already enforced the gate."""
+    by absolute paths. The caller has already enforced the gate. ``model``: the model the engine's
+    run starts from when it is not the task's (a local path is written absolute); the adapter
+    checks the gate against it, as ``rlvr train --model`` does."""
     template = {"openrlhf": _OPENRLHF_FILE, "verl": _VERL_FILE}[engine]
     path = Path(out)
     text = template.format(
@@ -193,6 +215,7 @@ def write_adapter(
         gate=str(Path(gate_path).resolve()) if gate_path else None,
         reason=no_gate_reason,
         fallback=float(fallback),
+        model=_absolute(model),
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -70,6 +70,8 @@ VERL_KEYS = (
     "actor_rollout_ref.actor.grad_clip",
     "actor_rollout_ref.actor.ppo_mini_batch_size",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
     "actor_rollout_ref.rollout.name",
     "actor_rollout_ref.rollout.n",
     "actor_rollout_ref.rollout.temperature",
@@ -239,6 +241,10 @@ def verl_plan(
         "actor_rollout_ref.actor.grad_clip": cfg["max_grad_norm"],
         "actor_rollout_ref.actor.ppo_mini_batch_size": prompts,  # one update per batch, as TRL
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": micro,
+        # verl's validate_config requires a log-prob micro-batch for the rollout (old log-probs) and,
+        # with a KL term, the reference; the training micro-batch is a size that already fits.
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": micro,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": micro,
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.n": cfg["num_generations"],
         "actor_rollout_ref.rollout.temperature": cfg["temperature"],

@@ -350,14 +350,17 @@ class Scorer:
         gate_path: str | Path | None = None,
         no_gate_reason: str | None = None,
         fallback: float = 0.0,
+        model: str | None = None,
     ) -> Scorer:
         """Load the task and enforce its gate exactly as ``rlvr train`` does (``GateError`` when the
-        record is missing or does not match; ``no_gate_reason`` bypasses it and is recorded)."""
+        record is missing or does not match; ``no_gate_reason`` bypasses it and is recorded).
+        ``model``: the model the engine's run starts from when it is not the task's (an SFT
+        checkpoint); the gate must have been signed on it, as ``rlvr train --model`` checks."""
         from ..gate import enforce
         from ..task import load_task
 
         task = load_task(path, check_data=False)
-        gate = enforce(task, gate_path=gate_path, no_gate_reason=no_gate_reason)
+        gate = enforce(task, gate_path=gate_path, no_gate_reason=no_gate_reason, model=model)
         reward_set: Any = task.reward_set()
         if task.environment is not None:  # an episode task scores whole episodes: rlvr.serve.episodes
             from .episodes import ServedEpisodes
