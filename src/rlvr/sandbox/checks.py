@@ -49,9 +49,17 @@ def _framed(body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + body
 
 
-def tests_job(plan: CheckPlan, code: str, timeout: float) -> Job:
-    """An assert-style sample: the program and the tests go to the test child only."""
-    body = {"code": code, "tests": plan.source, "helpers": plan.helpers, "check": plan.auto_check, "entry": plan.entry}
+def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0) -> Job:
+    """An assert-style sample: the program and the tests go to the test child only.
+    ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``."""
+    body = {
+        "code": code,
+        "tests": plan.source,
+        "helpers": plan.helpers,
+        "check": plan.auto_check,
+        "entry": plan.entry,
+        "tol": tolerance,
+    }
     payload = _framed(json.dumps(body).encode("utf-8", "surrogatepass"))
     return Job({"mode": "tests", "timeout": timeout}, (payload,))
 
@@ -104,7 +112,8 @@ def judge_tests(plan: CheckPlan, reply: Reply) -> Judgement:
         return Judgement("passed", passed, max(1, passed), f"{passed}/{passed} checks passed", False, details)
     if end["end"] == "raised":
         return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {end.get('exc')}", False, details)
-    return Judgement("incomplete", passed, total, f"the program ended before the tests were decided: {end.get('why')}")
+    why = f"the program ended before the tests were decided: {end.get('why')}"
+    return Judgement("incomplete", passed, total, why, False, details)
 
 
 def _at(rec: dict[str, Any]) -> tuple[int, int]:

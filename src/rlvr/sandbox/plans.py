@@ -84,9 +84,8 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
     reasons = foreign_imports(tree) + [
         f"the prompt's helpers {why}" for why in foreign_imports(ast.parse(helper_src) if helper_src else None)
     ]
-    shown = {
-        (a.lineno, a.col_offset): (ast.get_source_segment(test_code, a) or "assert ...")[:MAX_SHOWN] for a in asserts
-    }
+    lines = [line.encode() for line in test_code.splitlines(keepends=True)]
+    shown = {(a.lineno, a.col_offset): segment(lines, a)[:MAX_SHOWN] for a in asserts}
     return CheckPlan(
         "tests",
         source=test_code,
@@ -97,6 +96,18 @@ def plan_tests(test_code: str, entry_point: str | None = None, prefix: str = "")
         n_asserts=max(1, len(asserts)),
         asserts=shown,
     )
+
+
+def segment(lines: list[bytes], node: ast.stmt) -> str:
+    """A statement's source text (``ast.get_source_segment`` splits the whole source per call:
+    quadratic over a test file of thousands of asserts)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    end = node.end_col_offset if node.end_col_offset is not None else len(lines[last])
+    if first == last:
+        text = lines[first][node.col_offset : end]
+    else:
+        text = lines[first][node.col_offset :] + b"".join(lines[first + 1 : last]) + lines[last][:end]
+    return text.decode("utf-8", "replace")
 
 
 def foreign_imports(tree: ast.AST | None) -> list[str]:
