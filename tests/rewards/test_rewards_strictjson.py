@@ -127,3 +127,11 @@ def test_strict_json_reads_what_json_writes_to_an_equal_value(value):
     assert json_equal(got, value) and json_key(got) == json_key(value)
     again = safe_dumps(got)
     assert again is not None and json_equal(read_json(again), value)
+
+
+def test_the_schema_a_term_declares_is_the_one_written_not_the_exact_copy():
+    # The validator reads the schema's floats as Decimals; what reads() hands the audit stays JSON.
+    v = JsonSchemaVerifier(schema={"type": "object", "properties": {"x": {"const": 0.5, "minimum": 0.1}}}, timeout=None)
+    declared = v.reads().schema
+    assert declared is not None and json.dumps(declared)
+    assert declared["properties"]["x"]["const"] == 0.5 and declared["additionalProperties"] is False

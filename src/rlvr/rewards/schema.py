@@ -189,6 +189,7 @@ class JsonSchemaVerifier(_Bounded):
         self.schema_column = schema_column
         self.model_cls: Any = None
         self.validator: Any = None
+        self._declared: Any = None
         if isinstance(schema, str):
             try:
                 with open(schema, encoding="utf-8") as f:
@@ -206,6 +207,8 @@ class JsonSchemaVerifier(_Bounded):
             # A pydantic model checks its own formats (model_validate): formats its schema names
             # that jsonschema cannot check are left to it.
             self.validator = self._build(schema, "json_schema.schema", strict_formats=model is None)
+            # What reads() declares: the schema as written (the validator's copy holds Decimals).
+            self._declared = schema if extra_keys else forbid_extra(schema)
         self._remote(
             {
                 "schema": schema if model is None else None,
@@ -224,7 +227,7 @@ class JsonSchemaVerifier(_Bounded):
     def reads(self) -> Reads:
         return Reads(
             columns=(self.schema_column,) if self.schema_column else (),
-            schema=self.validator.schema if self.validator is not None else None,
+            schema=self._declared if self.validator is not None else None,
             schema_column=self.schema_column,
         )
 
