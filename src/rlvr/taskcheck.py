@@ -198,14 +198,15 @@ def check_task(task: Task) -> list[Problem]:
     """Every problem ``rlvr task check`` reports beyond ``load_task``'s (``row_problems``: sizes,
     column types, tests, reference solutions, custom terms, an offline hub model; see
     ``rlvr.task.rowchecks``)."""
-    from .rewards.ranking import task_weighting_problems
+    from .rewards.ranking import weighting_check
     from .task.rowchecks import row_problems
 
     success = [task.success_problem] if task.success_problem else []
     return [
         *success,
         *weight_problems(task),
-        *task_weighting_problems(task),  # no weighting lets a wrong answer outscore a correct one
+        # No weighting lets a wrong answer outscore a correct one of the same length.
+        *weighting_check(task.reward_set().terms, task.success or None, f"{task.path}: rewards")[0],
         *grpo_problems(task),
         *sft_problems(task.sft, f"{task.path}: sft."),
         *gold_problems(task),

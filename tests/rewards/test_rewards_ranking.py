@@ -66,3 +66,14 @@ def test_a_custom_term_that_declares_its_range_is_counted():
 
     problems, _ = check(Term("bonus", Bonus(), 1.0), Term("correct", ExactMatch(), 1.0))
     assert problems and "bonus 3" in problems[0].what
+
+
+def test_a_length_term_wrapping_a_correctness_base_gives_the_correct_answer_its_gap_first():
+    short = LengthPenalty(budget=8, apply_to="correct", base={"verifier": "exact"})
+    assert swing_of(short) == 0.0
+    problems, _ = check(
+        Term("short", short, 1.0), Term("format", FormatVerifier(), 0.1), Term("correct", ExactMatch(), 1.0)
+    )
+    assert not problems
+    loop = RepetitionPenalty(max_penalty=0.5, base={"verifier": "format"})
+    assert swing_of(loop) == 1.5

@@ -30,7 +30,7 @@ from ..errors import Problem
 from .base import kind_of
 from .combine import Term
 
-__all__ = ["swing_of", "task_weighting_problems", "weighting_check"]
+__all__ = ["swing_of", "weighting_check"]
 
 CORRECTNESS_KINDS = frozenset({"answer", "json", "tool_call", "code", "judge"})
 
@@ -43,18 +43,24 @@ def swing_of(verifier: Any) -> float | None:
     if isinstance(declared, tuple) and len(declared) == 2 and all(isinstance(x, int | float) for x in declared):
         return float(declared[1] - declared[0])
     kind = kind_of(verifier)
+    name = type(verifier).__name__
+    # A wrapped length term takes its base's kind: recognise it by its class first.
+    if kind == "length" or name in ("LengthPenalty", "OverlongPenalty", "RepetitionPenalty"):
+        # Between two answers of the same length only the repetition penalty (content) and a
+        # penalty that falls on correct answers alone (apply_to: correct) can differ.
+        largest = float(getattr(verifier, "largest_penalty", 1.0))
+        content = name == "RepetitionPenalty" or getattr(verifier, "apply_to", "all") == "correct"
+        penalty = largest if content else 0.0
+        base = getattr(verifier, "base", None)
+        if base is None:
+            return penalty
+        if kind_of(base) in CORRECTNESS_KINDS:
+            # The wrapped base gives the correct answer its gap (1) first.
+            return max(0.0, penalty - 1.0)
+        inner = swing_of(base)
+        return None if inner is None else penalty + inner
     if kind == "format":
         return 1.0
-    name = type(verifier).__name__
-    if kind == "length" or name in ("LengthPenalty", "OverlongPenalty", "RepetitionPenalty"):
-        # Standalone length terms: only the repetition penalty depends on more than the length.
-        # A wrapped term with apply_to: correct penalises the correct answer and not the wrong one.
-        largest = float(getattr(verifier, "largest_penalty", 1.0))
-        own = largest if name == "RepetitionPenalty" or getattr(verifier, "apply_to", "all") == "correct" else 0.0
-        base = getattr(verifier, "base", None)
-        if base is not None and kind_of(base) == "format":
-            own += swing_of(base) or 0.0
-        return own
     if kind in CORRECTNESS_KINDS:
         return 0.0
     return None
@@ -108,17 +114,3 @@ def weighting_check(terms: Sequence[Term], success: str | None, where: str) -> t
             f"total by as much as the success term {term.name!r} gives ({favour:g})"
         )
     return [], notes
-
-
-def task_weighting_problems(task: Any) -> list[Problem]:
-    """``weighting_check`` on a loaded task (``rlvr task check``): its built terms, its declared
-    success term. A task whose terms cannot be built, or that names no success term, has that
-    reported elsewhere; nothing is added here."""
-    from ..errors import RlvrError
-
-    try:
-        terms = task.reward_set().terms
-    except RlvrError:
-        return []
-    where = f"{task.path}: " + ("grpo.reward_weights" if "reward_weights" in getattr(task, "grpo", {}) else "rewards")
-    return weighting_check(terms, getattr(task, "success", None), where)[0]
