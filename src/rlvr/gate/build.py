@@ -260,6 +260,12 @@ def build_set(
             probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model
         )
         source = f"probe:{Path(probe_samples)}"
+        if task.environment is not None:  # the probe's episodes, in its samples' order (gate.episodes)
+            from ..probe.episodes import read_episodes
+            from .episodes import with_episodes
+
+            folder = Path(probe_samples) if Path(probe_samples).is_dir() else Path(probe_samples).parent
+            raw = with_episodes(raw, [e for e, _ in read_episodes(folder)])
         model, top_p, sampling_seed = settings.model, settings.top_p, settings.seed
     else:
         model = model or task.model
@@ -268,6 +274,11 @@ def build_set(
 
             say(f"loading {model}")
             sampler = make_sampler(model, backend)
+        episodes = None
+        if task.environment is not None:  # an episode task: each sample is an episode (gate.episodes)
+            from ..probe.episodes import EpisodeSampler
+
+            sampler = episodes = EpisodeSampler(sampler, task)
         per_prompt = 2
         n_prompts = max(1, -(-size * pool // per_prompt))
         say(f"sampling {n_prompts} prompts x {per_prompt} at temperature {gen.temperature}")
@@ -281,6 +292,10 @@ def build_set(
             top_p=gen.top_p,
             seed=seed,
         )
+        if episodes is not None:
+            from .episodes import with_episodes
+
+            raw = with_episodes(raw, episodes.episodes)
         source = "sampled"
     reward_set = task.reward_set()
     samples = [

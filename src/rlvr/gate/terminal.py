@@ -14,6 +14,7 @@ import sys
 from typing import IO
 
 from .agreement import SampleStatus, agreement, format_agreement, statuses
+from .episodes import terminal_lines
 from .review import Filter, answer_span, segments, step
 from .store import StaleReward, Store, reward_fingerprint
 
@@ -35,6 +36,7 @@ def render(store: Store, st: SampleStatus, *, correctness_term: str, answer_colu
         "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
         "completion:",
         "  " + ("".join(parts) or "(empty)").replace("\n", "\n  "),
+        *terminal_lines(s.row),  # an episode task: each turn, call and result (gate.episodes)
         f"expected: {s.row.get(answer_column)}",
     ]
     for name, v in s.verdicts.items():

@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, urlencode
 
 from ..errors import GateError
 from .agreement import SampleStatus, agreement, format_agreement, statuses
+from .episodes import episode_view
 from .review import SHOW, SHOW_HELP, Filter, answer_diff, answer_span, answer_text, bucket_help, segments, step
 from .store import CLASSES, LABELS, StaleReward, Store, reward_fingerprint
 
@@ -236,6 +237,7 @@ class ReviewApp:
             "prompt": segments(s.prompt, None),
             "completion": segments(s.completion, answer_span(s.verdicts, self.correctness_term)),
             "expected": expected,
+            "episode": episode_view(s.row),  # an episode task: each turn, call and result (gate.episodes)
             "answer_diff": AnswerDiff.of(expected, given, judged),
             "weights": self.weights,
             "disagreement": open_label,  # the open verdict "accept as is" would keep
