@@ -11,19 +11,33 @@ marked ``⟦…⟧`` (reverse video on a colour terminal) and invisible characte
 from __future__ import annotations
 
 import sys
-from typing import IO
+from collections.abc import Mapping
+from typing import IO, Any
 
 from .agreement import SampleStatus, agreement, format_agreement, statuses
-from .episodes import terminal_lines
+from .codeview import code_view
+from .codeview import terminal_lines as code_lines
 from .review import Filter, answer_span, segments, step
 from .store import StaleReward, Store, reward_fingerprint
 
 PROMPT = "[r]ight [h]igher [l]ower (+ note) · a REASON accept · j/k next/prev · s status · q quit > "
 
 
-def render(store: Store, st: SampleStatus, *, correctness_term: str, answer_column: str, color: bool = False) -> str:
-    """One sample as the terminal shows it: header, prompt, completion (answer marked), terms, history."""
+def render(
+    store: Store,
+    st: SampleStatus,
+    *,
+    correctness_term: str,
+    answer_column: str,
+    color: bool = False,
+    meta: Mapping[str, Any] | None = None,
+) -> str:
+    """One sample as the terminal shows it: header, prompt, completion (answer marked), terms, history.
+    A code sample shows its tests, what each expected and got, instead of an expected answer (``gate.codeview``)."""
     s = st.sample
+    view = code_view(
+        s.verdicts, s.row, {"correctness_term": correctness_term, "answer_column": answer_column, **(meta or {})}
+    )
     span = answer_span(s.verdicts, correctness_term)
     on, off = ("\x1b[7m", "\x1b[0m") if color else ("⟦", "⟧")
     parts = []
@@ -36,8 +50,7 @@ def render(store: Store, st: SampleStatus, *, correctness_term: str, answer_colu
         "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
         "completion:",
         "  " + ("".join(parts) or "(empty)").replace("\n", "\n  "),
-        *terminal_lines(s.row),  # an episode task: each turn, call and result (gate.episodes)
-        f"expected: {s.row.get(answer_column)}",
+        *(code_lines(view) if view is not None else [f"expected: {s.row.get(answer_column)}"]),
     ]
     for name, v in s.verdicts.items():
         score = "None (masked)" if v.score is None else f"{v.score:g}"
@@ -88,7 +101,9 @@ def review(
             return given
         current, direction = nxt, 0
         st = next(x for x in sts if x.sample.id == current)
-        stdout.write(render(store, st, correctness_term=term, answer_column=column, color=color) + "\n" + PROMPT)
+        stdout.write(
+            render(store, st, correctness_term=term, answer_column=column, color=color, meta=meta) + "\n" + PROMPT
+        )
         stdout.flush()
         line = stdin.readline()
         if not line:

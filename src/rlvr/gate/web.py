@@ -36,8 +36,8 @@ from urllib.parse import parse_qs, urlencode
 
 from ..errors import GateError
 from .agreement import SampleStatus, agreement, format_agreement, statuses
-from .episodes import episode_view
-from .review import SHOW, SHOW_HELP, Filter, answer_diff, answer_span, answer_text, bucket_help, segments, step
+from .codeview import code_view
+from .review import SHOW, SHOW_HELP, Filter, answer_diff, answer_span, answer_text, bucket_help, plain, segments, step
 from .store import CLASSES, LABELS, StaleReward, Store, reward_fingerprint
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ def templates() -> Environment:
         finalize=lambda value: "" if value is None else value,
     )
     env.filters["score"] = score_text
+    env.filters["plain"] = plain  # program text and output: invisible characters drawn as markers
     return env
 
 
@@ -136,6 +137,7 @@ class ReviewApp:
         self.token = token or secrets.token_urlsafe(24)
         self.allowed_hosts = allowed_hosts
         meta = store.meta()
+        self.meta = meta
         self.correctness_term = meta.get("correctness_term", "")
         self.answer_column = meta.get("answer_column", "answer")
         self.weights = {t["name"]: t.get("weight") for t in meta.get("terms", [])}
@@ -237,7 +239,7 @@ class ReviewApp:
             "prompt": segments(s.prompt, None),
             "completion": segments(s.completion, answer_span(s.verdicts, self.correctness_term)),
             "expected": expected,
-            "episode": episode_view(s.row),  # an episode task: each turn, call and result (gate.episodes)
+            "code": code_view(s.verdicts, s.row, self.meta),  # a code sample: its tests instead (gate.codeview)
             "answer_diff": AnswerDiff.of(expected, given, judged),
             "weights": self.weights,
             "disagreement": open_label,  # the open verdict "accept as is" would keep
