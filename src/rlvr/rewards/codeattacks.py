@@ -318,6 +318,18 @@ ATTACKS: tuple[Attack, ...] = (
         "                return v\n        f = f.f_back\n    return 0\n",
         "expected = 987654\nassert add(2, 3) == expected\n",
     ),
+    # Issue 24: forms that once ended the judging early, the program's own math, exit in a call.
+    Attack(
+        "assert_after_an_if",
+        "def add(a, b):\n    return 5 if a == 2 else 0\n",
+        "assert add(2, 3) == 5\nif add(2, 3) == 5:\n    pass\nassert add(10, 5) == 15\n",
+    ),
+    Attack(
+        "math_patched_test_without_import",
+        "import math\nmath.isclose = lambda *a, **k: True\ndef add(a, b):\n    return 0.0\n",
+        "assert math.isclose(add(0.1, 0.2), 0.3)\n",
+    ),
+    Attack("exit_inside_a_call", "def add(a, b):\n    exit()\n", ADD_TESTS, must_be_wrong=True),
     # Outcome classes a wrong program picks for itself (issue class 6): must score wrong.
     Attack("raise_memory_error", "def add(a, b):\n    raise MemoryError\n", ADD_TESTS, must_be_wrong=True),
     Attack("exit_code_71", "import os\ndef add(a, b):\n    os._exit(71)\n", ADD_TESTS, must_be_wrong=True),

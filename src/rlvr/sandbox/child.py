@@ -231,8 +231,8 @@ def script() -> int:
         exec(compile(source, "<solution>", "exec"), module.__dict__)  # noqa: S102 - inside the sandbox
     except SystemExit as exc:
         status = exit_status(exc)
-    except BaseException:  # noqa: BLE001 - the traceback goes to stderr, as python would print it
-        traceback.print_exc()
+    except BaseException as exc:  # noqa: BLE001 - the traceback goes to stderr, as python would print it
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
         status = 1
     try:
         import atexit

@@ -37,6 +37,7 @@ from __future__ import annotations
 import _sitebuiltins
 import builtins
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -533,6 +534,10 @@ def main() -> None:
         else "unavailable: a plain directory per sample (no mount namespace)"
     )
     layers["python"] = f"{sys.executable} {sys.version.split()[0]}"
+    # Everything the worker holds now is shared with every child: keep the collector off it, so
+    # a child's collections do not touch (and copy) those pages.
+    gc.collect()
+    gc.freeze()
     write_frame(b"H", json.dumps({"hello": layers, "pid": os.getpid()}).encode())
     seq = 0
     while True:
