@@ -335,6 +335,7 @@ def main() -> None:
         py_items = items[:: max(1, len(items) // args.pytest_samples)][: args.pytest_samples]
         secs, ok, cpu = run_pytest(py_items, args.workers)
         rates["pytest"] = len(py_items) / secs
+        cpu_per = {"pytest": cpu / len(py_items)}
         print(
             f"{name:<10} {'pytest':<8} {len(py_items):>7} {ok:>7} {secs:>8.2f} {rates['pytest']:>10.1f} "
             f"{cpu / len(py_items) * 1000:>14.2f}"
@@ -357,6 +358,7 @@ def main() -> None:
                 best_cpu[label] = min(best_cpu.get(label, cpu), cpu)
         for label in ("minimal", "bare", "ours"):
             rates[label] = len(items) / best[label]
+            cpu_per[label] = best_cpu[label] / len(items)
             print(
                 f"{name:<10} {label:<8} {len(items):>7} {passed[label]:>7} {best[label]:>8.2f} "
                 f"{rates[label]:>10.1f} {best_cpu[label] / len(items) * 1000:>14.2f}"
@@ -369,7 +371,12 @@ def main() -> None:
         print(
             f"{name:<10} ratio   ours/minimal = {rates['ours'] / rates['minimal']:.2f}x (target >= 0.5x)   "
             f"ours/pytest = {rates['ours'] / rates['pytest']:.1f}x (target >= 25x)   "
-            f"ours/bare = {rates['ours'] / rates['bare']:.2f}x\n"
+            f"ours/bare = {rates['ours'] / rates['bare']:.2f}x"
+        )
+        print(
+            f"{name:<10} by CPU  ours/minimal = {cpu_per['minimal'] / cpu_per['ours']:.2f}x   "
+            f"ours/pytest = {cpu_per['pytest'] / cpu_per['ours']:.1f}x   "
+            f"ours/bare = {cpu_per['bare'] / cpu_per['ours']:.2f}x   (CPU per sample: steadier under load)\n"
         )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     ours.close()
