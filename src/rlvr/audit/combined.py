@@ -7,7 +7,9 @@ audit scores, on each sampled prompt, correct completions that a shaping term ma
 bare answer span; the span followed by a sentence; the span without the think block the format
 asks for) against wrong completions of the *same length in characters* (the wrong answer in a
 well-formed span, padded with reasoning text before the span), with every term, and compares the
-weighted totals. A wrong completion above a correct one is a task-level problem; a tie is a note.
+weighted totals, on the prompts where the success term itself scores the correct answer above the
+wrong one (where it does not, the per-term audit says so). A wrong completion above a correct one
+is a task-level problem; a tie is a note.
 The weights are also read directly (``rlvr.rewards.ranking.weighting_check``).
 
 Approximation: "same length" is the same number of characters; token counts of the two may
@@ -88,6 +90,13 @@ def combined_problems(
         wrong_total = reward_set.total(scored[2 * k + 1])
         if right_total is None or wrong_total is None:
             continue
+        if success in reward_set.names:
+            # Only where the success term itself tells them apart: a term that accepts the wrong
+            # answer is the per-term audit's finding, not the weights'.
+            own_right = scored[2 * k].verdicts[success].score or 0.0
+            own_wrong = scored[2 * k + 1].verdicts[success].score or 0.0
+            if own_right <= own_wrong + EPS:
+                continue
         margin = wrong_total - right_total
         if margin > EPS and (worst is None or margin > worst[0]):
             terms = ", ".join(
