@@ -299,9 +299,11 @@ def format_plan(plan: Plan) -> str:
     lines += [f"  note: {n}" for n in plan.launch.notes]
     if plan.duration is not None:
         d = plan.duration
+        # Significant digits, not fixed decimals: a 135 M model's step is milliseconds on a GPU
+        # ("0.0 s = 0.00 h" said nothing).
         lines.append(
-            f"duration (rough): {d.steps} steps x {d.seconds_per_step:.1f} s = {d.hours:.2f} h, "
-            f"{d.gpu_hours:.1f} GPU-hours; {d.basis}"
+            f"duration (rough): {d.steps} steps x {d.seconds_per_step:.2g} s = {d.hours * 60:.3g} min, "
+            f"{d.gpu_hours:.2g} GPU-hours; {d.basis}"
         )
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
