@@ -12,6 +12,13 @@ Both verifiers get the same (gold, prediction) pairs:
   fractions and decimals, radicals, multiples of pi, factored vs expanded polynomials,
   intervals, tuples, sets, scientific notation, powers, equations), half equivalent and half
   perturbed, labelled by construction;
+- ``long``: 440 long chain-of-thought completions as reasoning models write them (paragraphs,
+  display math, second thoughts, intermediate boxes inside ``<think>``, the final box after
+  ``</think>``; 2,600-11,800 characters), written by ``tests/data/math/make_long.py`` (seed 25) and
+  labelled by construction: rlvr reads the last box after ``</think>``, math-verify parses the
+  whole completion as its README shows; CPU seconds of both and the ratio;
+- ``outside``: math-verify's and MARIO_EVAL's own labelled pairs (``tests/data/math/outside.jsonl``),
+  agreement on the rows where both sides are answers;
 - ``labelled``: a hand-written subset with the label a careful grader would give, including the
   adversarial cases from issue 3 (1/2^99 vs 1/2^98, 1 - 1/e vs 1 + 1/e, "= 0" equations,
   4\\sqrt(2) vs 4, hedges, power towers, a ground truth that does not parse).
@@ -40,7 +47,85 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "math" / "corpus.tsv"
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "math"
+CORPUS = DATA / "corpus.tsv"
+
+
+def load_long() -> list[dict[str, object]]:
+    """The long completions, generated in memory by ``tests/data/math/make_long.py``."""
+    import contextlib
+    import io
+    import json
+    import runpy
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(DATA / "make_long.py"), run_name="__main__")
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def load_outside() -> list[tuple[str, str, bool]]:
+    """(gold, prediction, equal?) of the outside suite's ``form`` rows, each side's box taken."""
+    import json
+
+    from rlvr.rewards import AnswerFormat, extract
+
+    def span(text: str) -> str:
+        ex = extract(text, AnswerFormat(style="boxed")) if "\\boxed" in text else None
+        return text if ex is None or not ex.ok or ex.answer is None else ex.answer
+
+    rows = [json.loads(line) for line in (DATA / "outside.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [(span(r["gold"]), span(r["pred"]), r["label"] == "equal") for r in rows if r["kind"] == "form"]
+
+
+def long_cpu(rows: list[dict[str, object]], which: str) -> tuple[list[bool | None], float]:
+    """Verdicts and CPU seconds on the long completions: rlvr's extraction and comparison in this
+    process (what its verifier and worker do, without the pipe), or math-verify's parse+verify of
+    the whole completion."""
+    out: list[bool | None] = []
+    if which == "rlvr":
+        from rlvr.rewards import AnswerFormat, extract
+        from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, warm
+        from rlvr.rewards.math.text import clean
+
+        warm()
+        _clear_caches()
+        clean.cache_clear()
+        fmt, policy = AnswerFormat(style="boxed", think="prefilled", boxed="last"), MathPolicy()
+        start = time.process_time()
+        for r in rows:
+            ex = extract(str(r["completion"]), fmt)
+            if not ex.ok or ex.answer is None:
+                out.append(None)
+                continue
+            fast = fast_compare(str(r["gold"]), ex.answer, policy)
+            out.append(fast if fast is not None else compare_texts(str(r["gold"]), ex.answer, policy)[0] == "equal")
+        return out, time.process_time() - start
+    _off_path()
+    from math_verify import parse, verify
+
+    verify(parse("$1$"), parse("$1$"))
+    start = time.process_time()
+    for r in rows:
+        try:
+            out.append(bool(verify(parse(f"${r['gold']}$"), parse(str(r["completion"])))))
+        except Exception:  # noqa: BLE001
+            out.append(None)
+    return out, time.process_time() - start
+
+
+def _clear_caches() -> None:
+    from rlvr.rewards.math.core import parse_answer, parse_scalar
+
+    parse_answer.cache_clear()  # cold, like math-verify's runs: every text is new to it
+    parse_scalar.cache_clear()
+
+
+def _off_path() -> None:
+    # This file is named math_verify.py too: take its folder off the path to import the package.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    sys.modules.pop("math_verify", None)
 
 
 def load_corpus(path: Path = CORPUS) -> list[tuple[str, str, str, bool]]:
@@ -246,11 +331,10 @@ def run_ours(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], flo
 def cpu_ours(pairs: list[tuple[str, str, bool]]) -> float:
     """CPU seconds of rlvr's comparison work for ``pairs``, run in this process (what its worker
     does, without the pipe): steadier than wall time on a shared machine."""
-    from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, parse_answer, parse_scalar, warm
+    from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, warm
 
     warm()
-    parse_answer.cache_clear()  # cold, like math-verify's runs: every text is new to it
-    parse_scalar.cache_clear()
+    _clear_caches()
     policy = MathPolicy()
     start = time.process_time()
     for g, p, _ in pairs:
@@ -260,10 +344,7 @@ def cpu_ours(pairs: list[tuple[str, str, bool]]) -> float:
 
 
 def run_math_verify(pairs: list[tuple[str, str, bool]]) -> tuple[list[bool | None], float]:
-    # This file is named math_verify.py too: take its folder off the path to import the package.
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    sys.modules.pop("math_verify", None)
+    _off_path()
     from math_verify import parse, verify
 
     verify(parse("$1$"), parse("$1$"))  # warm the grammar
@@ -370,6 +451,33 @@ def main() -> int:
                 f"CPU ratio {mv_gen / gen_cpu:.1f}x generated, {mv_cor / cor_cpu:.1f}x corpus"
             )
         print(line)
+    long_rows = load_long()
+    chars = sorted(len(str(r["completion"])) for r in long_rows)
+    print(
+        f"\nlong completions: {len(long_rows)} ({chars[0]}-{chars[-1]} characters, median {chars[len(chars) // 2]}),"
+        f" {sum(bool(r['label']) for r in long_rows)} correct by construction"
+    )
+    long_labels = [("", "", bool(r["label"])) for r in long_rows]
+    long_cpu_s: dict[str, float] = {}
+    for name in ("rlvr", "math-verify"):
+        if args.only and name != args.only:
+            continue
+        got, cpu = long_cpu(long_rows, name)
+        long_cpu_s[name] = cpu
+        a, fp, fn_, err = agreement(got, long_labels)
+        print(f"  {name:<12} CPU {cpu:6.2f} s  agree {a}/{len(long_rows)}  FP {fp}  FN {fn_}  undecided {err}")
+    if len(long_cpu_s) == 2:
+        print(
+            f"  CPU ratio math-verify / rlvr on long completions: {long_cpu_s['math-verify'] / long_cpu_s['rlvr']:.1f}x"
+        )
+    outside = load_outside()
+    print(f"\noutside suite (math-verify's and MARIO_EVAL's labelled pairs, {len(outside)} answer-form rows):")
+    for name, fn in (("rlvr", run_ours), ("math-verify", run_math_verify)):
+        if args.only and name != args.only:
+            continue
+        got, _ = fn(outside)
+        a, fp, fn_, err = agreement(got, outside)
+        print(f"  {name:<12} agree {a}/{len(outside)} ({a / len(outside):.3f})  FP {fp}  FN {fn_}  undecided {err}")
     print("\nper form on the corpus (agree/n, false positives, false negatives, undecided):")
     per_form(corpus, corpus_results)
     for name, _, _, lab, _, _ in rows:

@@ -35,6 +35,8 @@ def test_a_unit_without_text_is_a_unit():
 def test_a_glued_short_unit_stays_a_product_and_another_unit_stays_another():
     check([("10cm", "10"), ("10m", "10"), ("10weeks", "10days"), ("10 cm^2", "10 m^2"), ("10weeks", "11")], "unequal")
     assert plain_unit("10cm") is None and plain_unit("10abcd") is None
+    check([("6x^3", "6 x^{3}")], "equal")  # an expression, not 6 with a unit
+    check([("6", "6 x^{3}"), ("6", "6 m^{2}")], "unequal")
 
 
 def test_degrees_inside_a_trigonometric_function_are_radians_times_pi_over_180():

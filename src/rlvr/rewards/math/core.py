@@ -464,3 +464,4 @@ def warm() -> None:
     """Import sympy and the LaTeX grammar and parse once, so the first real call is fast."""
     compare_texts("\\frac{1}{2}", "0.5", MathPolicy())
     compare_texts("x^2", "x \\cdot x", MathPolicy())
+    compare_texts("\\sin x", "\\sin(x)", MathPolicy())  # loads the grammar (latex2sympy2_extended)

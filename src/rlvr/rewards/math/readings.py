@@ -10,7 +10,8 @@ at ``MAX_ANSWER_CHARS``. Each rule is written next to the near miss that must st
 - ``1 1/2`` is one and a half (a mixed number: a whole number, a space, a proper fraction);
   ``2 3/2`` is not a mixed number and is left alone.
 - ``10weeks`` and ``10 cm^2`` carry a unit without ``\\text``: a known unit word, glued or not, or
-  any word after a space. ``10cm`` and ``10m`` stay products (a short unit needs its space).
+  any word after a space; with an exponent only a known unit (``6 x^{3}`` is an expression).
+  ``10cm`` and ``10m`` stay products (a short unit needs its space).
 - ``08:34 \\text{P.M.}`` is ``20:34``; a time without a.m./p.m. is a 24-hour time.
 - ``1,22`` and ``0,111`` are decimals with a comma when the other side is a decimal with a point
   and the comma cannot be a thousands separator (not three digits after it, or a leading 0);
@@ -79,7 +80,10 @@ _UNIT_WORDS = (
     r"|students?|apples?|books?|cookies?|marbles?|pages?|points?|steps?"
 )
 _GLUED_UNIT = re.compile(rf"^([-+]?\d[\d,]*(?:\.\d+)?)((?:square\s+)?(?:{_UNIT_WORDS}))$", re.I)
-_SPACED_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+([A-Za-z][A-Za-z ]*\.?(?:\s*\^\s*\{?\d\}?)?)$")
+_SPACED_UNIT = re.compile(
+    r"^([-+]?\d[\d,]*(?:\.\d+)?)\s+([A-Za-z][A-Za-z ]*\.?"
+    r"|(?:square\s+|cubic\s+)?(?:[cmk]m|in|ft|yd|mi|units?|meters?|metres?|feet|inch(?:es)?)\s*\^\s*\{?[23]\}?)$"
+)  # a squared unit must be one: 6 x^{3} is an expression
 
 
 _CLOCK_MERIDIEM = re.compile(r"^(\d{1,2}:\d{2}(?::\d{2})?)\s*([AaPp]\.?\s*[Mm]\.?)$")

@@ -20,6 +20,9 @@ def imaginary(s: str) -> bool:
     return bool(_IMAGINARY.search(s)) and not _BOUND_I.search(s)
 
 
+_INFINITY = re.compile(r"^\s*([+-]?)\s*\\infty\s*$")
+
+
 @lru_cache(maxsize=8192)
 def parse_scalar(s: str) -> Any:
     """A scalar's value: a ``Fraction`` or a sympy object. Cached: ground truths repeat."""
@@ -29,6 +32,11 @@ def parse_scalar(s: str) -> Any:
     from . import fast as mathfast
 
     latex = to_latex(s)
+    inf = _INFINITY.match(latex)
+    if inf:  # an interval's open end: as the grammar reads it, without the grammar
+        import sympy
+
+        return -sympy.oo if inf.group(1) == "-" else sympy.oo
     imag = imaginary(latex)
     value = mathfast.parse(latex, imaginary=imag)  # the common subset, 50x faster than the grammar
     if value is not None:

@@ -54,6 +54,8 @@ def _exactly_equal(a: Any, b: Any) -> bool:
     import sympy
     from sympy.core.evalf import PrecisionExhausted
 
+    if sympy.expand(a - b) == 0:  # (1+2i)^2 and -3+4i: cheaper than telling a zero apart numerically
+        return True
     try:
         d = sympy.N(a - b, 15, maxn=EXACT_DIGITS, strict=True)
     except PrecisionExhausted:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import lru_cache
 
 from ..invisible import strip_invisible
 from . import forms, readings
@@ -52,7 +53,10 @@ _REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
 CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
+@lru_cache(maxsize=8192)
 def clean(text: str, decimal_comma: bool = False) -> Cleaned:
+    """The answer text before any math (see ``math.core``, step 1). Cached: a comparison cleans
+    the same texts many times."""
     s = text.strip()
     if not s.isascii():
         s = strip_invisible(s)  # what a reader sees: a zero-width space inside "1​0" is not there
