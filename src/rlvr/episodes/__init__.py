@@ -1,8 +1,9 @@
 """Episodes: tasks whose model calls tools over several turns before it answers.
 
 A task's ``environment:`` section (``spec``) declares the tools -- built-ins (``calculator``,
-``search`` over a JSONL collection) or functions in the task folder, each with a JSON schema read
-from its signature and docstring (``tools``) -- and the episode's limits.
+``search`` over a JSONL collection, ``python`` in rlvr's sandbox) or functions in the task
+folder, each with a JSON schema read from its signature and docstring (``tools``) -- and the
+episode's limits.
 ``runner.EpisodeRunner`` plays episodes with any sampler, the way TRL's tool loop does (probe,
 gate, audit, serve); ``training.trainer_setup`` hands the same tools to
 ``GRPOTrainer(environment_factory=...)``. ``scoring.EpisodeRewards`` scores an episode: the task's

@@ -43,7 +43,7 @@ KEYS = {
 }
 TOOL_ERRORS = ("message", "brief", "end")
 EPISODE_TERMS = ("valid_calls", "required_tools", "call_budget")
-BUILTIN_TOOLS = ("calculator", "search")
+BUILTIN_TOOLS = ("calculator", "python", "search")
 
 __all__ = ["BUILTIN_TOOLS", "EPISODE_TERMS", "EnvironmentSpec", "build_toolbox", "read_environment"]
 
@@ -185,6 +185,10 @@ def _builtin(ref: str, spec: EnvironmentSpec, source: str) -> Callable[..., Any]
             raise ValueError("search needs environment.documents: a JSONL collection in the task folder")
         path = Path(spec.documents)
         return search_tool(read_collection(path if path.is_absolute() else spec.root / path))
+    if ref == "python":
+        from .pytool import python_tool
+
+        return python_tool(spec.timeout)
     raise ValueError(f"unknown built-in tool {ref!r}")
 
 

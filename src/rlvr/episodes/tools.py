@@ -151,7 +151,7 @@ class ToolBox:
 
         thread = threading.Thread(target=run, name=f"rlvr-tool-{tool.name}", daemon=True)
         thread.start()
-        thread.join(self.timeout)
+        thread.join(self.timeout + float(getattr(tool.function, "grace_seconds", 0.0)))
         if thread.is_alive():
             return ToolResult(error=f"{tool.name} timed out after {self.timeout:g} s", kind="timeout")
         if "error" in box:
