@@ -310,3 +310,12 @@ def test_the_plain_oracle_needs_the_whole_test_file_to_run() -> None:
     assert plain_tests("assert 1 == 1\n")[0] == "pass"
     assert plain_tests("assert 1 == 2\n")[0] == "fail"
     assert plain_tests("exit()\nassert 1 == 2\n")[0] == "fail"  # exit code 0, but the asserts never ran
+
+
+@pytest.mark.slow
+def test_every_reference_passes_under_plain_cpython() -> None:
+    """The data's own claim (tests/data/mbpp/README.md): plain CPython passes every reference."""
+    he = [_humaneval_program(r, r["canonical_solution"]) for r in humaneval(None)]
+    mb = [_mbpp_program(r, r["code"]) for r in mbpp(None)]
+    results = plain_all(he + mb)
+    assert [i for i, (r, _) in enumerate(results) if r != "pass"] == []
