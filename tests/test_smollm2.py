@@ -158,3 +158,37 @@ def test_real_model_demo_lifts_held_out_accuracy_by_at_least_20_points(tmp_path:
     stages = run_demo(tmp_path / "demo", model="smollm2", say=lambda _: None, progress=False)
     assert stages[0].route == "sft" and stages[-1].name == "after GRPO"
     assert stages[-1].accuracy - stages[-2].accuracy >= 0.20
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_whole_workflow_on_smollm2_in_chat_format(tmp_path: Path) -> None:
+    from rlvr.audit import gate_audit
+    from rlvr.demo.chat import write_chat_task
+    from rlvr.demo.reference import reference_checker
+    from rlvr.gate import reference_gate
+    from rlvr.task import load_task
+
+    path = write_chat_task(tmp_path / "task", eval_rows=20)
+    assert main(["task", "check", str(path)]) == 0
+    probe = tmp_path / "probe"
+    assert main(["probe", str(path), "--out", str(probe), "--no-progress", "--backend", "transformers"]) == 0
+    assert json.loads((probe / "report.json").read_text())["route"] == "sft"  # prose, no tags
+    sft = tmp_path / "sft"
+    args = ["sft", str(path), "--out", str(sft), "--max-steps", "6", "--no-progress"]
+    assert main([*args, "--target-pass-rate", "0.3", "--dev-size", "20"]) == 0
+    task = load_task(path)
+    gate = reference_gate(task, model=str(sft), out_dir=tmp_path / "gate", checker=reference_checker, audit=gate_audit)
+    assert main(["audit", str(path)]) == 0
+    plan = tmp_path / "plan.yaml"
+    assert main(["plan", str(path), "--gpus", "1", "--model", str(sft), "--out", str(plan)]) == 0
+    assert "RLVR_STOP_ZERO_STD_STEPS" in plan.read_text() and "dynamic sampling: off" in plan.read_text()
+    for peft, steps in (("lora", "2"), ("none", "1")):
+        run = tmp_path / f"run-{peft}"
+        train = ["train", str(path), "--model", str(sft), "--run-dir", str(run), "--gate", str(gate)]
+        assert main([*train, "--max-steps", steps, "--peft", peft, "--eval-every", "1", "--no-progress"]) == 0
+        metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+        assert any("eval/accuracy" in m for m in metrics)
+    assert main(["doctor", str(tmp_path / "run-lora")]) in (0, 1)
+    assert main(["report", str(tmp_path / "run-lora"), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "report.html").exists()

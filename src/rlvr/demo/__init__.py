@@ -73,6 +73,9 @@ class DemoModel:
     what: str = ""
     sft_check_every: int = 25  # SFT steps between dev checks
     sft_dev_size: int | None = None  # None: rlvr sft's default
+    # The run's own held-out evals (None: the task's eval.every). 0 for SmolLM2: the demo measures
+    # the same held-out set before and after GRPO itself, and each eval costs as much as ~3 steps.
+    train_eval_every: int | None = None
 
 
 # Sizes measured on a shared 2-core CPU (README, docs/models.md): the tiny model needs thousands
@@ -88,6 +91,7 @@ DEMOS: dict[str, DemoModel] = {
         what="SmolLM2-135M-Instruct on two-digit addition in chat",
         sft_check_every=2,
         sft_dev_size=40,
+        train_eval_every=0,
     ),
 }
 
@@ -230,6 +234,7 @@ def run_demo(
             gate_path=Path(gate_path),
             progress=progress,
             peft=demo.peft,
+            eval_every=demo.train_eval_every,
         ),
     )
     say(f"    {run.steps} steps in {run.seconds:.0f} s; run directory {run.run_dir}")
