@@ -115,6 +115,13 @@ def test_the_tutorial_has_every_step_of_the_workflow() -> None:
 def test_the_tutorial_steps_that_load_no_weights_run_as_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import shutil
+
+    from rlvr.models import resolve_model
+
+    # The plan step plans for the SFT model (the one the gate is signed on): a copy of the
+    # untrained built-in stands in for it, so no training runs here.
+    shutil.copytree(resolve_model("builtin:tiny"), tmp_path / "runs" / "mytask-sft")
     ran = []
     for step in tutorial_steps():
         if any(step.command.startswith(f"rlvr {f}") for f in FAST):

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             dev_size=args.dev_size,
             overrides=overrides,
             progress=not args.no_progress,
+            say=print,  # the split is part of the command's report (stdout); progress and warnings go to stderr
         ),
     )
     rate = f"; dev pass rate {res.dev_pass_rate:.1%} on {res.n_dev} rows" if res.dev_pass_rate is not None else ""

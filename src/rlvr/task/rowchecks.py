@@ -224,12 +224,18 @@ def _prompt(task: Task, row: Mapping[str, Any]) -> str:
         return ""
 
 
+WRONG_TEXT = "rlvr-wrong-answer"
+
+
 def _wrong(gold: str) -> str:
-    """An answer that is not ``gold``: the number after it, or the text with a digit added."""
+    """An answer far from ``gold``: a number of another sign and size (a tolerance of any sensible
+    width refuses it), or a fixed text that does not contain the gold."""
     try:
-        return str(int(gold.strip()) + 1)
+        value = float(gold.strip())
     except ValueError:
-        return f"{gold}0" if gold.strip() else "0"
+        return WRONG_TEXT if gold.strip() not in WRONG_TEXT else "0"
+    far = -(abs(value) * 7 + 1000003)
+    return str(int(far)) if float(far).is_integer() and "." not in gold else repr(far)
 
 
 def custom_term_problems(task: Task) -> list[Problem]:
