@@ -6,6 +6,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from rlvr.probe import run_probe
 from rlvr.task import load_task
 from support.fakes import FakeSampler
@@ -60,3 +62,13 @@ def test_episode_lines_round_trip(tmp_path: Path) -> None:
     write_episodes(tmp_path, [ep], [True])
     ((back, line),) = read_episodes(tmp_path)
     assert back == ep and line["success"] is True
+
+
+def test_rlvr_probe_prints_how_the_episodes_went(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlvr.cli.main import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "tool-search"
+    args = ["probe", str(example), "--out", str(tmp_path / "p"), "-k", "2", "--max-prompts", "2", "--no-progress"]
+    main(args)
+    out = capsys.readouterr().out
+    assert "episodes: 4, success" in out and "of episodes cut off" in out

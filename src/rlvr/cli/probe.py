@@ -96,4 +96,13 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     print(json.dumps(report.to_json(), indent=2) if args.json else format_report(report))
+    from pathlib import Path
+
+    from ..probe.episodes import SUMMARY_NAME
+
+    summary = Path(report.out_dir) / SUMMARY_NAME
+    if not args.json and summary.exists():  # an episode task: how the episodes went (probe.episodes)
+        from ..probe.episodes import EpisodeSummary
+
+        print("\n".join(EpisodeSummary(**json.loads(summary.read_text())).lines()))
     return 1 if report.route == "fix-verifier" else 0
