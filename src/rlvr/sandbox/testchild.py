@@ -323,33 +323,41 @@ def show(x: Any) -> str:
 
 
 class Reporter:
-    """Writes the assert records on the result pipe."""
+    """Writes the assert records on the result pipe. A failure is written the moment it is
+    decided (it is final); passes, which decide nothing on their own, are written with the next
+    failure, every 64, or with the end record: one write instead of one per assert."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.sent = 0
         self.passed = 0
         self.failed = 0
+        self.pending: list[dict[str, Any]] = []
 
     def put(self, rec: dict[str, Any]) -> None:
-        wire.send(self.fd, rec)
+        self.pending.append(rec)
+        wire.send_many(self.fd, self.pending)
+        self.pending = []
 
     def result(
         self, at: list[int], ok: bool, got: Any = None, want: Any = None, exc: BaseException | None = None
     ) -> None:
         if ok:
             self.passed += 1
-            if self.sent >= MAX_PASS_RECORDS:
-                return
-            rec: dict[str, Any] = {"at": at, "ok": True}
+            if self.sent < MAX_PASS_RECORDS:
+                self.sent += 1
+                self.pending.append({"at": at, "ok": True})
+                if len(self.pending) >= 64:
+                    wire.send_many(self.fd, self.pending)
+                    self.pending = []
+            return
+        self.failed += 1
+        rec: dict[str, Any] = {"at": at, "ok": False}
+        if exc is not None:
+            rec["exc"] = describe_exc(exc)
+            rec["mem"] = isinstance(exc, MemoryError)
         else:
-            self.failed += 1
-            rec = {"at": at, "ok": False}
-            if exc is not None:
-                rec["exc"] = describe_exc(exc)
-                rec["mem"] = isinstance(exc, MemoryError)
-            else:
-                rec["got"], rec["want"] = show(got), show(want)
+            rec["got"], rec["want"] = show(got), show(want)
         self.sent += 1
         self.put(rec)
 
@@ -365,8 +373,26 @@ def describe_exc(exc: BaseException) -> str:
 REPORT: Reporter | None = None
 
 
+TOLERANCE = 0.0  # the task's float_tolerance: == and != in an assert accept floats this close
+
+
+def close(a: Any, b: Any) -> bool:
+    """``a == b``, with floats compared within ``TOLERANCE`` (through lists, tuples and dicts)."""
+    if isinstance(a, float) or isinstance(b, float):
+        if type(a) in (int, float) and type(b) in (int, float):
+            return bool(a == b or abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b)))
+    if type(a) in (list, tuple) and type(b) is type(a) and len(a) == len(b):
+        return all(close(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is dict and type(b) is dict and a.keys() == b.keys():
+        return all(close(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
 def _rlvr_cmp(at: list[int], left: Any, right: Any, op: str) -> bool:
-    ok = bool(_CMP_FN[op](left, right))
+    if TOLERANCE and op in ("==", "!="):
+        ok = close(left, right) == (op == "==")
+    else:
+        ok = bool(_CMP_FN[op](left, right))
     assert REPORT is not None
     REPORT.result(at, ok, left, right)
     return ok
@@ -404,6 +430,8 @@ class Instrument(ast.NodeTransformer):
             return ast.List([ast.Constant(node.lineno), ast.Constant(node.col_offset)], ast.Load())
 
         t = node.test
+        if TOLERANCE:
+            t = Tolerant().visit(t)
         if isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _CMP:
             check = _call("_rlvr_cmp", [at(), t.left, t.comparators[0], ast.Constant(_CMP[type(t.ops[0])])])
         else:
@@ -422,6 +450,20 @@ class Instrument(ast.NodeTransformer):
         for n in out:
             ast.copy_location(n, node)
         return out
+
+
+class Tolerant(ast.NodeTransformer):
+    """With a float tolerance, every ``a == b`` / ``a != b`` inside an assert uses ``close``."""
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        self.generic_visit(node)
+        if len(node.ops) == 1 and type(node.ops[0]) in (ast.Eq, ast.NotEq):
+            return _call("_rlvr_eq", [node.left, node.comparators[0], ast.Constant(_CMP[type(node.ops[0])])])
+        return node
+
+
+def _rlvr_eq(left: Any, right: Any, op: str) -> bool:
+    return close(left, right) == (op == "==")
 
 
 def _call(name: str, args: list[ast.expr]) -> ast.Call:
@@ -461,6 +503,7 @@ def run(job: dict[str, Any], link: Link, report: Reporter) -> dict[str, Any]:
         "_rlvr_cmp": _rlvr_cmp,
         "_rlvr_truth": _rlvr_truth,
         "_rlvr_raised": _rlvr_raised,
+        "_rlvr_eq": _rlvr_eq,
     }
     try:
         ans = link.ask(["load", job["code"]])
@@ -487,8 +530,9 @@ def run(job: dict[str, Any], link: Link, report: Reporter) -> dict[str, Any]:
 
 def main(job_fd: int = 3, req_fd: int = 4, ans_fd: int = 5, res_fd: int = 6) -> None:
     """Read the job, run it, report; the worker ends the session when fd 6 closes."""
-    global LINK, REPORT
+    global LINK, REPORT, TOLERANCE
     job = wire.recv(job_fd, 1 << 30)
+    TOLERANCE = float(job.get("tol") or 0.0)
     LINK = Link(req_fd, ans_fd)
     REPORT = Reporter(res_fd)
     end = run(job, LINK, REPORT)

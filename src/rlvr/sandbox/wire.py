@@ -200,6 +200,17 @@ def send(fd: int, msg: Any) -> None:
         view = view[os.write(fd, view) :]
 
 
+def send_many(fd: int, msgs: list[Any]) -> None:
+    """Several frames on ``fd`` in one write."""
+    parts = []
+    for msg in msgs:
+        data = json.dumps(msg, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        parts.append(struct.pack(">I", len(data)) + data)
+    view = memoryview(b"".join(parts))
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def read_exact(fd: int, n: int) -> bytes | None:
     """Exactly ``n`` bytes, or None at end of file."""
     chunks = []
