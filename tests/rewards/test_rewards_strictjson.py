@@ -135,3 +135,16 @@ def test_the_schema_a_term_declares_is_the_one_written_not_the_exact_copy():
     declared = v.reads().schema
     assert declared is not None and json.dumps(declared)
     assert declared["properties"]["x"]["const"] == 0.5 and declared["additionalProperties"] is False
+
+
+def test_rlvr_score_scores_a_file_with_an_over_long_structured_argument(tmp_path):
+    from rlvr.rewards.scoring import score_file
+
+    rows = [
+        {"completion": _message('{"x": 1}'), "tool_call": {"name": "put", "arguments": {"x": 1}}},
+        {"completion": _message('{"x": 1%s}' % ("0" * 5000)), "tool_call": {"name": "put", "arguments": {"x": 1}}},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = score_file(src, RewardSet([Term("call", tool())]), out=tmp_path / "out.jsonl")
+    assert summary.counts["call"] == {"correct": 1, "wrong": 1}
