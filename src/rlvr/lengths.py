@@ -88,6 +88,7 @@ class LengthReport:
     think: str = "none"
     prompt_opens_think: bool | None = None  # the rendered prompt ends with <think> (None: not measured)
     training_prompt_differs: bool = False  # grpo.chat_template_kwargs renders another prompt for TRL only
+    longest_row: int | None = None  # the train row (1-based) with the longest prompt, among those measured
 
     @property
     def overflow(self) -> bool:
@@ -107,8 +108,9 @@ class LengthReport:
         return [
             Problem(
                 where,
-                f"{self.budget} new tokens after prompts of up to {self.prompt.max} tokens exceed the "
-                f"{self.max_positions} positions of {self.model}",
+                f"{self.budget} new tokens after prompts of up to {self.prompt.max} tokens"
+                + (f" (the longest: train row {self.longest_row})" if self.longest_row else "")
+                + f" exceed the {self.max_positions} positions of {self.model}",
                 fix,
             )
         ]
@@ -254,9 +256,15 @@ def check_lengths(
         tokenizer, found = load_length_tools(model if model else task.resolve(task.model))
         positions = positions if positions is not None else found
     all_rows = list(rows) if rows is not None else task.load_split("train")
-    picked = all_rows if len(all_rows) <= MAX_ROWS else random.Random(task.seed).sample(all_rows, MAX_ROWS)
+    where = (
+        list(range(len(all_rows)))
+        if len(all_rows) <= MAX_ROWS
+        else random.Random(task.seed).sample(range(len(all_rows)), MAX_ROWS)
+    )
+    picked = [all_rows[i] for i in where]
     budget = budget if budget is not None else task.generation.max_completion_length
     prompt_lens, answer_lens = measure(task, picked, tokenizer)
+    longest = max(range(len(prompt_lens)), key=lambda i: prompt_lens[i]) if prompt_lens else None
     return LengthReport(
         model=str(model_ref),
         budget=budget,
@@ -269,6 +277,7 @@ def check_lengths(
         think=task.answer.think,
         prompt_opens_think=_opens_think(task, picked, tokenizer),
         training_prompt_differs=_training_prompt_differs(task, picked, tokenizer),
+        longest_row=where[longest] + 1 if longest is not None else None,
     )
 
 

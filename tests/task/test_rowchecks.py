@@ -167,3 +167,15 @@ def test_task_check_on_the_broken_code_task_exits_1_naming_each_row(
     assert main(["task", "check", str(code_task(tmp_path, rows))]) == 1
     err = capsys.readouterr().err
     assert "row 4: term 'tests': the reference solution in column 'solution' fails its own tests" in err
+
+
+def test_a_prompt_past_the_models_positions_names_its_row(tmp_path: Path) -> None:
+    from rlvr.lengths import check_lengths
+
+    rows = [
+        {"question": "1+1", "answer": "2"},
+        {"question": "9" * 2000, "answer": "3"},
+        {"question": "2+2", "answer": "4"},
+    ]
+    [problem] = check_lengths(load_task(make_task(tmp_path, train_rows=rows))).problems()
+    assert "(the longest: train row 2) exceed the 256 positions of builtin:tiny" in str(problem)
