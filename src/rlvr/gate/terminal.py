@@ -17,6 +17,7 @@ from typing import IO, Any
 from .agreement import SampleStatus, agreement, format_agreement, statuses
 from .codeview import code_view
 from .codeview import terminal_lines as code_lines
+from .episodes import terminal_lines
 from .review import Filter, answer_span, segments, step
 from .store import StaleReward, Store, reward_fingerprint
 
@@ -50,6 +51,7 @@ def render(
         "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
         "completion:",
         "  " + ("".join(parts) or "(empty)").replace("\n", "\n  "),
+        *terminal_lines(s.row),  # an episode task: each turn, call and result (gate.episodes)
         *(code_lines(view) if view is not None else [f"expected: {s.row.get(answer_column)}"]),
     ]
     for name, v in s.verdicts.items():
