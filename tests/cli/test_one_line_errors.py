@@ -89,6 +89,11 @@ def test_loggers_write_in_the_run_directory_under_the_tasks_name(
     assert os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / "run" / "tensorboard" / "mini")
     assert os.environ["TRACKIO_DIR"] == str(tmp_path / "run" / "trackio")
     assert logging_places("none", tmp_path, "mini") == {}
+    logging_places("tensorboard", tmp_path / "second", "other")  # a second run in the same process moves it
+    assert os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / "second" / "tensorboard" / "other")
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", "/mine")  # the user's own value wins
+    logging_places("tensorboard", tmp_path, "mini")
+    assert os.environ["TENSORBOARD_LOGGING_DIR"] == "/mine"
 
 
 def test_a_full_disk_while_saving_is_one_line_and_debug_shows_the_traceback(

@@ -186,6 +186,16 @@ def report_to_problems(report_to: str | list[str], flag: str = "--report-to") ->
     return out
 
 
+_PLACED: dict[str, str] = {}  # the environment values rlvr set itself (a later run in the process moves them)
+
+
+def _place(key: str, value: str) -> None:
+    """Set ``key`` unless the user set it (a value rlvr set for an earlier run is replaced)."""
+    if key not in os.environ or os.environ[key] == _PLACED.get(key):
+        os.environ[key] = value
+        _PLACED[key] = value
+
+
 def logging_places(report_to: str | list[str], run_dir: Path, name: str) -> dict[str, Any]:
     """Where TensorBoard and trackio write, inside the run directory under the task's name (TRL's
     defaults are ``<output_dir>/runs/<date>`` and a trackio project called "huggingface" in the
@@ -193,9 +203,9 @@ def logging_places(report_to: str | list[str], run_dir: Path, name: str) -> dict
     returns the config values to add (``project`` and ``run_name``)."""
     names = report_to if isinstance(report_to, list) else [x.strip() for x in str(report_to).split(",")]
     if "tensorboard" in names:
-        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run_dir / "tensorboard" / name))
+        _place("TENSORBOARD_LOGGING_DIR", str(run_dir / "tensorboard" / name))
     if "trackio" in names:
-        os.environ.setdefault("TRACKIO_DIR", str(run_dir / "trackio"))
+        _place("TRACKIO_DIR", str(run_dir / "trackio"))
     return {"project": name, "run_name": name} if names and names != ["none"] else {}
 
 
