@@ -85,7 +85,7 @@ DEMOS: dict[str, DemoModel] = {
     "smollm2": DemoModel(
         "smollm2",
         write_chat_task,
-        40,
+        30,
         0.3,
         peft="lora",
         what="SmolLM2-135M-Instruct on two-digit addition in chat",
