@@ -1,6 +1,7 @@
 """Where a completion's JSON is: ``find_json`` (the answer span, else the one ``<tool_call>``
-block or fenced block after the think block); reading it is ``rlvr.rewards.strictjson``'s
-(``load_json`` here is that reader, for the callers that import it from this module).
+block or fenced block after the think block); reading it is ``rlvr.rewards.strictjson``'s.
+``load_json`` here is that reader with numbers as floats, for callers that hand the value to
+code (the episodes' tools); the JSON terms compare exact numbers (``strictjson.load_json``).
 
 Both patterns run on RE2 (``rlvr.rewards.patterns``): on Python's ``re`` a fence followed by
 80,000 spaces, or thousands of unclosed ``<tool_call>`` tags, cost quadratic time.
@@ -14,13 +15,22 @@ from typing import Any
 
 from .format import AnswerFormat, answer_start, extract
 from .patterns import compile_linear
-from .strictjson import MAX_DIGITS, depth, load_json
+from .strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, read_json
 
 __all__ = ["MAX_INT_DIGITS", "depth", "find_json", "load_json"]
 
 _FENCE = compile_linear(r"(?s)```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```")
 _TOOL_TAG = compile_linear(r"(?s)<tool_call>(.*?)</tool_call>")
 MAX_INT_DIGITS = MAX_DIGITS
+
+
+def load_json(text: str, max_depth: int | None = None) -> tuple[Any, str | None]:
+    """``(value, None)`` or ``(None, problem)``: the strict reader (duplicate keys, NaN, digit and
+    depth limits refused), numbers other than integers as finite floats."""
+    try:
+        return read_json(text, max_depth=MAX_DEPTH if max_depth is None else max_depth, decimals="float"), None
+    except JsonError as exc:
+        return None, f"not valid JSON: {exc}"
 
 
 def find_json(
