@@ -169,3 +169,13 @@ def test_sigint_sent_to_the_pid_stops_a_probe_started_with_sigint_ignored(tmp_pa
         proc.kill()
     stderr = proc.stderr.read() if proc.stderr else ""
     assert code == 130 and stderr.strip().splitlines()[-1] == "rlvr probe: interrupted"
+
+
+def test_sft_says_on_stdout_that_the_target_was_missed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    task = make_task(tmp_path / "task", rows=20)
+    argv = ["sft", str(task), "--out", str(tmp_path / "sft"), "--max-steps", "2", "--target-pass-rate", "1.0"]
+    assert main([*argv, "--dev-size", "4", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "SFT split: training on 16 of 20 train rows; 4 held out" in out
+    assert "SFT: 2 steps on 16 rows" in out and "(target MISSED)" in out
+    assert "rlvr sft: warning: target dev pass rate 100% not reached in 2 steps" in err

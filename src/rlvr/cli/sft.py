@@ -75,7 +75,15 @@ def run(args: argparse.Namespace) -> int:
         ),
     )
     rate = f"; dev pass rate {res.dev_pass_rate:.1%} on {res.n_dev} rows" if res.dev_pass_rate is not None else ""
-    outcome = " (target reached)" if res.stopped_early else " (target MISSED)" if res.target_missed else ""
+    outcome = (
+        " (target reached)"
+        if res.stopped_early
+        else " (target MISSED)"
+        if res.target_missed
+        else " (target reached at the last step)"
+        if args.target_pass_rate is not None
+        else ""
+    )
     print(f"SFT: {res.steps} steps on {res.n_train} rows in {res.seconds:.0f} s{rate}{outcome}")
     print(f"model: {res.out_dir}")
     return 0
