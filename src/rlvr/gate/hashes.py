@@ -33,7 +33,9 @@ LOADED_BY_PATH = {
         "rlvr.sandbox.isolation",
         "rlvr.sandbox.child",
         "rlvr.sandbox.testchild",
+        "rlvr.sandbox.proxy",
         "rlvr.sandbox.wire",
+        "rlvr.sandbox.relay",
     )
 }
 

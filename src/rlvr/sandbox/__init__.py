@@ -3,17 +3,18 @@ CPython.
 
 Shape: a ``SandboxPool`` in the trainer starts a few *fresh* worker processes (``pool.py``,
 ``worker.py``); each sample is one ``Job`` (``checks.tests_job``, ``stdio_job``, ``script_job``).
-For an assert-style sample the worker (``harness.py``) forks a *candidate child* that holds the
-program (``child.py``) and a *test child* that runs the row's test file in real CPython
-(``testchild.py``), reaching the program's objects only through a proxy: every operation is a
-request over a pipe, every answer plain data decoded strictly into fresh builtins and standard
-containers (``wire.py``), or a handle. The test child reports each assert on its own pipe the
-moment it is decided; a failed assert is final; expected values never leave it. For a
-stdin/stdout sample the worker runs the program as a script, one fresh child per input, and the
-trainer compares the raw output with a named checker (``checkers.py``). ``plans.py`` parses a
-row's tests once in the trainer; ``checks.py`` turns what came back into a ``Judgement`` with
-per-test details. ``rlvr sandbox check`` runs ``rewards/codeattacks.py``. The threat model, claim
-by claim with the tests that back it, is in ``docs/sandbox.md``.
+For an assert-style sample the worker (``harness.py``, relaying with ``relay.py``) forks a
+*candidate child* that holds the program (``child.py``) and a *test child* that runs the row's
+test file in real CPython (``testchild.py``), reaching the program's objects only through a
+proxy (``proxy.py``): every operation is a request over a pipe, every answer plain data decoded
+strictly into fresh builtins and standard containers (``wire.py``), or a handle. The test child
+reports each assert on its own pipe the moment it is decided; a failed assert is final;
+expected values never leave it. For a stdin/stdout sample the worker runs the program as a
+script, one fresh child per input, and the trainer compares the raw output with a named checker
+(``checkers.py``). ``plans.py`` parses a row's tests once in the trainer; ``checks.py`` turns
+what came back into a ``Judgement`` with per-test details. ``rlvr sandbox check`` runs
+``rewards/codeattacks.py``. The threat model, claim by claim with the tests that back it, is in
+``docs/sandbox.md``.
 
 Layers, each probed at start-up and reported (``SandboxPool.layers``; ``strict`` refuses to run
 unless all are active, otherwise the missing ones are announced once on stderr). They apply to

@@ -22,7 +22,7 @@ Lifecycle:
    a way to the test child's memory (another uid, outside its PID namespace, ptrace and
    process_vm_readv denied). For a stdin/stdout sample it forks one candidate child per input
    and runs the program as a script (``child.script``).
-3. The worker relays with ``splice`` (it never reads a job or an answer into its own memory, so
+3. The worker relays with ``splice`` (``relay.py``; it never reads a job or an answer into its own memory, so
    the next child, forked from it, cannot find one), enforces the wall-clock deadline whatever
    the children do with their pipes, decides an output cap the moment it is crossed, kills the
    children, and reports how the session ended as *it* measured it: CPU time and peak memory
@@ -41,11 +41,9 @@ import gc
 import json
 import os
 import resource
-import select
 import signal
 import struct
 import sys
-import termios
 import time
 from typing import Any, NoReturn
 
@@ -71,6 +69,7 @@ from isolation import (  # noqa: E402
     vmsize,
 )
 from probing import hidden_dirs, probe_layers, readable_paths  # noqa: E402
+from relay import discard, pump, read_exact, write_frame  # noqa: E402
 
 sys.path[:] = [p for p in sys.path if p not in (_HERE, "")]  # samples import nothing from here
 
@@ -82,48 +81,10 @@ PREIMPORT = (
     "enum numbers cmath queue threading types ast json reprlib traceback atexit"
 ).split()
 
-MAX_FRAME = 1 << 20  # one answer from the child, bytes
 MAX_OUTPUT = 4 << 20  # all answers of one sample, bytes
 SECCOMP_BPF = b""
 CHILD: Any = None  # the children's modules, imported before the host directories are hidden
 TESTCHILD: Any = None
-
-
-# -- framing with the pool: 1-byte type, 4-byte big-endian length, payload ----------------------
-# Trainer -> worker: J (session control JSON: mode, timeout, number of inputs), then D frames
-# (the test child's job, or one program-and-input per stdin/stdout case: spliced into the
-# child's pipe, never read into this process).
-# Worker -> trainer: H (hello), R (the test child's records), O / E (a script's stdout / stderr),
-# C (how one stdin/stdout case ended), S (how the session ended).
-def write_frame(kind: bytes, payload: bytes) -> None:
-    """One frame to the trainer, on stdout."""
-    data = kind + struct.pack(">I", len(payload)) + payload
-    while data:
-        data = data[os.write(1, data) :]
-
-
-def read_exact(fd: int, n: int) -> bytes | None:
-    """Exactly ``n`` bytes from ``fd``, or None at end of file."""
-    buf = b""
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return buf
-
-
-def discard(fd: int, n: int) -> None:
-    """Move ``n`` bytes from ``fd`` to /dev/null without reading them into this process."""
-    null = os.open("/dev/null", os.O_WRONLY)
-    try:
-        while n > 0:
-            moved = os.splice(fd, null, n)
-            if moved <= 0:
-                return
-            n -= moved
-    finally:
-        os.close(null)
 
 
 # -- the children --------------------------------------------------------------------------------
@@ -373,101 +334,10 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
     return {"why": why, "wall": time.monotonic() - t0, "cpu": cpu, "maxrss": maxrss, "status": ""}
 
 
-def pump(deadline: float, n_in: int, dst: int, outs: dict[int, list[Any]], pidfd: int | None) -> str:
-    """Move the next ``n_in`` bytes of our stdin (the trainer's frame) into ``dst``, then close
-    it; relay each fd of ``outs`` (fd -> [frame type, cap, sent]; a negative cap drops what is
-    over it instead of failing) to the trainer as frames, as it comes, never reading it into this
-    process. Returns '' when every out is at end of file (and the process behind ``pidfd`` has
-    ended), ``timeout`` or ``output_limit`` (decided the moment the cap is crossed)."""
-    left_in = n_in
-    os.set_blocking(dst, False)
-    if not left_in:
-        os.close(dst)
-        dst = -1
-    for fd in outs:
-        os.set_blocking(fd, False)
-    live = dict(outs)
-    gone = pidfd is None
-    try:
-        while live or not gone:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout"
-            rl = list(live) + ([pidfd] if pidfd is not None and not gone else [])
-            r, w, _ = select.select(rl, [dst] if dst >= 0 else [], [], left)
-            if pidfd is not None and pidfd in r:
-                gone = True
-            if dst >= 0 and dst in w:
-                try:
-                    left_in -= os.splice(0, dst, left_in, flags=os.SPLICE_F_NONBLOCK)
-                except BlockingIOError:
-                    pass
-                except BrokenPipeError:
-                    discard(0, left_in)
-                    left_in = 0
-                if not left_in:
-                    os.close(dst)
-                    dst = -1
-            for fd in r:
-                if fd not in live:
-                    continue
-                kind, cap, sent = live[fd]
-                moved = _pump_out(fd, kind, abs(cap) - sent)
-                if moved is None:
-                    del live[fd]
-                elif moved < 0:  # over the cap
-                    if cap >= 0:
-                        return "output_limit"
-                    discard_available(fd)
-                    live[fd][2] = abs(cap)
-                else:
-                    live[fd][2] += moved
-        return ""
-    finally:
-        if dst >= 0:
-            os.close(dst)
-        if left_in:
-            discard(0, left_in)
-
-
-def discard_available(fd: int) -> None:
-    """Drop what is in a pipe now (a stream over its cap that is kept, not failed)."""
-    avail = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-    if avail > 0:
-        discard(fd, avail)
-
-
 def exit_desc(status: int) -> str:
     if os.WIFSIGNALED(status):
         return f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
     return f"exit:{os.WEXITSTATUS(status)}"
-
-
-def _pump_out(fd: int, kind: bytes, room: int) -> int | None:
-    """Forward what is in ``fd`` to the trainer as one frame of type ``kind``, at most ``room``
-    bytes. Returns the bytes forwarded, None at end of file, -1 when more than ``room`` waits."""
-    avail = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-    if avail <= 0:
-        try:
-            byte = os.read(fd, 1)
-        except BlockingIOError:
-            return 0
-        if not byte:
-            return None
-        if room <= 0:
-            return -1
-        os.write(1, kind + struct.pack(">I", 1) + byte)  # it came in just now: one byte
-        return 1
-    take = min(avail, room, MAX_FRAME)
-    if take > 0:
-        os.write(1, kind + struct.pack(">I", take))
-        n = take
-        while n:
-            try:
-                n -= os.splice(fd, 1, n)
-            except BlockingIOError:
-                select.select([], [1], [])  # the trainer is behind: wait until our stdout has room
-    return -1 if avail > room else take
 
 
 def _kill(pid: int, pidns: bool, group: bool = True) -> None:
