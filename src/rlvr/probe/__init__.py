@@ -18,6 +18,14 @@ longer than the budget are warned about. The report counts the samples cut off a
 (``finish_reason`` ``length``); when they are the majority, the reason leads with that:
 truncation, not capability, explains the rate (the route itself is still decided by the rate).
 
+A model that records the rows it was trained on (``trained_rows.json``, written by ``rlvr sft``
+and ``rlvr train``; ``rlvr.data.TrainedRows``) is probed on the others: a rate over rows SFT has
+just learnt measures memory, not capability (an SFT model scored 98 % on its own rows and 12 % on
+the rest). When fewer unseen rows than ``max_prompts`` are left, seen rows fill the rest and are
+reported apart (``seen_*``), never in the rate; when none are left, the route says it could not
+probe unseen prompts and the rate is over seen rows, with a warning. ``--filter`` keeps unseen
+rows only.
+
 A sample succeeds when the outcome of the task's correctness term (``task.success_term``) is
 ``correct``. Samples on which that term errs are *undecided*: left out of the rate and counted
 separately, as training masks them out of their group's baseline.

@@ -7,6 +7,13 @@ target completion built from the ground truth in the task's answer format, and c
 as a *dev* slice of the train split (never the held-out eval) reaches a target pass rate -- the
 demo uses that to stop at a partial, not perfect, base rate.
 
+The split is stated before training: every train row without a target; with one, a dev slice
+(``--dev-size``, default 100 or a fifth of the rows, whichever is smaller) taken first from rows
+the starting model never trained on; a dev slice of more than half the rows is refused. The rows
+SFT trained on are written to ``trained_rows.json`` beside the model (with the starting model's),
+so the probe measures it on the others. A missed ``--target-pass-rate`` is a warning with the
+last dev rate; with progress off, one line per logging step shows the loss and the dev rate.
+
 Before training it measures the targets (``rlvr.lengths``) and warns, with counts, about targets
 that would be cut: longer than ``generation.max_completion_length`` (the model would learn
 answers that generation later cuts off), or longer than SFT's own sequence limit (TRL's
