@@ -20,7 +20,7 @@ truncation, not capability, explains the rate (the route itself is still decided
 
 A model that records the rows it was trained on (``trained_rows.json``, written by ``rlvr sft``
 and ``rlvr train``; ``rlvr.data.TrainedRows``) is probed on the others: a rate over rows SFT has
-just learnt measures memory, not capability (an SFT model scored 98 % on its own rows and 12 % on
+just learnt measures memory, not capability (a user's SFT model, issue 26: 98 % on its own rows, 12 % on
 the rest). When fewer unseen rows than ``max_prompts`` are left, seen rows fill the rest and are
 reported apart (``seen_*``), never in the rate; when none are left, the route says it could not
 probe unseen prompts and the rate is over seen rows, with a warning. ``--filter`` keeps unseen
