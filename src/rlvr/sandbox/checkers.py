@@ -179,6 +179,8 @@ def check_output(checker: CheckerSpec, stdin: str, expected: str, output: str) -
     Built-in checkers never raise; a custom one that raises or returns a non-bool raises
     ``CheckerFailed`` (mask the sample: the task's checker is broken, not the program)."""
     name = checker.name
+    if name != "custom" and output == expected:
+        return True  # every built-in accepts the reference output itself (one memcmp)
     if name == "exact":
         return normalize_lines(output) == normalize_lines(expected)
     if name == "case_insensitive":
