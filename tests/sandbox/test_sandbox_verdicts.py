@@ -432,3 +432,18 @@ def test_results_kept_in_variables_compare_by_value_inside_containers_and_sorted
     tests = "r = f(2)\nq = [f(3)]\nassert r == 4\nassert q == [9]\nassert sorted([f(1), r]) == [1, 4]\n"
     assert outcome(pool, "def f(x):\n    return x * x\n", tests) == "correct"
     assert outcome(pool, "def f(x):\n    return x * x if x != 1 else 5\n", tests) == "wrong"
+
+
+def test_conversions_and_operators_on_the_programs_objects_follow_python(pool):
+    code = (
+        "class Money:\n    def __init__(self, c):\n        self.c = c\n    def __int__(self):\n        return self.c\n"
+        "    def __float__(self):\n        return self.c / 100\n    def __index__(self):\n        return self.c\n"
+        "    def __add__(self, o):\n        return Money(self.c + o)\n    def __len__(self):\n        return 3\n"
+        "def f(c):\n    return Money(c)\nDEEP = []\nfor _ in range(300):\n    DEEP = [DEEP]\n"
+    )
+    tests = (
+        "m = f(250)\nassert int(m) == 250 and float(m) == 2.5 and [0] * 3 == [0] * len(m)\n"
+        "assert int(m + 5) == 255 and 'abcd'[f(1)] == 'b'\nassert len(DEEP) == 1\n"
+    )
+    assert outcome(pool, code, tests) == "correct"
+    assert outcome(pool, code.replace("return self.c / 100", "return 0.0"), tests) == "wrong"

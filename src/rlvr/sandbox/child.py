@@ -41,8 +41,7 @@ SAFE_MODULES = frozenset(
 OPS = {
     name: getattr(operator, name)
     for name in (
-        "add sub mul truediv floordiv mod pow matmul and_ or_ xor lshift rshift neg pos abs invert "
-        "eq ne lt le gt ge index"
+        "add sub mul truediv floordiv mod pow matmul and_ or_ xor lshift rshift neg pos abs invert eq ne lt le gt ge"
     ).split()
 }
 
@@ -132,7 +131,16 @@ class Server:
             return ["ok", self.enc(fn(*[self.dec(a) for a in msg[2]]))]
         if k == "format":
             return ["ok", format(obj, msg[2])]
-        simple: dict[str, Any] = {"len": len, "bool": bool, "hash": hash, "str": str, "repr": repr}
+        simple: dict[str, Any] = {
+            "len": len,
+            "bool": bool,
+            "hash": hash,
+            "str": str,
+            "repr": repr,
+            "int": int,
+            "float": float,
+            "index": operator.index,
+        }
         return ["ok", self.enc(simple[k](obj))]
 
     def globals(self) -> list[list[Any]]:
@@ -150,7 +158,10 @@ class Server:
             if isinstance(mod, str) and (mod in SAFE_MODULES or mod == "builtins"):
                 out.append([name, "class", mod, value.__qualname__])
                 continue
-            out.append([name, "value", self.enc(value)])
+            try:
+                out.append([name, "value", self.enc(value)])
+            except (ValueError, RecursionError):
+                out.append([name, "value", self.handle(value)])  # too deep for plain data
         return out
 
     def answer(self, msg: list[Any]) -> list[Any]:

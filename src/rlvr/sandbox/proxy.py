@@ -234,13 +234,13 @@ class Handle:
         return any(x is item or x == item for x in self)
 
     def __index__(self) -> int:
-        return _op("index", self)  # type: ignore[no-any-return]
+        return _ask(self, "index")  # type: ignore[no-any-return]
 
     def __int__(self) -> int:
-        return int(_op("index", self))
+        return _ask(self, "int")  # type: ignore[no-any-return]
 
     def __float__(self) -> float:
-        return float(_op("pos", self))
+        return _ask(self, "float")  # type: ignore[no-any-return]
 
     def __neg__(self) -> Any:
         return _op("neg", self)
