@@ -259,3 +259,21 @@ def test_every_checker_accepts_the_expected_output_itself(text: str) -> None:
 def test_exact_normalisation_is_idempotent(text: str) -> None:
     once = "\n".join(normalize_lines(text))
     assert normalize_lines(once) == normalize_lines(text)
+
+
+LINE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=10)
+
+
+@given(st.lists(LINE, min_size=1, max_size=8), st.data())
+def test_a_truncated_output_never_passes(lines: list[str], data: st.DataObject) -> None:
+    """The whole output is compared, never a prefix (open-r1's zip() let truncated output pass)."""
+    expected = "\n".join(lines)
+    kept = data.draw(st.integers(0, len(lines) - 1))
+    if not any(line.strip() for line in lines[kept:]):
+        return  # only blank lines were cut: no output line is missing
+    truncated = "\n".join(lines[:kept])
+    for name in ("exact", "case_insensitive"):
+        assert not check_output(CheckerSpec(name), "", expected, truncated)
+    if any(token for line in lines[kept:] for token in line.split()):
+        assert not check_output(TOKENS, "", expected, truncated)
+        assert not check_output(FLOAT, "", expected, truncated)
