@@ -244,3 +244,14 @@ def test_a_script_that_exits_non_zero_or_raises_fails_its_input(pool):
     assert outcome(pool, "print(input())\nraise SystemExit(3)\n", io) == "wrong"
     v = run(pool, "print(input())\n1 / 0\n", io)
     assert v.outcome is Outcome.WRONG and "ZeroDivisionError" in v.details[0]["error"]
+
+
+def test_output_over_the_whole_reply_limit_is_wrong_not_a_sandbox_error(pool, monkeypatch):
+    # Self-mask: a reply too large for the trainer once raised a sandbox error (masked). Now the
+    # trainer keeps reading, keeps nothing more, and the sample is over its output limit: wrong.
+    from rlvr.sandbox import worker
+
+    monkeypatch.setattr(worker, "MAX_REPLY", 1 << 20)
+    cases = [{"input": str(i), "output": "x" * 600_000} for i in range(3)]
+    v = run(pool, "print('x' * 600_000)\n", cases)
+    assert v.outcome is Outcome.WRONG and "size limit" in v.detail, v.detail

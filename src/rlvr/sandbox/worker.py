@@ -19,7 +19,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from .interpreter import worker_env
 HARNESS = Path(__file__).with_name("harness.py")
 GRACE_S = 5.0
 MAX_FRAME = 1 << 20  # one frame from the worker, bytes
-MAX_REPLY = 256 << 20  # everything one sample sends back (stdin/stdout outputs are capped per input)
+MAX_REPLY = 64 << 20  # everything one sample sends back; past it the sample is over its output limit
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,7 @@ class Worker:
             out += _frame(b"D", payload)
         frames: list[tuple[bytes, bytes]] = []
         total = 0
+        over = False
         end: SessionEnd | None = None
         while end is None or out:
             if out:
@@ -162,11 +163,13 @@ class Worker:
             kind, body = got
             if kind == b"S":
                 end = session_end(body)
+            elif over or total + len(body) > MAX_REPLY:
+                over = True  # the program's doing: keep reading (the worker must finish), keep nothing
             else:
                 total += len(body)
-                if total > MAX_REPLY:
-                    raise SandboxError(f"a reply of more than {MAX_REPLY} bytes")
                 frames.append((kind, body))
+        if over and not end.why.startswith("sandbox"):
+            end = replace(end, why="output_limit")
         return Reply(tuple(frames), end)
 
     def kill(self) -> None:
