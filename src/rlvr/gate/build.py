@@ -253,6 +253,10 @@ def build_set(
     if rollouts is not None:
         run_dir, step = rollouts
         raw = read_rollout_samples(run_dir, step)
+        if task.environment is not None:  # kept rollouts hold whole episodes (gate.episodes)
+            from .episodes import rollout_episodes, with_episodes
+
+            raw = with_episodes(raw, rollout_episodes(Path(run_dir), step))
         source = f"rollouts:{Path(run_dir)}@{step}"
         model = f"{Path(run_dir)} at step {step}"
     elif probe_samples is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..episodes import Episode
@@ -21,14 +22,31 @@ from ..episodes import Episode
 EPISODE_KEY = "_episode"
 FOLD = 240
 
-__all__ = ["EPISODE_KEY", "FOLD", "episode_of", "episode_view", "terminal_lines", "with_episodes"]
+__all__ = ["EPISODE_KEY", "FOLD", "episode_of", "episode_view", "rollout_episodes", "terminal_lines", "with_episodes"]
 
 
 def with_episodes(drawn: Sequence[Any], episodes: Sequence[Episode]) -> list[Any]:
-    """``drawn`` (``gate.build.Drawn``) with each one's episode in its row, in order."""
+    """``drawn`` (``gate.build.Drawn``) with each one's episode in its row and its final answer as
+    the completion (what the task's terms judge), in order; unchanged when the counts differ."""
     if len(drawn) != len(episodes):
         return list(drawn)
-    return [replace(d, row={**d.row, EPISODE_KEY: e.to_json()}) for d, e in zip(drawn, episodes, strict=True)]
+    return [
+        replace(d, completion=e.final, row={**d.row, EPISODE_KEY: e.to_json()})
+        for d, e in zip(drawn, episodes, strict=True)
+    ]
+
+
+def rollout_episodes(run_dir: Path, step: int) -> list[Episode]:
+    """The episodes ``rlvr train`` kept at ``step`` (each rollout's completion is the episode's
+    message list), in the order ``gate.build.read_rollout_samples`` reads them."""
+    from .. import rollouts
+    from ..episodes import from_messages
+
+    out = []
+    for rec in rollouts.at_step(run_dir, step):
+        msgs = rec.get("completion")
+        out.append(from_messages(msgs if isinstance(msgs, list) else [{"role": "assistant", "content": str(msgs)}]))
+    return out
 
 
 def episode_of(row: Mapping[str, Any]) -> Episode | None:
