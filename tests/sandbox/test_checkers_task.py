@@ -150,3 +150,23 @@ def test_a_rows_custom_checker_comes_from_the_task_folder(tmp_path: Path, pool) 
     train = task.load_split("train")
     samples = [Sample(f"<answer>{code}</answer>", train[0]) for code in (FIXED, "print(0)\n")]
     assert outcomes(verifier, samples) == [Outcome.CORRECT, Outcome.WRONG]
+
+
+def test_a_checker_column_mixing_names_and_mappings_trains(tmp_path: Path, pool) -> None:
+    """Arrow stores one kind per column: the mappings become the JSON text the verifier reads."""
+    from rlvr.task.rowchecks import arrow_rows, code_columns, type_problems
+
+    rows = [
+        {"question": "q0", "answer": json.dumps(CASES), "checker": "float"},
+        {"question": "q1", "answer": json.dumps(CASES), "checker": {"name": "float", "abs_tol": 1e-3}},
+    ]
+    task = load_task(_task(tmp_path, None, rows=rows))
+    assert "checker" in code_columns(task)
+    assert type_problems(rows, "train.jsonl") != []  # as stored, Arrow would refuse the column
+    uniform = arrow_rows(task, rows)
+    assert type_problems(uniform, "train.jsonl") == [] and isinstance(uniform[1]["checker"], str)
+    verifier = task.term_verifier(task.rewards[1])
+    assert isinstance(verifier, UnitTests)
+    verifier.pool = pool
+    samples = [Sample(f"<answer>{FIXED}</answer>", row) for row in uniform]
+    assert outcomes(verifier, samples) == [Outcome.WRONG, Outcome.CORRECT]  # 0.333 is within 1e-3 only

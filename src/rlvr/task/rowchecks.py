@@ -5,7 +5,8 @@
 - column types: a column whose rows hold values Arrow cannot put in one column (text in some
   rows, lists or numbers in others) -- ``datasets`` refuses it when training starts. A
   ``unit_tests`` column mixing assert-style source with stdin/stdout cases is the exception: it is
-  supported end to end (``arrow_rows`` writes the cases as the JSON text the verifier reads);
+  supported end to end (``arrow_rows`` writes the cases as the JSON text the verifier reads), and
+  so is a checker column mixing checker names with mappings;
 - tests: every row's tests of every ``unit_tests`` term are parsed (a syntax error, stdin/stdout
   cases with the wrong keys, an unusable checker column), each named by row and column;
 - reference solutions: every one found (the answer column of a code task, or a ``solution``-like
@@ -112,10 +113,12 @@ def type_problems(rows: Rows, where: str, skip: Iterable[str] = ()) -> list[Prob
 
 
 def code_columns(task: Task) -> set[str]:
-    """The tests columns of the task's ``unit_tests`` terms."""
+    """The tests and checker columns of the task's ``unit_tests`` terms (a checker column may mix
+    names and mappings: ``arrow_rows`` writes the mappings as the JSON text the verifier reads)."""
     from ..rewards.code import UnitTests
 
-    return {v.column for t in task.rewards if isinstance(v := task.term_verifier(t), UnitTests)}
+    verifiers = [v for t in task.rewards if isinstance(v := task.term_verifier(t), UnitTests)]
+    return {v.column for v in verifiers} | {v.checker_column for v in verifiers}
 
 
 def arrow_rows(task: Task, rows: Rows) -> list[dict[str, Any]]:
