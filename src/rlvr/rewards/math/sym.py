@@ -54,7 +54,9 @@ def _exactly_equal(a: Any, b: Any) -> bool:
     import sympy
     from sympy.core.evalf import PrecisionExhausted
 
-    if sympy.expand(a - b) == 0:  # (1+2i)^2 and -3+4i: cheaper than telling a zero apart numerically
+    if sympy.expand(sympy.radsimp(a - b)) == 0:
+        # exact rewrites, cheaper than telling a zero apart numerically: (1+2i)^2 and -3+4i,
+        # \sqrt{3}-1 and 2/(\sqrt{3}+1), 2\sqrt[3]{2} and \sqrt[3]{16}
         return True
     try:
         d = sympy.N(a - b, 15, maxn=EXACT_DIGITS, strict=True)
