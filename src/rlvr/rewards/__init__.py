@@ -6,7 +6,7 @@ Built-in verifiers live in ``BUILTINS`` (name -> "module:Class", imported on fir
 ==============  ==============================================================================
 format          exactly one well-formed answer span (and the think block the format asks for)
 exact           exact match of the answer span, opt-in normalisation rules (``exact.py``)
-math            symbolic/numeric equivalence with explicit policies, hard timeouts (``math.py``)
+math            symbolic/numeric equivalence with explicit policies, hard timeouts (``math/``)
 json_schema     JSON answer valid for a draft 2020-12 schema (formats enforced) or pydantic model,
                 no extra keys
 tool_call       tool name known, arguments valid for its schema, equal to the expected call
