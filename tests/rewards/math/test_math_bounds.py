@@ -165,3 +165,27 @@ def test_nothing_raises_out_of_a_comparison(text):
         status = compare_texts(gold, pred, MathPolicy())[0] if fast is None else ("equal" if fast else "unequal")
         assert status in ("equal", "unequal", "gold_unparseable", "pred_unparseable")
     assert MAX_ARGUMENT >= 1e4
+
+
+class _InProcessPool:
+    """Runs what a worker would run, in this process (no timeout: the texts here are short)."""
+
+    def map(self, func: str, arglist, timeout: float = 5.0) -> list[Result]:
+        import importlib
+
+        mod, _, attr = func.partition(":")
+        fn = getattr(importlib.import_module(mod), attr)
+        return [Result(True, fn(*args)) for args in arglist]
+
+
+_TEXT = st.text(alphabet="0123456789+-/^_{}()[],.=<>|\\ xyfracsqtpinboxed\u200b\u2800\ufe0f", max_size=50)
+
+
+@settings(max_examples=120, deadline=None)
+@given(_TEXT, _TEXT, st.sampled_from(["<answer>{}</answer>", "\\boxed{{{}}}", "{}", "<answer>{}"]))
+def test_nothing_raises_out_of_verify_batch(gold, answer, wrap):
+    v = MathVerifier(pool=_InProcessPool())
+    verdicts = v.verify_batch([Sample(prompt="What is it?", completion=wrap.format(answer), row={"answer": gold})])
+    assert len(verdicts) == 1 and verdicts[0].outcome in set(Outcome)
+    if verdicts[0].outcome is Outcome.ERROR:
+        assert verdicts[0].error_kind == "ground_truth"  # only the gold can mask a sample here
