@@ -337,7 +337,7 @@ class UnitTests(BaseVerifier):
             job = (
                 stdio_job(code, plan.inputs, self.timeout)
                 if plan.mode == "stdio"
-                else tests_job(plan, prefix + code, self.timeout)
+                else tests_job(plan, prefix + code, self.timeout, self.float_tolerance)
             )
             todo.append((i, plan, checker, job, code, span))
         if todo:
