@@ -313,3 +313,10 @@ def test_task_check_refuses_a_budget_beyond_the_models_positions(
     assert main(["task", "check", str(make_task(tmp_path / "t", budget=100000))]) == 1
     err = capsys.readouterr().err
     assert "generation.max_completion_length" in err and "256 positions" in err
+
+
+def test_a_small_share_of_answers_over_the_budget_is_not_printed_as_zero_percent() -> None:
+    from rlvr.lengths import LengthReport, Spread
+
+    report = LengthReport("m", 8, 256, 5000, 5000, Spread(4, 5, 6), Spread(4, 5, 9), answers_over_budget=1)
+    assert "1 of 5000 reference answers (0.02%) need more than" in report.warnings()[0]

@@ -120,8 +120,9 @@ class LengthReport:
         out = []
         if self.answers_over_budget:
             share = self.answers_over_budget / max(1, self.n_rows)
+            shown = f"{share:.0%}" if share >= 0.01 else f"{share * 100:.2g}%"  # 1 of 5000 is 0.02%, not 0%
             out.append(
-                f"{self.answers_over_budget} of {self.n_rows} reference answers ({share:.0%}) need more than "
+                f"{self.answers_over_budget} of {self.n_rows} reference answers ({shown}) need more than "
                 f"max_completion_length {self.budget} tokens in the required format (answer tokens {self.answer}): "
                 "completions are cut off before the answer ends; raise generation.max_completion_length to at least "
                 f"{self.answer.max}"
