@@ -255,3 +255,35 @@ def test_output_over_the_whole_reply_limit_is_wrong_not_a_sandbox_error(pool, mo
     cases = [{"input": str(i), "output": "x" * 600_000} for i in range(3)]
     v = run(pool, "print('x' * 600_000)\n", cases)
     assert v.outcome is Outcome.WRONG and "size limit" in v.detail, v.detail
+
+
+SHADOWS = (
+    "def isinstance(*a):\n    return True\ndef all(*a):\n    return True\ndef abs(x):\n    return 0\n"
+    "def f(x):\n    return 'not a number'\n"
+)
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert isinstance(f(1), int)\n",
+        "assert all(f(i) == i for i in range(3))\n",
+        "assert abs(f(1) - 2.5) < 1e-6\n",
+        "def check(candidate):\n    assert isinstance(candidate(1), int)\n    assert abs(candidate(1) - 2) < 1\n",
+    ],
+)
+def test_a_builtin_the_program_shadows_stays_pythons_in_the_test(pool, tests):
+    # Forged pass: in plain CPython (program and tests in one namespace) these pass.
+    row_entry = {"entry_point": "f"} if "check" in tests else {}
+    v = UnitTests(timeout=2.0, pool=pool)
+    verdict = v.verify(Sample(f"```python\n{SHADOWS}```", row={"tests": tests, **row_entry}))
+    assert verdict.outcome is Outcome.WRONG, verdict.detail
+
+
+def test_a_program_whose_api_is_named_like_a_builtin_is_still_tested(pool):
+    # MBPP 126 defines and tests `sum`: the only name of the program the tests call.
+    tests = "assert sum(10, 15) == 6\nassert sum(4, 6) == 3\n"
+    good = "def sum(a, b):\n    t = 0\n    for i in range(1, min(a, b)):\n        if a % i == 0 and b % i == 0:\n"
+    good += "            t += i\n    return t\n"
+    assert outcome(pool, good, tests) == "correct"
+    assert outcome(pool, good.replace("t += i", "t = i"), tests) == "wrong"

@@ -199,12 +199,24 @@ def _call(name: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), args, [])
 
 
-def bind_globals(link: Link, names: list[Any], ns: dict[str, Any]) -> None:
-    """The program's global names, as the test sees them."""
+def bind_globals(link: Link, names: list[Any], ns: dict[str, Any], used: set[str], entry: str | None) -> None:
+    """The program's global names, as the test sees them. A name that shadows a builtin (a
+    program's ``isinstance`` that always says True) is bound only when it is the row's entry
+    point or, without one, when the tests call no other name of the program (MBPP's ``def sum``):
+    otherwise the test's ``isinstance`` stays Python's. Names of the instrumentation are never
+    the program's."""
+    items = []
     for item in names:
         if type(item) is not list or len(item) < 3 or type(item[0]) is not str:
             raise Gone("the candidate's process sent malformed names")
+        items.append(item)
+    shadow = {it[0] for it in items if hasattr(builtins, it[0])}
+    api = {it[0] for it in items if it[0] in used and it[0] not in shadow}
+    allowed = ({entry} & shadow) if entry else (shadow & used if not api else set())
+    for item in items:
         name, kind = item[0], item[1]
+        if name.startswith("_rlvr_") or (name in shadow and name not in allowed):
+            continue
         try:
             if kind == "module":
                 ns[name] = importlib.import_module(str(item[2]))
@@ -224,6 +236,7 @@ def bind_globals(link: Link, names: list[Any], ns: dict[str, Any]) -> None:
 def run(job: dict[str, Any], link: Link, report: Reporter) -> dict[str, Any]:
     """Run the test file; the end record."""
     tree = ast.parse(job["tests"], "<tests>")
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     tree = ast.fix_missing_locations(Instrument().visit(tree))
     code = compile(tree, "<tests>", "exec")
     ns: dict[str, Any] = {
@@ -242,7 +255,7 @@ def run(job: dict[str, Any], link: Link, report: Reporter) -> dict[str, Any]:
                 "end": "raised",
                 "exc": "the program raised " + describe_exc(exc) if exc else "the program did not load",
             }
-        bind_globals(link, ans[1], ns)
+        bind_globals(link, ans[1], ns, used, job.get("entry") if job.get("check") else None)
         if job.get("helpers"):
             exec(compile(job["helpers"], "<prompt>", "exec"), ns)  # noqa: S102 - the row's own helpers
         exec(code, ns)  # noqa: S102 - the row's test file, in this sandboxed process
