@@ -5,7 +5,8 @@ nothing raises; invisible characters and spacing never make a wrong answer right
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlvr.rewards import Outcome, Sample
@@ -14,6 +15,7 @@ from rlvr.rewards.math import MathVerifier
 from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare
 from rlvr.rewards.math.scalar import parse_scalar
 from rlvr.rewards.math.sym import MAX_ARGUMENT, too_big
+from rlvr.rewards.math.text import MAX_ANSWER_CHARS
 from rlvr.rewards.pool import Result
 
 HUGE = [
@@ -189,3 +191,82 @@ def test_nothing_raises_out_of_verify_batch(gold, answer, wrap):
     assert len(verdicts) == 1 and verdicts[0].outcome in set(Outcome)
     if verdicts[0].outcome is Outcome.ERROR:
         assert verdicts[0].error_kind == "ground_truth"  # only the gold can mask a sample here
+
+
+# -- every backtracking pattern sees a bounded text ----------------------------------------------
+_METHODS = {"match": 0, "search": 0, "fullmatch": 0, "findall": 0, "finditer": 0, "split": 0, "sub": 1, "subn": 1}
+# linear by construction in Python's engine, and applied to the whole answer and prompt on purpose
+_WHOLE_TEXT = {("verifier", "_SPACE"), ("verifier", "_OPERATOR")}
+
+
+class _CountingPattern:
+    def __init__(self, pattern, seen: list[int]) -> None:
+        self._pattern, self._seen = pattern, seen
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._pattern, name)
+        if name not in _METHODS:
+            return attr
+
+        def counted(*args, **kwargs):
+            self._seen.append(len(args[_METHODS[name]]))
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+class _CountingRe:
+    """Stands in for the ``re`` module inside the math modules: inline ``re.sub(...)`` counted too."""
+
+    def __init__(self, seen: list[int]) -> None:
+        self._seen = seen
+
+    def __getattr__(self, name: str):
+        import re
+
+        attr = getattr(re, name)
+        if name not in _METHODS:
+            return attr
+
+        def counted(pattern, *args, **kwargs):
+            self._seen.append(len(args[_METHODS[name]]))
+            return attr(pattern, *args, **kwargs)
+
+        return counted
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(["(", "1,", " ", "\\frac{", "x^", "a=", "\\{", "1 ", "\\sqrt", "-", "|", "\u200b"]),
+    st.integers(2_000, 60_000),
+    st.sampled_from(["3", "x+1", "(1,2)", "\\{1,2\\}", "[0,1)"]),
+)
+def test_no_backtracking_pattern_reads_more_than_an_answer_is_allowed(monkeypatch_seen, unit, n, gold):
+    seen = monkeypatch_seen
+    long = (unit * (n // len(unit) + 1))[:n]
+    for g, p in ((gold, long), (gold, long + "=" + long), (gold, "\\boxed{" + long + "}")):
+        fast = fast_compare(g, p, MathPolicy())
+        if fast is None:
+            assert compare_texts(g, p, MathPolicy())[0] in ("unequal", "pred_unparseable")
+    v = MathVerifier(pool=_InProcessPool())
+    v.verify_batch([Sample(prompt=long, completion=f"<answer>{long}</answer>", row={"answer": gold})])
+    assert seen and max(seen) <= MAX_ANSWER_CHARS + 16
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_seen():
+    import re
+
+    from rlvr.rewards.math import chains, core, fast, forms, readings, scalar, text, verifier
+
+    mp = pytest.MonkeyPatch()
+    seen: list[int] = []
+    for mod in (chains, core, fast, forms, readings, scalar, text, verifier):
+        short = mod.__name__.rsplit(".", 1)[-1]
+        if getattr(mod, "re", None) is re:
+            mp.setattr(mod, "re", _CountingRe(seen))
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, re.Pattern) and (short, name) not in _WHOLE_TEXT:
+                mp.setattr(mod, name, _CountingPattern(value, seen))
+    yield seen
+    mp.undo()

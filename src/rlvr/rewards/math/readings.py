@@ -119,6 +119,8 @@ _POINT_NUMBER = re.compile(r"^[+-]?\d{0,15}\.\d{1,30}$")
 def decimal_comma_pair(a: str, b: str) -> tuple[str, str]:
     """``("1,22", "1.22")`` -> ``("1.22", "1.22")``: a number with one comma reads as a decimal
     when the other side is a decimal with a point and the comma cannot separate thousands."""
+    if len(a) > 64 or len(b) > 64:  # longer than any such number: no pattern sees a long text
+        return a, b
     a, b = a.strip(), b.strip()
     for x, y, swap in ((a, b, False), (b, a, True)):
         m = _COMMA_NUMBER.match(x)
