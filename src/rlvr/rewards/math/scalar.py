@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .sym import too_big
 from .text import ParseFailure, fast_rational, to_latex
 
 _IMAGINARY = re.compile(r"(?<![\\a-zA-Z])i(?![a-zA-Z])")
@@ -60,7 +61,7 @@ def parse_scalar(s: str) -> Any:
             import sympy
 
             value = value.subs(sympy.Symbol("i"), sympy.I)
-        if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow"):
+        if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow") and not too_big(value):
             value = value.doit()  # 2\\begin{pmatrix}1\\\\2\\end{pmatrix} is a matrix
     except (MemoryError, RecursionError):
         raise
