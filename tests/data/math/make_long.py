@@ -1,12 +1,13 @@
-"""Write ``long_completions.jsonl``: long chain-of-thought completions as reasoning models write them
-(DeepSeek-R1 distills, Qwen3), for ``bench/math_verify.py``'s speed comparison on real-length text.
+"""Long chain-of-thought completions as reasoning models write them (DeepSeek-R1 distills, Qwen3),
+for ``bench/math_verify.py``'s speed comparison on real-length text. The bench runs this script in
+memory; to look at them:
 
-    python tests/data/math/make_long.py > tests/data/math/long_completions.jsonl
+    python tests/data/math/make_long.py > /tmp/long_completions.jsonl
 
 Each completion continues a chat template that opened ``<think>``: paragraphs of reasoning with
 display and inline math, second thoughts ("Wait, ..."), intermediate results boxed inside the
 think block, ``</think>``, a short summary and the final ``\\boxed{}`` (sometimes after a boxed
-partial result). 2,000-14,000 characters. The final answer is the gold in another equal form, or
+partial result). 2,500-12,000 characters. The final answer is the gold in another equal form, or
 a near miss (about a third), labelled by construction. Deterministic (seed 25).
 
 One JSON object a line: ``gold``, ``completion``, ``label`` (true when the final answer equals
