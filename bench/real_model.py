@@ -139,7 +139,12 @@ def main() -> None:
     )
     lora_opt = torch.optim.AdamW([p for p in lora.parameters() if p.requires_grad], lr=1e-4)
     b, n = n_prompts * group, 12
-    print(f"\n3. training step, {b} sequences x (prompt {len(prompts[0])} msgs + {n} tokens) (tokens/s incl. prompt)")
+    prompt_len = len(
+        tok.apply_chat_template(prompts[0], add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    )
+    print(
+        f"\n3. training step, {b} sequences x ({prompt_len} prompt + {n} completion tokens) (tokens/s, prompt included)"
+    )
     tf = timed(train_step(full, full_opt, b, n), args.repeats)
     tl = timed(train_step(lora, lora_opt, b, n), args.repeats)
     ratio_line("full fine-tuning -> LoRA r16", tf, tl)
