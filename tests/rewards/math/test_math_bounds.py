@@ -75,7 +75,9 @@ def test_closeness_does_not_decide_an_exact_question():
     assert decide("\\sqrt{2}+\\sqrt{3}", "\\sqrt{5+2\\sqrt{6}}") == "equal"  # an identity evaluation cannot tell
     assert decide("1", "\\sin^2(1)+\\cos^2(1)") == "equal"
     assert decide("\\sqrt{2}", "1.41421356237") == "equal"  # a written decimal: the value rounded
-    assert decide("\\sqrt{2}", "1.4142135624") == "unequal"  # 11 digits: an approximation
+    assert decide("\\sqrt{2}", "1.4142135624") == "equal"  # 11 digits, rounded
+    assert decide("\\sqrt{2}", "1.4142135623") == "unequal"  # 11 digits, one off
+    assert decide("\\sqrt{2}", "1.41421356") == "unequal"  # 9 digits: an approximation
 
 
 class _TimeoutPool:

@@ -152,7 +152,7 @@ def _units_differ(cg: Cleaned, cp: Cleaned) -> bool:
 
 
 def _expansion_of(text: str, other: Any) -> bool:
-    """``text`` is a decimal of at least 12 significant digits that is ``other``'s value correctly
+    """``text`` is a decimal of at least 10 significant digits that is ``other``'s value correctly
     rounded to its last digit (``0.0833333333333333`` for 1/12)."""
     long = readings.long_decimal(text)
     if long is None or readings.long_decimal(str(other)) is not None or too_big(sym(other)):

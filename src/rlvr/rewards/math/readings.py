@@ -16,7 +16,7 @@ at ``MAX_ANSWER_CHARS``. Each rule is written next to the near miss that must st
 - ``1,22`` and ``0,111`` are decimals with a comma when the other side is a decimal with a point
   and the comma cannot be a thousands separator (not three digits after it, or a leading 0);
   ``1,500`` stays fifteen hundred.
-- A decimal with at least 12 significant digits is a decimal expansion of the other side when it
+- A decimal with at least 10 significant digits is a decimal expansion of the other side when it
   is the other side correctly rounded to its last digit (``0.0833333333333333`` for
   ``\\frac{1}{12}``); ``0.3333`` stays another number than ``\\frac{1}{3}``, and ``0.99999999999999999999``
   than 1.
@@ -134,7 +134,7 @@ def decimal_comma_pair(a: str, b: str) -> tuple[str, str]:
 _LONG_DECIMAL = re.compile(
     r"^([+-]?)(\d*)\.(\d+)(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*([+-]?\d{1,3})\s*\}?|[eE]([+-]?\d{1,3}))?$"
 )
-LONG_DIGITS = 12
+LONG_DIGITS = 10  # the agreement the old 1e-9 tolerance asked of a decimal
 
 
 def long_decimal(s: str) -> tuple[Fraction, Fraction] | None:
