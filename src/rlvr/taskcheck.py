@@ -25,8 +25,8 @@ checks that import TRL or score the data, so a task that passes it does not fail
   other terms of kind ``answer`` (``exact``, custom ones) are run with the ground truth itself as
   the answer, and one they cannot read or do not accept as equal to itself is reported. Each
   problem names the file and row.
-- unit tests -- ``unit_tests`` rows whose tests the sandbox's trusted side cannot run, with what
-  they will score (``weaker_problems``).
+- unit tests -- ``unit_tests`` rows whose tests the sandbox cannot run (an import outside the
+  standard library), which score an error for every sample (``weaker_problems``).
 - rows (``rlvr.task.rowchecks``) -- rows over a size limit, columns Arrow cannot store, every
   row's tests parsed, every reference solution scored by its own tests, custom terms tried on a
   right and a wrong answer, a hub model missing from the cache while offline.
@@ -263,11 +263,10 @@ def _task_model_facts(task: Task) -> ModelFacts | None:
 
 
 def weaker_problems(task: Task) -> list[Problem]:
-    """``rlvr task check``: rows of a ``unit_tests`` term whose tests the trusted side cannot
-    run (a class in the test file, ``with``, an import outside the trusted modules, ...). With
-    the default ``weaker: error`` every sample of such a row is an error (masked, never
-    rewarded); ``weaker: run`` runs them inside the sandbox, forgeably, and flags each verdict.
-    Either way the task says so here, row by row, before any training."""
+    """``rlvr task check``: rows of a ``unit_tests`` term whose tests the sandbox's test child
+    cannot run (an import outside the standard library, which the workers' interpreter does not
+    have). Every sample of such a row is an error (masked, never rewarded); the task says so
+    here, row by row, before any training."""
     from .rewards.code import UnitTests
 
     problems: list[Problem] = []
@@ -281,27 +280,19 @@ def weaker_problems(task: Task) -> list[Problem]:
             where = task.resolve(ref)
             bad = [(i, why) for i, row in enumerate(task.load_split(split), 1) if (why := verifier.weaker_reasons(row))]
             for i, why in bad[:MAX_ROW_PROBLEMS]:
-                fix = "rewrite the test with asserts, loops and functions (see docs/sandbox.md)" + (
-                    "" if verifier.weaker == "run" else ", or set weaker: run to run it in the sandbox, flagged"
-                )
-                what = (
-                    "runs inside the sandbox, forgeably (weaker: run)"
-                    if verifier.weaker == "run"
-                    else "will be an error for every sample (weaker)"
-                )
                 problems.append(
                     Problem(
                         f"{where}:{i}",
-                        f"row {i}: term {t.name!r}: the tests cannot be decided on the trusted side "
-                        f"and {what}: {'; '.join(why[:2])}",
-                        fix,
+                        f"row {i}: term {t.name!r}: the sandbox cannot run these tests and every sample will be "
+                        f"an error (masked, never rewarded): {'; '.join(why[:2])}",
+                        "use only the standard library in the tests (see docs/sandbox.md)",
                     )
                 )
             if len(bad) > MAX_ROW_PROBLEMS:
                 problems.append(
                     Problem(
                         where,
-                        f"term {t.name!r}: {len(bad)} rows with weaker tests in all (listed above)",
+                        f"term {t.name!r}: {len(bad)} rows whose tests cannot run in all (listed above)",
                         "see docs/sandbox.md",
                     )
                 )

@@ -758,18 +758,18 @@ def test_an_exploit_that_fails_to_build_is_noted_and_the_rest_still_run(monkeypa
     assert any("boom could not be built" in n and "odd row" in n for n in report.terms[0].notes)
 
 
-def test_audit_counts_rows_whose_tests_the_trusted_side_cannot_decide(tmp_path):
-    weaker_row = {**CODE_ROWS[0], "tests": "class T:\n    pass\nassert add(1, 2) == 3\n"}
+def test_audit_counts_rows_whose_tests_the_sandbox_cannot_run(tmp_path):
+    weaker_row = {**CODE_ROWS[0], "tests": "import numpy\nassert add(1, 2) == 3\n"}
     rows = [{**r, "answer": r["tests"]} for r in (weaker_row, CODE_ROWS[1])]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
     (term,) = audit(task, exploits=["code_in_think"]).terms
     assert any(
-        "1 of 2 prompt(s) have tests the trusted side cannot decide" in n and "error (masked)" in n for n in term.notes
+        "1 of 2 prompt(s) have tests the sandbox cannot run" in n and "error (masked)" in n for n in term.notes
     ), term.notes
 
 
-def test_audit_has_no_weaker_note_when_every_test_is_decided_on_the_trusted_side(tmp_path):
+def test_audit_has_no_weaker_note_when_every_test_can_run(tmp_path):
     rows = [{**r, "answer": r["tests"]} for r in CODE_ROWS]
     task = make_task(tmp_path, [{"name": "tests", "verifier": "unit_tests"}], rows)
     (term,) = audit(task, exploits=["code_in_think"]).terms
-    assert not any("cannot decide" in n for n in term.notes), term.notes
+    assert not any("cannot run" in n for n in term.notes), term.notes

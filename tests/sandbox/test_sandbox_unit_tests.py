@@ -235,7 +235,7 @@ def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):
     )
     problems = weaker_problems(load_task(tmp_path / "task.yaml"))
     assert [p.where.rsplit(":", 1)[-1] for p in problems] == ["2"]
-    assert "error for every sample" in problems[0].what and "numpy" in problems[0].what
+    assert "every sample will be an error" in problems[0].what and "numpy" in problems[0].what
 
 
 @pytest.mark.parametrize("think", ["none", "optional", "required"])

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from rlvr.errors import VerifierError
 from rlvr.rewards.base import Outcome, Sample
 from rlvr.rewards.code import UnitTests
 
@@ -337,12 +338,16 @@ FOREIGN_TESTS = "import numpy\nassert add(1, 2) == 3\n"
 
 
 def test_a_test_that_imports_outside_the_standard_library_is_a_weaker_error(pool):
-    for weaker in ("error", "run"):
-        v = UnitTests(timeout=2.0, pool=pool, weaker=weaker)
-        verdict = v.verify(Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": FOREIGN_TESTS}))
-        assert (verdict.outcome, verdict.error_kind) == (Outcome.ERROR, "weaker") and verdict.score is None
-        assert "numpy" in verdict.detail and v.counts["weaker"] == 1
-        assert v.weaker_reasons({"tests": FOREIGN_TESTS}) and not v.weaker_reasons({"tests": ADD})
+    v = UnitTests(timeout=2.0, pool=pool)
+    verdict = v.verify(Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": FOREIGN_TESTS}))
+    assert (verdict.outcome, verdict.error_kind) == (Outcome.ERROR, "weaker") and verdict.score is None
+    assert "numpy" in verdict.detail and v.counts["weaker"] == 1
+    assert v.weaker_reasons({"tests": FOREIGN_TESTS}) and not v.weaker_reasons({"tests": ADD})
+
+
+def test_weaker_run_is_refused_with_the_reason():
+    with pytest.raises(VerifierError, match="weaker.*remove the setting"):
+        UnitTests(weaker="run")
 
 
 CLASS_TESTS = "class T:\n    def run(self):\n        assert add(1, 2) == 3\nT().run()\n"

@@ -396,20 +396,16 @@ def _audit_term(
 
 
 def _weaker_notes(verifier: Verifier, prompts: list[PromptCase]) -> list[str]:
-    """unit_tests: rows whose tests the trusted side cannot run, and what the term does with them."""
+    """unit_tests: rows whose tests the sandbox cannot run (an import outside the standard
+    library): every sample of such a row is an error (masked), which the audit says."""
     if not isinstance(verifier, UnitTests):
         return []
     weaker = [why for p in prompts if (why := verifier.weaker_reasons(p.row))]
     if not weaker:
         return []
-    how = (
-        "run inside the sandbox, forgeably, each verdict flagged"
-        if verifier.weaker == "run"
-        else "score an error (masked) for every sample"
-    )
     return [
-        f"{len(weaker)} of {len(prompts)} prompt(s) have tests the trusted side cannot decide, "
-        f"which {how}: {weaker[0][0]}"
+        f"{len(weaker)} of {len(prompts)} prompt(s) have tests the sandbox cannot run, "
+        f"which score an error (masked) for every sample: {weaker[0][0]}"
     ]
 
 

@@ -36,7 +36,7 @@ result and, for the first failure, short reprs of what the program gave and what
 
 Tests that import a module outside the standard library cannot run in the sandbox (its
 interpreter has nothing else): every sample of such a row is an error of kind ``weaker``
-(masked, counted, never rewarded), whatever ``weaker`` says; ``rlvr task check`` lists such
+(masked, counted, never rewarded; ``weaker`` accepts only ``error``); ``rlvr task check`` lists such
 rows. With ``prefix_column``, the prompt's own complete helper functions (HumanEval's ``poly``)
 run in the test child, so a program cannot redefine what the tests rely on.
 
@@ -217,12 +217,16 @@ class UnitTests(BaseVerifier):
                     "mask (the default) follows the verifier rules",
                 )
             )
-        if weaker not in ("error", "run"):
+        if weaker != "error":
+            # `weaker: run` ran such tests inside the candidate's process under the old interpreter;
+            # tests now run in real CPython, and what is left (imports outside the standard library)
+            # cannot run anywhere in the sandbox, so there is nothing to choose.
             problems.append(
                 Problem(
                     "unit_tests.weaker",
-                    f"must be error or run, got {weaker!r}",
-                    "error (the default) never rewards a test the trusted side cannot run",
+                    f"must be error, got {weaker!r}",
+                    "remove the setting: tests run in real CPython in the test child, and a test that imports "
+                    "outside the standard library is always an error (masked, never rewarded)",
                 )
             )
         if problems:
@@ -254,7 +258,7 @@ class UnitTests(BaseVerifier):
     def plan(self, row: Mapping[str, Any]) -> Any:
         """The row's test plan; raises ``BadTestsError`` (a ground-truth problem). Plans are
         cached by the tests' text: the G samples of a GRPO group share one row. A plan's
-        ``weaker`` lists why the trusted side cannot run the tests (``weaker_reasons``)."""
+        ``weaker`` lists why the test child cannot run the tests (``weaker_reasons``)."""
         from ..sandbox.plans import BadTestsError
 
         tests = row.get(self.column)
