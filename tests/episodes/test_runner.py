@@ -194,3 +194,21 @@ def test_a_row_the_answer_terms_cannot_decide_is_masked_in_the_episode_terms_too
     rewards = EpisodeRewards(base, spec)  # type: ignore[arg-type]
     (s,) = rewards.score([from_messages([{"role": "assistant", "content": "<answer>1</answer>"}])], [{}], ["q"])
     assert s.masked and s.rewards() == {"correct": None, "valid_calls": None}
+
+
+def test_a_call_to_a_tool_that_does_not_exist_keeps_the_other_records_in_line() -> None:
+    """TRL answers such a call itself; the environment's records hold only the calls it ran."""
+    from rlvr.episodes import Call
+
+    def call(name: str) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name, "arguments": {}}}
+
+    msgs = [
+        {"role": "assistant", "content": "", "tool_calls": [call("nope"), call("calculator")]},
+        {"role": "tool", "name": "nope", "content": '{"error": "Tool nope not found."}'},
+        {"role": "tool", "name": "calculator", "content": "error: timed out"},
+        {"role": "assistant", "content": "<answer>1</answer>"},
+    ]
+    records = [Call("calculator", {}, "error: timed out", "timed out", "timeout")]
+    ep = from_messages(msgs, records)
+    assert [(c.name, c.kind) for c in ep.calls] == [("nope", "invalid"), ("calculator", "timeout")]

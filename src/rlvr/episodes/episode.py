@@ -151,9 +151,15 @@ def from_messages(messages: Sequence[Mapping[str, Any]], records: Sequence[Call]
                 raw = msgs[i].get("content")
                 result = raw if isinstance(raw, str) else json.dumps(raw, default=str)
                 i += 1
-            rec = recs.pop(0) if recs else None
+            # TRL answers a call to a tool that does not exist itself (the environment never sees
+            # it): such a call has no record, and the records of the calls after it stay in line.
+            rec = recs.pop(0) if recs and recs[0].name == fn.get("name") else None
             if rec is not None:
                 calls.append(Call(fn.get("name"), fn.get("arguments"), result, rec.error, rec.kind))
+            elif records:
+                calls.append(
+                    Call(fn.get("name"), fn.get("arguments"), result, f"no tool {fn.get('name')!r}", "invalid")
+                )
             elif result.startswith("error"):  # the form ToolSession gives a failed call (tool_error)
                 calls.append(Call(fn.get("name"), fn.get("arguments"), result, result, "failed"))
             else:
