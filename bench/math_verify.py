@@ -17,7 +17,7 @@ Both verifiers get the same (gold, prediction) pairs:
   ``</think>``; 2,600-11,800 characters), written by ``tests/data/math/make_long.py`` (seed 25) and
   labelled by construction: rlvr reads the last box after ``</think>``, math-verify parses the
   whole completion as its README shows; CPU seconds of both and the ratio;
-- ``outside``: math-verify's and MARIO_EVAL's own labelled pairs (``tests/data/math/outside.jsonl``),
+- ``outside``: math-verify's own labelled pairs (``tests/data/math/outside.jsonl``),
   agreement on the rows where both sides are answers;
 - ``labelled``: a hand-written subset with the label a careful grader would give, including the
   adversarial cases from issue 3 (1/2^99 vs 1/2^98, 1 - 1/e vs 1 + 1/e, "= 0" equations,
@@ -503,7 +503,7 @@ def main() -> int:
             f"{mv / long_cpu_s['rlvr e2e']:.1f}x against rlvr's end-to-end CPU"
         )
     outside = load_outside()
-    print(f"\noutside suite (math-verify's and MARIO_EVAL's labelled pairs, {len(outside)} answer-form rows):")
+    print(f"\noutside suite (math-verify's labelled pairs, {len(outside)} answer-form rows):")
     for name, fn in (("rlvr", run_ours), ("math-verify", run_math_verify)):
         if args.only and name != args.only:
             continue

@@ -1,4 +1,4 @@
-"""Forms an outside suite rejected before issue 25 (math-verify's and MARIO_EVAL's tests): each
+"""Forms an outside suite rejected before issue 25 (issue 25's list): each
 accepted, each with the near miss that must stay wrong (rules in rlvr.rewards.math.readings)."""
 
 from __future__ import annotations
