@@ -68,5 +68,6 @@ def test_agreement_on_answer_forms_is_at_least_the_floor(suite):
 
 
 def test_mislabelled_pairs_keep_rlvrs_verdict(suite):
-    # 2^{1/2^{1000}} is not 1, and 1 - 1/e is not 1 + 1/e, whatever a float comparison says
-    assert [r["verdict"] for r in suite if r["kind"] == "mislabel"] == ["unequal", "unequal"]
+    # 1 - 1/e is not 1 + 1/e, whatever the outside label says (the interval [2^{1/2^{1000}}, oo) vs
+    # [1, oo) is guarded in test_math_bounds.py)
+    assert [r["verdict"] for r in suite if r["kind"] == "mislabel"] == ["unequal"]
