@@ -71,3 +71,18 @@ def test_task_check_refuses_a_budget_a_reference_episode_does_not_fit(tmp_path: 
     path.write_text(text)
     problems = [str(p) for p in check_task(load_task(path))]
     assert any("generation.max_completion_length" in p and "a reference episode" in p for p in problems), problems
+
+
+def test_the_gate_binds_the_episode_code_the_task_tools_and_the_collection(tmp_path: Path) -> None:
+    from rlvr.gate.hashes import data_files, reward_modules
+
+    (tmp_path / "tools.py").write_text(
+        'def lookup(key: str) -> str:\n    """Look.\n\n    Args:\n        key: A key.\n    """\n    return key\n'
+    )
+    (tmp_path / "docs.jsonl").write_text('{"text": "a fact"}\n')
+    task = load_task(episode_task(tmp_path, tools=["calculator", "search", "tools.lookup"], documents="docs.jsonl"))
+    modules = reward_modules(task)
+    assert {"rlvr.episodes.scoring", "rlvr.episodes.calculator", "rlvr.episodes.search", "tools"} <= set(modules)
+    assert data_files(task)["environment.documents"]["path"] == "docs.jsonl"
+    plain = load_task(make_task(tmp_path / "plain"))
+    assert not any(name.startswith("rlvr.episodes") for name in reward_modules(plain))

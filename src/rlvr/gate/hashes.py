@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 SHARED_MODULES = ("rlvr.rewards.base", "rlvr.rewards.format", "rlvr.rewards.combine")
 # rlvr code followed through imports: the verifiers and the sandbox, whose trusted side compares a
 # program's outputs with the expected ones (so it decides unit-test verdicts).
-FOLLOWED_PACKAGES = ("rlvr.rewards", "rlvr.sandbox")
+FOLLOWED_PACKAGES = ("rlvr.rewards", "rlvr.sandbox", "rlvr.episodes")  # episodes: only from an episode task
 # Modules loaded by file path rather than imported, so the import scan cannot see them.
 LOADED_BY_PATH = {
     "rlvr.sandbox.worker": (
@@ -99,6 +99,9 @@ def reward_modules(task: Task) -> dict[str, Path]:
     start = {source_module(t.verifier) for t in task.rewards} | set(SHARED_MODULES)
     if any(t.verifier not in BUILTINS for t in task.rewards):
         start.add("rlvr.rewards")  # wraps plain functions into verifiers
+    if task.environment is not None:  # an episode's reward reads its calls: the episode code and the task's tools
+        start |= {"rlvr.episodes.scoring", "rlvr.episodes.spec"}
+        start |= {t.rsplit(".", 1)[0] for t in task.environment.tools if "." in t}
     found: dict[str, Path] = {}
     todo = sorted(start)
     while todo:
@@ -171,6 +174,8 @@ def data_files(task: Task) -> dict[str, dict[str, Any]]:
     refs: list[tuple[str, str]] = [("data.train", task.data.train)]
     if task.data.eval:
         refs.append(("data.eval", task.data.eval))
+    if task.environment is not None and task.environment.documents:  # what the search tool answers from
+        refs.append(("environment.documents", task.environment.documents))
     root = Path(task.path).parent.resolve()
     for t in task.rewards:
         for key, value in sorted(t.options.items()):
