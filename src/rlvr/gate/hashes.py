@@ -99,9 +99,10 @@ def reward_modules(task: Task) -> dict[str, Path]:
     start = {source_module(t.verifier) for t in task.rewards} | set(SHARED_MODULES)
     if any(t.verifier not in BUILTINS for t in task.rewards):
         start.add("rlvr.rewards")  # wraps plain functions into verifiers
-    if task.environment is not None:  # an episode's reward reads its calls: the episode code and the task's tools
+    environment = getattr(task, "environment", None)  # an episode's reward reads its calls (rlvr.episodes)
+    if environment is not None:
         start |= {"rlvr.episodes.scoring", "rlvr.episodes.spec"}
-        start |= {t.rsplit(".", 1)[0] for t in task.environment.tools if "." in t}
+        start |= {t.rsplit(".", 1)[0] for t in environment.tools if "." in t}
     found: dict[str, Path] = {}
     todo = sorted(start)
     while todo:
@@ -174,8 +175,9 @@ def data_files(task: Task) -> dict[str, dict[str, Any]]:
     refs: list[tuple[str, str]] = [("data.train", task.data.train)]
     if task.data.eval:
         refs.append(("data.eval", task.data.eval))
-    if task.environment is not None and task.environment.documents:  # what the search tool answers from
-        refs.append(("environment.documents", task.environment.documents))
+    environment = getattr(task, "environment", None)
+    if environment is not None and environment.documents:  # what the search tool answers from
+        refs.append(("environment.documents", environment.documents))
     root = Path(task.path).parent.resolve()
     for t in task.rewards:
         for key, value in sorted(t.options.items()):
