@@ -212,3 +212,25 @@ def test_a_call_to_a_tool_that_does_not_exist_keeps_the_other_records_in_line() 
     records = [Call("calculator", {}, "error: timed out", "timed out", "timeout")]
     ep = from_messages(msgs, records)
     assert [(c.name, c.kind) for c in ep.calls] == [("nope", "invalid"), ("calculator", "timeout")]
+
+
+@pytest.mark.parametrize(
+    ("name", "start"),
+    [
+        ("tiny", "<|tools|>calculator(expression)\n<|user|>17*23?\n<|assistant|>"),
+        ("small", "<|im_start|>system\nTools: calculator(expression)\nCall a tool as <tool_call>"),
+    ],
+)
+def test_the_built_in_tool_templates_list_the_tools_and_read_back_a_call(name: str, start: str) -> None:
+    from trl.chat_template_utils import parse_response
+
+    from rlvr.episodes.template import render
+    from rlvr.models import load_tokenizer
+
+    tok = prepare_tokenizer(load_tokenizer(f"builtin:{name}"))
+    schema = {"type": "function", "function": {"name": "calculator", "parameters": {"properties": {"expression": {}}}}}
+    assert render(tok, PROMPT, [schema]).startswith(start)
+    prefix = tok.apply_chat_template(PROMPT, tokenize=True, add_generation_prompt=True, return_dict=False)
+    ids = tok(CALL + tok.eos_token, add_special_tokens=False)["input_ids"]
+    (call,) = parse_response(tok, ids, prefix=prefix)["tool_calls"]
+    assert call["function"] == {"name": "calculator", "arguments": {"expression": "17*23"}}

@@ -41,7 +41,7 @@ TINY_TOOL_TEMPLATE = (
     "{%- endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 CHATML_TOOL_TEMPLATE = (
-    "{%- if tools %}<|im_start|>system\nTools: " + _SIGNATURES + "\n"
+    "{%- if tools %}<|im_start|>system\nTools: " + _SIGNATURES + "{{ '\\n' }}"
     'Call a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call><|im_end|>\n{% endif %}'
     "{%- for m in messages %}"
     "{{- '<|im_start|>' + m.role + '\\n' }}{{ m.content if m.content else '' }}"
