@@ -90,3 +90,12 @@ def test_rlvr_audit_reports_episode_holes_and_fails(tmp_path: Path, capsys: pyte
 
     assert main(["audit", str(weak_task(tmp_path, ["calculator"])), "--max-prompts", "4"]) == 1
     assert "HOLE skipped_tools" in capsys.readouterr().out
+
+
+def test_the_gates_audit_counts_an_episode_hole_as_exploitable(tmp_path: Path) -> None:
+    """``rlvr inspect sign`` refuses to sign while it is listed (unless accepted with a reason)."""
+    from rlvr.audit import gate_audit
+
+    weak = gate_audit(load_task(weak_task(tmp_path, ["calculator"])))
+    assert "episode:skipped_tools" in weak.exploitable and "episodes" in weak.report
+    assert not [t for t in gate_audit(load_task(EXAMPLE / "task.yaml")).exploitable if t.startswith("episode:")]

@@ -36,7 +36,14 @@ def gate_audit(task: Task) -> AuditOutcome:
     pass this to ``rlvr.gate.sign``, which refuses to sign while a term is exploitable and has no
     recorded reason."""
     report = run_audit(task)
-    return AuditOutcome(report.to_json(), tuple(sorted(report.exploitable_terms)))
+    data, exploitable = report.to_json(), set(report.exploitable_terms)
+    if task.environment is not None:  # an episode task: its holes block signing too (audit.episodes)
+        from .episodes import audit_episodes
+
+        found = audit_episodes(task)
+        data = {**data, "episodes": [f.to_json() for f in found]}
+        exploitable |= {f"episode:{f.exploit}" for f in found if f.hit}
+    return AuditOutcome(data, tuple(sorted(exploitable)))
 
 
 __all__ = [
