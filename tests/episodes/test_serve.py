@@ -67,3 +67,23 @@ def test_the_score_endpoint_scores_episodes(tmp_path: Path) -> None:
     assert resp.status_code == 200, resp.text
     (result,) = resp.json()["results"]
     assert result["reward"] == 1.6 and result["scores"]["required_tools"]["score"] == 1.0
+
+
+def test_rlvr_score_scores_an_episode_tasks_lines_as_episodes(tmp_path: Path) -> None:
+    import json
+
+    from rlvr.cli.main import main
+
+    task = served(tmp_path / "task")
+    episode = [
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "name": "calculator", "content": "20"},
+        {"role": "assistant", "content": "<answer>20</answer>"},
+    ]
+    lines = [{"completion": episode, "answer": "20"}, {"completion": "<answer>20</answer>", "answer": "20"}]
+    data = tmp_path / "episodes.jsonl"
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert main(["score", str(data), "--task", str(task.path)]) == 0
+    scored = [json.loads(x) for x in (tmp_path / "episodes.scored.jsonl").read_text().splitlines()]
+    assert [s["reward"] for s in scored] == [1.6, 1.1]
+    assert scored[0]["scores"]["required_tools"]["score"] == 1.0

@@ -7,13 +7,15 @@ Each sample is scored like a training episode (``rlvr.episodes.EpisodeRewards``)
 terms on the final answer, plus the episode terms. The client ran the tools, so the server
 knows a call's outcome only from its result: a result that starts with ``error`` is a failed
 call (the form rlvr's own tools answer with). A plain-text completion is an episode of one turn.
-``/get_reward`` (OpenRLHF's single-turn protocol) keeps scoring text.
+``/get_reward`` (OpenRLHF's single-turn protocol) keeps scoring text. ``rlvr score --task`` on an
+episode task scores a file's lines the same way (``score_episode_file``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..episodes import Episode, EpisodeRewards, from_messages
@@ -23,7 +25,7 @@ from ..rewards.combine import Scored
 if TYPE_CHECKING:
     from ..task import Task
 
-__all__ = ["EpisodeSample", "ServedEpisodes", "TermInfo", "episode_samples"]
+__all__ = ["EpisodeSample", "ServedEpisodes", "TermInfo", "episode_samples", "score_episode_file"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +81,24 @@ class ServedEpisodes:
 
     def total(self, scored: Scored) -> float | None:
         return self.rewards.total(scored)
+
+
+def score_episode_file(task: Task, path: str | Path, out: str | Path | None = None) -> Any:
+    """``rlvr score --task`` on an episode task: every line's ``completion`` (the episode's message
+    list, or plain text) scored like ``/v1/score`` scores it; writes ``<name>.scored.jsonl`` (or
+    ``out``) and returns the ``ScoreSummary``."""
+    import time
+
+    from ..errors import DataError
+    from ..rewards.scoring import default_output, read_completions, scored_row, summarize, to_sample, write_jsonl
+
+    start = time.monotonic()
+    rows = read_completions(path)
+    target = Path(out) if out is not None else default_output(path)
+    if target.resolve() == Path(path).resolve():
+        raise DataError(f"{path}: refusing to overwrite the input file with scores; choose another --out")
+    rewards: Any = ServedEpisodes(task)
+    samples = episode_samples({"samples": rows}, [to_sample(r) for r in rows])
+    scored = rewards.score(samples)
+    write_jsonl(target, [scored_row(r, s, rewards) for r, s in zip(rows, scored, strict=True)])
+    return summarize(rewards, scored, str(path), str(target), time.monotonic() - start)
