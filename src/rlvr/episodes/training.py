@@ -4,7 +4,7 @@ TRL runs the episode loop itself (``_tool_call_loop``): it parses each turn's ca
 tokenizer's response template, calls the environment's tool methods, appends the results and
 samples again, at most ``max_tool_calling_iterations`` times; the tokens of tool results get 0 in
 its ``tool_mask``, which multiplies the loss mask, so they are never trained on (checked by
-``tests/episodes/test_training.py`` on the mask TRL builds in a real step).
+``tests/episodes/test_episodes_training.py`` on the mask TRL builds in a real step).
 """
 
 from __future__ import annotations
