@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlvr.demo.reference import reference_checker
 from rlvr.demo.arithmetic import generate, reference_answer, write_task
+from rlvr.demo.reference import reference_checker
 from rlvr.rewards.base import Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "arithmetic"

@@ -95,7 +95,7 @@ DEMOS: dict[str, DemoModel] = {
         0.3,
         peft="lora",
         what="SmolLM2-135M-Instruct on two-digit addition in chat",
-        sft_check_every=2,
+        sft_check_every=1,
         sft_dev_size=40,
         train_eval_every=0,
     ),

@@ -54,7 +54,9 @@ grpo:
   beta: 0.0
   save_steps: 1000
 sft:
-  learning_rate: 5.0e-5
+  # The format is learnt within a few steps (dev pass rate 0 % -> 57 % between two checks at
+  # 5e-5): a lower rate and a check every step stop SFT nearer the target.
+  learning_rate: 3.0e-5
   warmup_steps: 5
   per_device_train_batch_size: 16
 probe:
