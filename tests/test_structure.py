@@ -244,3 +244,12 @@ def test_no_function_takes_a_task_typed_as_any():
         if a.arg == "task" and isinstance(a.annotation, ast.Name) and a.annotation.id == "Any"
     ]
     assert not untyped, "type these as Task (rlvr.task.Task): " + ", ".join(untyped)
+
+
+def test_no_two_test_files_share_a_basename():
+    # tests/ folders are not packages (rootdir-relative imports by basename): two test_x.py in
+    # different folders make pytest stop at collection with "import file mismatch".
+    seen: dict[str, list[str]] = defaultdict(list)
+    for path in (Path(__file__).parent).rglob("test_*.py"):
+        seen[path.name].append(str(path.parent.name))
+    assert {name: dirs for name, dirs in seen.items() if len(dirs) > 1} == {}
