@@ -170,3 +170,23 @@ def test_a_checker_column_mixing_names_and_mappings_trains(tmp_path: Path, pool)
     verifier.pool = pool
     samples = [Sample(f"<answer>{FIXED}</answer>", row) for row in uniform]
     assert outcomes(verifier, samples) == [Outcome.WRONG, Outcome.CORRECT]  # 0.333 is within 1e-3 only
+
+
+def test_the_gate_binds_a_custom_checkers_module_from_the_task_or_a_row(tmp_path: Path) -> None:
+    """A checker decides stdin/stdout verdicts: editing it after signing must break the gate."""
+    from rlvr.gate.hashes import reward_code, reward_modules
+
+    module = "def close(i, e, o):\n    return abs(float(o) - float(e)) < 0.01\n"
+    task = load_task(_task(tmp_path, {"function": "gatechecks_task.close"}, module, name="gatechecks_task"))
+    assert reward_modules(task)["gatechecks_task"] == (tmp_path / "gatechecks_task.py").resolve()
+    before = reward_code(task)
+    (tmp_path / "gatechecks_task.py").write_text(module.replace("0.01", "10"))
+    assert reward_code(task) != before
+
+    row_dir = tmp_path / "rows"
+    row_dir.mkdir()
+    rows = [{"question": "q", "answer": json.dumps(CASES), "checker": {"function": "gaterows_task.close"}}]
+    row_task = load_task(_task(row_dir, None, module, rows=rows, name="gaterows_task"))
+    assert "gaterows_task" in reward_modules(row_task)
+    plain = load_task(_task(tmp_path / "plain" if (tmp_path / "plain").mkdir() is None else tmp_path, "tokens"))
+    assert not any(name.endswith("_task") for name in reward_modules(plain))

@@ -99,6 +99,7 @@ def reward_modules(task: Task) -> dict[str, Path]:
     start = {source_module(t.verifier) for t in task.rewards} | set(SHARED_MODULES)
     if any(t.verifier not in BUILTINS for t in task.rewards):
         start.add("rlvr.rewards")  # wraps plain functions into verifiers
+    start |= _checker_modules(task)
     environment = getattr(task, "environment", None)  # an episode's reward reads its calls (rlvr.episodes)
     if environment is not None:
         start |= {"rlvr.episodes.scoring", "rlvr.episodes.spec"}
@@ -123,6 +124,37 @@ def reward_modules(task: Task) -> dict[str, Path]:
             if dep.startswith(FOLLOWED_PACKAGES) or _is_local(dep, search):
                 todo.append(dep)
     return dict(sorted(found.items()))
+
+
+def _checker_modules(task: Task) -> set[str]:
+    """The modules of custom stdout checkers (``unit_tests``' ``checker: {function: mod.fn}``, in the
+    task file or in a row's checker column): a checker decides stdin/stdout verdicts, so its code
+    is reward code."""
+    paths: list[str] = []
+    for t in task.rewards:
+        if t.verifier != "unit_tests":
+            continue
+        options = getattr(t, "options", None) or {}  # the record tests pass stand-in terms without options
+        paths.append(_checker_function(options.get("checker")))
+        column = str(options.get("checker_column", "checker"))
+        if getattr(task, "data", None) is None:
+            continue
+        refs = [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]
+        for split, ref in refs:
+            if not ref.startswith("hf:"):
+                paths.extend(_checker_function(row.get(column)) for row in task.load_split(split))
+    return {f.partition(":")[0] if ":" in f else f.rpartition(".")[0] for f in paths if f}
+
+
+def _checker_function(raw: Any) -> str:
+    """The dotted ``function`` of a checker setting (a mapping, or a row's JSON text of one), else ''."""
+    if isinstance(raw, str) and raw.lstrip().startswith("{"):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return ""
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    return fn if isinstance(fn, str) else ""
 
 
 def _is_local(name: str, search: Path) -> bool:
