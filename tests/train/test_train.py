@@ -520,10 +520,33 @@ def test_a_run_and_its_final_model_record_the_rows_it_trained_on(two_step_run: t
     from rlvr.data import row_key, trained_rows_of
 
     root, _ = two_step_run
-    rows = load_task(root / "task" / "task.yaml").load_split("train")
+    task = load_task(root / "task" / "task.yaml")
+    rows = task.load_split("train")
+    # Two steps of 2 prompts reach a few of the 16 rows: exactly the ones whose prompts were scored.
+    kept = [json.loads(line) for f in sorted((root / "run" / "rollouts").glob("*.jsonl")) for line in f.open()]
+    scored = {row_key(r) for r in rows if task.render_prompt(r) in {k["prompt"] for k in kept}}
     for folder in (root / "run", root / "run" / "final"):
         record = trained_rows_of(folder)
-        assert record is not None and record.keys == {row_key(r) for r in rows} and record.sources == ("grpo",)
+        assert record is not None and record.sources == ("grpo",)
+        assert scored and scored <= record.keys < {row_key(r) for r in rows}
+
+
+def test_a_prompt_the_run_cannot_place_counts_every_row_as_seen(tmp_path: Path) -> None:
+    from rlvr.data import row_key, trained_rows_of
+    from rlvr.train.launch import SeenRows
+
+    task = load_task(make_task(tmp_path / "task"))
+    rows = task.load_split("train")
+    seen = SeenRows(task, rows, tmp_path, None)
+    assert trained_rows_of(tmp_path).keys == frozenset()  # type: ignore[union-attr]
+    (noted,) = seen.wrap([lambda **kw: [1.0] * len(kw["prompts"])])
+    noted(prompts=[task.render_prompt(rows[3])] * 2)
+    assert trained_rows_of(tmp_path).keys == {row_key(rows[3])}  # type: ignore[union-attr]
+    noted(prompts=["a prompt no row renders to"])
+    assert trained_rows_of(tmp_path).keys == {row_key(r) for r in rows}  # type: ignore[union-attr]
+    whole = tmp_path / "whole"
+    SeenRows(task, rows, whole, None, whole=True)
+    assert trained_rows_of(whole).keys == {row_key(r) for r in rows}  # type: ignore[union-attr]
 
 
 def test_a_value_of_the_wrong_type_is_refused_before_the_model_loads(tmp_path: Path) -> None:

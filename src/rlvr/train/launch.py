@@ -10,8 +10,9 @@ leaves the old ``final/``, or none, never half of one).
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,72 @@ class TrainResult:
 RESERVED_COLUMNS = frozenset(
     {"prompt", "completion", "completion_ids", "prompts", "completions", "trainer_state", "log_metric", "log_extra"}
 )
+
+
+class SeenRows:
+    """The train rows a GRPO run has scored, written to ``trained_rows.json`` in the run directory
+    whenever the set grows (so a run killed mid-way still says what it saw), merged with the rows
+    the starting model was trained on. A row is known by its rendered prompt, which is what TRL
+    hands the reward functions. The safe side wins twice: a prompt it cannot place (an episode
+    task's environment may rewrite it) counts every train row as seen, and so does a run over
+    several processes (``whole``), where each process scores only its own slice."""
+
+    def __init__(
+        self,
+        task: Task,
+        rows: list[dict[str, Any]],
+        run_dir: Path,
+        start: TrainedRows | None,
+        *,
+        earlier: TrainedRows | None = None,
+        whole: bool = False,
+        enabled: bool = True,
+    ) -> None:
+        self.task_path, self.run_dir, self.start, self.enabled = str(task.path), run_dir, start, enabled
+        self.by_prompt: dict[str, set[str]] = {}
+        for r in rows:
+            self.by_prompt.setdefault(_prompt_text(task.render_prompt(r)), set()).add(row_key(r))
+        self.every = frozenset(row_key(r) for r in rows)
+        own = (earlier.keys - start.keys) if earlier is not None and start is not None else None
+        self.keys: set[str] = set(
+            self.every if whole else (own if own is not None else earlier.keys if earlier else ())
+        )
+        self.write()
+
+    def add(self, prompts: Sequence[Any]) -> None:
+        new: set[str] = set()
+        for prompt in prompts:
+            keys = self.by_prompt.get(_prompt_text(prompt))
+            if keys is None:
+                new = set(self.every)
+                break
+            new |= keys
+        if not new <= self.keys:
+            self.keys |= new
+            self.write()
+
+    def write(self) -> None:
+        if self.enabled:
+            TrainedRows(frozenset(self.keys), ("grpo",)).merged(self.start).write(self.run_dir, task=self.task_path)
+
+    def wrap(self, funcs: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
+        """The same functions; the first also notes the batch's prompts."""
+        if not funcs or not self.enabled:
+            return list(funcs)
+        first = funcs[0]
+
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            self.add(kwargs.get("prompts") or ())
+            return first(*args, **kwargs)
+
+        noted.__name__ = first.__name__
+        noted.__qualname__ = getattr(first, "__qualname__", first.__name__)
+        return [noted, *funcs[1:]]
+
+
+def _prompt_text(prompt: Any) -> str:
+    """One spelling of a rendered prompt (text, or a chat's message list)."""
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
 
 
 def build_dataset(task: Task, rows: list[dict[str, Any]]) -> Any:
@@ -145,9 +212,17 @@ def run_grpo(
         run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every).write(
             run_dir / "config.yaml"
         )
-        # Every train row counts as seen (a short run reaches few): the probe measures the others.
-        trained = TrainedRows(frozenset(row_key(r) for r in train_rows), ("grpo",))
-        trained.merged(trained_rows_of(settings.model_ref)).write(run_dir, task=str(task.path))
+    # The rows this run scores, recorded as they come (the probe measures the others); a resumed
+    # run keeps what its earlier sessions saw.
+    seen = SeenRows(
+        task,
+        train_rows,
+        run_dir,
+        trained_rows_of(settings.model_ref),
+        earlier=trained_rows_of(run_dir) if opts.resume else None,
+        whole=not main or int(os.environ.get("WORLD_SIZE", "1")) > 1,
+        enabled=main,
+    )
 
     metrics_path = run_dir / "metrics.jsonl"
     offset = start.offset
@@ -197,7 +272,7 @@ def run_grpo(
         trainer_cls = dynamic_module.trainer_class(GRPOTrainer)
     trainer = trainer_cls(
         model=model,
-        reward_funcs=recorder.wrap(rewards.trl_functions()),
+        reward_funcs=seen.wrap(recorder.wrap(rewards.trl_functions())),
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
