@@ -267,18 +267,12 @@ def weaker_problems(task: Task) -> list[Problem]:
     cannot run (an import outside the standard library, which the workers' interpreter does not
     have). Every sample of such a row is an error (masked, never rewarded); the task says so
     here, row by row, before any training."""
-    from .rewards.code import UnitTests
+    from .task.rowchecks import local_splits, unit_tests_terms
 
     problems: list[Problem] = []
-    for t in task.rewards:
-        verifier = task.term_verifier(t)
-        if not isinstance(verifier, UnitTests):
-            continue
-        for split, ref in [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]:
-            if ref.startswith("hf:"):
-                continue
-            where = task.resolve(ref)
-            bad = [(i, why) for i, row in enumerate(task.load_split(split), 1) if (why := verifier.weaker_reasons(row))]
+    for t, verifier in unit_tests_terms(task):
+        for _, where, rows in local_splits(task):
+            bad = [(i, why) for i, row in enumerate(rows, 1) if (why := verifier.weaker_reasons(row))]
             for i, why in bad[:MAX_ROW_PROBLEMS]:
                 problems.append(
                     Problem(

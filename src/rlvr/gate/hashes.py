@@ -130,6 +130,8 @@ def _checker_modules(task: Task) -> set[str]:
     """The modules of custom stdout checkers (``unit_tests``' ``checker: {function: mod.fn}``, in the
     task file or in a row's checker column): a checker decides stdin/stdout verdicts, so its code
     is reward code."""
+    from ..task.rowchecks import local_splits
+
     paths: list[str] = []
     for t in task.rewards:
         if t.verifier != "unit_tests":
@@ -139,10 +141,8 @@ def _checker_modules(task: Task) -> set[str]:
         column = str(options.get("checker_column", "checker"))
         if getattr(task, "data", None) is None:
             continue
-        refs = [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]
-        for split, ref in refs:
-            if not ref.startswith("hf:"):
-                paths.extend(_checker_function(row.get(column)) for row in task.load_split(split))
+        for _, _, rows in local_splits(task):
+            paths.extend(_checker_function(row.get(column)) for row in rows)
     return {f.partition(":")[0] if ":" in f else f.rpartition(".")[0] for f in paths if f}
 
 

@@ -21,13 +21,16 @@ The sandbox is reached only through the task's ``unit_tests`` verifier, as train
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
 from ..rewards import BUILTINS
 from ..rewards.base import Outcome, Sample, Verdict
 from .spec import MAX_ROW_PROBLEMS, Task, TermSpec
+
+if TYPE_CHECKING:
+    from ..rewards.code import UnitTests
 
 MAX_ROW_BYTES = 1_000_000  # a row's JSON above this is named (prompts and tests are kilobytes)
 # Columns that hold a reference solution when a code task's answer column is its tests.
@@ -36,13 +39,23 @@ CUSTOM_ROWS = 8  # rows a custom term is tried on
 Rows = Sequence[Mapping[str, Any]]
 
 
-def _splits(task: Task) -> list[tuple[str, str, list[dict[str, Any]]]]:
+def local_splits(task: Task) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(split, file, rows) of the local splits (a hub dataset is checked when it loads)."""
     out = []
     for split, ref in [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]:
         if not ref.startswith("hf:"):
             out.append((split, str(task.resolve(ref)), task.load_split(split)))
     return out
+
+
+def unit_tests_terms(task: Task) -> Iterator[tuple[TermSpec, UnitTests]]:
+    """Each ``unit_tests`` term of the task with its verifier."""
+    from ..rewards.code import UnitTests
+
+    for t in task.rewards:
+        verifier = task.term_verifier(t)
+        if isinstance(verifier, UnitTests):
+            yield t, verifier
 
 
 def _capped(problems: list[Problem], where: str, what: str, fix: str) -> list[Problem]:
@@ -54,7 +67,7 @@ def _capped(problems: list[Problem], where: str, what: str, fix: str) -> list[Pr
 def size_problems(task: Task, limit: int = MAX_ROW_BYTES) -> list[Problem]:
     """Rows whose JSON is over ``limit`` bytes, each named with its size."""
     out: list[Problem] = []
-    for _, where, rows in _splits(task):
+    for _, where, rows in local_splits(task):
         big = []
         for i, row in enumerate(rows, 1):
             size = len(json.dumps(row, ensure_ascii=False, default=str).encode("utf-8"))
@@ -135,15 +148,11 @@ def arrow_rows(task: Task, rows: Rows) -> list[dict[str, Any]]:
 
 def tests_problems(task: Task) -> list[Problem]:
     """Every row's tests of every ``unit_tests`` term parsed, and its checker column read."""
-    from ..rewards.code import UnitTests
     from ..sandbox.plans import BadTestsError
 
     out: list[Problem] = []
-    for t in task.rewards:
-        verifier = task.term_verifier(t)
-        if not isinstance(verifier, UnitTests):
-            continue
-        for _, where, rows in _splits(task):
+    for t, verifier in unit_tests_terms(task):
+        for _, where, rows in local_splits(task):
             bad = []
             for i, row in enumerate(rows, 1):
                 try:
@@ -174,14 +183,9 @@ def _completion(task: Task, verifier: Any, code: str) -> str:
 
 def reference_problems(task: Task) -> list[Problem]:
     """Every reference solution found, scored by its ``unit_tests`` term; the rows where it fails."""
-    from ..rewards.code import UnitTests
-
     out: list[Problem] = []
-    for t in task.rewards:
-        verifier = task.term_verifier(t)
-        if not isinstance(verifier, UnitTests):
-            continue
-        for _, where, rows in _splits(task):
+    for t, verifier in unit_tests_terms(task):
+        for _, where, rows in local_splits(task):
             for col in _reference_columns(task, verifier.column, rows):
                 found = [(i, r) for i, r in enumerate(rows, 1) if isinstance(r.get(col), str) and r[col].strip()]
                 if not found:
@@ -246,7 +250,7 @@ def custom_term_problems(task: Task) -> list[Problem]:
     from ..rewards.code import UnitTests
 
     out: list[Problem] = []
-    splits = _splits(task)
+    splits = local_splits(task)
     rows = splits[0][2][:CUSTOM_ROWS] if splits else []
     if not rows:
         return out
@@ -335,7 +339,7 @@ def row_problems(task: Task) -> list[Problem]:
     """Every check of this module, in the order a reader fixes them."""
     out = size_problems(task)
     skip = code_columns(task)
-    for _, where, rows in _splits(task):
+    for _, where, rows in local_splits(task):
         out += type_problems(rows, where, skip)
     return [
         *out,
