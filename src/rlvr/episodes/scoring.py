@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..rewards.base import Sample, Verdict
-from ..rewards.combine import RewardSet, Scored, prompt_text
+from ..rewards.combine import RewardSet, Scored, prompt_text, reward_functions
 from .environment import session_of
 from .episode import Episode, from_messages
 from .spec import EnvironmentSpec
@@ -144,15 +144,4 @@ class EpisodeRewards:
 
     def trl_functions(self) -> list[Callable[..., list[float | None]]]:
         """One TRL reward function per term (the task's, then the episode's), named after it."""
-        funcs = []
-        for name in self.names:
-
-            def fn(
-                prompts: Any = None, completions: Any = None, _name: str = name, **kwargs: Any
-            ) -> list[float | None]:
-                scored = self.scored_trl_batch(prompts=prompts, completions=completions, **kwargs)
-                return [s.rewards()[_name] for s in scored]
-
-            fn.__name__ = fn.__qualname__ = name
-            funcs.append(fn)
-        return funcs
+        return reward_functions(self.names, self.scored_trl_batch)

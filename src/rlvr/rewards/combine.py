@@ -227,16 +227,20 @@ class RewardSet:
 
     def trl_functions(self) -> list[Callable[..., list[float | None]]]:
         """One TRL reward function per term, in order, each named after its term."""
-        funcs = []
-        for name in self.names:
+        return reward_functions(self.names, self.scored_trl_batch)
 
-            def fn(
-                prompts: Any = None, completions: Any = None, _name: str = name, **kwargs: Any
-            ) -> list[float | None]:
-                scored = self._score_trl_batch({"prompts": prompts, "completions": completions, **kwargs})
-                return [s.rewards()[_name] for s in scored]
 
-            fn.__name__ = name
-            fn.__qualname__ = name
-            funcs.append(fn)
-        return funcs
+def reward_functions(
+    names: Sequence[str], score: Callable[..., list[Scored]]
+) -> list[Callable[..., list[float | None]]]:
+    """One TRL reward function per name, each named after it (TRL logs ``rewards/<name>``) and
+    reading its term from ``score``, which scores a TRL call's batch once for all the terms."""
+    funcs = []
+    for name in names:
+
+        def fn(prompts: Any = None, completions: Any = None, _name: str = name, **kwargs: Any) -> list[float | None]:
+            return [s.rewards()[_name] for s in score(prompts=prompts, completions=completions, **kwargs)]
+
+        fn.__name__ = fn.__qualname__ = name
+        funcs.append(fn)
+    return funcs
