@@ -1,12 +1,18 @@
 """The chat format of an episode: how tools, tool calls and tool results are rendered, and how a
 turn's tool calls are read back.
 
-Built-in models (``builtin:tiny`` and its kind, ``builtin:small``) ship chat templates without
-tools; ``prepare_tokenizer`` swaps in a tool-aware variant of the same template, and sets the
-``response_template`` TRL's ``parse_response`` reads calls with. Both render a call the
-Hermes/Qwen way, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``; the tiny template
-lists the tools in one short line (``<|tools|>calculator(expression)``), because its model has 256
-positions. Other models keep their own template; it must pass TRL's ``supports_tool_calling``
+Built-in models (``builtin:tiny`` and its kind, ``builtin:small``, ``builtin:small-think``,
+``builtin:smollm2``) ship chat templates without tools; ``prepare_tokenizer`` swaps in a
+tool-aware variant of the same template, and sets the ``response_template`` TRL's
+``parse_response`` reads calls with. All render a call the Hermes/Qwen way,
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``; the tiny template lists the tools in
+one short line (``<|tools|>calculator(expression)``), because its model has 256 positions; small
+and small-think in a short system turn; smollm2 keeps its system message (the conversation's, else
+its default one) and lists each tool's JSON schema after it, in the same turn. small-think keeps
+its thinking: every assistant turn opens ``<think>`` and a newline (the generation prompt wrote them), the turn's
+text is the thinking, ``</think>`` and the answer or calls, and earlier turns keep their thinking
+(dropping it, as Qwen3's template does, would rewrite the prefix TRL concatenates onto). Other
+models keep their own template; it must pass TRL's ``supports_tool_calling``
 and write calls in that same ``<tool_call>`` JSON form (Qwen2.5/Qwen3 do), which
 ``rlvr.episodes.parse`` reads.
 
@@ -48,12 +54,56 @@ CHATML_TOOL_TEMPLATE = (
     "{%- if m.role == 'assistant' %}" + _TOOL_CALLS + "{% endif %}<|im_end|>{{ '\\n' }}"
     "{%- endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# builtin:small-think: ChatML whose assistant turns open ``<think>\n`` (``enable_thinking``,
+# default on, as the model's own template). Every assistant turn is rendered after that opener,
+# not only the last one: the text of a turn is what the model generated after the generation
+# prompt (its thinking, ``</think>``, its answer or calls), so earlier turns keep their thinking
+# and the rendering of a conversation never changes when a message is appended (prefix-preserving,
+# as TRL's token-concatenating tool loop requires). A call is read wherever the turn writes it.
+THINK_TOOL_TEMPLATE = (
+    "{%- set thinking = enable_thinking if enable_thinking is defined else true %}"
+    "{%- if tools %}<|im_start|>system\nTools: " + _SIGNATURES + "{{ '\\n' }}"
+    'Call a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call><|im_end|>\n{% endif %}'
+    "{%- for m in messages %}"
+    "{{- '<|im_start|>' + m.role + '\\n' }}{% if m.role == 'assistant' and thinking %}{{ '<think>\\n' }}{% endif %}"
+    "{{- m.content if m.content else '' }}"
+    "{%- if m.role == 'assistant' %}" + _TOOL_CALLS + "{% endif %}<|im_end|>{{ '\\n' }}"
+    "{%- endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% if thinking %}<think>\n{% endif %}{% endif %}"
+)
+# builtin:smollm2 (SmolLM2-135M-Instruct) ships this ChatML template: no tools, and a default
+# system message when the conversation has none.
+SMOLLM2_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
+    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+# Its tool variant keeps that behaviour (the conversation's system message, else the default one)
+# and lists the tools in the same system turn, each as its JSON schema inside <tools></tools> (the
+# Hermes form: a real model reads descriptions and types; 8,192 positions leave room for them).
+SMOLLM2_TOOL_TEMPLATE = (
+    "{%- if messages and messages[0].role == 'system' %}{% set system = messages[0].content %}"
+    "{% set rest = messages[1:] %}"
+    "{%- else %}{% set system = 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' %}"
+    "{% set rest = messages %}{% endif %}"
+    "{{- '<|im_start|>system\\n' + system }}"
+    "{%- if tools %}{{ '\\n\\nYou can call these tools:\\n<tools>\\n' }}"
+    "{%- for t in tools %}{{ t | tojson }}{{ '\\n' }}{% endfor %}"
+    '{{- \'</tools>\\nCall a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call>\' }}{% endif %}'
+    "{{- '<|im_end|>\\n' }}"
+    "{%- for m in rest %}"
+    "{{- '<|im_start|>' + m.role + '\\n' }}{{ m.content if m.content else '' }}"
+    "{%- if m.role == 'assistant' %}" + _TOOL_CALLS + "{% endif %}<|im_end|>{{ '\\n' }}"
+    "{%- endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def _response_template(anchor: str, end: str) -> dict[str, Any]:
+    """TRL's parser for our calls; ``anchor`` is a regular expression: the assistant header the
+    prompt ends with, after which the model's text starts."""
     return {
         "defaults": {"role": "assistant"},
-        "start_anchor": anchor,
+        "start_anchor_pattern": anchor,
         "fields": {
             "tool_calls": {
                 "open": "<tool_call>",
@@ -67,7 +117,16 @@ def _response_template(anchor: str, end: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["CHATML_TOOL_TEMPLATE", "TINY_TOOL_TEMPLATE", "prepare_tokenizer", "render", "tool_suffix"]
+__all__ = [
+    "CHATML_TOOL_TEMPLATE",
+    "SMOLLM2_TEMPLATE",
+    "SMOLLM2_TOOL_TEMPLATE",
+    "THINK_TOOL_TEMPLATE",
+    "TINY_TOOL_TEMPLATE",
+    "prepare_tokenizer",
+    "render",
+    "tool_suffix",
+]
 
 
 def prepare_tokenizer(tokenizer: Any) -> Any:
@@ -78,12 +137,20 @@ def prepare_tokenizer(tokenizer: Any) -> Any:
     from ..models import CHAT_TEMPLATE
 
     current = tokenizer.chat_template
+    chatml = (r"<\|im_start\|>assistant\n", r"<\|im_end\|>\s*")
     if current in (CHAT_TEMPLATE, TINY_TOOL_TEMPLATE):
         tokenizer.chat_template = TINY_TOOL_TEMPLATE
-        tokenizer.response_template = _response_template("<|assistant|>", r"</s>\s*")
+        tokenizer.response_template = _response_template(r"<\|assistant\|>", r"</s>\s*")
     elif current in (chat_template(False), CHATML_TOOL_TEMPLATE):
         tokenizer.chat_template = CHATML_TOOL_TEMPLATE
-        tokenizer.response_template = _response_template("<|im_start|>assistant\n", r"<\|im_end\|>\s*")
+        tokenizer.response_template = _response_template(*chatml)
+    elif current in (chat_template(True), THINK_TOOL_TEMPLATE):
+        tokenizer.chat_template = THINK_TOOL_TEMPLATE
+        # The opener the generation prompt wrote is not part of the turn's text (thinking off: none).
+        tokenizer.response_template = _response_template(r"<\|im_start\|>assistant\n(?:<think>\n)?", chatml[1])
+    elif current in (SMOLLM2_TEMPLATE, SMOLLM2_TOOL_TEMPLATE):
+        tokenizer.chat_template = SMOLLM2_TOOL_TEMPLATE
+        tokenizer.response_template = _response_template(*chatml)
     else:
         from trl.chat_template_utils import add_response_schema, supports_tool_calling
 
@@ -92,7 +159,7 @@ def prepare_tokenizer(tokenizer: Any) -> Any:
                 Problem(
                     "model",
                     "its chat template cannot render tool calls and tool results",
-                    "use a model whose template supports tools (Qwen2.5/Qwen3), or builtin:tiny / builtin:small",
+                    "use a model whose template supports tools (Qwen2.5/Qwen3), or a built-in model",
                 )
             )
         if (
