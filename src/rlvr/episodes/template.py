@@ -8,7 +8,8 @@ tool-aware variant of the same template, and sets the ``response_template`` TRL'
 ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``; the tiny template lists the tools in
 one short line (``<|tools|>calculator(expression)``), because its model has 256 positions; small
 and small-think in a short system turn; smollm2 keeps its system message (the conversation's, else
-its default one) and lists each tool's JSON schema after it, in the same turn. small-think keeps
+its default one) and lists the tools after it, in the same turn, a line each (parameters, JSON
+types, description). small-think keeps
 its thinking: every assistant turn opens ``<think>`` and a newline (the generation prompt wrote them), the turn's
 text is the thinking, ``</think>`` and the answer or calls, and earlier turns keep their thinking
 (dropping it, as Qwen3's template does, would rewrite the prefix TRL concatenates onto). Other
@@ -79,17 +80,23 @@ SMOLLM2_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 # Its tool variant keeps that behaviour (the conversation's system message, else the default one)
-# and lists the tools in the same system turn, each as its JSON schema inside <tools></tools> (the
-# Hermes form: a real model reads descriptions and types; 8,192 positions leave room for them).
+# and lists the tools in the same system turn, one line each: name, parameters with their JSON
+# types (``?`` when optional) and the tool's description -- what a real model needs to call it, in
+# about a third of the tokens of the full JSON schemas (every token of the prompt is paid again in
+# each training step on a CPU). Parameter descriptions are left out.
 SMOLLM2_TOOL_TEMPLATE = (
     "{%- if messages and messages[0].role == 'system' %}{% set system = messages[0].content %}"
     "{% set rest = messages[1:] %}"
     "{%- else %}{% set system = 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' %}"
     "{% set rest = messages %}{% endif %}"
     "{{- '<|im_start|>system\\n' + system }}"
-    "{%- if tools %}{{ '\\n\\nYou can call these tools:\\n<tools>\\n' }}"
-    "{%- for t in tools %}{{ t | tojson }}{{ '\\n' }}{% endfor %}"
-    '{{- \'</tools>\\nCall a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call>\' }}{% endif %}'
+    "{%- if tools %}{{ '\\n\\nTools:' }}"
+    "{%- for t in tools %}{% set f = t.function if t.function is defined else t %}"
+    "{% set p = f.parameters or {} %}{{ '\\n- ' + f.name + '(' }}"
+    "{%- for k, v in (p.properties or {}).items() %}{{ k }}{% if k not in (p.required or []) %}?{% endif %}"
+    "{% if v.type is defined %}: {{ v.type }}{% endif %}{% if not loop.last %}, {% endif %}{% endfor %})"
+    "{%- if f.description %}: {{ f.description }}{% endif %}{% endfor %}"
+    '{{- \'\\nCall a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call>\' }}{% endif %}'
     "{{- '<|im_end|>\\n' }}"
     "{%- for m in rest %}"
     "{{- '<|im_start|>' + m.role + '\\n' }}{{ m.content if m.content else '' }}"
