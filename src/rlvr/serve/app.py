@@ -4,7 +4,8 @@ Endpoints (docs/serve.md has the request and response shapes):
 
 - ``POST /v1/score``: the rlvr API, every term's verdict, the weighted reward (``null`` when
   masked), the mask, and a stand-in ``engine_reward`` for clients that cannot mask.
-- ``POST /get_reward``: OpenRLHF's remote reward protocol (``--remote_rm_url``).
+- ``POST /get_reward``: OpenRLHF's remote reward protocol (``--remote_rm_url``); on an episode
+  task each response is read back into an episode (``rlvr.serve.episodes``).
 - ``GET /healthz``: ``{"status": "ok"}`` while the server accepts work (no token needed).
 - ``GET /metrics``: Prometheus text, per-term error, timeout, unparseable and masked rates.
 
@@ -287,6 +288,12 @@ class RewardServer:
             samples, keys, _ = openrlhf_samples(
                 await self._body(request), self.scorer.task.answer_column, self.limits.max_rows
             )
+            if self.scorer.task.environment is not None:  # texts read back as episodes: rlvr.serve.episodes
+                from .episodes import reader_problem
+
+                problem = await asyncio.get_running_loop().run_in_executor(None, reader_problem, self.scorer.reward_set)
+                if problem:
+                    raise RequestError(500, problem)
             self._admit()
         except RequestError as exc:
             return self._error("get_reward", exc, self._retry(exc))

@@ -1,31 +1,44 @@
-"""``rlvr serve`` on an episode task: ``POST /v1/score`` scores whole episodes.
+"""``rlvr serve`` on an episode task: both endpoints score whole episodes.
 
-A sample's ``completion`` is then the episode as the message list after the prompt (assistant
-turns with ``tool_calls``, ``tool`` messages with the results), the shape TRL passes reward
-functions and an agent loop (verl, OpenRLHF's ``--agent_func_path``) holds after its last turn.
-Each sample is scored like a training episode (``rlvr.episodes.EpisodeRewards``): the task's
-terms on the final answer, plus the episode terms. The client ran the tools, so the server
-knows a call's outcome only from its result: a result that starts with ``error`` is a failed
-call (the form rlvr's own tools answer with). A plain-text completion is an episode of one turn.
-``/get_reward`` (OpenRLHF's single-turn protocol) keeps scoring text. ``rlvr score --task`` on an
-episode task scores a file's lines the same way (``score_episode_file``).
+- ``POST /v1/score``: a sample's ``completion`` is the episode as the message list after the
+  prompt (assistant turns with ``tool_calls``, ``tool`` messages with the results), the shape TRL
+  passes reward functions and an agent loop (verl, OpenRLHF's ``--agent_func_path``) holds after
+  its last turn. A plain-text completion is an episode of one turn.
+- ``POST /get_reward`` (OpenRLHF's ``{"query", "prompts", "labels"}``) and the OpenRLHF adapter:
+  each query's response (the query after its prompt, as sent: ``scoring.QuerySample``) is the
+  episode rendered as text, as OpenRLHF's multi-turn agent keeps it (each turn with its
+  end-of-turn token, the tool results and the next generation prompt rendered by the model's chat
+  template). It is read back into the message list by ``rlvr.episodes.rendered`` with the
+  delimiters of the model's own (prepared) template, loaded once, on the first such request
+  (``text_format``), then scored exactly as ``/v1/score`` scores that list. A response that does
+  not read as an episode is scored ``unparseable`` in every term (0, not masked, counted in the
+  unparseable rates) with the reader's reason, never as one turn of text (which would credit what
+  a tool returned). A model whose template cannot be read back answers ``/get_reward`` with 500.
+
+Each episode is scored like a training episode (``rlvr.episodes.EpisodeRewards``): the task's
+terms on the final answer, plus the episode terms. The client ran the tools, so the server knows a
+call's outcome only from its result: a result that starts with ``error`` is a failed call (the form
+rlvr's own tools answer with). ``rlvr score --task`` on an episode task scores a file's lines like
+``/v1/score`` (``score_episode_file``).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..episodes import Episode, EpisodeRewards, from_messages
-from ..rewards.base import Sample
+from ..episodes.rendered import TextFormat, UnreadableEpisode, episode_from_text
+from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
 
 if TYPE_CHECKING:
     from ..task import Task
 
-__all__ = ["EpisodeSample", "ServedEpisodes", "TermInfo", "episode_samples", "score_episode_file"]
+__all__ = ["EpisodeSample", "ServedEpisodes", "TermInfo", "episode_samples", "reader_problem", "score_episode_file"]
 
 
 @dataclass(frozen=True)
@@ -56,31 +69,75 @@ class TermInfo:
 
 class ServedEpisodes:
     """The reward set the server scores an episode task with (``names``, ``terms``, ``score``,
-    ``total``: what ``serve.scoring.Scorer`` reads of a ``RewardSet``)."""
+    ``total``: what ``serve.scoring.Scorer`` reads of a ``RewardSet``). ``model``: the model whose
+    chat template rendered the texts ``/get_reward`` reads (default: the task's)."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, model: str | None = None) -> None:
         assert task.environment is not None
         self.rewards = EpisodeRewards(task.reward_set(), task.environment)
         self.terms = [
             *(TermInfo(t.name, t.weight) for t in self.rewards.base.terms),
             *(TermInfo(n, w) for n, w in task.environment.terms),
         ]
+        self.model = model or task.resolve(task.model)
+        self._format: TextFormat | None = None
+        self._lock = threading.Lock()
 
     @property
     def names(self) -> list[str]:
         return self.rewards.names
 
+    def text_format(self) -> TextFormat:
+        """The model's template delimiters, built once (``ConfigError``/``ModelError`` when the
+        tokenizer cannot be loaded or its template cannot be read back)."""
+        with self._lock:
+            if self._format is None:
+                from ..episodes import prepare_tokenizer
+                from ..episodes.rendered import text_format
+                from ..models import load_tokenizer
+
+                self._format = text_format(prepare_tokenizer(load_tokenizer(self.model)))
+            return self._format
+
+    def episode(self, sample: Sample) -> Episode:
+        """``sample``'s episode: the message list it came with, its response read back from text
+        (``UnreadableEpisode`` when it does not read), or its completion as one turn."""
+        if isinstance(sample, EpisodeSample) and sample.episode is not None:
+            return sample.episode
+        response = getattr(sample, "response", None)  # scoring.QuerySample: OpenRLHF's text
+        if isinstance(response, str):
+            return episode_from_text(self.text_format(), response)
+        return from_messages([{"role": "assistant", "content": sample.completion}])
+
     def score(self, samples: Sequence[Sample], offset: int = 0) -> list[Scored]:
-        episodes = [
-            s.episode
-            if isinstance(s, EpisodeSample) and s.episode is not None
-            else from_messages([{"role": "assistant", "content": s.completion}])
-            for s in samples
-        ]
-        return self.rewards.score(episodes, [s.row for s in samples], [s.prompt for s in samples])
+        episodes: list[Episode] = []
+        keep: list[int] = []
+        unread: dict[int, Scored] = {}
+        for i, s in enumerate(samples):
+            try:
+                episodes.append(self.episode(s))
+                keep.append(i)
+            except UnreadableEpisode as exc:
+                v = Verdict.unparseable(f"the response does not read as an episode of the model's template: {exc}")
+                unread[i] = Scored(dict.fromkeys(self.names, v))
+        scored = self.rewards.score(episodes, [samples[i].row for i in keep], [samples[i].prompt for i in keep])
+        done = dict(zip(keep, scored, strict=True))
+        return [unread[i] if i in unread else done[i] for i in range(len(samples))]
 
     def total(self, scored: Scored) -> float | None:
         return self.rewards.total(scored)
+
+
+def reader_problem(reward_set: Any) -> str | None:
+    """Why ``/get_reward`` cannot read this reward set's episodes from text (the model's tokenizer
+    does not load, or its template cannot be read back), or None; builds the reader once."""
+    if not isinstance(reward_set, ServedEpisodes):
+        return None
+    try:
+        reward_set.text_format()
+    except Exception as exc:  # noqa: BLE001 - the server answers 500 with the reason, never a bare traceback
+        return f"cannot read episodes from text with {reward_set.model!r}'s chat template: {exc}"
+    return None
 
 
 def score_episode_file(task: Task, path: str | Path, out: str | Path | None = None) -> Any:

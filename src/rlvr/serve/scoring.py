@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,15 @@ from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
 from ..rewards.strictjson import JsonError, json_key, read_json
 from ..task import Task
 from .metrics import Metrics
+
+
+@dataclass(frozen=True)
+class QuerySample(Sample):
+    """An OpenRLHF sample: ``completion`` is the response without its trailing special tokens,
+    ``response`` the response exactly as sent (the query after its prompt), which an episode task
+    reads back into turns (``rlvr.serve.episodes``)."""
+
+    response: str = ""
 
 
 class RequestError(ValueError):
@@ -158,9 +168,9 @@ def label_row(label: Any, answer_column: str) -> dict[str, Any]:
 def openrlhf_samples(body: Any, answer_column: str, max_rows: int) -> tuple[list[Sample], list[Hashable], int]:
     """OpenRLHF's remote reward request ``{"query": [...], "prompts": [...], "labels": [...]}``
     (openrlhf/utils/agent.py ``_fetch_rewards_via_http``; older releases' remote_rm_utils.py sends
-    the same three keys). Returns the samples, their group keys (the prompt text: OpenRLHF sends
-    each prompt's samples with the same prompt string) and how many queries did not contain their
-    prompt."""
+    the same three keys). Returns the samples (``QuerySample``: an episode task reads the response
+    as sent back into turns), their group keys (the prompt text: OpenRLHF sends each prompt's
+    samples with the same prompt string) and how many queries did not contain their prompt."""
     if not isinstance(body, Mapping):
         raise RequestError(400, f"the body must be a JSON object, got {type(body).__name__}")
     queries = body.get("query")
@@ -184,7 +194,9 @@ def openrlhf_samples(body: Any, answer_column: str, max_rows: int) -> tuple[list
             raise RequestError(400, "each prompt must be a string", f"prompts[{i}]")
         completion, found = split_query(q, p)
         missing += not found
-        samples.append(Sample(completion=completion, row=label_row(label, answer_column), prompt=p))
+        at = q.find(p) if p else -1
+        response = q[at + len(p) :] if at >= 0 else q
+        samples.append(QuerySample(completion, label_row(label, answer_column), p, response=response))
         keys.append(("prompt", p))
     return samples, keys, missing
 
@@ -365,7 +377,7 @@ class Scorer:
         if task.environment is not None:  # an episode task scores whole episodes: rlvr.serve.episodes
             from .episodes import ServedEpisodes
 
-            reward_set = ServedEpisodes(task)
+            reward_set = ServedEpisodes(task, model)
         return cls(task, reward_set, gate, fallback=fallback)
 
     def engine_rewards(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> list[tuple[float, str | None]]:
