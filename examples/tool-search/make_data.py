@@ -5,6 +5,11 @@
 The names are generated (seeded), so no model can know a capital without looking it up: the
 task cannot be solved without the search tool. Each document also names a river, so a search
 for the country's name returns the capital among other facts.
+
+Three sets of questions, on distinct countries: ``train.jsonl`` (600, what GRPO trains on: more
+rows than a measured run visits, so its reward is never a capital it learnt by heart on an earlier
+visit), ``eval.jsonl`` (100, held out) and ``sft.jsonl`` (200, only for ``measure.py``'s SFT warm
+start, so that GRPO's reward is never a capital SFT made the model learn by heart either).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ def name(rng: random.Random, syllables: int) -> str:
     return "".join(rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(syllables)).capitalize()
 
 
-def main(out: Path = HERE, n: int = 240, seed: int = 0) -> None:
+def main(out: Path = HERE, n: int = 900, seed: int = 0) -> None:
     rng = random.Random(seed)
     seen: set[str] = set()
     facts = []
@@ -35,7 +40,8 @@ def main(out: Path = HERE, n: int = 240, seed: int = 0) -> None:
     docs = [{"title": c, "text": f"capital {cap}, river {r}."} for c, cap, r in facts]
     rows = [{"question": f"Capital of {c}?", "answer": cap} for c, cap, _ in facts]
     out.mkdir(parents=True, exist_ok=True)
-    for file, lines in (("docs.jsonl", docs), ("train.jsonl", rows[: n - 40]), ("eval.jsonl", rows[n - 40 :])):
+    splits = (("docs.jsonl", docs), ("train.jsonl", rows[:600]), ("eval.jsonl", rows[600:700]), ("sft.jsonl", rows[700:]))
+    for file, lines in splits:
         (out / file).write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
