@@ -12,16 +12,23 @@ method's signature and docstring, calls it with the model's arguments and append
 as the tool message. ``trl_environment`` builds such a class from the toolbox: one method per tool,
 with the tool's own signature and docstring, each calling ``ToolSession.call``; ``reset(**row)``
 starts a new episode (TRL pools instances and resets them between episodes).
+
+With ``python_session: true`` a session owns the episode's ``pytool.PythonSession`` (the cells
+of the ``python`` tool that succeeded, replayed before each new one): its toolbox is the task's,
+with ``python`` bound to that session under the same schema; ``reset`` empties it. The runner makes
+one ``ToolSession`` per episode and TRL resets its pooled instances, so episodes never share it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, get_type_hints
 
 from .episode import Call
+from .pytool import PythonSession
 from .spec import EnvironmentSpec
 from .tools import Tool, ToolBox
 
@@ -36,17 +43,31 @@ class ToolSession:
         self.spec = spec
         self.calls: list[Call] = []
         self.row: dict[str, Any] = {}
+        self.python: PythonSession | None = None
+        self._box = toolbox
+        if spec.python_session and "python" in toolbox.tools:
+            self.python = PythonSession(spec.timeout)
+            tools = [
+                dataclasses.replace(t, function=self.python) if t.name == "python" else t
+                for t in toolbox.tools.values()
+            ]
+            self._box = ToolBox(tools, timeout=toolbox.timeout, max_result_chars=toolbox.max_result_chars)
 
     def reset(self, **row: Any) -> None:
         self.calls = []
         self.row = dict(row)
+        if self.python is not None:
+            self.python.reset()
 
     def call(self, name: Any, arguments: Any) -> Call:
         if len(self.calls) >= self.spec.max_tool_calls:
             error = f"the episode's {self.spec.max_tool_calls} tool calls are spent; answer now"
             call = Call(name, arguments, self._error_text(error), error, "budget")
         else:
-            res = self.toolbox.call(name, arguments)
+            kept = len(self.python.cells) if self.python is not None else 0
+            res = self._box.call(name, arguments)
+            if self.python is not None and name == "python" and res.kind == "timeout":
+                self.python.abandon(kept)  # the model reads a timeout: whatever the call still does is not kept
             text = res.content if res.ok else self._error_text(res.error or "")
             call = Call(name, arguments, text, res.error, res.kind)
         self.calls.append(call)

@@ -8,6 +8,7 @@
       max_turns: 4                 # assistant turns per episode (the last one must answer)
       max_tool_calls: 6            # calls per episode; a call past it is answered with an error
       timeout: 5                   # seconds per call
+      python_session: false        # true: the python tool keeps the names earlier calls defined (replayed)
       tool_error: message          # message: the error text; brief: "error"; end: the episode ends
       required: [search]           # tools every episode must use (the required_tools term)
       call_budget: 2               # calls per episode before the call_budget term starts to cost
@@ -40,6 +41,7 @@ KEYS = {
     "required",
     "call_budget",
     "terms",
+    "python_session",
 }
 TOOL_ERRORS = ("message", "brief", "end")
 EPISODE_TERMS = ("valid_calls", "required_tools", "call_budget")
@@ -62,6 +64,7 @@ class EnvironmentSpec:
     required: tuple[str, ...] = ()
     call_budget: int | None = None
     terms: tuple[tuple[str, float], ...] = ()
+    python_session: bool = False
 
     @property
     def budget(self) -> int:
@@ -109,6 +112,15 @@ def read_environment(raw: Any, root: Path, source: str) -> tuple[EnvironmentSpec
         )
     elif "tool_error" in raw:
         kw["tool_error"] = raw["tool_error"]
+    if "python_session" in raw:
+        if not isinstance(raw["python_session"], bool):
+            problems.append(
+                Problem(f"{where}.python_session", f"must be true or false, got {raw['python_session']!r}", "true")
+            )
+        elif raw["python_session"] and "python" not in tools:
+            problems.append(Problem(f"{where}.python_session", "needs the python tool", "add python to tools"))
+        else:
+            kw["python_session"] = raw["python_session"]
     if "documents" in raw:
         if not isinstance(raw["documents"], str):
             problems.append(Problem(f"{where}.documents", "must be a path to a JSONL file", "documents: docs.jsonl"))
@@ -186,9 +198,9 @@ def _builtin(ref: str, spec: EnvironmentSpec, source: str) -> Callable[..., Any]
         path = Path(spec.documents)
         return search_tool(read_collection(path if path.is_absolute() else spec.root / path))
     if ref == "python":
-        from .pytool import python_tool
+        from .pytool import python_session_tool, python_tool
 
-        return python_tool(spec.timeout)
+        return python_session_tool(spec.timeout) if spec.python_session else python_tool(spec.timeout)
     raise ValueError(f"unknown built-in tool {ref!r}")
 
 
