@@ -60,7 +60,7 @@ CHATML_TOOL_TEMPLATE = (
 # not only the last one: the text of a turn is what the model generated after the generation
 # prompt (its thinking, ``</think>``, its answer or calls), so earlier turns keep their thinking
 # and the rendering of a conversation never changes when a message is appended (prefix-preserving,
-# as TRL's token-concatenating tool loop requires). A call is read wherever the turn writes it.
+# as TRL's token-concatenating tool loop requires).
 THINK_TOOL_TEMPLATE = (
     "{%- set thinking = enable_thinking if enable_thinking is defined else true %}"
     "{%- if tools %}<|im_start|>system\nTools: " + _SIGNATURES + "{{ '\\n' }}"
