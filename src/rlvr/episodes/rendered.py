@@ -22,8 +22,10 @@ duplicate keys, NaN and deep nesting refused). A turn with well-formed calls is 
 ``pre``, one result per call separated by ``between``, and ``post``; a turn without calls (or with
 a malformed one) is the final turn. The message list then goes through ``episode.from_messages``,
 the function ``/v1/score`` uses, so both endpoints score an episode alike: a result that starts
-with ``error`` is a failed call, a last turn that still calls tools is cut off, a text that ends
-right after a generation prompt has no final turn (cut off).
+with ``error`` is a failed call, a last turn that still calls tools is cut off. One difference: a
+text that ends in tool results or right after a generation prompt gets an empty final turn (the
+model answered nothing after its results), where a message list that ends in tool messages is cut
+off with its last call turn's text as the answer.
 
 Text that does not follow that structure raises ``UnreadableEpisode`` (the server scores it as an
 unparseable answer in every term: 0, not masked, counted; never as one turn of text, which could
@@ -37,15 +39,16 @@ credit what a tool returned, and never masked, which a policy could reach by typ
 Forged markers in a tool result. Text cannot tell a marker a tool returned from the same marker
 the template rendered, so a tool result (a searched document, what a ``python`` call printed) that
 holds ``post`` and a turn can pass for an assistant turn the policy never wrote. What the reader
-guarantees: the final answer is the text after the last ``post`` that closes a results block, so
-a result never becomes the final answer as long as every results block the client renders ends with
-the generation prompt (TRL's suffix and an agent's feedback do; a client that ends a text inside a
-tool result gives up this guarantee). A forged turn without calls is followed by the real one and
+guarantees: the final answer is the first turn or the text after the last ``post`` in the text
+(nothing after a results block gives an empty one), so a result never becomes the final answer as
+long as every results block the client renders is followed by the generation prompt, as TRL's
+suffix and an agent's feedback are (a client that ends a text inside a tool result gives this up:
+its last result may hold ``post`` and a forged final turn). A forged turn without calls is followed by the real one and
 makes the text unreadable; a forged ``between`` adds a result and makes the count wrong
 (unreadable). A result that holds a whole well-formed forged turn with calls and its results is
 read as that turn: it can add calls (and so move ``valid_calls``, ``required_tools`` and
-``call_budget``), never the final answer. ``/v1/score`` with the message list has none of this:
-the list, not the text, says what a tool returned.
+``call_budget``), never the final answer; nothing in the text tells it apart. ``/v1/score``
+with the message list has none of this: the list, not the text, says what a tool returned.
 """
 
 from __future__ import annotations
@@ -152,6 +155,15 @@ class _Finder:
         return at
 
 
+def _blank(text: str, i: int) -> bool:
+    """Whether ``text[i:]`` is only whitespace, without copying it (a copy per turn would make the
+    reader quadratic in the number of turns)."""
+    n = len(text)
+    while i < n and text[i].isspace():
+        i += 1
+    return i == n
+
+
 def _only_trailing(fmt: TextFormat, rest: str) -> bool:
     """Whether ``rest`` (after the final turn) holds nothing but whitespace, eos and padding."""
     i, n = 0, len(rest)
@@ -195,7 +207,7 @@ def messages_from_text(fmt: TextFormat, text: str) -> list[dict[str, Any]]:
             {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in parsed.calls
         ]
         out.append({"role": "assistant", "content": parsed.text, "tool_calls": calls})
-        if e < 0 or not text[after:].strip():  # the text ends with this turn: cut off, no results
+        if e < 0 or _blank(text, after):  # the text ends with this turn: cut off, no results
             return out
         if not text.startswith(fmt.pre, after):
             raise UnreadableEpisode(
@@ -209,7 +221,11 @@ def messages_from_text(fmt: TextFormat, text: str) -> list[dict[str, Any]]:
             {"role": "tool", "name": c.name, "content": r}
             for c, r in zip(parsed.calls[: len(results)], results, strict=True)
         ]
-        if not closed or not text[p:].strip():  # the text ends in results, or at the generation prompt
+        if not closed or _blank(text, p):
+            # The text ends in results or at the generation prompt: the model wrote nothing after
+            # them, so the final answer is empty. Scoring the last call turn's text instead (as a
+            # list ending in tool messages is scored) would score a turn a forged result can hold.
+            out.append({"role": "assistant", "content": ""})
             return out
         pos = p
 
