@@ -203,6 +203,7 @@ def test_a_replayed_cell_that_now_fails_resets_the_session_without_showing_its_o
         ("raise SystemExit(5)", "earlier cell 1 now exits with status 5"),
         ("os._exit(0)", "the replay ended with exit:0"),
         ("os.closerange(3, 64)", "the replay ended with exit:86"),
+        ("[os.dup2(os.open('/dev/null', os.O_WRONLY), fd) for fd in range(3, 20)]", "the replay ended with exit:86"),
     ],
 )
 def test_a_replayed_cell_that_exits_or_closes_the_scripts_output_resets_the_session(
@@ -260,6 +261,18 @@ def test_each_replayed_cell_gets_its_own_timeout(session: ToolSession) -> None:
     assert run(session, "time.sleep(0.6)\nprint(slow)") == "1\n"
 
 
+def test_code_that_disables_the_timer_is_still_stopped_by_the_sandbox(session: ToolSession) -> None:
+    cell = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"
+    assert run(session, cell) == "error: TimeoutError: the program ran past 1 s and was stopped"
+
+
+def test_threads_are_joined_after_their_cell_and_atexit_handlers_never_run(session: ToolSession) -> None:
+    cell = "import threading, time, atexit\natexit.register(print, 'bye')\n"
+    cell += "threading.Thread(target=lambda: (time.sleep(0.05), print('late'))).start()"
+    assert run(session, cell) == "late\n"
+    assert run(session, "print('next')") == "next\n"
+
+
 def test_a_replayed_cell_past_its_time_resets_the_session(session: ToolSession) -> None:
     assert run(session, REPLAYING + "while replaying:\n    pass") == "(no output)"
     lost = run(session, "print('x')")
@@ -302,11 +315,12 @@ def test_nothing_a_cell_does_crashes_the_caller_and_the_next_episode_is_clean(se
         "import sys\nsys.stderr = None\n1/0",
         "import threading\nthreading.Thread(target=lambda: print('daemon'), daemon=True).start()",
         "print('x' * 200_000)",
-        "import sys\nsys.setrecursionlimit(10**6)\ndef f(): f()\nf()",
         "import gc\nfor o in gc.get_objects():\n    pass",
+        "import builtins, os\nbuiltins.exec = builtins.compile = os.dup2 = os.write = None\nSystemExit = None",
     ]
     for cell in cells:
         assert isinstance(session.call("python", {"code": cell}).result, str)
+    assert run(session, "y = 2") == "(no output)"  # the script's own names were bound before any cell ran
     session.reset()
     assert run(session, "print('clean')") == "clean\n"
 

@@ -30,16 +30,22 @@ Where it departs from a live interpreter, stated:
   means the session could not be restored: the call answers an error saying so (the
   cell's number and exception class, never its output), the new code does not run, and the
   session starts again empty. A new cell that ends the process (``os._exit``) also resets it;
-- ``atexit`` handlers never run (a session has no end), fd redirections a cell made are undone
-  before the next cell, and non-daemon threads are joined after each cell (their output belongs
-  to that cell). What the model reads is only what was written after the replay (everything
-  before the script's own per-call marker is dropped), so replayed output does not reach it; a
-  daemon thread an earlier cell left running can still write into a later call -- text the
-  episode's own code produced, nothing from outside it;
+- ``atexit`` handlers never run (a session has no end); non-daemon threads are joined after each
+  cell (their output belongs to that cell); fds 1 and 2 are pointed back at the script's output
+  after the replay and after the new cell, so a cell that redirected them hid only its own
+  output. A new cell that closes the descriptors the script keeps (``os.closerange``) fails and
+  is not kept. A cell's own ``SIGALRM``/``ITIMER_REAL`` replaces the script's timer (the
+  sandbox's limit still holds);
+- what the model reads is only what was written after the replay: everything before the
+  script's per-call marker (a fresh random nonce) is dropped, so replayed output, even written on
+  a descriptor a replayed cell found, does not reach it. A daemon thread an earlier cell left
+  running can still write into a later call: text the episode's own code produced, nothing
+  from outside it;
 - time: the new cell gets ``timeout`` (a timer inside the script); each replayed cell gets
   ``timeout`` too, so a call's script runs at most ``timeout x (cells + 1)`` (the sandbox's own
   limit, ``SLACK`` above it, stops code that disables the timer). A call therefore costs the time
-  of every earlier successful cell: slow cells make later calls slow.
+  of every earlier successful cell, and the sandbox moves the text of every cell again: slow or
+  huge cells make later calls slow.
 
 One pool per timeout is started on the first call and closed when the process exits.
 """
