@@ -130,13 +130,19 @@ class ServedEpisodes:
 
 def reader_problem(reward_set: Any) -> str | None:
     """Why ``/get_reward`` cannot read this reward set's episodes from text (the model's tokenizer
-    does not load, or its template cannot be read back), or None; builds the reader once."""
+    does not load, or its template cannot be read back), or None; builds the reader once. The
+    reason names the model by its last path part: no path on the server's machine goes out."""
+    from ..errors import ConfigError
+
     if not isinstance(reward_set, ServedEpisodes):
         return None
+    name = Path(str(reward_set.model)).name
     try:
         reward_set.text_format()
+    except ConfigError as exc:  # the template's problem, in words
+        return f"cannot read episodes from text with the chat template of model {name!r}: {exc}"
     except Exception as exc:  # noqa: BLE001 - the server answers 500 with the reason, never a bare traceback
-        return f"cannot read episodes from text with {reward_set.model!r}'s chat template: {exc}"
+        return f"cannot read episodes from text: the tokenizer of model {name!r} does not load ({type(exc).__name__})"
     return None
 
 
