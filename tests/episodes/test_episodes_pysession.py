@@ -61,6 +61,16 @@ def test_later_calls_see_the_names_earlier_calls_defined(session: ToolSession) -
     assert run(session, "print(f(3), x + 1)") == "47 42\n"
 
 
+def test_cells_run_in_a_fresh_main_module_of_their_own(session: ToolSession) -> None:
+    cell = "from dataclasses import dataclass\nimport pickle\n@dataclass\nclass P:\n    x: 'int'"
+    assert run(session, cell) == "(no output)"
+    assert run(session, "print(pickle.loads(pickle.dumps(P(1))), __name__)") == "P(x=1) __main__\n"
+    assert (
+        run(session, "print(sorted(k for k in globals() if not k.startswith('__')))")
+        == "['P', 'dataclass', 'pickle']\n"
+    )
+
+
 def test_the_toolbox_tells_the_model_names_are_kept_and_a_toolbox_call_alone_is_a_fresh_session(box: ToolBox) -> None:
     assert "stay defined" in box.tools["python"].schema["function"]["description"]
     assert box.call("python", {"code": "y = 5"}).content == "(no output)"
