@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rlvr.episodes import EpisodeRunner, ToolSession, build_toolbox, prepare_tokenizer, read_environment
 from rlvr.episodes import pytool as pytool_module
 from rlvr.episodes.environment import session_of, trl_environment
-from rlvr.episodes.pytool import CellOutcome, PythonSession, session_program
+from rlvr.episodes.pytool import CellOutcome, session_program
 from rlvr.episodes.spec import EnvironmentSpec
 from rlvr.episodes.tools import ToolBox
 from support.fakes import FakeSampler
@@ -289,7 +289,9 @@ def test_a_replayed_cell_past_its_time_resets_the_session(session: ToolSession) 
     assert "could not be restored: earlier cell 1 ran past 1 s" in lost
 
 
-def test_a_cell_the_toolbox_gave_up_on_is_not_kept_when_it_finishes_late(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cell_the_toolbox_gave_up_on_is_not_kept_when_it_finishes_late(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     entered, release = threading.Event(), threading.Event()
 
     def slow_run(cells: Any, code: str, timeout: float, seed: int) -> CellOutcome:
@@ -298,16 +300,21 @@ def test_a_cell_the_toolbox_gave_up_on_is_not_kept_when_it_finishes_late(monkeyp
         return CellOutcome("ok", "late")
 
     monkeypatch.setattr(pytool_module, "run_cell", slow_run)
-    py = PythonSession(1.0)
-    py.cells.append("a = 1")
-    worker = threading.Thread(target=lambda: py(code="b = 2"))
-    worker.start()
-    assert entered.wait(5)
-    py.abandon(1)  # the toolbox answered a timeout: what the call does next is not kept
+    monkeypatch.setattr(pytool_module, "GRACE", 0.0)
+    monkeypatch.setattr(pytool_module, "SLACK", 0.0)
+    spec = make_spec(tmp_path, timeout=0.05)
+    session = ToolSession(build_toolbox(spec), spec)
+    assert session.python is not None
+    session.python.cells.append("a = 1")
+    call = session.call("python", {"code": "b = 2"})
+    assert call.kind == "timeout" and entered.is_set()  # the toolbox stopped waiting; the call still runs
     release.set()
-    worker.join()
-    assert py.cells == ["a = 1"]
-    assert py(code="c = 3") == "late" and py.cells == ["a = 1", "c = 3"]  # later calls are kept again
+    for t in threading.enumerate():
+        if t.name == "rlvr-tool-python":  # ToolBox.call's thread: the late call has finished once it ends
+            t.join(5)
+    assert session.python.cells == ["a = 1"]
+    assert session.call("python", {"code": "c = 3"}).result == "late"
+    assert session.python.cells == ["a = 1", "c = 3"]  # later calls are kept again
 
 
 def test_random_draws_repeat_on_replay_within_a_session(session: ToolSession) -> None:
