@@ -73,9 +73,9 @@ GRACE = 3.0  # seconds a call may take beyond its timeout: a worker's start and 
 SLACK = 1.0  # seconds the sandbox's limit on a session script lies above the script's own timers
 _POOLS: dict[float, object] = {}
 _LOCK = threading.Lock()
-_LOST = 86  # the script's status when the session could not be restored
-_TIMEOUT = 124  # the script's status when the new cell ran past its time
-_CLOSED = 87  # the script's status when the new cell closed or replaced the script's saved output
+# The session script's own exit statuses (literals in _WRAPPER; 86, the replay failed, is read from its message).
+_TIMEOUT = 124  # the new cell ran past its time
+_CLOSED = 87  # the new cell closed or replaced the descriptors the script keeps its output on
 
 
 def _pool(timeout: float) -> object:
