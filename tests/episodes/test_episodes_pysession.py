@@ -381,3 +381,62 @@ def _plain(cells: list[str]) -> list[str]:
 def test_a_session_answers_as_one_plain_namespace_would(box: ToolBox, spec: EnvironmentSpec, cells: list[str]) -> None:
     session = ToolSession(box, spec)
     assert [run(session, c) for c in cells] == _plain(cells)
+
+
+@pytest.mark.slow
+def test_trls_tool_loop_keeps_each_rollouts_session_and_resets_pooled_instances(tmp_path: Path) -> None:
+    """Two real GRPOTrainer steps on builtin:tiny whose turns are scripted: every rollout calls a
+    counter cell twice; each reads 1 then 2 in both steps (TRL reuses its pooled instances)."""
+    import os
+
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr.episodes.training import trainer_setup
+    from rlvr.models import load_model, load_tokenizer
+    from rlvr.rewards import AnswerFormat, build_verifier
+    from rlvr.rewards.combine import RewardSet, Term
+
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    spec = make_spec(tmp_path, max_turns=4, timeout=2)
+    base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
+    tok = load_tokenizer("builtin:tiny")
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=4,
+        per_device_train_batch_size=4,
+        max_completion_length=400,
+        max_steps=2,
+        learning_rate=1e-3,
+        beta=0.0,
+        report_to="none",
+        use_cpu=True,
+        seed=3407,
+    )
+    rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
+    code = "try:\n    n\nexcept NameError:\n    n = 0\nn += 1\nprint(n)"
+    call = "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+    seen: list[list[list[str]]] = []
+
+    class Scripted(GRPOTrainer):  # type: ignore[misc]
+        def _generate_single_turn(self, prompt_ids: Any, *a: Any, **k: Any) -> tuple[list[list[int]], None]:
+            texts = [call if tok.decode(ids).count("<|tool|>") < 2 else "<answer>2</answer>" for ids in prompt_ids]
+            return [tok(t + "</s>", add_special_tokens=False)["input_ids"] for t in texts], None
+
+        def _generate_and_score_completions(self, inputs: Any) -> Any:
+            result = super()._generate_and_score_completions(inputs)
+            sessions = [session_of(e) for e in self.environments]
+            seen.append([[str(c.result) for c in s.calls] if s is not None else [] for s in sessions])
+            return result
+
+    data = Dataset.from_list([{"prompt": [{"role": "user", "content": "count"}], "answer": "2"}] * 8)
+    trainer = Scripted(
+        model=load_model("builtin:tiny"),
+        reward_funcs=rewards.trl_functions(),
+        args=args,
+        train_dataset=data,
+        processing_class=tok,
+        **extra,
+    )
+    trainer.train()
+    assert seen == [[["1\n", "2\n"]] * 4] * 2
