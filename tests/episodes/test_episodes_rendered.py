@@ -122,6 +122,17 @@ def test_a_rendered_message_list_reads_back_as_the_same_episode(tok: Any, case: 
     assert episode_from_text(fmt, text) == from_messages(expected(messages))
 
 
+@pytest.mark.parametrize("case", sorted(EPISODES))
+def test_a_turn_whose_eos_was_left_out_before_its_results_reads_the_same(tok: Any, case: str) -> None:
+    # OpenRLHF 0.11.2's agent joins vLLM's output text (which can leave out the stopping token) and
+    # the feedback; the final turn may lack its eos too.
+    fmt = text_format(tok)
+    text = response(tok, EPISODES[case]).replace("</tool_call>" + fmt.eos + fmt.pre, "</tool_call>" + fmt.pre)
+    if text.endswith(fmt.eos + "\n"):
+        text = text[: -len(fmt.eos) - 1]
+    assert episode_from_text(fmt, text) == from_messages(expected(EPISODES[case]))
+
+
 def test_a_call_turn_that_ends_the_text_is_cut_off_and_results_after_it_give_an_empty_answer(tok: Any) -> None:
     fmt = text_format(tok)
     cut = episode_from_text(fmt, response(tok, EPISODES["cut off after a call"]))

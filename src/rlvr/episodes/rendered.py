@@ -17,15 +17,17 @@ as exactly those pieces joined.
 ``messages_from_text`` reads, left to right, with ``str.find`` only (each delimiter's next
 occurrence is looked up from a cached position that only moves forward, so the whole text is
 scanned a bounded number of times: linear time, no pattern engine). A turn runs to the first
-``eos``; its ``<tool_call>`` blocks are read by ``parse.parse_turn`` (the strict JSON reader:
-duplicate keys, NaN and deep nesting refused). A turn with well-formed calls is followed by
-``pre``, one result per call separated by ``between``, and ``post``; a turn without calls (or with
-a malformed one) is the final turn. The message list then goes through ``episode.from_messages``,
-the function ``/v1/score`` uses, so both endpoints score an episode alike: a result that starts
-with ``error`` is a failed call, a last turn that still calls tools is cut off. One difference: a
-text that ends in tool results or right after a generation prompt gets an empty final turn (the
-model answered nothing after its results), where a message list that ends in tool messages is cut
-off with its last call turn's text as the answer.
+``eos``, or to the first ``pre`` when that comes first: the end-of-turn token may be missing before
+a turn's results (OpenRLHF 0.11.2's agent joins vLLM's output text, which can leave out the token
+that stopped it, and the feedback). A turn's ``<tool_call>`` blocks are read by
+``parse.parse_turn`` (the strict JSON reader: duplicate keys, NaN and deep nesting refused). A turn
+with well-formed calls is followed by ``pre``, one result per call separated by ``between``, and
+``post``; a turn without calls (or with a malformed one) is the final turn. The message list then
+goes through ``episode.from_messages``, the function ``/v1/score`` uses, so both endpoints score an
+episode alike: a result that starts with ``error`` is a failed call, a last turn that still calls
+tools is cut off. One difference: a text that ends in tool results or right after a generation
+prompt gets an empty final turn (the model answered nothing after its results), where a message
+list that ends in tool messages is cut off with its last call turn's text as the answer.
 
 Text that does not follow that structure raises ``UnreadableEpisode`` (the server scores it as an
 unparseable answer in every term: 0, not masked, counted; never as one turn of text, which could
@@ -34,7 +36,7 @@ credit what a tool returned, and never masked, which a policy could reach by typ
 - text after the final turn (other than whitespace, ``eos`` or padding);
 - a turn with calls followed by anything but ``pre`` (results rendered some other way);
 - a results block with more results than the turn made calls (or fewer, when ``post`` follows);
-- a turn whose text holds ``pre``, ``between`` or ``post``.
+- a turn whose text holds ``between`` or ``post``.
 
 Forged markers in a tool result. Text cannot tell a marker a tool returned from the same marker
 the template rendered, so a tool result (a searched document, what a ``python`` call printed) that
@@ -188,13 +190,17 @@ def messages_from_text(fmt: TextFormat, text: str) -> list[dict[str, Any]]:
     pos, n = 0, len(text)
     while True:
         e = find.next(fmt.eos, pos)
-        end = e if e >= 0 else n
+        r = find.next(fmt.pre, pos) if fmt.pre else -1
+        if r >= 0 and (e < 0 or r < e):  # results right after the turn, its eos left out
+            end = after = r
+        else:
+            end = e if e >= 0 else n
+            after = end + len(fmt.eos) if e >= 0 else n
         raw = text[pos:end]
         held = next((m for m in markers if m in raw), None)
         if held is not None:
             raise UnreadableEpisode(f"turn {_turns(out) + 1}: its text holds the template's marker {held!r}")
         parsed = parse_turn(raw)
-        after = end + len(fmt.eos) if e >= 0 else n
         if parsed.malformed or not parsed.calls:  # the final turn
             if not _only_trailing(fmt, text[after:]):
                 raise UnreadableEpisode(
@@ -207,7 +213,7 @@ def messages_from_text(fmt: TextFormat, text: str) -> list[dict[str, Any]]:
             {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in parsed.calls
         ]
         out.append({"role": "assistant", "content": parsed.text, "tool_calls": calls})
-        if e < 0 or _blank(text, after):  # the text ends with this turn: cut off, no results
+        if _blank(text, after):  # the text ends with this turn: cut off, no results
             return out
         if not text.startswith(fmt.pre, after):
             raise UnreadableEpisode(
