@@ -3,7 +3,10 @@ an episode with the model's template and scores it exactly as ``/v1/score`` scor
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +209,155 @@ def test_a_model_whose_template_cannot_be_read_answers_500_and_v1_score_still_wo
     assert get.status_code == 500 and "cannot read episodes from text" in get.json()["error"]
     assert "no-such-model" in get.json()["error"] and str(tmp_path) not in get.json()["error"]
     assert v1.status_code == 200
+
+
+# -- OpenRLHF's own multi-turn agent loop (opt-in) --------------------------------------------------
+ENGINES = Path(os.environ.get("RLVR_ENGINE_CODE", "/nonexistent"))
+
+
+class CharTokenizer:
+    """OpenRLHF's executor tokenizes the prompt and feedback with it: one id per character."""
+
+    class Ids(list):  # type: ignore[type-arg]
+        def tolist(self) -> list[int]:
+            return list(self)
+
+    def __call__(self, text: str, add_special_tokens: bool = False, return_tensors: Any = None) -> dict[str, Any]:
+        return {"input_ids": [self.Ids(ord(c) for c in text)]}
+
+    def decode(self, ids: Any, skip_special_tokens: bool = False) -> str:
+        return "".join(chr(int(i)) for i in ids)
+
+
+class FakeVLLM:
+    """Each call generates the next scripted turn; its text without the end-of-turn token, as
+    vLLM's output text leaves out the token that stopped it."""
+
+    def __init__(self, turns: list[str]) -> None:
+        self.turns = list(turns)
+
+    async def generate(self, prompt_token_ids: list[int], sampling_params: Any, multi_modal_data: Any = None) -> Any:
+        from types import SimpleNamespace
+
+        text = self.turns.pop(0)
+        out = SimpleNamespace(token_ids=[ord(c) for c in text], text=text, finish_reason="stop", logprobs=None)
+        return SimpleNamespace(outputs=[out])
+
+
+@contextlib.contextmanager
+def openrlhf_agent_module() -> Iterator[Any]:
+    """openrlhf/utils/agent.py from OpenRLHF 0.11.2's wheel, under stub packages (its package
+    __init__ files pull deepspeed and Ray); the modules and the path are removed afterwards."""
+    import importlib.util
+    import sys
+    import types
+
+    before = set(sys.modules)
+    sys.path.append(str(ENGINES / "site"))  # aiohttp, which agent.py imports
+    for name, path in (("openrlhf", ENGINES / "src/openrlhf"), ("openrlhf.utils", ENGINES / "src/openrlhf/utils")):
+        mod = types.ModuleType(name)
+        mod.__path__ = [str(path)]  # type: ignore[attr-defined]
+        sys.modules[name] = mod
+    for name in ("logging_utils", "agent"):
+        spec = importlib.util.spec_from_file_location(
+            f"openrlhf.utils.{name}", ENGINES / f"src/openrlhf/utils/{name}.py"
+        )
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[f"openrlhf.utils.{name}"] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    try:
+        yield sys.modules["openrlhf.utils.agent"]
+    finally:
+        sys.path.remove(str(ENGINES / "site"))
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] in ("openrlhf", "aiohttp", "multidict", "yarl", "frozenlist", "aiosignal"):
+                del sys.modules[name]
+
+
+@pytest.mark.skipif(
+    not (ENGINES / "src/openrlhf/utils/agent.py").is_file(),
+    reason="engine code not prepared: python tests/serve/engine_code.py DIR, then RLVR_ENGINE_CODE=DIR",
+)
+def test_openrlhf_multi_turn_agent_text_scores_on_get_reward_as_its_messages_on_v1_score(tmp_path: Path) -> None:
+    served = Served(tmp_path / "task", "builtin:small")
+    with openrlhf_agent_module() as agent:
+        outs, played = play_openrlhf_agent(agent, served)
+    v1, _, _ = served.both(played)
+    assert [o["reward"] for o in outs] == pytest.approx([r["reward"] for r in v1])
+    assert len({o["reward"] for o in outs}) >= 3  # the episodes differ: the comparison is not vacuous
+
+
+def play_openrlhf_agent(agent: Any, served: Served) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Four scripted episodes through ``MultiTurnAgentExecutor.execute``; their outputs and the
+    message lists the agent kept."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import httpx
+    from serve_helpers import ThreadServer
+
+    from rlvr.episodes import ToolSession, parse_turn
+    from rlvr.episodes.template import tool_suffix
+
+    spec = served.task.environment
+    assert spec is not None
+    server = ThreadServer(RewardServer(served.scorer))
+    played: list[list[dict[str, Any]]] = []
+
+    class Number(float):
+        def item(self) -> float:
+            return float(self)
+
+    class Agent(agent.AgentInstanceBase):  # type: ignore[misc, name-defined]
+        """An agent function as a user writes one: rlvr's tools, feedback rendered with the
+        template (TRL's suffix), and on the last turn the reward from rlvr serve's /get_reward."""
+
+        def __init__(self) -> None:
+            self.session = ToolSession(served.toolbox, spec)
+            self.messages: list[dict[str, Any]] = []
+
+        async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            action = states["action_text"]
+            turn = parse_turn(action)
+            msg: dict[str, Any] = {"role": "assistant", "content": turn.text}
+            if turn.calls and not turn.malformed and sum(m["role"] == "assistant" for m in self.messages) < 2:
+                calls = [self.session.call(c.name, c.arguments) for c in turn.calls]
+                msg["tool_calls"] = [
+                    {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+                ]
+                results = [{"role": "tool", "name": c.name, "content": c.result} for c in calls]
+                self.messages += [msg, *results]
+                feedback = tool_suffix(served.tok, results)
+                return {"rewards": Number(0.0), "environment_feedback": feedback, "done": False}
+            self.messages.append({"role": "assistant", "content": action})
+            played.append(self.messages)
+            query = states["observation_text"] + action
+            body = {"query": [query], "prompts": [served.prompt], "labels": [states["label"]]}
+            got = httpx.post(server.url + "/get_reward", json=body, timeout=60).json()
+            return {"rewards": Number(got["rewards"][0]), "environment_feedback": "", "done": True, "extra_logs": got}
+
+    block = '<tool_call>{"name": "calculator", "arguments": {"expression": "%s"}}</tool_call>'
+    scripts = [
+        ["let me compute " + block % "10+10", "<answer>20</answer>"],
+        [block % "1/0", block % "10+10" + block % "5+5", "<answer>20</answer>"],
+        ["<answer>21</answer>"],
+        [block % "10*", "I do not know"],
+    ]
+    executor = agent.MultiTurnAgentExecutor(Agent)
+    try:
+        outs = [
+            asyncio.run(
+                executor.execute(
+                    served.prompt,
+                    "20",
+                    SimpleNamespace(max_tokens=512, logprobs=None),
+                    8192,
+                    CharTokenizer(),
+                    FakeVLLM(s),
+                )
+            )
+            for s in scripts
+        ]
+    finally:
+        server.stop()
+    return outs, played
