@@ -189,6 +189,14 @@ def test_a_single_turn_response_still_scores_on_an_episode_task(served: Served) 
     assert result["scores"]["correct"]["outcome"] == "correct" and result["scores"]["required_tools"]["score"] == 0.0
 
 
+def test_a_query_without_its_prompt_is_read_whole_and_is_unreadable(served: Served) -> None:
+    text = served.text(LISTS["used"])
+    with served.client() as client:
+        resp = client.post("/get_reward", json={"query": [text], "prompts": ["not in it"], "labels": ["20"]})
+    (result,) = resp.json()["rlvr"]["results"]
+    assert result["scores"]["correct"]["outcome"] == "unparseable" and result["reward"] == 0.0
+
+
 def test_the_openrlhf_adapter_reads_episodes_as_get_reward_does(tmp_path: Path) -> None:
     from rlvr.serve.engines import OpenRLHFAdapter
 
