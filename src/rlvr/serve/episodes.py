@@ -6,11 +6,11 @@
   its last turn. A plain-text completion is an episode of one turn.
 - ``POST /get_reward`` (OpenRLHF's ``{"query", "prompts", "labels"}``) and the OpenRLHF adapter:
   each query's response (the query after its prompt, as sent: ``scoring.QuerySample``) is the
-  episode rendered as text, as OpenRLHF's multi-turn agent keeps it (each turn with its
-  end-of-turn token, the tool results and the next generation prompt rendered by the model's chat
-  template). It is read back into the message list by ``rlvr.episodes.rendered`` with the
-  delimiters of the model's own (prepared) template, loaded once, on the first such request
-  (``text_format``), then scored exactly as ``/v1/score`` scores that list. A response that does
+  episode rendered as text, as OpenRLHF's multi-turn agent keeps it (each turn the model wrote,
+  then the tool results and the next generation prompt rendered by the model's chat template).
+  It is read back into the message list by ``rlvr.episodes.rendered`` with the delimiters of the
+  model's own (prepared) template, loaded once, on the first such request (``text_format``), then
+  scored exactly as ``/v1/score`` scores that list. A response that does
   not read as an episode is scored ``unparseable`` in every term (0, not masked, counted in the
   unparseable rates) with the reader's reason, never as one turn of text (which would credit what
   a tool returned). A model whose template cannot be read back answers ``/get_reward`` with 500.
