@@ -113,6 +113,21 @@ def test_the_delimiters_are_the_templates_own_strings() -> None:
     )
 
 
+def test_a_template_that_cannot_be_read_back_is_a_config_error_that_says_why() -> None:
+    import copy
+
+    from rlvr.errors import ConfigError
+
+    tok = copy.deepcopy(tokenizer("builtin:tiny"))
+    tok.chat_template = tok.chat_template.replace("</s>", "")  # turns no longer end with the eos
+    with pytest.raises(ConfigError, match="cannot be read back into episodes: an assistant turn is not closed"):
+        text_format(tok)
+    tok = copy.deepcopy(tokenizer("builtin:tiny"))
+    tok.chat_template = tok.chat_template.replace("<|tool|>{{ m.content }}", "<|tool|>")  # results dropped
+    with pytest.raises(ConfigError, match="a tool result is not rendered exactly once"):
+        text_format(tok)
+
+
 @pytest.mark.parametrize("case", sorted(EPISODES))
 def test_a_rendered_message_list_reads_back_as_the_same_episode(tok: Any, case: str) -> None:
     messages = EPISODES[case]
