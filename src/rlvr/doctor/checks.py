@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .dip_checks import check_early_dip
 from .episode_checks import check_tool_call_inflation, check_tool_failures
 from .length_checks import check_length, check_truncation
 from .readings import Result
@@ -38,6 +39,7 @@ CHECKS: tuple[Callable[[Run], Result], ...] = (
     check_verifier_errors,
     check_reward_hacking,
     check_collapse,
+    check_early_dip,
     check_moe,
     check_no_learning_signal,
     check_dynamic_dropping_nearly_all,
