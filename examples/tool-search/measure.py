@@ -1,6 +1,6 @@
 """The measured run of the tool-search example on builtin:tiny: does GRPO teach the search?
 
-    python examples/tool-search/measure.py OUT_DIR [--sft-steps N] [--sft-dir DIR] [--grpo-steps N] [--lr X] [--batch N]
+    python examples/tool-search/measure.py OUT_DIR [--sft-steps N] [--sft-dir DIR] [--grpo-steps N] [--lr X] [--batch N] [--warmup N]
 
 1. A short SFT warm start on reference episodes (call search with the country's name, read the
    result, answer) of ``sft.jsonl``: countries that are in neither the train nor the eval split,
@@ -110,6 +110,7 @@ def main() -> None:
     ap.add_argument("--sft-dir", type=Path, help="reuse this SFT checkpoint (skip step 1)")
     ap.add_argument("--lr", type=float, help="GRPO learning rate (default: the task's)")
     ap.add_argument("--batch", type=int, help="GRPO per_device_train_batch_size (default: the task's)")
+    ap.add_argument("--warmup", type=int, help="GRPO warmup_steps (default: the task's)")
     a = ap.parse_args()
     task = load_task(HERE / "task.yaml")
     t0 = time.time()
@@ -134,6 +135,7 @@ def main() -> None:
             overrides={
                 **({"learning_rate": a.lr} if a.lr else {}),
                 **({"per_device_train_batch_size": a.batch} if a.batch else {}),
+                **({"warmup_steps": a.warmup} if a.warmup else {}),
             },
         ),
     )
