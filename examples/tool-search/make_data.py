@@ -10,6 +10,8 @@ Three sets of questions, on distinct countries: ``train.jsonl`` (600, what GRPO 
 rows than a measured run visits, so its reward is never a capital it learnt by heart on an earlier
 visit), ``eval.jsonl`` (100, held out) and ``sft.jsonl`` (200, only for ``measure.py``'s SFT warm
 start, so that GRPO's reward is never a capital SFT made the model learn by heart either).
+Every question row has a ``reference_calls`` column: the search that answers it, as JSON (what
+``rlvr sft`` builds its reference episodes from).
 """
 
 from __future__ import annotations
@@ -38,7 +40,16 @@ def main(out: Path = HERE, n: int = 900, seed: int = 0) -> None:
         seen |= {country, capital, river}
         facts.append((country, capital, river))
     docs = [{"title": c, "text": f"capital {cap}, river {r}."} for c, cap, r in facts]
-    rows = [{"question": f"Capital of {c}?", "answer": cap} for c, cap, _ in facts]
+    # reference_calls: the call that solves the row (a search for the country's name), which
+    # ``rlvr sft`` plays through the real tool to build its reference episodes.
+    rows = [
+        {
+            "question": f"Capital of {c}?",
+            "answer": cap,
+            "reference_calls": json.dumps([{"name": "search", "arguments": {"query": c}}]),
+        }
+        for c, cap, _ in facts
+    ]
     out.mkdir(parents=True, exist_ok=True)
     splits = (("docs.jsonl", docs), ("train.jsonl", rows[:600]), ("eval.jsonl", rows[600:700]), ("sft.jsonl", rows[700:]))
     for file, lines in splits:

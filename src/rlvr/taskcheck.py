@@ -30,6 +30,8 @@ checks that import TRL or score the data, so a task that passes it does not fail
 - rows (``rlvr.task.rowchecks``) -- rows over a size limit, columns Arrow cannot store, every
   row's tests parsed, every reference solution scored by its own tests, custom terms tried on a
   right and a wrong answer, a hub model missing from the cache while offline.
+- reference calls -- an episode task's ``reference_calls`` column (``rlvr.episodes.reference``):
+  each row's calls read strictly and checked against the tools' schemas and the episode's limits.
 """
 
 from __future__ import annotations
@@ -231,9 +233,31 @@ def episode_problems(task: Task) -> list[Problem]:
     answers = [task.answer.wrap(answer_text(r.get(task.answer_column))) for r in rows]
     toolbox = build_toolbox(task.environment, str(task.path))
     budget = task.generation.max_completion_length
-    return reference_episode_problems(
-        task.environment, toolbox, tokenizer, prompts, answers, budget, positions, str(task.path)
-    )
+    return [
+        *reference_episode_problems(
+            task.environment, toolbox, tokenizer, prompts, answers, budget, positions, str(task.path)
+        ),
+        *reference_call_problems(task),
+    ]
+
+
+def reference_call_problems(task: Task) -> list[Problem]:
+    """Each local split's reference calls (``rlvr.episodes.reference``): every row of a split that
+    has the column, read and checked against the tools; a column the task file names must be in
+    the train split. The calls are not run here (``rlvr sft`` runs them)."""
+    if task.environment is None:
+        return []
+    from .episodes import build_toolbox
+    from .episodes.reference import column_problems
+    from .task.rowchecks import local_splits
+
+    toolbox = build_toolbox(task.environment, str(task.path))
+    named = task.environment.reference_calls is not None
+    return [
+        p
+        for split, file, rows in local_splits(task)
+        for p in column_problems(task.environment, toolbox, rows, file, required=named and split == "train")
+    ]
 
 
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:

@@ -13,6 +13,7 @@
       required: [search]           # tools every episode must use (the required_tools term)
       call_budget: 2               # calls per episode before the call_budget term starts to cost
       terms: {valid_calls: 0.2, required_tools: 0.2, call_budget: 0.1}   # episode reward terms, by weight
+      reference_calls: reference_calls   # the data column of calls that solve a row (rlvr sft; optional)
 
 ``read_environment`` checks every key and type, imports every task tool, reads every schema and
 the collection, and returns all problems at once (one line each, naming the file and the field),
@@ -42,6 +43,7 @@ KEYS = {
     "call_budget",
     "terms",
     "python_session",
+    "reference_calls",
 }
 TOOL_ERRORS = ("message", "brief", "end")
 EPISODE_TERMS = ("valid_calls", "required_tools", "call_budget")
@@ -65,6 +67,12 @@ class EnvironmentSpec:
     call_budget: int | None = None
     terms: tuple[tuple[str, float], ...] = ()
     python_session: bool = False
+    reference_calls: str | None = None  # the column named in the file; None: the default column
+
+    @property
+    def reference_column(self) -> str:
+        """The data column of each row's reference calls (``rlvr.episodes.reference``)."""
+        return self.reference_calls or "reference_calls"
 
     @property
     def budget(self) -> int:
@@ -121,6 +129,14 @@ def read_environment(raw: Any, root: Path, source: str) -> tuple[EnvironmentSpec
             problems.append(Problem(f"{where}.python_session", "needs the python tool", "add python to tools"))
         else:
             kw["python_session"] = raw["python_session"]
+    if "reference_calls" in raw:
+        col = raw["reference_calls"]
+        if not isinstance(col, str) or not col.strip():
+            problems.append(
+                Problem(f"{where}.reference_calls", f"must be a column name, got {col!r}", "reference_calls")
+            )
+        else:
+            kw["reference_calls"] = col
     if "documents" in raw:
         if not isinstance(raw["documents"], str):
             problems.append(Problem(f"{where}.documents", "must be a path to a JSONL file", "documents: docs.jsonl"))

@@ -254,6 +254,13 @@ def run_probe(
         trained_by=" then ".join(trained.sources) if trained is not None else None,
         n_seen_rows=sum(trained.seen(r) for r in rows) if trained is not None else 0,
     )
+    if task.environment is not None and report.route == "sft":  # what rlvr sft needs on an episode task
+        from dataclasses import replace
+
+        from ..episodes.reference import sft_advice
+
+        has_calls = any(task.environment.reference_column in r for r in rows)
+        report = replace(report, reason=f"{report.reason} {sft_advice(task.environment, has_calls)}")
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
         from .episodes import write_episodes

@@ -20,6 +20,13 @@ answers that generation later cuts off), or longer than SFT's own sequence limit
 ``max_length``, default 1024, or the model's positions, whichever is smaller), which truncates
 the target during SFT itself. The warnings go to ``opts.warn`` (stderr by default), into
 ``SftResult.warnings`` and into ``rlvr_sft.json``.
+
+On an episode task (``environment:``) the target is a *reference episode* instead
+(``rlvr.episodes.reference``): each row's reference calls played through the real tools, their
+results, then the answer, rendered with the run's tool template, trained with the tool results
+masked out of the loss. A task without the reference column is refused (answer-only SFT would teach
+answering without the tools), and so is a row whose calls are malformed, fail, or make an episode
+longer than ``generation.max_completion_length`` or SFT's sequence limit.
 """
 
 from __future__ import annotations
@@ -150,6 +157,65 @@ def sft_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def reference_episodes(
+    task: Task,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    train_rows: list[dict[str, Any]],
+    *,
+    max_length: int | None = None,
+    positions: int | None = None,
+) -> list[Any]:
+    """The ``ReferenceEpisode`` of each of ``train_rows`` (a subset of the split's ``rows``), or
+    ``ConfigError`` listing every bad row by its line in the train file: no column, malformed
+    calls, a call that fails, an episode past the generation budget or SFT's sequence limit.
+    ``tokenizer`` is prepared for episodes here (changed in place)."""
+    from ..episodes import build_toolbox, prepare_tokenizer
+    from ..episodes.reference import ReferenceError, build_episode, column_problems, read_calls
+
+    spec = task.environment
+    assert spec is not None
+    source = task.resolve(task.data.train or "train")
+    toolbox = build_toolbox(spec, str(task.path))
+    problems = column_problems(spec, toolbox, rows, source, required=True)
+    if problems:
+        raise ConfigError(problems, source="rlvr sft")
+    prepare_tokenizer(tokenizer)
+    col, budget = spec.reference_column, task.generation.max_completion_length
+    limit = min([x for x in (max_length, positions) if x] or [0]) or None
+    line = {id(r): i for i, r in enumerate(rows, 1)}
+    out = []
+    for row in train_rows:
+        i = line[id(row)]
+        where, what = f"{source}:{i}", f"row {i}: {col}:"
+        try:
+            calls = read_calls(row[col], toolbox, spec)
+            episode = build_episode(
+                spec, toolbox, tokenizer, task.render_prompt(row), row, calls, reference_completion(task, row)
+            )
+        except ReferenceError as exc:
+            problems.append(Problem(where, f"{what} {exc}", "fix the row's calls (or the tool)"))
+            continue
+        ids, mask = episode.tokens(tokenizer)
+        n = len(ids) - mask.index(1) if 1 in mask else 0
+        if n > budget:
+            problems.append(
+                Problem(
+                    where,
+                    f"{what} the reference episode needs {n} tokens, generation.max_completion_length is {budget}",
+                    "raise max_completion_length (every turn and tool result counts) or use fewer calls",
+                )
+            )
+        elif limit is not None and len(ids) > limit:
+            problems.append(
+                Problem(where, f"{what} prompt and episode need {len(ids)} tokens, SFT keeps {limit}", "shorten it")
+            )
+        out.append(episode)
+    if problems:
+        raise ConfigError(problems, source="rlvr sft")
+    return out
+
+
 def target_warnings(
     task: Task, rows: list[dict[str, Any]], tokenizer: Any, *, max_length: int | None, positions: int | None
 ) -> list[str]:
@@ -210,18 +276,20 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     say(split.describe())
     dev, train_rows = split.dev, split.train
     tokenizer = load_tokenizer(model_ref)
-    model = load_model(model_ref)
     settings = {**SFT_DEFAULTS, **dict(task.sft), **dict(opts.overrides)}
     settings.setdefault("seed", task.seed)
     from ..lengths import max_positions
 
-    warnings = target_warnings(
-        task,
-        train_rows,
-        tokenizer,
-        max_length=settings.get("max_length", TRL_SFT_MAX_LENGTH),
-        positions=max_positions(model_ref),
-    )
+    limits = {"max_length": settings.get("max_length", TRL_SFT_MAX_LENGTH), "positions": max_positions(model_ref)}
+    examples: list[dict[str, Any]]
+    if task.environment is not None:  # before the model loads: a task without reference calls is refused
+        episodes = reference_episodes(task, tokenizer, rows, train_rows, **limits)
+        examples = [dict(zip(("input_ids", "completion_mask"), e.tokens(tokenizer), strict=True)) for e in episodes]
+        warnings: list[str] = []
+    else:
+        examples = sft_rows(task, train_rows)
+        warnings = target_warnings(task, train_rows, tokenizer, **limits)
+    model = load_model(model_ref)
     for message in warnings:  # before training: a warning after the run is too late to act on
         (opts.warn or _stderr_warning)(message)
     cfg_kw = {k: v for k, v in settings.items() if k not in ("target_pass_rate",)}
@@ -230,6 +298,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     cfg_kw.update(
         output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True
     )
+    if task.environment is not None:  # tokenized episodes: the loss reads their completion_mask (no tool results)
+        cfg_kw["completion_only_loss"] = True
     config = SFTConfig(**cfg_kw)
     reached: dict[str, Any] = {"rate": None, "stopped": False}
 
@@ -255,7 +325,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     trainer = SFTTrainer(
         model=model,
         args=config,
-        train_dataset=Dataset.from_list(sft_rows(task, train_rows)),
+        train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
         callbacks=[StopAtTarget()],
     )
