@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlvr.cli.main import main
 from rlvr.doctor import load_run
@@ -238,3 +240,26 @@ def test_a_run_with_the_online_filter_gets_its_two_plots(tmp_path: Path) -> None
 def test_a_run_without_the_filter_gets_no_dynamic_plot_and_no_mention(tmp_path: Path) -> None:
     rep = write_report(load_run(SYN / "healthy"), tmp_path)
     assert [p.name for p in rep.plots] == PLOTS and "Dynamic sampling" not in rep.html.read_text()
+
+
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=80), st.integers(1, 30))
+def test_trailing_mean_is_each_points_mean_over_its_window(values: list[float], w: int) -> None:
+    from rlvr.report import trailing_mean
+
+    got = trailing_mean(values, w)
+    for i, g in enumerate(got):
+        window = values[max(0, i - w + 1) : i + 1]
+        assert g == pytest.approx(sum(window) / len(window), rel=1e-9, abs=1e-6)
+
+
+def test_long_per_step_lines_are_smoothed_and_evals_and_short_runs_are_not() -> None:
+    from rlvr.doctor import Series
+    from rlvr.report import PlotLine, smoothing_window
+
+    def line(n: int, marker: bool = False) -> PlotLine:
+        return PlotLine(Series("reward", tuple(range(n)), tuple(0.0 for _ in range(n))), "reward", marker)
+
+    assert smoothing_window(line(50)) == 0
+    assert smoothing_window(line(51)) == 5
+    assert smoothing_window(line(900)) == 36
+    assert smoothing_window(line(900, marker=True)) == 0

@@ -1,7 +1,9 @@
 """Plots of a run and a self-contained HTML report (`rlvr report RUN`).
 
 Six plots, each a PNG written with matplotlib's Agg backend (no display needed): reward per term,
-held-out accuracy, entropy, completion length, the zero-std fraction and KL. A plot whose metrics
+held-out accuracy, entropy, completion length, the zero-std fraction and KL. A per-step line of
+more than 50 steps is drawn faint, under its trailing mean over a 25th of its steps (at least 5),
+so a trend shows through the noise of small batches; held-out evals are drawn as they are. A plot whose metrics
 the run did not log is left out and the report says so, rather than drawing an empty axis. A run
 trained with rlvr's online filter (``rlvr.train.dynamic``) gets two more: the zero-variance share of the
 groups the sampler drew and of the groups trained, and the filter's counts (kept, replaced and
@@ -195,6 +197,27 @@ def _dynamic_lines(run: Run) -> dict[str, tuple[str, str, list[PlotLine]]]:
     }
 
 
+SMOOTH_FROM = 50  # a per-step line of more points than this is drawn faint under its trailing mean
+
+
+def smoothing_window(line: PlotLine) -> int:
+    """The trailing-mean window a line is drawn with: 0 (drawn as is) for evals and short runs,
+    else a 25th of its points, at least 5."""
+    n = len(line.series)
+    return 0 if line.marker or n <= SMOOTH_FROM else max(5, n // 25)
+
+
+def trailing_mean(values: Sequence[float], w: int) -> list[float]:
+    """Each point's mean over itself and the ``w - 1`` points before it (fewer at the start)."""
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= w:
+            total -= values[i - w]
+        out.append(total / min(i + 1, w))
+    return out
+
+
 def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
     """Write one PNG per plot that has data; return every plot, drawn or not."""
     # The Agg canvas directly, not pyplot: no display, no global figure state, safe in threads.
@@ -215,13 +238,18 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
         FigureCanvasAgg(fig)
         ax = fig.subplots()
         for ln in drawn:
-            ax.plot(
+            w = smoothing_window(ln)
+            raw = ax.plot(
                 ln.series.steps,
                 ln.series.values,
-                label=ln.label,
+                label=None if w else ln.label,
                 marker="o" if ln.marker or len(ln.series) == 1 else None,
-                linewidth=1.4,
+                linewidth=0.8 if w else 1.4,
+                alpha=0.3 if w else 1.0,
             )
+            if w:
+                label = f"{ln.label}, mean of {w} steps"
+                ax.plot(ln.series.steps, trailing_mean(ln.series.values, w), color=raw[0].get_color(), label=label)
         if name == "accuracy":
             # Two binomial standard errors, so a reader does not over-read a wiggle between evals.
             n_series = run.series("eval/n", evals=True)
