@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from rlvr.errors import ConfigError
 from rlvr.task import Task, load_task
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-search"
 COL = "reference_calls"
+EXAMPLE_SPEC = load_task(EXAMPLE).environment
 
 
 def measure_module() -> Any:
@@ -266,11 +269,11 @@ def test_a_short_rlvr_sft_run_trains_on_the_calls_and_answers_with_tool_results_
     tok = prepare_tokenizer(tiny_tokenizer())
     (dataset,) = seen
     assert len(dataset) == 16
-    for example, episode in zip(dataset, episodes_of(task), strict=True):
+    for row, episode in zip(dataset, episodes_of(task), strict=True):
         ids, mask = episode.tokens(tok)
-        assert example["input_ids"] == ids
+        assert row["input_ids"] == ids
         # TRL's labels: the token where the mask is 1, -100 on the prompt and on every tool result
-        assert example["labels"] == [i if m else -100 for i, m in zip(ids, mask, strict=True)]
+        assert row["labels"] == [i if m else -100 for i, m in zip(ids, mask, strict=True)]
     first = dataset[0]
     assert "capital Pomi" not in tok.decode([t for t in first["labels"] if t != -100])
     # the saved tokenizer is the tool template's: the checkpoint lists tools as training does
@@ -299,3 +302,40 @@ def test_after_a_short_rlvr_sft_the_greedy_first_turn_on_a_train_prompt_is_a_sea
         turn = tok.decode(out[0][ids["input_ids"].shape[1] :]).split("</s>")[0]
         (call,) = parse_turn(turn).calls
         assert call.error is None and call.name == "search", turn
+
+
+def test_rlvr_task_check_reports_a_bad_reference_call(tmp_path: Path) -> None:
+    from rlvr.taskcheck import check_task
+
+    bad = '[{"name": "lookup", "arguments": {"query": "a"}}]'
+    problems = [str(p) for p in check_task(load_task(copy_example(tmp_path, edit=bad_cell(bad))))]
+    assert any("train.jsonl:3: row 3: reference_calls: call 1: unknown tool 'lookup'" in p for p in problems), problems
+
+
+KEYS = st.sampled_from(["name", "arguments", "query", "k", "x"])
+CELLS = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10) | st.sampled_from(["search", "lookup", "Zovobi", ""]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cell=CELLS, as_text=st.booleans())
+@example(cell=[{"name": "search", "arguments": {"query": "Zovobi", "k": 2}}], as_text=True)
+@example(cell=[{"name": "search", "arguments": {"query": "a"}}] * 2, as_text=False)
+def test_a_cell_reads_as_checked_calls_or_as_a_reason_never_anything_else(cell: Any, as_text: bool) -> None:
+    from rlvr.episodes import build_toolbox
+    from rlvr.episodes.reference import ReferenceError, read_calls
+
+    spec = EXAMPLE_SPEC
+    toolbox = build_toolbox(spec)
+    try:
+        calls = read_calls(json.dumps(cell) if as_text else cell, toolbox, spec)
+    except ReferenceError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    # accepted: a list of known calls on the schema, within the limits, the required tool among them
+    assert isinstance(cell, list) and len(calls) == len(cell) <= spec.max_tool_calls
+    assert "search" in {c.name for c in calls}
+    assert all(toolbox.tools[c.name].check_arguments(c.arguments) is None for c in calls)
