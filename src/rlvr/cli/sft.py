@@ -6,7 +6,10 @@ import argparse
 
 from ._common import add_set, parse_sets
 
-HELP = "supervised warm start (TRL SFTTrainer) on the task's answers: the route for a 0 % base rate"
+HELP = (
+    "supervised warm start (TRL SFTTrainer) on the task's answers, or on an episode task its reference episodes: "
+    "the route for a 0 % base rate"
+)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
