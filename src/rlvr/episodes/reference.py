@@ -75,10 +75,11 @@ class ReferenceEpisode:
         return "".join(text for text, _ in self.segments)
 
     def tokens(self, tokenizer: Any) -> tuple[list[int], list[int]]:
-        """(input_ids, completion_mask): the prompt's ids as the sampler builds them, then each
-        segment's ids without special tokens (concatenated, as TRL's tool loop does); the mask is
-        1 only on the model's own turns."""
-        ids = list(tokenizer(self.prompt)["input_ids"])
+        """(input_ids, completion_mask): the prompt's ids, then each segment's ids (concatenated,
+        as TRL's tool loop does), all without added special tokens: the rendered template writes its
+        own, as ``apply_chat_template(tokenize=True)`` does for a chat prompt in training. The mask
+        is 1 only on the model's own turns."""
+        ids = list(tokenizer(self.prompt, add_special_tokens=False)["input_ids"])
         mask = [0] * len(ids)
         for text, trained in self.segments:
             seg = list(tokenizer(text, add_special_tokens=False)["input_ids"])
