@@ -153,6 +153,7 @@ STATIC_CASES = {
     "no required tool": ("[]", "does not call the required tool(s) search"),
     "over max_tool_calls": (json.dumps([{"name": "search", "arguments": {"query": "a"}}] * 4), "max_tool_calls"),
     "missing in a row": (None, "missing"),
+    "over max_turns": (json.dumps([{"name": "search", "arguments": {"query": "a"}}] * 3), "max_turns is 3"),
 }
 
 
