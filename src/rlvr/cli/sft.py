@@ -27,6 +27,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="rows of the train split held out as the dev slice for --target-pass-rate (default: 100, or a "
         "fifth of the rows when that is smaller; more than half the rows is refused)",
     )
+    p.add_argument(
+        "--data",
+        help="train on this file's rows (the task's columns; JSONL or Parquet) instead of the train "
+        "split, so every train row stays unseen for GRPO; held-out prompts in it are refused",
+    )
     p.add_argument("--max-steps", type=int, help="at most this many steps (default 1000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar: one plain line per log step instead")
     add_set(p, "SFTConfig")
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
             target_pass_rate=args.target_pass_rate,
             dev_size=args.dev_size,
             overrides=overrides,
+            data=Path(args.data) if args.data else None,
             progress=not args.no_progress,
             say=print,  # the split is part of the command's report (stdout); progress and warnings go to stderr
         ),

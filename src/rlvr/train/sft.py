@@ -44,6 +44,7 @@ from ..errors import ConfigError, Problem
 from ..lengths import reference_completion
 from ..task import Task
 from .settings import logging_places
+from .sftdata import sft_data_rows
 
 # TRL's SFTConfig.max_length default (1.16): longer prompt + completion sequences are truncated.
 TRL_SFT_MAX_LENGTH = 1024
@@ -72,6 +73,7 @@ class SftOptions:
     check_every: int = 25
     dev_size: int | None = None  # None: 100, or a fifth of the rows when that is smaller
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    data: Path | None = None  # train on this file's rows instead of the train split (train.sftdata)
     progress: bool = True
     warn: Callable[[str], None] | None = None  # default: one "rlvr sft: warning: ..." line on stderr
     say: Callable[[str], None] | None = None  # the split; default: stderr
@@ -106,24 +108,29 @@ class Split:
     dev: list[dict[str, Any]]
     total: int
     reason: str = ""
+    source: str = "train rows"  # what the rows are: the train split's, or those of --data FILE
 
     def describe(self) -> str:
         if not self.dev:
-            return f"SFT split: training on all {self.total} train rows (no dev slice: no --target-pass-rate)"
+            return f"SFT split: training on all {self.total} {self.source} (no dev slice: no --target-pass-rate)"
         return (
-            f"SFT split: training on {len(self.train)} of {self.total} train rows; {len(self.dev)} held out as the "
-            f"dev slice for --target-pass-rate{self.reason}"
+            f"SFT split: training on {len(self.train)} of {self.total} {self.source}; {len(self.dev)} held out as "
+            f"the dev slice for --target-pass-rate{self.reason}"
         )
 
 
 def split_rows(
-    rows: list[dict[str, Any]], target: float | None, dev_size: int | None, start: TrainedRows | None = None
+    rows: list[dict[str, Any]],
+    target: float | None,
+    dev_size: int | None,
+    start: TrainedRows | None = None,
+    source: str = "train rows",
 ) -> Split:
     """The SFT split. Without a target, every row trains. With one, ``dev_size`` rows (default:
     100 or a fifth of the rows, whichever is smaller) are held out, taken first from rows the start
     model never trained on; a dev slice over half the rows is refused, naming the numbers."""
     if target is None:
-        return Split(list(rows), [], len(rows))
+        return Split(list(rows), [], len(rows), source=source)
     n = len(rows)
     auto = dev_size is None
     size = max(1, min(100, int(n * DEFAULT_DEV_SHARE))) if auto else int(dev_size or 0)
@@ -141,7 +148,8 @@ def split_rows(
         order.sort(key=lambda i: start.seen(rows[i]))
     dev_idx = set(order[:size])
     reason = " (default: a fifth of the rows, at most 100)" if auto else ""
-    return Split([r for i, r in enumerate(rows) if i not in dev_idx], [rows[i] for i in sorted(dev_idx)], n, reason)
+    train = [r for i, r in enumerate(rows) if i not in dev_idx]
+    return Split(train, [rows[i] for i in sorted(dev_idx)], n, reason, source)
 
 
 def sft_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,6 +173,7 @@ def reference_episodes(
     *,
     max_length: int | None = None,
     positions: int | None = None,
+    source: str | None = None,
 ) -> list[Any]:
     """The ``ReferenceEpisode`` of each of ``train_rows`` (a subset of the split's ``rows``), or
     ``ConfigError`` listing every bad row by its line in the train file: no column, malformed
@@ -175,7 +184,7 @@ def reference_episodes(
 
     spec = task.environment
     assert spec is not None
-    source = task.resolve(task.data.train or "train")
+    source = source or task.resolve(task.data.train or "train")  # the file problems name: --data's, if given
     toolbox = build_toolbox(spec, str(task.path))
     problems = column_problems(spec, toolbox, rows, source, required=True)
     if problems:
@@ -269,9 +278,13 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     from ..models import load_model, load_tokenizer, resolve_model
 
     model_ref = resolve_model(opts.model or task.model)
-    rows = task.load_split("train")
+    if opts.data is not None:  # checked before the model loads (train.sftdata)
+        rows, data_warnings = sft_data_rows(task, opts.data)
+    else:
+        rows, data_warnings = task.load_split("train"), []
     start_rows = trained_rows_of(model_ref)  # an SFT model trained further: its rows are not a dev slice
-    split = split_rows(rows, opts.target_pass_rate, opts.dev_size, start_rows)
+    source = f"rows of {opts.data}" if opts.data is not None else "train rows"
+    split = split_rows(rows, opts.target_pass_rate, opts.dev_size, start_rows, source)
     say = opts.say or _stderr_say
     say(split.describe())
     dev, train_rows = split.dev, split.train
@@ -283,12 +296,14 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     limits = {"max_length": settings.get("max_length", TRL_SFT_MAX_LENGTH), "positions": max_positions(model_ref)}
     examples: list[dict[str, Any]]
     if task.environment is not None:  # before the model loads: a task without reference calls is refused
-        episodes = reference_episodes(task, tokenizer, rows, train_rows, **limits)
+        file = str(opts.data) if opts.data is not None else None
+        episodes = reference_episodes(task, tokenizer, rows, train_rows, **limits, source=file)
         examples = [dict(zip(("input_ids", "completion_mask"), e.tokens(tokenizer), strict=True)) for e in episodes]
         warnings: list[str] = []
     else:
         examples = sft_rows(task, train_rows)
         warnings = target_warnings(task, train_rows, tokenizer, **limits)
+    warnings = data_warnings + warnings
     model = load_model(model_ref)
     for message in warnings:  # before training: a warning after the run is too late to act on
         (opts.warn or _stderr_warning)(message)
