@@ -1,6 +1,6 @@
 """The measured run of the tool-search example on builtin:smollm2 (SmolLM2-135M-Instruct, CPU).
 
-    python examples/tool-search/measure_smollm2.py OUT_DIR [--sft-steps N] [--sft-dir DIR]
+    python examples/tool-search/measure_smollm2.py OUT_DIR [--sft-steps N] [--sft-lr X] [--sft-dir DIR] [--no-base]
         [--grpo-steps N] [--lr X] [--k K] [--temperature T]
 
 1. Held-out episodes of the base model (eval split, ``--k`` per question, sampled at
@@ -95,11 +95,12 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
-    ap.add_argument("--sft-steps", type=int, default=12)
+    ap.add_argument("--sft-steps", type=int, default=4)
     ap.add_argument("--sft-lr", type=float, default=1e-4)
     ap.add_argument("--sft-dir", type=Path, help="reuse this SFT checkpoint (skip steps 1 and 2)")
-    ap.add_argument("--grpo-steps", type=int, default=30)
+    ap.add_argument("--grpo-steps", type=int, default=20)
     ap.add_argument("--lr", type=float, default=3e-4, help="GRPO learning rate (LoRA)")
+    ap.add_argument("--no-base", action="store_true", help="skip step 1 (the base model measured already)")
     ap.add_argument("--k", type=int, default=1, help="held-out episodes per eval question")
     ap.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (held-out and GRPO)")
     a = ap.parse_args()
@@ -126,7 +127,8 @@ def main() -> None:
 
     sft_dir = a.sft_dir or a.out / "sft"
     if a.sft_dir is None:
-        say(measure(task, MODEL, "base", k=a.k))
+        if not a.no_base:
+            say(measure(task, MODEL, "base", k=a.k))
         sft(task, sft_rows(), sft_dir, a.sft_steps, a.sft_lr)
     say(measure(task, str(sft_dir), f"after SFT ({a.sft_steps} steps), before GRPO", k=a.k))
     if a.grpo_steps <= 0:  # SFT only: measure it before spending the GRPO steps
