@@ -179,6 +179,7 @@ def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path
         task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="episode unit test", progress=False)
     )
     assert result.steps == 1
+    assert "max_tool_calling_iterations: 1\n" in (tmp_path / "run" / "config.yaml").read_text()  # max_turns - 1
     logs = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     trained = [x for x in logs if "rewards/valid_calls/mean" in x]
     assert trained and "episodes/calls" in trained[0] and "episodes/cut_off_rate" in trained[0]

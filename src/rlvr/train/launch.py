@@ -203,6 +203,8 @@ def run_grpo(
     peft_config, load_kwargs = peft
     eval_every = opts.eval_every if opts.eval_every is not None else task.eval.every
     eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
+    if task.environment is not None:  # set before config.yaml is written, so the file records it
+        cfg = {**cfg, "max_tool_calling_iterations": task.environment.max_turns - 1}
     args = GRPOConfig(**cfg)
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
