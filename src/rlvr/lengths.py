@@ -230,10 +230,20 @@ def max_positions(model_ref: str) -> int | None:
 
 
 def measure(task: Task, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[list[int], list[int]]:
-    """(prompt tokens, reference completion tokens with EOS) for each row."""
+    """(prompt tokens, reference completion tokens with EOS) for each row. On an episode task the
+    prompt is counted as training renders it: with the tools listed by the tool template."""
     from .generate import prompt_ids
 
-    prompts = [len(prompt_ids(tokenizer, task.render_prompt(r))) for r in rows]
+    if task.environment is not None:
+        from .episodes import build_toolbox, prepare_tokenizer
+        from .episodes.template import render
+
+        tools = build_toolbox(task.environment, str(task.path)).schemas()
+        prepare_tokenizer(tokenizer)
+        texts_in = [render(tokenizer, task.render_prompt(r), tools) for r in rows]
+        prompts = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts_in]
+    else:
+        prompts = [len(prompt_ids(tokenizer, task.render_prompt(r))) for r in rows]
     texts = [reference_completion(task, r) for r in rows]
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     return prompts, [len(ids) + 1 for ids in encoded]

@@ -86,3 +86,23 @@ def test_the_gate_binds_the_episode_code_the_task_tools_and_the_collection(tmp_p
     assert data_files(task)["environment.documents"]["path"] == "docs.jsonl"
     plain = load_task(make_task(tmp_path / "plain"))
     assert not any(name.startswith("rlvr.episodes") for name in reward_modules(plain))
+
+
+def test_task_check_counts_an_episode_prompt_with_its_tools_listed() -> None:
+    from rlvr.episodes import build_toolbox, prepare_tokenizer
+    from rlvr.episodes.template import render
+    from rlvr.generate import prompt_ids
+    from rlvr.lengths import check_lengths
+    from rlvr.models import load_tokenizer
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "tool-search"
+    task = load_task(example / "task.yaml")
+    rows = task.load_split("train")[:5]
+    report = check_lengths(task, rows=rows)
+    plain = max(len(prompt_ids(load_tokenizer("builtin:tiny"), task.render_prompt(r))) for r in rows)
+    tok = prepare_tokenizer(load_tokenizer("builtin:tiny"))
+    tools = build_toolbox(task.environment, str(task.path)).schemas()
+    listed = max(
+        len(tok(render(tok, task.render_prompt(r), tools), add_special_tokens=False)["input_ids"]) for r in rows
+    )
+    assert report.prompt.max == listed > plain
