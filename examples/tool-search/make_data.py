@@ -51,7 +51,12 @@ def main(out: Path = HERE, n: int = 900, seed: int = 0) -> None:
         for c, cap, _ in facts
     ]
     out.mkdir(parents=True, exist_ok=True)
-    splits = (("docs.jsonl", docs), ("train.jsonl", rows[:600]), ("eval.jsonl", rows[600:700]), ("sft.jsonl", rows[700:]))
+    splits = (
+        ("docs.jsonl", docs),
+        ("train.jsonl", rows[:600]),
+        ("eval.jsonl", rows[600:700]),
+        ("sft.jsonl", rows[700:]),
+    )
     for file, lines in splits:
         (out / file).write_text("".join(json.dumps(x) + "\n" for x in lines))
 

@@ -1,14 +1,16 @@
 """The measured run of the tool-search example on builtin:tiny: does GRPO teach the search?
 
-    python examples/tool-search/measure.py OUT_DIR [--sft-steps N] [--sft-dir DIR] [--grpo-steps N] [--lr X] [--batch N] [--warmup N]
+    python examples/tool-search/measure.py OUT_DIR [--sft-steps N] [--sft-dir DIR] [--grpo-steps N]
+        [--lr X] [--batch N] [--warmup N]
 
-1. A short SFT warm start on reference episodes (call search with the country's name, read the
-   result, answer) of ``sft.jsonl``: countries that are in neither the train nor the eval split,
-   so GRPO's reward on its train rows is never a capital SFT had the model learn by heart (an
-   earlier version warmed up on the train rows themselves: GRPO then scored 70 % on them while
-   held-out accuracy was 39 %, and had nothing to learn). The random model never writes a
-   well-formed call by chance, so GRPO alone would see no signal. SFT trains on the whole episode
-   text, tool results included (TRL's SFTTrainer has no tool mask); GRPO never does.
+1. A short SFT warm start, ``rlvr sft --data sft.jsonl`` (``sft``): reference episodes (call
+   search with the country's name, read the result, answer) of countries that are in neither the
+   train nor the eval split, so GRPO's reward on its train rows is never a capital SFT had the
+   model learn by heart (an earlier version warmed up on the train rows themselves: GRPO then
+   scored 70 % on them while held-out accuracy was 39 %, and had nothing to learn). The random
+   model never writes a well-formed call by chance, so GRPO alone would see no signal. Tool
+   results are masked from the loss in SFT as in GRPO. ``reference_text`` writes the same
+   episode text by hand (a test holds the two equal).
 2. Held-out episodes (eval split, sampled at the task's temperature, 4 per question) before GRPO:
    calls per episode, share of well-formed calls, accuracy of the final answer.
 3. ``rlvr train`` (GRPOTrainer with environment_factory) from the SFT checkpoint, then the same
@@ -40,33 +42,12 @@ def reference_text(task: Any, tok: Any, row: dict[str, Any], toolbox: Any) -> tu
 
 
 def sft(task: Any, model_dir: Path, steps: int) -> None:
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    """``rlvr sft TASK --data sft.jsonl --max-steps STEPS`` with this run's settings: reference
+    episodes of the sft.jsonl countries, tool results masked from the loss."""
+    from rlvr.train.sft import SftOptions, run_sft
 
-    from rlvr.episodes import build_toolbox, prepare_tokenizer
-    from rlvr.models import load_model, load_tokenizer
-
-    tok = prepare_tokenizer(load_tokenizer("builtin:tiny"))
-    toolbox = build_toolbox(task.environment)
-    rows = [json.loads(line) for line in (HERE / "sft.jsonl").read_text().splitlines() if line.strip()]
-    pairs = [reference_text(task, tok, r, toolbox) for r in rows]
-    data = Dataset.from_list([{"prompt": p, "completion": c} for p, c in pairs])
-    args = SFTConfig(
-        output_dir=str(model_dir / "sft-out"),
-        max_steps=steps,
-        learning_rate=1e-3,
-        warmup_steps=20,
-        per_device_train_batch_size=16,
-        logging_steps=100,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        seed=3407,
-    )
-    trainer = SFTTrainer(model=load_model("builtin:tiny"), args=args, train_dataset=data, processing_class=tok)
-    trainer.train()
-    trainer.save_model(str(model_dir))
-    tok.save_pretrained(str(model_dir))
+    settings = {"max_steps": steps, "learning_rate": 1e-3, "warmup_steps": 20, "per_device_train_batch_size": 16}
+    run_sft(task, SftOptions(out_dir=model_dir, data=HERE / "sft.jsonl", overrides=settings, progress=False))
 
 
 def measure(task: Any, model_ref: str, stage: str, k: int = 4) -> dict[str, Any]:
