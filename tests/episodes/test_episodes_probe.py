@@ -26,7 +26,7 @@ def test_the_probe_samples_episodes_and_reports_turns_calls_errors_and_cut_offs(
             extra={
                 "prompt": {"user": "{question}"},
                 "environment": {"tools": ["calculator"], "max_turns": 2},
-                "generation": {"temperature": 1.0, "max_completion_length": 200},
+                "generation": {"temperature": 1.0, "max_completion_length": 190},
                 "probe": {"k": 4},
             },
         )
