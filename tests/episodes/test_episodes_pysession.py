@@ -22,6 +22,7 @@ from rlvr.episodes.pytool import CellOutcome, session_program
 from rlvr.episodes.spec import EnvironmentSpec
 from rlvr.episodes.tools import ToolBox
 from support.fakes import FakeSampler
+from support.grpo import tiny_grpo_args
 
 # Reads the fd it writes to: /dev/null (a character device) only while the script replays it.
 REPLAYING = "import os, stat\nreplaying = stat.S_ISCHR(os.fstat(1).st_mode)\n"
@@ -390,7 +391,7 @@ def test_trls_tool_loop_keeps_each_rollouts_session_and_resets_pooled_instances(
     import os
 
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from rlvr.episodes.training import trainer_setup
     from rlvr.models import load_model, load_tokenizer
@@ -401,18 +402,7 @@ def test_trls_tool_loop_keeps_each_rollouts_session_and_resets_pooled_instances(
     spec = make_spec(tmp_path, max_turns=4, timeout=2)
     base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
     tok = load_tokenizer("builtin:tiny")
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        num_generations=4,
-        per_device_train_batch_size=4,
-        max_completion_length=400,
-        max_steps=2,
-        learning_rate=1e-3,
-        beta=0.0,
-        report_to="none",
-        use_cpu=True,
-        seed=3407,
-    )
+    args = tiny_grpo_args(tmp_path, 400, max_steps=2)
     rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
     code = "try:\n    n\nexcept NameError:\n    n = 0\nn += 1\nprint(n)"
     call = "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"

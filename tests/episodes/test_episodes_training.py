@@ -21,6 +21,7 @@ from rlvr.episodes import EpisodeRewards, read_environment
 from rlvr.episodes.training import trainer_setup
 from rlvr.rewards import AnswerFormat, build_verifier
 from rlvr.rewards.combine import RewardSet, Term
+from support.grpo import tiny_grpo_args
 
 CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "17*23"}}</tool_call>'
 SUFFIX = "\n<|tool|>391\n<|assistant|>"
@@ -28,7 +29,7 @@ SUFFIX = "\n<|tool|>391\n<|assistant|>"
 
 def _trainer(tmp_path: Path) -> tuple[Any, Any, EpisodeRewards]:
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from rlvr.models import load_model, load_tokenizer
 
@@ -41,19 +42,7 @@ def _trainer(tmp_path: Path) -> tuple[Any, Any, EpisodeRewards]:
     assert spec is not None, problems
     base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
     tok = load_tokenizer("builtin:tiny")
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        num_generations=4,
-        per_device_train_batch_size=4,
-        max_completion_length=160,
-        max_steps=1,
-        learning_rate=1e-3,
-        beta=0.0,
-        report_to="none",
-        logging_steps=1,
-        use_cpu=True,
-        seed=3407,
-    )
+    args = tiny_grpo_args(tmp_path, 160)
     rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
     answers = iter(["391", "390", "391", "12"] * 4)
 
