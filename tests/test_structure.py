@@ -24,6 +24,7 @@ SRC = Path(rlvr.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "yamlio", "data"),
     ("sandbox",),  # a leaf: it imports nothing above the errors
+    ("engines",),  # adapters for generation/training engines (vLLM, verl) on platforms they lack
     ("models", "bpe"),
     ("rewards",),
     ("episodes",),  # tools and multi-turn episodes: the task's environment: section reads them
