@@ -6,10 +6,16 @@ the same warm sandbox pool), the same chunk size and the same number of threads;
 interleaved and the best of each is kept (a round repeats the batch for about a second).
 Target: server / in-process >= 0.8.
 
+With ``--big``, one client sends a 14 MB number-dense body (one sample whose row carries about
+1.4 million numbers) while another sends one-sample requests back to back: the small requests'
+latency (median and worst) with the big body in flight, next to the same requests alone. The
+server must parse and score off its event loop (``rlvr.serve.app``), so a slow body delays
+other clients by little more than their own work.
+
 It also prints what a stand-in reward for one masked row does to a group's GRPO advantages
 (docs/serve.md): true masking, the group-mean stand-in, 0 and NaN.
 
-    .venv/bin/python bench/serve.py [--batch 256] [--repeat 3] [--only math|unit_tests]
+    .venv/bin/python bench/serve.py [--batch 256] [--repeat 3] [--only math|unit_tests] [--big]
 """
 
 from __future__ import annotations
@@ -105,6 +111,71 @@ def bench(kind: str, batch: int, repeat: int) -> tuple[float, float]:
     return batch / best_local, batch / best_remote
 
 
+def big_body(megabytes: float = 14.0) -> bytes:
+    """One sample whose row carries a column of numbers, ``megabytes`` MB of JSON in all: every
+    number goes through the strict reader's number hook."""
+    n = int(megabytes * 1e6 / 9)
+    numbers = ",".join(f"{(i % 9973) / 7919:.6f}"[:9] for i in range(n))
+    row = {"completion": "So the answer is \\boxed{4}.", "prompt": "2+2=", "answer": "4"}
+    text = json.dumps({"samples": [row]})[:-3] + ', "numbers": [' + numbers + "]}]}"
+    return text.encode()
+
+
+def small_latencies(client: Any, url: str, seconds: float, stop: threading.Event | None = None) -> list[float]:
+    """Latencies of one-sample requests sent back to back for ``seconds`` (or until ``stop``)."""
+    body = {"samples": [{"completion": "So the answer is \\boxed{4}.", "prompt": "2+2=", "answer": "4"}]}
+    out: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end and not (stop is not None and stop.is_set()):
+        t = time.perf_counter()
+        client.post(url + "/v1/score", json=body).raise_for_status()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def bench_big(megabytes: float = 14.0) -> tuple[float, float, float, float]:
+    """Small requests' (median, worst) latency in ms alone, then with one big body in flight."""
+    import httpx
+
+    from rlvr.serve.app import Limits, RewardServer
+    from rlvr.serve.scoring import Scorer
+    from rlvr.task import load_task
+
+    task_path = ROOT / "examples" / "math-boxed" / "task.yaml"
+    task = load_task(task_path, check_data=False)
+    scorer = Scorer(task, task.reward_set(), {"status": "bypassed", "no_gate_reason": "benchmark"})
+    server = ThreadServer(RewardServer(scorer, Limits(workers=2, max_body_bytes=16 * 1024 * 1024)))
+    big = big_body(megabytes)
+    try:
+        with httpx.Client(timeout=600) as client:
+            small_latencies(client, server.url, 0.5)  # warm up
+            alone = small_latencies(client, server.url, 2.0)
+            done = threading.Event()
+            status: list[int] = []
+
+            def send_big() -> None:
+                with httpx.Client(timeout=600) as c:
+                    r = c.post(server.url + "/v1/score", content=big, headers={"content-type": "application/json"})
+                    status.append(r.status_code)
+                done.set()
+
+            t0 = time.perf_counter()
+            thread = threading.Thread(target=send_big)
+            thread.start()
+            during = small_latencies(client, server.url, 600.0, stop=done)
+            thread.join()
+            big_seconds = time.perf_counter() - t0
+    finally:
+        server.stop()
+    ms = [1000 * statistics.median(alone), 1000 * max(alone), 1000 * statistics.median(during), 1000 * max(during)]
+    print(
+        f"14 MB body ({len(big) / 1e6:.1f} MB, HTTP {status[0]}, {big_seconds:.1f} s): other clients' latency "
+        f"alone median {ms[0]:.1f} ms, worst {ms[1]:.1f} ms; with the body in flight median {ms[2]:.1f} ms, "
+        f"worst {ms[3]:.1f} ms ({len(during)} requests)"
+    )
+    return ms[0], ms[1], ms[2], ms[3]
+
+
 def advantage_table() -> None:
     from rlvr.serve import Imputer
 
@@ -137,8 +208,12 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--only", choices=["math", "unit_tests"])
+    p.add_argument("--big", action="store_true", help="only the 14 MB body in flight against small requests")
     args = p.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
+    if args.big:
+        bench_big()
+        return 0
     for kind in ("math", "unit_tests"):
         if args.only in (None, kind):
             bench(kind, args.batch, args.repeat)

@@ -119,19 +119,27 @@ def test_exact_nfkc_rule_folds_full_width_digits_and_zero_width():
 
 # -- the TRL adapter ---------------------------------------------------------------------------
 class Scripted(BaseVerifier):
-    """Returns a scripted verdict per completion text."""
+    """Returns a scripted verdict per completion text; ``gold`` is the completion its gold
+    answer is (what rlvr.rewards.fault scores when an answer is undecided)."""
 
-    def __init__(self, table: dict[str, Verdict]) -> None:
+    def __init__(self, table: dict[str, Verdict], gold: str | None = None) -> None:
         self.table = table
+        self.gold = gold
+
+    def gold_completion(self, row: object) -> str | None:
+        return self.gold
 
     def verify(self, sample: Sample) -> Verdict:
         return self.table[sample.completion]
 
 
-def reward_set() -> RewardSet:
-    fmt = Scripted({"a": Verdict.correct(), "b": Verdict.correct(), "c": Verdict.wrong()})
+def reward_set(gold: str = "b") -> RewardSet:
+    """``b`` times out on the correctness term; with ``gold="b"`` the gold times out the same way
+    (the row is the task's: masked), with ``gold="a"`` it does not (charged to the answer)."""
+    fmt = Scripted({"a": Verdict.correct(), "b": Verdict.correct(), "c": Verdict.wrong()}, gold)
     correct = Scripted(
-        {"a": Verdict.correct(), "b": Verdict.error("timed out", kind="timeout"), "c": Verdict.unparseable("none")}
+        {"a": Verdict.correct(), "b": Verdict.error("timed out", kind="timeout"), "c": Verdict.unparseable("none")},
+        gold,
     )
     return RewardSet([Term("format", fmt, 0.1), Term("correct", correct, 1.0)])
 
@@ -157,6 +165,15 @@ def test_error_and_timeout_rates_are_logged_per_term():
     assert logged["rewards/correct/unparseable_rate"] == 1 / 3
     assert logged["rewards/format/error_rate"] == 0
     assert logged["rewards/masked_rate"] == 1 / 3
+
+
+def test_an_undecided_answer_whose_gold_decides_is_charged_zero_in_every_term_and_counted():
+    logged: dict[str, float] = {}
+    fns = reward_set(gold="a").trl_functions()
+    values = [fn(prompts=["p"] * 3, completions=["a", "b", "c"], log_metric=logged.__setitem__) for fn in fns]
+    assert [v[1] for v in values] == [1.0, 0.0]  # format decided; correctness charged
+    assert logged["rewards/correct/charged_rate"] == 1 / 3 and logged["rewards/correct/charged/timeout"] == 1 / 3
+    assert logged["rewards/correct/error_rate"] == 0 and logged["rewards/masked_rate"] == 0
 
 
 def test_trl_functions_are_named_after_their_terms():

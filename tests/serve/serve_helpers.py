@@ -25,6 +25,11 @@ from rlvr.rewards.format import AnswerFormat, extract
 
 RELEASE = threading.Event()  # completions containing WAIT block until a test sets it
 CALLS = []  # every completion this checker was asked about, in order
+# What the row's gold, as a completion, starts with. The fail-closed rule (rlvr.rewards.fault)
+# scores the gold of every row the checker cannot decide: with "CRASH " a CRASH stands for an
+# outage the gold shares (the row is masked); a test sets "" to make a failure the answer's
+# alone (charged), or "WAIT " to make the gold as slow as a waiting answer.
+GOLD_PREFIX = "CRASH "
 
 
 class Check(BaseVerifier):
@@ -33,6 +38,10 @@ class Check(BaseVerifier):
     def __init__(self, answer_format=None, column="answer"):
         self.fmt = answer_format or AnswerFormat()
         self.column = column
+
+    def gold_completion(self, row):
+        gold = ground_truth(row, self.column)
+        return None if gold is None else GOLD_PREFIX + self.fmt.wrap(gold)
 
     def verify(self, sample):
         CALLS.append(sample.completion)

@@ -225,11 +225,12 @@ def test_queue_full_gets_503_with_retry_after_and_the_admitted_batch_still_finis
         server.stop()
 
 
-def test_rows_past_the_deadline_are_masked_as_timeouts_and_the_server_keeps_serving(
+def test_rows_past_the_deadline_whose_gold_is_as_slow_are_masked_as_timeouts_and_the_server_keeps_serving(
     scorer: Any, task_path: Path
 ) -> None:
     server = ThreadServer(RewardServer(scorer, Limits(workers=2, deadline=0.2, chunk=1)))
     release = module_of(task_path).RELEASE
+    module_of(task_path).GOLD_PREFIX = "WAIT "
     try:
         r = httpx.post(
             server.url + "/v1/score", json={"samples": [_sample(right("4")), _sample("WAIT " + right("4"))]}, timeout=30
@@ -290,6 +291,25 @@ def test_a_non_finite_number_in_a_response_is_written_as_null_not_as_invalid_jso
     assert json.loads(r.body) == {"reward": None, "ok": [1.0, None]}
 
 
+def test_a_slow_wrong_answer_past_the_deadline_is_charged_when_its_gold_is_not_slow(
+    scorer: Any, task_path: Path
+) -> None:
+    server = ThreadServer(RewardServer(scorer, Limits(workers=2, deadline=0.2, chunk=1)))
+    module_of(task_path).GOLD_PREFIX = ""
+    try:
+        rows = [_sample("WAIT " + right("5")), _sample(right("4"))]
+        slow, fast = httpx.post(server.url + "/v1/score", json={"samples": rows}, timeout=30).json()["results"]
+        assert fast["scores"]["correct"]["outcome"] == "correct"
+        assert slow["masked"] is False and slow["reward"] == 0.0
+        for term in ("correct", "format"):
+            assert slow["scores"][term]["outcome"] == "wrong" and slow["scores"][term]["error_kind"] == "timeout"
+        assert "charged to the answer" in slow["scores"]["correct"]["detail"]
+        assert "rlvr_serve_deadline_samples_total 1" in httpx.get(server.url + "/metrics", timeout=5).text
+    finally:
+        module_of(task_path).RELEASE.set()
+        server.stop()
+
+
 def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_finish(
     scorer: Any, task_path: Path
 ) -> None:
@@ -297,7 +317,7 @@ def test_a_batch_answered_at_its_deadline_keeps_its_admission_until_its_rows_fin
     release = module_of(task_path).RELEASE
     try:
         r = httpx.post(server.url + "/v1/score", json={"samples": [_sample("WAIT " + right("4"))]}, timeout=30)
-        assert r.json()["results"][0]["masked"] is True  # answered at the deadline
+        assert r.json()["results"][0]["scores"]["correct"]["error_kind"] == "timeout"  # answered at the deadline
         busy = httpx.post(server.url + "/v1/score", json={"samples": [_sample(right("4"))]}, timeout=30)
         assert busy.status_code == 503  # the verifier still holds the only worker
         release.set()
@@ -319,7 +339,7 @@ def test_chunks_not_started_by_the_deadline_are_dropped_not_scored_later(scorer:
     try:
         rows = [_sample("WAIT " + right("4")), _sample("queued-1 " + right("4")), _sample("queued-2 " + right("4"))]
         r = httpx.post(server.url + "/v1/score", json={"samples": rows}, timeout=30)
-        assert [x["masked"] for x in r.json()["results"]] == [True, True, True]
+        assert [x["scores"]["correct"]["error_kind"] for x in r.json()["results"]] == ["timeout"] * 3
         module.RELEASE.set()
         for _ in range(600):
             if httpx.get(server.url + "/healthz", timeout=5).json()["batches_active"] == 0:

@@ -17,8 +17,13 @@ masking needs every term's verdict for a row:
   at a time, so one bad row masks one row, never its batch, and nothing propagates out of a
   reward function into the training step. (An inf reward that reached TRL would zero the whole
   group's advantages; a NaN would be summed away by ``nansum`` as a silent 0.)
+- Every failure to decide is settled by ``rlvr.rewards.fault`` (the one place that says whose
+  fault it is): charged to the answer (``wrong``, 0, its cause kept in ``error_kind``) unless
+  the row's gold, scored through the same verifier, fails the same way; only then is it an
+  ``error`` and the row masked.
 - Per-term rates are logged through TRL's ``log_metric``: ``rewards/<term>/error_rate``,
-  ``/timeout_rate``, ``/unparseable_rate``, and ``rewards/masked_rate`` for the whole batch.
+  ``/timeout_rate``, ``/unparseable_rate``, ``/charged_rate`` and ``/charged/<kind>`` (failures
+  charged to the answer, by cause), and ``rewards/masked_rate`` for the whole batch.
   A composed term (a length wrapper around a base verifier) also logs the mean of each of its
   parts, ``rewards/<term>/base/mean`` and ``rewards/<term>/penalty/mean``.
 """
@@ -31,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Outcome, Sample, Verdict, Verifier
+from .fault import GOLDS, gold_key, gold_sample, is_charged, settle
+from .format import AnswerFormat
 from .strictjson import safe_dumps
 
 
@@ -103,9 +110,25 @@ def check_verdict(value: Any, term: str, row: int) -> Verdict:
     return value
 
 
-def checked_verdicts(term: str, verifier: Verifier, samples: Sequence[Sample], offset: int = 0) -> list[Verdict]:
-    """The term's verdicts for ``samples``, never raising: see the module docstring. ``offset``
-    is the first sample's row number (for the error messages)."""
+def checked_verdicts(
+    term: str,
+    verifier: Verifier,
+    samples: Sequence[Sample],
+    offset: int = 0,
+    *,
+    fmt: AnswerFormat | None = None,
+    column: str | None = None,
+) -> list[Verdict]:
+    """The term's verdicts for ``samples``, never raising, every failure to decide settled by
+    ``rlvr.rewards.fault`` (charged to the answer unless the gold alone fails the same way):
+    see the module docstring. ``offset`` is the first sample's row number (for the error
+    messages); ``fmt`` and ``column``: the task's answer format and column, which write the gold
+    of a term that declares neither."""
+    out = _checked(term, verifier, samples, offset)
+    return settle(verifier, samples, out, lambda golds: _checked(term, verifier, golds, offset), fmt=fmt, column=column)
+
+
+def _checked(term: str, verifier: Verifier, samples: Sequence[Sample], offset: int = 0) -> list[Verdict]:
     try:
         out = list(verifier.verify_batch(samples))
         if len(out) != len(samples):
@@ -118,7 +141,7 @@ def checked_verdicts(term: str, verifier: Verifier, samples: Sequence[Sample], o
             ]
         out = []
         for i, s in enumerate(samples):
-            out.extend(checked_verdicts(term, verifier, [s], offset + i))
+            out.extend(_checked(term, verifier, [s], offset + i))
         return out
     return [check_verdict(v, term, offset + i) for i, v in enumerate(out)]
 
@@ -151,8 +174,13 @@ class RewardSet:
     """A task's terms, scored together. ``score`` for files and probes, ``trl_functions`` for
     ``GRPOTrainer``."""
 
-    def __init__(self, terms: Sequence[Term]) -> None:
+    def __init__(
+        self, terms: Sequence[Term], *, answer_format: AnswerFormat | None = None, answer_column: str | None = None
+    ) -> None:
         names = [t.name for t in terms]
+        # What writes the gold of a term that declares neither (a custom term): the task's.
+        self.answer_format = answer_format
+        self.answer_column = answer_column
         if len(set(names)) != len(names):
             raise ValueError(f"reward term names must be unique: {names}")
         self.terms = list(terms)
@@ -169,8 +197,31 @@ class RewardSet:
 
     def score(self, samples: Sequence[Sample], offset: int = 0) -> list[Scored]:
         """Every term's verdicts for every sample (``offset``: the first sample's row number)."""
-        per_term = {t.name: checked_verdicts(t.name, t.verifier, samples, offset) for t in self.terms}
+        per_term = {
+            t.name: checked_verdicts(
+                t.name, t.verifier, samples, offset, fmt=self.answer_format, column=self.answer_column
+            )
+            for t in self.terms
+        }
         return [Scored({name: per_term[name][i] for name in per_term}) for i in range(len(samples))]
+
+    def gold_verdicts(self, sample: Sample) -> dict[str, Verdict | None]:
+        """What each term makes of ``sample``'s gold (``rlvr.rewards.fault.gold_sample``), scored
+        through the same path and cached per row; None for a term with no gold. The reward
+        server settles rows past its deadline with these."""
+        out: dict[str, Verdict | None] = {}
+        for t in self.terms:
+            gold = gold_sample(t.verifier, sample, self.answer_format, self.answer_column)
+            if gold is None:
+                out[t.name] = None
+                continue
+            key = gold_key(gold)
+            hit = GOLDS.get(t.verifier, key)
+            if hit is None:
+                (hit,) = _checked(t.name, t.verifier, [gold])
+                GOLDS.put(t.verifier, key, hit)
+            out[t.name] = hit
+        return out
 
     def total(self, scored: Scored) -> float | None:
         """The weighted reward TRL would compute for this sample (None when masked)."""
@@ -210,6 +261,10 @@ class RewardSet:
                 log_metric(f"rewards/{name}/error_rate", sum(v.outcome is Outcome.ERROR for v in vs) / n)
                 log_metric(f"rewards/{name}/timeout_rate", sum(v.error_kind == "timeout" for v in vs) / n)
                 log_metric(f"rewards/{name}/unparseable_rate", sum(v.outcome is Outcome.UNPARSEABLE for v in vs) / n)
+                charged = [v.error_kind or "crash" for v in vs if is_charged(v)]
+                log_metric(f"rewards/{name}/charged_rate", len(charged) / n)
+                for kind in sorted(set(charged)):
+                    log_metric(f"rewards/{name}/charged/{kind}", charged.count(kind) / n)
                 parts: dict[str, list[float]] = {}
                 for v in vs:
                     for part, value in v.parts:

@@ -72,7 +72,7 @@ from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
 from .format import AnswerFormat
 from .jsonrules import SchemaBroken, build_validator, first_error, forbid_extra
 from .jsontext import find_json
-from .strictjson import exact_number, json_equal, json_key, load_json
+from .strictjson import exact_number, json_equal, json_key, load_json, safe_dumps
 
 RULES = ("exact", "casefold", "numeric", "set", "ignore")
 
@@ -385,6 +385,15 @@ class ToolCallVerifier(_Bounded):
             expected_column=self.expected_column,
             tools=self.specs,
         )
+
+    def gold_completion(self, row: Mapping[str, Any]) -> str | None:
+        """The row's expected call as a completion (in the answer span), or None when the row has
+        none: what ``rlvr.rewards.fault`` scores to tell the answer's failures from the row's."""
+        expected, problem = self._expected(row)
+        if expected is None or problem:
+            return None
+        text = safe_dumps(dict(expected))
+        return None if text is None else self.fmt.wrap(text)
 
     def _expected(self, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None]:
         if not self.expected_column or row.get(self.expected_column) is None:

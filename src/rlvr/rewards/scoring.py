@@ -250,4 +250,4 @@ def reward_set_from_names(
         terms.append(
             Term(name, build_verifier(name, opts, answer_format, search=Path.cwd(), answer_column=column), 1.0)
         )
-    return RewardSet(terms)
+    return RewardSet(terms, answer_format=answer_format, answer_column=column)

@@ -20,8 +20,15 @@ Limits, each answered with a JSON error and never with a stopped server:
   not ``application/json``, ``400`` / ``415``. The body is read by the strict JSON reader
   (``rlvr.rewards.strictjson``): duplicate keys, ``NaN``/``Infinity``, a number of more than
   4,300 digits and nesting deeper than ``BODY_MAX_DEPTH`` are ``400`` with a JSON error.
-- Deadline: rows not scored within ``deadline`` seconds are answered as masked, every term an
-  ``error`` of kind ``timeout``; their chunks that have not started are dropped. Python cannot
+- Deadline: rows not scored within ``deadline`` seconds are settled by the fail-closed rule
+  (``rlvr.rewards.fault``): each such row's gold is scored through the same terms within a
+  deadline of its own; a gold decided in time charges the slow answer (every term ``wrong``,
+  0, ``error_kind`` ``timeout``), a gold as slow leaves the row masked (every term an ``error``
+  of kind ``timeout``). A response so comes within twice the deadline. Chunks of late rows
+  that have not started are dropped.
+- Off the event loop: reading a body (the strict JSON reader), building the samples and
+  writing the response run on a pool of ``parsers`` threads, never on the loop, so a slow
+  body delays other clients by little more than their own parse (``bench/serve.py --big``). Python cannot
   stop a running thread, so a chunk being scored keeps its worker until its verifier returns
   (every built-in verifier has its own timeout) and the batch keeps its place until then.
 - Shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and waits for the requests
@@ -39,25 +46,27 @@ page cannot send cross-origin without a preflight this server never answers.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import json
 import secrets
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, Problem
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
 from ..rewards.strictjson import JsonError, read_json
 from .engines import openrlhf_response
-from .scoring import RequestError, Scorer, deadline_scored, openrlhf_samples, rlvr_samples
+from .scoring import RequestError, Scorer, gold_row_key, gold_verdicts, openrlhf_samples, past_deadline, rlvr_samples
 
 LOOPBACK = "127.0.0.1"
 MIN_TOKEN_CHARS = 16  # a token for a remote bind: `python -c "import secrets; print(secrets.token_urlsafe())"`
 BODY_MAX_DEPTH = 128  # a request's nesting: samples, chat messages, tool calls and their arguments
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class Limits:
     max_rows: int = 4096
     deadline: float = 300.0  # seconds; rows not scored by then are masked as timeouts
     chunk: int = 32  # rows per unit of work
+    parsers: int = 2  # threads that read request bodies and write responses, off the event loop
     retry_after: int = 2  # seconds, sent with 503
 
 
@@ -130,6 +140,13 @@ class RewardServer:
         self.token = token or None
         self.local_only = is_loopback(host) and not self.token
         self.pool = ThreadPoolExecutor(max_workers=max(1, limits.workers), thread_name_prefix="rlvr-serve")
+        # Reading bodies and writing responses: never on the event loop (a 14 MB body of numbers
+        # took seconds in the strict reader and held every other client for as long).
+        self.parse_pool = ThreadPoolExecutor(max_workers=max(1, limits.parsers), thread_name_prefix="rlvr-parse")
+        # The golds of rows past the deadline (rlvr.rewards.fault): their own threads, so answers
+        # that hold every scoring worker cannot keep a gold from being scored.
+        self.gold_pool = ThreadPoolExecutor(max_workers=max(1, limits.workers), thread_name_prefix="rlvr-gold")
+        self.parsing = 0
         self.active = 0
         self.capacity = max(1, limits.workers) + max(0, limits.max_queue)
         scorer.metrics.capacity = self.capacity
@@ -154,7 +171,8 @@ class RewardServer:
             yield
             # Requests in flight have been answered (uvicorn waits for them); join the chunks
             # that are still running past a deadline so no verifier is cut mid-row.
-            await asyncio.get_running_loop().run_in_executor(None, self.pool.shutdown, True)
+            for pool in (self.parse_pool, self.gold_pool, self.pool):
+                await asyncio.get_running_loop().run_in_executor(None, pool.shutdown, True)
 
         return span(app)
 
@@ -179,7 +197,7 @@ class RewardServer:
                 self.scorer.metrics.reject("unauthorized")
                 raise RequestError(401, "missing or wrong token (Authorization: Bearer TOKEN, or ?token=TOKEN)")
 
-    async def _body(self, request: Any) -> Any:
+    async def _body(self, request: Any) -> bytes:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
             self.scorer.metrics.reject("content_type")
@@ -199,13 +217,30 @@ class RewardServer:
                 self.scorer.metrics.reject("too_large")
                 raise RequestError(413, f"the body is over {limit} bytes (split the batch, or raise --max-body-mb)")
             chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _parse(self, raw: bytes) -> Any:
+        """The body read by the strict reader; runs on the parse pool, never on the event loop."""
         try:
-            return read_json(b"".join(chunks), max_depth=BODY_MAX_DEPTH, decimals="float")
+            return read_json(raw, max_depth=BODY_MAX_DEPTH, decimals="float")
         except JsonError as exc:
             # Duplicate keys, NaN/Infinity, a number past the digit limit, nesting past the depth
             # limit: all the client's to fix, so 400 with a JSON body, never a 500.
             self.scorer.metrics.reject("bad_json")
             raise RequestError(400, f"the body is not valid JSON: {exc}") from None
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any, admit: bool = True) -> T:
+        """``fn(*args)`` on the parse pool (bounded: ``parsers`` threads, at most ``capacity``
+        requests waiting for one; more get 503, unless ``admit`` is False: a response to a batch
+        already scored). The event loop only moves bytes."""
+        if admit and self.parsing >= self.capacity + max(1, self.limits.parsers):
+            self.scorer.metrics.reject("queue_full")
+            raise RequestError(503, "the server is busy reading other requests; retry later")
+        self.parsing += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.parse_pool, functools.partial(fn, *args))
+        finally:
+            self.parsing -= 1
 
     def _admit(self) -> None:
         if self.active >= self.capacity:
@@ -239,8 +274,8 @@ class RewardServer:
             job.add_done_callback(finished)
         start = time.monotonic()
         await asyncio.wait([asyncio.wrap_future(j) for j in jobs], timeout=self.limits.deadline)
-        out: list[Scored] = []
-        late = 0
+        out: list[Scored | None] = []
+        late: list[int] = []
         for i, job in zip(starts, jobs, strict=True):
             n = len(samples[i : i + size])
             if job.done() and not job.cancelled() and job.exception() is None:
@@ -255,26 +290,53 @@ class RewardServer:
                 # A chunk that is not done is past the deadline. One still queued is dropped; a
                 # running one keeps its worker until its verifier returns.
                 job.cancel()
-                late += n
-                out.extend(deadline_scored(self.scorer.reward_set.names, n, self.limits.deadline))
-        self.scorer.metrics.scored(out, time.monotonic() - start, late)
+                late.extend(range(i, i + n))
+                out.extend([None] * n)
+        if late:
+            for i, row in zip(late, await self._past_deadline([samples[i] for i in late]), strict=True):
+                out[i] = row
+        done = [s for s in out if s is not None]
+        self.scorer.metrics.scored(done, time.monotonic() - start, len(late))
+        return done
+
+    async def _past_deadline(self, samples: Sequence[Sample]) -> list[Scored]:
+        """Rows not scored within the deadline, settled by ``rlvr.rewards.fault``: each row's gold
+        is scored through the same terms on the gold pool, within a deadline of its own (a row's
+        gold already decided is cached). A gold decided in time charges the slow answer (wrong,
+        0, ``error_kind`` timeout); a gold as slow (or one that fails as a timeout) leaves the
+        row masked. So a response comes within twice the deadline at most."""
+        reward_set = self.scorer.reward_set
+        keys = [gold_row_key(s) for s in samples]
+        jobs = {k: self.gold_pool.submit(gold_verdicts, reward_set, s) for k, s in zip(keys, samples, strict=False)}
+        await asyncio.wait([asyncio.wrap_future(j) for j in jobs.values()], timeout=self.limits.deadline)
+        out = []
+        for k in keys:
+            job = jobs[k]
+            gold = job.result() if job.done() and not job.cancelled() and job.exception() is None else None
+            if not job.done():
+                job.cancel()
+            out.append(past_deadline(reward_set.names, self.limits.deadline, gold))
         return out
 
     # -- endpoints --------------------------------------------------------------------------
     async def score(self, request: Any) -> Any:
         try:
             self._check_access(request)
-            body = await self._body(request)
-            samples, keys = rlvr_samples(body, self.limits.max_rows)
-            if self.scorer.task.environment is not None:  # whole episodes: rlvr.serve.episodes
-                from .episodes import episode_samples
-
-                samples = episode_samples(body, samples)
+            samples, keys = await self._off_loop(self._read_score, await self._body(request))
             self._admit()
         except RequestError as exc:
             return self._error("score", exc, self._retry(exc))
         scored = await self._score(samples)
-        return json_response(self._rlvr_response(scored, keys))
+        return await self._off_loop(lambda: json_response(self._rlvr_response(scored, keys)), admit=False)
+
+    def _read_score(self, raw: bytes) -> tuple[list[Sample], list[Hashable]]:
+        body = self._parse(raw)
+        samples, keys = rlvr_samples(body, self.limits.max_rows)
+        if self.scorer.task.environment is not None:  # whole episodes: rlvr.serve.episodes
+            from .episodes import episode_samples
+
+            samples = episode_samples(body, samples)
+        return samples, keys
 
     def _rlvr_response(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> dict[str, Any]:
         engine = self.scorer.engine_rewards(scored, keys)
@@ -285,8 +347,9 @@ class RewardServer:
     async def get_reward(self, request: Any) -> Any:
         try:
             self._check_access(request)
-            samples, keys, _ = openrlhf_samples(
-                await self._body(request), self.scorer.task.answer_column, self.limits.max_rows
+            raw = await self._body(request)
+            samples, keys, _ = await self._off_loop(
+                lambda: openrlhf_samples(self._parse(raw), self.scorer.task.answer_column, self.limits.max_rows)
             )
             if self.scorer.task.environment is not None:  # texts read back as episodes: rlvr.serve.episodes
                 from .episodes import reader_problem
@@ -298,9 +361,13 @@ class RewardServer:
         except RequestError as exc:
             return self._error("get_reward", exc, self._retry(exc))
         scored = await self._score(samples)
-        body = openrlhf_response(self.scorer, samples, keys, scored)
-        self.scorer.metrics.request("get_reward", 200)
-        return json_response(body)
+
+        def respond() -> Any:
+            body = openrlhf_response(self.scorer, samples, keys, scored)
+            self.scorer.metrics.request("get_reward", 200)
+            return json_response(body)
+
+        return await self._off_loop(respond, admit=False)
 
     def _retry(self, exc: RequestError) -> dict[str, str] | None:
         return {"Retry-After": str(self.limits.retry_after)} if exc.status == 503 else None

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
+from ..rewards.fault import whose_fault
 from ..rewards.strictjson import JsonError, json_key, read_json
 from ..task import Task
 from .metrics import Metrics
@@ -316,11 +317,34 @@ class Imputer:
 
 
 # -- the scorer -------------------------------------------------------------------------------
-def deadline_scored(names: Sequence[str], n: int, deadline: float) -> list[Scored]:
-    """``n`` rows that were not scored before the request's deadline: every term an ``error`` of
-    kind ``timeout``, so they are masked and counted, never scored 0."""
-    v = Verdict.error(f"not scored within the server's deadline of {deadline:g} s", kind="timeout")
-    return [Scored(dict.fromkeys(names, v)) for _ in range(n)]
+def past_deadline(names: Sequence[str], deadline: float, gold: Mapping[str, Verdict | None] | None) -> Scored:
+    """A row not scored within the server's deadline, every term's timeout settled by
+    ``rlvr.rewards.fault.whose_fault`` against ``gold``: what the same terms made of the row's
+    gold within a deadline of its own (a term maps to None when it has no gold to score), or
+    None when the gold was not scored in time either (it is as slow: the row stays masked)."""
+    late = Verdict.error(f"not scored within the server's deadline of {deadline:g} s", kind="timeout")
+    slow = Verdict.error(f"the gold was not scored within {deadline:g} s either", kind="timeout")
+    return Scored({n: whose_fault(late, slow if gold is None else gold.get(n)) for n in names})
+
+
+def gold_verdicts(reward_set: Any, sample: Sample) -> dict[str, Verdict | None]:
+    """What each term makes of ``sample``'s gold (``RewardSet.gold_verdicts``); an episode task's
+    episode terms have no gold (None)."""
+    own = getattr(reward_set, "gold_verdicts", None)
+    if callable(own):
+        return dict(own(sample))
+    base = getattr(getattr(reward_set, "rewards", None), "base", None)  # serve.episodes.ServedEpisodes
+    out: dict[str, Verdict | None] = dict.fromkeys(reward_set.names)
+    if base is not None and hasattr(base, "gold_verdicts"):
+        out.update(base.gold_verdicts(Sample(sample.completion, sample.row, sample.prompt)))
+    return out
+
+
+def gold_row_key(sample: Sample) -> str:
+    """One key per (row, prompt): the rows of a group share one gold run."""
+    from ..rewards.fault import gold_key
+
+    return gold_key(Sample("", sample.row, sample.prompt))
 
 
 class Scorer:

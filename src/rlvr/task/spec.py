@@ -165,7 +165,7 @@ class Task:
         terms = []
         for t in self.rewards:
             terms.append(Term(t.name, self.term_verifier(t), t.weight))
-        return RewardSet(terms)
+        return RewardSet(terms, answer_format=self.answer, answer_column=self.answer_column)
 
     def term_verifier(self, term: TermSpec) -> Verifier:
         """The verifier of one reward term, built with the task's answer format and answer column.
