@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..rewards import fault
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
-from ..rewards.fault import whose_fault
 from ..rewards.strictjson import JsonError, json_key, read_json
 from ..task import Task
 from .metrics import Metrics
@@ -324,7 +324,7 @@ def past_deadline(names: Sequence[str], deadline: float, gold: Mapping[str, Verd
     None when the gold was not scored in time either (it is as slow: the row stays masked)."""
     late = Verdict.error(f"not scored within the server's deadline of {deadline:g} s", kind="timeout")
     slow = Verdict.error(f"the gold was not scored within {deadline:g} s either", kind="timeout")
-    return Scored({n: whose_fault(late, slow if gold is None else gold.get(n)) for n in names})
+    return Scored({n: fault.whose_fault(late, slow if gold is None else gold.get(n)) for n in names})
 
 
 def gold_verdicts(reward_set: Any, sample: Sample) -> dict[str, Verdict | None]:
