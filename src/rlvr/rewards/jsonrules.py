@@ -145,10 +145,20 @@ def _is_time(value: str) -> bool:
     return int(m.group(1)) <= 23 and int(m.group(2)) <= 59 and int(m.group(3)) <= 60
 
 
-def _is_email(value: str) -> bool:
+def _is_email(value: str, idn: bool = False) -> bool:
+    """RFC 5321's shape: a local part of printable ASCII (``format: email``; any printable text
+    with ``idn-email``, RFC 6531) and a host name with a dot (an IDN host, as its A-label, only
+    with ``idn-email``). A Cyrillic or full-width local part is not an ``email``."""
     local, at, domain = value.rpartition("@")
     if not at or not local or len(value) > 254 or any(c.isspace() for c in value) or "@" in local.strip('"'):
         return False
+    if not local.isprintable() or (not idn and not local.isascii()):
+        return False
+    if idn and not domain.isascii():
+        try:
+            domain = domain.encode("idna").decode("ascii")
+        except UnicodeError:
+            return False
     return _is_hostname(domain) and "." in domain
 
 
@@ -167,6 +177,7 @@ def _format_checker() -> Any:
         "date-time": _is_date_time,
         "time": _is_time,
         "email": _is_email,
+        "idn-email": lambda v: _is_email(v, idn=True),
         "hostname": _is_hostname,
         "duration": _is_duration,
         "uri": _is_uri,

@@ -15,11 +15,11 @@ from typing import Any
 
 from .format import AnswerFormat, answer_start, extract
 from .patterns import compile_linear
-from .strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, read_json
+from .strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, has_lone_surrogate, read_json
 
 __all__ = ["MAX_INT_DIGITS", "depth", "find_json", "load_json"]
 
-_FENCE = compile_linear(r"(?s)```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```")
+_FENCE = compile_linear(r"(?s)```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```")
 _TOOL_TAG = compile_linear(r"(?s)<tool_call>(.*?)</tool_call>")
 MAX_INT_DIGITS = MAX_DIGITS
 
@@ -38,7 +38,32 @@ def find_json(
 ) -> tuple[str | None, tuple[int, int] | None, str | None]:
     """(json text, span, problem): the answer span; else, when the completion has no answer-span
     marker at all, the one ``<tool_call>`` block (with ``tool_tags``) or the one fenced block
-    after the think block. Nothing inside the think block counts."""
+    after the think block. Nothing inside the think block counts. Fences open on ``\\n`` or
+    ``\\r\\n``. With ``tool_tags`` (one call expected) a second carrier of a call after the think
+    block -- another ``<tool_call>`` block, a fenced JSON block beside the one read, a ``<tool_call>``
+    beside the answer span -- is a problem with a span (a wrong answer). A completion holding a
+    lone surrogate is not valid text: a problem with a span."""
+    if has_lone_surrogate(completion):
+        return None, (0, len(completion)), "not valid JSON: the completion holds a lone surrogate (not valid Unicode)"
+    text, span, problem = _find(completion, fmt, max_chars, tool_tags)
+    if tool_tags and problem is None and span is not None:
+        start, _ = answer_start(completion, fmt)
+        region = completion[start:]
+        carriers = [(start + m.start(), start + m.end()) for m in _TOOL_TAG.finditer(region)]
+        carriers += [
+            (start + m.start(), start + m.end())
+            for m in _FENCE.finditer(region)
+            if m.group(1).strip()[:1] in ("{", "[")  # a fenced block of JSON: a call, read or not
+        ]
+        others = [c for c in carriers if not (c[0] <= span[0] and span[1] <= c[1]) and not (span[0] <= c[0] < span[1])]
+        if others:
+            return None, span, f"{len(others) + 1} tool calls where one is expected (a second beside the one read)"
+    return text, span, problem
+
+
+def _find(
+    completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool
+) -> tuple[str | None, tuple[int, int] | None, str | None]:
     ex = extract(completion, fmt)
     if ex.ok and ex.answer is not None:
         text, span = ex.answer, ex.span

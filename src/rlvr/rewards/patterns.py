@@ -25,6 +25,8 @@ from typing import Any
 
 import re2
 
+from .strictjson import scrub_surrogates
+
 __all__ = ["Pattern", "compile_linear", "reset_scanned", "scanned"]
 
 _COUNT = threading.local()
@@ -59,24 +61,32 @@ class Pattern:
 
     def search(self, text: str, pos: int = 0) -> Any:
         _count(len(text) - pos)
-        return self._re.search(text, pos)
+        return self._re.search(_utf8(text), pos)
 
     def match(self, text: str, pos: int = 0) -> Any:
         _count(len(text) - pos)
-        return self._re.match(text, pos)
+        return self._re.match(_utf8(text), pos)
 
     def fullmatch(self, text: str) -> Any:
         _count(len(text))
-        return self._re.fullmatch(text)
+        return self._re.fullmatch(_utf8(text))
 
     def finditer(self, text: str) -> Iterator[Any]:
         # One pass: RE2 resumes each search where the last match ended.
         _count(len(text))
-        return iter(self._re.finditer(text))
+        return iter(self._re.finditer(_utf8(text)))
 
     def sub(self, repl: str | Callable[[Any], str], text: str) -> str:
         _count(len(text))
-        return str(self._re.sub(repl, text))
+        return str(self._re.sub(repl, _utf8(text)))
+
+
+def _utf8(text: str) -> str:
+    """``text`` as RE2 can read it: a lone surrogate (which UTF-8 cannot encode, and which made
+    the engine raise inside a verifier) becomes U+FFFD, one code point for one, so offsets hold.
+    What a match then returns holds U+FFFD where the text held a surrogate; a reader that must
+    refuse surrogates checks the text itself (``strictjson.has_lone_surrogate``)."""
+    return scrub_surrogates(text)
 
 
 def compile_linear(pattern: str) -> Pattern:

@@ -10,7 +10,14 @@ What it refuses, where Python's ``json`` accepts it:
   5,000-digit integer made Python's ``int`` raise outside every guard; ``1e-999999`` read exactly
   is a million-digit fraction), and a non-integer past the float range (``1e999``: a consumer
   that reads floats gets infinity);
-- nesting deeper than ``max_depth`` (deep nesting made the parser raise ``RecursionError``).
+- nesting deeper than ``max_depth`` (deep nesting made the parser raise ``RecursionError``);
+- a lone surrogate, raw or escaped (``"\\ud800"``: not valid Unicode; the linear pattern engine
+  and every UTF-8 writer fail on it), unless ``surrogates=True`` (a request body that carries a
+  model's text as it was);
+- two keys equal after NFC (``"café"`` precomposed and decomposed).
+
+A non-zero number below every float (``1e-400``) reads as 0: the value a consumer reading floats
+gets, so ``exclusiveMinimum: 0`` refuses it as the program that uses it would.
 
 Numbers keep their value: integers are ``int``, and with ``decimals="exact"`` (model text and
 tool arguments) every other number is a ``decimal.Decimal`` holding exactly what was written, so
@@ -31,6 +38,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Literal
@@ -42,11 +50,13 @@ __all__ = [
     "MAX_EXPONENT",
     "depth",
     "exact_number",
+    "has_lone_surrogate",
     "json_equal",
     "json_key",
     "load_json",
     "read_json",
     "safe_dumps",
+    "scrub_surrogates",
 ]
 
 MAX_DIGITS = 4300  # Python's own default limit for int(str)
@@ -65,11 +75,51 @@ class JsonError(ValueError):
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    seen: set[str] = set()
     for k, v in pairs:
-        if k in out:
-            raise JsonError(f"duplicate key {k[:80]!r}")
+        # Keys are compared after NFC: "café" written precomposed and decomposed are one key to
+        # any consumer that normalises, two to one that does not.
+        nfc = k if k.isascii() else unicodedata.normalize("NFC", k)
+        if nfc in seen:
+            raise JsonError(f"duplicate key {k[:80]!r}" + ("" if nfc == k else " (equal to another after NFC)"))
+        seen.add(nfc)
         out[k] = v
     return out
+
+
+_SURROGATES = {c: 0xFFFD for c in range(0xD800, 0xE000)}
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (a code point UTF-8 cannot encode: not valid
+    Unicode text, whether written raw or as a ``\\u`` escape)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def scrub_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, one code point for one, so offsets
+    stay the same (what the linear pattern engine, which reads UTF-8, is given)."""
+    return text.translate(_SURROGATES) if has_lone_surrogate(text) else text
+
+
+def _strings(value: Any) -> Any:
+    """Every string in ``value``, keys included, without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            yield from node.keys()
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _constant(name: str) -> Any:
@@ -99,6 +149,10 @@ def _readers(max_digits: int, max_exponent: int, decimals: str) -> tuple[Any, An
         if abs(exact) > _FLOAT_MAX:
             # Past every float: a consumer that reads floats gets infinity.
             raise JsonError(f"the number {text[:40]} does not fit a float", limit=True)
+        if exact and float(text) == 0.0:
+            # Below every float: a consumer that reads floats gets 0, so it is 0 here too
+            # (1e-400 fails exclusiveMinimum: 0, as it would in the program that reads it).
+            return Decimal(0)
         return exact
 
     return parse_int, parse_float
@@ -125,8 +179,13 @@ def read_json(
     max_digits: int = MAX_DIGITS,
     max_exponent: int = MAX_EXPONENT,
     decimals: Literal["exact", "float"] = "exact",
+    surrogates: bool = False,
 ) -> Any:
-    """The value ``text`` holds, read strictly (module docstring); ``JsonError`` otherwise."""
+    """The value ``text`` holds, read strictly (module docstring); ``JsonError`` otherwise.
+    ``surrogates``: accept lone surrogates in strings (a request body carrying a model's text
+    as it was; model text read as JSON never does)."""
+    if not surrogates and isinstance(text, str) and has_lone_surrogate(text):
+        raise JsonError("the text holds a lone surrogate (not valid Unicode)")
     parse_int, parse_float = _readers(max_digits, max_exponent, decimals)
     try:
         value = json.loads(
@@ -142,6 +201,8 @@ def read_json(
         raise JsonError(f"{type(exc).__name__}: {str(exc)[:120]}") from None
     if (d := depth(value)) > max_depth:
         raise JsonError(f"nested {d} levels deep (at most {max_depth})", limit=True)
+    if not surrogates and any(has_lone_surrogate(x) for x in _strings(value)):
+        raise JsonError("a string holds a lone surrogate (a \\u escape that is not valid Unicode)")
     return value
 
 

@@ -222,7 +222,7 @@ class RewardServer:
     def _parse(self, raw: bytes) -> Any:
         """The body read by the strict reader; runs on the parse pool, never on the event loop."""
         try:
-            return read_json(raw, max_depth=BODY_MAX_DEPTH, decimals="float")
+            return read_json(raw, max_depth=BODY_MAX_DEPTH, decimals="float", surrogates=True)
         except JsonError as exc:
             # Duplicate keys, NaN/Infinity, a number past the digit limit, nesting past the depth
             # limit: all the client's to fix, so 400 with a JSON body, never a 500.

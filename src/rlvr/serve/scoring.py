@@ -235,7 +235,7 @@ def _json_object(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, str):
         return None
     try:
-        obj = read_json(value, decimals="float")
+        obj = read_json(value, decimals="float", surrogates=True)
     except JsonError:
         return None
     return obj if isinstance(obj, dict) else None
