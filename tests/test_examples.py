@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rlvr.cli.main import main
+from support.judges import reference_of, response_of
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KINDS = {
@@ -44,8 +45,7 @@ class FakeJudge:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 judge.requests += 1
                 text = body["messages"][0]["content"]
-                ref = text.split("Reference answer:\n")[1].split("\n")[0]
-                resp = text.split("Response:\n")[1].rsplit("\n\nGrade", 1)[0]
+                ref, resp = reference_of(text), response_of(text)
                 said = resp.split("<answer>")[-1].split("</answer>")[0] if "</answer>" in resp else ""
                 norm = lambda s: " ".join(s.lower().replace("-", " ").split())  # noqa: E731
                 word = "CORRECT" if norm(said) == norm(ref) else "INCORRECT"

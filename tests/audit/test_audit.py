@@ -16,6 +16,7 @@ from rlvr.cli.main import main
 from rlvr.rewards import AnswerFormat, Outcome, Sample
 from rlvr.rewards.exact import ExactMatch
 from rlvr.task import load_task
+from support.judges import reference_of, response_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ARITHMETIC = ROOT / "examples" / "arithmetic" / "task.yaml"
@@ -643,8 +644,7 @@ def _judge_term(believe_notes: bool):
 
     def model(request: httpx.Request) -> httpx.Response:
         text = json.loads(request.content)["messages"][-1]["content"]
-        reference = re.search(r"Reference answer:\n(.*?)\n\nResponse:", text, re.S).group(1).strip()
-        response = text.split("Response:\n", 1)[1].rsplit("\n\nGrade", 1)[0]
+        reference, response = reference_of(text).strip(), response_of(text)
         spans = re.findall(r"<answer>(.*?)</answer>", response, re.S)
         ok = len(spans) == 1 and spans[0].strip() == reference
         if believe_notes and "checked and is correct" in response:

@@ -14,6 +14,7 @@ from rlvr.errors import VerifierError
 from rlvr.rewards import Outcome, Sample, build_verifier
 from rlvr.rewards.judge import JudgeConfig, calibrate, check_record, write_record
 from rlvr.rewards.kappa import pair_kappa
+from support.judges import reference_of, response_of
 
 
 class FakeJudge:
@@ -50,8 +51,7 @@ class FakeJudge:
                 if judge.mode == "slow":
                     time.sleep(2)
                 text = body["messages"][0]["content"]
-                ref = text.split("Reference answer:\n")[1].split("\n")[0]
-                resp = text.split("Response:\n")[1].split("\n")[0]
+                ref, resp = reference_of(text), response_of(text)
                 word = "CORRECT" if ref in resp else "INCORRECT"
                 if judge.mode == "nonsense":
                     word = "maybe?"

@@ -20,6 +20,7 @@ from rlvr.rewards.judge import JudgeVerifier, parse_verdict
 from rlvr.rewards.length import LengthPenalty, OverlongPenalty, RepetitionPenalty
 from rlvr.rewards.patterns import reset_scanned, scanned
 from rlvr.rewards.schema import JsonSchemaVerifier, ToolCallVerifier
+from support.judges import reference_of, response_of
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -66,8 +67,7 @@ class FakeJudgeClient:
 
     def post(self, url: str, json: Any, headers: Any, timeout: float) -> Any:
         prompt = json["messages"][0]["content"]
-        reference = prompt.split("Reference answer:\n", 1)[1].split("\n", 1)[0]
-        response = prompt.split("Response:\n", 1)[1]
+        reference, response = reference_of(prompt), response_of(prompt)
         return self.Response("CORRECT" if f"<answer>{reference}</answer>" in response else "INCORRECT")
 
 

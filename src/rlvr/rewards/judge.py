@@ -15,12 +15,23 @@ record.
 The prompt is filled in one pass (``render``): each placeholder of the *template* is replaced
 once, and the text put in is never searched for placeholders again, so a completion holding the
 text ``{answer}`` stays that text (filling ``{completion}`` first and ``{answer}`` after it once
-spliced the reference answer into the completion, and the judge agreed with it).
+spliced the reference answer into the completion, and the judge agreed with it). The completion
+goes in escaped (``&`` ``<`` ``>`` as entities) inside one ``<response chars="N">`` ...
+``</response>`` block (``judgecore.delimit``), so a forged ``</response>`` or ``Reference
+answer:`` line stays inside it; the prompt says so (``RESPONSE_NOTICE``, put first in a custom
+template that does not mention ``<response>``), and the default puts the reference after the
+response.
 
 The reply is read by a grammar (``parse_verdict``): it must be exactly one of the two configured
 ``labels`` (default ``CORRECT`` / ``INCORRECT``; case, surrounding whitespace, markdown emphasis
 or quotes and one final full stop aside). "Not correct.", "CORRECT, I think", "INCORRECT? No,
-CORRECT" are none of them: never correct.
+CORRECT" are none of them: never correct. Two labels equal after that normalisation (``PASS``
+and ``PASS.``) are refused when the term is built.
+
+A calibration record licenses one judge: its model, endpoint (``base_url``), prompt hash,
+version and labels must match, and it must have judged at least 20 rows (``judgecal.MIN_ROWS``);
+anything else refuses the term (one line naming every mismatch), so ``rlvr train`` and ``task
+check`` stop.
 
 Failures are split by who can cause them:
 
@@ -31,8 +42,11 @@ Failures are split by who can cause them:
   would learn to be long or odd;
 - the infrastructure: transport errors, timeouts, HTTP 429 and 5xx (retried ``retries`` times
   with exponential back-off), another 4xx (a key or model the endpoint does not know), a reply
-  that is not an OpenAI chat completion. The sample is an ``error`` (masked, counted under
-  ``error_kind`` ``judge`` or ``timeout``): an unavailable judge never scores it 0.
+  that is not an OpenAI chat completion. The sample is an ``error`` (``error_kind`` ``judge`` or
+  ``timeout``), then settled by the fail-closed rule (``rlvr.rewards.fault``): the reference
+  answer is judged as a response through the same call; when it fails the same way (an outage)
+  the row is masked, otherwise the failure is the answer's (a long answer that times out the
+  judge is charged 0, never masked).
 
 Limits: temperature 0 is not determinism on most serving stacks; the record pins what can be
 pinned. A calibration measures agreement on *that* label set, not on the policy's later
@@ -85,7 +99,8 @@ __all__ = [
 
 class JudgeVerifier(BaseVerifier):
     """The correct label from the judge is 1.0, the incorrect one 0.0; a failure the policy
-    caused is ``unparseable`` (0.0), an infrastructure failure ``error`` (masked).
+    caused is ``unparseable`` (0.0), an infrastructure failure ``error`` (settled by
+    ``rlvr.rewards.fault``: masked only when the reference fails the same way).
 
     Options: ``model``, ``base_url``, ``prompt`` (template text) or ``prompt_file``, ``version``,
     ``calibration`` (record path), ``min_kappa`` (0.6; above 0, at most 1),

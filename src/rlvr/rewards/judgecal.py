@@ -18,6 +18,8 @@ from .base import Sample
 from .judgecore import DEFAULT_LABELS, JudgeConfig, JudgeFailure, ask, check_kappa
 from .kappa import pair_kappa
 
+MIN_ROWS = 20  # judged rows a calibration needs: below it one disagreement moves kappa by ~0.1
+
 
 @dataclass(frozen=True)
 class CalibrationRecord:
@@ -121,7 +123,9 @@ def calibrate(
         notes.append(f"only {len(pairs)} judged rows: kappa is noisy below about 50")
     if len(set(human)) < 2:
         notes.append("the human labels are all one class: kappa cannot measure agreement; label both kinds")
-    passed = kappa >= threshold and errors <= 0.05 * len(rows) and len(set(human)) == 2
+    if len(pairs) < MIN_ROWS:
+        notes.append(f"only {len(pairs)} judged rows; a calibration needs at least {MIN_ROWS}")
+    passed = kappa >= threshold and errors <= 0.05 * len(rows) and len(set(human)) == 2 and len(pairs) >= MIN_ROWS
     return CalibrationRecord(
         model=cfg.model,
         base_url=cfg.base_url,
@@ -153,9 +157,10 @@ def write_record(record: CalibrationRecord, path: str | Path) -> Path:
 
 def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[str]:
     """Every reason the record at ``path`` does not license this judge (empty when it does): it
-    must be strict JSON (no NaN), match the judge's model, prompt hash, version and labels, say
-    ``passed: true``, and hold a finite kappa at or above ``min_kappa`` (itself checked by
-    ``check_kappa``) with at most 5% failed judgements."""
+    must be strict JSON (no NaN), match the judge's model, endpoint (``base_url``), prompt hash,
+    version and labels, say ``passed: true``, and hold a finite kappa at or above ``min_kappa``
+    (itself checked by ``check_kappa``) over at least ``MIN_ROWS`` judged rows with at most 5%
+    failed judgements."""
     from .strictjson import JsonError, read_json
 
     min_kappa = check_kappa("min_kappa", min_kappa)
@@ -172,6 +177,7 @@ def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[s
     recorded_labels = data.get("labels", list(DEFAULT_LABELS))
     for key, mine, theirs in (
         ("model", cfg.model, data.get("model")),
+        ("base_url", cfg.base_url, data.get("base_url")),
         ("prompt_sha256", cfg.prompt_sha256, data.get("prompt_sha256")),
         ("version", cfg.version, data.get("version")),
         ("labels", list(cfg.labels), recorded_labels),
@@ -194,4 +200,6 @@ def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[s
         problems.append(f"record n {n!r} and errors {errors!r} must be whole numbers, n above 0")
     elif errors > 0.05 * n:
         problems.append(f"record has {errors} failed judgements of {n}: over 5%")
+    elif n - errors < MIN_ROWS:
+        problems.append(f"record judged {n - errors} rows; a calibration needs at least {MIN_ROWS}: label more rows")
     return problems
