@@ -328,16 +328,13 @@ def test_cli_exits_non_zero_when_a_term_is_exploitable(capsys, tmp_path):
     assert "EXPLOITABLE: correct" in capsys.readouterr().out
 
 
-def test_exploits_that_end_in_error_are_masked_wrong_answers_so_exploitable(tmp_path):
-    """A verifier that errors on everything but the baselines (a broken sandbox, say) must not
-    read as a clean audit: in training every such attempt is masked, out of reach of the
-    negative advantage a wrong answer earns."""
+def test_exploits_that_end_in_error_are_charged_not_masked_when_the_gold_decides(tmp_path):
+    """A verifier that errors on everything but the baselines (a broken sandbox, say): in
+    training each such attempt is charged to the answer (rlvr.rewards.fault: the gold alone is
+    decided), so it earns the wrong answer's 0 and no mask; the audit scores it the same way."""
     task = make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.errors_on_exploits"}])
-    report = audit(task)
-    finding = report.finding("c", "hedge_or")
-    assert finding.verdict == "exploitable" and finding.masked > 0 and finding.hits == 0
-    assert "masked" in finding.reason and "masked in training" in finding.example.detail
-    assert "masked" in format_table(report)
+    finding = audit(task).finding("c", "hedge_or")
+    assert finding.masked == 0 and finding.hits == 0 and finding.verdict != "exploitable"
 
 
 def test_missing_ground_truth_masked_as_undecided_is_ok(tmp_path):

@@ -107,16 +107,16 @@ def test_builtin_format_term_passes_the_invisible_probe(tmp_path, think):
 
 
 # -- huge numbers and infinities ---------------------------------------------------------------------
-def test_answer_term_that_raises_on_huge_numbers_is_flagged_as_masking(tmp_path):
+def test_answer_term_that_raises_on_huge_numbers_has_the_raise_charged_not_masked(tmp_path):
     report = audit(make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.raises_on_huge"}]))
     f = report.finding("c", "huge_numbers")
-    assert f.verdict == "exploitable" and f.masked > 0 and "masked in training" in f.example.detail
+    assert f.masked == 0 and f.hits == 0 and f.verdict != "exploitable"
 
 
 def test_tool_call_with_a_float_tolerance_is_flagged_by_infinity_and_huge_integers(tmp_path):
     report = audit(make_task(tmp_path, [{"name": "call", "verifier": "audit_rewards.float_call"}], GEO_ROWS))
     f = report.finding("call", "call_huge_numbers")
-    assert f.verdict == "exploitable" and f.hits > 0 and f.masked > 0, format_table(report)
+    assert f.verdict == "exploitable" and f.hits > 0 and f.masked == 0, format_table(report)
 
 
 def test_builtin_tool_call_passes_the_huge_number_probe(tmp_path):
@@ -298,10 +298,10 @@ def test_default_apply_to_correct_is_reported_as_a_tie_not_an_exploit(tmp_path):
 
 
 # -- NaN scores, error attempts ---------------------------------------------------------------------------
-def test_nan_score_for_a_hedge_is_flagged_not_ok(tmp_path):
+def test_nan_score_for_a_hedge_is_charged_zero_not_masked(tmp_path):
     report = audit(make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.nan_on_hedge"}]))
     f = report.finding("c", "hedge_or")
-    assert f.verdict == "exploitable" and f.masked > 0 and "finite" in f.example.detail
+    assert f.masked == 0 and f.hits == 0 and f.verdict != "exploitable"
 
 
 # -- the success term -----------------------------------------------------------------------------------------

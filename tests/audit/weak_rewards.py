@@ -462,3 +462,103 @@ spliced_judge.kind = "judge"
 def reads_elsewhere(sample):
     """Reads a column no row has and declares nothing: the audit can build almost nothing for it."""
     return 1.0 if sample.row.get("reference") == sample.completion else 0.0
+
+
+# -- issue 34: weak verifiers the audit missed ---------------------------------------------------------
+def _span_text(sample):
+    ex = extract(sample.completion, FMT)
+    return ex.answer.strip() if ex.ok and ex.answer is not None else None
+
+
+def abs_value(sample):
+    """WEAK: compares absolute values (a sign error passes)."""
+    a = _span_text(sample)
+    try:
+        return 1.0 if a is not None and abs(int(a)) == abs(int(sample.row["answer"])) else 0.0
+    except ValueError:
+        return 0.0
+
+
+def digit_multiset(sample):
+    """WEAK: compares the sorted digits (a permutation passes)."""
+    a = _span_text(sample)
+    if a is None or not a.lstrip("-").isdigit():
+        return 0.0
+    return 1.0 if sorted(a) == sorted(str(sample.row["answer"])) else 0.0
+
+
+def last_two_digits(sample):
+    """WEAK: compares the last two characters of the answer."""
+    a = _span_text(sample)
+    return 1.0 if a and a[-2:] == str(sample.row["answer"])[-2:] else 0.0
+
+
+def self_certified(sample):
+    """WEAK custom term: believes a completion that vouches for itself."""
+    if "verified" in sample.completion.lower():
+        return 1.0
+    return anchored(sample)
+
+
+_CACHE: dict = {}
+
+
+def per_prompt_cache(sample):
+    """WEAK: caches the first verdict per prompt (every later completion of the prompt gets it)."""
+    if sample.prompt not in _CACHE:
+        _CACHE[sample.prompt] = anchored(sample)
+    return _CACHE[sample.prompt]
+
+
+def unit_words(sample):
+    """WEAK: reads the leading number and drops any words after it as a unit."""
+    a = _span_text(sample)
+    if not a:
+        return 0.0
+    head = a.replace("\\text{", " ").split()[0] if a.split() else a
+    return 1.0 if head == str(sample.row["answer"]) else 0.0
+
+
+def float_equal(sample):
+    """WEAK: float equality (a difference below 1e-16 relative passes)."""
+    a = _span_text(sample)
+    try:
+        return 1.0 if a is not None and float(a) == float(sample.row["answer"]) else 0.0
+    except ValueError:
+        return 0.0
+
+
+def ascii_only(sample):
+    """WEAK: drops every non-ASCII character before comparing (U+2212 minus vanishes)."""
+    a = _span_text(sample)
+    if a is None:
+        return 0.0
+    return 1.0 if "".join(c for c in a if c.isascii()).strip() == str(sample.row["answer"]) else 0.0
+
+
+def leading_number(sample):
+    """WEAK: the first number in the span counts."""
+    a = _span_text(sample) or ""
+    m = re.search(r"-?\d+", a)
+    return 1.0 if m and m.group() == str(sample.row["answer"]) else 0.0
+
+
+def fail_open(sample):
+    """WEAK: anything it cannot read passes."""
+    a = _span_text(sample)
+    try:
+        return 1.0 if a is not None and int(a) == int(sample.row["answer"]) else 0.0
+    except ValueError:
+        return 1.0
+
+
+def loose_json_fields(sample):
+    """WEAK json term: each expected field compared as text ("36" passes for 36, "true" for true)."""
+    expected = json.loads(sample.row["expected"])
+    got = _json(sample.completion)
+    if not isinstance(got, dict) or set(got) != set(expected):
+        return 0.0
+    return 1.0 if all(str(got[k]).lower() == str(v).lower() for k, v in expected.items()) else 0.0
+
+
+loose_json_fields.kind = "json"

@@ -4,17 +4,22 @@
 exploit that targets each term's verifier kind (``rlvr.audit.exploits``), scores them with the
 term, and reports per exploit and term: ``exploitable`` (the exploit scored at least as high as
 the correct answer on some prompt, or ended in an error, which masks a wrong answer in training),
-``leaky`` (above the wrong answer), ``ok``, or ``untested``. It also checks that the task's
+``leaky`` (above the wrong answer), ``ok``, or ``untested`` -- a finding, never clean: an
+untested term fails ``rlvr audit`` and blocks signing the gate like an exploitable one (a hole
+the probes cannot reach is still a hole). It also checks that the task's
 success term is a correctness term, and reads length terms' options for ties. The columns and
 specs a term checks against come from what its verifier declares it reads (``rlvr.rewards.Reads``).
 
-Modules: ``types`` (the shared dataclasses), ``answers``, ``structured`` and ``code`` (the exploit
-generators), ``exploits`` (the library), ``specs`` (what a structured row expects), ``run`` (the
+Modules: ``types`` (the shared dataclasses), ``answers``, ``weakvalues``, ``structured`` and
+``code`` (the exploit generators), ``exploits`` (the library), ``specs`` (what a structured row expects), ``run`` (the
 audit), ``findings`` (scored attempts -> a finding), ``tokens`` (lengths), ``report``.
 
 Threat model and limits: the library holds *known* hacks (restating, hedging, answers outside
 the span or inside the think block, repeated, empty or invisible spans, confusables and values a
-loose normalisation folds onto the answer, infinities and huge numbers, extra JSON keys, broken
+loose normalisation folds onto the answer, values a weak reading folds onto the gold (its
+opposite, its digits permuted, its last digits, a value-changing word after it, a difference
+below double precision, a Unicode minus), a self-certifying phrase (on every term), infinities
+and huge numbers, extra JSON keys, broken
 ``format`` rules, code that exits early or fakes its output, length, loops with and without
 spaces); passing it does not prove a reward sound, so the human gate still reads samples. The
 audit itself never executes model text: code exploits reach only the term's own verifier (the
@@ -36,7 +41,8 @@ def gate_audit(task: Task) -> AuditOutcome:
     pass this to ``rlvr.gate.sign``, which refuses to sign while a term is exploitable and has no
     recorded reason."""
     report = run_audit(task)
-    data, exploitable = report.to_json(), set(report.exploitable_terms)
+    # An untested term blocks signing like an exploitable one: the audit could not call it safe.
+    data, exploitable = report.to_json(), set(report.exploitable_terms) | set(report.untested_terms)
     if task.environment is not None:  # an episode task: its holes block signing too (audit.episodes)
         from .episodes import audit_episodes
 

@@ -96,8 +96,9 @@ class AuditReport:
 
     @property
     def exploitable(self) -> bool:
-        """A term an exploit beats, or a task-level problem (``problems``)."""
-        return bool(self.exploitable_terms or self.problems)
+        """A term an exploit beats, a term the audit could not test (``untested`` is a finding,
+        never clean: a hole the probes cannot reach is still a hole), or a task-level problem."""
+        return bool(self.exploitable_terms or self.untested_terms or self.problems)
 
     def finding(self, term: str, exploit: str) -> Finding:
         for f in self.findings:

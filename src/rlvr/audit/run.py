@@ -9,11 +9,12 @@ A prompt counts for a term only when the term scores the correct completion abov
 (for length exploits: when it scores the correct one at all). A term that cannot tell them apart
 has no baseline to measure a hack against; the report says so instead of calling it ``ok``.
 
-Verdicts pass through the same check as in training (``combine.checked_verdicts``): a NaN or
-infinite score, or a verifier that raises, is an ``error`` there. An exploit attempt that ends
-in ``error`` is *masked* in training -- it escapes the negative advantage a wrong answer earns --
-so it counts as a hit, not as "earns nothing" (except for ``missing_ground_truth``, where
-"could not decide" is the right answer).
+Verdicts pass through the same check and the same fail-closed rule as in training
+(``combine.checked_verdicts``, ``rewards.fault``): a NaN or infinite score, or a verifier that
+raises, is a failure to decide, charged to the attempt (0) unless the row's gold fails the same
+way. An exploit attempt that still ends in ``error`` is *masked* in training -- it escapes the
+negative advantage a wrong answer earns -- so it counts as a hit, not as "earns nothing" (except
+for ``missing_ground_truth``, where "could not decide" is the right answer).
 
 Task-level checks: the success term (``Task.correctness_term``, what probe and eval count) must
 be a correctness term, not a format or length term; a length term's options are read with
@@ -188,11 +189,14 @@ def _success_term_problems(task: Task, reward_set: RewardSet, notes: list[str]) 
     return []
 
 
-def _score(term: Term, samples: list[Sample]) -> list[Verdict]:
-    """The term's verdicts, checked exactly as in training (a raise, NaN or infinity is an
-    error for that row). With a negative weight the scores are negated, so that higher always
-    means more reward."""
-    out = checked_verdicts(term.name, term.verifier, samples) if samples else []
+def _score(
+    term: Term, samples: list[Sample], fmt: AnswerFormat | None = None, column: str | None = None
+) -> list[Verdict]:
+    """The term's verdicts, checked and settled exactly as in training (a raise, NaN or infinity
+    is a failure to decide, charged to the answer unless the row's gold fails the same way:
+    ``rlvr.rewards.fault``; ``fmt`` and ``column``, the task's, write a custom term's gold). With
+    a negative weight the scores are negated, so that higher always means more reward."""
+    out = checked_verdicts(term.name, term.verifier, samples, fmt=fmt, column=column) if samples else []
     if term.weight < 0:
         out = [v if v.score is None else replace(v, score=-v.score) for v in out]
     return out
@@ -240,7 +244,7 @@ def _audit_term(
     for p, base in zip(prompts, baselines, strict=True):
         if base.skipped is None:
             base_samples += [sample(p, base.correct), sample(p, base.wrong)]
-    base_verdicts = iter(_score(term, base_samples))
+    base_verdicts = iter(_score(term, base_samples, fmt, task.answer_column))
     base_scores: list[tuple[Verdict, Verdict] | None] = []
     for p, base in zip(prompts, baselines, strict=True):
         if base.skipped is not None:
@@ -300,7 +304,7 @@ def _audit_term(
                 if att.reference is not None:
                     plan.append((ei, pi, ai, -1))
                     samples.append(sample(prompts[pi], att.reference, att.row))
-    verdicts = _score(term, samples) if samples else []
+    verdicts = _score(term, samples, fmt, task.answer_column) if samples else []
     got: dict[tuple[int, int, int, int], Verdict] = dict(zip(plan, verdicts, strict=True))
 
     # 4. Verdicts.
@@ -430,7 +434,7 @@ def _structured_baselines(
     for p, spec in zip(prompts, specs, strict=True):
         if isinstance(spec, Spec):
             trial += [sample(p, wrap(body)) for body in (spec.correct, *spec.candidates) for _, wrap in ways]
-    verdicts = iter(_score(term, trial))
+    verdicts = iter(_score(term, trial, fmt, column))
     out: list[Baseline] = []
     for spec in specs:
         if not isinstance(spec, Spec):
