@@ -23,8 +23,11 @@ checks that import TRL or score the data, so a task that passes it does not fail
 - ground truths -- every row of each answer-checking term: ``math`` golds go through the math
   verifier's own gold check (``rewards.math.gold_problem``: the parse a comparison runs);
   other terms of kind ``answer`` (``exact``, custom ones) are run with the ground truth itself as
-  the answer, and one they cannot read or do not accept as equal to itself is reported. Each
-  problem names the file and row.
+  the answer, and one they cannot read, cannot decide (a timeout or crash: such a row is where
+  the fail-closed rule masks answers that fail the same way) or do not accept as equal to itself
+  is reported. Each problem names the file and row.
+- notes (``term_notes``, printed, never problems) -- a custom term's unknown score range, and
+  each term with no gold to score (its failures are always charged to the answer).
 - unit tests -- ``unit_tests`` rows whose tests the sandbox cannot run (an import outside the
   standard library), which score an error for every sample (``weaker_problems``).
 - rows (``rlvr.task.rowchecks``) -- rows over a size limit, columns Arrow cannot store, every
@@ -129,13 +132,15 @@ def gold_problems(task: Task) -> list[Problem]:
             for i, v in enumerate(verifier.verify_batch(samples) if samples else [], 1):
                 if v.outcome is Outcome.CORRECT:
                     continue
-                if v.outcome is Outcome.ERROR and v.error_kind != "ground_truth":
-                    continue  # a timeout or crash says nothing about the gold
+                # A gold that times out or crashes is the row's own failure: under the fail-closed
+                # rule (rlvr.rewards.fault) every answer that fails the same way is masked there.
                 bad.append((i, rows[i - 1].get(column), v))
             where = task.resolve(ref)
             for i, gold, v in bad:
                 what = (
                     "cannot be parsed"
+                    if v.outcome is Outcome.ERROR and v.error_kind == "ground_truth"
+                    else f"cannot be decided ({v.error_kind}), so answers that fail the same way are masked"
                     if v.outcome is Outcome.ERROR
                     else f"is not accepted as an answer equal to itself ({v.outcome.value})"
                 )
@@ -156,6 +161,33 @@ def gold_problems(task: Task) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def term_notes(task: Task) -> list[str]:
+    """What ``rlvr task check`` prints about the terms, beyond problems: each term whose score
+    range is unknown (a custom term that declares no ``score_range``: the weighted-total check
+    leaves it out), and each term with no gold to score (``rlvr.rewards.fault.gold_sample``:
+    every failure to decide is then charged to the answer, never masked)."""
+    from .rewards.base import Sample, kind_of
+    from .rewards.fault import OWN_POLICY_KINDS, gold_sample
+    from .rewards.ranking import weighting_check
+
+    reward_set = task.reward_set()
+    notes = list(weighting_check(reward_set.terms, task.success or None, f"{task.path}: rewards")[1])
+    try:
+        rows = task.load_split("train")[:1]
+    except Exception:  # noqa: BLE001 - the data's problems are reported elsewhere
+        rows = []
+    row = rows[0] if rows else {task.answer_column: "0"}
+    for t in reward_set.terms:
+        if kind_of(t.verifier) in OWN_POLICY_KINDS:
+            continue
+        if gold_sample(t.verifier, Sample("", row, ""), task.answer, task.answer_column) is None:
+            notes.append(
+                f"term {t.name!r}: no gold to score, so every failure to decide is charged to the answer (0), "
+                "never masked"
+            )
+    return notes
 
 
 def weight_problems(task: Task) -> list[Problem]:

@@ -562,3 +562,13 @@ def loose_json_fields(sample):
 
 
 loose_json_fields.kind = "json"
+
+
+def crash_on_marker(sample):
+    """An answer term that raises on any completion holding CRASH (its gold included)."""
+    if "CRASH" in sample.completion:
+        raise RuntimeError("the checker crashed")
+    return anchored(sample)
+
+
+crash_on_marker.kind = "answer"

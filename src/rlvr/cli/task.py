@@ -75,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
     for term in task.reward_set().terms:  # length options that tie a long correct answer with a wrong one
         for line in ranking_problems(term.verifier):
             print(f"  note        {term.name}: {line}")
+    from ..taskcheck import term_notes
+
+    for line in term_notes(task):  # unknown score ranges; terms whose failures are always charged
+        print(f"  note        {line}")
     print(
         "  grpo, sft   valid for rlvr train and rlvr sft "
         "(hardware rules are checked by rlvr plan and rlvr train on the machine)"

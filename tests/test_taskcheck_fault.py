@@ -1,0 +1,63 @@
+"""``rlvr task check`` and the fail-closed rule: a custom term's unknown score range and a term
+with no gold to score are printed as notes; a gold that cannot be decided is named by row."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from rlvr.cli.main import main
+from rlvr.task import load_task
+from rlvr.taskcheck import check_task, term_notes
+
+WEAK = Path(__file__).parent / "audit" / "weak_rewards.py"
+
+
+def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict]) -> Path:
+    shutil.copy(WEAK, tmp_path / "audit_rewards.py")
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {
+        "name": "t",
+        "model": "builtin:tiny",
+        "data": {"train": "train.jsonl"},
+        "prompt": {"template": "{question}="},
+        "answer": {"column": "answer"},
+        "rewards": rewards,
+        "success": "c",
+        "generation": {"max_completion_length": 16},
+    }
+    (tmp_path / "task.yaml").write_text(json.dumps(spec))
+    return tmp_path / "task.yaml"
+
+
+ROWS = [{"question": "1+1", "answer": "2"}, {"question": "2+2", "answer": "4"}]
+
+
+def test_a_custom_terms_unknown_range_is_printed_by_task_check(tmp_path, monkeypatch, capsys):
+    import rlvr.taskcheck
+
+    monkeypatch.setattr(rlvr.taskcheck, "grpo_problems", lambda task: [])
+    path = make_task(
+        tmp_path, [{"name": "c", "verifier": "exact"}, {"name": "bonus", "verifier": "audit_rewards.anchored"}], ROWS
+    )
+    assert main(["task", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "note" in out and "bonus" in out and "score range unknown" in out
+
+
+def test_a_term_with_no_gold_is_noted_as_always_charged(tmp_path):
+    task = load_task(make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "c", "verifier": "exact"}], ROWS))
+    notes = term_notes(task)
+    assert any("'format'" in n and "charged" in n for n in notes)
+    assert not any("'c'" in n for n in notes)
+
+
+def test_a_gold_the_term_cannot_decide_is_named_by_row(tmp_path, monkeypatch):
+    import rlvr.taskcheck
+
+    monkeypatch.setattr(rlvr.taskcheck, "grpo_problems", lambda task: [])
+    rows = [*ROWS, {"question": "3+3", "answer": "CRASH"}]
+    task = load_task(make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.crash_on_marker"}], rows))
+    problems = [p for p in check_task(task) if "cannot be decided" in p.what]
+    assert len(problems) == 1 and problems[0].where.endswith(":3")
