@@ -330,7 +330,7 @@ def test_table_names_every_exploit_tried_even_when_all_are_ok(tmp_path):
     table = format_table(report)
     for f in report.findings:
         assert f.exploit in table
-    assert "ok (prompts tried): restate_prompt (6)" in table and "of 19 exploits tried" in table
+    assert "ok (prompts tried): restate_prompt (6)" in table and "of 27 exploits tried" in table
 
 
 # -- the probes' premise: none of them is a correct answer ------------------------------------------------
@@ -382,7 +382,7 @@ def test_cli_prints_what_was_tried_on_a_sound_task(capsys, tmp_path):
     make_task(tmp_path, [{"name": "format", "weight": 0.1}, {"name": "c", "verifier": "exact"}])
     assert main(["audit", str(tmp_path / "task.yaml")]) == 0
     out = capsys.readouterr().out
-    assert "ok (prompts tried): restate_prompt (6), hedge_or (6)" in out and "of 19 exploits tried" in out
+    assert "ok (prompts tried): restate_prompt (6), hedge_or (6)" in out and "of 27 exploits tried" in out
 
 
 def test_cli_exits_non_zero_on_a_task_level_problem(capsys, tmp_path):
