@@ -39,10 +39,10 @@ Every sample of a batch (``verify_batch``: what scoring, the audit and the TRL a
 bounded by a hard timeout (``timeout``, default 10 s): the check runs in a worker process of
 ``rlvr.rewards.pool`` that is killed past it (an ``error``, ``error_kind="timeout"``).
 ``timeout: null`` checks in-process, unbounded; ``verify`` on one sample always runs in-process.
-Who pays for a timeout: the row is checked again with a minimal answer (``null``) under the same
-limit; when that finishes, the cost came from the candidate's text and the sample is *wrong*;
-when it too runs out, the row's own check (its schema, its expected call) is the slow part and
-the sample stays masked. A schema that cannot be applied (a ``$ref`` that does not resolve, a
+Who pays for a timeout is the fail-closed rule's to say (``rlvr.rewards.fault``): the answer,
+unless the row's gold fails the same way (a tool call's expected call, checked through the same
+worker); a ``json_schema`` term has no gold, so its timeouts are always the answer's. A schema
+that cannot be applied (a ``$ref`` that does not resolve, a
 ``$ref`` cycle) is the row's problem too: masked (``error_kind="ground_truth"``), never wrong.
 
 Tool calls: ``{"name": ..., "arguments": {...}}`` (``arguments`` may also be a JSON string, as
@@ -68,7 +68,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import VerifierError
-from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
+from .base import BaseVerifier, Reads, Sample, Verdict
 from .format import AnswerFormat
 from .jsonrules import SchemaBroken, build_validator, first_error, forbid_extra
 from .jsontext import find_json
@@ -127,32 +127,12 @@ class _Bounded(BaseVerifier):
             [(type(self).__name__, self._kwargs, self._key, [s]) for s in plain],
             timeout=self.timeout,
         )
-        out = []
-        for i, r in enumerate(results):
-            if r.ok:
-                out.append(r.value[0])
-            elif r.error_kind in ("timeout", "memory") and self._row_is_cheap(pool, plain[i]):
-                out.append(
-                    Verdict.wrong(
-                        detail=f"checking this answer ran out of time or memory ({r.error_kind}); the row's own "
-                        "check with a minimal answer does not (the cost comes from the answer)"
-                    )
-                )
-            else:
-                out.append(Verdict.error(f"row {i}: {r.detail}", kind=r.error_kind or "crash"))
-        return out
-
-    def _row_is_cheap(self, pool: Any, sample: Sample) -> bool:
-        """Whether the row's check finishes within the timeout with a minimal answer (``null``):
-        then a timeout on the real answer is the answer's doing."""
-        fmt: AnswerFormat = getattr(self, "fmt", AnswerFormat())
-        control = Sample(fmt.wrap("null"), sample.row, "", None)
-        (r,) = pool.map(
-            "rlvr.rewards.schema:_remote_verify",
-            [(type(self).__name__, self._kwargs, self._key, [control])],
-            timeout=self.timeout,
-        )
-        return bool(r.ok) and r.value[0].outcome is not Outcome.ERROR
+        # A timeout, memory or crash is an error here; whose fault it is, the answer's or the
+        # row's, is decided in one place for every term (rlvr.rewards.fault).
+        return [
+            r.value[0] if r.ok else Verdict.error(f"row {i}: {r.detail}", kind=r.error_kind or "crash")
+            for i, r in enumerate(results)
+        ]
 
 
 class JsonSchemaVerifier(_Bounded):
