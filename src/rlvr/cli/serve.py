@@ -67,7 +67,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=300.0,
         metavar="SECONDS",
-        help="per-request deadline (default 300); rows not scored by then are returned masked, as timeouts",
+        help="per-request deadline (default 300); a row not scored by then is charged 0 (a timeout) unless its "
+        "gold, scored within a deadline of its own, is as slow (then masked): a response within twice the deadline",
     )
     parser.add_argument(
         "--fallback",
