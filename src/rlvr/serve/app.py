@@ -25,12 +25,13 @@ Limits, each answered with a JSON error and never with a stopped server:
   deadline of its own; a gold decided in time charges the slow answer (every term ``wrong``,
   0, ``error_kind`` ``timeout``), a gold as slow leaves the row masked (every term an ``error``
   of kind ``timeout``). A response so comes within twice the deadline. Chunks of late rows
-  that have not started are dropped.
+  that have not started are dropped. Python cannot stop a running thread, so a chunk being
+  scored keeps its worker until its verifier returns (every built-in verifier has its own
+  timeout) and the batch keeps its place until then.
 - Off the event loop: reading a body (the strict JSON reader), building the samples and
   writing the response run on a pool of ``parsers`` threads, never on the loop, so a slow
-  body delays other clients by little more than their own parse (``bench/serve.py --big``). Python cannot
-  stop a running thread, so a chunk being scored keeps its worker until its verifier returns
-  (every built-in verifier has its own timeout) and the batch keeps its place until then.
+  body delays other clients by little more than their own parse (``bench/serve.py --big``);
+  more than ``capacity + parsers`` requests waiting to be read get ``503``.
 - Shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and waits for the requests
   in flight, which wait for their batches (up to the deadline), then the worker pool is joined.
 
@@ -77,7 +78,7 @@ class Limits:
     max_queue: int = 8  # batches admitted beyond ``workers``; more get 503 + Retry-After
     max_body_bytes: int = 16 * 1024 * 1024
     max_rows: int = 4096
-    deadline: float = 300.0  # seconds; rows not scored by then are masked as timeouts
+    deadline: float = 300.0  # seconds; rows not scored by then are charged, or masked if their gold is as slow
     chunk: int = 32  # rows per unit of work
     parsers: int = 2  # threads that read request bodies and write responses, off the event loop
     retry_after: int = 2  # seconds, sent with 503
