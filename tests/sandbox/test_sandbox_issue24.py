@@ -100,8 +100,8 @@ def test_stdout_flooding_is_an_output_limit_decided_when_crossed_not_memory(pool
 def test_an_object_of_the_programs_class_passed_back_by_the_test_works(pool):
     code = "class P:\n    def __init__(self, v):\n        self.v = v\ndef make(v):\n    return P(v)\ndef get(p):\n"
     tests = "p = make(3)\nassert get(p) == 3\nassert get(make(4)) == 4\n"
-    assert outcome(pool, code + "    return p.v\n", tests) == "correct"
-    assert outcome(pool, code + "    return 3\n", tests) == "wrong"
+    assert outcome(pool, code + "    return p.v\n", tests, program_objects=True) == "correct"
+    assert outcome(pool, code + "    return 3\n", tests, program_objects=True) == "wrong"
 
 
 def test_nan_in_a_set_gets_plain_pythons_verdict_not_an_error(pool):

@@ -95,12 +95,12 @@ def test_stdio_program_ending_with_sys_exit_keeps_its_output(verifier):
     assert v.outcome is Outcome.CORRECT
 
 
-def test_loop_tests_are_decided_on_the_trusted_side_not_flagged_weaker(verifier):
+def test_an_assert_in_a_loop_counts_as_one_statement_not_flagged_weaker(verifier):
     tests = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i * 2\n"
     v = verifier.verify(
         Sample(fenced("def double(x):\n    return 2 * x\n"), row={"tests": tests, "entry_point": "double"})
     )
-    assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("3/3")
+    assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("1/1")
 
 
 def test_timeout_masks_every_term_of_the_sample_in_training(verifier):

@@ -27,10 +27,12 @@ MAX_STDOUT = 1 << 20  # one input's output, bytes: over it the case fails, decid
 @dataclass(frozen=True)
 class Judgement:
     """``status``: ``passed``, ``failed`` (decided: an assert or an input failed, or the test
-    raised), ``incomplete`` (the candidate ended or ran out of time before the tests were
+    raised), ``unsupported`` (the test reached a construct the sandbox cannot keep exact: scored
+    as wrong, never masked), ``incomplete`` (the candidate ended or ran out of time before the tests were
     decided: the session's end says why) or ``error`` (the infrastructure failed).
     ``memory``: the first failure was the candidate's ``MemoryError`` (a claim: it counts only
-    when the worker measured the memory). ``details``: one dict per assert statement (in source
+    when the worker measured the memory). ``peak``: stdin/stdout only, the peak memory the worker
+    measured for the first input that failed (bytes). ``details``: one dict per assert statement (in source
     order) or per input, for the review page: ``kind`` (``assert`` with ``test``, its source
     text; ``stdio`` with ``input``), ``status`` (``passed``, ``failed`` or ``not run``) and, on
     the first failure only, ``got``, ``expected`` (short reprs the test child made, or the
@@ -43,16 +45,20 @@ class Judgement:
     detail: str = ""
     memory: bool = False
     details: tuple[dict[str, Any], ...] = ()
+    peak: int = 0
 
 
 def _framed(body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + body
 
 
-def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0) -> Job:
+def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0, objects: bool = False) -> Job:
     """An assert-style sample: the program and the tests go to the test child only.
-    ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``."""
+    ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``
+    (``rlvr.sandbox.tolerance``). ``objects``: the task's ``program_objects`` (the tests use the
+    program's own objects; every operation dispatches to the program as CPython would)."""
     body = {
+        "objects": objects,
         "code": code,
         "tests": plan.source,
         "helpers": plan.helpers,
@@ -91,27 +97,32 @@ def records(reply: Reply) -> list[dict[str, Any]]:
 
 
 def judge_tests(plan: CheckPlan, reply: Reply) -> Judgement:
-    """An assert-style sample from its records."""
+    """An assert-style sample from its records. ``passed`` counts assert *statements* that
+    passed and never failed (a loop over the program's output is one statement), out of the
+    statements in the test file."""
     recs = records(reply)
     fails = [r for r in recs if r.get("ok") is False]
     end = next((r for r in recs if "end" in r), None)
     details = _assert_details(plan, recs)
-    passed = int(end.get("passed", 0)) if end else sum(r.get("ok") is True for r in recs)
-    total = max(plan.n_asserts, passed + len(fails))
+    passed = sum(d["status"] == "passed" for d in details)
+    total = max(plan.n_asserts, passed + sum(d["status"] == "failed" for d in details), 1)
     if fails:
         first = fails[0]
         what = first.get("exc") or f"got {first.get('got')}, expected {first.get('want')}"
         text = plan.asserts.get(_at(first), "an assert")
-        memory = bool(first.get("mem"))
+        memory = str(first.get("exc", "")).startswith("MemoryError")
         return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {text}: {what}", memory, details)
     if end is None:
         if reply.end.why in ("timeout", "output_limit") or reply.end.why.startswith("sandbox"):
             return Judgement("incomplete", passed, total, "the tests were not decided", False, details)
         return Judgement("error", passed, total, f"the test child ended without a result ({reply.end.why})")
     if end["end"] == "passed":
-        return Judgement("passed", passed, max(1, passed), f"{passed}/{passed} checks passed", False, details)
+        return Judgement("passed", total, total, f"{total}/{total} checks passed", False, details)
     if end["end"] == "raised":
         return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {end.get('exc')}", False, details)
+    if end["end"] == "unsupported":
+        what = str(end.get("what", ""))[:MAX_SHOWN]
+        return Judgement("unsupported", passed, total, f"unsupported: {what}", False, details)
     why = f"the program ended before the tests were decided: {end.get('why')}"
     return Judgement("incomplete", passed, total, why, False, details)
 
@@ -166,14 +177,16 @@ def split_cases(reply: Reply) -> list[tuple[bytes, bytes, dict[str, Any]]]:
 
 def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> Judgement:
     """A stdin/stdout sample: each input's raw output compared here, outside the candidate, by
-    ``checker`` (``rlvr.sandbox.checkers``). A custom checker that fails makes the judgement
-    ``ground_truth`` (the task's problem, masked)."""
+    ``checker`` (``rlvr.sandbox.checkers``). A custom checker that raises on the program's output
+    is the program's failure, unless it also raises on the row's own expected output: then the
+    judgement is ``ground_truth`` (the task's problem, masked). Nothing the program prints decides
+    an outcome class: ``peak`` is what the worker measured."""
     total = len(plan.inputs)
     cases = split_cases(reply)
     details: list[dict[str, Any]] = []
     passed = 0
     first: str = ""
-    memory = False
+    peak = 0
     for i, (inp, want) in enumerate(zip(plan.inputs, plan.outputs, strict=True)):
         d: dict[str, Any] = {"kind": "stdio", "input": inp[:MAX_SHOWN], "status": "not run"}
         details.append(d)
@@ -192,7 +205,9 @@ def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> 
             try:
                 problem = "" if check_output(checker, inp, want, out) else "wrong output"
             except CheckerFailed as exc:
-                return Judgement("ground_truth", passed, total, str(exc), False, tuple(details))
+                if _checker_fails_on_expected(checker, inp, want):
+                    return Judgement("ground_truth", passed, total, str(exc), False, tuple(details))
+                problem = f"the checker refused its output ({exc})"
         d["status"] = "failed" if problem else "passed"
         passed += not problem
         if problem and why != "timeout" and not first:
@@ -201,12 +216,21 @@ def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> 
             tail = err_b[-MAX_SHOWN:].decode("utf-8", "replace").strip()
             if tail:
                 d["error"] = tail
-            memory = "MemoryError" in tail
+            peak = int(end.get("maxrss", 0)) if type(end.get("maxrss", 0)) is int else 0
     if first:
-        return Judgement("failed", passed, total, f"{passed}/{total} inputs passed; {first}", memory, tuple(details))
+        detail = f"{passed}/{total} inputs passed; {first}"
+        return Judgement("failed", passed, total, detail, False, tuple(details), peak)
     if passed < total:
         return Judgement("incomplete", passed, total, "the program did not finish every input", False, tuple(details))
     return Judgement("passed", passed, total, f"{passed}/{total} inputs passed", False, tuple(details))
+
+
+def _checker_fails_on_expected(checker: CheckerSpec, stdin: str, expected: str) -> bool:
+    try:
+        check_output(checker, stdin, expected, expected)
+    except CheckerFailed:
+        return True
+    return False
 
 
 @dataclass(frozen=True)

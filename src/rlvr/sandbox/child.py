@@ -5,11 +5,12 @@ after every isolation layer is applied.
 It decides nothing. Two ways to run:
 
 - ``serve``: hold the program's module and answer the test child's requests, one at a time, in
-  order (``wire`` frames on fds 3 and 4): ``load`` the program (answer: its global names, each
-  as plain data, a handle, or the name of a standard module or class), ``call``, ``attr``,
+  order (``wire`` frames on fds 3 and 4): ``load`` the program (answer: the global names the
+  test child asked for, each as plain data or a handle with its kind), ``call``, ``attr``,
   ``setattr``, ``delattr``, ``item``, ``setitem``, ``delitem``, ``iter``, ``next``, ``len``,
-  ``bool``, ``hash``, ``str``, ``repr``, ``format``, ``op`` (an operator) on handles. Answers:
-  ``["ok", value, write-backs]``, ``["exc", [builtin class names of its MRO], message]`` or
+  ``bool``, ``hash``, ``str``, ``repr``, ``format``, ``contains``, ``op`` (an operator) on
+  handles. Answers: ``["ok", value, write-backs]``, ``["exc", [builtin class names of its MRO],
+  message, args]`` or
   ``["stop"]``. A call's mutable arguments are sent back after the call (``write-backs``), so the
   test sees in-place changes in order. A callable of the test's (``["x", n]``) can be called:
   the child asks back (``["cb", n, args, kwargs]``) and serves nested requests until it gets
@@ -29,15 +30,12 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
-SAFE_MODULES = frozenset(
-    "math cmath collections itertools functools heapq bisect string re fractions decimal operator "
-    "statistics datetime typing numbers array copy enum dataclasses textwrap unicodedata random".split()
-)
 OPS = {
     name: getattr(operator, name)
     for name in (
@@ -71,11 +69,16 @@ class Server:
 
     # values
     def handle(self, obj: Any) -> list[Any]:
+        """An object that stays here, with its kind (what the test child allows on it without
+        ``program_objects``: ``f`` call, ``i`` iterate; ``c`` a class, ``o`` anything else)."""
         n = self.ids.get(id(obj))
         if n is None:
             n = self.ids[id(obj)] = len(self.objs)
             self.objs.append(obj)  # kept alive, so its id is never reused in this sample
-        return ["h", n]
+        t = type(obj)
+        kind = "c" if isinstance(obj, type) else "i" if isinstance(obj, Iterator) else "f" if callable(obj) else "o"
+        name = type.__getattribute__(obj if kind == "c" else t, "__qualname__")
+        return ["h", n, kind, str.__str__(name)[:80] if isinstance(name, str) else "object"]
 
     def enc(self, x: Any) -> Any:
         return wire.encode(x, self.handle)
@@ -96,7 +99,7 @@ class Server:
         if k == "load":
             sys.modules["__main__"] = self.module
             exec(compile(msg[1], "<solution>", "exec"), self.ns)  # noqa: S102 - inside the sandbox
-            return ["ok", self.globals()]
+            return ["ok", self.globals(msg[2])]
         obj: Any = self.objs[msg[1]] if len(msg) > 1 and type(msg[1]) is int else None
         if k == "call":
             args = [self.dec(a) for a in msg[2]]
@@ -104,12 +107,12 @@ class Server:
             value = obj(*args, **kwargs)
             return ["ok", self.enc(value), [self.enc(args[i]) for i in msg[4]]]
         if k == "attr":
-            return ["ok", self.enc(getattr(obj, msg[2]))]
+            return ["ok", self.enc(getattr(obj, self.dec(msg[2])))]
         if k == "setattr":
-            setattr(obj, msg[2], self.dec(msg[3]))
+            setattr(obj, self.dec(msg[2]), self.dec(msg[3]))
             return ["ok", None]
         if k == "delattr":
-            delattr(obj, msg[2])
+            delattr(obj, self.dec(msg[2]))
             return ["ok", None]
         if k == "item":
             return ["ok", self.enc(obj[self.dec(msg[2])])]
@@ -130,7 +133,9 @@ class Server:
             fn = OPS[msg[1]]
             return ["ok", self.enc(fn(*[self.dec(a) for a in msg[2]]))]
         if k == "format":
-            return ["ok", format(obj, msg[2])]
+            return ["ok", format(obj, self.dec(msg[2]))]
+        if k == "contains":
+            return ["ok", self.enc(self.dec(msg[2]) in obj)]
         simple: dict[str, Any] = {
             "len": len,
             "bool": bool,
@@ -143,25 +148,19 @@ class Server:
         }
         return ["ok", self.enc(simple[k](obj))]
 
-    def globals(self) -> list[list[Any]]:
-        """The program's global names: each a value, a handle, or (for a standard module, or a
-        class of one) the name the test child imports itself: it never uses the program's copy,
-        which the program may have changed."""
+    def globals(self, wanted: list[Any]) -> list[list[Any]]:
+        """The names the test child asked for (those of its test file and the task's entry point)
+        that the program defines, each as plain data or a handle. The test child binds nothing
+        else, and never imports anything because of what this process says."""
         out: list[list[Any]] = []
-        for name, value in list(self.ns.items())[:10_000]:
-            if name.startswith("__") or type(name) is not str:
+        for name in wanted[:10_000]:
+            if type(name) is not str or name.startswith("__") or name not in self.ns:
                 continue
-            if isinstance(value, types.ModuleType) and value.__name__ in SAFE_MODULES:
-                out.append([name, "module", value.__name__])
-                continue
-            mod = getattr(value, "__module__", None) if isinstance(value, type) else None
-            if isinstance(mod, str) and (mod in SAFE_MODULES or mod == "builtins"):
-                out.append([name, "class", mod, value.__qualname__])
-                continue
+            value = self.ns[name]
             try:
-                out.append([name, "value", self.enc(value)])
+                out.append([name, self.enc(value)])
             except (ValueError, RecursionError):
-                out.append([name, "value", self.handle(value)])  # too deep for plain data
+                out.append([name, self.handle(value)])  # too deep for plain data
         return out
 
     def answer(self, msg: list[Any]) -> list[Any]:
@@ -203,8 +202,9 @@ class Server:
 
 
 def describe(exc: BaseException) -> list[Any]:
-    """An exception as ``["exc", names, message]``: the builtin classes of its MRO (the test
-    child raises the first one it knows) and ``str(exc)``, cut to 2,000 characters."""
+    """An exception as ``["exc", names, message, args]``: the builtin classes of its MRO (the
+    test child raises the first one it knows), ``str(exc)`` cut to 2,000 characters, and its
+    arguments when they are plain data (else None)."""
     try:
         names = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
         names = [n for n in names if type(n) is str][:8]
@@ -214,7 +214,15 @@ def describe(exc: BaseException) -> list[Any]:
         text = str.__str__(str(exc))[:2000] if not isinstance(exc, StopIteration) else ""
     except BaseException:  # noqa: BLE001
         text = ""
-    return ["exc", names, text]
+    try:  # its arguments, when they are plain data (KeyError('a').args[0] is 'a', not "'a'")
+        args: Any = [wire.encode(a, _not_plain) for a in tuple.__iter__(exc.args)][:16]
+    except BaseException:  # noqa: BLE001
+        args = None
+    return ["exc", names, text, args]
+
+
+def _not_plain(_: Any) -> list[Any]:
+    raise ValueError("not plain data")
 
 
 def serve(rfd: int = 3, wfd: int = 4) -> None:

@@ -325,7 +325,8 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
             maxrss = max(maxrss, usage.ru_maxrss * 1024)
             if case_why == "" and c >= timeout:
                 case_why = "timeout"
-            write_frame(b"C", json.dumps({"why": case_why or "exited", "status": exit_desc(status)}).encode())
+            case = {"why": case_why or "exited", "status": exit_desc(status), "maxrss": usage.ru_maxrss * 1024}
+            write_frame(b"C", json.dumps(case).encode())
             if case_why == "timeout":
                 why = "timeout"
                 break
