@@ -9,10 +9,11 @@ scored wrong); it never substitutes semantics of its own.
 - **Plain data by default.** An answer is decoded strictly (``wire.decode``) into fresh
   builtins. Without the task's ``program_objects`` option a handle is only a callable of the
   program (kind ``f``: it can be called) or an iterator it returned (kind ``i``: it can be
-  iterated, one item a request); any other operation on a handle, and any other object of the
-  program reaching the test (a class, an instance, a subclass of a builtin), ends the sample
-  ``unsupported``. So no program object decides a comparison, and an expected value reaches the
-  program only where the test passes it as an argument, as in CPython.
+  iterated, one item a request); of any other object of the program (an instance, a subclass of
+  a builtin) only its truth is asked. Any other operation on a handle, and a class of the
+  program reaching the test, ends the sample ``unsupported``. So no program object decides a
+  comparison, and an expected value reaches the program only where the test passes it as an
+  argument, as in CPython.
 - **program_objects** (class-design tasks): every operation dispatches to the program exactly as
   CPython would: comparisons and ``in`` call the program's dunders (with the test's value as
   the argument), reflected operators too. A lying ``__eq__`` passes then, as it does in CPython.
@@ -49,9 +50,14 @@ _CALLABLE_TYPES = (
     types.MethodDescriptorType,
 )
 # Operations a handle allows without program_objects, by kind (f: callable, i: iterator).
-# ``len`` and ``bool`` too: ``list(it)`` asks ``len`` for a size hint (a generator answers
-# TypeError), and CPython's truth of any object is what the candidate computes.
-_PLAIN_OPS = {"f": frozenset({"call", "bool"}), "i": frozenset({"iter", "next", "len", "bool"})}
+# ``len`` for an iterator too: ``list(it)`` asks ``len`` for a size hint (a generator answers
+# TypeError). ``bool`` on anything: ``assert f(x)`` asks the object's own truth in CPython as
+# well, and a program that wants True can return True. Identity (``is None``) needs no request.
+_PLAIN_OPS = {
+    "f": frozenset({"call", "bool"}),
+    "i": frozenset({"iter", "next", "len", "bool"}),
+    "o": frozenset({"bool"}),
+}
 
 
 class Quiet(Exception):  # noqa: N818 - a signal, not an error
@@ -87,10 +93,11 @@ class Link:
         if h is None:
             if n < 0 or len(self.handles) > 1_000_000:
                 raise wire.WireError("a malformed handle")
-            if not self.objects and kind not in _PLAIN_OPS:
-                what = "class" if kind == "c" else "object"
+            if not self.objects and kind == "c":
+                # Refused on arrival: what a test does with a class (instantiate it, isinstance,
+                # except) needs the program's objects, and ``except`` would not ask first.
                 self.refuse(
-                    f"the program's {what} of type {tname} reached the test, which is not plain data "
+                    f"the program's class {tname} reached the test "
                     "(a task whose tests use the program's objects sets program_objects: true)"
                 )
             h = self.handles[n] = Handle(n, kind, tname)
@@ -197,8 +204,8 @@ def _gate(h: Handle, op: str) -> Link:
     if not link.objects and op not in _PLAIN_OPS.get(kind, ()):
         tname = object.__getattribute__(h, "_t")
         link.refuse(
-            f"the test uses {op!r} on the program's {tname}: only calls (and iterating an iterator it returned) "
-            "keep plain data between the program and the test (program_objects: true allows every operation)"
+            f"the test uses {op!r} on the program's {tname}, which is not plain data: only calls, truth and "
+            "iterating an iterator it returned are kept exact (program_objects: true allows every operation)"
         )
     return link
 

@@ -181,12 +181,13 @@ class Instrument(ast.NodeTransformer):
             return ast.List([ast.Constant(node.lineno), ast.Constant(node.col_offset)], ast.Load())
 
         t = node.test
-        if TOLERANCE:
-            t = Tolerant().visit(t)
+        tol = Tolerant().visit if TOLERANCE else (lambda n: n)
         if isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _CMP:
-            check = _call("_rlvr_cmp", [at(), t.left, t.comparators[0], ast.Constant(_CMP[type(t.ops[0])])])
+            # _rlvr_cmp applies the tolerance to this comparison itself (and reports both sides).
+            parts = [tol(t.left), tol(t.comparators[0])]
+            check = _call("_rlvr_cmp", [at(), *parts, ast.Constant(_CMP[type(t.ops[0])])])
         else:
-            check = _call("_rlvr_truth", [at(), t])
+            check = _call("_rlvr_truth", [at(), tol(t)])
         ok = ast.Name("_rlvr_ok", ast.Store())
         handler = ast.ExceptHandler(
             ast.Name("BaseException", ast.Load()),
