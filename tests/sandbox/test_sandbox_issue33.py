@@ -241,3 +241,41 @@ def test_a_correct_program_of_these_forms_is_correct(pool, tests, code):
 def test_a_form_the_boundary_cannot_copy_exactly_is_unsupported_by_name(pool, tests, code):
     v = run(pool, code, tests)
     assert unsupported(v), v.detail
+
+
+# -- 10: per-sample isolation without the uid layer -----------------------------------------------
+@pytest.fixture(scope="module")
+def no_uid_pool():
+    from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
+
+    p = SandboxPool(1, Limits(timeout=3.0, memory_mb=256), enable=tuple(n for n in LAYERS if n != "uid"))
+    p.start()
+    if not p.layers.active("landlock"):
+        p.close()
+        pytest.skip("needs Landlock (the per-sample write layer)")
+    yield p
+    p.close()
+
+
+PLANTER = (
+    "import os\ndef f():\n    made = 0\n"
+    "    for path in ['../plant.txt', '../s1', '../s2', '../s3', '/tmp/plant.txt']:\n"
+    "        try:\n            if path.endswith('.txt'):\n                open(path, 'w').write('x')\n"
+    "            else:\n                os.mkdir(path)\n            made += 1\n"
+    "        except OSError:\n            pass\n    for n in range(1, 40):\n        try:\n"
+    "            os.mkdir(f'../s{n}-' + '0' * 16)\n            made += 1\n        except OSError:\n            pass\n"
+    "    return made\n"
+)
+
+
+def test_without_the_uid_layer_a_sample_writes_nowhere_but_its_own_workdir(no_uid_pool):
+    v = run(no_uid_pool, PLANTER, "assert f() == 0\n")
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_without_the_uid_layer_later_samples_run_and_find_nothing_planted(no_uid_pool):
+    run(no_uid_pool, PLANTER, "assert f() >= 0\n")
+    reader = "import os\ndef f():\n    return sorted(os.listdir('..'))\n"
+    for _ in range(3):
+        v = run(no_uid_pool, reader, "assert all(n.startswith('s') for n in f())\n")
+        assert v.outcome is Outcome.CORRECT, v.detail

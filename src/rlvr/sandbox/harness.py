@@ -67,6 +67,7 @@ from isolation import (  # noqa: E402
     set_rlimits,
     setup_namespaces,
     vmsize,
+    writes_only_beneath,
 )
 from probing import hidden_dirs, probe_layers, readable_paths  # noqa: E402
 from relay import discard, pump, read_exact, write_frame  # noqa: E402
@@ -140,6 +141,8 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
         if ruleset >= 0:
             restrict_self(RULESET_FD)
             os.close(RULESET_FD)
+            if not test:  # and writes only in this sample's own workdir (the worker's ruleset allows the root)
+                writes_only_beneath(cfg["landlock"], [workdir], ["/dev/null"])
         if cfg["seccomp"]:
             apply_seccomp(SECCOMP_BPF)
         os.environ.clear()
@@ -160,9 +163,16 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
 
 def make_workdir(cfg: dict[str, Any], seq: int) -> str:
     """A fresh directory per sample: its own size-capped tmpfs when we have a mount namespace
-    (removed by one detach, whatever the sample built in it), else a plain directory."""
-    workdir = f"{cfg['workroot']}/s{seq}"
-    os.mkdir(workdir, 0o700)
+    (removed by one detach, whatever the sample built in it), else a plain directory. Its name
+    is unpredictable, and one that exists already is never reused: a folder an earlier sample
+    managed to create cannot block or reach this one."""
+    while True:
+        workdir = f"{cfg['workroot']}/s{seq}-{os.urandom(8).hex()}"
+        try:
+            os.mkdir(workdir, 0o700)
+            break
+        except FileExistsError:
+            continue
     if cfg["tmpfs_per_sample"]:
         opts = f"size={cfg['limits']['workdir_bytes']},nr_inodes=4096,mode=0700"
         if cfg["uid"] is not None:
