@@ -279,3 +279,17 @@ def test_without_the_uid_layer_later_samples_run_and_find_nothing_planted(no_uid
     for _ in range(3):
         v = run(no_uid_pool, reader, "assert all(n.startswith('s') for n in f())\n")
         assert v.outcome is Outcome.CORRECT, v.detail
+
+
+# -- 11: the trainer holds a bounded amount per sample --------------------------------------------
+def test_a_stdio_reply_holds_each_inputs_result_not_its_output(pool):
+    from rlvr.sandbox.checks import judge_stdio, stdio_job
+    from rlvr.sandbox.plans import plan_stdio
+
+    plan = plan_stdio([{"input": str(i), "output": "x"} for i in range(4)])
+    code = "import sys\nsys.stdout.write('y' * (1 << 20 - 1))\n"
+    (reply,) = pool.run([stdio_job(code, plan.inputs, 5.0, plan=plan)])
+    kept = sum(len(body) for _, body in reply.frames)
+    assert kept < 8 * 1024 and len(reply.frames) == 4, kept
+    j = judge_stdio(plan, reply)
+    assert j.status == "failed" and j.details[0]["got"] == "y" * 300

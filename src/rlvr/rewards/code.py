@@ -350,7 +350,7 @@ class UnitTests(BaseVerifier):
                 continue
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
             job = (
-                stdio_job(code, plan.inputs, self.timeout)
+                stdio_job(code, plan.inputs, self.timeout, plan=plan, checker=checker or self.checker)
                 if plan.mode == "stdio"
                 else tests_job(plan, prefix + code, self.timeout, self.float_tolerance, self.program_objects)
             )

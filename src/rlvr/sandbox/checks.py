@@ -70,11 +70,28 @@ def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0
     return Job({"mode": "tests", "timeout": timeout}, (payload,))
 
 
-def stdio_job(code: str, inputs: tuple[str, ...] | list[str], timeout: float, cap: int = MAX_STDOUT) -> Job:
-    """A program run as a script once per input (fd 0 holds the input)."""
+def stdio_job(
+    code: str,
+    inputs: tuple[str, ...] | list[str],
+    timeout: float,
+    cap: int = MAX_STDOUT,
+    plan: CheckPlan | None = None,
+    checker: CheckerSpec = EXACT,
+) -> Job:
+    """A program run as a script once per input (fd 0 holds the input). With ``plan`` (and its
+    ``checker``) each input's output is compared the moment it has come back and only the small
+    result is kept (``check_case``): the trainer holds at most one input's output per sample."""
     prog = code.encode("utf-8", "surrogatepass")
     frames = tuple(_framed(prog) + i.encode("utf-8", "surrogatepass") for i in inputs)
-    return Job({"mode": "stdio", "timeout": timeout, "cases": len(frames), "cap": cap}, frames)
+    fold = None
+    if plan is not None:
+
+        def fold(i: int, out: bytes, err: bytes, end: dict[str, Any]) -> dict[str, Any]:
+            if i >= len(plan.outputs):
+                return end
+            return check_case(checker, plan.inputs[i], plan.outputs[i], out, err, end)
+
+    return Job({"mode": "stdio", "timeout": timeout, "cases": len(frames), "cap": cap}, frames, fold)
 
 
 def records(reply: Reply) -> list[dict[str, Any]]:
@@ -175,12 +192,47 @@ def split_cases(reply: Reply) -> list[tuple[bytes, bytes, dict[str, Any]]]:
     return cases
 
 
+def check_case(
+    checker: CheckerSpec, inp: str, want: str, out_b: bytes, err_b: bytes, end: dict[str, Any]
+) -> dict[str, Any]:
+    """One input's result, small: ``problem`` (empty when accepted), ``why`` (how it ended), and
+    what the review page shows of a failure (``got``, ``error``: at most ``MAX_SHOWN`` characters
+    each) and the peak memory the worker measured. ``ground_truth``: the custom checker raised on
+    the output *and* on the expected output (the task's problem). Called as each input's output
+    arrives (``stdio_job``'s ``fold``), so the trainer never holds more than one input's output."""
+    out = out_b.decode("utf-8", "replace")
+    why, status = str(end.get("why", "")), str(end.get("status", ""))
+    res: dict[str, Any] = {"checked": True, "why": why}
+    if why == "output_limit":
+        problem = f"its output went over {MAX_STDOUT} bytes"
+    elif why != "exited":
+        problem = why or "it did not finish"
+    elif status != "exit:0":
+        problem = f"it ended with {status}"
+    else:
+        try:
+            problem = "" if check_output(checker, inp, want, out) else "wrong output"
+        except CheckerFailed as exc:
+            if _checker_fails_on_expected(checker, inp, want):
+                res["ground_truth"] = str(exc)
+            problem = f"the checker refused its output ({exc})"
+    res["problem"] = problem
+    if problem:
+        res["got"] = out[:MAX_SHOWN]
+        tail = err_b[-MAX_SHOWN:].decode("utf-8", "replace").strip()
+        if tail:
+            res["error"] = tail
+        res["peak"] = int(end.get("maxrss", 0)) if type(end.get("maxrss", 0)) is int else 0
+    return res
+
+
 def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> Judgement:
-    """A stdin/stdout sample: each input's raw output compared here, outside the candidate, by
-    ``checker`` (``rlvr.sandbox.checkers``). A custom checker that raises on the program's output
-    is the program's failure, unless it also raises on the row's own expected output: then the
-    judgement is ``ground_truth`` (the task's problem, masked). Nothing the program prints decides
-    an outcome class: ``peak`` is what the worker measured."""
+    """A stdin/stdout sample: each input's raw output compared outside the candidate, by
+    ``checker`` (``rlvr.sandbox.checkers``), as it arrived (a reply of ``stdio_job`` with
+    ``plan``) or here. A custom checker that raises on the program's output is the program's
+    failure, unless it also raises on the row's own expected output: then the judgement is
+    ``ground_truth`` (the task's problem, masked). Nothing the program prints decides an outcome
+    class: ``peak`` is what the worker measured."""
     total = len(plan.inputs)
     cases = split_cases(reply)
     details: list[dict[str, Any]] = []
@@ -193,30 +245,18 @@ def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> 
         if i >= len(cases):
             continue
         out_b, err_b, end = cases[i]
-        out = out_b.decode("utf-8", "replace")
-        why, status = str(end.get("why", "")), str(end.get("status", ""))
-        if why == "output_limit":
-            problem = f"its output went over {MAX_STDOUT} bytes"
-        elif why != "exited":
-            problem = why or "it did not finish"
-        elif status != "exit:0":
-            problem = f"it ended with {status}"
-        else:
-            try:
-                problem = "" if check_output(checker, inp, want, out) else "wrong output"
-            except CheckerFailed as exc:
-                if _checker_fails_on_expected(checker, inp, want):
-                    return Judgement("ground_truth", passed, total, str(exc), False, tuple(details))
-                problem = f"the checker refused its output ({exc})"
+        res = end if end.get("checked") is True else check_case(checker, inp, want, out_b, err_b, end)
+        if isinstance(res.get("ground_truth"), str):
+            return Judgement("ground_truth", passed, total, res["ground_truth"], False, tuple(details))
+        problem = str(res.get("problem", "it did not finish"))
         d["status"] = "failed" if problem else "passed"
         passed += not problem
-        if problem and why != "timeout" and not first:
+        if problem and res.get("why") != "timeout" and not first:
             first = f"input {i}: {problem}"
-            d.update(got=out[:MAX_SHOWN], expected=want[:MAX_SHOWN])
-            tail = err_b[-MAX_SHOWN:].decode("utf-8", "replace").strip()
-            if tail:
-                d["error"] = tail
-            peak = int(end.get("maxrss", 0)) if type(end.get("maxrss", 0)) is int else 0
+            d.update(got=str(res.get("got", ""))[:MAX_SHOWN], expected=want[:MAX_SHOWN])
+            if isinstance(res.get("error"), str):
+                d["error"] = res["error"][:MAX_SHOWN]
+            peak = int(res.get("peak", 0)) if type(res.get("peak", 0)) is int else 0
     if first:
         detail = f"{passed}/{total} inputs passed; {first}"
         return Judgement("failed", passed, total, detail, False, tuple(details), peak)
