@@ -22,7 +22,11 @@ assert is final. Stdin/stdout programs run as scripts, one fresh child per input
 output is compared here, in the trainer, by the row's or the task's checker
 (``rlvr.sandbox.checkers``). ``correct`` when the whole test file runs and every assert passes
 (every input's output is accepted and the program exits 0); ``wrong`` otherwise, scored 0 or,
-with ``partial_credit``, the fraction of asserts passed. What the code prints, its exit code, an
+with ``partial_credit``, the fraction of assert statements passed. ``correct`` implies plain
+CPython passes: a construct the sandbox cannot keep exact (the program's objects used beyond a
+call, their truth or iteration without ``program_objects: true``; an object of the test's that
+is neither plain data nor callable) is ``unsupported``: wrong, scored 0 even with
+``partial_credit``, counted as ``unsupported``, its detail naming the construct. What the code prints, its exit code, an
 exception it raises about itself (``MemoryError``), killing itself or closing its pipes never
 grant reward or masking. A ``timeout`` (the deadline, or CPU time at the limit), ``memory`` (the
 kernel measured a peak at the budget) or ``sandbox`` failure, as the worker measured
