@@ -249,12 +249,23 @@ def test_a_script_that_exits_non_zero_or_raises_fails_its_input(pool):
 def test_output_over_the_whole_reply_limit_is_wrong_not_a_sandbox_error(pool, monkeypatch):
     # Self-mask: a reply too large for the trainer once raised a sandbox error (masked). Now the
     # trainer keeps reading, keeps nothing more, and the sample is over its output limit: wrong.
+    # (unit_tests folds each input's output as it ends, so its replies stay small: the raw job.)
+    from rlvr.sandbox import worker
+    from rlvr.sandbox.checks import judge_stdio, stdio_job
+    from rlvr.sandbox.plans import plan_stdio
+
+    monkeypatch.setattr(worker, "MAX_REPLY", 1 << 20)
+    plan = plan_stdio([{"input": str(i), "output": "x" * 600_000} for i in range(3)])
+    (reply,) = pool.run([stdio_job("print('x' * 600_000)\n", plan.inputs, 5.0)])
+    assert reply.end.why == "output_limit" and judge_stdio(plan, reply).status != "passed"
+
+
+def test_a_folded_stdio_reply_is_judged_by_each_inputs_own_cap(pool, monkeypatch):
     from rlvr.sandbox import worker
 
     monkeypatch.setattr(worker, "MAX_REPLY", 1 << 20)
     cases = [{"input": str(i), "output": "x" * 600_000} for i in range(3)]
-    v = run(pool, "print('x' * 600_000)\n", cases)
-    assert v.outcome is Outcome.WRONG and "size limit" in v.detail, v.detail
+    assert run(pool, "print('x' * 600_000)\n", cases).outcome is Outcome.CORRECT
 
 
 SHADOWS = (

@@ -293,3 +293,50 @@ def test_a_stdio_reply_holds_each_inputs_result_not_its_output(pool):
     assert kept < 8 * 1024 and len(reply.frames) == 4, kept
     j = judge_stdio(plan, reply)
     assert j.status == "failed" and j.details[0]["got"] == "y" * 300
+
+
+# -- 5: copies are exact or refused ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("code", "tests", "cpython"),
+    [
+        # a result that is the argument itself is the test's own object
+        ("def f(l):\n    l.sort()\n    return l\n", "x = [2, 1]\nr = f(x)\nr.append(9)\nassert x != r\n", "wrong"),
+        ("def f(l):\n    return sorted(l)\n", "x = [2, 1]\nr = f(x)\nr.append(9)\nassert x != r\n", "correct"),
+        # an argument's inner list, returned, is the test's inner list
+        (
+            "def f(m):\n    return max(m, key=len)\n",
+            "m = [[1], [1, 2]]\nr = f(m)\nr.append(3)\nassert m[1] == [1, 2, 3]\n",
+            "correct",
+        ),
+        (
+            "def f(t, d):\n    return t + (d,)\n",
+            "d = {}\nr = f((1,), d)\nr[1]['k'] = 1\nassert d == {'k': 1}\n",
+            "correct",
+        ),
+        # keyword arguments and calls that raised are written back
+        ("def f(*, out):\n    out.append(1)\n", "o = []\nf(out=o)\nassert o == [1]\n", "correct"),
+        (
+            "def f(l):\n    l.append(1)\n    raise ValueError\n",
+            "x = []\ntry:\n    f(x)\nexcept ValueError:\n    pass\nassert x == [1]\n",
+            "correct",
+        ),
+    ],
+)
+def test_a_call_shows_the_test_what_cpython_shows(pool, code, tests, cpython):
+    v = run(pool, code, tests)
+    assert v.outcome.value == cpython, v.detail
+
+
+@pytest.mark.parametrize(
+    ("code", "tests"),
+    [
+        ("CACHE = []\ndef f():\n    return CACHE\n", "r = f()\nr.append(1)\nassert f() == []\n"),
+        ("def f(m):\n    m[0].append(1)\n", "row = [0]\nf([row])\nassert row == [0]\n"),
+        ("def f(a, b):\n    a.append(1)\n", "x = []\nf(x, x)\nassert x == [1]\n"),
+        ("X = []\ndef add(v):\n    X.append(v)\n", "add(1)\nassert X == []\n"),
+        ("N = 0\ndef bump():\n    global N\n    N += 1\n", "bump()\nassert N == 0\n"),
+        ("def f():\n    a = [1]\n    return [a, a]\n", "r = f()\nr[0].append(2)\nassert r[1] == [1]\n"),
+    ],
+)
+def test_a_copy_that_would_hide_aliasing_or_a_change_is_unsupported(pool, code, tests):
+    assert unsupported(run(pool, code, tests))

@@ -24,6 +24,7 @@ It decides nothing. Two ways to run:
 from __future__ import annotations
 
 import builtins
+import collections
 import io
 import operator
 import os
@@ -102,10 +103,7 @@ class Server:
             return ["ok", self.globals(msg[2])]
         obj: Any = self.objs[msg[1]] if len(msg) > 1 and type(msg[1]) is int else None
         if k == "call":
-            args = [self.dec(a) for a in msg[2]]
-            kwargs = {name: self.dec(v) for name, v in msg[3]}
-            value = obj(*args, **kwargs)
-            return ["ok", self.enc(value), [self.enc(args[i]) for i in msg[4]]]
+            return self.call(obj, msg)
         if k == "attr":
             return ["ok", self.enc(getattr(obj, self.dec(msg[2])))]
         if k == "setattr":
@@ -147,6 +145,48 @@ class Server:
             "index": operator.index,
         }
         return ["ok", self.enc(simple[k](obj))]
+
+    def call(self, obj: Any, msg: list[Any]) -> list[Any]:
+        """Call, then write back every mutable argument the test child named (positions and
+        keywords), also when the call raised. A container nested in an argument must come back
+        unchanged, and travels back (in the write-backs and in the result) as a reference to the
+        test's own object (``["A", position, *path]``), as does a result that is an argument;
+        any other mutable object the result shares (with the program's state, or twice within
+        itself) is ``unsupported``: a copy would hide what CPython shows."""
+        args = [self.dec(a) for a in msg[2]]
+        kwargs = {name: self.dec(v) for name, v in msg[3]}
+        given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
+        mut = [p for p in msg[4] if p in given]
+        before = {p: [self.enc(x) for x in _inner_mutables(given[p])] for p in mut}
+        index = _nested_paths(given)
+        try:
+            value = obj(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the test sees it, after the write-back
+            return [*describe(exc), self.writes(given, mut, before, index)]
+        wb = self.writes(given, mut, before, index)
+        if "unsupported" in wb:
+            return ["unsupported", wb["unsupported"]]
+        if isinstance(value, _MUTABLES) and id(value) in index:  # an argument, or a container in one
+            return ["ok", ["A", *index[id(value)]], wb]
+        if aliased(value, index):
+            return ["unsupported", f"the result ({type(value).__name__}) shares a mutable object with the program"]
+        wire.ALIASES = index
+        try:
+            return ["ok", self.enc(value), wb]
+        finally:
+            wire.ALIASES = {}
+
+    def writes(
+        self, given: dict[Any, Any], mut: list[Any], before: dict[Any, list[Any]], index: dict[int, list[Any]]
+    ) -> dict[str, Any]:
+        for p in mut:
+            if [self.enc(x) for x in _inner_mutables(given[p])] != before[p]:
+                return {"unsupported": "the program changed a container nested inside an argument"}
+        wire.ALIASES = index
+        try:
+            return {"wb": [[p, self.enc(given[p])] for p in mut]}
+        finally:
+            wire.ALIASES = {}
 
     def globals(self, wanted: list[Any]) -> list[list[Any]]:
         """The names the test child asked for (those of its test file and the task's entry point)
@@ -199,6 +239,86 @@ class Server:
                     cls = Exception
                 raise cls(msg[2])
             self.send(self.answer(msg))
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
+_MUTABLES = (list, dict, set, bytearray, collections.deque)
+
+
+def _inner_mutables(top: Any) -> list[Any]:
+    """The mutable containers nested inside ``top`` (not ``top`` itself)."""
+    out: list[Any] = []
+    stack = _children(top)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _MUTABLES):
+            out.append(x)
+        stack.extend(_children(x))
+    return out
+
+
+def _children(x: Any) -> list[Any]:
+    if isinstance(x, dict):
+        return [v for v in dict.values(x) if isinstance(v, _CONTAINERS)]
+    if isinstance(x, (list, tuple, set, frozenset, collections.deque)):
+        return [v for v in x if isinstance(v, _CONTAINERS)]
+    return []
+
+
+def _refcounts(value: Any, skip: dict[int, Any] | None = None) -> list[tuple[bool, int, int]]:
+    """(is the top, id, reference count) of each mutable container of ``value`` (not those in
+    ``skip``, nor inside them), as seen from here: compared with the counts of a fresh value
+    (``_FRESH``), an extra reference is an alias."""
+    out: list[tuple[bool, int, int]] = []
+    stack = [(value, True)]
+    while stack:
+        c, top = stack.pop()
+        if skip and id(c) in skip:
+            continue
+        if isinstance(c, _MUTABLES):
+            out.append((top, id(c), sys.getrefcount(c)))
+        stack.extend((x, False) for x in _children(c))
+    return out
+
+
+def _nested_paths(given: dict[Any, Any]) -> dict[int, list[Any]]:
+    """id -> [position, *path] of every mutable argument and mutable container nested in one
+    (through lists, tuples, deques and dict values); they stay alive in ``given``."""
+    out: dict[int, list[Any]] = {}
+    stack: list[tuple[Any, list[Any]]] = [(v, [p]) for p, v in given.items()]
+    while stack:
+        x, path = stack.pop()
+        if isinstance(x, _MUTABLES) and id(x) not in out:
+            out[id(x)] = path
+        if isinstance(x, dict):
+            for k, v in dict.items(x):
+                if isinstance(v, _CONTAINERS) and type(k) in (int, str, bool, float):
+                    stack.append((v, [*path, k]))
+        elif isinstance(x, (list, tuple, collections.deque)):
+            stack.extend((v, [*path, i]) for i, v in enumerate(x) if isinstance(v, _CONTAINERS))
+    return out
+
+
+def aliased(value: Any, skip: dict[int, Any] | None = None) -> bool:
+    """Does a mutable container of the result (not one nested in an argument, ``skip``) have a
+    reference from outside the result, or appear twice in it? (Counts compared with those of a
+    fresh value seen through the same calls, ``_FRESH``.)"""
+    counts = _refcounts(value, skip)
+    if _FRESH is None:
+        return False
+    if len({i for _, i, _ in counts}) != len(counts):
+        return True
+    return any(rc > (_FRESH[0] if top else _FRESH[1]) for top, _, rc in counts)
+
+
+def _fresh_counts() -> tuple[int, int]:
+    value = [[0], {1: [2]}]
+    counts = _refcounts(value)  # one call less than aliased(value) -> _refcounts(value)
+    return counts[0][2] + 1, max(rc for top, _, rc in counts if not top)
+
+
+_FRESH: tuple[int, int] | None = None
+_FRESH = _fresh_counts()
 
 
 def describe(exc: BaseException) -> list[Any]:

@@ -39,7 +39,6 @@ from typing import Any, NoReturn
 import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
 
 MAX_ANSWER = 64 << 20  # bytes of one answer from the candidate child
-_MUTABLE = (list, dict, set, bytearray, collections.deque)
 _CALLABLE_TYPES = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -75,6 +74,7 @@ class Link:
         self.quiet = False
         self.handles: dict[int, Handle] = {}
         self.callables: list[Any] = []
+        self.call_args: dict[Any, Any] | None = None  # during a call: position -> the test's object
 
     def gone(self, why: str) -> NoReturn:
         """The candidate ended or broke the protocol: the sample ends here, whatever the test does."""
@@ -84,7 +84,9 @@ class Link:
         """A construct the boundary cannot keep exact: the sample ends ``unsupported``."""
         self.end({"end": "unsupported", "what": what[:300]})
 
-    def ref(self, tag: str, n: int, kind: str = "o", tname: str = "object") -> Any:
+    def ref(self, tag: str, n: Any, kind: Any = "o", tname: str = "object") -> Any:
+        if tag == "A":
+            return self.resolve(n, kind)
         if tag == "x":
             if not 0 <= n < len(self.callables):
                 raise wire.WireError("an unknown callable")
@@ -102,6 +104,22 @@ class Link:
                 )
             h = self.handles[n] = Handle(n, kind, tname)
         return h
+
+    def resolve(self, pos: Any, path: list[Any]) -> Any:
+        """The test's own object at ``path`` inside the call's argument ``pos`` (read before any
+        write-back: the candidate sends paths into the arguments as they were passed)."""
+        if self.call_args is None or pos not in self.call_args:
+            raise wire.WireError("a reference to an unknown argument")
+        x = self.call_args[pos]
+        for step in path:
+            key = self.dec(step)
+            try:
+                x = x[key] if isinstance(x, (list, tuple, dict, collections.deque)) else None
+            except (IndexError, KeyError, TypeError):
+                x = None
+            if x is None:
+                raise wire.WireError("a reference to a place not in the arguments")
+        return x
 
     def other(self, obj: Any) -> list[Any]:
         """How an object of the test's own travels when it is not plain data: a handle goes back
@@ -151,22 +169,43 @@ class Link:
     def dec(self, x: Any) -> Any:
         return wire.decode(x, self.ref)
 
-    def value(self, msg: list[Any], args: list[Any] | None = None) -> Any:
-        """Ask, and turn the answer into a value (or raise what the candidate raised)."""
+    def value(self, msg: list[Any], args: dict[Any, Any] | None = None) -> Any:
+        """Ask, and turn the answer into a value (or raise what the candidate raised). For a call,
+        ``args`` maps each argument position (an index, or a keyword's name) the candidate writes
+        back to the test's own object: it is updated in place, after the call returned or raised,
+        before the result is decoded (a result that *is* an argument, ``["A", position]``, is the
+        test's own object)."""
         ans = self.ask(msg)
         try:
-            if ans[0] == "ok" and len(ans) >= 2:
-                out = self.dec(ans[1])
-                if args is not None and len(ans) >= 3 and type(ans[2]) is list:
-                    for i, new in zip(msg[4], ans[2], strict=False):
-                        write_back(args[i], self.dec(new))
-                return out
-            if ans[0] == "stop":
-                raise StopIteration
-            if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
-                raise self.rebuild(ans)
+            self.call_args = args
+            try:
+                return self._answer(ans, args)
+            finally:
+                self.call_args = None
         except wire.WireError as exc:
             self.gone(f"the candidate's process sent a bad answer: {exc}")
+
+    def _answer(self, ans: list[Any], args: dict[Any, Any] | None) -> Any:
+        if args is not None and ans[0] in ("ok", "exc") and len(ans) >= 3 and type(ans[-1]) is dict:
+            if isinstance(ans[-1].get("unsupported"), str):
+                self.refuse(ans[-1]["unsupported"])
+            # Decode every write-back and the result before changing anything: references
+            # (["A", ...]) name places in the arguments as they were passed.
+            news = [(pos, self.dec(new)) for pos, new in ans[-1].get("wb", []) if type(pos) in (int, str)]
+            value = self.dec(ans[1]) if ans[0] == "ok" and len(ans) >= 2 else None
+            for pos, new in news:
+                if pos in args:
+                    write_back(args[pos], new)
+            if ans[0] == "ok":
+                return value
+        if ans[0] == "ok" and len(ans) >= 2:
+            return self.dec(ans[1])
+        if ans[0] == "stop":
+            raise StopIteration
+        if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
+            self.refuse(ans[1])
+        if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+            raise self.rebuild(ans)
         self.gone("the candidate's process sent a malformed answer")
 
     def rebuild(self, ans: list[Any]) -> BaseException:
@@ -220,6 +259,25 @@ def _op(h: Handle, name: str, *values: Any) -> Any:
     return link.value(["op", name, [link.enc(v) for v in values]])
 
 
+def shared_arguments(link: Link, values: Any) -> None:
+    """A call whose arguments hold one mutable object twice (``f(a, a)``, ``[row] * 3``) is
+    refused: the candidate would receive copies, and a change through one would not show
+    through the other as it does in CPython."""
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t in (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict):
+            if id(x) in seen:
+                link.refuse(f"the test passes one {t.__name__} twice in a call's arguments (copies would split it)")
+            seen.add(id(x))
+        if t in (list, tuple, set, frozenset, collections.deque):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(dict.values(x))
+
+
 def write_back(orig: Any, new: Any) -> None:
     """The candidate's view of an argument after the call, written into the test's own object."""
     if type(orig) is list or type(orig) is bytearray:
@@ -249,8 +307,9 @@ class Handle:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         link = _gate(self, "call")
-        mut = [i for i, a in enumerate(args) if type(a) in _MUTABLE or type(a) in (collections.Counter,)]
-        mut += [i for i, a in enumerate(args) if i not in mut and isinstance(a, (dict, list, set))]
+        given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
+        shared_arguments(link, given.values())
+        mut = [pos for pos, a in given.items() if isinstance(a, (list, dict, set, bytearray, collections.deque))]
         msg = [
             "call",
             object.__getattribute__(self, "_n"),
@@ -258,7 +317,7 @@ class Handle:
             [[k, link.enc(v)] for k, v in kwargs.items()],
             mut,
         ]
-        return link.value(msg, list(args))
+        return link.value(msg, given)
 
     def __getattr__(self, name: str) -> Any:
         return _ask(self, "attr", name)

@@ -263,6 +263,27 @@ def program_imports(code: str) -> dict[str, tuple[str, str | None]]:
     return out
 
 
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, type)
+
+
+def immutable(x: Any, depth: int = 0) -> bool:
+    """Plain data no call can change in place (tuples and frozensets of such)."""
+    if type(x) in _IMMUTABLE or type(x).__name__ in ("Fraction", "Decimal"):
+        return True
+    if type(x) in (tuple, frozenset) or (isinstance(x, tuple) and hasattr(type(x), "_fields")):
+        return depth < 100 and all(immutable(v, depth + 1) for v in x)
+    return False
+
+
+def declared_global(code: str) -> set[str]:
+    """Names the program's functions declare ``global`` (a call may rebind them)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+
+
 def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str | None) -> None:
     """The program's names the tests read. A standard import of the program's is this process's
     own import. A name that shadows a builtin (a program's ``isinstance`` that always says True)
@@ -290,6 +311,7 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
     shadow = {n for n in given if hasattr(builtins, n)}
     api = set(given) - shadow
     allowed = ({entry} & shadow) if entry else (shadow if not api else set())
+    rebound = declared_global(code)
     for name, value in given.items():
         if name in shadow and name not in allowed:
             continue
@@ -297,6 +319,10 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
             ns[name] = link.dec(value)
         except wire.WireError as exc:
             link.gone(f"the candidate's process sent a bad value: {exc}")
+        if type(ns[name]) is not Handle and (name in rebound or not immutable(ns[name])):
+            # A copy taken at load time would go stale when a call changes it: CPython's test
+            # would see the change.
+            link.refuse(f"the test reads the program's global {name!r}, a value a call can change")
 
 
 def run(job: dict[str, Any], link: Link) -> dict[str, Any]:

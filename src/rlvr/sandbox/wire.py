@@ -57,9 +57,17 @@ class WireError(ValueError):
     """A frame or a value that breaks the format or its limits."""
 
 
+ALIASES: dict[int, list[Any]] = {}  # set by the candidate around a call's answer (see child.Server.call)
+_ALIASABLE = (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict)
+
+
 def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
-    """``x`` as tagged JSON. ``other(obj)`` encodes what is not plain data (a handle)."""
+    """``x`` as tagged JSON. ``other(obj)`` encodes what is not plain data (a handle). A mutable
+    container below the top listed in ``ALIASES`` (a call's argument or a container in one) is
+    sent as ``["A", position, *path]``: the test child's own object at that place."""
     t = type(x)
+    if ALIASES and depth and t in _ALIASABLE and id(x) in ALIASES:
+        return ["A", *ALIASES[id(x)]]
     if t is int:
         return x if -BIG < x < BIG else ["i", format(x, "x")]
     if t is str or t is float or t is bool or x is None:
@@ -187,6 +195,8 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
         return ref(tag, x[1], x[2], x[3])
     if tag == "h" and len(x) == 2 and type(x[1]) is int:  # a handle the test child sent back
         return ref(tag, x[1])
+    if tag == "A" and len(x) >= 2 and type(x[1]) in (int, str):
+        return ref("A", x[1], x[2:])
     if tag == "T" and len(x) == 2 and type(x[1]) is str and x[1] in BUILTIN_TYPES:
         return BUILTIN_TYPES[x[1]]
     if tag == "i" and len(x) == 2 and type(x[1]) is str and len(x[1]) <= MAX_INT_HEX:
