@@ -242,13 +242,14 @@ def free_names(*trees: ast.AST) -> set[str]:
     return {n for n in loaded - bound if not n.startswith(("_rlvr_", "__"))}
 
 
-def program_imports(code: str) -> dict[str, tuple[str, str | None]]:
-    """The standard-library names the program's source imports at its top level: name ->
-    (module, attribute or None). Parsed here, from the text; never asked of the program."""
+def program_facts(code: str) -> tuple[dict[str, tuple[str, str | None]], set[str]]:
+    """From the program's source, parsed here (never asked of the program): the standard-library
+    names it imports at its top level (name -> (module, attribute or None)), and the names its
+    functions declare ``global`` or ``nonlocal`` (a call may rebind them)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
+        return {}, set()
     out: dict[str, tuple[str, str | None]] = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
@@ -260,7 +261,8 @@ def program_imports(code: str) -> dict[str, tuple[str, str | None]]:
                 for a in node.names:
                     if a.name != "*":
                         out[a.asname or a.name] = (node.module, a.name)
-    return out
+    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    return out, rebound
 
 
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, type)
@@ -275,21 +277,12 @@ def immutable(x: Any, depth: int = 0) -> bool:
     return False
 
 
-def declared_global(code: str) -> set[str]:
-    """Names the program's functions declare ``global`` (a call may rebind them)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
-
-
 def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str | None) -> None:
     """The program's names the tests read. A standard import of the program's is this process's
     own import. A name that shadows a builtin (a program's ``isinstance`` that always says True)
     is bound only when it is the row's entry point or, without one, when the tests read no other
     name of the program (MBPP's ``def sum``): otherwise the test's ``isinstance`` stays Python's."""
-    imports = program_imports(code)
+    imports, rebound = program_facts(code)
     for name in sorted(wanted & imports.keys()):
         module, attr = imports[name]
         try:
@@ -311,7 +304,6 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
     shadow = {n for n in given if hasattr(builtins, n)}
     api = set(given) - shadow
     allowed = ({entry} & shadow) if entry else (shadow if not api else set())
-    rebound = declared_global(code)
     for name, value in given.items():
         if name in shadow and name not in allowed:
             continue
