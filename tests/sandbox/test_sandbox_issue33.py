@@ -340,3 +340,10 @@ def test_a_call_shows_the_test_what_cpython_shows(pool, code, tests, cpython):
 )
 def test_a_copy_that_would_hide_aliasing_or_a_change_is_unsupported(pool, code, tests):
     assert unsupported(run(pool, code, tests))
+
+
+def test_each_stdio_input_has_its_own_timeout(pool):
+    # Four inputs of 1 s each under a 3 s timeout: one shared timeout would end the row at the third.
+    cases = [{"input": str(i), "output": str(i) + "\n"} for i in range(4)]
+    v = run(pool, "import time\ntime.sleep(1.0)\nprint(input())\n", cases, timeout=3.0)
+    assert v.outcome is Outcome.CORRECT, v.detail

@@ -78,7 +78,8 @@ def stdio_job(
     plan: CheckPlan | None = None,
     checker: CheckerSpec = EXACT,
 ) -> Job:
-    """A program run as a script once per input (fd 0 holds the input). With ``plan`` (and its
+    """A program run as a script once per input (fd 0 holds the input), ``timeout`` seconds for
+    each input, the inputs' timeouts in all for the row. With ``plan`` (and its
     ``checker``) each input's output is compared the moment it has come back and only the small
     result is kept (``check_case``): the trainer holds at most one input's output per sample."""
     prog = code.encode("utf-8", "surrogatepass")
@@ -91,7 +92,8 @@ def stdio_job(
                 return end
             return check_case(checker, plan.inputs[i], plan.outputs[i], out, err, end)
 
-    return Job({"mode": "stdio", "timeout": timeout, "cases": len(frames), "cap": cap}, frames, fold)
+    control = {"mode": "stdio", "timeout": timeout, "total": timeout * max(1, len(frames)), "cases": len(frames)}
+    return Job({**control, "cap": cap}, frames, fold)
 
 
 def records(reply: Reply) -> list[dict[str, Any]]:

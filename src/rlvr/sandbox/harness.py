@@ -300,7 +300,9 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
     cap = min(int(ctl.get("cap", MAX_STDOUT)), MAX_OUTPUT)
     workdir = make_workdir(cfg, seq)
     t0 = time.monotonic()
-    deadline = t0 + timeout
+    # One timeout per input (a slow first input does not eat the next one's time), under the
+    # row's total (every input's timeout), which the trainer's own deadline also follows.
+    deadline = t0 + float(ctl.get("total", timeout))
     why, cpu, maxrss = "ended", 0.0, 0
     try:
         for _ in range(int(ctl.get("cases", 0))):
@@ -322,7 +324,8 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
                 os.close(fd)
             pidfd = os.pidfd_open(pid)
             try:
-                case_why = pump(deadline, n, in_w, {out_r: [b"O", cap, 0], err_r: [b"E", -MAX_STDERR, 0]}, pidfd)
+                case_deadline = min(time.monotonic() + timeout, deadline)
+                case_why = pump(case_deadline, n, in_w, {out_r: [b"O", cap, 0], err_r: [b"E", -MAX_STDERR, 0]}, pidfd)
             finally:
                 _kill(pid, cfg["pidns"])
                 _, status, usage = os.wait4(pid, 0)

@@ -48,7 +48,8 @@ class Job:
 
     @property
     def timeout(self) -> float:
-        return float(self.control["timeout"])
+        """The whole session's time: a stdin/stdout job's ``total`` (each input has ``timeout``)."""
+        return float(self.control.get("total", self.control["timeout"]))
 
 
 @dataclass(frozen=True)
