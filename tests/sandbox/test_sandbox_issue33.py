@@ -347,3 +347,15 @@ def test_each_stdio_input_has_its_own_timeout(pool):
     cases = [{"input": str(i), "output": str(i) + "\n"} for i in range(4)]
     v = run(pool, "import time\ntime.sleep(1.0)\nprint(input())\n", cases, timeout=3.0)
     assert v.outcome is Outcome.CORRECT, v.detail
+
+
+# -- copy limits: a correct answer the wire cannot carry is unsupported, never wrong --------------
+def test_an_answer_nested_past_the_wires_depth_is_unsupported_by_name(pool):
+    code = "def f():\n    x = []\n    for _ in range(300):\n        x = [x]\n    return x\n"
+    v = run(pool, code, "r = f()\nfor _ in range(300):\n    r = r[0]\nassert r == []\n")
+    assert unsupported(v) and "limits" in v.detail, v.detail
+
+
+def test_an_integer_of_a_million_bits_crosses_exactly(pool):
+    v = run(pool, "def f():\n    return 3 ** 700000\n", "assert f() % 1000 == 3 ** 700000 % 1000\n", timeout=10.0)
+    assert v.outcome is Outcome.CORRECT, v.detail

@@ -207,6 +207,8 @@ class Server:
         """One request -> its answer (never raises)."""
         try:
             return self.run(msg)
+        except wire.WireLimit as exc:  # a correct answer the wire cannot carry: refused, not wrong
+            return ["unsupported", f"an answer beyond the wire's limits ({exc})"]
         except BaseException as exc:  # noqa: BLE001 - everything the program raises goes to the test
             return describe(exc)
 
@@ -214,7 +216,7 @@ class Server:
         try:
             wire.send(self.wfd, ans)
         except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-            wire.send(self.wfd, describe(exc))
+            wire.send(self.wfd, ["unsupported", f"an answer the wire cannot carry ({type(exc).__name__})"])
 
     def serve(self) -> None:
         """Answer requests until the test child closes the pipe."""

@@ -151,6 +151,8 @@ class Link:
                 if ans[0] != "cb":
                     return ans
                 self.call_back(ans)
+        except wire.WireLimit as exc:
+            self.refuse(f"an answer beyond the wire's limits ({exc})")
         except (OSError, wire.WireError) as exc:
             self.gone(f"the candidate's process broke the protocol: {exc}")
 
@@ -182,6 +184,8 @@ class Link:
                 return self._answer(ans, args)
             finally:
                 self.call_args = None
+        except wire.WireLimit as exc:
+            self.refuse(f"an answer beyond the wire's limits ({exc})")
         except wire.WireError as exc:
             self.gone(f"the candidate's process sent a bad answer: {exc}")
 

@@ -294,6 +294,8 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
     ans = link.ask(["load", code, ask])
     if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
         end_now({"end": "raised", "exc": "the program raised " + describe_exc(link.rebuild(ans))})
+    if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
+        link.refuse(ans[1])
     if ans[0] != "ok" or len(ans) < 2 or type(ans[1]) is not list:
         link.gone("the candidate's process sent a malformed answer to load")
     given = {}
@@ -309,6 +311,8 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
             continue
         try:
             ns[name] = link.dec(value)
+        except wire.WireLimit as exc:
+            link.refuse(f"the program's {name!r} is beyond the wire's limits ({exc})")
         except wire.WireError as exc:
             link.gone(f"the candidate's process sent a bad value: {exc}")
         if type(ns[name]) is not Handle and (name in rebound or not immutable(ns[name])):

@@ -34,9 +34,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-MAX_ITEMS = 4_000_000  # values in one answer
+MAX_ITEMS = 32_000_000  # values in one answer (a 64 MiB frame holds fewer)
 MAX_DEPTH = 200
-MAX_INT_HEX = 100_000  # hex digits of one integer (400,000 bits)
+MAX_INT_HEX = 16_000_000  # hex digits of one integer (64M bits; base 16 converts in linear time)
 BIG = 1 << 63
 FACTORIES: dict[str, Any] = {
     "int": int,
@@ -57,6 +57,11 @@ class WireError(ValueError):
     """A frame or a value that breaks the format or its limits."""
 
 
+class WireLimit(WireError):
+    """A well-formed value beyond a limit (depth, values, frame size): the sample is
+    ``unsupported``, not the program's fault."""
+
+
 ALIASES: dict[int, list[Any]] = {}  # set by the candidate around a call's answer (see child.Server.call)
 _ALIASABLE = (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict)
 
@@ -73,7 +78,7 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     if t is str or t is float or t is bool or x is None:
         return x
     if depth > MAX_DEPTH:
-        raise WireError("nested too deeply")
+        raise WireLimit(f"nested more than {MAX_DEPTH} deep")
     d = depth + 1
     if t is list:
         return ["l", *[encode(v, other, d) for v in x]]
@@ -161,12 +166,12 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
     b = budget if budget is not None else [MAX_ITEMS]
     b[0] -= 1
     if b[0] < 0:
-        raise WireError(f"an answer of more than {MAX_ITEMS} values")
+        raise WireLimit(f"an answer of more than {MAX_ITEMS} values")
     t = type(x)
     if t is int or t is str or t is float or t is bool or x is None:
         return x
     if depth > MAX_DEPTH:
-        raise WireError(f"an answer nested more than {MAX_DEPTH} deep")
+        raise WireLimit(f"an answer nested more than {MAX_DEPTH} deep")
     if t is not list or not x or type(x[0]) is not str:
         raise WireError("a malformed value")
     tag = x[0]
@@ -274,7 +279,7 @@ def recv(fd: int, limit: int) -> Any:
         return None
     n = struct.unpack(">I", head)[0]
     if n > limit:
-        raise WireError(f"a frame of {n} bytes is over the {limit}-byte limit")
+        raise WireLimit(f"a frame of {n} bytes is over the {limit}-byte limit")
     body = read_exact(fd, n)
     if body is None:
         return None
