@@ -332,6 +332,7 @@ def test_a_call_shows_the_test_what_cpython_shows(pool, code, tests, cpython):
     [
         ("CACHE = []\ndef f():\n    return CACHE\n", "r = f()\nr.append(1)\nassert f() == []\n"),
         ("def f(m):\n    m[0].append(1)\n", "row = [0]\nf([row])\nassert row == [0]\n"),
+        ("def f(t):\n    t[0].append(1)\n", "t = ([1],)\nf(t)\nassert t == ([1],)\n"),
         ("def f(a, b):\n    a.append(1)\n", "x = []\nf(x, x)\nassert x == [1]\n"),
         ("X = []\ndef add(v):\n    X.append(v)\n", "add(1)\nassert X == []\n"),
         ("N = 0\ndef bump():\n    global N\n    N += 1\n", "bump()\nassert N == 0\n"),

@@ -157,7 +157,7 @@ class Server:
         kwargs = {name: self.dec(v) for name, v in msg[3]}
         given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
         mut = [p for p in msg[4] if p in given]
-        before = {p: [self.enc(x) for x in _inner_mutables(given[p])] for p in mut}
+        before = {p: [self.enc(x) for x in _inner_mutables(v)] for p, v in given.items()}
         index = _nested_paths(given)
         try:
             value = obj(*args, **kwargs)
@@ -179,8 +179,8 @@ class Server:
     def writes(
         self, given: dict[Any, Any], mut: list[Any], before: dict[Any, list[Any]], index: dict[int, list[Any]]
     ) -> dict[str, Any]:
-        for p in mut:
-            if [self.enc(x) for x in _inner_mutables(given[p])] != before[p]:
+        for p, v in given.items():  # a tuple's list too: f(([1],)) may change it
+            if [self.enc(x) for x in _inner_mutables(v)] != before[p]:
                 return {"unsupported": "the program changed a container nested inside an argument"}
         wire.ALIASES = index
         try:
