@@ -38,7 +38,10 @@ from rlvr.sandbox.interpreter import choose_python
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("RLVR_SHARED_DATA") or ROOT.parent / "shared" / "data")
 SANDBOX_TIMEOUT = 10.0
-PLAIN_TIMEOUT = 30.0  # three times the sandbox's: a slow program on a loaded machine is not a hang
+# Three times the sandbox's: a slow program on a loaded machine is not a hang. A shorter one can
+# only add false alarms (a correct verdict where plain CPython ran out of time), never hide one.
+PLAIN_TIMEOUT = float(os.environ.get("RLVR_PLAIN_TIMEOUT", "30"))
+PARALLEL = int(os.environ.get("RLVR_DIFF_PARALLEL", "2"))  # sandbox workers and plain CPython processes
 DONE = "__the_whole_test_file_ran__"
 MUTANTS_PER_PROGRAM = 5
 SWAP: dict[type, type] = {
@@ -281,7 +284,7 @@ def differential(pool: Any, cases: list[Case]) -> dict[str, Any]:
             verifier = UnitTests(timeout=SANDBOX_TIMEOUT, pool=pool, **opts)
             got = verifier.verify_batch([Sample(cases[i].completion, row=cases[i].row) for i in idx])
             by_index.update(zip(idx, got, strict=True))
-    with ThreadPoolExecutor(2) as ex:
+    with ThreadPoolExecutor(PARALLEL) as ex:
         truths = list(ex.map(lambda c: c.plain(), cases))
     forged = []
     converse: collections.Counter[str] = collections.Counter()
@@ -335,7 +338,7 @@ def report(name: str, result: dict[str, Any]) -> None:
 def long_pool():
     from rlvr.sandbox.pool import Limits, SandboxPool
 
-    p = SandboxPool(2, Limits(timeout=SANDBOX_TIMEOUT, memory_mb=1024))
+    p = SandboxPool(PARALLEL, Limits(timeout=SANDBOX_TIMEOUT, memory_mb=1024))
     p.start()
     yield p
     p.close()
