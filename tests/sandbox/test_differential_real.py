@@ -314,7 +314,7 @@ def differential(pool: Any, cases: list[Case]) -> dict[str, Any]:
         "verdicts": by_index,
         "truths": truths,
     }
-    report(f"{len(cases)} programs", result)
+    report("differential", result)
     assert forged == [], forged
     return result
 
