@@ -96,15 +96,38 @@ def test_values_survive_the_wire_as_what_they_are(value):
     assert back == value and type(back).__name__ == type(value).__name__
 
 
-def test_a_subclass_of_a_builtin_travels_as_its_builtin_value():
+def test_a_subclass_of_a_builtin_is_not_plain_data():
     class Sneaky(int):
         def __eq__(self, other):
             return True
 
         __hash__ = int.__hash__
 
-    back = wire.decode(wire.encode([Sneaky(0)], lambda o: ["h", 0]), _no_ref)
-    assert type(back[0]) is int and back[0] != 5
+    seen = []
+    wire.encode([Sneaky(0), 1], lambda o: seen.append(o) or ["h", 0, "o", "Sneaky"])
+    assert len(seen) == 1 and type(seen[0]) is Sneaky
+
+
+def test_a_named_tuple_with_a_method_of_its_own_is_not_plain_data():
+    class P(collections.namedtuple("P", "x y")):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = tuple.__hash__
+
+    Q = collections.namedtuple("Q", "x y")
+    Q.__repr__ = lambda self: "forged"
+    R = collections.namedtuple("R", "x y")
+    seen = []
+    for value in (P(1, 2), Q(1, 2)):
+        wire.encode(value, lambda o: seen.append(o) or ["h", 0, "o", "P"])
+    assert [type(v) for v in seen] == [P, Q]
+    assert wire.encode(R(1, 2), _no_ref) == ["n", "R", ["x", "y"], 1, 2]
+
+
+@pytest.mark.parametrize("cls", [int, str, list, dict, ValueError, type, object])
+def test_a_builtin_class_travels_as_itself(cls):
+    assert wire.decode(json.loads(json.dumps(wire.encode(cls, _no_ref))), _no_ref) is cls
 
 
 @pytest.mark.parametrize(

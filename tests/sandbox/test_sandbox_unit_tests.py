@@ -95,12 +95,12 @@ def test_stdio_program_ending_with_sys_exit_keeps_its_output(verifier):
     assert v.outcome is Outcome.CORRECT
 
 
-def test_loop_tests_are_decided_on_the_trusted_side_not_flagged_weaker(verifier):
+def test_an_assert_in_a_loop_counts_as_one_statement_not_flagged_weaker(verifier):
     tests = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i * 2\n"
     v = verifier.verify(
         Sample(fenced("def double(x):\n    return 2 * x\n"), row={"tests": tests, "entry_point": "double"})
     )
-    assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("3/3")
+    assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("1/1")
 
 
 def test_timeout_masks_every_term_of_the_sample_in_training(verifier):
@@ -251,3 +251,21 @@ def test_code_fenced_only_inside_the_think_block_is_not_the_answer(think: str) -
 def test_under_think_required_a_fenced_block_without_the_think_block_is_not_the_answer() -> None:
     code, _, problem = extract_code("```python\ndef f(x):\n    return x\n```", AnswerFormat(think="required"))
     assert code is None and problem
+
+
+def test_task_check_names_the_row_and_construct_where_a_reference_is_unsupported(tmp_path):
+    from rlvr.task import load_task
+    from rlvr.task.rowchecks import reference_problems
+
+    plain = "def add(a, b):\n    return a + b\n"
+    objects = "class N:\n    def __init__(self, v):\n        self.v = v\ndef add(a, b):\n    return N(a + b)\n"
+    rows = [{"question": "add", "tests": ADD, "solution": s} for s in (plain, objects)]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "task.yaml").write_text(
+        "name: code\nmodel: builtin:tiny\ndata: {train: train.jsonl}\nprompt: {template: '{question}'}\n"
+        "answer: {column: tests}\nrewards:\n  - {name: tests, verifier: unit_tests, options: {timeout: 2}}\n"
+    )
+    problems = reference_problems(load_task(tmp_path / "task.yaml"))
+    assert [p.where.rsplit(":", 1)[-1] for p in problems] == ["2"], problems
+    what = problems[0].what
+    assert "cannot keep exact" in what and "unsupported: " in what and "the program's N" in what, what

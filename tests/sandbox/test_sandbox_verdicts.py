@@ -184,9 +184,15 @@ STACK = (
 )
 
 
-def test_a_correct_stateful_solution_passes(pool):
-    v = run(pool, STACK, STATEFUL)
+def test_a_correct_stateful_solution_passes_when_the_task_declares_program_objects(pool):
+    v = run(pool, STACK, STATEFUL, program_objects=True)
     assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_a_class_design_test_without_program_objects_is_unsupported_not_approximated(pool):
+    v = run(pool, STACK, STATEFUL)
+    assert v.outcome is Outcome.WRONG and v.score == 0.0 and v.detail.startswith("unsupported: "), v.detail
+    assert "Stack" in v.detail
 
 
 def test_a_solution_that_fails_in_plain_python_fails_in_order(pool):
@@ -423,8 +429,8 @@ def test_the_programs_own_objects_answer_len_iteration_and_methods(pool):
         "def f():\n    return Bag()\ndef g():\n    return 1\n"
     )
     tests = "b = f()\nassert len(b) == 2\nb.add(5)\nassert sorted(b) == [1, 3, 5]\nassert 5 in b\nassert g() == 1\n"
-    assert outcome(pool, code, tests) == "correct"
-    assert outcome(pool, code.replace("return len(self.items)", "return 3"), tests) == "wrong"
+    assert outcome(pool, code, tests, program_objects=True) == "correct"
+    assert outcome(pool, code.replace("return len(self.items)", "return 3"), tests, program_objects=True) == "wrong"
 
 
 def test_a_function_of_the_test_passed_to_the_program_is_called_back(pool):
@@ -450,5 +456,5 @@ def test_conversions_and_operators_on_the_programs_objects_follow_python(pool):
         "m = f(250)\nassert int(m) == 250 and float(m) == 2.5 and [0] * 3 == [0] * len(m)\n"
         "assert int(m + 5) == 255 and 'abcd'[f(1)] == 'b'\nassert len(DEEP) == 1\n"
     )
-    assert outcome(pool, code, tests) == "correct"
-    assert outcome(pool, code.replace("return self.c / 100", "return 0.0"), tests) == "wrong"
+    assert outcome(pool, code, tests, program_objects=True) == "correct"
+    assert outcome(pool, code.replace("return self.c / 100", "return 0.0"), tests, program_objects=True) == "wrong"

@@ -22,10 +22,14 @@ assert is final. Stdin/stdout programs run as scripts, one fresh child per input
 output is compared here, in the trainer, by the row's or the task's checker
 (``rlvr.sandbox.checkers``). ``correct`` when the whole test file runs and every assert passes
 (every input's output is accepted and the program exits 0); ``wrong`` otherwise, scored 0 or,
-with ``partial_credit``, the fraction of asserts passed. What the code prints, its exit code, an
+with ``partial_credit``, the fraction of assert statements passed. ``correct`` implies plain
+CPython passes: a construct the sandbox cannot keep exact (the program's objects used beyond a
+call, their truth or iteration without ``program_objects: true``; an object of the test's that
+is neither plain data nor callable) is ``unsupported``: wrong, scored 0 even with
+``partial_credit``, counted as ``unsupported``, its detail naming the construct. What the code prints, its exit code, an
 exception it raises about itself (``MemoryError``), killing itself or closing its pipes never
 grant reward or masking. A ``timeout`` (the deadline, or CPU time at the limit), ``memory`` (the
-kernel saw a peak of at least half the budget) or ``sandbox`` failure, as the worker measured
+kernel measured a peak at the budget) or ``sandbox`` failure, as the worker measured
 it, is an ``error``, which the TRL adapter masks out of the group; a row whose tests do not
 parse, or whose custom checker fails, is a ``ground_truth`` error. Masking a timeout has a cost
 worth knowing: in a group whose other samples are wrong, a sample that loops forever escapes the
@@ -53,12 +57,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import Problem, VerifierError
-from .base import BaseVerifier, Reads, Sample, Verdict
+from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
 from .format import AnswerFormat, answer_start, extract
 
 STYLES = ("auto", "assert", "stdio")
 EXTRACT = ("auto", "answer", "fence", "whole")
 _POOLS: dict[tuple[Any, ...], Any] = {}
+UNSUPPORTED = "unsupported: "  # how an unsupported verdict's detail starts (a wrong verdict, scored 0)
 
 
 def shared_pool(workers: int, timeout: float, memory_mb: int, strict: bool, python: str | None) -> Any:
@@ -124,6 +129,12 @@ def extract_code(
     return blocks[-1], None, ""
 
 
+def _count_key(v: Verdict) -> str:
+    if v.outcome is Outcome.CORRECT:
+        return "passed"
+    return "unsupported" if v.detail.startswith(UNSUPPORTED) else "failed"
+
+
 @functools.lru_cache(maxsize=4096)
 def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -> Any:
     from ..sandbox.plans import BadTestsError, plan_stdio, plan_tests
@@ -173,6 +184,7 @@ class UnitTests(BaseVerifier):
         pool: Any = None,
         checker: Any = None,
         checker_column: str = "checker",
+        program_objects: bool = False,
     ) -> None:
         from ..sandbox.checkers import CheckerSpecError, parse_checker
 
@@ -249,6 +261,9 @@ class UnitTests(BaseVerifier):
         self.weaker = weaker
         self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
         self.checker_column = checker_column  # a row's own checker, overriding the task's
+        # The tests use the program's own objects (a class-design task): every operation on them
+        # dispatches to the program as CPython would. Without it only plain data crosses.
+        self.program_objects = bool(program_objects)
         # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, weaker
         # (rows whose tests the trusted side cannot run: refused, or run in the child and
         # flagged). Infrastructure failures are counted, not hidden.
@@ -339,9 +354,9 @@ class UnitTests(BaseVerifier):
                 continue
             prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
             job = (
-                stdio_job(code, plan.inputs, self.timeout)
+                stdio_job(code, plan.inputs, self.timeout, plan=plan, checker=checker or self.checker)
                 if plan.mode == "stdio"
-                else tests_job(plan, prefix + code, self.timeout, self.float_tolerance)
+                else tests_job(plan, prefix + code, self.timeout, self.float_tolerance, self.program_objects)
             )
             todo.append((i, plan, checker, job, code, span))
         if todo:
@@ -349,14 +364,14 @@ class UnitTests(BaseVerifier):
             replies = pool.run([t[3] for t in todo])  # a sandbox that cannot start raises: a setup problem
             for (i, plan, checker, _job, code, span), reply in zip(todo, replies, strict=True):
                 v = out[i] = self._verdict(plan, checker, reply, code, span)
-                self.counts[v.error_kind or ("passed" if v.outcome.value == "correct" else "failed")] += 1
+                self.counts[v.error_kind or _count_key(v)] += 1
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 
     def _verdict(self, plan: Any, checker: Any, reply: Any, code: str | None, span: tuple[int, int] | None) -> Verdict:
         """The outcome class is decided here from what the worker measured, never from what the
         child claims: a MemoryError it raised, its exit code, a closed pipe are ``wrong`` unless
-        the worker saw the limit hit (wall clock or CPU time at the deadline; peak memory at half
-        the budget or more). A failed assert or input is final: nothing after it masks it."""
+        the worker saw the limit hit (wall clock or CPU time at the deadline; a measured peak
+        memory at the budget). A failed assert or input is final: nothing after it masks it."""
         from ..sandbox.checks import judge_stdio, judge_tests
 
         end = reply.end
@@ -370,9 +385,13 @@ class UnitTests(BaseVerifier):
             return Verdict.error(j.detail, kind="sandbox", **kw)
         if j.status == "ground_truth":  # the task's custom stdout checker failed: masked
             return Verdict.error(j.detail, kind="ground_truth", **kw)
+        if j.status == "unsupported":  # scored as wrong: a policy gains nothing by provoking it
+            return Verdict.wrong(detail=j.detail, **kw)
         budget = self.memory_mb << 20
-        measured = end.maxrss >= budget // 2
-        memory = measured and (j.memory or j.status == "incomplete")
+        if plan.mode == "stdio":  # the first failing input's peak, as the worker measured it
+            memory = j.peak >= budget
+        else:
+            memory = end.maxrss >= budget and (j.memory or j.status == "incomplete")
         timeout = end.why == "timeout" and j.status == "incomplete"
         limit = "timeout" if timeout else "memory" if memory else ""
         if limit:

@@ -359,6 +359,30 @@ ATTACKS: tuple[Attack, ...] = (
         "assert set(add(2, 3)) == {{5}}\n",
     ),
     Attack("garbage_answer", "def add(a, b):\n    return 'x' * (5 << 20)\n", ADD_TESTS, must_be_wrong=True),
+    # Issue 33: where the boundary met something it did not plan for, it chose a lenient outcome.
+    Attack(
+        "exit_under_bare_except",
+        "import os\ndef add(a, b):\n    os._exit(0)\n",
+        "try:\n    add(2, 3)\nexcept:\n    pass\nassert True\n",
+        must_be_wrong=True,
+    ),
+    Attack(
+        "forged_load_answer",
+        "import sys\nS = sys.modules['child'].Server\n"
+        "S.globals = lambda self, wanted: [[n, ['T', 'object']] for n in wanted]\ndef add(a, b):\n    return 0\n",
+        ADD_TESTS,
+    ),
+    Attack(
+        "answers_the_expected_values_arithmetic",
+        "class Z:\n    def __sub__(self, o):\n        return 0\n    def __rsub__(self, o):\n        return 0\n"
+        "def add(a, b):\n    return Z()\n",
+        "assert abs(add(2, 3) - 5) < 1e-9\nassert abs(5 - add(2, 3)) < 1e-9\n",
+    ),
+    Attack(
+        "result_aliases_its_state",
+        "STATE = [5]\ndef add(a, b):\n    return STATE\n",
+        "r = add(2, 3)\nr.append(1)\nassert add(2, 3) == [5]\n",  # CPython: the same list, changed
+    ),
 )
 
 

@@ -9,12 +9,15 @@ test file in real CPython (``testchild.py``), reaching the program's objects onl
 proxy (``proxy.py``): every operation is a request over a pipe, every answer plain data decoded
 strictly into fresh builtins and standard containers (``wire.py``), or a handle. The test child
 reports each assert on its own pipe the moment it is decided; a failed assert is final;
-expected values never leave it. For a stdin/stdout sample the worker runs the program as a
-script, one fresh child per input, and the trainer compares the raw output with a named checker
-(``checkers.py``). ``plans.py`` parses a row's tests once in the trainer; ``checks.py`` turns
-what came back into a ``Judgement`` with per-test details. ``rlvr sandbox check`` runs
-``rewards/codeattacks.py``. The threat model, claim by claim with the tests that back it, is in
-``docs/sandbox.md``.
+expected values never leave it. The rule: a ``correct`` verdict implies plain CPython passes the
+same program and tests; what the boundary cannot keep exact (a program object used for more
+than a call, its truth or iteration, unless the task sets ``program_objects``) ends the sample
+``unsupported``, scored wrong (``docs/sandbox.md`` lists each case). For a stdin/stdout sample
+the worker runs the program as a script, one fresh child per input, and the trainer compares
+each input's raw output with a named checker as it arrives (``checkers.py``). ``plans.py``
+parses a row's tests once in the trainer; ``checks.py`` turns what came back into a
+``Judgement`` with per-test details. ``rlvr sandbox check`` runs ``rewards/codeattacks.py``.
+The threat model, claim by claim with the tests that back it, is in ``docs/sandbox.md``.
 
 Layers, each probed at start-up and reported (``SandboxPool.layers``; ``strict`` refuses to run
 unless all are active, otherwise the missing ones are announced once on stderr). They apply to

@@ -17,16 +17,17 @@ sandbox caps the output at 1 MiB before it gets here.
     included) are equal, in order.
 ``float``
     Tokens as for ``tokens``, same count; a pair of numeric tokens is accepted when
-    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)`` (``math.isclose``: symmetric); other
-    tokens must be equal as text. A numeric token is ``[+-]`` digits, an optional ``.`` and
-    digits (at least one digit in all), an optional exponent ``e``/``E`` ``[+-]`` digits, ASCII
-    only; or one of ``nan``, ``inf``, ``infinity`` with an optional sign, in any case. NaN is
-    accepted only for NaN, an infinity only for the infinity of the same sign, and a finite
-    number never for either. Numbers are compared as IEEE doubles; when a finite literal is
-    beyond the double range (``1e400``), the pair is compared exactly in decimal instead, so a
-    huge number never passes for infinity or for another huge number. Tokens identical as text
-    are always accepted. Defaults: ``abs_tol = rel_tol = 1e-6`` (the usual contest statement
-    "absolute or relative error at most 1e-6").
+    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)`` (``rlvr.sandbox.tolerance``, the one
+    function the test child's ``float_tolerance`` uses too); other tokens must be equal as
+    text. A numeric token is ``[+-]`` digits, an optional ``.`` and digits (at least one digit
+    in all), an optional exponent ``e``/``E`` ``[+-]`` digits, ASCII only; or one of ``nan``,
+    ``inf``, ``infinity`` with an optional sign, in any case. A NaN token is accepted only when
+    identical as text (numerically NaN equals nothing), an infinity only for the infinity of the
+    same sign, and a finite number never for either. Numbers are compared as IEEE doubles; when
+    a finite literal is beyond the double range (``1e400``), the pair is compared exactly in
+    decimal instead, so a huge number never passes for infinity or for another huge number.
+    Tokens identical as text are always accepted. Defaults: ``abs_tol = rel_tol = 1e-6`` (the
+    usual contest statement "absolute or relative error at most 1e-6").
 ``case_insensitive``
     ``exact`` after ``str.casefold`` on both sides (``YES``, ``yes`` and ``Yes`` are one answer).
 ``custom``
@@ -55,6 +56,8 @@ from dataclasses import dataclass, replace
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
 from pathlib import Path
 from typing import Any, cast
+
+from .tolerance import numbers_close
 
 __all__ = [
     "CHECKERS",
@@ -223,11 +226,7 @@ def _token_close(got: str, want: str, abs_tol: float, rel_tol: float) -> bool:
         return False
     if isinstance(a, Decimal) or isinstance(b, Decimal):
         return _decimal_close(got, want, abs_tol, rel_tol)
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+    return numbers_close(a, b, rel_tol, abs_tol)
 
 
 def _number(token: str) -> float | Decimal | None:

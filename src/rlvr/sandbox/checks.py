@@ -27,10 +27,12 @@ MAX_STDOUT = 1 << 20  # one input's output, bytes: over it the case fails, decid
 @dataclass(frozen=True)
 class Judgement:
     """``status``: ``passed``, ``failed`` (decided: an assert or an input failed, or the test
-    raised), ``incomplete`` (the candidate ended or ran out of time before the tests were
+    raised), ``unsupported`` (the test reached a construct the sandbox cannot keep exact: scored
+    as wrong, never masked), ``incomplete`` (the candidate ended or ran out of time before the tests were
     decided: the session's end says why) or ``error`` (the infrastructure failed).
     ``memory``: the first failure was the candidate's ``MemoryError`` (a claim: it counts only
-    when the worker measured the memory). ``details``: one dict per assert statement (in source
+    when the worker measured the memory). ``peak``: stdin/stdout only, the peak memory the worker
+    measured for the first input that failed (bytes). ``details``: one dict per assert statement (in source
     order) or per input, for the review page: ``kind`` (``assert`` with ``test``, its source
     text; ``stdio`` with ``input``), ``status`` (``passed``, ``failed`` or ``not run``) and, on
     the first failure only, ``got``, ``expected`` (short reprs the test child made, or the
@@ -43,16 +45,20 @@ class Judgement:
     detail: str = ""
     memory: bool = False
     details: tuple[dict[str, Any], ...] = ()
+    peak: int = 0
 
 
 def _framed(body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + body
 
 
-def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0) -> Job:
+def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0, objects: bool = False) -> Job:
     """An assert-style sample: the program and the tests go to the test child only.
-    ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``."""
+    ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``
+    (``rlvr.sandbox.tolerance``). ``objects``: the task's ``program_objects`` (the tests use the
+    program's own objects; every operation dispatches to the program as CPython would)."""
     body = {
+        "objects": objects,
         "code": code,
         "tests": plan.source,
         "helpers": plan.helpers,
@@ -64,11 +70,30 @@ def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0
     return Job({"mode": "tests", "timeout": timeout}, (payload,))
 
 
-def stdio_job(code: str, inputs: tuple[str, ...] | list[str], timeout: float, cap: int = MAX_STDOUT) -> Job:
-    """A program run as a script once per input (fd 0 holds the input)."""
+def stdio_job(
+    code: str,
+    inputs: tuple[str, ...] | list[str],
+    timeout: float,
+    cap: int = MAX_STDOUT,
+    plan: CheckPlan | None = None,
+    checker: CheckerSpec = EXACT,
+) -> Job:
+    """A program run as a script once per input (fd 0 holds the input), ``timeout`` seconds for
+    each input, the inputs' timeouts in all for the row. With ``plan`` (and its
+    ``checker``) each input's output is compared the moment it has come back and only the small
+    result is kept (``check_case``): the trainer holds at most one input's output per sample."""
     prog = code.encode("utf-8", "surrogatepass")
     frames = tuple(_framed(prog) + i.encode("utf-8", "surrogatepass") for i in inputs)
-    return Job({"mode": "stdio", "timeout": timeout, "cases": len(frames), "cap": cap}, frames)
+    fold = None
+    if plan is not None:
+
+        def fold(i: int, out: bytes, err: bytes, end: dict[str, Any]) -> dict[str, Any]:
+            if i >= len(plan.outputs):
+                return end
+            return check_case(checker, plan.inputs[i], plan.outputs[i], out, err, end)
+
+    control = {"mode": "stdio", "timeout": timeout, "total": timeout * max(1, len(frames)), "cases": len(frames)}
+    return Job({**control, "cap": cap}, frames, fold)
 
 
 def records(reply: Reply) -> list[dict[str, Any]]:
@@ -91,27 +116,32 @@ def records(reply: Reply) -> list[dict[str, Any]]:
 
 
 def judge_tests(plan: CheckPlan, reply: Reply) -> Judgement:
-    """An assert-style sample from its records."""
+    """An assert-style sample from its records. ``passed`` counts assert *statements* that
+    passed and never failed (a loop over the program's output is one statement), out of the
+    statements in the test file."""
     recs = records(reply)
     fails = [r for r in recs if r.get("ok") is False]
     end = next((r for r in recs if "end" in r), None)
     details = _assert_details(plan, recs)
-    passed = int(end.get("passed", 0)) if end else sum(r.get("ok") is True for r in recs)
-    total = max(plan.n_asserts, passed + len(fails))
+    passed = sum(d["status"] == "passed" for d in details)
+    total = max(plan.n_asserts, passed + sum(d["status"] == "failed" for d in details), 1)
     if fails:
         first = fails[0]
         what = first.get("exc") or f"got {first.get('got')}, expected {first.get('want')}"
         text = plan.asserts.get(_at(first), "an assert")
-        memory = bool(first.get("mem"))
+        memory = str(first.get("exc", "")).startswith("MemoryError")
         return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {text}: {what}", memory, details)
     if end is None:
         if reply.end.why in ("timeout", "output_limit") or reply.end.why.startswith("sandbox"):
             return Judgement("incomplete", passed, total, "the tests were not decided", False, details)
         return Judgement("error", passed, total, f"the test child ended without a result ({reply.end.why})")
     if end["end"] == "passed":
-        return Judgement("passed", passed, max(1, passed), f"{passed}/{passed} checks passed", False, details)
+        return Judgement("passed", total, total, f"{total}/{total} checks passed", False, details)
     if end["end"] == "raised":
         return Judgement("failed", passed, total, f"{passed}/{total} checks passed; {end.get('exc')}", False, details)
+    if end["end"] == "unsupported":
+        what = str(end.get("what", ""))[:MAX_SHOWN]
+        return Judgement("unsupported", passed, total, f"unsupported: {what}", False, details)
     why = f"the program ended before the tests were decided: {end.get('why')}"
     return Judgement("incomplete", passed, total, why, False, details)
 
@@ -164,49 +194,85 @@ def split_cases(reply: Reply) -> list[tuple[bytes, bytes, dict[str, Any]]]:
     return cases
 
 
+def check_case(
+    checker: CheckerSpec, inp: str, want: str, out_b: bytes, err_b: bytes, end: dict[str, Any]
+) -> dict[str, Any]:
+    """One input's result, small: ``problem`` (empty when accepted), ``why`` (how it ended), and
+    what the review page shows of a failure (``got``, ``error``: at most ``MAX_SHOWN`` characters
+    each) and the peak memory the worker measured. ``ground_truth``: the custom checker raised on
+    the output *and* on the expected output (the task's problem). Called as each input's output
+    arrives (``stdio_job``'s ``fold``), so the trainer never holds more than one input's output."""
+    out = out_b.decode("utf-8", "replace")
+    why, status = str(end.get("why", "")), str(end.get("status", ""))
+    res: dict[str, Any] = {"checked": True, "why": why}
+    if why == "output_limit":
+        problem = f"its output went over {MAX_STDOUT} bytes"
+    elif why != "exited":
+        problem = why or "it did not finish"
+    elif status != "exit:0":
+        problem = f"it ended with {status}"
+    else:
+        try:
+            problem = "" if check_output(checker, inp, want, out) else "wrong output"
+        except CheckerFailed as exc:
+            if _checker_fails_on_expected(checker, inp, want):
+                res["ground_truth"] = str(exc)
+            problem = f"the checker refused its output ({exc})"
+    res["problem"] = problem
+    if problem:
+        res["got"] = out[:MAX_SHOWN]
+        tail = err_b[-MAX_SHOWN:].decode("utf-8", "replace").strip()
+        if tail:
+            res["error"] = tail
+        res["peak"] = int(end.get("maxrss", 0)) if type(end.get("maxrss", 0)) is int else 0
+    return res
+
+
 def judge_stdio(plan: CheckPlan, reply: Reply, checker: CheckerSpec = EXACT) -> Judgement:
-    """A stdin/stdout sample: each input's raw output compared here, outside the candidate, by
-    ``checker`` (``rlvr.sandbox.checkers``). A custom checker that fails makes the judgement
-    ``ground_truth`` (the task's problem, masked)."""
+    """A stdin/stdout sample: each input's raw output compared outside the candidate, by
+    ``checker`` (``rlvr.sandbox.checkers``), as it arrived (a reply of ``stdio_job`` with
+    ``plan``) or here. A custom checker that raises on the program's output is the program's
+    failure, unless it also raises on the row's own expected output: then the judgement is
+    ``ground_truth`` (the task's problem, masked). Nothing the program prints decides an outcome
+    class: ``peak`` is what the worker measured."""
     total = len(plan.inputs)
     cases = split_cases(reply)
     details: list[dict[str, Any]] = []
     passed = 0
     first: str = ""
-    memory = False
+    peak = 0
     for i, (inp, want) in enumerate(zip(plan.inputs, plan.outputs, strict=True)):
         d: dict[str, Any] = {"kind": "stdio", "input": inp[:MAX_SHOWN], "status": "not run"}
         details.append(d)
         if i >= len(cases):
             continue
         out_b, err_b, end = cases[i]
-        out = out_b.decode("utf-8", "replace")
-        why, status = str(end.get("why", "")), str(end.get("status", ""))
-        if why == "output_limit":
-            problem = f"its output went over {MAX_STDOUT} bytes"
-        elif why != "exited":
-            problem = why or "it did not finish"
-        elif status != "exit:0":
-            problem = f"it ended with {status}"
-        else:
-            try:
-                problem = "" if check_output(checker, inp, want, out) else "wrong output"
-            except CheckerFailed as exc:
-                return Judgement("ground_truth", passed, total, str(exc), False, tuple(details))
+        res = end if end.get("checked") is True else check_case(checker, inp, want, out_b, err_b, end)
+        if isinstance(res.get("ground_truth"), str):
+            return Judgement("ground_truth", passed, total, res["ground_truth"], False, tuple(details))
+        problem = str(res.get("problem", "it did not finish"))
         d["status"] = "failed" if problem else "passed"
         passed += not problem
-        if problem and why != "timeout" and not first:
+        if problem and res.get("why") != "timeout" and not first:
             first = f"input {i}: {problem}"
-            d.update(got=out[:MAX_SHOWN], expected=want[:MAX_SHOWN])
-            tail = err_b[-MAX_SHOWN:].decode("utf-8", "replace").strip()
-            if tail:
-                d["error"] = tail
-            memory = "MemoryError" in tail
+            d.update(got=str(res.get("got", ""))[:MAX_SHOWN], expected=want[:MAX_SHOWN])
+            if isinstance(res.get("error"), str):
+                d["error"] = res["error"][:MAX_SHOWN]
+            peak = int(res.get("peak", 0)) if type(res.get("peak", 0)) is int else 0
     if first:
-        return Judgement("failed", passed, total, f"{passed}/{total} inputs passed; {first}", memory, tuple(details))
+        detail = f"{passed}/{total} inputs passed; {first}"
+        return Judgement("failed", passed, total, detail, False, tuple(details), peak)
     if passed < total:
         return Judgement("incomplete", passed, total, "the program did not finish every input", False, tuple(details))
     return Judgement("passed", passed, total, f"{passed}/{total} inputs passed", False, tuple(details))
+
+
+def _checker_fails_on_expected(checker: CheckerSpec, stdin: str, expected: str) -> bool:
+    try:
+        check_output(checker, stdin, expected, expected)
+    except CheckerFailed:
+        return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ after every isolation layer is applied.
 It decides nothing. Two ways to run:
 
 - ``serve``: hold the program's module and answer the test child's requests, one at a time, in
-  order (``wire`` frames on fds 3 and 4): ``load`` the program (answer: its global names, each
-  as plain data, a handle, or the name of a standard module or class), ``call``, ``attr``,
+  order (``wire`` frames on fds 3 and 4): ``load`` the program (answer: the global names the
+  test child asked for, each as plain data or a handle with its kind), ``call``, ``attr``,
   ``setattr``, ``delattr``, ``item``, ``setitem``, ``delitem``, ``iter``, ``next``, ``len``,
-  ``bool``, ``hash``, ``str``, ``repr``, ``format``, ``op`` (an operator) on handles. Answers:
-  ``["ok", value, write-backs]``, ``["exc", [builtin class names of its MRO], message]`` or
+  ``bool``, ``hash``, ``str``, ``repr``, ``format``, ``contains``, ``op`` (an operator) on
+  handles. Answers: ``["ok", value, write-backs]``, ``["exc", [builtin class names of its MRO],
+  message, args]`` or
   ``["stop"]``. A call's mutable arguments are sent back after the call (``write-backs``), so the
   test sees in-place changes in order. A callable of the test's (``["x", n]``) can be called:
   the child asks back (``["cb", n, args, kwargs]``) and serves nested requests until it gets
@@ -23,21 +24,19 @@ It decides nothing. Two ways to run:
 from __future__ import annotations
 
 import builtins
+import collections
 import io
 import operator
 import os
 import sys
 import traceback
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
-SAFE_MODULES = frozenset(
-    "math cmath collections itertools functools heapq bisect string re fractions decimal operator "
-    "statistics datetime typing numbers array copy enum dataclasses textwrap unicodedata random".split()
-)
 OPS = {
     name: getattr(operator, name)
     for name in (
@@ -71,11 +70,16 @@ class Server:
 
     # values
     def handle(self, obj: Any) -> list[Any]:
+        """An object that stays here, with its kind (what the test child allows on it without
+        ``program_objects``: ``f`` call, ``i`` iterate; ``c`` a class, ``o`` anything else)."""
         n = self.ids.get(id(obj))
         if n is None:
             n = self.ids[id(obj)] = len(self.objs)
             self.objs.append(obj)  # kept alive, so its id is never reused in this sample
-        return ["h", n]
+        t = type(obj)
+        kind = "c" if isinstance(obj, type) else "i" if isinstance(obj, Iterator) else "f" if callable(obj) else "o"
+        name = type.__getattribute__(obj if kind == "c" else t, "__qualname__")
+        return ["h", n, kind, str.__str__(name)[:80] if isinstance(name, str) else "object"]
 
     def enc(self, x: Any) -> Any:
         return wire.encode(x, self.handle)
@@ -96,20 +100,17 @@ class Server:
         if k == "load":
             sys.modules["__main__"] = self.module
             exec(compile(msg[1], "<solution>", "exec"), self.ns)  # noqa: S102 - inside the sandbox
-            return ["ok", self.globals()]
+            return ["ok", self.globals(msg[2])]
         obj: Any = self.objs[msg[1]] if len(msg) > 1 and type(msg[1]) is int else None
         if k == "call":
-            args = [self.dec(a) for a in msg[2]]
-            kwargs = {name: self.dec(v) for name, v in msg[3]}
-            value = obj(*args, **kwargs)
-            return ["ok", self.enc(value), [self.enc(args[i]) for i in msg[4]]]
+            return self.call(obj, msg)
         if k == "attr":
-            return ["ok", self.enc(getattr(obj, msg[2]))]
+            return ["ok", self.enc(getattr(obj, self.dec(msg[2])))]
         if k == "setattr":
-            setattr(obj, msg[2], self.dec(msg[3]))
+            setattr(obj, self.dec(msg[2]), self.dec(msg[3]))
             return ["ok", None]
         if k == "delattr":
-            delattr(obj, msg[2])
+            delattr(obj, self.dec(msg[2]))
             return ["ok", None]
         if k == "item":
             return ["ok", self.enc(obj[self.dec(msg[2])])]
@@ -130,7 +131,9 @@ class Server:
             fn = OPS[msg[1]]
             return ["ok", self.enc(fn(*[self.dec(a) for a in msg[2]]))]
         if k == "format":
-            return ["ok", format(obj, msg[2])]
+            return ["ok", format(obj, self.dec(msg[2]))]
+        if k == "contains":
+            return ["ok", self.enc(self.dec(msg[2]) in obj)]
         simple: dict[str, Any] = {
             "len": len,
             "bool": bool,
@@ -143,31 +146,69 @@ class Server:
         }
         return ["ok", self.enc(simple[k](obj))]
 
-    def globals(self) -> list[list[Any]]:
-        """The program's global names: each a value, a handle, or (for a standard module, or a
-        class of one) the name the test child imports itself: it never uses the program's copy,
-        which the program may have changed."""
+    def call(self, obj: Any, msg: list[Any]) -> list[Any]:
+        """Call, then write back every mutable argument the test child named (positions and
+        keywords), also when the call raised. A container nested in an argument must come back
+        unchanged, and travels back (in the write-backs and in the result) as a reference to the
+        test's own object (``["A", position, *path]``), as does a result that is an argument;
+        any other mutable object the result shares (with the program's state, or twice within
+        itself) is ``unsupported``: a copy would hide what CPython shows."""
+        args = [self.dec(a) for a in msg[2]]
+        kwargs = {name: self.dec(v) for name, v in msg[3]}
+        given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
+        mut = [p for p in msg[4] if p in given]
+        before = {p: [self.enc(x) for x in _inner_mutables(v)] for p, v in given.items()}
+        index = _nested_paths(given)
+        try:
+            value = obj(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the test sees it, after the write-back
+            return [*describe(exc), self.writes(given, mut, before, index)]
+        wb = self.writes(given, mut, before, index)
+        if "unsupported" in wb:
+            return ["unsupported", wb["unsupported"]]
+        if isinstance(value, _MUTABLES) and id(value) in index:  # an argument, or a container in one
+            return ["ok", ["A", *index[id(value)]], wb]
+        if aliased(value, index):
+            return ["unsupported", f"the result ({type(value).__name__}) shares a mutable object with the program"]
+        wire.ALIASES = index
+        try:
+            return ["ok", self.enc(value), wb]
+        finally:
+            wire.ALIASES = {}
+
+    def writes(
+        self, given: dict[Any, Any], mut: list[Any], before: dict[Any, list[Any]], index: dict[int, list[Any]]
+    ) -> dict[str, Any]:
+        for p, v in given.items():  # a tuple's list too: f(([1],)) may change it
+            if [self.enc(x) for x in _inner_mutables(v)] != before[p]:
+                return {"unsupported": "the program changed a container nested inside an argument"}
+        wire.ALIASES = index
+        try:
+            return {"wb": [[p, self.enc(given[p])] for p in mut]}
+        finally:
+            wire.ALIASES = {}
+
+    def globals(self, wanted: list[Any]) -> list[list[Any]]:
+        """The names the test child asked for (those of its test file and the task's entry point)
+        that the program defines, each as plain data or a handle. The test child binds nothing
+        else, and never imports anything because of what this process says."""
         out: list[list[Any]] = []
-        for name, value in list(self.ns.items())[:10_000]:
-            if name.startswith("__") or type(name) is not str:
+        for name in wanted[:10_000]:
+            if type(name) is not str or name.startswith("__") or name not in self.ns:
                 continue
-            if isinstance(value, types.ModuleType) and value.__name__ in SAFE_MODULES:
-                out.append([name, "module", value.__name__])
-                continue
-            mod = getattr(value, "__module__", None) if isinstance(value, type) else None
-            if isinstance(mod, str) and (mod in SAFE_MODULES or mod == "builtins"):
-                out.append([name, "class", mod, value.__qualname__])
-                continue
+            value = self.ns[name]
             try:
-                out.append([name, "value", self.enc(value)])
+                out.append([name, self.enc(value)])
             except (ValueError, RecursionError):
-                out.append([name, "value", self.handle(value)])  # too deep for plain data
+                out.append([name, self.handle(value)])  # too deep for plain data
         return out
 
     def answer(self, msg: list[Any]) -> list[Any]:
         """One request -> its answer (never raises)."""
         try:
             return self.run(msg)
+        except wire.WireLimit as exc:  # a correct answer the wire cannot carry: refused, not wrong
+            return ["unsupported", f"an answer beyond the wire's limits ({exc})"]
         except BaseException as exc:  # noqa: BLE001 - everything the program raises goes to the test
             return describe(exc)
 
@@ -175,7 +216,7 @@ class Server:
         try:
             wire.send(self.wfd, ans)
         except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-            wire.send(self.wfd, describe(exc))
+            wire.send(self.wfd, ["unsupported", f"an answer the wire cannot carry ({type(exc).__name__})"])
 
     def serve(self) -> None:
         """Answer requests until the test child closes the pipe."""
@@ -202,9 +243,90 @@ class Server:
             self.send(self.answer(msg))
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
+_MUTABLES = (list, dict, set, bytearray, collections.deque)
+
+
+def _inner_mutables(top: Any) -> list[Any]:
+    """The mutable containers nested inside ``top`` (not ``top`` itself)."""
+    out: list[Any] = []
+    stack = _children(top)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _MUTABLES):
+            out.append(x)
+        stack.extend(_children(x))
+    return out
+
+
+def _children(x: Any) -> list[Any]:
+    if isinstance(x, dict):
+        return [v for v in dict.values(x) if isinstance(v, _CONTAINERS)]
+    if isinstance(x, (list, tuple, set, frozenset, collections.deque)):
+        return [v for v in x if isinstance(v, _CONTAINERS)]
+    return []
+
+
+def _refcounts(value: Any, skip: dict[int, Any] | None = None) -> list[tuple[bool, int, int]]:
+    """(is the top, id, reference count) of each mutable container of ``value`` (not those in
+    ``skip``, nor inside them), as seen from here: compared with the counts of a fresh value
+    (``_FRESH``), an extra reference is an alias."""
+    out: list[tuple[bool, int, int]] = []
+    stack = [(value, True)]
+    while stack:
+        c, top = stack.pop()
+        if skip and id(c) in skip:
+            continue
+        if isinstance(c, _MUTABLES):
+            out.append((top, id(c), sys.getrefcount(c)))
+        stack.extend((x, False) for x in _children(c))
+    return out
+
+
+def _nested_paths(given: dict[Any, Any]) -> dict[int, list[Any]]:
+    """id -> [position, *path] of every mutable argument and mutable container nested in one
+    (through lists, tuples, deques and dict values); they stay alive in ``given``."""
+    out: dict[int, list[Any]] = {}
+    stack: list[tuple[Any, list[Any]]] = [(v, [p]) for p, v in given.items()]
+    while stack:
+        x, path = stack.pop()
+        if isinstance(x, _MUTABLES) and id(x) not in out:
+            out[id(x)] = path
+        if isinstance(x, dict):
+            for k, v in dict.items(x):
+                if isinstance(v, _CONTAINERS) and type(k) in (int, str, bool, float):
+                    stack.append((v, [*path, k]))
+        elif isinstance(x, (list, tuple, collections.deque)):
+            stack.extend((v, [*path, i]) for i, v in enumerate(x) if isinstance(v, _CONTAINERS))
+    return out
+
+
+def aliased(value: Any, skip: dict[int, Any] | None = None) -> bool:
+    """Does a mutable container of the result (not one nested in an argument, ``skip``) have a
+    reference from outside the result, or appear twice in it? (Counts compared with those of a
+    fresh value seen through the same calls, ``_FRESH``.)"""
+    counts = _refcounts(value, skip)
+    if _FRESH is None:
+        return False
+    if len({i for _, i, _ in counts}) != len(counts):
+        return True
+    return any(rc > (_FRESH[0] if top else _FRESH[1]) for top, _, rc in counts)
+
+
+def _fresh_counts() -> tuple[int, int]:
+    value = [[0], {1: [2]}]
+    counts = _refcounts(value)  # one call less than aliased(value) -> _refcounts(value)
+    return counts[0][2] + 1, max(rc for top, _, rc in counts if not top)
+
+
+_FRESH: tuple[int, int] | None = None
+_FRESH = _fresh_counts()
+
+
 def describe(exc: BaseException) -> list[Any]:
-    """An exception as ``["exc", names, message]``: the builtin classes of its MRO (the test
-    child raises the first one it knows) and ``str(exc)``, cut to 2,000 characters."""
+    """An exception as ``["exc", names, message, args]``: the builtin classes of its MRO (the
+    test child raises the first one it knows), ``str(exc)`` cut to 2,000 characters, and its
+    arguments when they are plain data (else None)."""
     try:
         names = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
         names = [n for n in names if type(n) is str][:8]
@@ -214,7 +336,15 @@ def describe(exc: BaseException) -> list[Any]:
         text = str.__str__(str(exc))[:2000] if not isinstance(exc, StopIteration) else ""
     except BaseException:  # noqa: BLE001
         text = ""
-    return ["exc", names, text]
+    try:  # its arguments, when they are plain data (KeyError('a').args[0] is 'a', not "'a'")
+        args: Any = [wire.encode(a, _not_plain) for a in tuple.__iter__(exc.args)][:16]
+    except BaseException:  # noqa: BLE001
+        args = None
+    return ["exc", names, text, args]
+
+
+def _not_plain(_: Any) -> list[Any]:
+    raise ValueError("not plain data")
 
 
 def serve(rfd: int = 3, wfd: int = 4) -> None:

@@ -67,6 +67,7 @@ from isolation import (  # noqa: E402
     set_rlimits,
     setup_namespaces,
     vmsize,
+    writes_only_beneath,
 )
 from probing import hidden_dirs, probe_layers, readable_paths  # noqa: E402
 from relay import discard, pump, read_exact, write_frame  # noqa: E402
@@ -140,6 +141,8 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
         if ruleset >= 0:
             restrict_self(RULESET_FD)
             os.close(RULESET_FD)
+            if not test:  # and writes only in this sample's own workdir (the worker's ruleset allows the root)
+                writes_only_beneath(cfg["landlock"], [workdir], ["/dev/null"])
         if cfg["seccomp"]:
             apply_seccomp(SECCOMP_BPF)
         os.environ.clear()
@@ -160,9 +163,16 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
 
 def make_workdir(cfg: dict[str, Any], seq: int) -> str:
     """A fresh directory per sample: its own size-capped tmpfs when we have a mount namespace
-    (removed by one detach, whatever the sample built in it), else a plain directory."""
-    workdir = f"{cfg['workroot']}/s{seq}"
-    os.mkdir(workdir, 0o700)
+    (removed by one detach, whatever the sample built in it), else a plain directory. Its name
+    is unpredictable, and one that exists already is never reused: a folder an earlier sample
+    managed to create cannot block or reach this one."""
+    while True:
+        workdir = f"{cfg['workroot']}/s{seq}-{os.urandom(8).hex()}"
+        try:
+            os.mkdir(workdir, 0o700)
+            break
+        except FileExistsError:
+            continue
     if cfg["tmpfs_per_sample"]:
         opts = f"size={cfg['limits']['workdir_bytes']},nr_inodes=4096,mode=0700"
         if cfg["uid"] is not None:
@@ -290,7 +300,9 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
     cap = min(int(ctl.get("cap", MAX_STDOUT)), MAX_OUTPUT)
     workdir = make_workdir(cfg, seq)
     t0 = time.monotonic()
-    deadline = t0 + timeout
+    # One timeout per input (a slow first input does not eat the next one's time), under the
+    # row's total (every input's timeout), which the trainer's own deadline also follows.
+    deadline = t0 + float(ctl.get("total", timeout))
     why, cpu, maxrss = "ended", 0.0, 0
     try:
         for _ in range(int(ctl.get("cases", 0))):
@@ -312,7 +324,8 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
                 os.close(fd)
             pidfd = os.pidfd_open(pid)
             try:
-                case_why = pump(deadline, n, in_w, {out_r: [b"O", cap, 0], err_r: [b"E", -MAX_STDERR, 0]}, pidfd)
+                case_deadline = min(time.monotonic() + timeout, deadline)
+                case_why = pump(case_deadline, n, in_w, {out_r: [b"O", cap, 0], err_r: [b"E", -MAX_STDERR, 0]}, pidfd)
             finally:
                 _kill(pid, cfg["pidns"])
                 _, status, usage = os.wait4(pid, 0)
@@ -325,7 +338,8 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
             maxrss = max(maxrss, usage.ru_maxrss * 1024)
             if case_why == "" and c >= timeout:
                 case_why = "timeout"
-            write_frame(b"C", json.dumps({"why": case_why or "exited", "status": exit_desc(status)}).encode())
+            case = {"why": case_why or "exited", "status": exit_desc(status), "maxrss": usage.ru_maxrss * 1024}
+            write_frame(b"C", json.dumps(case).encode())
             if case_why == "timeout":
                 why = "timeout"
                 break

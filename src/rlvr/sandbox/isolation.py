@@ -168,6 +168,36 @@ def build_ruleset(abi: int, readable: list[str], writable: list[str]) -> int:
     return fd
 
 
+def writes_only_beneath(abi: int, dirs: list[str], files: list[str]) -> None:
+    """Stack a Landlock layer on this process that handles only the rights that write (create,
+    remove, write, truncate, link, rename): allowed beneath ``dirs`` and on ``files``, nowhere
+    else. A sample's candidate gets it with its own workdir, so it can neither plant a file for a
+    later sample nor pre-create a later sample's folder, with or without the uid layer."""
+    write_file = 1 << 1
+    handled = write_file | sum(1 << b for b in range(4, 13))  # REMOVE_DIR .. MAKE_SYM
+    if abi >= 2:
+        handled |= 1 << 13  # REFER
+    if abi >= 3:
+        handled |= 1 << 14  # TRUNCATE
+    attr = _RulesetAttr(handled, 0, 0)
+    fd = libc.syscall(SYS_landlock_create_ruleset, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if fd < 0:
+        raise os_error("landlock_create_ruleset")
+    try:
+        for path, allowed in [(d, handled) for d in dirs] + [(f, handled & (write_file | (1 << 14))) for f in files]:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            rule = _PathBeneath(allowed, pfd)
+            rc = libc.syscall(
+                SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)
+            )
+            os.close(pfd)
+            if rc != 0:
+                raise os_error(f"landlock_add_rule {path}")
+        restrict_self(fd)
+    finally:
+        os.close(fd)
+
+
 class _ArgCmp(ctypes.Structure):
     _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
 

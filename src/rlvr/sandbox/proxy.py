@@ -2,43 +2,91 @@
 and ``Link`` carries its requests. Standard library only; loaded by ``harness.py`` (through
 ``testchild.py``) inside the worker's interpreter, never by the trainer.
 
-Every operation on a handle (call, attribute, item, iteration, operators, ``len``, ``bool``,
-``hash``, ``str``, ``repr``, ``format``) is one request; the answer is decoded strictly
-(``wire.decode``) into fresh values, or raised as the candidate's exception rebuilt as the first
-builtin class of its MRO, with its message. Comparisons are the exception: a handle compared
-with anything but another handle returns ``NotImplemented``, so Python falls back to identity
-and an expected value never leaves this process; ``x in handle`` iterates the handle here. A
-call's list, dict, set, bytearray and deque arguments are written back after the call. A
-callable of the test's passed to the program is called back here (``Link.call_back``).
+The rule: a ``correct`` verdict must imply that plain CPython passes the same program and tests.
+What the proxy cannot keep exact it refuses (``Link.refuse``: the sample ends ``unsupported``,
+scored wrong); it never substitutes semantics of its own.
+
+- **Plain data by default.** An answer is decoded strictly (``wire.decode``) into fresh
+  builtins. Without the task's ``program_objects`` option a handle is only a callable of the
+  program (kind ``f``: it can be called) or an iterator it returned (kind ``i``: it can be
+  iterated, one item a request); of any other object of the program (an instance, a subclass of
+  a builtin) only its truth is asked. Any other operation on a handle, and a class of the
+  program reaching the test, ends the sample ``unsupported``. So no program object decides a
+  comparison, and an expected value reaches the program only where the test passes it as an
+  argument, as in CPython.
+- **program_objects** (class-design tasks): every operation dispatches to the program exactly as
+  CPython would: comparisons and ``in`` call the program's dunders (with the test's value as
+  the argument), reflected operators too. A lying ``__eq__`` passes then, as it does in CPython.
+- **The program's end is final.** When the candidate child ends, closes its pipe or breaks the
+  format, ``Link.gone`` writes the end record and ends this process on the spot (``os._exit``
+  through the test child's ``end`` callback), so no ``except`` clause of the test can catch it.
+- **Reports never ask.** While the test child renders a failure (``quiet``), every operation on
+  a handle raises ``Quiet`` locally instead of sending a request.
+- **The test's objects** reach the program as plain data (copied), as builtin classes by name,
+  or, for a callable (a lambda, a function), as a reference the program can only call (called
+  back here). Any other object of the test's ends the sample ``unsupported``. A call's list,
+  dict, set, bytearray and deque arguments are written back after the call.
 """
 
 from __future__ import annotations
 
 import builtins
 import collections
-from typing import Any
+import types
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
 
 MAX_ANSWER = 64 << 20  # bytes of one answer from the candidate child
-_MUTABLE = (list, dict, set, bytearray, collections.deque)
+_CALLABLE_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+)
+# Operations a handle allows without program_objects, by kind (f: callable, i: iterator).
+# ``len`` for an iterator too: ``list(it)`` asks ``len`` for a size hint (a generator answers
+# TypeError). ``bool`` on anything: ``assert f(x)`` asks the object's own truth in CPython as
+# well, and a program that wants True can return True. Identity (``is None``) needs no request.
+_PLAIN_OPS = {
+    "f": frozenset({"call", "bool"}),
+    "i": frozenset({"iter", "next", "len", "bool"}),
+    "o": frozenset({"bool"}),
+}
 
 
-class Gone(BaseException):
-    """The candidate child ended, or sent something that breaks the format: the test cannot go
-    on. A ``BaseException``, so a test's ``except Exception`` does not swallow it."""
+class Quiet(Exception):  # noqa: N818 - a signal, not an error
+    """Raised instead of sending a request while a failure report is being made."""
 
 
 class Link:
-    """The test child's end of the pipes to the candidate child."""
+    """The test child's end of the pipes to the candidate child. ``end(record)`` writes the end
+    record and ends the test child (never returns). ``objects``: the task's ``program_objects``."""
 
-    def __init__(self, wfd: int, rfd: int) -> None:
+    def __init__(self, wfd: int, rfd: int, end: Callable[[dict[str, Any]], NoReturn], objects: bool = False) -> None:
         self.wfd, self.rfd = wfd, rfd
+        self.end = end
+        self.objects = objects
+        self.quiet = False
         self.handles: dict[int, Handle] = {}
         self.callables: list[Any] = []
-        self.gone = ""
+        self.call_args: dict[Any, Any] | None = None  # during a call: position -> the test's object
 
-    def ref(self, tag: str, n: int) -> Any:
+    def gone(self, why: str) -> NoReturn:
+        """The candidate ended or broke the protocol: the sample ends here, whatever the test does."""
+        self.end({"end": "gone", "why": why})
+
+    def refuse(self, what: str) -> NoReturn:
+        """A construct the boundary cannot keep exact: the sample ends ``unsupported``."""
+        self.end({"end": "unsupported", "what": what[:300]})
+
+    def ref(self, tag: str, n: Any, kind: Any = "o", tname: str = "object") -> Any:
+        if tag == "A":
+            return self.resolve(n, kind)
         if tag == "x":
             if not 0 <= n < len(self.callables):
                 raise wire.WireError("an unknown callable")
@@ -47,16 +95,42 @@ class Link:
         if h is None:
             if n < 0 or len(self.handles) > 1_000_000:
                 raise wire.WireError("a malformed handle")
-            h = self.handles[n] = Handle(n)
+            if not self.objects and kind == "c":
+                # Refused on arrival: what a test does with a class (instantiate it, isinstance,
+                # except) needs the program's objects, and ``except`` would not ask first.
+                self.refuse(
+                    f"the program's class {tname} reached the test "
+                    "(a task whose tests use the program's objects sets program_objects: true)"
+                )
+            h = self.handles[n] = Handle(n, kind, tname)
         return h
 
+    def resolve(self, pos: Any, path: list[Any]) -> Any:
+        """The test's own object at ``path`` inside the call's argument ``pos`` (read before any
+        write-back: the candidate sends paths into the arguments as they were passed)."""
+        if self.call_args is None or pos not in self.call_args:
+            raise wire.WireError("a reference to an unknown argument")
+        x = self.call_args[pos]
+        for step in path:
+            key = self.dec(step)
+            try:
+                x = x[key] if isinstance(x, (list, tuple, dict, collections.deque)) else None
+            except (IndexError, KeyError, TypeError):
+                x = None
+            if x is None:
+                raise wire.WireError("a reference to a place not in the arguments")
+        return x
+
     def other(self, obj: Any) -> list[Any]:
-        """How an object of the test's own travels: a handle goes back as itself; anything else
-        stays here and can only be called (``["x", n]``)."""
+        """How an object of the test's own travels when it is not plain data: a handle goes back
+        as itself; a callable stays here and can only be called (``["x", n]``); anything else is
+        refused."""
         if type(obj) is Handle:
             return ["h", object.__getattribute__(obj, "_n")]
-        self.callables.append(obj)
-        return ["x", len(self.callables) - 1]
+        if isinstance(obj, _CALLABLE_TYPES) or type(obj).__name__ == "partial":
+            self.callables.append(obj)
+            return ["x", len(self.callables) - 1]
+        self.refuse(f"the test passes its own {type(obj).__name__} to the program (only plain data is copied)")
 
     def enc(self, x: Any) -> Any:
         return wire.encode(x, self.other)
@@ -64,25 +138,23 @@ class Link:
     def ask(self, msg: list[Any]) -> list[Any]:
         """Send a request and wait for its answer, running the candidate's calls back into the
         test's callables meanwhile."""
-        if self.gone:
-            raise Gone(self.gone)
+        if self.quiet:
+            raise Quiet
         try:
             wire.send(self.wfd, msg)
             while True:
                 ans = wire.recv(self.rfd, MAX_ANSWER)
+                if ans is None:
+                    self.gone("the candidate's process ended")
                 if type(ans) is not list or not ans or type(ans[0]) is not str:
-                    if ans is None:
-                        raise Gone("the candidate's process ended")
                     raise wire.WireError("a malformed answer")
                 if ans[0] != "cb":
                     return ans
                 self.call_back(ans)
+        except wire.WireLimit as exc:
+            self.refuse(f"an answer beyond the wire's limits ({exc})")
         except (OSError, wire.WireError) as exc:
-            self.gone = f"the candidate's process broke the protocol: {exc}"
-            raise Gone(self.gone) from None
-        except Gone as exc:
-            self.gone = str(exc)
-            raise
+            self.gone(f"the candidate's process broke the protocol: {exc}")
 
     def call_back(self, msg: list[Any]) -> None:
         if len(msg) != 4 or type(msg[1]) is not int or type(msg[2]) is not list or type(msg[3]) is not list:
@@ -92,8 +164,6 @@ class Link:
             args = [self.dec(a) for a in msg[2]]
             kwargs = {str(k): self.dec(v) for k, v in msg[3]}
             reply: list[Any] = ["ret", self.enc(fn(*args, **kwargs))]
-        except Gone:
-            raise
         except Exception as exc:  # noqa: BLE001 - the test's callable raised: the candidate sees it
             reply = ["raise", type(exc).__name__ if hasattr(builtins, type(exc).__name__) else "Exception", str(exc)]
         wire.send(self.wfd, reply)
@@ -101,50 +171,115 @@ class Link:
     def dec(self, x: Any) -> Any:
         return wire.decode(x, self.ref)
 
-    def value(self, msg: list[Any], args: list[Any] | None = None) -> Any:
-        """Ask, and turn the answer into a value (or raise what the candidate raised)."""
+    def value(self, msg: list[Any], args: dict[Any, Any] | None = None) -> Any:
+        """Ask, and turn the answer into a value (or raise what the candidate raised). For a call,
+        ``args`` maps each argument position (an index, or a keyword's name) the candidate writes
+        back to the test's own object: it is updated in place, after the call returned or raised,
+        before the result is decoded (a result that *is* an argument, ``["A", position]``, is the
+        test's own object)."""
         ans = self.ask(msg)
         try:
-            if ans[0] == "ok" and len(ans) >= 2:
-                out = self.dec(ans[1])
-                if args is not None and len(ans) >= 3 and type(ans[2]) is list:
-                    for i, new in zip(msg[4], ans[2], strict=False):
-                        write_back(args[i], self.dec(new))
-                return out
-            if ans[0] == "stop":
-                raise StopIteration
-            if ans[0] == "exc" and len(ans) == 3 and type(ans[1]) is list and type(ans[2]) is str:
-                raise rebuild(ans[1], ans[2])
+            self.call_args = args
+            try:
+                return self._answer(ans, args)
+            finally:
+                self.call_args = None
+        except wire.WireLimit as exc:
+            self.refuse(f"an answer beyond the wire's limits ({exc})")
         except wire.WireError as exc:
-            self.gone = f"the candidate's process sent a bad answer: {exc}"
-            raise Gone(self.gone) from None
-        self.gone = "the candidate's process sent a malformed answer"
-        raise Gone(self.gone)
+            self.gone(f"the candidate's process sent a bad answer: {exc}")
+
+    def _answer(self, ans: list[Any], args: dict[Any, Any] | None) -> Any:
+        if args is not None and ans[0] in ("ok", "exc") and len(ans) >= 3 and type(ans[-1]) is dict:
+            if isinstance(ans[-1].get("unsupported"), str):
+                self.refuse(ans[-1]["unsupported"])
+            # Decode every write-back and the result before changing anything: references
+            # (["A", ...]) name places in the arguments as they were passed.
+            news = [(pos, self.dec(new)) for pos, new in ans[-1].get("wb", []) if type(pos) in (int, str)]
+            value = self.dec(ans[1]) if ans[0] == "ok" and len(ans) >= 2 else None
+            for pos, new in news:
+                if pos in args:
+                    write_back(args[pos], new)
+            if ans[0] == "ok":
+                return value
+        if ans[0] == "ok" and len(ans) >= 2:
+            return self.dec(ans[1])
+        if ans[0] == "stop":
+            raise StopIteration
+        if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
+            self.refuse(ans[1])
+        if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+            raise self.rebuild(ans)
+        self.gone("the candidate's process sent a malformed answer")
+
+    def rebuild(self, ans: list[Any]) -> BaseException:
+        """The candidate's exception ``["exc", names, text, args]`` as the first builtin class of
+        its MRO, built from its arguments when they are plain data (``KeyError('a').args[0]`` is
+        ``'a'``), else from its message."""
+        args = ans[3] if len(ans) >= 4 and type(ans[3]) is list else None
+        for n in ans[1]:
+            cls = getattr(builtins, n, None) if type(n) is str else None
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                try:
+                    if args is not None:
+                        return cls(*[self.dec(a) for a in args])
+                    return cls(ans[2]) if ans[2] else cls()
+                except Exception:  # noqa: BLE001 - a class that wants other arguments
+                    continue
+        return Exception(ans[2])
 
 
 LINK: Link | None = None
 
 
+def _link() -> Link:
+    assert LINK is not None
+    return LINK
+
+
+def _gate(h: Handle, op: str) -> Link:
+    """Every operation on a handle passes here: quiet while a report is made; refused unless the
+    kind allows it or the task declared program_objects."""
+    link = _link()
+    if link.quiet:
+        raise Quiet
+    kind = object.__getattribute__(h, "_k")
+    if not link.objects and op not in _PLAIN_OPS.get(kind, ()):
+        tname = object.__getattribute__(h, "_t")
+        link.refuse(
+            f"the test uses {op!r} on the program's {tname}, which is not plain data: only calls, truth and "
+            "iterating an iterator it returned are kept exact (program_objects: true allows every operation)"
+        )
+    return link
+
+
 def _ask(h: Handle, kind: str, *rest: Any) -> Any:
-    assert LINK is not None
-    return LINK.value([kind, object.__getattribute__(h, "_n"), *rest])
+    link = _gate(h, kind)
+    return link.value([kind, object.__getattribute__(h, "_n"), *[link.enc(r) for r in rest]])
 
 
-def _op(name: str, *values: Any) -> Any:
-    assert LINK is not None
-    return LINK.value(["op", name, [LINK.enc(v) for v in values]])
+def _op(h: Handle, name: str, *values: Any) -> Any:
+    link = _gate(h, name)
+    return link.value(["op", name, [link.enc(v) for v in values]])
 
 
-def rebuild(names: list[Any], text: str) -> BaseException:
-    """The candidate's exception as the first builtin class of its MRO that this process has."""
-    for n in names:
-        cls = getattr(builtins, n, None) if type(n) is str else None
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            try:
-                return cls(text) if text else cls()
-            except Exception:  # noqa: BLE001 - a class that wants other arguments
-                continue
-    return Exception(text)
+def shared_arguments(link: Link, values: Any) -> None:
+    """A call whose arguments hold one mutable object twice (``f(a, a)``, ``[row] * 3``) is
+    refused: the candidate would receive copies, and a change through one would not show
+    through the other as it does in CPython."""
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t in (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict):
+            if id(x) in seen:
+                link.refuse(f"the test passes one {t.__name__} twice in a call's arguments (copies would split it)")
+            seen.add(id(x))
+        if t in (list, tuple, set, frozenset, collections.deque):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(dict.values(x))
 
 
 def write_back(orig: Any, new: Any) -> None:
@@ -163,47 +298,48 @@ def write_back(orig: Any, new: Any) -> None:
 
 
 class Handle:
-    """An object that lives in the candidate child. Every operation is a request."""
+    """An object that lives in the candidate child. Every operation is a request, gated by
+    ``_gate``. ``_k``: ``f`` callable, ``i`` iterator, ``c`` class, ``o`` other; ``_t``: its type's
+    name (display only)."""
 
-    __slots__ = ("_n", "__weakref__")
+    __slots__ = ("_n", "_k", "_t", "__weakref__")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, kind: str = "o", tname: str = "object") -> None:
         object.__setattr__(self, "_n", n)
+        object.__setattr__(self, "_k", kind)
+        object.__setattr__(self, "_t", str(tname)[:80])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        assert LINK is not None
-        mut = [i for i, a in enumerate(args) if type(a) in _MUTABLE or type(a) in (collections.Counter,)]
-        mut += [i for i, a in enumerate(args) if i not in mut and isinstance(a, (dict, list, set))]
+        link = _gate(self, "call")
+        given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
+        shared_arguments(link, given.values())
+        mut = [pos for pos, a in given.items() if isinstance(a, (list, dict, set, bytearray, collections.deque))]
         msg = [
             "call",
             object.__getattribute__(self, "_n"),
-            [LINK.enc(a) for a in args],
-            [[k, LINK.enc(v)] for k, v in kwargs.items()],
+            [link.enc(a) for a in args],
+            [[k, link.enc(v)] for k, v in kwargs.items()],
             mut,
         ]
-        return LINK.value(msg, list(args))
+        return link.value(msg, given)
 
     def __getattr__(self, name: str) -> Any:
         return _ask(self, "attr", name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        assert LINK is not None
-        _ask(self, "setattr", name, LINK.enc(value))
+        _ask(self, "setattr", name, value)
 
     def __delattr__(self, name: str) -> None:
         _ask(self, "delattr", name)
 
     def __getitem__(self, key: Any) -> Any:
-        assert LINK is not None
-        return _ask(self, "item", LINK.enc(key))
+        return _ask(self, "item", key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        assert LINK is not None
-        _ask(self, "setitem", LINK.enc(key), LINK.enc(value))
+        _ask(self, "setitem", key, value)
 
     def __delitem__(self, key: Any) -> None:
-        assert LINK is not None
-        _ask(self, "delitem", LINK.enc(key))
+        _ask(self, "delitem", key)
 
     def __iter__(self) -> Any:
         return _ask(self, "iter")
@@ -230,8 +366,7 @@ class Handle:
         return _ask(self, "format", spec)  # type: ignore[no-any-return]
 
     def __contains__(self, item: Any) -> bool:
-        # Decided here: the item may be an expected value, which never leaves this process.
-        return any(x is item or x == item for x in self)
+        return _ask(self, "contains", item)  # type: ignore[no-any-return]
 
     def __index__(self) -> int:
         return _ask(self, "index")  # type: ignore[no-any-return]
@@ -243,37 +378,29 @@ class Handle:
         return _ask(self, "float")  # type: ignore[no-any-return]
 
     def __neg__(self) -> Any:
-        return _op("neg", self)
+        return _op(self, "neg", self)
 
     def __pos__(self) -> Any:
-        return _op("pos", self)
+        return _op(self, "pos", self)
 
     def __abs__(self) -> Any:
-        return _op("abs", self)
+        return _op(self, "abs", self)
 
     def __invert__(self) -> Any:
-        return _op("invert", self)
+        return _op(self, "invert", self)
 
 
-def _compare(name: str) -> Any:
+def _forward(name: str, reflected: bool) -> Any:
+    # The candidate runs operator.<name>(left, right), so Python's own dispatch (reflected
+    # operands, NotImplemented, identity fallback of == and !=) happens there, as in CPython.
     def method(self: Handle, other: Any) -> Any:
-        # Only between two of the candidate's objects is the comparison the candidate's to make.
-        if type(other) is not Handle:
-            return NotImplemented
-        return _op(name, self, other)
-
-    return method
-
-
-def _binary(name: str, reflected: bool) -> Any:
-    def method(self: Handle, other: Any) -> Any:
-        return _op(name, other, self) if reflected else _op(name, self, other)
+        return _op(self, name, other, self) if reflected else _op(self, name, self, other)
 
     return method
 
 
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(Handle, f"__{_name}__", _compare(_name))
+    setattr(Handle, f"__{_name}__", _forward(_name, False))
 for _name in (
     "add",
     "sub",
@@ -290,5 +417,5 @@ for _name in (
     "rshift",
 ):
     _fn = _name + "_" if _name in ("and", "or") else _name
-    setattr(Handle, f"__{_name}__", _binary(_fn, False))
-    setattr(Handle, f"__r{_name}__", _binary(_fn, True))
+    setattr(Handle, f"__{_name}__", _forward(_fn, False))
+    setattr(Handle, f"__r{_name}__", _forward(_fn, True))

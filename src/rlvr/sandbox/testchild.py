@@ -3,21 +3,20 @@ proxy. Standard library only; loaded by ``harness.py`` inside the worker's inter
 imported by the trainer), and run after its isolation layers are applied (its own uid, not the
 candidate's).
 
-- The program's global names become values in the test's namespace: plain data decoded into
-  fresh builtins, a ``Handle`` for anything else, and the test child's *own* import of a standard
-  module or class the program imported (``math``, ``Counter``): never the program's copy.
-- A ``Handle`` forwards every operation (call, attribute, item, iteration, operators, ``len``,
-  ``bool``, ``hash``, ``str``, ...) to the candidate child as a request and decodes the answer
-  strictly (``wire.decode``). Comparisons are the exception: a handle compared with anything but
-  another handle is equal only to itself, so an expected value never leaves this process.
-  ``x in handle`` iterates the handle here. The candidate's exceptions come back as the same
-  builtin type with their message; a call's list, dict, set, bytearray and deque arguments are
-  written back after the call.
+- **It acts on nothing the program says.** The names it binds are the free names of the test
+  file and the prompt's helpers, plus the task's entry point; it asks the candidate child for
+  those and binds the answers (plain data, or a handle: see ``proxy.py``). A standard module or
+  name the program imports at its top level (``import math``, ``from typing import List``) is
+  bound to this process's own import, found by parsing the program's source here, never from
+  what the candidate's process answers.
 - Each ``assert`` is rewritten to report its result on the result pipe (fd 6) the moment it is
-  decided: ``{"at": [line, col], "ok": true}``, or ``ok: false`` with ``got``/``want`` reprs
-  (made here, never by asking the candidate) or the exception that stopped it. The last record
-  is ``{"end": "passed"}``, ``{"end": "raised", "exc": ...}`` or ``{"end": "gone", ...}`` (the
-  candidate child ended or broke the protocol).
+  decided: ``{"at": [line, col], "ok": true}`` the first time a statement passes, ``ok: false``
+  with ``got``/``want`` reprs (made here, ``quiet``: a handle is never asked for its repr) or the
+  exception that stopped it, the first time it fails. A failed statement stays failed.
+- The last record is ``{"end": "passed"}``, ``{"end": "raised", "exc": ...}``, ``{"end": "gone",
+  ...}`` (the candidate child ended or broke the protocol) or ``{"end": "unsupported", "what":
+  ...}`` (a construct the boundary cannot keep exact). ``gone`` and ``unsupported`` are written
+  where they happen and this process exits there (``end_now``): no ``except`` in the test runs.
 """
 
 from __future__ import annotations
@@ -27,13 +26,14 @@ import builtins
 import importlib
 import os
 import reprlib
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 import proxy  # type: ignore[import-not-found]  # sibling modules, loaded by the harness
 import wire  # type: ignore[import-not-found]
-from proxy import Gone, Handle, Link, rebuild  # type: ignore[import-not-found]
+from proxy import Handle, Link  # type: ignore[import-not-found]
+from tolerance import numbers_close  # type: ignore[import-not-found]
 
-MAX_PASS_RECORDS = 2000  # passing asserts reported one by one; later ones are counted
 REPR = reprlib.Repr()
 REPR.maxstring = REPR.maxother = 160
 REPR.maxlist = REPR.maxtuple = REPR.maxset = REPR.maxfrozenset = REPR.maxdict = REPR.maxdeque = 12
@@ -42,25 +42,31 @@ _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", 
 
 
 def show(x: Any) -> str:
-    """A short repr for the review page, made here (a handle is never asked for its repr)."""
+    """A short repr for the review page, made here: quiet, so a handle anywhere inside (a list's
+    item, an exception's argument, an object of the test's that holds one) is never asked."""
     if type(x) is Handle:
-        return f"<object of the program's, handle {object.__getattribute__(x, '_n')}>"
+        return f"<the program's {object.__getattribute__(x, '_t')}>"
+    link = proxy.LINK
+    if link is not None:
+        link.quiet = True
     try:
         return REPR.repr(x)[:300]
-    except Exception:  # noqa: BLE001 - display only
+    except (Exception, RecursionError):  # noqa: BLE001 - display only (Quiet included)
         return f"<{type(x).__name__}>"
+    finally:
+        if link is not None:
+            link.quiet = False
 
 
 class Reporter:
-    """Writes the assert records on the result pipe. A failure is written the moment it is
-    decided (it is final); passes, which decide nothing on their own, are written with the next
-    failure, every 64, or with the end record: one write instead of one per assert."""
+    """Writes the assert records on the result pipe, one per statement: its first pass (written
+    with the next failure, every 64, or with the end record) and its first failure (written the
+    moment it is decided: it is final). Partial credit counts statements, not executions."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.sent = 0
-        self.passed = 0
-        self.failed = 0
+        self.ok: set[tuple[int, int]] = set()
+        self.bad: set[tuple[int, int]] = set()
         self.pending: list[dict[str, Any]] = []
 
     def put(self, rec: dict[str, Any]) -> None:
@@ -71,45 +77,63 @@ class Reporter:
     def result(
         self, at: list[int], ok: bool, got: Any = None, want: Any = None, exc: BaseException | None = None
     ) -> None:
+        key = (at[0], at[1])
         if ok:
-            self.passed += 1
-            if self.sent < MAX_PASS_RECORDS:
-                self.sent += 1
+            if key not in self.ok and key not in self.bad:
+                self.ok.add(key)
                 self.pending.append({"at": at, "ok": True})
                 if len(self.pending) >= 64:
                     wire.send_many(self.fd, self.pending)
                     self.pending = []
             return
-        self.failed += 1
+        if key in self.bad:
+            return
+        self.bad.add(key)
         rec: dict[str, Any] = {"at": at, "ok": False}
         if exc is not None:
             rec["exc"] = describe_exc(exc)
-            rec["mem"] = isinstance(exc, MemoryError)
         else:
             rec["got"], rec["want"] = show(got), show(want)
-        self.sent += 1
+        self.put(rec)
+
+    def end(self, rec: dict[str, Any]) -> None:
+        rec["passed"], rec["failed"] = len(self.ok - self.bad), len(self.bad)
         self.put(rec)
 
 
 def describe_exc(exc: BaseException) -> str:
+    link = proxy.LINK
+    if link is not None:
+        link.quiet = True
     try:
         text = str(exc)[:300]
-    except Exception:  # noqa: BLE001
+    except (Exception, RecursionError):  # noqa: BLE001 - display only (Quiet included)
         text = ""
+    finally:
+        if link is not None:
+            link.quiet = False
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 REPORT: Reporter | None = None
-
-
 TOLERANCE = 0.0  # the task's float_tolerance: == and != in an assert accept floats this close
 
 
+def end_now(rec: dict[str, Any]) -> NoReturn:
+    """Write the end record and exit at once: no ``except`` or ``finally`` of the test runs."""
+    assert REPORT is not None
+    REPORT.end(rec)
+    os._exit(0)
+
+
 def close(a: Any, b: Any) -> bool:
-    """``a == b``, with floats compared within ``TOLERANCE`` (through lists, tuples and dicts)."""
-    if isinstance(a, float) or isinstance(b, float):
-        if type(a) in (int, float) and type(b) in (int, float):
-            return bool(a == b or abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b)))
+    """``a == b``, with numbers compared by ``tolerance.numbers_close`` when one is a float
+    (through lists, tuples and dicts of the same shape)."""
+    if (type(a) is float or type(b) is float) and type(a) in (int, float) and type(b) in (int, float):
+        try:
+            return numbers_close(float(a), float(b), TOLERANCE, TOLERANCE)
+        except OverflowError:  # an int beyond the double range: only exact equality
+            return bool(a == b)
     if type(a) in (list, tuple) and type(b) is type(a) and len(a) == len(b):
         return all(close(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is dict and type(b) is dict and a.keys() == b.keys():
@@ -135,8 +159,6 @@ def _rlvr_truth(at: list[int], value: Any) -> bool:
 
 
 def _rlvr_raised(at: list[int], exc: BaseException) -> None:
-    if isinstance(exc, Gone):
-        return  # the candidate ended: the end record says so, and the worker measured why
     assert REPORT is not None
     REPORT.result(at, False, exc=exc)
 
@@ -159,12 +181,13 @@ class Instrument(ast.NodeTransformer):
             return ast.List([ast.Constant(node.lineno), ast.Constant(node.col_offset)], ast.Load())
 
         t = node.test
-        if TOLERANCE:
-            t = Tolerant().visit(t)
+        tol = Tolerant().visit if TOLERANCE else (lambda n: n)
         if isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _CMP:
-            check = _call("_rlvr_cmp", [at(), t.left, t.comparators[0], ast.Constant(_CMP[type(t.ops[0])])])
+            # _rlvr_cmp applies the tolerance to this comparison itself (and reports both sides).
+            parts = [tol(t.left), tol(t.comparators[0])]
+            check = _call("_rlvr_cmp", [at(), *parts, ast.Constant(_CMP[type(t.ops[0])])])
         else:
-            check = _call("_rlvr_truth", [at(), t])
+            check = _call("_rlvr_truth", [at(), tol(t)])
         ok = ast.Name("_rlvr_ok", ast.Store())
         handler = ast.ExceptHandler(
             ast.Name("BaseException", ast.Load()),
@@ -199,44 +222,112 @@ def _call(name: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), args, [])
 
 
-def bind_globals(link: Link, names: list[Any], ns: dict[str, Any], used: set[str], entry: str | None) -> None:
-    """The program's global names, as the test sees them. A name that shadows a builtin (a
-    program's ``isinstance`` that always says True) is bound only when it is the row's entry
-    point or, without one, when the tests call no other name of the program (MBPP's ``def sum``):
-    otherwise the test's ``isinstance`` stays Python's. Names of the instrumentation are never
-    the program's."""
-    items = []
-    for item in names:
-        if type(item) is not list or len(item) < 3 or type(item[0]) is not str:
-            raise Gone("the candidate's process sent malformed names")
-        items.append(item)
-    shadow = {it[0] for it in items if hasattr(builtins, it[0])}
-    api = {it[0] for it in items if it[0] in used and it[0] not in shadow}
-    allowed = ({entry} & shadow) if entry else (shadow & used if not api else set())
-    for item in items:
-        name, kind = item[0], item[1]
-        if name.startswith("_rlvr_") or (name in shadow and name not in allowed):
+def free_names(*trees: ast.AST) -> set[str]:
+    """Names the trees read and never bind anywhere (assignment, def, class, import, argument):
+    the only names the test child asks the program for."""
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name):
+                (loaded if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(n.name)
+            elif isinstance(n, ast.arg):
+                bound.add(n.arg)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                bound |= {(a.asname or a.name).split(".")[0] for a in n.names}
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                bound.add(n.name)
+    return {n for n in loaded - bound if not n.startswith(("_rlvr_", "__"))}
+
+
+def program_facts(code: str) -> tuple[dict[str, tuple[str, str | None]], set[str]]:
+    """From the program's source, parsed here (never asked of the program): the standard-library
+    names it imports at its top level (name -> (module, attribute or None)), and the names its
+    functions declare ``global`` or ``nonlocal`` (a call may rebind them)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}, set()
+    out: dict[str, tuple[str, str | None]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in sys.stdlib_module_names:
+                    out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in sys.stdlib_module_names:
+                for a in node.names:
+                    if a.name != "*":
+                        out[a.asname or a.name] = (node.module, a.name)
+    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    return out, rebound
+
+
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, type)
+
+
+def immutable(x: Any, depth: int = 0) -> bool:
+    """Plain data no call can change in place (tuples and frozensets of such)."""
+    if type(x) in _IMMUTABLE or type(x).__name__ in ("Fraction", "Decimal"):
+        return True
+    if type(x) in (tuple, frozenset) or (isinstance(x, tuple) and hasattr(type(x), "_fields")):
+        return depth < 100 and all(immutable(v, depth + 1) for v in x)
+    return False
+
+
+def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str | None) -> None:
+    """The program's names the tests read. A standard import of the program's is this process's
+    own import. A name that shadows a builtin (a program's ``isinstance`` that always says True)
+    is bound only when it is the row's entry point or, without one, when the tests read no other
+    name of the program (MBPP's ``def sum``): otherwise the test's ``isinstance`` stays Python's."""
+    imports, rebound = program_facts(code)
+    for name in sorted(wanted & imports.keys()):
+        module, attr = imports[name]
+        try:
+            obj: Any = importlib.import_module(module)
+            ns[name] = getattr(obj, attr) if attr else obj
+        except (ImportError, AttributeError):
+            continue  # left unbound: the test raises NameError
+    ask = sorted(wanted - imports.keys())
+    ans = link.ask(["load", code, ask])
+    if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+        end_now({"end": "raised", "exc": "the program raised " + describe_exc(link.rebuild(ans))})
+    if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
+        link.refuse(ans[1])
+    if ans[0] != "ok" or len(ans) < 2 or type(ans[1]) is not list:
+        link.gone("the candidate's process sent a malformed answer to load")
+    given = {}
+    for item in ans[1]:
+        if type(item) is not list or len(item) != 2 or item[0] not in ask:
+            link.gone("the candidate's process sent a malformed name")
+        given[item[0]] = item[1]
+    shadow = {n for n in given if hasattr(builtins, n)}
+    api = set(given) - shadow
+    allowed = ({entry} & shadow) if entry else (shadow if not api else set())
+    for name, value in given.items():
+        if name in shadow and name not in allowed:
             continue
         try:
-            if kind == "module":
-                ns[name] = importlib.import_module(str(item[2]))
-            elif kind == "class" and len(item) == 4:
-                obj: Any = importlib.import_module(str(item[2]))
-                for part in str(item[3]).split("."):
-                    obj = getattr(obj, part)
-                if not isinstance(obj, type):
-                    raise TypeError("not a class")
-                ns[name] = obj
-            else:
-                ns[name] = link.dec(item[2])
-        except (ImportError, AttributeError, TypeError):
-            continue  # left unbound: a test that uses it raises NameError, as it would without it
+            ns[name] = link.dec(value)
+        except wire.WireLimit as exc:
+            link.refuse(f"the program's {name!r} is beyond the wire's limits ({exc})")
+        except wire.WireError as exc:
+            link.gone(f"the candidate's process sent a bad value: {exc}")
+        if type(ns[name]) is not Handle and (name in rebound or not immutable(ns[name])):
+            # A copy taken at load time would go stale when a call changes it: CPython's test
+            # would see the change.
+            link.refuse(f"the test reads the program's global {name!r}, a value a call can change")
 
 
-def run(job: dict[str, Any], link: Link, report: Reporter) -> dict[str, Any]:
-    """Run the test file; the end record."""
+def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
+    """Run the test file; the end record (``gone`` and ``unsupported`` end the process where they
+    happen instead)."""
     tree = ast.parse(job["tests"], "<tests>")
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    helpers = ast.parse(job.get("helpers") or "", "<prompt>")
+    entry = job.get("entry") if job.get("check") else None
+    wanted = free_names(tree, helpers) | ({entry} if entry else set())
     tree = ast.fix_missing_locations(Instrument().visit(tree))
     code = compile(tree, "<tests>", "exec")
     ns: dict[str, Any] = {
@@ -248,24 +339,13 @@ def run(job: dict[str, Any], link: Link, report: Reporter) -> dict[str, Any]:
         "_rlvr_eq": _rlvr_eq,
     }
     try:
-        ans = link.ask(["load", job["code"]])
-        if ans[0] != "ok" or len(ans) < 2 or type(ans[1]) is not list:
-            exc = rebuild(ans[1], ans[2]) if ans[0] == "exc" and len(ans) == 3 and type(ans[1]) is list else None
-            return {
-                "end": "raised",
-                "exc": "the program raised " + describe_exc(exc) if exc else "the program did not load",
-            }
-        bind_globals(link, ans[1], ns, used, job.get("entry") if job.get("check") else None)
+        bind(link, job["code"], wanted, ns, entry)
         if job.get("helpers"):
-            exec(compile(job["helpers"], "<prompt>", "exec"), ns)  # noqa: S102 - the row's own helpers
+            exec(compile(helpers, "<prompt>", "exec"), ns)  # noqa: S102 - the row's own helpers
         exec(code, ns)  # noqa: S102 - the row's test file, in this sandboxed process
         if job.get("check"):
             ns["check"](ns[job["entry"]])
-    except Gone as exc:
-        return {"end": "gone", "why": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - the test did not complete: it did not pass
-        if link.gone:
-            return {"end": "gone", "why": link.gone}
         return {"end": "raised", "exc": describe_exc(exc)}
     return {"end": "passed"}
 
@@ -275,9 +355,7 @@ def main(job_fd: int = 3, req_fd: int = 4, ans_fd: int = 5, res_fd: int = 6) -> 
     global REPORT, TOLERANCE
     job = wire.recv(job_fd, 1 << 30)
     TOLERANCE = float(job.get("tol") or 0.0)
-    proxy.LINK = link = Link(req_fd, ans_fd)
     REPORT = Reporter(res_fd)
-    end = run(job, link, REPORT)
-    end["passed"], end["failed"] = REPORT.passed, REPORT.failed
-    REPORT.put(end)
+    proxy.LINK = link = Link(req_fd, ans_fd, end_now, objects=bool(job.get("objects")))
+    REPORT.end(run(job, link))
     os.close(req_fd)  # the candidate child sees end of file and stops

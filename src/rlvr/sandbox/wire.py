@@ -9,8 +9,12 @@ ambiguous: ``["l", ...]`` list, ``["t", ...]`` tuple, ``["s"|"f", ...]`` set / f
 ``["i", hex]`` a big int, ``["C"|"O", k, v, ...]`` Counter / OrderedDict, ``["D", factory, k, v,
 ...]`` defaultdict (factory: a builtin type's name or None), ``["q", maxlen, ...]`` deque,
 ``["n", name, [fields], ...]`` a named tuple, ``["F", num, den]`` Fraction, ``["M", text]``
-Decimal, ``["r", start, stop, step]`` range, ``["h", n]`` a handle (an object that stays in the
-candidate child), ``["x", n]`` a callable that stays in the test child.
+Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``["h", n, kind,
+type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
+iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
+n]`` a callable that stays in the test child. Only exact types are plain data: a subclass of a
+builtin (its methods could answer anything) and a named tuple class with methods of its own are
+not.
 
 ``decode`` is strict and bounded: it is what the test child applies to everything the candidate
 child sends (see ``MAX_ITEMS``, ``MAX_DEPTH``, ``MAX_INT_HEX``); a malformed or oversized value
@@ -20,6 +24,7 @@ object whose class the candidate wrote.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import decimal
 import fractions
@@ -29,9 +34,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-MAX_ITEMS = 4_000_000  # values in one answer
+MAX_ITEMS = 32_000_000  # values in one answer (a 64 MiB frame holds fewer)
 MAX_DEPTH = 200
-MAX_INT_HEX = 100_000  # hex digits of one integer (400,000 bits)
+MAX_INT_HEX = 16_000_000  # hex digits of one integer (64M bits; base 16 converts in linear time)
 BIG = 1 << 63
 FACTORIES: dict[str, Any] = {
     "int": int,
@@ -52,15 +57,28 @@ class WireError(ValueError):
     """A frame or a value that breaks the format or its limits."""
 
 
+class WireLimit(WireError):
+    """A well-formed value beyond a limit (depth, values, frame size): the sample is
+    ``unsupported``, not the program's fault."""
+
+
+ALIASES: dict[int, list[Any]] = {}  # set by the candidate around a call's answer (see child.Server.call)
+_ALIASABLE = (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict)
+
+
 def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
-    """``x`` as tagged JSON. ``other(obj)`` encodes what is not plain data (a handle)."""
+    """``x`` as tagged JSON. ``other(obj)`` encodes what is not plain data (a handle). A mutable
+    container below the top listed in ``ALIASES`` (a call's argument or a container in one) is
+    sent as ``["A", position, *path]``: the test child's own object at that place."""
     t = type(x)
+    if ALIASES and depth and t in _ALIASABLE and id(x) in ALIASES:
+        return ["A", *ALIASES[id(x)]]
     if t is int:
         return x if -BIG < x < BIG else ["i", format(x, "x")]
     if t is str or t is float or t is bool or x is None:
         return x
     if depth > MAX_DEPTH:
-        raise WireError("nested too deeply")
+        raise WireLimit(f"nested more than {MAX_DEPTH} deep")
     d = depth + 1
     if t is list:
         return ["l", *[encode(v, other, d) for v in x]]
@@ -88,29 +106,51 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
         return ["M", str(x)]
     if t is range:
         return ["r", encode(x.start, other), encode(x.stop, other), encode(x.step, other)]
-    if isinstance(x, tuple) and isinstance(getattr(t, "_fields", None), tuple):
+    if t is type and BUILTIN_TYPES.get(getattr(x, "__name__", "")) is x:
+        return ["T", getattr(x, "__name__", "")]  # a builtin class is the same class in every process
+    if isinstance(x, tuple) and plain_namedtuple(t):
         fields = [str(f) for f in t._fields]
         return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
-    # A subclass of a builtin (an IntEnum, a class MyList(list)) travels as its builtin value:
-    # its own methods (an __eq__ that always says True) never reach the test.
-    for base in (bool, int, float, str, bytes, list, tuple, dict, set, frozenset):
-        if isinstance(x, base):
-            return encode(_as_base(x, base), other, depth)
+    # Anything else, a subclass of a builtin included (an IntEnum, a class MyList(list) whose
+    # __eq__ may say anything), is not plain data: ``other`` decides (a handle, or a refusal).
     return other(x)
 
 
-def _as_base(x: Any, base: type) -> Any:
-    if base in (list, tuple, set, frozenset):
-        return base(base.__iter__(x))
-    if base is dict:
-        return {k: dict.__getitem__(x, k) for k in dict.__iter__(x)}
-    if base is str:
-        return str.__str__(x)
-    if base is bytes:
-        return bytes(memoryview(x))
-    if base is int:
-        return int.__index__(x)
-    return float.__float__(x)
+BUILTIN_TYPES: dict[str, type] = {n: v for n, v in vars(builtins).items() if isinstance(v, type)}
+_REF_NT = collections.namedtuple("_REF_NT", "a")
+_NT_ATTRS = (frozenset(vars(_REF_NT)) - {"a"}) | frozenset(
+    ("__annotations__", "__orig_bases__", "__annotate__", "__annotate_func__", "__annotations_cache__")
+)
+_NT_CODE = {
+    n: getattr(vars(_REF_NT)[n], "__func__", vars(_REF_NT)[n]).__code__
+    for n in ("_make", "_replace", "__repr__", "_asdict", "__getnewargs__")
+}
+_PLAIN_NT: dict[type, bool] = {}
+
+
+def _func(x: Any) -> Any:
+    return getattr(x, "__func__", x)
+
+
+def plain_namedtuple(t: type) -> bool:
+    """A named tuple class exactly as ``collections.namedtuple`` / ``typing.NamedTuple`` make it
+    (no method of its own, which could change what its values do): it travels as plain data."""
+    if type(t) is not type:
+        return False  # a metaclass of the program's could answer anything, even a dict lookup
+    known = _PLAIN_NT.get(t)
+    if known is None:
+        fields = getattr(t, "_fields", None)
+        attrs = vars(t)
+        known = (
+            t.__bases__ == (tuple,)
+            and isinstance(fields, tuple)
+            and all(type(f) is str for f in fields)
+            and set(attrs) <= _NT_ATTRS | set(fields)
+            and all(getattr(_func(attrs.get(n)), "__code__", None) is c for n, c in _NT_CODE.items())
+        )
+        if len(_PLAIN_NT) < 1024:
+            _PLAIN_NT[t] = known
+    return known
 
 
 def _pairs(tag: str, x: Any, other: Callable[[Any], list[Any]], d: int) -> list[Any]:
@@ -121,17 +161,17 @@ def _pairs(tag: str, x: Any, other: Callable[[Any], list[Any]], d: int) -> list[
     return out
 
 
-def decode(x: Any, ref: Callable[[str, int], Any], budget: list[int] | None = None, depth: int = 0) -> Any:
+def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, depth: int = 0) -> Any:
     """Tagged JSON -> fresh values. ``ref(tag, n)`` resolves ``["h", n]`` and ``["x", n]``."""
     b = budget if budget is not None else [MAX_ITEMS]
     b[0] -= 1
     if b[0] < 0:
-        raise WireError(f"an answer of more than {MAX_ITEMS} values")
+        raise WireLimit(f"an answer of more than {MAX_ITEMS} values")
     t = type(x)
     if t is int or t is str or t is float or t is bool or x is None:
         return x
     if depth > MAX_DEPTH:
-        raise WireError(f"an answer nested more than {MAX_DEPTH} deep")
+        raise WireLimit(f"an answer nested more than {MAX_DEPTH} deep")
     if t is not list or not x or type(x[0]) is not str:
         raise WireError("a malformed value")
     tag = x[0]
@@ -154,8 +194,16 @@ def decode(x: Any, ref: Callable[[str, int], Any], budget: list[int] | None = No
         for i in range(0, len(rest), 2):
             out[decode(rest[i], ref, b, d)] = decode(rest[i + 1], ref, b, d)
         return out
-    if tag in ("h", "x") and len(x) == 2 and type(x[1]) is int:
+    if tag == "x" and len(x) == 2 and type(x[1]) is int:
         return ref(tag, x[1])
+    if tag == "h" and len(x) == 4 and type(x[1]) is int and x[2] in ("f", "i", "c", "o") and type(x[3]) is str:
+        return ref(tag, x[1], x[2], x[3])
+    if tag == "h" and len(x) == 2 and type(x[1]) is int:  # a handle the test child sent back
+        return ref(tag, x[1])
+    if tag == "A" and len(x) >= 2 and type(x[1]) in (int, str):
+        return ref("A", x[1], x[2:])
+    if tag == "T" and len(x) == 2 and type(x[1]) is str and x[1] in BUILTIN_TYPES:
+        return BUILTIN_TYPES[x[1]]
     if tag == "i" and len(x) == 2 and type(x[1]) is str and len(x[1]) <= MAX_INT_HEX:
         return int(x[1], 16)
     if tag in ("b", "B") and len(x) == 2 and type(x[1]) is str:
@@ -231,7 +279,7 @@ def recv(fd: int, limit: int) -> Any:
         return None
     n = struct.unpack(">I", head)[0]
     if n > limit:
-        raise WireError(f"a frame of {n} bytes is over the {limit}-byte limit")
+        raise WireLimit(f"a frame of {n} bytes is over the {limit}-byte limit")
     body = read_exact(fd, n)
     if body is None:
         return None

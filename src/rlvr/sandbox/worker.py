@@ -19,7 +19,8 @@ import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,19 @@ MAX_REPLY = 64 << 20  # everything one sample sends back; past it the sample is 
 class Job:
     """One sample for a worker: ``control`` (``mode``: ``tests`` or ``stdio``, ``timeout``,
     ``cases``) and the payloads of its D frames (the test child's job, or one program-and-input
-    per stdin/stdout case). Expected outputs of stdin/stdout cases are never in a job."""
+    per stdin/stdout case). Expected outputs of stdin/stdout cases are never sent to a worker.
+    ``fold`` (trusted code, run here): called with each case's index, stdout, stderr and end as
+    the case's C frame arrives; what it returns replaces all three in the reply, so a reply
+    holds one case's output at a time, not the whole sample's."""
 
     control: dict[str, Any]
     frames: tuple[bytes, ...]
+    fold: Callable[[int, bytes, bytes, dict[str, Any]], dict[str, Any]] | None = field(default=None, compare=False)
 
     @property
     def timeout(self) -> float:
-        return float(self.control["timeout"])
+        """The whole session's time: a stdin/stdout job's ``total`` (each input has ``timeout``)."""
+        return float(self.control.get("total", self.control["timeout"]))
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,7 @@ class Worker:
         frames: list[tuple[bytes, bytes]] = []
         total = 0
         over = False
+        n_cases, case_out, case_err = 0, bytearray(), bytearray()
         end: SessionEnd | None = None
         while end is None or out:
             if out:
@@ -163,6 +170,18 @@ class Worker:
             kind, body = got
             if kind == b"S":
                 end = session_end(body)
+            elif job.fold is not None and kind in (b"O", b"E"):
+                (case_out if kind == b"O" else case_err).extend(body)  # capped per case by the worker
+            elif job.fold is not None and kind == b"C":
+                try:
+                    case_end = json.loads(body)
+                except ValueError:
+                    case_end = {}
+                case_end = case_end if isinstance(case_end, dict) else {}
+                body = json.dumps(job.fold(n_cases, bytes(case_out), bytes(case_err), case_end)).encode()
+                frames.append((kind, body))
+                n_cases += 1
+                case_out, case_err = bytearray(), bytearray()
             elif over or total + len(body) > MAX_REPLY:
                 over = True  # the program's doing: keep reading (the worker must finish), keep nothing
             else:

@@ -219,6 +219,8 @@ def reference_problems(task: Task) -> list[Problem]:
 
 
 def _failure(v: Verdict) -> str:
+    if v.detail.startswith("unsupported: "):  # rlvr.rewards.code.UNSUPPORTED: scored 0 in training
+        return f"hits a construct the sandbox cannot keep exact, so every sample of the row scores 0 ({v.detail})"
     if v.outcome is Outcome.ERROR:
         return f"could not be decided ({v.error_kind or 'error'}): {v.detail}"
     return f"fails its own tests ({v.outcome.value}): {v.detail}"
