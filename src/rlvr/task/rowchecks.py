@@ -227,7 +227,7 @@ def _failure(v: Verdict) -> str:
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:
     try:
         return str(task.render_prompt(row))
-    except (KeyError, ValueError, IndexError):
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError):
         return ""
 
 
