@@ -10,35 +10,17 @@ import errno
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..errors import caused_by, disk_full
+
+__all__ = ["EXIT_STATUS", "describe", "disk_full"]
+
 EXIT_STATUS = 2
 _OUTPUTS = "point the output (--out, --run-dir, --gate) at a writable folder"
-_FULL_TEXT = ("No space left on device", "StorageFull", "Disk quota exceeded", "database or disk is full")
-
-
-def disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) is a write that ran out of space or quota, however the
-    library that wrote reports it (an ``OSError``, safetensors' ``StorageFull``, torch's failed write)."""
-    for cur in chain(exc):
-        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if any(t in str(cur) for t in _FULL_TEXT):
-            return True
-    return False
-
-
-def chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what caused it, outermost first, each once."""
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and all(cur is not seen for seen in out):
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return out
 
 
 def os_error(exc: BaseException) -> OSError | None:
     """The ``OSError`` at the root of ``exc`` (None: it is not one, or only a closed pipe)."""
-    for cur in chain(exc):
+    for cur in caused_by(exc):
         if isinstance(cur, OSError) and not isinstance(cur, BrokenPipeError) and cur.errno is not None:
             return cur
     return None
@@ -59,6 +41,10 @@ def describe(exc: BaseException, outputs: Sequence[str] = ()) -> str | None:
         cause, fix = cause_in_words(err.errno, path)
     if not path and outputs:
         path = "writing under " + ", ".join(outputs)
+    # A stage that knows more says it in a note (the run's "disk full at checkpoint-N; ...").
+    notes = "; ".join(n for cur in caused_by(exc) for n in getattr(cur, "__notes__", ()))
+    if notes:
+        cause = f"{cause}: {notes}"
     return f"{path}: {cause} (fix: {fix})" if path else f"{cause} (fix: {fix})"
 
 

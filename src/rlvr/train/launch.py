@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
-from ..errors import ConfigError, Problem
+from ..errors import ConfigError, Problem, disk_full
 from ..plan.runconfig import RunConfig
 from ..task import Task
 from .callbacks import end_distributed, quiet_progress, rlvr_callback
+from .checkpoints import disk_full_note
 from .rundir import MetricsLog, ResumeStart, truncate_metrics, versions
 from .settings import LORA, RunSettings, TrainOptions
 from .stopping import RunStopped, StopWatch
@@ -323,13 +324,16 @@ def run_grpo(
         status = "stopped" if isinstance(exc, RunStopped) else "failed"
         if isinstance(exc, KeyboardInterrupt):
             status = "interrupted"
-        meta.update(
-            status=status,
-            error=f"{type(exc).__name__}: {exc}",
-            steps=trainer.state.global_step,
-            seconds=round(log.elapsed(), 2),
-        )
-        write_meta()
+        error = f"{type(exc).__name__}: {exc}"
+        if disk_full(exc):  # the one line and run.json say so, and which checkpoint is whole
+            note = disk_full_note(run_dir, trainer.state.global_step)
+            exc.add_note(note)
+            error = f"{note} ({error.splitlines()[0][:300]})"
+        meta.update(status=status, error=error, steps=trainer.state.global_step, seconds=round(log.elapsed(), 2))
+        try:
+            write_meta()
+        except OSError:  # the full disk may refuse run.json too: the error itself still reaches the user
+            pass
         raise
     session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
     final = run_dir / "final"
