@@ -13,7 +13,11 @@ from .stats import bound_text, expected_group_std, histogram, percent, wilson, z
 if TYPE_CHECKING:
     from ..lengths import LengthReport
 
-ROUTES = ("sft", "grpo", "too-easy", "fix-verifier")
+ROUTES = ("sft", "grpo", "too-easy", "fix-verifier", "fix-tool")
+# An episode task's tool is broken, not the model, when at least this share of the calls that reached
+# a tool (well-formed, on its schema) failed or timed out, over at least BROKEN_TOOL_CALLS calls.
+BROKEN_TOOL_SHARE = 0.5
+BROKEN_TOOL_CALLS = 4
 # A share of undecided samples above which the report warns even though it can still route.
 ERROR_WARN_SHARE = 0.05
 
@@ -118,6 +122,26 @@ def decide(successes: int, n: int, n_undecided: int, *, too_easy: float) -> tupl
     return "grpo", (
         f"{rate:.1%} of {n} samples succeeded (95 % CI {low:.1%}-{high:.1%}), between zero and the too-easy "
         f"threshold {too_easy:.0%}: the base model has the capability and GRPO can sharpen it."
+    )
+
+
+def broken_tool(calls: Sequence[tuple[str | None, str | None, str | None]]) -> tuple[str, str] | None:
+    """The ``fix-tool`` route and its reason when most tool calls that reached a tool failed; calls
+    are (tool name, kind, error) as ``rlvr.episodes.Call`` records them. A tool that raises or hangs
+    scores every episode wrong: that reads as a 0 % base rate and would route to SFT, which would
+    then teach calls to a tool that cannot answer. None when the tools mostly work."""
+    reached = [(n, k, e) for n, k, e in calls if k not in ("malformed", "invalid", "budget")]
+    bad = [(str(n), str(e)) for n, k, e in reached if k in ("failed", "timeout")]
+    if len(reached) < BROKEN_TOOL_CALLS or len(bad) < BROKEN_TOOL_SHARE * len(reached):
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    for key in bad:
+        counts[key] = counts.get(key, 0) + 1
+    (tool, error), n = max(counts.items(), key=lambda kv: kv[1])
+    return "fix-tool", (
+        f"{len(bad)} of {len(reached)} tool calls ({len(bad) / len(reached):.0%}) failed; the tool {tool!r} failed "
+        f"most, commonest error ({n} times): {error}. The tool is broken, not the model: fix it (call it by hand "
+        "with one row's arguments) and probe again; SFT would teach calls to a tool that cannot answer."
     )
 
 

@@ -190,6 +190,9 @@ def run_probe(
         from .episodes import EpisodeSampler
 
         sampler = EpisodeSampler(sampler, task)
+        from ..episodes.tools import CallWatch
+
+        sampler.runner.toolbox.watch = CallWatch("rlvr probe", enabled=progress)
     reward_set = task.reward_set()
     bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
     try:
@@ -261,6 +264,15 @@ def run_probe(
 
         has_calls = any(task.environment.reference_column in r for r in rows)
         report = replace(report, reason=f"{report.reason} {sft_advice(task.environment, has_calls)}")
+    if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
+        from dataclasses import replace
+
+        from .report import broken_tool
+
+        calls = [(c.name, c.kind, c.error) for e in sampler.episodes for c in e.calls]  # type: ignore[attr-defined]
+        fix = broken_tool(calls)
+        if fix is not None:
+            report = replace(report, route=fix[0], reason=fix[1])
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
         from .episodes import write_episodes
