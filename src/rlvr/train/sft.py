@@ -301,6 +301,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
 
     from ..evaluate import evaluate
     from ..models import load_model, load_tokenizer, resolve_model
+    from .callbacks import quiet_own_warnings
 
     model_ref = resolve_model(opts.model or task.model)
     if opts.data is not None:  # checked before the model loads (train.sftdata)
@@ -340,7 +341,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     )
     if task.environment is not None:  # tokenized episodes: the loss reads their completion_mask (no tool results)
         cfg_kw["completion_only_loss"] = True
-    config = SFTConfig(**cfg_kw)
+    with quiet_own_warnings():  # rlvr states gradient_checkpointing explicitly
+        config = SFTConfig(**cfg_kw)
     reached: dict[str, Any] = {"rate": None, "stopped": False}
 
     class StopAtTarget(TrainerCallback):
