@@ -80,6 +80,7 @@ class ProbeReport:
     seen_prompts: int = 0
     seen_successes: int = 0
     seen_samples: int = 0
+    n_train_rows: int = 0  # rows in the train split (the probe samples up to max_prompts of them)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -209,7 +210,7 @@ def summarize(
     if route == "grpo" and zv > 0.5:
         warnings.append(
             f"{zv:.0%} of groups at G={group_size} are expected to have zero reward variance (no learning "
-            "signal): consider --filter to train on prompts the model sometimes solves."
+            "signal): " + filter_advice(meta.get("n_train_rows") or 0)
         )
     return ProbeReport(
         k=k,
@@ -247,6 +248,17 @@ def _pct(k: int, n: int, *, against: tuple[int, int] | None = None) -> str:
     other = against[0] / against[1] if against[1] else 0.0
     diff = (k / n if n else 0.0) - other
     return f"{abs(diff) * 100:.1f} points {'above' if diff >= 0 else 'below'}"
+
+
+def filter_advice(n_train_rows: int) -> str:
+    """How to train on the prompts the model sometimes solves: ``--filter`` keeps only the rows it
+    probed, so the whole split has to be probed, and training reads ``data.train``."""
+    every = f" --max-prompts {n_train_rows}" if n_train_rows else " --max-prompts N (N: every train row)"
+    return (
+        f"to train on prompts the model sometimes solves, probe the whole split with --filter{every} (the filter "
+        "keeps only probed rows), then point data.train at the filtered.jsonl it writes (in the task file or a copy "
+        "of it) and build the gate and train from that task."
+    )
 
 
 def format_report(report: ProbeReport) -> str:
@@ -301,5 +313,10 @@ def format_report(report: ProbeReport) -> str:
         lines.append(f"  warning: {w}")
     if r.filtered_path:
         lines.append(f"  filtered prompt set: {r.n_filtered} rows in {r.filtered_path} (point data.train at it)")
+        if r.n_train_rows > r.n_prompts + r.seen_prompts:
+            lines.append(
+                f"  note: only the {r.n_prompts + r.seen_prompts} probed of {r.n_train_rows} train rows were filtered: "
+                f"probe again with --filter --max-prompts {r.n_train_rows} to filter the whole split"
+            )
     lines.append(f"  files: {r.out_dir}")
     return "\n".join(lines)

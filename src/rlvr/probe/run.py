@@ -256,6 +256,7 @@ def run_probe(
         trained_rows=trained.path if trained is not None else None,
         trained_by=" then ".join(trained.sources) if trained is not None else None,
         n_seen_rows=sum(trained.seen(r) for r in rows) if trained is not None else 0,
+        n_train_rows=len(rows),
     )
     if task.environment is not None and report.route == "sft":  # what rlvr sft needs on an episode task
         from dataclasses import replace
