@@ -16,7 +16,19 @@ from support.disks import CAUSE, KINDS, unwritable
 from support.tasks import make_task
 
 
-def command(name: str, task: Path, out: Path, tmp_path: Path) -> list[str]:
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-step run, for the commands that read a run and write beside it (rlvr report)."""
+    root = tmp_path_factory.mktemp("run")
+    task = make_task(root / "task", rows=4)
+    run = root / "run"
+    assert main(["train", str(task), "--no-gate", "t", "--max-steps", "1", "--no-progress", "--run-dir", str(run)]) == 0
+    return run
+
+
+def command(name: str, task: Path, out: Path, tmp_path: Path, run: Path) -> list[str]:
+    if name == "report":
+        return ["report", str(run), "--out", str(out)]
     if name == "score":
         done = tmp_path / "done.jsonl"
         done.write_text(json.dumps({"prompt": "1+1=", "completion": "<answer>2</answer>", "answer": "2"}) + "\n")
@@ -32,17 +44,17 @@ def command(name: str, task: Path, out: Path, tmp_path: Path) -> list[str]:
     }[name]
 
 
-WRITERS = ["train", "sft", "probe", "inspect build", "plan", "score", "serve", "demo"]
+WRITERS = ["train", "sft", "probe", "inspect build", "plan", "score", "serve", "demo", "report"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", WRITERS)
 def test_an_unwritable_output_is_one_line_naming_the_path_and_cause_with_status_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, kind: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, kind: str, finished_run: Path
 ) -> None:
     task = make_task(tmp_path / "task", rows=4)
     with unwritable(kind, tmp_path / "disk" if kind != "file-in-the-way" else tmp_path) as out:
-        code = main(command(name, task, out, tmp_path))
+        code = main(command(name, task, out, tmp_path, finished_run))
     err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("rlvr ")]
     assert code == 2, err
     assert len(err) == 1, err
