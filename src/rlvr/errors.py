@@ -12,6 +12,10 @@ one line and exit non-zero (a traceback only with ``--debug``)::
     ├── GateError          the inspection gate is missing, incomplete or does not match the run
     ├── PlanError          no configuration fits the hardware, or a plan cannot be written
     └── RunError           a run directory is missing, incomplete or cannot be resumed
+
+An operating-system error (``OSError``: a read-only or full disk, a file in the way) is not an
+``RlvrError``: the CLI words it in one place (``rlvr.cli.oserrors``). ``disk_full`` says whether an
+error, or what caused it, is a full disk however the library that wrote reports it.
 """
 
 from __future__ import annotations
