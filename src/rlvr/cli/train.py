@@ -80,7 +80,6 @@ def resume_hint(task: str, run_dir: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from ..task import load_task
     from ..train import TrainOptions, train
     from ._common import check_model_arg
