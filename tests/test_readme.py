@@ -68,10 +68,17 @@ def marked_block(text: str, marker: str) -> str:
     return re.search(rf"<!-- {marker} -->\n```\w*\n(.*?)```", text, re.S).group(1)
 
 
+class Keyboard(io.StringIO):
+    """The reader's keystrokes, as a terminal gives them (review refuses a pipe without --no-tty)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def run_step(step: Step, folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(folder)
     if step.argv[:2] == ["inspect", "review"]:
-        monkeypatch.setattr(sys, "stdin", io.StringIO("r\n" * 200 + "q\n"))
+        monkeypatch.setattr(sys, "stdin", Keyboard("r\n" * 200 + "q\n"))
     capsys.readouterr()
     code = main(step.argv)
     out = capsys.readouterr().out.replace(f"{folder}/", "")

@@ -136,3 +136,23 @@ def test_task_check_shows_the_success_term_and_why(tmp_path: Path, capsys: pytes
     )
     assert main(["task", "check", str(path)]) == 0
     assert "success     loose (math; declared)" in capsys.readouterr().out
+
+
+def test_an_uncached_hub_model_online_is_said_to_download_without_waiting_on_the_network(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: task check said "ok" after a minute of hub retries, and the probe then failed."""
+    import huggingface_hub.constants
+
+    import rlvr.lengths
+
+    def network(*a: object, **k: object) -> None:
+        raise AssertionError("task check tried to load the uncached model's tokenizer")
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(rlvr.lengths, "check_lengths", network)
+    monkeypatch.setattr(rlvr.lengths, "load_length_tools", network)
+    task = make_task(tmp_path / "task", extra={"model": "someorg/not-a-cached-model"})
+    assert main(["task", "check", str(task)]) == 0
+    out = capsys.readouterr().out
+    assert "'someorg/not-a-cached-model' is not in the local cache" in out and "downloads it" in out

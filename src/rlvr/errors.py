@@ -12,10 +12,15 @@ one line and exit non-zero (a traceback only with ``--debug``)::
     ├── GateError          the inspection gate is missing, incomplete or does not match the run
     ├── PlanError          no configuration fits the hardware, or a plan cannot be written
     └── RunError           a run directory is missing, incomplete or cannot be resumed
+
+An operating-system error (``OSError``: a read-only or full disk, a file in the way) is not an
+``RlvrError``: the CLI words it in one place (``rlvr.cli.oserrors``). ``disk_full`` says whether an
+error, or what caused it, is a full disk however the library that wrote reports it.
 """
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
 
@@ -81,3 +86,35 @@ class PlanError(RlvrError):
 
 class RunError(RlvrError):
     """A run directory is missing, incomplete, or cannot be resumed."""
+
+
+# How a full disk reads when the writer is not a plain ``write()``: safetensors (``StorageFull``),
+# SQLite, and torch's ``PyTorchFileWriter``, whose short write ends ``unexpected pos N vs M``.
+_FULL_TEXT = (
+    "No space left on device",
+    "StorageFull",
+    "Disk quota exceeded",
+    "database or disk is full",
+    "unexpected pos",
+)
+
+
+def caused_by(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it (``__cause__``, else ``__context__``), outermost first, each once."""
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and all(cur is not seen for seen in out):
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a write that ran out of space or quota, however the
+    library that wrote reports it (an ``OSError``, safetensors' ``StorageFull``, torch's short write)."""
+    for cur in caused_by(exc):
+        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(t in str(cur) for t in _FULL_TEXT):
+            return True
+    return False

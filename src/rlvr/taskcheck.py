@@ -32,7 +32,8 @@ checks that import TRL or score the data, so a task that passes it does not fail
   standard library), which score an error for every sample (``weaker_problems``).
 - rows (``rlvr.task.rowchecks``) -- rows over a size limit, columns Arrow cannot store, every
   row's tests parsed, every reference solution scored by its own tests, custom terms tried on a
-  right and a wrong answer, a hub model missing from the cache while offline.
+  right and a wrong answer, a hub model missing from the cache while offline (online, ``rlvr task
+  check`` says the first command that loads it downloads it, and skips what would wait on the network).
 - reference calls -- an episode task's ``reference_calls`` column (``rlvr.episodes.reference``):
   each row's calls read strictly and checked against the tools' schemas and the episode's limits.
 """
@@ -255,6 +256,10 @@ def episode_problems(task: Task) -> list[Problem]:
     the model's positions (``rlvr.episodes.check``)."""
     if task.environment is None:
         return []
+    from .task.rowchecks import model_download_note
+
+    if model_download_note(task) is not None:  # its tokenizer would be fetched: measured once it is cached
+        return reference_call_problems(task)
     from .episodes import build_toolbox
     from .episodes.check import reference_episode_problems
     from .lengths import answer_text, load_length_tools
@@ -279,6 +284,10 @@ def reference_call_problems(task: Task) -> list[Problem]:
     the train split. The calls are not run here (``rlvr sft`` runs them)."""
     if task.environment is None:
         return []
+    from .task.rowchecks import model_download_note
+
+    if model_download_note(task) is not None:  # its tokenizer would be fetched: measured once it is cached
+        return reference_call_problems(task)
     from .episodes import build_toolbox
     from .episodes.reference import column_problems
     from .task.rowchecks import local_splits

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.cli.main import disk_full, main
+from rlvr.cli.main import main
+from rlvr.cli.oserrors import disk_full
 from support.tasks import make_task
 
 
@@ -111,9 +112,9 @@ def test_a_full_disk_while_saving_is_one_line_and_debug_shows_the_traceback(
     monkeypatch.setattr(transformers.PreTrainedModel, "save_pretrained", full)
     task = make_task(tmp_path / "task")
     args = ["sft", str(task), "--out", str(tmp_path / "sft"), "--max-steps", "1", "--no-progress"]
-    assert main(args) == 1
+    assert main(args) == 2
     line = one_line(capsys)
-    assert line.startswith(f"rlvr sft: error: no space left on the device writing {tmp_path / 'sft'}")
+    assert line.startswith(f"rlvr sft: error: {tmp_path / 'sft'}: no space left on the device")
     with pytest.raises(OSError, match="No space left"):
         main([*args, "--debug"])
 

@@ -12,7 +12,7 @@ from rlvr import gate
 from rlvr.cli.main import main
 from rlvr.gate.review import Filter
 from rlvr.gate.terminal import review
-from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review
+from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review, sign_small
 
 
 def test_inspect_help_lists_every_action(capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,3 +147,38 @@ def test_sign_through_the_cli_refuses_an_unread_set_in_one_message(
     assert err.startswith("rlvr inspect: error: cannot sign the gate:")
     assert f"{SMALL} samples have no verdict yet" in err
     assert not gate.record_path(task).exists()
+
+
+def test_a_piped_review_is_refused_without_no_tty(
+    task: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    monkeypatch.setattr("sys.stdin", io.StringIO("r\n" * 100))  # yes r | rlvr inspect review
+    assert main(["inspect", "review", str(task.path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "stdin: is not a terminal" in err and "--no-tty" in err
+    assert not gate.open_store(task, None).latest_reviews()
+
+
+def test_no_tty_verdicts_are_marked_and_counted_in_the_signed_record(
+    task: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    monkeypatch.setattr("sys.stdin", io.StringIO("r\n" * 100))
+    assert main(["inspect", "review", str(task.path), "--no-tty", "--reviewer", "bot"]) == 0
+    assert {r.reviewer for r in store.latest_reviews().values()} == {"bot (no-tty)"}
+    sign_small(task)
+    record = json.loads(gate.record_path(task, None).read_text())
+    assert record["no_tty_verdicts"] == len(store.samples())
+
+
+def test_identical_completions_of_a_prompt_are_shown_once_with_their_count(task: Any) -> None:
+    from rlvr.gate.terminal import duplicates
+
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(("right",)), size=SMALL)
+    groups = set(duplicates(store.samples()).values())
+    assert any(len(g) > 1 for g in groups), "every completion of a prompt is the same right answer"
+    out = io.StringIO()
+    n = review(store, reviewer="tty", stdin=io.StringIO("r\n" * 100), stdout=out, color=False)
+    assert n == len(store.samples()) and out.getvalue().count("── sample ") == len(groups) < n
+    assert "identical completions of this prompt" in out.getvalue()

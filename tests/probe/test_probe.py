@@ -563,3 +563,17 @@ def test_gpu_probe_script_runs_its_cpu_fallback_and_says_what_it_did_not_measure
     assert "not measured: 0.5B-shaped model" in proc.stdout
     saved = json.loads((tmp_path / "gpu_probe.json").read_text())
     assert saved["results"][0]["completions"] == 8 and saved["results"][0]["completions_per_s"] > 0
+
+
+def test_the_filter_advice_says_how_to_train_on_the_filtered_rows() -> None:
+    from dataclasses import replace
+
+    from rlvr.probe.report import format_report
+
+    stats = [PromptStat(0, 0, 8), PromptStat(1, 4, 8), PromptStat(2, 8, 8)]
+    meta = {"task": "t", "model": "m", "success_term": "c", "temperature": 1.0, "max_new_tokens": 8}
+    report = summarize(stats, k=8, group_size=8, too_easy=0.9, backend="f", seed=0, n_train_rows=40, **meta)
+    (advice,) = [w for w in report.warnings if "--filter" in w]
+    assert "--filter --max-prompts 40" in advice and "point data.train at the filtered.jsonl" in advice
+    filtered = replace(report, filtered_path="/p/filtered.jsonl", n_filtered=1)
+    assert "only the 3 probed of 40 train rows were filtered" in format_report(filtered)

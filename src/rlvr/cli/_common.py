@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from .. import yamlio
@@ -44,8 +45,6 @@ def check_model_arg(model: str | None, flag: str = "--model") -> None:
     and reports a malformed repo id or an offline error for what is a missing folder. A path is
     what starts with ``.``, ``/`` or ``~``, has more than one ``/``, or whose first part is a folder
     here (``runs/sft``); ``org/name`` without such a folder is a hub id, left to load."""
-    from pathlib import Path
-
     from ..errors import ModelError
 
     if not model or model.startswith(("builtin:", "hf:")):
@@ -60,3 +59,28 @@ def check_model_arg(model: str | None, flag: str = "--model") -> None:
             f"{flag} {model}: no such local model folder ({path.resolve()}); pass a folder holding config.json and "
             "weights (rlvr sft --out, a run's final/), or a hub id org/name"
         )
+
+
+def replace_own_folder(out: Path, marker: str, flag: str = "--out", *, also: tuple[str, ...] = ()) -> None:
+    """Commands never delete what they did not create. A command that replaces its output folder
+    calls this first: an empty or missing folder is made, one that holds ``marker`` (the file the
+    command writes into every folder it makes; ``also``: files that proved it before the marker
+    existed) is emptied, and any other non-empty folder is refused, naming the marker, so that
+    ``--out .`` or a typo never wipes a user's files. Writes ``marker`` into the folder."""
+    import shutil
+
+    from ..errors import ConfigError, Problem
+
+    if out.is_dir() and any(out.iterdir()):
+        if not any((out / name).is_file() for name in (marker, *also)):
+            raise ConfigError(
+                Problem(
+                    f"{flag} {out}",
+                    f"holds files this command did not write (it has no {marker}), and it replaces only a folder it "
+                    "made",
+                    f"choose a new or empty folder, or move the files away; a folder with {marker} in it is replaced",
+                )
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / marker).write_text("written by rlvr: this folder is replaced when the command runs again\n")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+MARKER = ".rlvr-demo"  # written into every folder the demo makes: the only kind it replaces
+
 HELP = (
     "the whole workflow (probe, SFT, gate, GRPO, held-out eval) on a built-in model and arithmetic task "
     "(CPU, offline, minutes)"
@@ -20,7 +22,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="tiny: the built-in 0.5 M-parameter model (default); smollm2: SmolLM2-135M-Instruct, a real pretrained "
         "model installed by make setup, in chat format with LoRA",
     )
-    p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo; replaced if it exists)")
+    p.add_argument(
+        "--out",
+        default="runs/demo",
+        help=f"output folder (default runs/demo); one an earlier demo wrote (it holds {MARKER}) is replaced, any "
+        "other non-empty folder is refused",
+    )
     p.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default: the model's, tiny 2500)")
     p.add_argument(
         "--sft-target",
@@ -34,16 +41,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import os
-    import shutil
     from pathlib import Path
 
     from ..demo import run_demo
+    from ._common import replace_own_folder
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # two threads make tiny-model steps erratic
     out = Path(args.out)
-    if out.exists():
-        shutil.rmtree(out)
+    replace_own_folder(out, MARKER, also=("demo.json",))  # demo.json: a demo written before the marker
     stages = run_demo(
         out,
         model=args.model,

@@ -88,6 +88,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--reviewer", default=_default_reviewer(), help="name recorded with each verdict (default: your login name)"
     )
     r.add_argument(
+        "--no-tty",
+        action="store_true",
+        help="read verdicts from a pipe or a file instead of a terminal (a script, a test): each is recorded under "
+        "the reviewer's name + ' (no-tty)', and the signed gate record counts them as no_tty_verdicts",
+    )
+    r.add_argument(
         "--show",
         choices=["todo", "open", "unreviewed", "all"],
         default="todo",
@@ -238,7 +244,7 @@ def _serve(task: Task, args: argparse.Namespace) -> int:
 def _review(task: Task, args: argparse.Namespace) -> int:
     from .. import gate
     from ..errors import ConfigError, Problem
-    from ..gate.review import Filter
+    from ..gate.review import NO_TTY_MARK, Filter
     from ..gate.terminal import review
 
     if args.term and args.term not in [t.name for t in task.rewards]:
@@ -254,7 +260,21 @@ def _review(task: Task, args: argparse.Namespace) -> int:
         raise ConfigError(
             Problem("--reviewer", "empty", "give the name recorded with each verdict"), source="rlvr inspect review"
         )
-    n = review(store, reviewer=args.reviewer, flt=flt)
+    import sys
+
+    if not args.no_tty and not sys.stdin.isatty():
+        # `yes r | rlvr inspect review` answers every sample without anyone reading it.
+        raise ConfigError(
+            Problem(
+                "stdin",
+                "is not a terminal: verdicts piped in are not a person reading each sample",
+                "run it in a terminal, review in the browser (rlvr inspect serve), or pass --no-tty, which the gate "
+                "record marks",
+            ),
+            source="rlvr inspect review",
+        )
+    reviewer = args.reviewer + (NO_TTY_MARK if args.no_tty else "")
+    n = review(store, reviewer=reviewer, flt=flt)
     gate.export_jsonl(store)
     print(f"{n} verdicts recorded")
     return 0

@@ -6,9 +6,10 @@ raises on purpose print as one line (a ``ConfigError`` lists each problem) and e
 traceback appears only with ``--debug`` (accepted after any command, nested ones too). A bad
 argument prints one line and exits 2. Output piped into a reader that stops early (``| head``)
 ends quietly with status 141, as a shell tool killed by SIGPIPE does. SIGINT interrupts any
-command (status 130), even one started with SIGINT ignored; a write that finds the disk full is
-one line and status 1. ``main`` puts the command line it parsed on ``args.argv``, so a command can
-rerun itself with it.
+command (status 130), even one started with SIGINT ignored. An operating-system error (a read-only
+or full disk, a file where a folder should be, no permission) is one line naming the path and the
+cause, status 2 (``rlvr.cli.oserrors``, the one place that words them). ``main`` puts the command
+line it parsed on ``args.argv``, so a command can rerun itself with it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
+
+from .oserrors import EXIT_STATUS as OS_ERROR_STATUS
+from .oserrors import describe
 
 # The commands in workflow order: name -> module.
 COMMANDS: dict[str, str] = {
@@ -81,22 +86,12 @@ def honour_sigint() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) is a write that ran out of space or quota, however the
-    library that wrote reports it (an ``OSError``, safetensors' ``StorageFull``, torch's failed write)."""
-    import errno
-
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        text = str(cur)
-        if "No space left on device" in text or "StorageFull" in text or "Disk quota exceeded" in text:
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
+def outputs(args: argparse.Namespace) -> list[str]:
+    """The places a command writes under, as its arguments name them (for an error that names none)."""
+    found = [getattr(args, name, None) for name in ("out", "run_dir", "gate")]
+    adapter = getattr(args, "write_adapter", None)
+    found.append(adapter[1] if isinstance(adapter, list | tuple) and len(adapter) > 1 else None)
+    return [str(Path(f).resolve()) for f in found if isinstance(f, str) and f]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,14 +128,11 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 141
     except Exception as exc:
-        if args.debug or not disk_full(exc):
+        line = None if args.debug else describe(exc, outputs(args))
+        if line is None:
             raise
-        where = getattr(exc, "filename", None)
-        sys.stderr.write(
-            f"rlvr {args.command}: error: no space left on the device{f' writing {where}' if where else ''} "
-            "(fix: free space or point --out / --run-dir at a larger disk, then rerun; a run continues with --resume)\n"
-        )
-        return 1
+        sys.stderr.write(f"rlvr {args.command}: error: {line}\n")
+        return OS_ERROR_STATUS
 
 
 if __name__ == "__main__":  # pragma: no cover

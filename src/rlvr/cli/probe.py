@@ -1,8 +1,8 @@
 """``rlvr probe task.yaml``: the base model's success rate and the route (sft, grpo, too-easy).
 
-Exit status: 0 when the probe routed the task, 1 on an error and when the verifier could not
-decide any sample (route ``fix-verifier``): a broken reward must stop a script, not pass as a
-0 % base rate.
+Exit status: 0 when the probe routed the task, 1 on an error, when the verifier could not
+decide any sample (route ``fix-verifier``) and when most tool calls failed (route ``fix-tool``): a
+broken reward or tool must stop a script, not pass as a 0 % base rate.
 """
 
 from __future__ import annotations
@@ -105,4 +105,4 @@ def run(args: argparse.Namespace) -> int:
         from ..probe.episodes import EpisodeSummary
 
         print("\n".join(EpisodeSummary(**json.loads(summary.read_text())).lines()))
-    return 1 if report.route == "fix-verifier" else 0
+    return 1 if report.route in ("fix-verifier", "fix-tool") else 0

@@ -43,8 +43,13 @@ def run(args: argparse.Namespace) -> int:
 
     task = load_task(args.task)
     from ..lengths import for_task_check
+    from ..task.rowchecks import model_download_note
 
-    length_problems, length_lines = for_task_check(task)  # the budget against the answers and the model (rlvr.lengths)
+    download = model_download_note(task)  # a hub model not cached: said, and nothing waits on the network
+    if download is None:
+        length_problems, length_lines = for_task_check(task)  # the budget against the answers and the model
+    else:
+        length_problems, length_lines = [], [f"  model note  {download}"]
     problems = check_task(task) + length_problems
     if problems:
         raise ConfigError(problems, source=str(task.path))

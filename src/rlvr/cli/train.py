@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from ._common import add_set, parse_sets
 
@@ -22,7 +24,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         "(same settings, PEFT included); task values are overridden by it",
     )
     p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps (smoke runs)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --run-dir from its latest complete checkpoint, with the settings it was started "
+        "with (its config.yaml); a flag given with --resume overrides that setting and is printed",
+    )
     p.add_argument("--gate", help="the gate record (gate.json) to check; default: the task's gate folder")
     p.add_argument(
         "--no-gate",
@@ -55,9 +62,24 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def resume_hint(task: str, run_dir: Path) -> str:
+    """What an interrupted run prints: the checkpoint a resume would continue from and the exact
+    command (no other flags: the run's config.yaml holds its settings)."""
+    import shlex
 
+    from ..train.checkpoints import resume_point
+
+    point = resume_point(run_dir)
+    command = f"rlvr train {shlex.quote(task)} --run-dir {shlex.quote(str(run_dir))} --resume"
+    if point.checkpoint is None:
+        return (
+            f"rlvr train: no checkpoint in {run_dir} is complete yet, so there is nothing to resume; start again "
+            f"in another --run-dir (or delete {run_dir})"
+        )
+    return f"rlvr train: to continue from {point.checkpoint.path.name} with the run's own settings: {command}"
+
+
+def run(args: argparse.Namespace) -> int:
     from ..task import load_task
     from ..train import TrainOptions, train
     from ._common import check_model_arg
@@ -99,7 +121,12 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         peft=args.peft,
     )
-    result = train(task, opts)
+    try:
+        result = train(task, opts)
+    except KeyboardInterrupt:
+        if opts.resume or run_dir.exists():
+            sys.stderr.write(resume_hint(args.task, run_dir) + "\n")
+        raise
     if not result.main_process:  # under accelerate, one process reports
         return 0
     if result.already_done:

@@ -10,7 +10,9 @@
       timeout: 5                   # seconds per call
       python_session: false        # true: the python tool keeps the names earlier calls defined (replayed)
       tool_error: message          # message: the error text; brief: "error"; end: the episode ends
-      required: [search]           # tools every episode must use (the required_tools term)
+      required: [search]           # tools every episode must use (the required_tools term), by name
+                                   # (a task tool's name is its function's: tools.lookup is lookup;
+                                   # the module.function form as listed under tools: is accepted too)
       call_budget: 2               # calls per episode before the call_budget term starts to cost
       terms: {valid_calls: 0.2, required_tools: 0.2, call_budget: 0.1}   # episode reward terms, by weight
       reference_calls: reference_calls   # the data column of calls that solve a row (rlvr sft; optional)
@@ -162,11 +164,23 @@ def read_environment(raw: Any, root: Path, source: str) -> tuple[EnvironmentSpec
         else:
             term_list.append((str(name), float(weight)))
     kw["terms"] = tuple(term_list)
+    names = tool_names(tuple(tools))
+    resolved_required = []
+    for name in kw["required"]:
+        known = required_name(name, tuple(tools))
+        if known is None:
+            problems.append(
+                Problem(
+                    f"{where}.required",
+                    f"{name!r} is not one of the tools (a tool is named by its function: {', '.join(names)})",
+                    f"write one of {', '.join(names)}",
+                )
+            )
+        else:
+            resolved_required.append(known)
+    kw["required"] = tuple(resolved_required)
     kw = {k: v for k, v in kw.items() if v is not None}
     spec = EnvironmentSpec(tools=tuple(tools), root=root, **kw)
-    for name in spec.required:
-        if name not in _tool_names(spec):
-            problems.append(Problem(f"{where}.required", f"{name!r} is not one of the tools", "name a listed tool"))
     if dict(spec.terms).get("required_tools") is not None and not spec.required:
         problems.append(Problem(f"{where}.terms.required_tools", "no tools are required", "set required: [...]"))
     try:
@@ -176,8 +190,19 @@ def read_environment(raw: Any, root: Path, source: str) -> tuple[EnvironmentSpec
     return (spec if not problems else None), problems
 
 
-def _tool_names(spec: EnvironmentSpec) -> list[str]:
-    return [t.rsplit(".", 1)[-1] for t in spec.tools]
+def tool_names(refs: tuple[str, ...]) -> list[str]:
+    """The names the model calls the tools by: a built-in's name, a task tool's function name
+    (``units.convert`` is ``convert``), in the order listed."""
+    return [t.rsplit(".", 1)[-1] for t in refs]
+
+
+def required_name(name: str, refs: tuple[str, ...]) -> str | None:
+    """The tool a ``required:`` entry means (None: none). Either the tool's name or, for a task
+    tool, the ``module.function`` reference as written under ``tools:``; that form is unambiguous
+    because two tools may not share a name (``build_toolbox`` refuses it)."""
+    if name in tool_names(refs):
+        return name
+    return name.rsplit(".", 1)[-1] if name in refs else None
 
 
 def build_toolbox(spec: EnvironmentSpec, source: str = "task.yaml") -> ToolBox:

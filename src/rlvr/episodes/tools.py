@@ -22,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +128,7 @@ class ToolBox:
         self.tools = {t.name: t for t in tools}
         self.timeout = timeout
         self.max_result_chars = max_result_chars
+        self.watch: CallWatch | None = None  # progress over the calls (rlvr probe and rlvr sft set one)
 
     @property
     def names(self) -> list[str]:
@@ -135,6 +138,14 @@ class ToolBox:
         return [json.loads(json.dumps(t.schema)) for t in self.tools.values()]
 
     def call(self, name: Any, arguments: Any) -> ToolResult:
+        """Call one tool (never raises: a failure is the result's ``error``); ``watch`` sees every call."""
+        start = time.monotonic()
+        result = self._call(name, arguments)
+        if self.watch is not None:
+            self.watch.saw(str(name), result, time.monotonic() - start)
+        return result
+
+    def _call(self, name: Any, arguments: Any) -> ToolResult:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return ToolResult(error=f"unknown tool {name!r}; tools: {', '.join(self.tools)}", kind="invalid")
@@ -159,6 +170,47 @@ class ToolBox:
         value = box.get("value")
         text = value if isinstance(value, str) else _as_json(value)
         return ToolResult(content=text[: self.max_result_chars])
+
+
+class CallWatch:
+    """Counts a stage's tool calls and their failures, and shows progress on stderr: a line at most
+    every ``every`` seconds while calls run, so a tool that hangs (a timeout per call) is visible
+    instead of a silent pause. ``commonest`` names the failure seen most, for the stage's advice."""
+
+    def __init__(self, label: str, *, enabled: bool = True, every: float = 10.0) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.every = every
+        self.calls = 0
+        self.failures: dict[tuple[str, str], int] = {}
+        self._last = time.monotonic()
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def saw(self, name: str, result: ToolResult, seconds: float) -> None:
+        self.calls += 1
+        if result.kind in ("failed", "timeout") and result.error:
+            key = (name, result.error)
+            self.failures[key] = self.failures.get(key, 0) + 1
+        now = time.monotonic()
+        if self.enabled and now - self._last >= self.every:
+            self._last = now
+            sys.stderr.write(f"{self.label}: {self.line()}\n")
+            sys.stderr.flush()
+
+    def commonest(self) -> tuple[str, str, int] | None:
+        """(tool, error, count) of the failure seen most (None: none failed)."""
+        if not self.failures:
+            return None
+        (name, error), n = max(self.failures.items(), key=lambda kv: kv[1])
+        return name, error, n
+
+    def line(self) -> str:
+        text = f"{self.calls} tool calls, {self.failed} failed"
+        top = self.commonest()
+        return text + (f" (commonest: {top[0]}: {top[1]}, {top[2]} times)" if top else "")
 
 
 def _as_json(value: Any) -> str:

@@ -41,6 +41,7 @@ from ..errors import GateError
 from .agreement import Agreement, agreement
 from .build import MIN_SIZE, export_jsonl, score
 from .hashes import data_files, reward_code, set_hashes, sha256_file, sha256_json
+from .review import NO_TTY_MARK
 from .store import Store, now, same_total
 
 if TYPE_CHECKING:
@@ -203,6 +204,7 @@ def sign(
         "format": RECORD_FORMAT,
         "reviewer": reviewer,
         "reviewers": reviewers,
+        "no_tty_verdicts": sum(r.reviewer.endswith(NO_TTY_MARK) for r in latest.values()),
         "signed_at": now(),
         "task": {"name": task.name, "path": str(task.path), "sha256": sha256_file(task.path)},
         "data": data_files(task),

@@ -44,6 +44,11 @@ def bucket_help(bucket: str) -> str:
     return BUCKET_HELP.get(bucket, "how the set builder picked it")
 
 
+# Appended to the reviewer's name on verdicts read with ``rlvr inspect review --no-tty`` (a pipe or
+# a file, not a person at a terminal); the signed record counts them (``no_tty_verdicts``).
+NO_TTY_MARK = " (no-tty)"
+
+
 @dataclass(frozen=True)
 class Filter:
     """Which samples to step through: ``show`` (see ``SHOW``), optionally one term's outcome and

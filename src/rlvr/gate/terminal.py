@@ -6,12 +6,16 @@ accepts an open disagreement; ``j``/``k`` next/previous; ``s`` status; ``q`` (or
 quits. Each verdict is committed before the next sample is shown. The extracted answer is
 marked ``⟦…⟧`` (reverse video on a colour terminal) and invisible characters are drawn as
 ``⟨U+200B⟩`` markers.
+
+Identical completions of one prompt (a small model repeats itself: ``\\boxed{89}`` nine times) are
+shown once, with their count: they score the same, so the verdict given on one is recorded for
+every unreviewed copy (``duplicates``), and the reader is not asked the same question nine times.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from .agreement import SampleStatus, agreement, format_agreement, statuses
@@ -19,9 +23,18 @@ from .codeview import code_view
 from .codeview import terminal_lines as code_lines
 from .episodes import terminal_lines
 from .review import Filter, answer_span, segments, step
-from .store import StaleReward, Store, reward_fingerprint
+from .store import InspectionSample, StaleReward, Store, reward_fingerprint
 
 PROMPT = "[r]ight [h]igher [l]ower (+ note) · a REASON accept · j/k next/prev · s status · q quit > "
+
+
+def duplicates(samples: Sequence[InspectionSample]) -> dict[int, tuple[int, ...]]:
+    """Each sample id -> the ids of every sample with the same prompt and the same completion
+    (itself included, in id order)."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for s in samples:
+        groups.setdefault((s.prompt_index, s.completion), []).append(s.id)
+    return {i: tuple(sorted(ids)) for ids in groups.values() for i in ids}
 
 
 def render(
@@ -32,6 +45,7 @@ def render(
     answer_column: str,
     color: bool = False,
     meta: Mapping[str, Any] | None = None,
+    copies: Sequence[int] = (),
 ) -> str:
     """One sample as the terminal shows it: header, prompt, completion (answer marked), terms, history.
     A code sample shows its tests, what each expected and got, instead of an expected answer (``gate.codeview``)."""
@@ -47,6 +61,14 @@ def render(
     lines = [
         f"── sample {s.id} (prompt #{s.prompt_index}, {s.bucket}, {len(s.token_ids)} tokens, {s.finish_reason})"
         f" · state: {st.state}",
+        *(
+            [
+                f"×{len(copies)} identical completions of this prompt (samples {', '.join(map(str, copies))}): "
+                "one verdict covers every unreviewed copy"
+            ]
+            if len(copies) > 1
+            else []
+        ),
         "prompt:",
         "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
         "completion:",
@@ -103,8 +125,11 @@ def review(
             return given
         current, direction = nxt, 0
         st = next(x for x in sts if x.sample.id == current)
+        copies = duplicates([x.sample for x in sts]).get(current, (current,))
         stdout.write(
-            render(store, st, correctness_term=term, answer_column=column, color=color, meta=meta) + "\n" + PROMPT
+            render(store, st, correctness_term=term, answer_column=column, color=color, meta=meta, copies=copies)
+            + "\n"
+            + PROMPT
         )
         stdout.flush()
         line = stdin.readline()
@@ -125,7 +150,15 @@ def review(
                 stdout.write(f"not recorded: {exc}\n")
                 continue
             given += 1
-            stdout.write(f"recorded: {label}\n")
+            seen = reward_fingerprint(st.sample.verdicts)
+            unreviewed = [x for x in sts if x.sample.id in copies and x.sample.id != current and x.review is None]
+            for twin in unreviewed:  # the same completion of the same prompt: the same verdict
+                if reward_fingerprint(twin.sample.verdicts) == seen:
+                    store.add_review(twin.sample.id, label, reviewer=reviewer, note=rest, seen=seen)
+                    given += 1
+            stdout.write(
+                f"recorded: {label}" + (f" (and {len(unreviewed)} identical copies)" if unreviewed else "") + "\n"
+            )
             direction = 1
         elif cmd == "a":
             if not (st.is_disagreement and st.review is not None and st.review.label != "right"):

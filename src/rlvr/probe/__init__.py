@@ -11,6 +11,9 @@ temperature, scores them with the task's reward terms, and routes:
   sharpen; spend the budget on harder prompts or on evals.
 - ``fix-verifier``: the correctness term could not decide any sample (every verdict an
   ``error``). That is a broken reward, not a 0 % base rate, and it is reported as such.
+- ``fix-tool`` (an episode task): most tool calls that reached a tool failed or timed out. The
+  tool is broken, not the model; the reason names the tool and its commonest error
+  (``report.broken_tool``). SFT would teach calls to a tool that cannot answer.
 
 Before any weights load, the budget is checked against the task's answers and the model
 (``rlvr.lengths``): a budget beyond the model's positions is refused, and reference answers

@@ -13,7 +13,11 @@ from .stats import bound_text, expected_group_std, histogram, percent, wilson, z
 if TYPE_CHECKING:
     from ..lengths import LengthReport
 
-ROUTES = ("sft", "grpo", "too-easy", "fix-verifier")
+ROUTES = ("sft", "grpo", "too-easy", "fix-verifier", "fix-tool")
+# An episode task's tool is broken, not the model, when at least this share of the calls that reached
+# a tool (well-formed, on its schema) failed or timed out, over at least BROKEN_TOOL_CALLS calls.
+BROKEN_TOOL_SHARE = 0.5
+BROKEN_TOOL_CALLS = 4
 # A share of undecided samples above which the report warns even though it can still route.
 ERROR_WARN_SHARE = 0.05
 
@@ -76,6 +80,7 @@ class ProbeReport:
     seen_prompts: int = 0
     seen_successes: int = 0
     seen_samples: int = 0
+    n_train_rows: int = 0  # rows in the train split (the probe samples up to max_prompts of them)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -118,6 +123,26 @@ def decide(successes: int, n: int, n_undecided: int, *, too_easy: float) -> tupl
     return "grpo", (
         f"{rate:.1%} of {n} samples succeeded (95 % CI {low:.1%}-{high:.1%}), between zero and the too-easy "
         f"threshold {too_easy:.0%}: the base model has the capability and GRPO can sharpen it."
+    )
+
+
+def broken_tool(calls: Sequence[tuple[str | None, str | None, str | None]]) -> tuple[str, str] | None:
+    """The ``fix-tool`` route and its reason when most tool calls that reached a tool failed; calls
+    are (tool name, kind, error) as ``rlvr.episodes.Call`` records them. A tool that raises or hangs
+    scores every episode wrong: that reads as a 0 % base rate and would route to SFT, which would
+    then teach calls to a tool that cannot answer. None when the tools mostly work."""
+    reached = [(n, k, e) for n, k, e in calls if k not in ("malformed", "invalid", "budget")]
+    bad = [(str(n), str(e)) for n, k, e in reached if k in ("failed", "timeout")]
+    if len(reached) < BROKEN_TOOL_CALLS or len(bad) < BROKEN_TOOL_SHARE * len(reached):
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    for key in bad:
+        counts[key] = counts.get(key, 0) + 1
+    (tool, error), n = max(counts.items(), key=lambda kv: kv[1])
+    return "fix-tool", (
+        f"{len(bad)} of {len(reached)} tool calls ({len(bad) / len(reached):.0%}) failed; the tool {tool!r} failed "
+        f"most, commonest error ({n} times): {error}. The tool is broken, not the model: fix it (call it by hand "
+        "with one row's arguments) and probe again; SFT would teach calls to a tool that cannot answer."
     )
 
 
@@ -185,7 +210,7 @@ def summarize(
     if route == "grpo" and zv > 0.5:
         warnings.append(
             f"{zv:.0%} of groups at G={group_size} are expected to have zero reward variance (no learning "
-            "signal): consider --filter to train on prompts the model sometimes solves."
+            "signal): " + filter_advice(meta.get("n_train_rows") or 0)
         )
     return ProbeReport(
         k=k,
@@ -223,6 +248,17 @@ def _pct(k: int, n: int, *, against: tuple[int, int] | None = None) -> str:
     other = against[0] / against[1] if against[1] else 0.0
     diff = (k / n if n else 0.0) - other
     return f"{abs(diff) * 100:.1f} points {'above' if diff >= 0 else 'below'}"
+
+
+def filter_advice(n_train_rows: int) -> str:
+    """How to train on the prompts the model sometimes solves: ``--filter`` keeps only the rows it
+    probed, so the whole split has to be probed, and training reads ``data.train``."""
+    every = f" --max-prompts {n_train_rows}" if n_train_rows else " --max-prompts N (N: every train row)"
+    return (
+        f"to train on prompts the model sometimes solves, probe the whole split with --filter{every} (the filter "
+        "keeps only probed rows), then point data.train at the filtered.jsonl it writes (in the task file or a copy "
+        "of it) and build the gate and train from that task."
+    )
 
 
 def format_report(report: ProbeReport) -> str:
@@ -277,5 +313,10 @@ def format_report(report: ProbeReport) -> str:
         lines.append(f"  warning: {w}")
     if r.filtered_path:
         lines.append(f"  filtered prompt set: {r.n_filtered} rows in {r.filtered_path} (point data.train at it)")
+        if r.n_train_rows > r.n_prompts + r.seen_prompts:
+            lines.append(
+                f"  note: only the {r.n_prompts + r.seen_prompts} probed of {r.n_train_rows} train rows were filtered: "
+                f"probe again with --filter --max-prompts {r.n_train_rows} to filter the whole split"
+            )
     lines.append(f"  files: {r.out_dir}")
     return "\n".join(lines)

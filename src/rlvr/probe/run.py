@@ -190,6 +190,9 @@ def run_probe(
         from .episodes import EpisodeSampler
 
         sampler = EpisodeSampler(sampler, task)
+        from ..episodes.tools import CallWatch
+
+        sampler.runner.toolbox.watch = CallWatch("rlvr probe", enabled=progress)
     reward_set = task.reward_set()
     bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
     try:
@@ -253,6 +256,7 @@ def run_probe(
         trained_rows=trained.path if trained is not None else None,
         trained_by=" then ".join(trained.sources) if trained is not None else None,
         n_seen_rows=sum(trained.seen(r) for r in rows) if trained is not None else 0,
+        n_train_rows=len(rows),
     )
     if task.environment is not None and report.route == "sft":  # what rlvr sft needs on an episode task
         from dataclasses import replace
@@ -261,6 +265,15 @@ def run_probe(
 
         has_calls = any(task.environment.reference_column in r for r in rows)
         report = replace(report, reason=f"{report.reason} {sft_advice(task.environment, has_calls)}")
+    if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
+        from dataclasses import replace
+
+        from .report import broken_tool
+
+        calls = [(c.name, c.kind, c.error) for e in sampler.episodes for c in e.calls]  # type: ignore[attr-defined]
+        fix = broken_tool(calls)
+        if fix is not None:
+            report = replace(report, route=fix[0], reason=fix[1])
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
         from .episodes import write_episodes

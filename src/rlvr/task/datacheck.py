@@ -12,6 +12,7 @@ from typing import Any
 from ..data import read_rows
 from ..errors import DataError
 from .checker import Checker
+from .sections import prompt_problems
 from .spec import MAX_ROW_PROBLEMS, Task
 from .terms import CHECKER_FIX
 
@@ -72,6 +73,8 @@ def check_data(c: Checker, task: Task) -> None:
                 f"({', '.join(col for col in needed if rows[i - 1].get(col) is None)})",
                 "fill it in or drop the row",
             )
+        if all(col in cols for col in needed) and not prompt_problems(task.prompt):
+            check_rendering(c, task, rows, resolved)
         check_row_checkers(c, task, rows, resolved)
         prompts[split] = (str(Path(resolved).resolve()), [prompt_key(task, r) for r in rows])
     if "train" in prompts and "eval" in prompts:
@@ -111,10 +114,26 @@ def check_row_checkers(c: Checker, task: Task, rows: list[dict[str, Any]], resol
         c.add(resolved, f"{len(bad) - MAX_ROW_PROBLEMS} more rows with an unusable checker", CHECKER_FIX)
 
 
+def check_rendering(c: Checker, task: Task, rows: list[dict[str, Any]], resolved: str) -> None:
+    """Every row's prompt renders: a format spec the row's value does not take (``{question:d}`` on
+    text) is reported with its file and row here, once, not as a traceback in the stage that reads it."""
+    bad: list[tuple[int, str]] = []
+    for i, r in enumerate(rows, 1):
+        try:
+            task.render_prompt(r)
+        except (KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
+            bad.append((i, f"{type(exc).__name__}: {exc}"))
+    fix = "change the prompt's {column:spec} format spec, or the rows' values"
+    for i, why in bad[:MAX_ROW_PROBLEMS]:
+        c.add(f"{resolved}:{i}", f"row {i}: the prompt does not render ({why})", fix)
+    if len(bad) > MAX_ROW_PROBLEMS:
+        c.add(resolved, f"{len(bad) - MAX_ROW_PROBLEMS} more rows whose prompt does not render", fix)
+
+
 def prompt_key(task: Task, row: Mapping[str, Any]) -> str | None:
     try:
         rendered = task.render_prompt(row)
-    except (KeyError, ValueError, IndexError):
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError):
         return None
     return rendered if isinstance(rendered, str) else repr(rendered)
 

@@ -229,7 +229,7 @@ def _failure(v: Verdict) -> str:
 def _prompt(task: Task, row: Mapping[str, Any]) -> str:
     try:
         return str(task.render_prompt(row))
-    except (KeyError, ValueError, IndexError):
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError):
         return ""
 
 
@@ -312,20 +312,39 @@ def _reference_and_wrong(task: Task, term: TermSpec, rows: Rows, code: Any) -> l
     return out
 
 
-def offline_model_problems(task: Task) -> list[Problem]:
-    """A hub model that is not in the local Hugging Face cache while the hub is offline."""
+def hub_model_cached(task: Task) -> bool | None:
+    """Whether the task's hub model is in the local Hugging Face cache (None: not a hub id). Reads
+    the cache only: never the network, so it answers at once."""
     from .sections import is_hub_id
 
-    model = task.model
-    if not is_hub_id(model, task.root):
-        return []
-    from huggingface_hub import constants, try_to_load_from_cache
+    if not is_hub_id(task.model, task.root):
+        return None
+    from huggingface_hub import try_to_load_from_cache
 
-    if not constants.HF_HUB_OFFLINE:
+    return isinstance(try_to_load_from_cache(task.model, "config.json"), str)
+
+
+def model_download_note(task: Task) -> str | None:
+    """What ``rlvr task check`` says of a hub model that is not cached while the hub is online: it
+    will be downloaded by the first command that loads it (checks that need it are skipped, so the
+    check never waits on the network)."""
+    from huggingface_hub import constants
+
+    if hub_model_cached(task) is not False or constants.HF_HUB_OFFLINE:
+        return None
+    return (
+        f"{task.model!r} is not in the local cache ({constants.HF_HUB_CACHE}): the first command that loads it "
+        "(probe, sft, train) downloads it; lengths are measured once it is there"
+    )
+
+
+def offline_model_problems(task: Task) -> list[Problem]:
+    """A hub model that is not in the local Hugging Face cache while the hub is offline."""
+    from huggingface_hub import constants
+
+    if hub_model_cached(task) is not False or not constants.HF_HUB_OFFLINE:
         return []
-    cached = try_to_load_from_cache(model, "config.json")
-    if isinstance(cached, str):
-        return []
+    model = task.model
     return [
         Problem(
             f"{task.path}: model",

@@ -76,17 +76,57 @@ def read_prompt(c: Checker, raw: Mapping[str, Any]) -> PromptSpec:
             "for example template: '{question}='",
         )
     prompt = PromptSpec(**{k: p.get(k) for k in ("template", "system", "user") if isinstance(p.get(k), str)})
-    for text in (prompt.template, prompt.system, prompt.user):
-        try:
-            if text:
-                list(string.Formatter().parse(text))
-        except ValueError as exc:
-            c.add(
-                "prompt",
-                f"bad template {text!r}: {exc}",
-                "use {column} placeholders; write {{ and }} for literal braces",
-            )
+    for where, what, fix in prompt_problems(prompt):
+        c.add(where, what, fix)
     return prompt
+
+
+def prompt_problems(prompt: PromptSpec) -> list[tuple[str, str, str]]:
+    """Every fault of a prompt's texts as (key, what, fix): unbalanced braces, and fields that are
+    not one column each (``field_problems``). Checked once, when the task is loaded."""
+    out: list[tuple[str, str, str]] = []
+    for key in ("template", "system", "user"):
+        text = getattr(prompt, key)
+        try:
+            fields = list(string.Formatter().parse(text or ""))
+        except ValueError as exc:
+            out.append(
+                (
+                    "prompt",
+                    f"bad template {text!r}: {exc}",
+                    "use {column} placeholders; write {{ and }} for literal braces",
+                )
+            )
+            continue
+        out.extend((f"prompt.{key}", what, fix) for what, fix in field_problems(fields))
+    return out
+
+
+def field_problems(fields: list[tuple[str, str | None, str | None, str | None]]) -> list[tuple[str, str]]:
+    """What is wrong with a prompt text's ``{...}`` fields (as ``string.Formatter().parse`` splits
+    them): each must name one column, ``{question}``, optionally with a conversion (``!r``) or a
+    format spec (``:>8``). An empty ``{}`` is the likeliest slip (``\\boxed{}`` in a math prompt):
+    ``str.format`` reads it as a positional argument, which a row never supplies."""
+    literal = "write {{}} for literal braces (\\boxed{{}}), or name a column: {question}"
+    out: list[tuple[str, str]] = []
+    for _, name, spec, conversion in fields:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if name == "" or name.isdigit():
+            out.append((f"{shown} is a positional field: a prompt's fields name the row's columns", literal))
+        elif not is_column_field(name):
+            out.append((f"{shown} reads an attribute or item of a column, which a prompt cannot", literal))
+        if conversion not in (None, "r", "s", "a"):
+            out.append((f"{shown} has an unknown conversion !{conversion}", "use !r, !s or !a, or none"))
+        if spec and ("{" in spec or "}" in spec):
+            out.append((f"{shown} has a field inside its format spec, which a prompt cannot fill", literal))
+    return out
+
+
+def is_column_field(name: str) -> bool:
+    """Whether a ``{...}`` field name is a plain column name (not ``{}``, ``{0}``, ``{a.b}``, ``{a[0]}``)."""
+    return bool(name) and not name.isdigit() and not any(ch in name for ch in ".[]")
 
 
 def read_answer(c: Checker, raw: Mapping[str, Any]) -> tuple[str, AnswerFormat]:

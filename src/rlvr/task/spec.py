@@ -46,7 +46,7 @@ class PromptSpec:
         for text in (self.template, self.system, self.user):
             try:
                 for _, f, _, _ in string.Formatter().parse(text or ""):
-                    if f:
+                    if f and not f.isdigit() and not any(ch in f for ch in ".[]"):
                         out.append(f)
             except ValueError:
                 continue

@@ -36,6 +36,7 @@ progress bar), ``stopping``, ``dynamic`` (with ``resample``) and ``checkpoints``
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from ..task import Task
 from .launch import TrainResult, build_dataset, run_grpo
@@ -45,6 +46,7 @@ from .rundir import (
     previous_run,
     refuse_existing,
     resume_model,
+    resume_options,
     resume_start,
     run_finished,
 )
@@ -68,7 +70,11 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
     run_dir = opts.run_dir
     previous, previous_meta = previous_run(run_dir) if opts.resume else (None, {})
     if opts.resume:
+        opts, overridden = resume_options(opts, previous)
         opts = dataclasses.replace(opts, model=resume_model(task, opts, previous))
+        if is_main_process():
+            for line in overridden:
+                sys.stderr.write(f"resume: {line} overrides the run's config.yaml\n")
     gate = enforce_gate(task, opts)
     settings = resolve_settings(task, opts)
     peft = peft_setup(settings.peft, settings.hardware)

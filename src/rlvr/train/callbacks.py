@@ -7,12 +7,28 @@ classes are built on call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .rundir import MetricsLog
 from .stopping import RunStopped, StopWatch, stop_evidence
+
+
+@contextmanager
+def quiet_own_warnings() -> Iterator[None]:
+    """Silence, around the call that raises them, the two warnings rlvr itself causes and a user
+    cannot act on: transformers' FutureWarning for the ``gradient_checkpointing`` key rlvr's
+    recipe states explicitly (every value that matters is stated; the older name works on every
+    supported version), and TRL's "experimental" warning for the ``environment_factory`` rlvr
+    passes on an episode task. Nothing else is filtered."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`gradient_checkpointing.*` is deprecated", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=r"You are using 'environment_factory'", category=UserWarning)
+        yield
 
 
 def rlvr_callback(
@@ -78,12 +94,23 @@ def quiet_progress(
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
 
+    rate = Throughput()
+
     def shown(logs: Mapping[str, Any]) -> dict[str, str]:
         # GRPO's loss is ~0 by construction on-policy with beta 0: show what moves instead.
         keys = {"reward": "reward", "frac_reward_zero_std": "zero_std"} if "reward" in logs else {"loss": "loss"}
         out = {short: f"{logs[k]:.3g}" for k, short in keys.items() if isinstance(logs.get(k), (int, float))}
+        out.update(rate.shown(logs))
         out.update(extra() if extra is not None else {})
         return out
+
+    class Clock(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(args.world_size, 1)
+            rate.start(state.global_step, per_step)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            rate.step = state.global_step
 
     class Bar(TrainerCallback):
         bar: Any = None
@@ -120,7 +147,34 @@ def quiet_progress(
                 values = ", ".join(f"{k} {v}" for k, v in shown(logs).items())
                 (write or _stderr_line)(f"{desc} step {state.global_step}/{state.max_steps}: {values}")
 
+    trainer.add_callback(Clock())
     trainer.add_callback(Bar() if enabled else Lines())
+
+
+class Throughput:
+    """Samples (completions) per second since this session's first step, and tokens per second
+    where the trainer logs its running token count (``num_tokens``), for the progress line."""
+
+    def __init__(self) -> None:
+        self.t0 = 0.0
+        self.step0 = self.step = 0
+        self.per_step = 0
+        self.tokens0: float | None = None
+
+    def start(self, step: int, per_step: int) -> None:
+        self.t0, self.step0, self.step, self.per_step = time.monotonic(), step, step, per_step
+
+    def shown(self, logs: Mapping[str, Any]) -> dict[str, str]:
+        seconds = time.monotonic() - self.t0
+        if not self.t0 or seconds <= 0 or self.step <= self.step0:
+            return {}
+        out = {"samples/s": f"{(self.step - self.step0) * self.per_step / seconds:.3g}"}
+        tokens = logs.get("num_tokens")
+        if isinstance(tokens, (int, float)):
+            if self.tokens0 is None:
+                self.tokens0 = 0.0 if self.step0 == 0 else float(tokens)
+            out["tokens/s"] = f"{(float(tokens) - self.tokens0) / seconds:.3g}"
+        return out
 
 
 def _stderr_line(line: str) -> None:

@@ -116,3 +116,16 @@ def set_aside(paths: tuple[Path, ...]) -> list[Path]:
         p.rename(target)
         out.append(target)
     return out
+
+
+def disk_full_note(run_dir: Path, step: int) -> str:
+    """What a run that found the disk full says (in ``run.json`` and its one-line error): where it
+    stopped (``checkpoint-N`` when that checkpoint was being written) and the last complete checkpoint,
+    which ``--resume`` continues from. The cut-off checkpoint lacks its marker, so nothing is lost."""
+    point = resume_point(run_dir)
+    cut = run_dir / "checkpoints" / f"{PREFIX}{step}"
+    writing = cut.is_dir() and (point.checkpoint is None or point.checkpoint.path != cut)
+    at = f"disk full at {cut.name}" if writing else f"disk full at step {step}"
+    if point.checkpoint is None:
+        return f"{at}; no checkpoint is complete, so a rerun starts from step 0"
+    return f"{at}; the last complete checkpoint is {point.checkpoint.path.name} (--resume continues from it)"

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
-from ..errors import ConfigError, Problem
+from ..errors import ConfigError, Problem, disk_full
 from ..plan.runconfig import RunConfig
 from ..task import Task
-from .callbacks import end_distributed, quiet_progress, rlvr_callback
+from .callbacks import end_distributed, quiet_own_warnings, quiet_progress, rlvr_callback
+from .checkpoints import disk_full_note
 from .rundir import MetricsLog, ResumeStart, truncate_metrics, versions
 from .settings import LORA, RunSettings, TrainOptions
 from .stopping import RunStopped, StopWatch
@@ -205,7 +206,8 @@ def run_grpo(
     eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
     if task.environment is not None:  # set before config.yaml is written, so the file records it
         cfg = {**cfg, "max_tool_calling_iterations": task.environment.max_turns - 1}
-    args = GRPOConfig(**cfg)
+    with quiet_own_warnings():
+        args = GRPOConfig(**cfg)
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
     train_rows = task.load_split("train")
@@ -272,16 +274,17 @@ def run_grpo(
         from . import dynamic as dynamic_module  # looked up at call time: tests wrap trainer_class
 
         trainer_cls = dynamic_module.trainer_class(GRPOTrainer)
-    trainer = trainer_cls(
-        model=model,
-        reward_funcs=seen.wrap(recorder.wrap(rewards.trl_functions())),
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
-        peft_config=peft_config,
-        **episode_kwargs,
-    )
+    with quiet_own_warnings():
+        trainer = trainer_cls(
+            model=model,
+            reward_funcs=seen.wrap(recorder.wrap(rewards.trl_functions())),
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
+            peft_config=peft_config,
+            **episode_kwargs,
+        )
     if dynamic.enabled:
         from .dynamic import PromptFilter
 
@@ -323,13 +326,16 @@ def run_grpo(
         status = "stopped" if isinstance(exc, RunStopped) else "failed"
         if isinstance(exc, KeyboardInterrupt):
             status = "interrupted"
-        meta.update(
-            status=status,
-            error=f"{type(exc).__name__}: {exc}",
-            steps=trainer.state.global_step,
-            seconds=round(log.elapsed(), 2),
-        )
-        write_meta()
+        error = f"{type(exc).__name__}: {exc}"
+        if disk_full(exc):  # the one line and run.json say so, and which checkpoint is whole
+            note = disk_full_note(run_dir, trainer.state.global_step)
+            exc.add_note(note)
+            error = f"{note} ({error.splitlines()[0][:300]})"
+        meta.update(status=status, error=error, steps=trainer.state.global_step, seconds=round(log.elapsed(), 2))
+        try:
+            write_meta()
+        except OSError:  # the full disk may refuse run.json too: the error itself still reaches the user
+            pass
         raise
     session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
     final = run_dir / "final"

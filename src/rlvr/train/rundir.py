@@ -13,7 +13,7 @@ import json
 import platform
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,50 @@ def resume_model(task: Task, opts: TrainOptions, previous: RunConfig | None) -> 
                 )
             )
     return started if started != task.model else None
+
+
+def resume_options(opts: TrainOptions, previous: RunConfig | None) -> tuple[TrainOptions, list[str]]:
+    """A run directory owns its settings: a resume trains with what the run was started with.
+    ``config.yaml`` is the record: its GRPOConfig values (``max_steps``, ``save_steps``, every
+    ``--set``) come back as the config file, and the rest from its ``rlvr:`` record (the eval
+    cadence and size, the gate or the written reason for bypassing it, the logger). A flag given on
+    the resume overrides the record explicitly; returns the options and one line per such flag."""
+    if previous is None:
+        return opts, []
+    record = previous.record
+    ev: Mapping[str, Any] = record["eval"] if isinstance(record.get("eval"), Mapping) else {}
+    gate: Mapping[str, Any] = record["gate"] if isinstance(record.get("gate"), Mapping) else {}
+    changes: dict[str, Any] = {}
+    said: list[str] = []
+    if opts.config_path is None:
+        changes["config_path"] = Path(previous.source)
+    else:
+        said.append(f"--config {opts.config_path} replaces the run's settings in {previous.source}")
+    old_max = previous.grpo.get("max_steps")
+    if opts.max_steps is not None and opts.max_steps != old_max:
+        said.append(f"--max-steps {opts.max_steps} (the run's: {old_max})")
+    for key, value in opts.overrides.items():
+        if previous.grpo.get(key) != value:
+            said.append(f"--set {key}={value} (the run's: {previous.grpo.get(key)!r})")
+    for name, flag, key in (("eval_every", "--eval-every", "every"), ("eval_prompts", "--eval-prompts", "prompts")):
+        had = ev.get(key)
+        given = getattr(opts, name)
+        if given is None and isinstance(had, int):
+            changes[name] = had
+        elif given is not None and had is not None and given != had:
+            said.append(f"{flag} {given} (the run's: {had})")
+    if opts.peft is not None and opts.peft != previous.peft:
+        said.append(f"--peft {opts.peft} (the run's: {previous.peft})")
+    logger = previous.grpo.get("report_to")
+    logger = ",".join(map(str, logger)) if isinstance(logger, list) else logger
+    if opts.report_to == "none" and isinstance(logger, str) and logger not in ("", "none"):
+        changes["report_to"] = logger
+    if opts.no_gate_reason is None and opts.gate_path is None:
+        if gate.get("status") == "bypassed" and isinstance(gate.get("no_gate_reason"), str):
+            changes["no_gate_reason"] = gate["no_gate_reason"]
+        elif isinstance(gate.get("record"), str):
+            changes["gate_path"] = Path(gate["record"])
+    return replace(opts, **changes), said
 
 
 def run_finished(meta: Mapping[str, Any], max_steps: int, final: Path) -> bool:

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data import TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem
@@ -45,6 +45,9 @@ from ..lengths import reference_completion
 from ..task import Task
 from .settings import logging_places
 from .sftdata import sft_data_rows
+
+if TYPE_CHECKING:
+    from ..episodes.tools import CallWatch
 
 # TRL's SFTConfig.max_length default (1.16): longer prompt + completion sequences are truncated.
 TRL_SFT_MAX_LENGTH = 1024
@@ -181,11 +184,13 @@ def reference_episodes(
     ``tokenizer`` is prepared for episodes here (changed in place)."""
     from ..episodes import build_toolbox, prepare_tokenizer
     from ..episodes.reference import ReferenceError, build_episode, column_problems, read_calls
+    from ..episodes.tools import CallWatch
 
     spec = task.environment
     assert spec is not None
     source = source or task.resolve(task.data.train or "train")  # the file problems name: --data's, if given
     toolbox = build_toolbox(spec, str(task.path))
+    toolbox.watch = CallWatch("rlvr sft")  # a hanging tool shows as progress, not a silent pause
     problems = column_problems(spec, toolbox, rows, source, required=True)
     if problems:
         raise ConfigError(problems, source="rlvr sft")
@@ -204,6 +209,7 @@ def reference_episodes(
             )
         except ReferenceError as exc:
             problems.append(Problem(where, f"{what} {exc}", "fix the row's calls (or the tool)"))
+            same_failure(toolbox.watch, source)  # a broken tool stops here, once, not once per row
             continue
         ids, mask = episode.tokens(tokenizer)
         n = len(ids) - mask.index(1) if 1 in mask else 0
@@ -223,6 +229,25 @@ def reference_episodes(
     if problems:
         raise ConfigError(problems, source="rlvr sft")
     return out
+
+
+SAME_FAILURES = 3  # identical tool failures after which SFT stops: the tool is broken, not the rows
+
+
+def same_failure(watch: CallWatch | None, source: str) -> None:
+    """Stop with one problem once a tool has failed ``SAME_FAILURES`` times with the same error."""
+    top = watch.commonest() if watch is not None else None
+    if top is not None and top[2] >= SAME_FAILURES:
+        tool, error, n = top
+        raise ConfigError(
+            Problem(
+                source,
+                f"the tool {tool!r} failed {n} times with the same error while playing the reference calls ({error}): "
+                "the tool is broken, not the rows",
+                "fix the tool (call it by hand with one row's arguments), then rerun",
+            ),
+            source="rlvr sft",
+        )
 
 
 def target_warnings(
@@ -276,6 +301,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
 
     from ..evaluate import evaluate
     from ..models import load_model, load_tokenizer, resolve_model
+    from .callbacks import quiet_own_warnings
 
     model_ref = resolve_model(opts.model or task.model)
     if opts.data is not None:  # checked before the model loads (train.sftdata)
@@ -315,7 +341,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     )
     if task.environment is not None:  # tokenized episodes: the loss reads their completion_mask (no tool results)
         cfg_kw["completion_only_loss"] = True
-    config = SFTConfig(**cfg_kw)
+    with quiet_own_warnings():  # rlvr states gradient_checkpointing explicitly
+        config = SFTConfig(**cfg_kw)
     reached: dict[str, Any] = {"rate": None, "stopped": False}
 
     class StopAtTarget(TrainerCallback):
