@@ -151,3 +151,13 @@ def test_stop_group_kills_a_leader_that_ignores_sigterm() -> None:
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     time.sleep(1.0)
     assert vllm_serve.stop_group(proc, grace=0.5) == -signal.SIGKILL
+
+
+def test_a_server_that_stops_answering_is_one_run_error_naming_it() -> None:
+    import requests
+
+    from rlvr.errors import RunError
+
+    with pytest.raises(RunError, match=r"vLLM server at http://127\.0\.0\.1:9 stopped answering"):
+        with vllm_cpu._server_errors("http://127.0.0.1:9"):
+            requests.get("http://127.0.0.1:9/health", timeout=2)

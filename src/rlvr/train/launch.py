@@ -206,6 +206,14 @@ def run_grpo(
     if task.environment is not None:  # set before config.yaml is written, so the file records it
         cfg = {**cfg, "max_tool_calling_iterations": task.environment.max_turns - 1}
     if cfg.get("use_vllm") and settings.hardware.get("vllm_cpu"):
+        if task.environment is not None:
+            raise ConfigError(
+                Problem(
+                    "use_vllm",
+                    "multi-turn episode tasks have not been run with vLLM's CPU build",
+                    "set use_vllm: false (episodes then generate in transformers)",
+                )
+            )
         from ..engines.vllm_cpu import install_trl_shims
 
         install_trl_shims()  # vLLM's CPU build: weight sync and server start (rlvr.engines.vllm_cpu)
