@@ -2,9 +2,12 @@
 runs these in .venv-vllm). Each mode trains 2 LoRA steps on builtin:smollm2 once per module; the
 tests read that run.
 
-The learning rate is high (0.02, LoRA) so that one step moves the policy far enough to change a
-greedy completion: if the weight sync did not reach vLLM, the output after the sync would be the
-base model's. The bound on the mean ``sampling_logp_difference`` (|log p_vLLM - log p_policy| per
+The task is examples/smollm2-word-problems with its correctness term swapped for one that always
+varies within a group (the completion's length in characters / 100): the base model never writes the
+answer tags, so with the task's own terms every group scores 0, the advantages are 0 and a step
+changes nothing. The learning rate is high (0.02, LoRA) so that one step moves the policy far enough
+to change a greedy completion: if the weight sync did not reach vLLM, the output after the sync
+would be the base model's. The bound on the mean ``sampling_logp_difference`` (|log p_vLLM - log p_policy| per
 sampled token, TRL's metric) is 0.1: vLLM computes in bf16 (the checkpoint's dtype) and the policy
 in fp32, and bf16 keeps 8 bits of mantissa, which measured 0.023 (colocate) and 0.007 (verl) on this
 model; 0.1 is four times the larger, while a policy one high-LR step away from what generated the
@@ -27,7 +30,10 @@ import pytest
 pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = ROOT / "examples" / "smollm2-word-problems"
+EXAMPLE = ROOT / "examples" / "smollm2-word-problems"
+VERIFIER = """def length(sample):
+    return len(sample.completion) / 100
+"""
 PROBE = "Question: Tom has 12 apples and buys 7 more. How many apples does he have now?\nAnswer:"
 LOGP_BOUND = 0.1
 TRAIN_ARGS = [
@@ -64,6 +70,26 @@ def _need_vllm_cpu() -> None:
     except ConfigError as exc:
         pytest.skip(str(exc))
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+
+def _task(folder: Path) -> Path:
+    """The example task with a term that varies within every group (see the module docstring)."""
+    import shutil
+
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("train.jsonl", "eval.jsonl"):
+        shutil.copyfile(EXAMPLE / name, folder / name)
+    spec = yaml.safe_load((EXAMPLE / "task.yaml").read_text())
+    spec["rewards"] = [
+        {"name": "format", "weight": 0.1},
+        {"name": "length", "verifier": "testverifiers.length", "weight": 1.0},
+    ]
+    spec["success"] = "length"
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    (folder / "testverifiers.py").write_text(VERIFIER)
+    return folder
 
 
 def _model_dir() -> str:
@@ -110,10 +136,11 @@ def colocate(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         shimmed(self)
         syncs.append((before, greedy(self)))
 
-    run_dir = tmp_path_factory.mktemp("colocate") / "run"
+    tmp = tmp_path_factory.mktemp("colocate")
+    run_dir, task = tmp / "run", _task(tmp / "task")
     cls.sync_weights = recorded  # type: ignore[method-assign]
     try:
-        rc = main(["train", str(TASK), "--run-dir", str(run_dir), *TRAIN_ARGS, "--set", "vllm_mode=colocate"])
+        rc = main(["train", str(task), "--run-dir", str(run_dir), *TRAIN_ARGS, "--set", "vllm_mode=colocate"])
     finally:
         cls.sync_weights = shimmed  # type: ignore[method-assign]
     return {"rc": rc, "run_dir": run_dir, "syncs": syncs}
@@ -160,13 +187,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     tmp = tmp_path_factory.mktemp("server")
     model, port = _model_dir(), _free_port()
-    run_dir = tmp / "run"
+    run_dir, task = tmp / "run", _task(tmp / "task")
     with Server(model, log=tmp / "server.log", port=port) as srv:
         before = _complete(srv.base_url, model)
         args = [*TRAIN_ARGS, "--set", "vllm_mode=server", "--set", "vllm_server_host=127.0.0.1"]
         args += ["--set", f"vllm_server_port={port}", "--set", "vllm_server_timeout=600"]
         proc = subprocess.run(
-            [sys.executable, "-m", "rlvr.cli.main", "train", str(TASK), "--run-dir", str(run_dir), *args],
+            [sys.executable, "-m", "rlvr.cli.main", "train", str(task), "--run-dir", str(run_dir), *args],
             capture_output=True,
             text=True,
             timeout=1800,
