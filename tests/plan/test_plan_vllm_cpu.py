@@ -86,3 +86,15 @@ def test_gpu_server_plan_is_unchanged_by_the_cpu_path() -> None:
         vllm_mode="server",
     )
     assert plan.commands[0].startswith("CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model m")
+
+
+def test_gpu_server_plan_says_how_to_stop_the_server() -> None:
+    plan = launch.plan_launch(
+        Cluster(gpus=4, server_gpus=1),
+        task="t.yaml",
+        config="p/plan.yaml",
+        model="m",
+        use_vllm=True,
+        vllm_mode="server",
+    )
+    assert any("stop the server" in n for n in plan.notes)

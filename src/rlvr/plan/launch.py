@@ -190,6 +190,7 @@ def plan_launch(
         notes.append(
             "trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags"
         )
+        notes.append("training ends by itself; then stop the server (Ctrl-C in its terminal, or kill its pid)")
     name = accelerate_config_name(cluster)
     acc_path = str(Path(plan_dir) / name)
     files = {name: _yaml(accelerate_config(cluster, processes_per_node=per_node, machines=machines))}
