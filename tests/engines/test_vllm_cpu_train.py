@@ -188,7 +188,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("server")
     model, port = _model_dir(), _free_port()
     run_dir, task = tmp / "run", _task(tmp / "task")
-    with Server(model, log=tmp / "server.log", port=port) as srv:
+    # --enforce-eager: no graph compilation at start (minutes on a loaded 2-core machine).
+    with Server(model, log=tmp / "server.log", port=port, extra=["--enforce-eager"]) as srv:
         before = _complete(srv.base_url, model)
         args = [*TRAIN_ARGS, "--set", "vllm_mode=server", "--set", "vllm_server_host=127.0.0.1"]
         args += ["--set", f"vllm_server_port={port}", "--set", "vllm_server_timeout=600"]

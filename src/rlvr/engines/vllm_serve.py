@@ -141,9 +141,17 @@ class Server:
     passes."""
 
     def __init__(
-        self, model: str, *, log: Path, host: str = "127.0.0.1", port: int = 8000, start_timeout: float = 900.0
+        self,
+        model: str,
+        *,
+        log: Path,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        start_timeout: float = 1800.0,
+        extra: Sequence[str] = (),
     ) -> None:
         self.model, self.log, self.host, self.port, self.start_timeout = model, log, host, port, start_timeout
+        self.extra = list(extra)  # more `vllm serve` arguments
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -155,7 +163,7 @@ class Server:
             raise RuntimeError(f"port {self.port} on {self.host} is taken")
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
-            cmd = command(self.model, host=self.host, port=self.port)
+            cmd = command(self.model, host=self.host, port=self.port, extra=self.extra)
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             self._wait_ready()
