@@ -3,7 +3,8 @@
     .venv-vllm/bin/python bench/vllm_cpu.py [--prompts 64] [--max-tokens 32] [--steps 2] [--skip-train]
 
 1. Generation: the same prompts (the word-problem task's chat prompts), greedy, ``--max-tokens`` new
-   tokens each, one run per engine: vLLM (offline ``LLM``, bf16 as the checkpoint says) and
+   tokens each, one run per engine: vLLM (offline ``LLM``, bf16 as the checkpoint says; ``--eager``:
+   without graph compilation) and
    transformers ``generate`` (fp32, one batch). Prints tokens/s for each and the ratio. vLLM's engine
    start is timed apart and not counted in its tokens/s.
 2. Training: ``rlvr train`` on examples/smollm2-word-problems (LoRA, ``--steps`` steps, 8 completions
@@ -69,13 +70,13 @@ def prompts(n: int, tokenizer: Any) -> list[str]:
     ]
 
 
-def bench_vllm(model: str, texts: list[str], max_tokens: int) -> dict[str, Any]:
+def bench_vllm(model: str, texts: list[str], max_tokens: int, eager: bool = False) -> dict[str, Any]:
     from rlvr.engines.vllm_cpu import patch_distribution_version
 
     patch_distribution_version()
     from vllm import LLM, SamplingParams
 
-    llm, start = measured("vllm start", lambda: LLM(model=model, max_model_len=512, seed=0))
+    llm, start = measured("vllm start", lambda: LLM(model=model, max_model_len=512, seed=0, enforce_eager=eager))
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     outs, gen = measured("vllm generate", lambda: llm.generate(texts, params, use_tqdm=False))
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
@@ -150,6 +151,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--skip-train", action="store_true")
+    parser.add_argument("--eager", action="store_true", help="vLLM without graph compilation (starts faster)")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = parser.parse_args()
     from transformers import AutoTokenizer
@@ -165,7 +167,8 @@ def main() -> int:
     texts = prompts(args.prompts, AutoTokenizer.from_pretrained(model))
     print(f"{len(texts)} prompts x {args.max_tokens} tokens, greedy; load {os.getloadavg()}, {os.cpu_count()} CPUs")
     result: dict[str, Any] = {"prompts": len(texts), "max_tokens": args.max_tokens, "cpus": os.cpu_count()}
-    result["vllm"] = bench_vllm(model, texts, args.max_tokens)
+    result["vllm"] = bench_vllm(model, texts, args.max_tokens, eager=args.eager)
+    result["eager"] = args.eager
     result["transformers"] = bench_transformers(model, texts, args.max_tokens)
     ratio = result["vllm"]["tok_s"] / result["transformers"]["tok_s"]
     result["ratio"] = ratio
