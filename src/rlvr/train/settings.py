@@ -268,7 +268,12 @@ def validate_config(
         moe = load_architecture(model_ref).moe
     except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
         moe = False
-    target = Target(gpus=int(hw.get("gpus", 0)), bf16=bool(hw.get("bf16")), processes=world_size())
+    target = Target(
+        gpus=int(hw.get("gpus", 0)),
+        bf16=bool(hw.get("bf16")),
+        processes=world_size(),
+        vllm_cpu=bool(hw.get("vllm_cpu")),
+    )
     config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
     from trl import GRPOConfig
 
