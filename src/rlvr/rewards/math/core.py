@@ -68,6 +68,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from .. import untrusted
 from . import chains, forms, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar  # noqa: F401 - re-exported
@@ -315,7 +316,7 @@ def parse_answer(text: str, assignment: bool = True, decimal_comma: bool = False
     solution: a set, all of which an answer must give."""
     c = clean(text, decimal_comma)
     if c.degrees or c.percent:
-        node = Node("scalar", value=text.strip())
+        node = Node("scalar", value=untrusted.strip(text))
     else:
         body = c.text
         if alternatives and c.hedged:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import untrusted
+
 MAX_CHARS = 300
 MAX_DEPTH = 30
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?|\.\d+)|(\\[a-zA-Z]+)|([a-zA-Z])|(.))")
@@ -32,7 +34,7 @@ class _Unsupported(Exception):
 def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
     out = []
     pos = 0
-    s = s.rstrip()
+    s = untrusted.rstrip(s)
     while pos < len(s):
         m = _TOKEN.match(s, pos)
         if not m or m.end() == pos:
@@ -228,7 +230,7 @@ class _Parser:
 def parse(s: str, imaginary: bool = False) -> Any:
     """The sympy value of ``s``, or None when it is outside the subset. With ``imaginary``, the
     letter ``i`` is the imaginary unit (the caller decides: ``rlvr.rewards.math.core.imaginary``)."""
-    if len(s) > MAX_CHARS or not s.strip():
+    if len(s) > MAX_CHARS or not untrusted.strip(s):
         return None
     try:
         tokens = _tokens(s, imaginary)

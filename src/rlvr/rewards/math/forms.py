@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .. import untrusted
+
 # -- money and separators -------------------------------------------------------------------------
 _MATH_THOUSANDS = re.compile(r"(\d),\\!\s*(?=\d{3}(?!\d))")
 _LONE_DOLLAR_START = re.compile(r"^\$\s*(?=[-+]?[\d.])")
@@ -35,11 +37,11 @@ def strip_money(s: str) -> str:
     s = s.replace("\\$", "")
     count = s.count("$")
     if count >= 2 and count % 2 == 0:
-        return s.replace("$", " ").strip()
+        return untrusted.strip(s.replace("$", " "))
     if count == 1:
         s = _LONE_DOLLAR_START.sub("", s)
         s = _LONE_DOLLAR_END.sub("", s)
-    return s.strip()
+    return untrusted.strip(s)
 
 
 def join_math_thousands(s: str) -> str:
@@ -166,7 +168,9 @@ _WORD = re.compile(r"[a-z]+|\d")
 def unit_key(text: str) -> tuple[str, ...]:
     """A unit's words, normalised (``inches`` and ``in`` are one unit, ``p.m.`` is ``pm``; ``cm^2``
     keeps its 2)."""
-    words = _WORD.findall(re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", text.lower()).replace(".", ""))
+    words = _WORD.findall(
+        re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", untrusted.fold_case(text)).replace(".", "")
+    )
     out = []
     for w in words:
         if w in _UNIT_ALIASES:
@@ -192,7 +196,7 @@ def split_top(s: str, sep: str) -> list[str]:
             continue
         i += 1
     parts.append(s[start:])
-    return [p.strip() for p in parts]
+    return [untrusted.strip(p) for p in parts]
 
 
 # -- labels -------------------------------------------------------------------------------------
@@ -247,9 +251,9 @@ def split_label(s: str) -> tuple[str, str] | None:
     if len(eq) != 1:
         return None
     lhs, rhs = s[: eq[0]], s[eq[0] + 1 :]
-    if not rhs.strip() or not is_label(lhs):
+    if not untrusted.strip(rhs) or not is_label(lhs):
         return None
-    return lhs.strip(), rhs.strip()
+    return untrusted.strip(lhs), untrusted.strip(rhs)
 
 
 # -- inequalities as intervals --------------------------------------------------------------------
@@ -271,12 +275,12 @@ def _split_relations(s: str) -> tuple[list[str], list[str]] | None:
         elif depth == 0:
             m = _REL.match(s, i)
             if m:
-                parts.append(s[start:i].strip())
+                parts.append(untrusted.strip(s[start:i]))
                 ops.append(m.group(0))
                 i = start = m.end()
                 continue
         i += 1
-    parts.append(s[start:].strip())
+    parts.append(untrusted.strip(s[start:]))
     if not ops or any(not p for p in parts):
         return None
     return parts, ops
@@ -317,7 +321,7 @@ def interval_text(s: str) -> tuple[str, str, str, str] | None:
 
 def _plain(s: str) -> bool:
     """A single-letter bound such as ``a`` in ``a \\le x \\le b`` (still a bound, not the label)."""
-    return bool(re.fullmatch(r"[a-zA-Z]", s.strip()))
+    return bool(re.fullmatch(r"[a-zA-Z]", untrusted.strip(s)))
 
 
 # -- plus-minus --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .. import untrusted
 from .sym import too_big
 from .text import ParseFailure, fast_rational, to_latex
 
@@ -53,7 +54,7 @@ def parse_scalar(s: str) -> Any:
     except (MemoryError, RecursionError):
         raise
     except Exception as exc:  # noqa: BLE001 - the grammar raises plain Exception
-        raise ParseFailure(f"cannot parse {s[:80]!r}: {str(exc).splitlines()[0][:120]}") from None
+        raise ParseFailure(f"cannot parse {s[:80]!r}: {untrusted.text_lines(str(exc))[0][:120]}") from None
     if value is None:
         raise ParseFailure(f"cannot parse {s[:80]!r}")
     try:
