@@ -54,7 +54,6 @@ one; ``ranking_problems(term)`` says so (``rlvr task check`` and the audit repor
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -64,6 +63,7 @@ from ..errors import VerifierError
 from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, reads_of
 from .format import AnswerFormat
+from .patterns import compile_linear
 
 _TOKENIZERS: dict[str, Any] = {}
 _TOKENIZERS_LOCK = threading.Lock()
@@ -283,21 +283,19 @@ def repeated_share(items: Sequence[Any], n: int) -> float | None:
     return 1 - len(seen) / total
 
 
-_NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
+_NUMBER = compile_linear(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
 
 
 def _steps(text: str) -> str:
     """Each number as its step from the number before it (``#`` for the first): a counter
     ``1 2 3 4`` reads ``# #+1 #+1 #+1``, a loop like any other."""
-    prev: list[Decimal] = []
-
-    def step(m: re.Match[str]) -> str:
+    out: list[str] = []
+    last, prev = 0, None
+    for m in _NUMBER.finditer(text):
         value = Decimal(m.group(0))
-        out = "#" if not prev else f"#{value - prev[0]:+}"
-        prev[:] = [value]
-        return out
-
-    return _NUMBER.sub(step, text)
+        out.append(text[last : m.start()] + ("#" if prev is None else f"#{value - prev:+}"))
+        last, prev = m.end(), value
+    return "".join(out) + text[last:]
 
 
 def repetition_text(text: str) -> str:

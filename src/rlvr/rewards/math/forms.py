@@ -84,84 +84,80 @@ def based_numeral(s: str) -> tuple[str, int] | None:
 
 
 # -- units --------------------------------------------------------------------------------------
-_UNIT_ALIASES = {
-    "inch": "in",
-    "inches": "in",
-    "in": "in",
-    "foot": "ft",
-    "feet": "ft",
-    "ft": "ft",
-    "meter": "m",
-    "meters": "m",
-    "metre": "m",
-    "metres": "m",
-    "m": "m",
-    "centimeter": "cm",
-    "centimeters": "cm",
-    "cm": "cm",
-    "millimeter": "mm",
-    "millimeters": "mm",
-    "mm": "mm",
-    "kilometer": "km",
-    "kilometers": "km",
-    "km": "km",
-    "mile": "mi",
-    "miles": "mi",
-    "mi": "mi",
-    "yard": "yd",
-    "yards": "yd",
-    "yd": "yd",
-    "hour": "h",
-    "hours": "h",
-    "hr": "h",
-    "hrs": "h",
-    "h": "h",
-    "minute": "min",
-    "minutes": "min",
-    "min": "min",
-    "mins": "min",
-    "second": "s",
-    "seconds": "s",
-    "sec": "s",
-    "secs": "s",
-    "s": "s",
-    "dollar": "usd",
-    "dollars": "usd",
-    "cent": "cent",
-    "cents": "cent",
-    "degree": "deg",
-    "degrees": "deg",
-    "unit": "unit",
-    "units": "unit",
-    "square": "sq",
-    "sq": "sq",
-    "cubic": "cu",
-    "pound": "lb",
-    "pounds": "lb",
-    "lb": "lb",
-    "lbs": "lb",
-    "ounce": "oz",
-    "ounces": "oz",
-    "oz": "oz",
-    "gram": "g",
-    "grams": "g",
-    "g": "g",
-    "kilogram": "kg",
-    "kilograms": "kg",
-    "kg": "kg",
-    "liter": "l",
-    "liters": "l",
-    "litre": "l",
-    "litres": "l",
-    "l": "l",
-    "day": "day",
-    "days": "day",
-    "week": "week",
-    "weeks": "week",
-    "year": "year",
-    "years": "year",
-    "mph": "mph",
+# The closed list of units (issue 34, rule 3): SI and common units, currency, degrees and the
+# words that join them. A word after a number that is not here is not a unit: the text goes to
+# the parser, where a word is not math (``42 squared``, ``7 factorial`` do not parse) and a
+# letter is a symbol (``5 i`` is 5i). Each spelling maps to one key, so ``inches`` is ``in``.
+_UNIT_GROUPS: dict[str, tuple[str, ...]] = {
+    # length
+    "in": ("inch", "inches", "in"),
+    "ft": ("foot", "feet", "ft"),
+    "yd": ("yard", "yards", "yd"),
+    "mi": ("mile", "miles", "mi"),
+    "m": ("meter", "meters", "metre", "metres", "m"),
+    "cm": ("centimeter", "centimeters", "centimetre", "centimetres", "cm"),
+    "mm": ("millimeter", "millimeters", "millimetre", "millimetres", "mm"),
+    "km": ("kilometer", "kilometers", "kilometre", "kilometres", "km"),
+    "nm": ("nanometer", "nanometers", "nanometre", "nanometres", "nm"),
+    # area and volume
+    "sq": ("square", "sq"),
+    "cu": ("cubic", "cu"),
+    "acre": ("acre", "acres"),
+    "ha": ("hectare", "hectares", "ha"),
+    "l": ("liter", "liters", "litre", "litres", "l"),
+    "ml": ("milliliter", "milliliters", "millilitre", "millilitres", "ml"),
+    "gal": ("gallon", "gallons", "gal"),
+    # mass
+    "g": ("gram", "grams", "g"),
+    "kg": ("kilogram", "kilograms", "kg"),
+    "mg": ("milligram", "milligrams", "mg"),
+    "lb": ("pound", "pounds", "lb", "lbs"),
+    "oz": ("ounce", "ounces", "oz"),
+    "ton": ("ton", "tons", "tonne", "tonnes"),
+    # time
+    "s": ("second", "seconds", "sec", "secs", "s"),
+    "ms": ("millisecond", "milliseconds", "ms"),
+    "min": ("minute", "minutes", "min", "mins"),
+    "h": ("hour", "hours", "hr", "hrs", "h"),
+    "day": ("day", "days"),
+    "week": ("week", "weeks"),
+    "month": ("month", "months"),
+    "year": ("year", "years", "yr", "yrs"),
+    "am": ("am",),
+    "pm": ("pm",),
+    # speed, physics
+    "mph": ("mph",),
+    "kph": ("kph", "kmh"),
+    "per": ("per",),
+    "newton": ("newton", "newtons"),
+    "joule": ("joule", "joules", "kj"),
+    "watt": ("watt", "watts", "kw"),
+    "volt": ("volt", "volts"),
+    "hz": ("hz", "khz", "mhz", "hertz"),
+    "pa": ("pa", "kpa", "pascal", "pascals"),
+    "mol": ("mol", "mole", "moles"),
+    # currency
+    "usd": ("dollar", "dollars", "usd"),
+    "cent": ("cent", "cents"),
+    "eur": ("euro", "euros", "eur"),
+    "yen": ("yen",),
+    "yuan": ("yuan",),
+    "rupee": ("rupee", "rupees"),
+    # angles, and MATH's "square units"
+    "deg": ("degree", "degrees", "deg"),
+    "rad": ("radian", "radians", "rad"),
+    "unit": ("unit", "units"),
 }
+_UNIT_ALIASES = {word: key for key, words in _UNIT_GROUPS.items() for word in words}
+UNITS = frozenset(_UNIT_GROUPS)
+
+
+def known_unit(key: tuple[str, ...]) -> bool:
+    """Whether a unit key (``unit_key``) is made of units from the closed list (and the powers 2
+    and 3 of ``cm^2``)."""
+    return any(w in UNITS for w in key) and all(w in UNITS or w in ("2", "3") for w in key)
+
+
 _WORD = re.compile(r"[a-z]+|\d")
 
 

@@ -39,7 +39,7 @@ _DROP = re.compile(
     r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~"
 )
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
-_PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|pct)\s*\}|\s+(?:percent|pct))\s*$")
+_PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|percentage|pct)\s*\}|\s+(?:percent|percentage|pct))\s*$")
 _TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
 _TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\}|\\,| |\u2009|\u202f)\d{3})+(?:\.\d+)?$")
@@ -89,13 +89,19 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     # A trailing \text{...} after something else is a unit ("5 \text{ cm}"); a lone \text{A} is
     # the answer itself.
     unit: tuple[str, ...] = ()
+    # Units come from a closed list (forms.UNITS): "5 \text{ cm}" has one; "42 \text{ thousand}"
+    # is not a number with a unit, and not math either.
     m = _TEXT_UNIT_END.search(s)
     if m and untrusted.strip(s[: m.start()]):
-        unit = forms.unit_key(m.group(0))
-        s = untrusted.strip(s[: m.start()])
+        key = forms.unit_key(m.group(0))
+        if forms.known_unit(key):
+            unit = key
+            s = untrusted.strip(s[: m.start()])
+        elif not m.group(0).startswith("\\mathrm"):  # \mathrm{i} is a symbol, for the parser
+            raise ParseFailure(f"{m.group(0)!r} after the value is not a unit")
     s = untrusted.strip(_TEXT.sub(lambda mm: mm.group(1), s))
     m2 = readings.plain_unit(s)
-    if m2 and not hedged:
+    if m2 and not hedged and forms.known_unit(forms.unit_key(m2[1])):
         unit = forms.unit_key(m2[1])
         s = m2[0]
     if _THOUSANDS.match(s) and not decimal_comma:
