@@ -202,3 +202,55 @@ def test_random_distinct_intervals_and_points_never_compare_equal(a, b, c, d):
     assume((a, b) != (c, d))
     assert verdict(f"[{a}, {b}]", f"[{c}, {d}]") != "equal"
     assert verdict(f"({a}, {b})", f"{min(a, b) - 1} < x < {max(a, b) + 1}") != "equal"
+
+
+# -- recall classes closed by rules (issue 34) ----------------------------------------------------
+@pytest.mark.parametrize(
+    "gold, pred",
+    [("-\\pi \\log 2", "-\\pi \\ln 2"), ("\\log \\frac{4}{3}", "\\ln{\\dfrac{4}{3}}"), ("\\log_{10} 100", "2")],
+)
+def test_log_without_a_base_is_the_natural_logarithm(gold, pred):
+    assert verdict(gold, pred) == "equal"
+
+
+def test_log_without_a_base_is_not_base_ten():
+    assert verdict("\\log 100", "2") == "unequal"
+
+
+@pytest.mark.parametrize(
+    "gold, pred",
+    [
+        ("6,-12", "\\{-12,\\,6\\}"),
+        ("100, 110, 11", "\\{11,100,110\\}"),
+        ("\\frac{1}{2}, \\frac{1}{4}", "\\{1/4, 1/2\\}"),
+    ],
+)
+def test_a_set_answers_a_gold_list_that_is_not_in_increasing_order(gold, pred):
+    assert verdict(gold, pred) == "equal"
+
+
+@pytest.mark.parametrize("gold, pred", [("1, 2, 3", "\\{3, 2, 1\\}"), ("6,-12", "\\{-12, 7\\}"), ("6,-12", "-12, 6")])
+def test_an_increasing_gold_list_or_a_bare_list_keeps_its_order(gold, pred):
+    assert verdict(gold, pred) == "unequal"
+
+
+@pytest.mark.parametrize(
+    "gold, pred",
+    [
+        ("{f(x) = \\frac{1}{x}}", "\\dfrac{1}{x}"),
+        ("\\angle{APD} = 108^\\circ", "108^\\circ"),
+        ("\\frac{4}{3} \\mathrm{~m} / \\mathrm{s}", "\\dfrac{4}{3}\\ \\mathrm{m/s}"),
+        ("62 \\mathrm{~km} / \\mathrm{h}", "62"),
+    ],
+)
+def test_golds_written_with_braces_angle_labels_or_unit_fractions_are_read(gold, pred):
+    assert verdict(gold, pred) == "equal"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-50, 50), min_size=2, max_size=5, unique=True), st.integers(-50, 50))
+def test_a_set_with_one_value_changed_never_answers_an_unordered_gold(values, other):
+    assume(other not in values)
+    gold = ", ".join(map(str, values))
+    changed = [*values[:-1], other]
+    assert verdict(gold, "\\{" + ", ".join(map(str, changed)) + "\\}") != "equal"

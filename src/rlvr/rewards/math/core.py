@@ -246,6 +246,20 @@ def _unlabelled(n: Node) -> Node:
     return replace(n, label="") if n.label else n
 
 
+def _unordered_gold(g: Node) -> bool:
+    """A gold list of numbers not in increasing order asks for no order (a task that wants one
+    asks for increasing order): a set answers it in any order (``\\{-12, 6\\}`` for ``6, -12``)."""
+    values = []
+    for c in g.items:
+        if c.kind != "scalar":
+            return False
+        v = fast_rational(clean(c.value).text)
+        if v is None:
+            return False
+        values.append(v)
+    return any(b <= a for a, b in zip(values, values[1:], strict=False))
+
+
 def _inequality(n: Node) -> bool:
     """A ``seq`` read from an inequality (``0 < x < 1``): an interval, never a point."""
     return n.kind == "seq" and bool(n.value) and bool(_REL.search(n.value))
@@ -279,7 +293,7 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         )
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
-    if g.kind == "list" and p.kind == "set" and p.brackets != "±":
+    if g.kind == "list" and p.kind == "set" and p.brackets != "±" and not _unordered_gold(g):
         p = replace(p, kind="list")  # a set for a list: compared in the order it is written
     if g.kind == "list" and p.kind == "set":
         return _match_unordered(g.items, p.items, policy)  # \\pm readings have no written order

@@ -202,7 +202,7 @@ _GREEK = (
 )
 _NAME = rf"(?:[a-zA-Z]|{_GREEK})(?:_(?:[a-zA-Z0-9]|\{{[a-zA-Z0-9,]{{1,8}}\}}|\{{\\(?:max|min)\}}))?'*"
 _POINTS = (
-    r"(?:m?\\angle\s*)?[A-Z]{2,4}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
+    r"(?:m?\\angle\s*)?[A-Z]{2,4}|m?\\angle\s*\{[A-Z]{1,4}\}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
     r"|\\frac\{[A-Z]{1,4}\}\{[A-Z]{1,4}\}"  # a ratio of lengths: \frac{NO}{BO}
 )
 _ATOM = rf"(?:{_POINTS}|{_NAME}\([^()=<>]{{1,20}}\)|\|(?:{_NAME}|[A-Z]{{2,4}})\||{_NAME})"

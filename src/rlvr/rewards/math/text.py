@@ -40,7 +40,9 @@ _DROP = re.compile(
 )
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
 _PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|percentage|pct)\s*\}|\s+(?:percent|percentage|pct))\s*$")
-_TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
+_UNIT_TEXT = r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*"
+# one unit or several joined by "/" (\mathrm{~m} / \mathrm{s}) at the end of the answer
+_TEXT_UNIT_END = re.compile(rf"{_UNIT_TEXT}(?:/\s*{_UNIT_TEXT})*$")
 _TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\}|\\,| |\u2009|\u202f)\d{3})+(?:\.\d+)?$")
 _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)|(?<=[)\]])or(?=[(\[])")
@@ -234,6 +236,7 @@ def structure(s: str, labels: bool = True) -> Node:
         items = split_top(s[1:-1], ",")
         if len(items) > 1:
             return Node("set", _items(items, labels)[0])
+        return structure(s[1:-1], labels)  # plain braces around one item group it: {f(x) = 1/x}
     items = _split_items(s)
     if len(items) > 1:
         if any(not p for p in items):
@@ -324,6 +327,7 @@ _FRAC_DIGIT_SECOND = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")  # \frac{\pi}2
 _PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
 _INF = re.compile(r"(?<![\\a-zA-Z])(?:inf|infty|infinity)(?![a-zA-Z])")
 _SCI = re.compile(r"^([+-]?\d+(?:\.\d+)?)[eE]([+-]?\d+)$")
+_NATURAL_LOG = re.compile(r"\\log(?![a-zA-Z])(?!\s*_)")
 _FUNCS = re.compile(r"(?<![\\a-zA-Z])(sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)(?![a-zA-Z])")
 
 
@@ -342,4 +346,4 @@ def to_latex(s: str) -> str:
     s = _PI.sub(r"\\pi ", s)
     s = _INF.sub(r"\\infty ", s)
     s = _FUNCS.sub(lambda mm: "\\" + mm.group(1) + " ", s)
-    return s
+    return _NATURAL_LOG.sub(r"\\ln ", s)  # \log without a base is the natural logarithm
