@@ -76,7 +76,7 @@ from functools import lru_cache
 from typing import Any
 
 from .. import untrusted
-from . import chains, forms, readings
+from . import chains, forms, nodes, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
 from .sym import expr_equal, sym, too_big
@@ -246,33 +246,8 @@ def _unlabelled(n: Node) -> Node:
     return replace(n, label="") if n.label else n
 
 
-def _unordered_gold(g: Node) -> bool:
-    """A gold list of numbers not in increasing order asks for no order (a task that wants one
-    asks for increasing order): a set answers it in any order (``\\{-12, 6\\}`` for ``6, -12``)."""
-    values = []
-    for c in g.items:
-        if c.kind != "scalar":
-            return False
-        v = fast_rational(clean(c.value).text)
-        if v is None:
-            return False
-        values.append(v)
-    return any(b <= a for a, b in zip(values, values[1:], strict=False))
-
-
-def _inequality(n: Node) -> bool:
-    """A ``seq`` read from an inequality (``0 < x < 1``): an interval, never a point."""
-    return n.kind == "seq" and bool(n.value) and bool(_REL.search(n.value))
-
-
-def _plainly_interval(n: Node) -> bool:
-    """A written pair that can only be an interval: a square bracket or an infinite end. ``(0, 1)``
-    may be a point, so an inequality never equals it."""
-    return "[" in n.brackets or "]" in n.brackets or any("infty" in c.value or "∞" in c.value for c in n.items)
-
-
 def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
-    if g.kind == p.kind == "seq" and _inequality(p) and not _inequality(g) and not _plainly_interval(g):
+    if g.kind == p.kind == "seq" and nodes.inequality(p) and not nodes.inequality(g) and not nodes.plainly_interval(g):
         # intervals and points never compare equal: a gold (0, 1) may be a point, and 0 < x < 1
         # is not one (a gold inequality says the answer is an interval: (0, 1) answers it)
         return False
@@ -293,7 +268,7 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         )
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
-    if g.kind == "list" and p.kind == "set" and p.brackets != "±" and not _unordered_gold(g):
+    if g.kind == "list" and p.kind == "set" and p.brackets != "±" and not nodes.unordered_gold(g):
         p = replace(p, kind="list")  # a set for a list: compared in the order it is written
     if g.kind == "list" and p.kind == "set":
         return _match_unordered(g.items, p.items, policy)  # \\pm readings have no written order
@@ -408,7 +383,7 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if policy.chained:
         gold, pred = chains.last_sides(gold, pred, policy)
     else:
-        gold = _settled_gold(gold, policy)
+        gold = chains.settled_gold(gold, policy)
         try:
             pred = chains.settled(pred, policy)
         except (MemoryError, RecursionError):
@@ -461,17 +436,6 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if g.kind != p.kind:
         return "unequal", f"expected a {g.kind}, got a {p.kind}"
     return "unequal", ""
-
-
-def _settled_gold(gold: str, policy: MathPolicy) -> str:
-    """The gold's chain settled; a gold whose chain cannot be compared stays as written (and is
-    then judged by ``gold_problem`` like any other gold)."""
-    try:
-        return chains.settled(gold, policy)
-    except (MemoryError, RecursionError):
-        raise
-    except Exception:  # noqa: BLE001 - the gold's own failure: it is read as written
-        return gold
 
 
 def gold_problem(gold: str, policy: MathPolicy | None = None) -> str | None:
