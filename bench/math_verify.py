@@ -1,6 +1,7 @@
 """rlvr's math verifier vs math-verify, side by side, on one core.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/math_verify.py [--pairs 1200] [--seed 0] [--only rlvr]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/math_verify.py --external-only   # real completions only
 
 Both verifiers get the same (gold, prediction) pairs:
 
@@ -17,6 +18,10 @@ Both verifiers get the same (gold, prediction) pairs:
   ``</think>``; 2,600-11,800 characters), written by ``tests/data/math/make_long.py`` (seed 25) and
   labelled by construction: rlvr reads the last box after ``</think>``, math-verify parses the
   whole completion as its README shows; CPU seconds of both and the ratio;
+- ``external``: real completions (``../shared/data/external_math3.jsonl``, 662 answers without
+  labels: whole Omni-MATH completions, 40 models' MATH level-5 answers, OlympiadBench's scoring
+  examples): how many each calls correct, the CPU of both in one run and their ratio, and how
+  much of rlvr's CPU is spent in the LaTeX grammar;
 - ``outside``: math-verify's own labelled pairs (``tests/data/math/outside.jsonl``),
   agreement on the rows where both sides are answers;
 - ``labelled``: a hand-written subset with the label a careful grader would give, including the
@@ -112,6 +117,94 @@ def long_cpu(rows: list[dict[str, object]], which: str) -> tuple[list[bool | Non
         except Exception:  # noqa: BLE001
             out.append(None)
     return out, time.process_time() - start
+
+
+# repo/../shared/data; a git worktree under repo/../wt/ sees it one level further up
+_REPO = Path(__file__).resolve().parent.parent
+EXTERNAL = next(
+    (
+        p
+        for p in (
+            _REPO.parent / "shared" / "data" / "external_math3.jsonl",
+            _REPO.parent.parent / "shared" / "data" / "external_math3.jsonl",
+        )
+        if p.exists()
+    ),
+    _REPO.parent / "shared" / "data" / "external_math3.jsonl",
+)
+
+
+def external_cpu(rows: list[dict[str, str]], which: str) -> tuple[list[bool], float, float]:
+    """Verdicts (correct or not) and CPU seconds on real completions (``external_math3.jsonl``):
+    rlvr's extraction of the last box and its comparison in this process, or math-verify's
+    parse+verify of the whole completion. The third value is rlvr's CPU inside the LaTeX grammar
+    (``latex2sympy2_extended``), where its time goes."""
+    out: list[bool] = []
+    if which == "rlvr":
+        import latex2sympy2_extended
+
+        from rlvr.rewards import AnswerFormat, extract
+        from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, warm
+        from rlvr.rewards.math.text import clean
+
+        warm()
+        _clear_caches()
+        clean.cache_clear()
+        grammar = [0.0]
+        real = latex2sympy2_extended.latex2sympy
+
+        def timed(*a: object, **k: object) -> object:
+            t = time.process_time()
+            try:
+                return real(*a, **k)
+            finally:
+                grammar[0] += time.process_time() - t
+
+        latex2sympy2_extended.latex2sympy = timed  # type: ignore[assignment]
+        fmt, policy = AnswerFormat(style="boxed", boxed="last"), MathPolicy()
+        start = time.process_time()
+        for r in rows:
+            ex = extract(r["completion"], fmt)
+            if not ex.ok or ex.answer is None:
+                out.append(False)
+                continue
+            fast = fast_compare(r["answer"], ex.answer, policy)
+            out.append(fast if fast is not None else compare_texts(r["answer"], ex.answer, policy)[0] == "equal")
+        seconds = time.process_time() - start
+        latex2sympy2_extended.latex2sympy = real  # type: ignore[assignment]
+        return out, seconds, grammar[0]
+    _off_path()
+    from math_verify import parse, verify
+
+    verify(parse("$1$"), parse("$1$"))
+    start = time.process_time()
+    for r in rows:
+        try:
+            out.append(bool(verify(parse(f"${r['answer']}$"), parse(r["completion"]))))
+        except Exception:  # noqa: BLE001
+            out.append(False)
+    return out, time.process_time() - start, 0.0
+
+
+def external(path: Path, only: str | None) -> None:
+    """Side by side on real completions, one core: answers each calls correct, CPU, the ratio."""
+    import json
+
+    if not path.exists():
+        print(f"\nexternal: {path} not found (the shared data sits next to the repository); skipped")
+        return
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
+    print(f"\nreal completions: {len(rows)} from {path.name}")
+    cpu: dict[str, float] = {}
+    for name in ("rlvr", "math-verify"):
+        if only and name != only:
+            continue
+        got, seconds, grammar = external_cpu(rows, name)
+        cpu[name] = seconds
+        where = f" ({grammar:.2f} s of it in the LaTeX grammar)" if name == "rlvr" else ""
+        print(f"  {name:<12} correct {sum(got)}/{len(rows)}  CPU {seconds:6.2f} s{where}")
+    if len(cpu) == 2:
+        print(f"  ratio math-verify CPU / rlvr CPU on real completions: {cpu['math-verify'] / cpu['rlvr']:.1f}x")
 
 
 def long_wall(rows: list[dict[str, object]]) -> tuple[float, float]:
@@ -417,9 +510,14 @@ def main() -> int:
     ap.add_argument(
         "--only", choices=("rlvr", "math-verify"), help="run one verifier (e.g. an older rlvr via PYTHONPATH)"
     )
+    ap.add_argument("--external", type=Path, default=EXTERNAL, help="real completions (external_math3.jsonl)")
+    ap.add_argument("--external-only", action="store_true", help="run only the real-completions comparison")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # the worker inherits it
+    if args.external_only:
+        external(args.external, args.only)
+        return 0
     corpus = load_corpus()
     corpus_pairs = [(g, p, ok) for _, g, p, ok in corpus]
     generated = generate(args.pairs, args.seed)
@@ -474,6 +572,7 @@ def main() -> int:
                 f"CPU ratio {mv_gen / gen_cpu:.1f}x generated, {mv_cor / cor_cpu:.1f}x corpus"
             )
         print(line)
+    external(args.external, args.only)
     long_rows = load_long()
     chars = sorted(len(str(r["completion"])) for r in long_rows)
     print(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RunError
+from .rewards import untrusted
 
 FOLDER = "rollouts"
 NAME = "rollouts.jsonl"
@@ -166,9 +167,9 @@ class Recorder:
 def read(run_dir: Path) -> Iterator[dict[str, Any]]:
     """Every kept rollout line, oldest first (a torn last line, from a killed run, is skipped)."""
     for path in files(run_dir):
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = untrusted.jsonl_lines(path.read_text(encoding="utf-8"))  # \n only: a U+2028 is text
         for i, text in enumerate(lines):
-            if not text.strip():
+            if untrusted.is_blank(text):
                 continue
             try:
                 rec = json.loads(text)
@@ -241,4 +242,4 @@ def error_text(detail: str) -> str:
     different rows count together)."""
     import re
 
-    return re.sub(r"^row \d+: ", "", " ".join(detail.split()))[:160]
+    return re.sub(r"^row \d+: ", "", untrusted.collapse(detail))[:160]

@@ -272,7 +272,7 @@ def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
         fake = SimpleNamespace(path=Path(__file__), rewards=[SimpleNamespace(verifier=v) for v in verifiers])
         return set(reward_modules(fake))
 
-    # exact reads the span through format and folds text with the shared rules (patterns, invisible,
+    # exact reads the span through format and folds text with the shared rules (patterns, untrusted,
     # strictjson); every verdict is settled by the fail-closed rule (fault)
     assert names("exact") == {
         "rlvr.rewards.exact",
@@ -280,7 +280,7 @@ def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
         "rlvr.rewards.base",
         "rlvr.rewards.combine",
         "rlvr.rewards.fault",
-        "rlvr.rewards.invisible",
+        "rlvr.rewards.untrusted",
         "rlvr.rewards.patterns",
         "rlvr.rewards.strictjson",
     }

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..episodes import Episode, EpisodeRunner, build_toolbox, episode_metrics, prepare_tokenizer
+from ..rewards import untrusted
 
 if TYPE_CHECKING:
     from ..generate import Completion, Sampler
@@ -137,5 +138,6 @@ def read_episodes(out: Path) -> list[tuple[Episode, Mapping[str, Any]]]:
     path = out / EPISODES_NAME
     if not path.exists():
         return []
-    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    text = path.read_text(encoding="utf-8")
+    rows = [json.loads(x) for x in untrusted.jsonl_lines(text) if not untrusted.is_blank(x)]
     return [(Episode.from_json(r), r) for r in rows]

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from . import untrusted
+
 
 class Outcome(StrEnum):
     CORRECT = "correct"
@@ -203,7 +205,7 @@ def ground_truth(row: Mapping[str, Any], column: str) -> str | None:
         if value.is_integer() and abs(value) < 2**53:
             return str(int(value))
         return repr(value)
-    text = str(value).strip()
+    text = untrusted.strip(str(value))
     return text or None
 
 

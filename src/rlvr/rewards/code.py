@@ -57,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import Problem, VerifierError
+from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
 from .format import AnswerFormat, answer_start, extract
 
@@ -97,7 +98,7 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
         end = text.find("```", eol)
         if end == -1:
             return out
-        out.append((text[start + 3 : eol].strip().lower(), text[eol + 1 : end]))
+        out.append((untrusted.fold_case(untrusted.strip(text[start + 3 : eol])), text[eol + 1 : end]))
         i = end + 3
 
 
@@ -106,7 +107,9 @@ def extract_code(
 ) -> tuple[str | None, tuple[int, int] | None, str]:
     """(code, span, problem)."""
     if how == "whole":
-        return (completion, (0, len(completion)), "") if completion.strip() else (None, None, "empty completion")
+        return (
+            (completion, (0, len(completion)), "") if untrusted.strip(completion) else (None, None, "empty completion")
+        )
     if how in ("auto", "answer"):
         ex = extract(completion, fmt)
         if ex.ok and ex.answer is not None:
@@ -120,7 +123,7 @@ def extract_code(
     if problem:
         return None, None, problem
     blocks = [b for lang, b in fenced_blocks(completion[start:]) if lang in ("", "python", "py", "python3")]
-    if not blocks or not blocks[-1].strip():
+    if not blocks or not untrusted.strip(blocks[-1]):
         return (
             None,
             None,
@@ -140,7 +143,7 @@ def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -
     from ..sandbox.plans import BadTestsError, plan_stdio, plan_tests
 
     tests: Any = key if is_text else json.loads(key)
-    if isinstance(tests, str) and style in ("auto", "stdio") and tests.lstrip()[:1] in "[{":
+    if isinstance(tests, str) and style in ("auto", "stdio") and untrusted.lstrip(tests)[:1] in "[{":
         try:
             tests = json.loads(tests)
             style = "stdio"
@@ -155,7 +158,7 @@ def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -
 @functools.lru_cache(maxsize=1024)
 def _row_checker(raw: str, parse: Any) -> Any:
     """A row's checker from its column: a bare name, or the JSON text of a mapping."""
-    return parse(json.loads(raw) if raw.lstrip().startswith("{") else raw)
+    return parse(json.loads(raw) if untrusted.lstrip(raw).startswith("{") else raw)
 
 
 class UnitTests(BaseVerifier):
@@ -277,7 +280,7 @@ class UnitTests(BaseVerifier):
         from ..sandbox.plans import BadTestsError
 
         tests = row.get(self.column)
-        if tests is None or (isinstance(tests, str) and not tests.strip()):
+        if tests is None or (isinstance(tests, str) and not untrusted.strip(tests)):
             raise BadTestsError(f"row has no tests in column {self.column!r}")
         entry = self.entry_point or row.get(self.entry_point_column)
         prefix = str(row.get(self.prefix_column) or "") if self.prefix_column else ""
@@ -304,7 +307,7 @@ class UnitTests(BaseVerifier):
         from ..sandbox.plans import BadTestsError
 
         raw = row.get(self.checker_column)
-        if raw is None or (isinstance(raw, str) and not raw.strip()):
+        if raw is None or (isinstance(raw, str) and not untrusted.strip(raw)):
             return self.checker
         try:
             return _row_checker(raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True), parse_checker)

@@ -1,9 +1,12 @@
 """Exact match of the extracted answer against the row's ground truth.
 
-Normalisation is opt-in, rule by rule, and applied identically to both sides:
+Normalisation is opt-in, rule by rule, and applied identically to both sides. Every rule is the
+one of ``rlvr.rewards.untrusted`` (Unicode properties, not Python's ``str`` defaults):
 
-- ``whitespace``: collapse runs of whitespace to one space (outer whitespace is always stripped);
-- ``case``: casefold;
+- ``whitespace``: collapse runs of ``White_Space`` to one space (outer ``White_Space`` is always
+  stripped; U+001C..U+001F are controls, not whitespace, so ``Lima\x1f`` is not ``Lima``);
+- ``case``: case folding that never maps a non-ASCII letter onto ASCII (the Kelvin sign is not
+  ``k``, the long s not ``s``, unless ``nfkc`` is on too);
 - ``nfkc``: Unicode NFKC (full-width digits, ligatures, ``½`` -> ``1/2``) and removal of
   zero-width and other invisible characters. Superscripts and subscripts are *not* folded: NFKC
   would read ``4²`` as ``42`` and ``2⁵`` as ``25``, a different number;
@@ -27,34 +30,19 @@ it exactly. Exponents, ``inf`` and ``nan`` are never numbers here.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 from ..errors import VerifierError
+from . import untrusted
 from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
 from .format import AnswerFormat, extract
-from .invisible import strip_invisible
 from .patterns import compile_linear
 
 RULES = ("whitespace", "case", "nfkc", "thousands", "trailing_period", "dollars")
 _SEPARATORS = ",_ \u00a0\u2009\u202f"
 _NOT_BEFORE = ".,_\u00a0\u2009\u202f"  # what may not precede a grouped number (a plain space may)
 _PLAIN_NUMBER = compile_linear(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-
-
-def _fold_char(ch: str) -> str:
-    """NFKC of one character, except superscripts and subscripts, which stay as they are."""
-    decomposition = unicodedata.decomposition(ch)
-    if decomposition.startswith(("<super>", "<sub>")):
-        return ch
-    return unicodedata.normalize("NFKC", ch)
-
-
-def _nfkc(text: str) -> str:
-    text = "".join(_fold_char(ch) for ch in unicodedata.normalize("NFC", text))
-    text = unicodedata.normalize("NFC", text).replace("\u2044", "/")  # ½ -> 1⁄2 -> 1/2
-    return strip_invisible(text)
 
 
 def _numbers(text: str) -> list[tuple[int, int]]:
@@ -106,24 +94,24 @@ def _fold_thousands(text: str) -> str:
 
 def normalize(text: str, rules: Iterable[str]) -> str:
     rules = set(rules)
-    text = text.strip()
+    text = untrusted.strip(text)
     if "nfkc" in rules:
-        text = _nfkc(text).strip()
+        text = untrusted.strip(untrusted.fold_width(text))
     if "dollars" in rules:
         for d in ("$$", "$"):
             if len(text) > 2 * len(d) - 1 and text.startswith(d) and text.endswith(d):
-                text = text[len(d) : -len(d)].strip()
+                text = untrusted.strip(text[len(d) : -len(d)])
                 break
     if "whitespace" in rules:
-        text = " ".join(text.split())  # every Unicode whitespace run, as the rule says
+        text = untrusted.collapse(text)  # every White_Space run, as the rule says
     if "thousands" in rules:
         text = _fold_thousands(text)
     # A loop, so that normalising twice changes nothing ("4 . ." -> "4"); an ellipsis stays.
     while "trailing_period" in rules and text.endswith(".") and not text.endswith(".."):
-        text = text[:-1].rstrip()
+        text = untrusted.rstrip(text[:-1])
     if "case" in rules:
-        text = text.casefold()
-    return text.strip()
+        text = untrusted.fold_case(text)
+    return untrusted.strip(text)
 
 
 def _as_decimal(text: str) -> Decimal | None:

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from . import untrusted
 from .base import BaseVerifier, Reads, Sample, Verdict
-from .invisible import is_blank, is_invisible
+from .untrusted import is_blank, is_invisible
 
 ThinkPolicy = Literal["none", "optional", "required", "prefilled"]
 BoxedPolicy = Literal["only", "first", "last"]
@@ -192,10 +193,10 @@ def extract(completion: str, fmt: AnswerFormat) -> Extraction:
         a, b = top[0] if fmt.boxed == "first" else top[-1]
         inner = completion[a:b]
     # Trim surrounding whitespace but keep offsets pointing at the trimmed text.
-    stripped = inner.strip()
+    stripped = untrusted.strip(inner)  # White_Space only: a U+001F stays part of the answer
     if is_blank(stripped):
         return Extraction(None, None, "empty answer span" + (" (only invisible characters)" if stripped else ""))
-    a += len(inner) - len(inner.lstrip())
+    a += len(inner) - len(untrusted.lstrip(inner))
     return Extraction(stripped, (a, a + len(stripped)))
 
 

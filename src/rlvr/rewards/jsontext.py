@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import untrusted
 from .format import AnswerFormat, answer_start, extract
 from .patterns import compile_linear
 from .strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, has_lone_surrogate, read_json
@@ -90,10 +91,10 @@ def _find(
             if len(found) > 1:
                 return None, None, f"{len(found)} fenced blocks and no answer span (exactly one is allowed)"
         text, span = found[0].group(1), (start + found[0].start(1), start + found[0].end(1))
-        inner = _FENCE.search(text) if text.strip().startswith("```") else None
+        inner = _FENCE.search(text) if untrusted.strip(text).startswith("```") else None
         if inner:
             text = inner.group(1)
-        text = text.strip()
+        text = untrusted.strip(text)
     if len(text) > max_chars:
         return None, span, f"JSON is {len(text)} characters, over max_chars {max_chars}"
     return text, span, None

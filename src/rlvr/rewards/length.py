@@ -32,8 +32,12 @@ DAPO (Yu et al. 2025, Eq. 13), with ``L_max`` = ``max_completion_length`` and ``
 
 Repetition (after open-r1's ``get_repetition_penalty_reward``): the share of repeated n-grams,
 ``-(1 - unique/total) * max_penalty``, the larger of two readings: word n-grams (``n`` words,
-split on whitespace) and character n-grams (``char_n`` characters, default 20, after dropping
-invisible characters and collapsing whitespace). The character reading is what catches a loop
+split on ``White_Space``) and character n-grams (``char_n`` characters, default 20). Both count
+``repetition_text``: the completion's ``untrusted.skeleton`` (invisible characters dropped,
+whitespace collapsed, width and case folded, combining marks dropped, Cyrillic and Greek
+look-alikes read as the Latin letter, so a loop salted with homoglyphs or accents is the same
+loop) with every number written as its step from the number before it, so a counter ``1 2 3 4
+...`` (any arithmetic progression) is a loop too. The character reading is what catches a loop
 without spaces -- ``wait,wait,wait,``, CJK text, words joined by zero-width spaces -- which the
 word reading never sees. A completion shorter than both windows scores 0.
 
@@ -52,11 +56,14 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from ..errors import VerifierError
+from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, reads_of
 from .format import AnswerFormat
+from .patterns import compile_linear
 
 _TOKENIZERS: dict[str, Any] = {}
 _TOKENIZERS_LOCK = threading.Lock()
@@ -276,11 +283,26 @@ def repeated_share(items: Sequence[Any], n: int) -> float | None:
     return 1 - len(seen) / total
 
 
-def visible_text(text: str) -> str:
-    """``text`` without invisible characters, whitespace runs collapsed to one space."""
-    from .invisible import strip_invisible
+_NUMBER = compile_linear(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
 
-    return " ".join(strip_invisible(text).split())
+
+def _steps(text: str) -> str:
+    """Each number as its step from the number before it (``#`` for the first): a counter
+    ``1 2 3 4`` reads ``# #+1 #+1 #+1``, a loop like any other."""
+    out: list[str] = []
+    last, prev = 0, None
+    for m in _NUMBER.finditer(text):
+        value = Decimal(m.group(0))
+        out.append(text[last : m.start()] + ("#" if prev is None else f"#{value - prev:+}"))
+        last, prev = m.end(), value
+    return "".join(out) + text[last:]
+
+
+def repetition_text(text: str) -> str:
+    """What the repetition penalty counts: ``untrusted.skeleton`` (invisible characters dropped,
+    width and case folded, combining marks dropped, look-alike letters read as Latin,
+    whitespace collapsed), then every number written as its step from the one before."""
+    return _steps(untrusted.skeleton(text))
 
 
 class RepetitionPenalty(_Penalty):
@@ -306,8 +328,8 @@ class RepetitionPenalty(_Penalty):
         self._wrap(base, apply_to, answer_format, column)
 
     def _penalty(self, sample: Sample) -> tuple[float, str]:
-        text = visible_text(sample.completion).lower()
-        words = repeated_share(text.split(), self.n)
+        text = repetition_text(sample.completion)
+        words = repeated_share(untrusted.words(text), self.n)
         chars = repeated_share(text, self.char_n)
         if words is None and chars is None:
             return 0.0, f"fewer than {self.n} words and {self.char_n} characters"

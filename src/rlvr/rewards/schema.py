@@ -68,6 +68,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import VerifierError
+from . import untrusted
 from .base import BaseVerifier, Reads, Sample, Verdict
 from .format import AnswerFormat
 from .jsonrules import SchemaBroken, build_validator, first_error, forbid_extra
@@ -253,7 +254,9 @@ class JsonSchemaVerifier(_Bounded):
             try:
                 self.model_cls.model_validate(obj)
             except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError and validators' errors
-                return Verdict.wrong(detail=f"model: {str(exc).splitlines()[0][:200]}", answer=text[:200], span=span)
+                return Verdict.wrong(
+                    detail=f"model: {untrusted.text_lines(str(exc))[0][:200]}", answer=text[:200], span=span
+                )
         return Verdict.correct(answer=text[:200], span=span)
 
 
@@ -292,7 +295,11 @@ def argument_matches(rule: str, want: Any, got: Any) -> bool:
     if rule == "ignore":
         return True
     if rule == "casefold":
-        return isinstance(want, str) and isinstance(got, str) and want.strip().casefold() == got.strip().casefold()
+        return (
+            isinstance(want, str)
+            and isinstance(got, str)
+            and untrusted.fold_case(untrusted.strip(want)) == untrusted.fold_case(untrusted.strip(got))
+        )
     if rule == "numeric":
         a, b = exact_number(want), exact_number(got)
         if a is None or b is None:

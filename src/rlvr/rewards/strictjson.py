@@ -43,6 +43,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Literal
 
+from . import untrusted
+
 __all__ = [
     "JsonError",
     "MAX_DEPTH",
@@ -134,7 +136,7 @@ def _readers(max_digits: int, max_exponent: int, decimals: str) -> tuple[Any, An
         return int(text)
 
     def parse_float(text: str) -> Any:
-        mantissa, _, exponent = text.lower().partition("e")
+        mantissa, _, exponent = untrusted.fold_case(text).partition("e")
         digits = sum(c.isdigit() for c in mantissa)
         if digits > max_digits:
             raise JsonError(f"a number of {digits} digits (at most {max_digits})", limit=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..rewards import fault
+from ..rewards import fault, untrusted
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
 from ..rewards.strictjson import JsonError, json_key, read_json
@@ -159,7 +159,7 @@ def label_row(label: Any, answer_column: str) -> dict[str, Any]:
     holding one) gives its keys as columns; anything else is the task's answer column."""
     if isinstance(label, Mapping):
         return dict(label)
-    if isinstance(label, str) and label.lstrip().startswith("{"):
+    if isinstance(label, str) and untrusted.lstrip(label).startswith("{"):
         value = _json_object(label)
         if value is not None:
             return value

@@ -50,10 +50,41 @@ def test_fast_parser_agrees_with_the_grammar(s):
 
 @pytest.mark.parametrize(
     "text",
-    [r"\sin x", "ab", r"10^{10^{10}}", "5!", r"\sqrt[3]{2}", "I", "x<3", "1/0", "x" * 400, "(" * 100 + "1" + ")" * 100],
+    [
+        r"\sin x",
+        "ab",
+        r"10^{10^{10}}",
+        "5!!",
+        "1001!",
+        r"\binom{2000}{3}",
+        "2^{5000}",
+        r"\sqrt[3]{2}",
+        "I",
+        "x<3",
+        "1/0",
+        "x" * 400,
+        "(" * 100 + "1" + ")" * 100,
+    ],
 )
 def test_outside_the_subset_returns_none(text):
     assert mathfast.parse(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "5!",
+        "1000!",
+        "2+2n!",
+        r"\binom{2k+1}{3} - k(2k+1)",
+        r"\dbinom{30}{15}",
+        "2^{3900}",
+        r"(\frac{2012}{2013})^{500}",
+    ],
+)
+def test_factorials_binomials_and_large_powers_agree_with_the_grammar(text):
+    fast = mathfast.parse(text)
+    assert fast is not None and sympy.simplify(fast - grammar(text)) == 0
 
 
 def test_common_forms_parse():

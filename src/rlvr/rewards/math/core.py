@@ -52,9 +52,16 @@ Policies (``MathPolicy``): ordered vs unordered bare lists, tolerance, structura
 Hedges: ``3 or 5`` against a scalar ground truth is ``unequal``; against a list or set, ``or``
 separates solutions (``x = -2 or x = 3`` answers ``-2, 3``). ``x \\in S`` is ``S``.
 
+Closed lists (issue 34): a unit is one of ``forms.UNITS`` (SI and common units, currency,
+degrees); any other word after a number is not a unit, and a word (three or more letters that are
+not a function or constant name) is not math, so ``42 squared`` does not parse. An answer written
+only in letters compares as text, letter by letter (``on`` is not ``no``). An inequality answer
+never equals a gold ``(a, b)`` that may be a point (only one with a square bracket or an infinite
+end). Every comparison of a chain runs inside the guarded comparison: a crash there is charged
+to the answer.
+
 Known limits: text units are compared by name, never converted (``1 km`` is not ``1000 m``;
-an answer without a unit matches a gold with one); an inequality and an open interval are the
-same structure as a 2-tuple, so ``0 < x < 1`` also equals the point ``(0, 1)``;
+an answer without a unit matches a gold with one);
 ``lowercase_symbols`` is on in the LaTeX parser, so ``X`` and ``x`` are the same symbol; several
 ``\\pm`` in one item take the same sign (``(\\pm 1, \\pm 2)`` is two points, not four); no
 chemistry, no multiple-choice letters beyond exact text.
@@ -68,9 +75,10 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from . import chains, forms, readings
+from .. import untrusted
+from . import chains, forms, nodes, readings
 from .policy import MathPolicy
-from .scalar import imaginary, parse_scalar  # noqa: F401 - re-exported
+from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
 from .sym import expr_equal, sym, too_big
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
@@ -122,6 +130,9 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     cg, cp = clean(g, policy.decimal_comma), clean(p, policy.decimal_comma)
     if cp.hedged or _units_differ(cg, cp) or _labels_differ(cg.text, cp.text, policy):
         return False
+    wg, wp = text_answer(_scalar_text(cg.text, policy)), text_answer(_scalar_text(cp.text, policy))
+    if wg is not None or wp is not None:  # words compare as text, never as symbols: "on" is not "no"
+        return wg == wp
     bg, bp = _numeral(cg.text), _numeral(cp.text)
     if bg or bp:  # 1011_2 is digits in a base, not 1011 with a subscript
         return bg == bp
@@ -236,6 +247,10 @@ def _unlabelled(n: Node) -> Node:
 
 
 def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
+    if g.kind == p.kind == "seq" and nodes.inequality(p) and not nodes.inequality(g) and not nodes.plainly_interval(g):
+        # intervals and points never compare equal: a gold (0, 1) may be a point, and 0 < x < 1
+        # is not one (a gold inequality says the answer is an interval: (0, 1) answers it)
+        return False
     if g.label and p.label and g.label != p.label and not readings.same_function(g.label, p.label, g.value):
         return False  # restated labels must match: "a_{38} = 19" does not answer a_{37}
     if _record(g) and _record(p):  # both give labels: match label by label, in any order
@@ -253,7 +268,7 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         )
     if g.kind == "set" and p.kind == "list":
         return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
-    if g.kind == "list" and p.kind == "set" and p.brackets != "±":
+    if g.kind == "list" and p.kind == "set" and p.brackets != "±" and not nodes.unordered_gold(g):
         p = replace(p, kind="list")  # a set for a list: compared in the order it is written
     if g.kind == "list" and p.kind == "set":
         return _match_unordered(g.items, p.items, policy)  # \\pm readings have no written order
@@ -315,7 +330,7 @@ def parse_answer(text: str, assignment: bool = True, decimal_comma: bool = False
     solution: a set, all of which an answer must give."""
     c = clean(text, decimal_comma)
     if c.degrees or c.percent:
-        node = Node("scalar", value=text.strip())
+        node = Node("scalar", value=untrusted.strip(text))
     else:
         body = c.text
         if alternatives and c.hedged:
@@ -333,7 +348,7 @@ def _undefined(node: Node, policy: MathPolicy) -> bool:
     if node.kind != "scalar":
         return any(_undefined(c, policy) for c in node.items)
     text = _scalar_text(clean(node.value).text, policy)
-    if CLOCK_TIME.match(text) or _numeral(text):
+    if CLOCK_TIME.match(text) or _numeral(text) or text_answer(text) is not None:
         return False
     value = parse_scalar(text)
     return bool(getattr(value, "has", None) and value.has(_sympy().zoo, _sympy().nan))
@@ -348,10 +363,11 @@ def _sympy() -> Any:
 def _parse_leaves(node: Node) -> None:
     if node.kind == "scalar":
         c = clean(node.value)
-        if CLOCK_TIME.match(c.text) or _numeral(c.text):
+        if CLOCK_TIME.match(c.text) or _numeral(c.text) or text_answer(_scalar_text(c.text, MathPolicy())) is not None:
             return
         parse_scalar(_scalar_text(c.text, MathPolicy()))
-        parse_scalar(c.text)
+        if text_answer(c.text) is None:
+            parse_scalar(c.text)
         return
     if node.kind == "matrix" and node.value:
         parse_scalar(to_latex(node.value))
@@ -367,7 +383,13 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if policy.chained:
         gold, pred = chains.last_sides(gold, pred, policy)
     else:
-        gold, pred = chains.settled(gold, policy), chains.settled(pred, policy)
+        gold = chains.settled_gold(gold, policy)
+        try:
+            pred = chains.settled(pred, policy)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a chain the answer wrote: charged, never masked
+            return "unequal", f"could not compare the chain: {type(exc).__name__}: {str(exc)[:120]}"
     problem = gold_problem(gold, policy)
     if problem:
         return "gold_unparseable", problem

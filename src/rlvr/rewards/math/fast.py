@@ -2,16 +2,19 @@
 
 ``latex2sympy2_extended`` (an ANTLR grammar) costs about 20-40 ms per new string in Python;
 most answers are short arithmetic: numbers, ``+ - * / ^``, ``\\frac``, ``\\sqrt``, ``\\pi``,
-``e``, single-letter variables, implicit products, parentheses and one ``=``. This recursive-
-descent parser handles exactly that subset in well under a millisecond and returns ``None`` for
-anything else (another command, two adjacent letters such as ``sin``, uppercase letters,
-factorials, decimals with more than 200 digits...), so the full grammar still decides every
-case it is not *sure* about. It follows ``latex2sympy2_extended``'s conventions where they
+``e``, single-letter variables, implicit products, parentheses, one ``=``, ``n!`` and
+``\\binom`` (issue 34: on real completions these, and powers such as ``2^{4012}``, were most of
+the grammar's work). This recursive-descent parser handles exactly that subset in well under a
+millisecond and returns ``None`` for anything else (another command, two adjacent letters such as
+``sin``, uppercase letters, ``n!!``, decimals with more than 200 digits...), so the full grammar
+still decides every case it is not *sure* about. It follows ``latex2sympy2_extended``'s conventions where they
 matter: ``e`` is Euler's number, symbols are lowercase, ``2x`` is a product.
 
 Bounded: one pass over at most ``MAX_CHARS`` characters, recursion depth capped, and a power
-with a numeric base is built only for small integer exponents (|n| <= 1000), so nothing here
-can build a huge integer (``10^{10^{10}}`` falls through to the guarded path).
+with a numeric base is built only for small integer exponents (|n| <= 1000, or a rational power
+estimated under ``MAX_DIGITS`` digits), ``n!`` and ``\\binom`` only up to ``MAX_FACTORIAL`` and
+``MAX_BINOM``, so nothing here can build a huge integer (``10^{10^{10}}`` falls through to the
+guarded path).
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import untrusted
+
 MAX_CHARS = 300
 MAX_DEPTH = 30
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?|\.\d+)|(\\[a-zA-Z]+)|([a-zA-Z])|(.))")
-_COMMANDS = {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot"}
+_COMMANDS = {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"}
+_BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
+# Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
+# n <= 1000 (2,568 digits), a rational power whose estimated size is under 4,000 digits; larger
+# ones go to the grammar, which keeps them unevaluated.
+MAX_FACTORIAL = 1000
+MAX_DIGITS = 4000
+MAX_BINOM = 1000
 
 
 class _Unsupported(Exception):
@@ -32,7 +44,7 @@ class _Unsupported(Exception):
 def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
     out = []
     pos = 0
-    s = s.rstrip()
+    s = untrusted.rstrip(s)
     while pos < len(s):
         m = _TOKEN.match(s, pos)
         if not m or m.end() == pos:
@@ -52,7 +64,7 @@ def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
                 raise _Unsupported()  # I, E, ... and an index i: let the grammar decide
             out.append(("var", letter))
         else:
-            if other not in "+-*/^(){}[]=":
+            if other not in "+-*/^(){}[]=!":
                 raise _Unsupported()
             out.append(("op", other))
     for (k1, _), (k2, _) in zip(out, out[1:], strict=False):
@@ -122,7 +134,7 @@ class _Parser:
         kind, v = tok
         return (
             kind in ("num", "var")
-            or (kind == "cmd" and v in ("\\frac", "\\sqrt", "\\pi"))
+            or (kind == "cmd" and v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS))
             or (kind == "op" and v in "({")
         )
 
@@ -154,8 +166,29 @@ class _Parser:
             return -v if tok == ("op", "-") else v
         return self.power()
 
+    def factorial(self, base: Any) -> Any:
+        """``n!``: an integer 0..MAX_FACTORIAL or a letter; ``n!!`` and anything else: the grammar."""
+        self.take("!")
+        if self.peek() == ("op", "!"):
+            raise _Unsupported()
+        if base.is_Symbol or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
+            return self.sp.factorial(base)
+        raise _Unsupported()
+
+    def _small_power(self, base: Any, exp: Any) -> bool:
+        if not exp.is_Integer:
+            return False
+        if abs(int(exp)) <= 1000:
+            return True
+        if not base.is_Rational or base == 0:
+            return False
+        digits = max(len(str(abs(base.p))), len(str(base.q)))
+        return digits <= 20 and digits * abs(int(exp)) <= MAX_DIGITS
+
     def power(self) -> Any:
         base = self.primary()
+        if self.peek() == ("op", "!"):
+            base = self.factorial(base)
         if self.peek() == ("op", "^"):
             self.take()
             if self.peek() == ("op", "{"):
@@ -172,10 +205,12 @@ class _Parser:
                     exp = self.sp.pi
                 else:
                     raise _Unsupported()
-            if base.is_number and not (exp.is_Integer and abs(int(exp)) <= 1000):
+            if base.is_number and not self._small_power(base, exp):
                 raise _Unsupported()  # could be a tower: the guarded path handles it
             if base == 0 and exp.is_number and exp.is_negative:
                 raise _Unsupported()
+            if self.peek() == ("op", "!"):
+                raise _Unsupported()  # x^2! : the grammar decides
             return self.sp.Pow(base, exp)
         return base
 
@@ -208,6 +243,11 @@ class _Parser:
                 if den == 0:
                     raise _Unsupported()
                 return num / den
+            if v in _BINOMS:
+                n, k = self.group(), self.group()
+                if any(x.is_number and not (x.is_Integer and 0 <= int(x) <= MAX_BINOM) for x in (n, k)):
+                    raise _Unsupported()
+                return sp.binomial(n, k)
             if v == "\\sqrt":
                 if self.peek() == ("op", "["):
                     raise _Unsupported()  # n-th roots: the grammar
@@ -228,7 +268,7 @@ class _Parser:
 def parse(s: str, imaginary: bool = False) -> Any:
     """The sympy value of ``s``, or None when it is outside the subset. With ``imaginary``, the
     letter ``i`` is the imaginary unit (the caller decides: ``rlvr.rewards.math.core.imaginary``)."""
-    if len(s) > MAX_CHARS or not s.strip():
+    if len(s) > MAX_CHARS or not untrusted.strip(s):
         return None
     try:
         tokens = _tokens(s, imaginary)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .. import untrusted
+
 # -- money and separators -------------------------------------------------------------------------
 _MATH_THOUSANDS = re.compile(r"(\d),\\!\s*(?=\d{3}(?!\d))")
 _LONE_DOLLAR_START = re.compile(r"^\$\s*(?=[-+]?[\d.])")
@@ -35,11 +37,11 @@ def strip_money(s: str) -> str:
     s = s.replace("\\$", "")
     count = s.count("$")
     if count >= 2 and count % 2 == 0:
-        return s.replace("$", " ").strip()
+        return untrusted.strip(s.replace("$", " "))
     if count == 1:
         s = _LONE_DOLLAR_START.sub("", s)
         s = _LONE_DOLLAR_END.sub("", s)
-    return s.strip()
+    return untrusted.strip(s)
 
 
 def join_math_thousands(s: str) -> str:
@@ -82,91 +84,89 @@ def based_numeral(s: str) -> tuple[str, int] | None:
 
 
 # -- units --------------------------------------------------------------------------------------
-_UNIT_ALIASES = {
-    "inch": "in",
-    "inches": "in",
-    "in": "in",
-    "foot": "ft",
-    "feet": "ft",
-    "ft": "ft",
-    "meter": "m",
-    "meters": "m",
-    "metre": "m",
-    "metres": "m",
-    "m": "m",
-    "centimeter": "cm",
-    "centimeters": "cm",
-    "cm": "cm",
-    "millimeter": "mm",
-    "millimeters": "mm",
-    "mm": "mm",
-    "kilometer": "km",
-    "kilometers": "km",
-    "km": "km",
-    "mile": "mi",
-    "miles": "mi",
-    "mi": "mi",
-    "yard": "yd",
-    "yards": "yd",
-    "yd": "yd",
-    "hour": "h",
-    "hours": "h",
-    "hr": "h",
-    "hrs": "h",
-    "h": "h",
-    "minute": "min",
-    "minutes": "min",
-    "min": "min",
-    "mins": "min",
-    "second": "s",
-    "seconds": "s",
-    "sec": "s",
-    "secs": "s",
-    "s": "s",
-    "dollar": "usd",
-    "dollars": "usd",
-    "cent": "cent",
-    "cents": "cent",
-    "degree": "deg",
-    "degrees": "deg",
-    "unit": "unit",
-    "units": "unit",
-    "square": "sq",
-    "sq": "sq",
-    "cubic": "cu",
-    "pound": "lb",
-    "pounds": "lb",
-    "lb": "lb",
-    "lbs": "lb",
-    "ounce": "oz",
-    "ounces": "oz",
-    "oz": "oz",
-    "gram": "g",
-    "grams": "g",
-    "g": "g",
-    "kilogram": "kg",
-    "kilograms": "kg",
-    "kg": "kg",
-    "liter": "l",
-    "liters": "l",
-    "litre": "l",
-    "litres": "l",
-    "l": "l",
-    "day": "day",
-    "days": "day",
-    "week": "week",
-    "weeks": "week",
-    "year": "year",
-    "years": "year",
-    "mph": "mph",
+# The closed list of units (issue 34, rule 3): SI and common units, currency, degrees and the
+# words that join them. A word after a number that is not here is not a unit: the text goes to
+# the parser, where a word is not math (``42 squared``, ``7 factorial`` do not parse) and a
+# letter is a symbol (``5 i`` is 5i). Each spelling maps to one key, so ``inches`` is ``in``.
+_UNIT_GROUPS: dict[str, tuple[str, ...]] = {
+    # length
+    "in": ("inch", "inches", "in"),
+    "ft": ("foot", "feet", "ft"),
+    "yd": ("yard", "yards", "yd"),
+    "mi": ("mile", "miles", "mi"),
+    "m": ("meter", "meters", "metre", "metres", "m"),
+    "cm": ("centimeter", "centimeters", "centimetre", "centimetres", "cm"),
+    "mm": ("millimeter", "millimeters", "millimetre", "millimetres", "mm"),
+    "km": ("kilometer", "kilometers", "kilometre", "kilometres", "km"),
+    "nm": ("nanometer", "nanometers", "nanometre", "nanometres", "nm"),
+    # area and volume
+    "sq": ("square", "sq"),
+    "cu": ("cubic", "cu"),
+    "acre": ("acre", "acres"),
+    "ha": ("hectare", "hectares", "ha"),
+    "l": ("liter", "liters", "litre", "litres", "l"),
+    "ml": ("milliliter", "milliliters", "millilitre", "millilitres", "ml"),
+    "gal": ("gallon", "gallons", "gal"),
+    # mass
+    "g": ("gram", "grams", "g"),
+    "kg": ("kilogram", "kilograms", "kg"),
+    "mg": ("milligram", "milligrams", "mg"),
+    "lb": ("pound", "pounds", "lb", "lbs"),
+    "oz": ("ounce", "ounces", "oz"),
+    "ton": ("ton", "tons", "tonne", "tonnes"),
+    # time
+    "s": ("second", "seconds", "sec", "secs", "s"),
+    "ms": ("millisecond", "milliseconds", "ms"),
+    "min": ("minute", "minutes", "min", "mins"),
+    "h": ("hour", "hours", "hr", "hrs", "h"),
+    "day": ("day", "days"),
+    "week": ("week", "weeks"),
+    "month": ("month", "months"),
+    "year": ("year", "years", "yr", "yrs"),
+    "am": ("am",),
+    "pm": ("pm",),
+    # speed, physics
+    "mph": ("mph",),
+    "kph": ("kph", "kmh"),
+    "per": ("per",),
+    "newton": ("newton", "newtons"),
+    "joule": ("joule", "joules", "kj"),
+    "watt": ("watt", "watts", "kw"),
+    "volt": ("volt", "volts"),
+    "hz": ("hz", "khz", "mhz", "hertz"),
+    "pa": ("pa", "kpa", "pascal", "pascals"),
+    "mol": ("mol", "mole", "moles"),
+    # currency
+    "usd": ("dollar", "dollars", "usd"),
+    "cent": ("cent", "cents"),
+    "eur": ("euro", "euros", "eur"),
+    "yen": ("yen",),
+    "yuan": ("yuan",),
+    "rupee": ("rupee", "rupees"),
+    # angles, and MATH's "square units"
+    "deg": ("degree", "degrees", "deg"),
+    "rad": ("radian", "radians", "rad"),
+    "unit": ("unit", "units"),
 }
+_UNIT_ALIASES = {word: key for key, words in _UNIT_GROUPS.items() for word in words}
+UNITS = frozenset(_UNIT_GROUPS)
+
+
+def known_unit(key: tuple[str, ...]) -> bool:
+    """Whether a unit key (``unit_key``) is made of units from the closed list (and the powers 2
+    and 3 of ``cm^2``)."""
+    return any(w in UNITS for w in key) and all(w in UNITS or w in ("2", "3") for w in key)
+
+
 _WORD = re.compile(r"[a-z]+|\d")
 
 
 def unit_key(text: str) -> tuple[str, ...]:
     """A unit's words, normalised (``inches`` and ``in`` are one unit, ``p.m.`` is ``pm``; ``cm^2``
     keeps its 2)."""
-    words = _WORD.findall(re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", text.lower()).replace(".", ""))
+    words = _WORD.findall(
+        re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", untrusted.fold_case(text)).replace(".", "")
+    )
     out = []
     for w in words:
         if w in _UNIT_ALIASES:
@@ -192,7 +192,7 @@ def split_top(s: str, sep: str) -> list[str]:
             continue
         i += 1
     parts.append(s[start:])
-    return [p.strip() for p in parts]
+    return [untrusted.strip(p) for p in parts]
 
 
 # -- labels -------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ _GREEK = (
 )
 _NAME = rf"(?:[a-zA-Z]|{_GREEK})(?:_(?:[a-zA-Z0-9]|\{{[a-zA-Z0-9,]{{1,8}}\}}|\{{\\(?:max|min)\}}))?'*"
 _POINTS = (
-    r"(?:m?\\angle\s*)?[A-Z]{2,4}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
+    r"(?:m?\\angle\s*)?[A-Z]{2,4}|m?\\angle\s*\{[A-Z]{1,4}\}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
     r"|\\frac\{[A-Z]{1,4}\}\{[A-Z]{1,4}\}"  # a ratio of lengths: \frac{NO}{BO}
 )
 _ATOM = rf"(?:{_POINTS}|{_NAME}\([^()=<>]{{1,20}}\)|\|(?:{_NAME}|[A-Z]{{2,4}})\||{_NAME})"
@@ -247,9 +247,9 @@ def split_label(s: str) -> tuple[str, str] | None:
     if len(eq) != 1:
         return None
     lhs, rhs = s[: eq[0]], s[eq[0] + 1 :]
-    if not rhs.strip() or not is_label(lhs):
+    if not untrusted.strip(rhs) or not is_label(lhs):
         return None
-    return lhs.strip(), rhs.strip()
+    return untrusted.strip(lhs), untrusted.strip(rhs)
 
 
 # -- inequalities as intervals --------------------------------------------------------------------
@@ -271,12 +271,12 @@ def _split_relations(s: str) -> tuple[list[str], list[str]] | None:
         elif depth == 0:
             m = _REL.match(s, i)
             if m:
-                parts.append(s[start:i].strip())
+                parts.append(untrusted.strip(s[start:i]))
                 ops.append(m.group(0))
                 i = start = m.end()
                 continue
         i += 1
-    parts.append(s[start:].strip())
+    parts.append(untrusted.strip(s[start:]))
     if not ops or any(not p for p in parts):
         return None
     return parts, ops
@@ -317,7 +317,7 @@ def interval_text(s: str) -> tuple[str, str, str, str] | None:
 
 def _plain(s: str) -> bool:
     """A single-letter bound such as ``a`` in ``a \\le x \\le b`` (still a bound, not the label)."""
-    return bool(re.fullmatch(r"[a-zA-Z]", s.strip()))
+    return bool(re.fullmatch(r"[a-zA-Z]", untrusted.strip(s)))
 
 
 # -- plus-minus --------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .. import untrusted
+
 # -- escapes -------------------------------------------------------------------------------------
 _DOUBLED = re.compile(
     r"(?<!\\)\\\\(?=(?:frac|dfrac|tfrac|sqrt|left|right|pi|le|ge|leq|geq|lt|gt|neq|cdot|times|infty|text"
@@ -63,7 +65,7 @@ _MIXED = re.compile(r"^([+-]?)(\d{1,12})\s+(\d{1,12})\s*/\s*(\d{1,12})$")
 
 def mixed_number(s: str) -> Fraction | None:
     """``1 1/2`` -> 3/2; None unless the fraction is proper (``2 3/2`` is no mixed number)."""
-    m = _MIXED.match(s.strip())
+    m = _MIXED.match(untrusted.strip(s))
     if not m:
         return None
     whole, num, den = int(m.group(2)), int(m.group(3)), int(m.group(4))
@@ -121,7 +123,7 @@ def decimal_comma_pair(a: str, b: str) -> tuple[str, str]:
     when the other side is a decimal with a point and the comma cannot separate thousands."""
     if len(a) > 64 or len(b) > 64:  # longer than any such number: no pattern sees a long text
         return a, b
-    a, b = a.strip(), b.strip()
+    a, b = untrusted.strip(a), untrusted.strip(b)
     for x, y, swap in ((a, b, False), (b, a, True)):
         m = _COMMA_NUMBER.match(x)
         if m and _POINT_NUMBER.match(y) and (len(m.group(2)) != 3 or m.group(1).lstrip("+-") == "0"):
@@ -140,7 +142,7 @@ LONG_DIGITS = 10  # the agreement the old 1e-9 tolerance asked of a decimal
 def long_decimal(s: str) -> tuple[Fraction, Fraction] | None:
     """A decimal written to at least ``LONG_DIGITS`` significant digits, as (value, one unit in
     its last digit); None for a shorter or other text."""
-    m = _LONG_DECIMAL.match(s.strip())
+    m = _LONG_DECIMAL.match(untrusted.strip(s))
     if not m:
         return None
     digits = (m.group(2) + m.group(3)).lstrip("0")
@@ -158,7 +160,7 @@ _SET_BUILDER = re.compile(r"^\\\{\s*([a-zA-Z])\s*(?:\||\\mid(?![a-zA-Z])|:)\s*(.
 
 def set_builder(s: str) -> str | None:
     """``\\{x \\mid -2 \\le x < 1\\}`` -> ``-2 \\le x < 1``; None for other text."""
-    m = _SET_BUILDER.match(s.strip())
+    m = _SET_BUILDER.match(untrusted.strip(s))
     if not m:
         return None
     cond = re.sub(rf"\s*,?\s*{m.group(1)}\s*\\in\s*\\mathbb\s*\{{?\s*R\s*\}}?\s*$", "", m.group(2))
@@ -194,7 +196,7 @@ _RATIONAL = re.compile(
 
 
 def _rational(s: str) -> Fraction | None:
-    m = _RATIONAL.match(s.strip())
+    m = _RATIONAL.match(untrusted.strip(s))
     if not m:
         return None
     if m.group(1):

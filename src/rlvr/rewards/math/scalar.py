@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .. import untrusted
 from .sym import too_big
 from .text import ParseFailure, fast_rational, to_latex
 
@@ -23,6 +24,41 @@ def imaginary(s: str) -> bool:
 
 _INFINITY = re.compile(r"^\s*([+-]?)\s*\\infty\s*$")
 
+# Text is never algebra (issue 34, rule 3): a run of three or more letters outside a command is a
+# word, and a word is not a product of symbols ("42 squared", "7 factorial" do not parse). The
+# names below are the ones the parser reads as functions or constants.
+MATH_NAMES = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan arccot arcsec arccsc sinh cosh tanh coth sech csch "
+    "log ln lg exp sqrt pi inf infty infinity mod gcd lcm max min det".split()
+)
+_COMMANDS = re.compile(
+    r"\\(?:begin|end|operatorname|mathrm|mathbf|mathbb|mathcal|text|textbf|textnormal|mbox)\s*\{[^{}]*\}|\\[a-zA-Z]+"
+)
+_LETTERS = re.compile(r"[a-zA-Z]{3,}")
+_POINT_NAME = re.compile(r"[A-Z]{3,4}")  # CAB in \\angle CAB, ABCD: points, not a word
+# A whole answer in words ("no solution", "neon", "on"): compared as text, never as algebra.
+_TEXT_ANSWER = re.compile(r"[A-Za-z]+(?:[ '-][A-Za-z]+)*")
+
+
+def word_in(latex: str) -> str | None:
+    """The first word (three or more letters that are not a command or a known function or
+    constant name) in ``latex``, or None."""
+    for m in _LETTERS.finditer(_COMMANDS.sub(" ", latex)):
+        if untrusted.fold_case(m.group(0)) not in MATH_NAMES and not _POINT_NAME.fullmatch(m.group(0)):
+            return m.group(0)
+    return None
+
+
+def text_answer(s: str) -> str | None:
+    """An answer written only in letters (two or more; no digits, operators or commands) as its
+    case-folded letters, or None: such answers compare as text, letter by letter in order, never
+    as a product of commuting symbols (``on`` is not ``no``; ``c x`` is ``cx``)."""
+    t = untrusted.collapse(s)
+    if not _TEXT_ANSWER.fullmatch(t) or untrusted.fold_case(t) in MATH_NAMES:
+        return None
+    letters = "".join(untrusted.words(untrusted.fold_case(t)))
+    return letters if len(letters) >= 2 else None
+
 
 @lru_cache(maxsize=8192)
 def parse_scalar(s: str) -> Any:
@@ -33,6 +69,9 @@ def parse_scalar(s: str) -> Any:
     from . import fast as mathfast
 
     latex = to_latex(s)
+    word = word_in(latex)
+    if word is not None:
+        raise ParseFailure(f"{word!r} is a word, not math")
     inf = _INFINITY.match(latex)
     if inf:  # an interval's open end: as the grammar reads it, without the grammar
         import sympy
@@ -53,7 +92,7 @@ def parse_scalar(s: str) -> Any:
     except (MemoryError, RecursionError):
         raise
     except Exception as exc:  # noqa: BLE001 - the grammar raises plain Exception
-        raise ParseFailure(f"cannot parse {s[:80]!r}: {str(exc).splitlines()[0][:120]}") from None
+        raise ParseFailure(f"cannot parse {s[:80]!r}: {untrusted.text_lines(str(exc))[0][:120]}") from None
     if value is None:
         raise ParseFailure(f"cannot parse {s[:80]!r}")
     try:

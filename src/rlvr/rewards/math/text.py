@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
+from .. import untrusted
 from ..invisible import strip_invisible
 from . import forms, readings
 from .forms import split_top
@@ -38,8 +39,10 @@ _DROP = re.compile(
     r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|(?<!\\)\\(?:!|,|;|:| )|\\q?quad(?![a-zA-Z])|~"
 )
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|\^\{\\text\{o\}\}")
-_PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|pct)\s*\}|\s+(?:percent|pct))\s*$")
-_TEXT_UNIT_END = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*$")
+_PERCENT = re.compile(r"(?:\\?%|\s*\\text\{\s*(?:percent|percentage|pct)\s*\}|\s+(?:percent|percentage|pct))\s*$")
+_UNIT_TEXT = r"\\(?:text|textbf|mbox|mathrm|textnormal)\{[^{}]*\}\s*(?:\^\{?\d\}?)?\s*"
+# one unit or several joined by "/" (\mathrm{~m} / \mathrm{s}) at the end of the answer
+_TEXT_UNIT_END = re.compile(rf"{_UNIT_TEXT}(?:/\s*{_UNIT_TEXT})*$")
 _TEXT = re.compile(r"\\(?:text|textbf|mbox|mathrm|textnormal|mathbf)\{([^{}]*)\}")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:(?:,|\{,\}|\\,| |\u2009|\u202f)\d{3})+(?:\.\d+)?$")
 _HEDGE = re.compile(r"(?:^|[\s}])or(?:[\s{\\]|$)|(?<=[)\]])or(?=[(\[])")
@@ -57,18 +60,18 @@ CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     """The answer text before any math (see ``math.core``, step 1). Cached: a comparison cleans
     the same texts many times."""
-    s = text.strip()
+    s = untrusted.strip(text)
     if not s.isascii():
         s = strip_invisible(s)  # what a reader sees: a zero-width space inside "1​0" is not there
     if len(s) > MAX_ANSWER_CHARS:
         raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
     for pre, post in (("$$", "$$"), ("\\(", "\\)"), ("\\[", "\\]")):
         if len(s) >= len(pre) + len(post) and s.startswith(pre) and s.endswith(post):
-            s = s[len(pre) : len(s) - len(post)].strip()
+            s = untrusted.strip(s[len(pre) : len(s) - len(post)])
             break
     s = forms.strip_money(s)  # $...$ delimiters, \$ and a lone currency $
     if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
-        s = s[len("\\boxed{") : -1].strip()
+        s = untrusted.strip(s[len("\\boxed{") : -1])
     s = readings.undouble(s)
     s = forms.join_math_thousands(s)
     if decimal_comma:
@@ -76,25 +79,31 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     elif _THOUSANDS.match(s):  # before spacing commands go: "1\\,000" and "1 000" are one number
         s = re.sub(r"\{,\}|,|\\,| |\u2009|\u202f", "", s)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cfrac", "\\frac").replace("−", "-")
-    s = _DROP.sub(" ", s).strip()
+    s = untrusted.strip(_DROP.sub(" ", s))
     hedged = bool(_HEDGE.search(s.replace("\\text{", " ").replace("}", " ")))
     s = readings.trig_degrees(s)  # \sin 30^\circ is 1/2 whatever the angles policy
     degrees = bool(_DEGREE.search(s))
-    s = _DEGREE.sub("", s).strip()
+    s = untrusted.strip(_DEGREE.sub("", s))
     percent = bool(_PERCENT.search(s))
-    s = _PERCENT.sub("", s).strip()
+    s = untrusted.strip(_PERCENT.sub("", s))
     while s.endswith(".") and not s.endswith(".."):
-        s = s[:-1].rstrip()
+        s = untrusted.rstrip(s[:-1])
     # A trailing \text{...} after something else is a unit ("5 \text{ cm}"); a lone \text{A} is
     # the answer itself.
     unit: tuple[str, ...] = ()
+    # Units come from a closed list (forms.UNITS): "5 \text{ cm}" has one; "42 \text{ thousand}"
+    # is not a number with a unit, and not math either.
     m = _TEXT_UNIT_END.search(s)
-    if m and s[: m.start()].strip():
-        unit = forms.unit_key(m.group(0))
-        s = s[: m.start()].strip()
-    s = _TEXT.sub(lambda mm: mm.group(1), s).strip()
+    if m and untrusted.strip(s[: m.start()]):
+        key = forms.unit_key(m.group(0))
+        if forms.known_unit(key):
+            unit = key
+            s = untrusted.strip(s[: m.start()])
+        elif not m.group(0).startswith("\\mathrm"):  # \mathrm{i} is a symbol, for the parser
+            raise ParseFailure(f"{m.group(0)!r} after the value is not a unit")
+    s = untrusted.strip(_TEXT.sub(lambda mm: mm.group(1), s))
     m2 = readings.plain_unit(s)
-    if m2 and not hedged:
+    if m2 and not hedged and forms.known_unit(forms.unit_key(m2[1])):
         unit = forms.unit_key(m2[1])
         s = m2[0]
     if _THOUSANDS.match(s) and not decimal_comma:
@@ -181,7 +190,7 @@ def _split_items(s: str) -> list[str]:
 
 def structure(s: str, labels: bool = True) -> Node:
     """The shape of an answer. With ``labels``, ``name = value`` parts carry their name."""
-    s = s.strip()
+    s = untrusted.strip(s)
     if not s:
         raise ParseFailure("empty answer")
     if _depth(s) > MAX_DEPTH:
@@ -197,7 +206,7 @@ def structure(s: str, labels: bool = True) -> Node:
         return Node("seq", (Node("scalar", value="-\\infty"), Node("scalar", value="\\infty")), brackets="()")
     m = _MATRIX.match(s)
     if m and "\\begin" not in m.group(2):  # one matrix, not a product of two
-        rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+        rows = [r for r in re.split(r"\\\\", m.group(2)) if untrusted.strip(r)]
         return Node(
             "matrix",
             tuple(Node("seq", tuple(structure(c, labels) for c in r.split("&")), brackets="[]") for r in rows),
@@ -227,6 +236,7 @@ def structure(s: str, labels: bool = True) -> Node:
         items = split_top(s[1:-1], ",")
         if len(items) > 1:
             return Node("set", _items(items, labels)[0])
+        return structure(s[1:-1], labels)  # plain braces around one item group it: {f(x) = 1/x}
     items = _split_items(s)
     if len(items) > 1:
         if any(not p for p in items):
@@ -256,7 +266,7 @@ _FRAC = re.compile(r"^([+-]?)\\frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s
 def fast_rational(s: str) -> Fraction | None:
     """A plain rational literal as an exact ``Fraction``, or None (then sympy parses it).
     Repeating decimals (``0.1\\overline{6}``) are rationals too."""
-    s = s.strip()
+    s = untrusted.strip(s)
     if len(s) > 200:
         return None
     if "\\overline" in s:
@@ -287,7 +297,7 @@ def unsimplified(s: str) -> str | None:
     2\\sqrt{2} while parsing)."""
     import math
 
-    s = s.strip()
+    s = untrusted.strip(s)
     m = _SLASH.match(s)
     num_den = (m.group(1), m.group(2)) if m else None
     m = _FRAC.match(s)
@@ -317,6 +327,7 @@ _FRAC_DIGIT_SECOND = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")  # \frac{\pi}2
 _PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
 _INF = re.compile(r"(?<![\\a-zA-Z])(?:inf|infty|infinity)(?![a-zA-Z])")
 _SCI = re.compile(r"^([+-]?\d+(?:\.\d+)?)[eE]([+-]?\d+)$")
+_NATURAL_LOG = re.compile(r"\\log(?![a-zA-Z])(?!\s*_)")
 _FUNCS = re.compile(r"(?<![\\a-zA-Z])(sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)(?![a-zA-Z])")
 
 
@@ -335,4 +346,4 @@ def to_latex(s: str) -> str:
     s = _PI.sub(r"\\pi ", s)
     s = _INF.sub(r"\\infty ", s)
     s = _FUNCS.sub(lambda mm: "\\" + mm.group(1) + " ", s)
-    return s
+    return _NATURAL_LOG.sub(r"\\ln ", s)  # \log without a base is the natural logarithm
