@@ -74,6 +74,7 @@ VERL_KEYS = (
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
     "actor_rollout_ref.rollout.name",
     "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
     "actor_rollout_ref.rollout.temperature",
     "actor_rollout_ref.rollout.top_p",
     "data.train_files",
@@ -246,6 +247,9 @@ def verl_plan(
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": micro,
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.n": cfg["num_generations"],
+        # one vLLM engine per GPU: verl's default of 2 needs an even number of GPUs (pass a larger
+        # value after the script's name for a model that needs it: the last value given wins)
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
         "actor_rollout_ref.rollout.temperature": cfg["temperature"],
         "actor_rollout_ref.rollout.top_p": cfg["top_p"],
         "data.train_files": files["train"],

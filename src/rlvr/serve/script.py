@@ -48,6 +48,10 @@ VERL_CPU_OVERRIDES: tuple[tuple[str, str], ...] = (
         "logical CPUs for Ray: TransferQueue and verl's actors reserve one each, more than a small machine has cores",
     ),
     ("transfer_queue.backend.SimpleStorage.num_data_storage_units=1", "one storage actor instead of 8"),
+    (
+        "+ray_kwargs.ray_init.include_dashboard=false",
+        "no dashboard processes: Ray's node must register within 30 s, which a busy small machine can miss",
+    ),
 )
 OPENRLHF_CUDA = (
     "OpenRLHF needs CUDA: 0.11.2 requires flash-attn, which builds only with nvcc, and calls CUDA and NCCL "
