@@ -29,6 +29,12 @@ VERL_CPU_ENV: tuple[tuple[str, str, str], ...] = (
         "vLLM-CPU's KV cache in GiB, taken from RAM (1 GiB holds a small model's short rollouts)",
     ),
     ("OMP_NUM_THREADS", '"${OMP_NUM_THREADS:-1}"', "one thread per process: verl runs several processes per core"),
+    (
+        "RAY_memory_monitor_refresh_ms",
+        '"${RAY_memory_monitor_refresh_ms:-0}"',
+        "Ray kills workers when the machine's memory is 95 % used, whoever uses it: on a shared machine that was "
+        "another job's memory (the kernel's OOM killer still applies)",
+    ),
 )
 VERL_CPU_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.actor.strategy=fsdp2", "FSDP1 asks torch for a CUDA device id; FSDP2 takes the platform's"),
