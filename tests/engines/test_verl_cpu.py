@@ -46,3 +46,12 @@ def test_the_cpu_device_module_answers_verls_memory_and_name_calls() -> None:
     assert device.memory_reserved() == 0 and device.max_memory_allocated() == 0
     assert device.get_device_name() == "CPU" and device.mem_get_info() == (0, 0)
     assert device.is_available is not None  # anything else is torch.cpu's
+
+
+def test_the_received_weights_are_handed_on_in_order_and_let_go_of() -> None:
+    items = [("a", 1), ("b", 2), ("c", 3)]
+    handed = []
+    for pair in verl_cpu._drained(items):
+        handed.append(pair)
+        assert pair not in items
+    assert handed == [("a", 1), ("b", 2), ("c", 3)] and items == []

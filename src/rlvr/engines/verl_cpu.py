@@ -38,7 +38,7 @@ import importlib.metadata
 import importlib.util
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 VERL_VERSION = "0.9.1"
@@ -240,7 +240,16 @@ def cpu_update_weights_from_ipc(
     BucketedWeightReceiver(zmq_handle=self._get_zmq_handle(), device=self.device, use_shm=use_shm).receive_weights(
         on_bucket_received=on_bucket_received
     )
-    reload_weights(self.model_runner, received)
+    reload_weights(self.model_runner, _drained(received))
+
+
+def _drained(items: list[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """``items`` in order, each dropped from the list as it is handed on: ``reload_weights`` copies
+    every tensor before loading, so the model is held once at a time, not twice (a second copy of
+    the weights got verl's worker killed by the kernel's OOM killer on a shared 24 GB machine)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _quantized(worker: Any) -> bool:
