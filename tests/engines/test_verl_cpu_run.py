@@ -121,6 +121,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     proc = subprocess.run(
         [str(adapter.with_suffix(".launch.sh")), *extra],
         env=env,
+        cwd=tmp,  # Hydra writes its outputs/ folder into the working directory
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
