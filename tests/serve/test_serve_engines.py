@@ -264,3 +264,17 @@ def test_a_changed_reward_module_is_refused_as_rlvr_train_refuses_it(signed: Any
         Scorer.from_task(signed.path)
     with pytest.raises(GateError, match="changed: sha256 was"):
         VerlAdapter(signed.path)
+
+
+def test_the_verl_call_log_holds_one_line_per_sample_with_what_rlvr_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlvr.serve.engines import CALL_LOG_ENV
+
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv(CALL_LOG_ENV, str(log))
+    adapter = VerlAdapter(write_task(tmp_path / "t"), no_gate_reason="call log test")
+    out = adapter.compute_score_batch(["d", "d"], [right("4"), "no"], ["4", "4"], [{"index": 0}, {"index": 1}])
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["solution_str"] for x in lines] == [right("4"), "no"]
+    assert [x["result"] for x in lines] == out

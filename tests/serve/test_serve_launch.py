@@ -139,7 +139,7 @@ def test_the_cli_writes_adapter_data_and_an_executable_launch_script(
     assert script.stat().st_mode & 0o111
     text = script.read_text()
     assert "verl.trainer.main_ppo" in text and f"reward.custom_reward_function.path={out.resolve()}" in text
-    assert "builtin:tiny is one of rlvr's built-in test models" in text
+    assert "builtin:tiny is one of rlvr's random-weight test models" in text
     assert (out.parent / "verl_reward.data" / "train.parquet").is_file()
     assert "train data" in capsys.readouterr().out
 

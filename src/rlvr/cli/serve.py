@@ -94,7 +94,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "PATH, with rlvr's recipe mapped onto the engine's options (docs/serve.md)"
         ),
     )
-    parser.add_argument("--gpus", type=int, default=1, metavar="N", help="with --launch: GPUs per node (default 1)")
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --launch: GPUs per node; 0: verl's CPU route (default: 1 on a machine with a CUDA GPU and for "
+        "openrlhf, else 0)",
+    )
     parser.add_argument("--nodes", type=int, default=1, metavar="N", help="with --launch: nodes (default 1)")
     parser.add_argument(
         "--model",
@@ -133,9 +140,14 @@ def run(args: argparse.Namespace) -> int:
                 "--launch", "writes the engine's data and command beside an adapter", "add --write-adapter ENGINE PATH"
             )
         )
-    for flag, value in (("--gpus", args.gpus), ("--nodes", args.nodes)):
-        if value < 1:
-            problems.append(Problem(flag, f"must be at least 1, got {value}", "omit it for the default"))
+    if args.nodes < 1:
+        problems.append(Problem("--nodes", f"must be at least 1, got {args.nodes}", "omit it for the default"))
+    if args.gpus is not None and args.gpus < 0:
+        problems.append(Problem("--gpus", f"must be 0 or more, got {args.gpus}", "omit it for the default"))
+    if args.launch and args.write_adapter and args.write_adapter[0] == "openrlhf" and args.gpus == 0:
+        from ..serve.launch import OPENRLHF_CUDA
+
+        problems.append(Problem("--gpus", OPENRLHF_CUDA, "pass --gpus N for the GPU machine it will run on"))
     if args.write_adapter and args.write_adapter[0] not in ("verl", "openrlhf"):
         problems.append(Problem("--write-adapter", f"unknown engine {args.write_adapter[0]!r}", "use verl or openrlhf"))
     token = os.environ.get("RLVR_SERVE_TOKEN") or None
@@ -166,25 +178,26 @@ def run(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(f"wrote {path}\n")
         if args.launch:
-            from ..serve.launch import openrlhf_plan, verl_plan
+            from ..serve.launch import cuda_available, openrlhf_plan, verl_plan
 
             adapter = path.resolve()
             data_dir = adapter.parent / f"{adapter.stem}.data"
+            # openrlhf without --gpus on a machine without a GPU: a script for one GPU, which says it needs CUDA
+            gpus = args.gpus if args.gpus is not None else int(engine == "openrlhf" or cuda_available())
             if engine == "verl":
-                plan = verl_plan(scorer.task, adapter, data_dir, gpus=args.gpus, nodes=args.nodes, model=args.model)
-            else:
-                plan = openrlhf_plan(
-                    scorer.task, str(adapter), data_dir, gpus=args.gpus, nodes=args.nodes, model=args.model
+                plan = verl_plan(
+                    scorer.task, adapter, data_dir, gpus=max(gpus, 1), nodes=args.nodes, model=args.model, cpu=gpus == 0
                 )
+            else:
+                plan = openrlhf_plan(scorer.task, str(adapter), data_dir, gpus=gpus, nodes=args.nodes, model=args.model)
             script = adapter.with_suffix(".launch.sh")
-            script.write_text(
-                "#!/bin/sh\n# written by rlvr serve --launch; " + "; ".join(plan.notes) + "\n" + plan.shell() + "\n",
-                encoding="utf-8",
-            )
+            script.write_text(plan.script(), encoding="utf-8")
             script.chmod(0o755)
             for role, f in plan.files.items():
                 sys.stdout.write(f"wrote {f} ({role} data)\n")
-            sys.stdout.write(f"wrote {script}:\n{plan.shell()}\n")
+            for warning in plan.warnings:
+                sys.stdout.write(f"warning: {warning}\n")
+            sys.stdout.write(f"wrote {script} (arguments to it go to the engine after its own)\n")
         return 0
     limits = Limits(
         workers=args.workers,

