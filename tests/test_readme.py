@@ -248,3 +248,13 @@ def test_the_reference_lists_every_task_file_key() -> None:
     }
     keys |= {f"rewards[].{k}" for k in TERM_KEYS} | {"grpo", "sft"}
     assert sorted(keys - listed) == []
+
+
+def test_the_layout_lists_every_top_level_package_and_module() -> None:
+    block = README.read_text(encoding="utf-8").split("src/rlvr/\n", 1)[1].split("```", 1)[0]
+    listed = {word.rstrip("/") for line in block.splitlines() for word in line.split()[:8]}
+    src = ROOT / "src" / "rlvr"
+    packages = {p.name for p in src.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in src.glob("*.py") if p.stem != "__init__"}
+    missing = sorted(name for name in packages | modules if name not in listed and f"{name}.py" not in listed)
+    assert not missing, f"README's layout block does not list: {missing}"
