@@ -56,7 +56,7 @@ bench: setup
 	$(BIN)/python bench/train_overhead.py
 
 # Both demos (tiny, smollm2) on data seeds 0, 1, 2, one after another, and one table of their
-# numbers (README, "The demo"): about an hour of CPU on one core.
+# numbers (README, "The demo"): about 70 CPU minutes on one core.
 .PHONY: bench-demo-seeds
 bench-demo-seeds: setup
 	$(BIN)/python bench/demo_seeds.py
