@@ -104,5 +104,11 @@ $(VERL_STAMP): pyproject.toml requirements-verl-cpu.txt
 test-verl-cpu: setup setup-verl-cpu
 	RLVR_MAIN_BIN=$(abspath $(BIN)) $(VERL_VENV)/bin/python -m pytest -q -m verl tests/engines
 
+# Both demos (tiny, smollm2) on data seeds 0, 1, 2, one after another, and one table of their
+# numbers (README, "The demo"): about 70 CPU minutes on one core.
+.PHONY: bench-demo-seeds
+bench-demo-seeds: setup
+	$(BIN)/python bench/demo_seeds.py
+
 clean:
 	rm -rf $(VENV) runs .pytest_cache

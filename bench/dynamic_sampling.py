@@ -69,7 +69,17 @@ def one(
     # SFT on the full built-in split (2,000 prompts), GRPO on a cut of it.
     base_task = load_task(write_task(root / "sft-task", ops, seed, 2000, None))
     base = str(build_builtin("tiny", root / "base"))
-    sft = run_sft(base_task, SftOptions(out_dir=root / "sft", model=base, target_pass_rate=0.2, progress=False))
+    sft = run_sft(
+        base_task,
+        SftOptions(
+            out_dir=root / "sft",
+            model=base,
+            target_pass_rate=0.2,
+            check_every=25,
+            check_temperature=0.0,
+            progress=False,
+        ),
+    )
     print(f"{task_name:<6} seed {seed} SFT: {sft.steps} steps, dev pass rate {sft.dev_pass_rate}", flush=True)
     out: dict[str, dict[str, Any]] = {}
     for mode, dyn in MODES.items():

@@ -109,7 +109,17 @@ def main() -> None:
     task = load_task(write_task(root / "task"))
     base = build_builtin("tiny", root / "base")
     # A partially trained model, so groups have reward variance and the optimiser really runs.
-    sft = run_sft(task, SftOptions(out_dir=root / "sft", model=str(base), target_pass_rate=0.2, progress=False))
+    sft = run_sft(
+        task,
+        SftOptions(
+            out_dir=root / "sft",
+            model=str(base),
+            target_pass_rate=0.2,
+            check_every=25,
+            check_temperature=0.0,
+            progress=False,
+        ),
+    )
     model = str(sft.out_dir)
     print(
         f"tiny model after SFT ({sft.steps} steps, dev pass rate {sft.dev_pass_rate:.0%}); {args.steps} GRPO "

@@ -263,3 +263,30 @@ def test_long_per_step_lines_are_smoothed_and_evals_and_short_runs_are_not() -> 
     assert smoothing_window(line(51)) == 5
     assert smoothing_window(line(900)) == 36
     assert smoothing_window(line(900, marker=True)) == 0
+
+
+def test_a_run_with_sampled_evals_reports_pass_at_1_as_the_headline_with_its_interval(tmp_path: Path) -> None:
+    run, rows = _healthy_copy(tmp_path)
+    sampled = {"eval/pass@1": 0.25, "eval/pass@1_low": 0.2, "eval/pass@1_high": 0.31, "eval/pass@k": 0.6}
+    sampled |= {
+        "eval/pass@k_low": 0.5,
+        "eval/pass@k_high": 0.7,
+        "eval/k": 4,
+        "eval/samples": 4,
+        "eval/temperature": 1.0,
+    }
+    for r in rows:
+        if "eval/accuracy" in r:
+            r.update(sampled)
+    _write(run, rows)
+    text = write_report(load_run(run), tmp_path / "out").html.read_text()
+    assert "Headline: pass@1, 4 completions per prompt at T=1 (the training temperature)" in text
+    assert (
+        "<th>pass@1 (95% CI)</th>" in text
+        and "<td>25.0% [20.0%, 31.0%]</td><td>60.0% [50.0%, 70.0%] (k=4)</td>" in text
+    )
+
+
+def test_a_run_with_greedy_evals_only_says_its_headline_is_greedy_and_how_to_sample(tmp_path: Path) -> None:
+    text = write_report(load_run(SYN / "healthy"), tmp_path / "out").html.read_text()
+    assert "Headline: greedy accuracy" in text and "set eval.samples" in text and "pass@1 (95% CI)" not in text

@@ -379,13 +379,43 @@ def render_html(d: Diagnosis, plots: Sequence[Plot]) -> str:
                 if len(accuracy_by_size(run)) > 1
                 else ""
             )
-            parts.append(
-                "<h2>Held-out evals</h2>"
-                + note
-                + _table(rows, ["step", "accuracy", "prompts", "decided", "masked (undecided)"])
-            )
+            sampled = [by_step.get(s_, {}) for s_ in acc.steps]
+            head = ["step", "accuracy", "prompts", "decided", "masked (undecided)"]
+            if any("eval/pass@1" in r for r in sampled):
+                head = ["step", "pass@1 (95% CI)", "pass@k (95% CI)", "greedy accuracy", *head[2:]]
+                rows = [
+                    [row[0], _ci(r, "pass@1"), _ci(r, "pass@k"), *row[1:]] for row, r in zip(rows, sampled, strict=True)
+                ]
+            parts.append("<h2>Held-out evals</h2><p>" + esc(headline(sampled)) + "</p>" + note + _table(rows, head))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def headline(evals: Sequence[Mapping[str, Any]]) -> str:
+    """Which held-out number is the headline, and why: pass@1 when the run sampled its evals."""
+    last = next((r for r in reversed(evals) if "eval/pass@1" in r), None)
+    if last is not None:
+        return (
+            f"Headline: pass@1, {_fmt(last.get('eval/samples'))} completions per prompt at T="
+            f"{_fmt(last.get('eval/temperature'))} (the training temperature), the mean over prompts with its 95 % "
+            "interval: GRPO reweights the sampling distribution, and this measures it. Greedy accuracy (one "
+            "completion, the policy's mode) is shown beside it."
+        )
+    return (
+        "Headline: greedy accuracy, one completion per prompt, the only held-out measure this run logged. It reads "
+        "the policy's mode and can stay put while GRPO lifts the sampled success rate: set eval.samples in the "
+        "task file to log pass@1 and pass@k at the training temperature."
+    )
+
+
+def _ci(row: Mapping[str, Any], key: str) -> str:
+    value, low, high = (row.get(f"eval/{key}{end}") for end in ("", "_low", "_high"))
+    if not isinstance(value, (int, float)):
+        return "-"
+    k = f" (k={_fmt(row.get('eval/k'))})" if key == "pass@k" else ""
+    return (
+        f"{value:.1%} [{low:.1%}, {high:.1%}]{k}" if isinstance(low, float) and isinstance(high, float) else _fmt(value)
+    )
 
 
 def gate_text(rlvr: Mapping[str, Any]) -> str:

@@ -180,3 +180,28 @@ def test_sft_says_on_stdout_that_the_target_was_missed(tmp_path: Path, capsys: p
     assert "SFT split: training on 16 of 20 train rows; 4 held out" in out
     assert "SFT: 2 steps on 16 rows" in out and "(target MISSED)" in out
     assert "rlvr sft: warning: target dev pass rate 100% not reached in 2 steps" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--target-pass-rate", "0.5-0.2"], "--target-pass-rate '0.5-0.2': a pass rate must be in (0, 1]"),
+        (["--target-pass-rate", "0.2", "--check-every", "0"], "--check-every must be at least 1 step, got 0"),
+        (["--target-pass-rate", "0.2", "--check-temperature", "-1"], "--check-temperature must be 0 (greedy) or above"),
+    ],
+)
+def test_a_bad_sft_stop_option_is_one_line_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str
+) -> None:
+    task = make_task(tmp_path / "task", rows=20)
+    assert main(["sft", str(task), "--out", str(tmp_path / "sft"), *flags]) != 0
+    assert says in one_line(capsys) and not (tmp_path / "sft").exists()
+
+
+def test_sft_reports_the_sampled_dev_rate_and_its_temperature(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = make_task(tmp_path / "task", rows=20)
+    argv = ["sft", str(task), "--out", str(tmp_path / "sft"), "--max-steps", "2", "--target-pass-rate", "0.9-1"]
+    assert main([*argv, "--dev-size", "4", "--no-progress"]) == 0
+    assert "dev pass rate" in (out := capsys.readouterr().out) and "on 4 rows at T=1 (target MISSED)" in out

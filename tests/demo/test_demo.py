@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.demo import format_table, run_demo
+from rlvr.demo import Stage, format_table, lift_lines, run_demo
 
 
 def test_demo_routes_sft_then_grpo_and_trains_through_the_gate(tmp_path: Path) -> None:
@@ -24,6 +24,28 @@ def test_demo_routes_sft_then_grpo_and_trains_through_the_gate(tmp_path: Path) -
     assert format_table(stages) in "\n".join(lines)
     summary = json.loads((tmp_path / "demo" / "demo.json").read_text())
     assert summary["grpo_steps"] == 4 and len(summary["stages"]) == 3
+    assert summary["lift_low"] <= summary["lift"] <= summary["lift_high"]
+    assert summary["cpu_seconds"] > 0 and len(summary["load_average"]) == 6
+    # SFT checked its dev slice at every step and stopped at the first check inside the band.
+    checks = summary["sft_checks"]
+    assert [step for step, _ in checks] == list(range(1, len(checks) + 1))
+    assert checks[-1][1] >= summary["sft_band"][0] > max([rate for _, rate in checks[:-1]], default=0.0)
+    for st in stages:
+        assert st.pass1_low is not None and st.pass1_high is not None and st.pass1 is not None
+        assert st.pass1_low <= st.pass1 <= st.pass1_high and st.k == 8 and st.temperature == 1.0
+
+
+def _stage(name: str, pass1: float, low: float, high: float, greedy: int) -> Stage:
+    return Stage(name, "m", greedy / 100, greedy, 100, pass1, low, high, pass1 + 0.2, low, high, 4, 1.0)
+
+
+def test_the_lift_line_states_the_headline_with_its_interval_and_greedy_beside_it() -> None:
+    first, second = lift_lines(
+        _stage("after SFT", 0.2, 0.15, 0.26, 40), _stage("after GRPO", 0.5, 0.43, 0.57, 45), 600, 540
+    )
+    assert first.startswith("GRPO changed held-out pass@1 by +30.0 points (95% CI +")
+    assert "20.0% -> 50.0%, 4 samples per prompt at T=1 on 100 prompts (the headline)" in first
+    assert "greedy 40.0% -> 45.0% (40/100 -> 45/100)" in second and "10.0 min wall, 9.0 CPU min" in second
 
 
 @pytest.mark.slow
@@ -31,15 +53,17 @@ def test_demo_routes_sft_then_grpo_and_trains_through_the_gate(tmp_path: Path) -
     "seed",
     [
         0,
-        # Measured 2026-12-03: +39.5 points (22.0 % -> 61.5 %), half a point short of the goal.
-        pytest.param(1, marks=pytest.mark.xfail(reason="measured +39.5 points, short of +40", strict=False)),
+        # Measured 2026-12-04 (README): SFT stopped at its first dev check of 10 % (sampled, 100 rows), where
+        # held-out pass@1 was 4.6 %; GRPO then stalled: +1.8 points (4.6 % -> 6.3 %).
+        pytest.param(1, marks=pytest.mark.xfail(reason="measured +1.8 points, far short of +40", strict=False)),
         2,
     ],
 )
-def test_full_demo_lifts_held_out_accuracy_by_at_least_40_points_on_every_seed(tmp_path: Path, seed: int) -> None:
+def test_full_demo_lifts_held_out_pass_at_1_by_at_least_40_points_on_every_seed(tmp_path: Path, seed: int) -> None:
     stages = run_demo(tmp_path / "demo", seed=seed, say=lambda _: None, progress=False)
     assert [s.name for s in stages] == ["base", "after SFT", "after GRPO"]
-    assert stages[-1].accuracy - stages[1].accuracy >= 0.40
+    after, before = stages[-1].pass1, stages[1].pass1
+    assert after is not None and before is not None and after - before >= 0.40
 
 
 def test_a_gate_the_reader_will_not_sign_stops_the_demo_with_the_way_on(

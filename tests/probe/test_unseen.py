@@ -160,3 +160,12 @@ def test_the_upper_bound_of_a_large_probe_with_no_success_is_not_printed_as_zero
 
     _, reason = decide(0, 16000, 0, too_easy=0.9)
     assert "below 0.024% with 95 % confidence" in reason
+
+
+def test_a_probe_on_trained_prompts_only_claims_no_capability(tmp_path: Path) -> None:
+    task_path = make_task(tmp_path / "t", n=10)
+    model = sft_model(tmp_path, task_path, list(range(10)))
+    half = {f"{i}+{i + 1}=" for i in range(5)}
+    report = run_probe(task_path, model=str(model), out_dir=tmp_path / "p", k=4, sampler=memoriser(half))
+    assert report.route == "grpo" and "memorisation, not capability" in report.reason
+    assert "has the capability" not in report.reason and "held-out" in report.reason

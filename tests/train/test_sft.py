@@ -9,7 +9,7 @@ import pytest
 from rlvr.data import TrainedRows, row_key, trained_rows_of
 from rlvr.errors import ConfigError
 from rlvr.task import load_task
-from rlvr.train.sft import SftOptions, run_sft, sft_rows, split_rows
+from rlvr.train.sft import SftOptions, overshoot, parse_band, run_sft, sft_rows, split_rows
 from support.tasks import make_task
 
 
@@ -108,3 +108,60 @@ def test_sft_records_its_rows_states_its_split_and_says_when_the_target_was_miss
     record = trained_rows_of(res.out_dir)
     rows = task.load_split("train")
     assert record is not None and record.keys == {row_key(r) for r in rows[4:]} and record.sources == ("sft",)
+
+
+def test_sft_checks_the_dev_slice_every_step_by_default_at_the_task_temperature(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=20))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=1.0,
+            dev_size=4,
+            overrides={"max_steps": 3, "per_device_train_batch_size": 4},
+            progress=False,
+            warn=lambda _: None,
+        ),
+    )
+    assert [step for step, _ in res.checks] == [1, 2, 3]
+    assert res.check_temperature == task.generation.temperature > 0
+
+
+def test_sft_checks_at_its_cadence_and_once_more_at_the_last_step(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=20))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=1.0,
+            dev_size=4,
+            check_every=3,
+            check_temperature=0.0,
+            overrides={"max_steps": 7, "per_device_train_batch_size": 4},
+            progress=False,
+            warn=lambda _: None,
+        ),
+    )
+    assert [step for step, _ in res.checks] == [3, 6, 7] and res.check_temperature == 0.0
+
+
+def test_a_stopping_check_above_the_band_is_an_overshoot_naming_both_checks() -> None:
+    message = overshoot([(1, 0.05), (2, 0.85)], 0.5, 40)
+    assert message is not None and "85% on 40 dev rows at step 2, above its upper edge 50%" in message
+    assert "at step 1, measured 5%" in message and "--check-every" in message
+
+
+def test_a_stopping_check_inside_the_band_or_without_an_upper_edge_is_no_overshoot() -> None:
+    assert overshoot([(1, 0.3)], 0.5, 40) is None
+    assert overshoot([(1, 0.9)], None, 40) is None
+
+
+@pytest.mark.parametrize(("text", "band"), [("0.2", (0.2, None)), ("0.2-0.5", (0.2, 0.5)), ("1", (1.0, None))])
+def test_a_target_is_a_rate_or_a_band(text: str, band: tuple[float, float | None]) -> None:
+    assert parse_band(text) == band
+
+
+@pytest.mark.parametrize("text", ["0", "1.5", "0.5-0.2", "0.2-1.5", "a-b", "20%"])
+def test_a_target_outside_zero_to_one_or_an_upside_down_band_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=repr(text)):
+        parse_band(text)

@@ -782,3 +782,15 @@ def test_a_malformed_config_is_refused_naming_the_file_and_the_key(tmp_path: Pat
                 ),
             )
     assert not (tmp_path / "run").exists()
+
+
+def test_a_task_with_eval_samples_logs_pass_at_1_and_pass_at_k_beside_greedy(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", shaping=True, extra={"eval": {"samples": 3}}))
+    train(
+        task, TrainOptions(run_dir=tmp_path / "run", max_steps=1, no_gate_reason="test", progress=False, eval_every=1)
+    )
+    evals = [x for x in lines(tmp_path / "run" / "metrics.jsonl") if "eval/accuracy" in x]
+    assert [x["step"] for x in evals] == [0, 1]
+    for x in evals:
+        assert x["eval/samples"] == x["eval/k"] == 3 and x["eval/temperature"] == task.generation.temperature
+        assert x["eval/pass@1_low"] <= x["eval/pass@1"] <= x["eval/pass@1_high"]

@@ -31,9 +31,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default: the model's, tiny 2500)")
     p.add_argument(
         "--sft-target",
-        type=float,
         default=None,
-        help="stop SFT when a dev slice reaches this pass rate (default: the model's, tiny 0.2)",
+        metavar="LOW[-HIGH]",
+        help="stop SFT on crossing into this band of dev pass rates, sampled at the task's temperature, as rlvr sft "
+        "--target-pass-rate (default: the model's, tiny 0.1-0.3, smollm2 0.2-0.5)",
+    )
+    p.add_argument(
+        "--check-every",
+        type=int,
+        default=None,
+        metavar="STEPS",
+        help="SFT steps between dev checks, as rlvr sft --check-every (default 1)",
     )
     p.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -46,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from ..demo import run_demo
     from ._common import replace_own_folder
 
+    band = _band(args.sft_target)  # refused before anything is written
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # two threads make tiny-model steps erratic
     out = Path(args.out)
@@ -54,9 +63,22 @@ def run(args: argparse.Namespace) -> int:
         out,
         model=args.model,
         grpo_steps=args.grpo_steps,
-        target=args.sft_target,
+        band=band,
+        check_every=args.check_every,
         seed=args.seed,
         progress=not args.no_progress,
     )
     # 1 when the demo stopped before GRPO (it has said why and how to continue)
     return 0 if stages and stages[-1].name == "after GRPO" else 1
+
+
+def _band(text: str | None) -> tuple[float, float | None] | None:
+    from ..errors import ConfigError
+    from ..train.sft import parse_band
+
+    if text is None:
+        return None
+    try:
+        return parse_band(text)
+    except ValueError as exc:
+        raise ConfigError(f"--sft-target {exc}") from None

@@ -18,8 +18,25 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="start from this model instead of the task's")
     p.add_argument(
         "--target-pass-rate",
+        metavar="LOW[-HIGH]",
+        help="stop at the first dev check at or above LOW, the pass rate of a dev slice of the train split; a band "
+        "(0.2-0.5) also warns when that check lands above HIGH (an overshoot: GRPO gets less signal). GRPO learns "
+        "most from a model that succeeds on part of its samples",
+    )
+    p.add_argument(
+        "--check-every",
+        type=int,
+        default=1,
+        metavar="STEPS",
+        help="optimiser steps between dev checks (default 1: a model can cross a band within a few steps; each check "
+        "samples one completion per dev row, about a step's cost for short answers; raise it for long ones)",
+    )
+    p.add_argument(
+        "--check-temperature",
         type=float,
-        help="stop as soon as a dev slice of the train split reaches this greedy pass rate (e.g. 0.2)",
+        metavar="T",
+        help="temperature of the dev check (default: the task's generation.temperature, the one GRPO samples at; "
+        "0 is greedy, which says little about how much GRPO can learn)",
     )
     p.add_argument(
         "--dev-size",
@@ -43,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..task import load_task
     from ..taskcheck import sft_problems
-    from ..train.sft import SftOptions, run_sft
+    from ..train.sft import SftOptions, parse_band, run_sft
     from ._common import check_model_arg
 
     check_model_arg(args.model)
@@ -67,15 +84,26 @@ def run(args: argparse.Namespace) -> int:
         task.success_term  # noqa: B018 - the dev pass rate counts it: raises before training when there is none
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
-    if args.target_pass_rate is not None and not 0 < args.target_pass_rate <= 1:
-        raise ConfigError("--target-pass-rate must be in (0, 1]")
+    band: tuple[float | None, float | None] = (None, None)
+    if args.target_pass_rate is not None:
+        try:
+            band = parse_band(args.target_pass_rate)
+        except ValueError as exc:
+            raise ConfigError(f"--target-pass-rate {exc}") from None
+    if args.check_every < 1:
+        raise ConfigError(f"--check-every must be at least 1 step, got {args.check_every}")
+    if args.check_temperature is not None and args.check_temperature < 0:
+        raise ConfigError(f"--check-temperature must be 0 (greedy) or above, got {args.check_temperature}")
     out = Path(args.out) if args.out else Path("runs") / task.name / "sft"
     res = run_sft(
         task,
         SftOptions(
             out_dir=out,
             model=args.model,
-            target_pass_rate=args.target_pass_rate,
+            target_pass_rate=band[0],
+            target_max=band[1],
+            check_every=args.check_every,
+            check_temperature=args.check_temperature,
             dev_size=args.dev_size,
             overrides=overrides,
             data=Path(args.data) if args.data else None,
@@ -83,9 +111,16 @@ def run(args: argparse.Namespace) -> int:
             say=print,  # the split is part of the command's report (stdout); progress and warnings go to stderr
         ),
     )
-    rate = f"; dev pass rate {res.dev_pass_rate:.1%} on {res.n_dev} rows" if res.dev_pass_rate is not None else ""
+    rate = (
+        f"; dev pass rate {res.dev_pass_rate:.1%} on {res.n_dev} rows"
+        + (f" at T={res.check_temperature:g}" if res.check_temperature else "")
+        if res.dev_pass_rate is not None
+        else ""
+    )
     outcome = (
-        " (target reached)"
+        " (target OVERSHOT)"
+        if res.overshot
+        else " (target reached)"
         if res.stopped_early
         else " (target MISSED)"
         if res.target_missed

@@ -187,9 +187,17 @@ def summarize(
     seen_n, seen_s = sum(p.n for p in seen_stats), sum(p.successes for p in seen_stats)
     by = meta.get("trained_by") or "training"
     if all_seen and route != "fix-verifier":
+        # One statement: a rate on trained prompts says nothing of capability, so the reason must not
+        # go on to claim any (decide()'s "has the capability" or "little is left to sharpen").
+        verdict = (
+            f"{reason}"
+            if route == "sft"  # failing even on trained prompts: SFT first holds whatever the cause
+            else f"Its {s / n:.1%} of {n} samples (95 % CI {low:.1%}-{high:.1%}) says how well it fits prompts it "
+            "trained on; what it can do is measured on held-out prompts (the held-out eval)."
+        )
         reason = (
             f"Could not probe unseen prompts: the model was trained ({by}) on every train row it was asked to "
-            f"probe, so this rate measures memorisation, not capability. {reason}"
+            f"probe, so this rate measures memorisation, not capability. {verdict}"
         )
         warnings.append(
             "every probed prompt is one the model trained on (see trained_rows.json): hold rows out of SFT "

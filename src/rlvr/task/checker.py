@@ -34,7 +34,7 @@ SECTION_KEYS = {
     "answer": {"column", "format", "tag", "think", "boxed", "allow_multiple"},
     "generation": {"temperature", "max_completion_length", "top_p"},
     "probe": {"k", "max_prompts", "too_easy", "success_term"},  # success_term: moved, see MOVED_KEYS
-    "eval": {"every", "max_prompts", "temperature", "term"},
+    "eval": {"every", "max_prompts", "temperature", "term", "samples"},
 }
 TERM_KEYS = {"name", "verifier", "weight", "options"}
 

@@ -85,6 +85,9 @@ class EvalSpec:
     every: int = 50
     max_prompts: int = 200
     temperature: float = 0.0
+    # Above 0: also this many completions per prompt at generation.temperature, logged as pass@1 and
+    # pass@k with their intervals (rlvr.evaluate.evaluate_sampled); rlvr report makes pass@1 the headline.
+    samples: int = 0
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ def run_grpo(
     from trl import GRPOConfig, GRPOTrainer
 
     from .. import rollouts
-    from ..evaluate import evaluate
+    from ..evaluate import evaluate, evaluate_sampled
     from ..models import load_model, load_tokenizer
 
     run_dir, cfg, dynamic = opts.run_dir, settings.grpo, settings.dynamic
@@ -263,6 +263,10 @@ def run_grpo(
             return
         res = evaluate(model, tokenizer, task, eval_rows, seed=task.seed)
         line = res.metrics()
+        if task.eval.samples > 0:  # the measure of an RL lift: pass@1 / pass@k at the training temperature
+            line |= evaluate_sampled(
+                model, tokenizer, task, eval_rows, samples=task.eval.samples, seed=task.seed
+            ).metrics()
         evals.append({"step": step, **line})
         log.write(step, line)
         res.raise_if_undecided(f"held-out eval at step {step}")

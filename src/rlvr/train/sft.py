@@ -7,6 +7,18 @@ target completion built from the ground truth in the task's answer format, and c
 as a *dev* slice of the train split (never the held-out eval) reaches a target pass rate -- the
 demo uses that to stop at a partial, not perfect, base rate.
 
+The stop target is a band (``--target-pass-rate 0.2-0.5``; one number is a band up to 100 %):
+GRPO learns most from a model that succeeds on part of its samples, and least from one that
+always or never does (a group of G with pass rate p has no learning signal with probability
+p^G + (1-p)^G). The dev check samples one completion per dev row at ``--check-temperature``
+(default: the task's ``generation.temperature``, the one GRPO samples at; 0 is greedy, which
+says little about that signal) every ``--check-every`` optimiser steps (default 1: a model can
+cross a band of 30 points within a few steps, and a check of 100 short completions costs about a
+step), with the same seed at every check so that two checks differ by the model, not by the
+draw. SFT stops at the first check at or above the band's lower edge; a check above the upper
+edge is reported as an overshoot (check more often or lower the learning rate), in the result,
+as a warning and in ``rlvr_sft.json``, with every check's step and rate.
+
 The split is stated before training: every train row without a target; with one, a dev slice
 (``--dev-size``, default 100 or a fifth of the rows, whichever is smaller) taken first from rows
 the starting model never trained on; a dev slice of more than half the rows is refused. The rows
@@ -72,8 +84,10 @@ SFT_DEFAULTS: dict[str, Any] = {
 class SftOptions:
     out_dir: Path
     model: str | None = None
-    target_pass_rate: float | None = None
-    check_every: int = 25
+    target_pass_rate: float | None = None  # the band's lower edge: SFT stops at the first check at or above it
+    target_max: float | None = None  # the band's upper edge: a check above it is an overshoot (None: 1.0)
+    check_every: int = 1  # optimiser steps between dev checks
+    check_temperature: float | None = None  # None: the task's generation.temperature; 0: greedy
     dev_size: int | None = None  # None: 100, or a fifth of the rows when that is smaller
     overrides: Mapping[str, Any] = field(default_factory=dict)
     data: Path | None = None  # train on this file's rows instead of the train split (train.sftdata)
@@ -94,6 +108,9 @@ class SftResult:
     n_train: int = 0  # rows SFT trained on (recorded in trained_rows.json)
     n_dev: int = 0  # rows held out as the dev slice
     target_missed: str | None = None  # why --target-pass-rate was not reached, when it was not
+    overshot: str | None = None  # the stopping check landed above the band's upper edge
+    checks: tuple[tuple[int, float], ...] = ()  # (optimiser step, dev pass rate) of every dev check
+    check_temperature: float | None = None
 
 
 # The dev slice may be at most this share of the train split: more, and SFT learns from the few
@@ -293,6 +310,36 @@ def percent_text(rate: float) -> str:
     return f"{rate:.0%}" if rate in (0.0, 1.0) or 0.01 <= rate <= 0.99 else f"{rate:.1%}"
 
 
+def overshoot(checks: list[tuple[int, float]], high: float | None, n_dev: int) -> str | None:
+    """The warning for a stopping check above the band's upper edge ``high``, else None."""
+    if high is None or not checks or checks[-1][1] <= high:
+        return None
+    step, rate = checks[-1]
+    before = (
+        f"; the check before, at step {checks[-2][0]}, measured {percent_text(checks[-2][1])}"
+        if len(checks) > 1
+        else ""
+    )
+    return (
+        f"SFT overshot the target band: dev pass rate {percent_text(rate)} on {n_dev} dev rows at step {step}, above "
+        f"its upper edge {percent_text(high)}{before}: GRPO gets less signal from a model this good; check more often "
+        "(--check-every) or lower the learning rate"
+    )
+
+
+def parse_band(text: str) -> tuple[float, float | None]:
+    """``"0.2"`` -> (0.2, None); ``"0.2-0.5"`` -> (0.2, 0.5); ``ValueError`` naming what is wrong."""
+    low_text, _, high_text = text.partition("-")
+    try:
+        low = float(low_text)
+        high = float(high_text) if high_text else None
+    except ValueError:
+        raise ValueError(f"{text!r} is not a pass rate (0.2) or a band (0.2-0.5)") from None
+    if not 0 < low <= 1 or (high is not None and not low <= high <= 1):
+        raise ValueError(f"{text!r}: a pass rate must be in (0, 1], a band's upper edge between its lower edge and 1")
+    return low, high
+
+
 def run_sft(task: Task, opts: SftOptions) -> SftResult:
     import torch
     from datasets import Dataset
@@ -344,15 +391,22 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     with quiet_own_warnings():  # rlvr states gradient_checkpointing explicitly
         config = SFTConfig(**cfg_kw)
     reached: dict[str, Any] = {"rate": None, "stopped": False}
+    checks: list[tuple[int, float]] = []
+    check_t = task.generation.temperature if opts.check_temperature is None else opts.check_temperature
+
+    def check(step: int) -> float:
+        # Same seed at every check (common random numbers): two checks differ by the model, not the draw.
+        rate = evaluate(model, tokenizer, task, dev, temperature=check_t, seed=task.seed).accuracy
+        checks.append((step, rate))
+        reached["rate"] = rate
+        return rate
 
     class StopAtTarget(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
             st = state  # the Trainer's state; ``reached`` is ours
             if opts.target_pass_rate is None or st.global_step % opts.check_every:
                 return control
-            res = evaluate(model, tokenizer, task, dev, temperature=0.0)
-            reached["rate"] = res.accuracy
-            if res.accuracy >= opts.target_pass_rate:
+            if check(st.global_step) >= opts.target_pass_rate:
                 reached["stopped"] = True
                 control.should_training_stop = True
             return control
@@ -360,7 +414,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
             # The last steps since the previous check: the missed-target line quotes the final rate.
             if opts.target_pass_rate is not None and not reached["stopped"] and state.global_step % opts.check_every:
-                reached["rate"] = evaluate(model, tokenizer, task, dev, temperature=0.0).accuracy
+                check(state.global_step)
             return control
 
     t0 = time.time()
@@ -398,6 +452,10 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         )
         warnings.append(missed)
         (opts.warn or _stderr_warning)(missed)
+    overshot = overshoot(checks, opts.target_max, len(dev)) if reached["stopped"] else None
+    if overshot:
+        warnings.append(overshot)
+        (opts.warn or _stderr_warning)(overshot)
     result = SftResult(
         opts.out_dir,
         trainer.state.global_step,
@@ -408,6 +466,9 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         n_train=len(train_rows),
         n_dev=len(dev),
         target_missed=missed,
+        overshot=overshot,
+        checks=tuple(checks),
+        check_temperature=check_t if opts.target_pass_rate is not None else None,
     )
     (opts.out_dir / "rlvr_sft.json").write_text(
         json.dumps(
