@@ -54,7 +54,7 @@ def find_json(
         carriers += [
             (start + m.start(), start + m.end())
             for m in _FENCE.finditer(region)
-            if m.group(1).strip()[:1] in ("{", "[")  # a fenced block of JSON: a call, read or not
+            if untrusted.strip(m.group(1))[:1] in ("{", "[")  # a fenced block of JSON: a call, read or not
         ]
         others = [c for c in carriers if not (c[0] <= span[0] and span[1] <= c[1]) and not (span[0] <= c[0] < span[1])]
         if others:
