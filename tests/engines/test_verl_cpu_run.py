@@ -14,7 +14,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +46,6 @@ PROBS_DIFF_BOUND = 0.05
 @dataclass(frozen=True)
 class Run:
     returncode: int
-    seconds: float
     output: str
     task: Path
     calls: list[dict[str, Any]]  # every call of rlvr's adapter inside verl (RLVR_ADAPTER_LOG)
@@ -117,7 +115,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         f"trainer.rollout_data_dir={tmp / 'rollouts'}",
         "data.max_prompt_length=128",  # the example's prompts are under 100 tokens; verl pads to this
     ]
-    start = time.monotonic()
     proc = subprocess.run(
         [str(adapter.with_suffix(".launch.sh")), *extra],
         env=env,
@@ -127,11 +124,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         text=True,
         timeout=RUN_TIMEOUT + 120,
     )
-    seconds = time.monotonic() - start
     (tmp / "run.log").write_text(proc.stdout)
     rollouts = [r for f in sorted((tmp / "rollouts").glob("*.jsonl")) for r in _jsonl(f)]
     log = adapter.parent / "verl_reward.data" / "verl_log.jsonl"
-    return Run(proc.returncode, seconds, proc.stdout, task, _jsonl(tmp / "calls.jsonl"), rollouts, _jsonl(log))
+    return Run(proc.returncode, proc.stdout, task, _jsonl(tmp / "calls.jsonl"), rollouts, _jsonl(log))
 
 
 def _metric(run: Run, key: str) -> list[float]:
@@ -140,7 +136,6 @@ def _metric(run: Run, key: str) -> list[float]:
 
 def test_the_written_launch_script_exits_0_within_its_hard_timeout(run: Run) -> None:
     assert run.returncode == 0, run.output[-4000:]
-    assert run.seconds < RUN_TIMEOUT + 120
 
 
 def test_verl_called_rlvrs_reward_once_per_completion(run: Run) -> None:
