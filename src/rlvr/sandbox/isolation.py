@@ -155,17 +155,20 @@ def build_ruleset(abi: int, readable: list[str], writable: list[str]) -> int:
                 allowed = read_dir if is_dir else read_file
             elif not is_dir:
                 allowed = file_rw
-            rule = _PathBeneath(allowed, pfd)
-            rc = libc.syscall(
-                SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)
-            )
-            os.close(pfd)
-            if rc != 0:
-                raise os_error(f"landlock_add_rule {path}")
+            _add_rule(fd, path, pfd, allowed)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _add_rule(fd: int, path: str, pfd: int, allowed: int) -> None:
+    """Allow ``allowed`` beneath the path opened as ``pfd`` in the ruleset ``fd``; closes ``pfd``."""
+    rule = _PathBeneath(allowed, pfd)
+    rc = libc.syscall(SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
+    os.close(pfd)
+    if rc != 0:
+        raise os_error(f"landlock_add_rule {path}")
 
 
 def writes_only_beneath(abi: int, dirs: list[str], files: list[str]) -> None:
@@ -185,14 +188,7 @@ def writes_only_beneath(abi: int, dirs: list[str], files: list[str]) -> None:
         raise os_error("landlock_create_ruleset")
     try:
         for path, allowed in [(d, handled) for d in dirs] + [(f, handled & (write_file | (1 << 14))) for f in files]:
-            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            rule = _PathBeneath(allowed, pfd)
-            rc = libc.syscall(
-                SYS_landlock_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)
-            )
-            os.close(pfd)
-            if rc != 0:
-                raise os_error(f"landlock_add_rule {path}")
+            _add_rule(fd, path, os.open(path, os.O_PATH | os.O_CLOEXEC), allowed)
         restrict_self(fd)
     finally:
         os.close(fd)
