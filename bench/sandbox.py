@@ -34,6 +34,7 @@ sandbox as it was at git commit REF (``git archive`` into a temporary folder, pu
 
     .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R] [--only humaneval,mbpp] [--before REF]
     .venv/bin/python bench/sandbox.py --checkers   # the stdout checkers on adversarial 1 MiB outputs
+    .venv/bin/python bench/sandbox.py --start 20 [--before REF]   # CPU to start one worker
 """
 
 from __future__ import annotations
@@ -265,6 +266,37 @@ def run_checkers() -> None:
     print()
 
 
+def run_start(rounds: int) -> None:
+    """CPU milliseconds to start one worker and close it (its interpreter, imports, namespaces and
+    layer probes, all reaped by this process), with every layer and with none; the interpreter
+    choice (probing it as the uid) is timed alone and subtracted. The median of ``rounds``."""
+    import resource
+
+    from rlvr.sandbox.interpreter import choose_python
+
+    def reaped() -> float:  # microseconds, where os.times counts 10 ms ticks
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    def median_cpu(fn: Any) -> float:
+        out = []
+        for _ in range(rounds):
+            t0 = reaped()
+            fn()
+            out.append(reaped() - t0)
+        return sorted(out)[rounds // 2] * 1000
+
+    def start_and_close(enable: tuple[str, ...]) -> None:
+        with SandboxPool(1, enable=enable):
+            pass
+
+    choose = median_cpu(choose_python)
+    print(f"interpreter choice: {choose:.1f} cpu ms (subtracted below)")
+    for label, enable in (("ours", LAYERS), ("bare", ())):
+        total = median_cpu(lambda enable=enable: start_and_close(enable))
+        print(f"worker start {label:<4}: {total - choose:.1f} cpu ms (median of {rounds})")
+
+
 def run_before(args: argparse.Namespace) -> None:
     here = Path(__file__).resolve().parents[1]
     old = Path(tempfile.mkdtemp(prefix="rlvr-bench-before-"))
@@ -284,6 +316,7 @@ def run_before(args: argparse.Namespace) -> None:
             str(args.repeat),
             "--workers",
             str(args.workers),
+            *(["--start", str(args.start)] if args.start else []),
             *(["--only", args.only] if args.only else []),
         ]
         print(f"== before: {args.before} ==", flush=True)
@@ -306,12 +339,16 @@ def main() -> None:
     )
     ap.add_argument("--only", default="", help="comma-separated workloads (trivial, humaneval, mbpp; default all)")
     ap.add_argument("--checkers", action="store_true", help="time the stdout checkers on 1 MiB outputs, then stop")
+    ap.add_argument("--start", type=int, default=0, metavar="N", help="time N worker starts, then stop")
     args = ap.parse_args()
     if args.checkers:
         run_checkers()
         return
     if args.before:
         run_before(args)
+    if args.start:
+        run_start(args.start)
+        return
 
     loads = workloads(args.trivial)
     if args.only:
