@@ -254,3 +254,62 @@ def test_no_two_test_files_share_a_basename():
     for path in (Path(__file__).parent).rglob("test_*.py"):
         seen[path.name].append(str(path.parent.name))
     assert {name: dirs for name, dirs in seen.items() if len(dirs) > 1} == {}
+
+
+# The sandbox's trust zones (rlvr/sandbox/inside/__init__.py): what runs in a worker's interpreter
+# and the children it forks is loaded there alone, from its folder, so it may import only itself
+# and the standard library. The trainer side may import inside, never the reverse.
+INSIDE = "rlvr.sandbox.inside"
+
+
+def imports_outside_inside(module: str, source: str) -> list[str]:
+    """``line: target`` for each import in ``source`` (the module ``module`` of the inside package,
+    relative imports resolved) that is neither the inside package, imported relatively (the
+    worker loads it under another name), nor the standard library."""
+    package = module.split(".") if module == INSIDE else module.split(".")[:-1]
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [(a.name, False) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join(package[: len(package) - node.level + 1])
+            targets = [(".".join(p for p in (base, node.module) if p), True)]
+        elif isinstance(node, ast.ImportFrom):
+            targets = [(node.module or "", False)]
+        else:
+            continue
+        for target, relative in targets:
+            if relative and (target == INSIDE or target.startswith(INSIDE + ".")):
+                continue
+            if relative or target.split(".")[0] not in sys.stdlib_module_names:
+                bad.append(f"{node.lineno}: {target}")
+    return bad
+
+
+def test_the_inside_import_check_finds_the_trainer_side_and_third_party_packages():
+    source = (
+        "import os\nfrom . import wire\nfrom .. import pool\nfrom ...errors import X\nimport torch\n"
+        "from rlvr.sandbox.inside import wire\n"
+    )
+    found = imports_outside_inside(f"{INSIDE}.child", source)
+    assert found == ["3: rlvr.sandbox", "4: rlvr.errors", "5: torch", "6: rlvr.sandbox.inside"]
+
+
+def test_the_sandbox_inside_imports_only_itself_and_the_standard_library():
+    inside = {name: path for name, path in MODULES.items() if name == INSIDE or name.startswith(INSIDE + ".")}
+    assert f"{INSIDE}.harness" in inside and f"{INSIDE}.child" in inside
+    bad = [
+        f"{path.relative_to(SRC.parent)}:{where}"
+        for name, path in inside.items()
+        for where in imports_outside_inside(name, path.read_text(encoding="utf-8"))
+    ]
+    assert not bad, "the inside package imports only itself and the standard library:\n" + "\n".join(bad)
+    # The worker's interpreter runs the package's __init__ first: nothing in it but its docstring.
+    init = ast.parse(inside[INSIDE].read_text(encoding="utf-8")).body
+    assert len(init) == 1 and isinstance(init[0], ast.Expr) and isinstance(init[0].value, ast.Constant)
+
+
+def test_the_trainer_side_imports_inside_and_inside_never_imports_it():
+    arrows = {(e.source.startswith(INSIDE), e.target.startswith(INSIDE)) for e in edges()}
+    assert (False, True) in arrows  # the trainer side reaches inside through ordinary imports
+    assert (True, False) not in arrows

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from rlvr.sandbox import wire
+from rlvr.sandbox.inside import wire
 from rlvr.sandbox.plans import BadTestsError, plan_stdio, plan_tests
 
 

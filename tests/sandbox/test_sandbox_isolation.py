@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 from test_sandbox_pool import Script, call, runs, value
 
+from rlvr.sandbox.inside.harness import remove_tree
 from rlvr.sandbox.pool import LAYERS, Limits, SandboxPool
 
 
@@ -228,15 +227,6 @@ def test_a_deep_directory_tree_and_a_full_workdir_do_not_reach_the_next_sample(o
 
 
 def test_tree_removal_has_no_recursion_limit(tmp_path):
-    spec = importlib.util.spec_from_file_location(
-        "rlvr_harness_for_test", Path(__file__).parents[2] / "src/rlvr/sandbox/harness.py"
-    )
-    harness = importlib.util.module_from_spec(spec)
-    path_before = list(sys.path)
-    try:
-        spec.loader.exec_module(harness)
-    finally:
-        sys.path[:] = path_before
     d = tmp_path / "top"
     d.mkdir()
     fd = os.open(d, os.O_RDONLY)
@@ -247,7 +237,7 @@ def test_tree_removal_has_no_recursion_limit(tmp_path):
         fd = nfd
     os.close(os.open("leaf.txt", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
     os.close(fd)
-    harness.remove_tree(str(d))
+    remove_tree(str(d))
     assert not d.exists()
 
 

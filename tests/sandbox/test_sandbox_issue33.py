@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rlvr.rewards.base import Outcome, Sample, Verdict
 from rlvr.rewards.code import UnitTests
-from rlvr.sandbox.tolerance import numbers_close
+from rlvr.sandbox.inside.tolerance import numbers_close
 
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -77,7 +77,7 @@ def test_the_programs_end_inside_a_call_back_of_the_test_is_final(pool):
 # -- 3: the test child acts on nothing the program says -------------------------------------------
 def test_a_name_the_test_did_not_ask_for_ends_the_sample(pool):
     forge = (
-        "import sys\nS = sys.modules['child'].Server\n_g = S.globals\n"
+        "import sys\nS = sys.modules['inside.child'].Server\n_g = S.globals\n"
         "S.globals = lambda self, wanted: _g(self, wanted) + [['isinstance', ['T', 'object']]]\n"
     )
     v = run(pool, forge + "def f():\n    return 1\n", "assert f() == 1\n")
@@ -95,7 +95,7 @@ def test_a_standard_module_the_program_rebinds_is_the_test_childs_own_import(poo
 
 def test_a_forged_load_answer_binds_no_standard_object(pool):
     forge = (
-        "import sys\nS = sys.modules['child'].Server\n"
+        "import sys\nS = sys.modules['inside.child'].Server\n"
         "S.globals = lambda self, wanted: [[n, ['T', 'object']] for n in wanted]\n"
     )
     v = run(pool, forge + "def f():\n    return 0\n", "assert f() == 1\n")

@@ -6,9 +6,11 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+import rlvr
 from rlvr.errors import SandboxError
 from rlvr.sandbox.checks import judge_stdio, read_script, records, script_job, split_cases, stdio_job
 from rlvr.sandbox.checks import tests_job as make_tests_job
@@ -168,11 +170,27 @@ def test_cpu_bound_loop_is_a_timeout_not_a_crash():
 def test_a_worker_that_cannot_start_is_a_sandbox_error_with_its_reason(tmp_path, monkeypatch):
     from rlvr.sandbox import worker as worker_mod
 
-    broken = tmp_path / "harness.py"
+    broken = tmp_path / "__init__.py"  # the inside package, as the worker's interpreter loads it first
     broken.write_text("raise SystemExit('harness exploded on purpose')\n")
-    monkeypatch.setattr(worker_mod, "HARNESS", broken)
+    monkeypatch.setattr(worker_mod, "INSIDE", broken)
     with pytest.raises(SandboxError, match="exploded on purpose"):
         SandboxPool(1).start()
+
+
+def test_the_worker_loads_the_inside_package_alone_and_puts_no_folder_of_ours_on_sys_path(pool):
+    # rlvr/sandbox/inside/__init__.py: loaded as ``inside`` in the worker's interpreter, without
+    # rlvr/__init__ or the trainer side; the forgery tests reach ``inside.child`` by this name.
+    code = (
+        "import sys\ndef f():\n    ours = sorted(m for m in sys.modules if m.split('.')[0] in ('inside', 'rlvr'))\n"
+        "    return [ours, sys.path, hasattr(sys.modules['inside.child'], 'Server')]\n"
+    )
+    sc = Script(code, call("f"))
+    runs(pool, [sc])
+    ours, path, server = value(sc)
+    assert server and {"inside", "inside.harness", "inside.child", "inside.testchild"} <= set(ours)
+    assert [m for m in ours if not m.startswith("inside")] == []
+    src = str(Path(rlvr.__file__).resolve().parents[1])
+    assert [p for p in path if p.startswith(src)] == []
 
 
 def test_threads_still_work_under_the_fork_ban(full_pool):

@@ -1,4 +1,4 @@
-"""The one tolerance function (``rlvr.sandbox.tolerance``), shared by the test child's
+"""The one tolerance function (``rlvr.sandbox.inside.tolerance``), shared by the test child's
 ``float_tolerance`` and the stdin/stdout ``float`` checker."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rlvr.sandbox.checkers import CheckerSpec, check_output
-from rlvr.sandbox.tolerance import numbers_close
+from rlvr.sandbox.inside.tolerance import numbers_close
 
 ANY = st.floats(width=64)
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)

@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr.sandbox import wire
+from rlvr.sandbox.inside import wire
 
 SCALARS = (
     st.none()

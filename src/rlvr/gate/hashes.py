@@ -25,19 +25,8 @@ SHARED_MODULES = ("rlvr.rewards.base", "rlvr.rewards.format", "rlvr.rewards.comb
 # rlvr code followed through imports: the verifiers and the sandbox, whose trusted side compares a
 # program's outputs with the expected ones (so it decides unit-test verdicts).
 FOLLOWED_PACKAGES = ("rlvr.rewards", "rlvr.sandbox", "rlvr.episodes")  # episodes: only from an episode task
-# Modules loaded by file path rather than imported, so the import scan cannot see them.
-LOADED_BY_PATH = {
-    "rlvr.sandbox.worker": (
-        "rlvr.sandbox.harness",
-        "rlvr.sandbox.probing",
-        "rlvr.sandbox.isolation",
-        "rlvr.sandbox.child",
-        "rlvr.sandbox.testchild",
-        "rlvr.sandbox.proxy",
-        "rlvr.sandbox.wire",
-        "rlvr.sandbox.relay",
-    )
-}
+# Modules started in another interpreter rather than imported (the scan follows their imports).
+LOADED_BY_PATH = {"rlvr.sandbox.worker": ("rlvr.sandbox.inside.harness",)}
 
 
 def sha256_file(path: str | Path) -> str:

@@ -368,7 +368,7 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "forged_load_answer",
-        "import sys\nS = sys.modules['child'].Server\n"
+        "import sys\nS = sys.modules['inside.child'].Server\n"
         "S.globals = lambda self, wanted: [[n, ['T', 'object']] for n in wanted]\ndef add(a, b):\n    return 0\n",
         ADD_TESTS,
     ),

@@ -3,11 +3,13 @@ CPython.
 
 Shape: a ``SandboxPool`` in the trainer starts a few *fresh* worker processes (``pool.py``,
 ``worker.py``); each sample is one ``Job`` (``checks.tests_job``, ``stdio_job``, ``script_job``).
-For an assert-style sample the worker (``harness.py``, relaying with ``relay.py``) forks a
-*candidate child* that holds the program (``child.py``) and a *test child* that runs the row's
-test file in real CPython (``testchild.py``), reaching the program's objects only through a
-proxy (``proxy.py``): every operation is a request over a pipe, every answer plain data decoded
-strictly into fresh builtins and standard containers (``wire.py``), or a handle. The test child
+What runs in a worker and its children lives in ``inside/`` (standard library only, importing
+nothing from this trainer side; its docstring draws the line). For an assert-style sample the
+worker (``inside/harness.py``, relaying with ``inside/relay.py``) forks a *candidate child* that
+holds the program (``inside/child.py``) and a *test child* that runs the row's test file in real
+CPython (``inside/testchild.py``), reaching the program's objects only through a proxy
+(``inside/proxy.py``): every operation is a request over a pipe, every answer plain data decoded
+strictly into fresh builtins and standard containers (``inside/wire.py``), or a handle. The test child
 reports each assert on its own pipe the moment it is decided; a failed assert is final;
 expected values never leave it. The rule: a ``correct`` verdict implies plain CPython passes the
 same program and tests; what the boundary cannot keep exact (a program object used for more

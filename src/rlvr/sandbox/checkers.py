@@ -17,7 +17,7 @@ sandbox caps the output at 1 MiB before it gets here.
     included) are equal, in order.
 ``float``
     Tokens as for ``tokens``, same count; a pair of numeric tokens is accepted when
-    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)`` (``rlvr.sandbox.tolerance``, the one
+    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)`` (``rlvr.sandbox.inside.tolerance``, the one
     function the test child's ``float_tolerance`` uses too); other tokens must be equal as
     text. A numeric token is ``[+-]`` digits, an optional ``.`` and digits (at least one digit
     in all), an optional exponent ``e``/``E`` ``[+-]`` digits, ASCII only; or one of ``nan``,
@@ -57,7 +57,7 @@ from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
 from pathlib import Path
 from typing import Any, cast
 
-from .tolerance import numbers_close
+from .inside.tolerance import numbers_close
 
 __all__ = [
     "CHECKERS",

@@ -55,7 +55,7 @@ def _framed(body: bytes) -> bytes:
 def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0, objects: bool = False) -> Job:
     """An assert-style sample: the program and the tests go to the test child only.
     ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``
-    (``rlvr.sandbox.tolerance``). ``objects``: the task's ``program_objects`` (the tests use the
+    (``rlvr.sandbox.inside.tolerance``). ``objects``: the task's ``program_objects`` (the tests use the
     program's own objects; every operation dispatches to the program as CPython would)."""
     body = {
         "objects": objects,

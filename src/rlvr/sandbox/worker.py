@@ -1,5 +1,5 @@
-"""One sandbox worker as the trainer sees it: spawning ``harness.py`` in a fresh interpreter,
-the framing on its pipes, and one sample (``Worker.session``).
+"""One sandbox worker as the trainer sees it: starting ``inside/harness.py`` in a fresh
+interpreter (``BOOT``), the framing on its pipes, and one sample (``Worker.session``).
 
 A sample is one ``Job``: a control frame and its data frames, written at once; what comes back
 is the test child's records (R frames), or a script's output per input (O, E and C frames), then
@@ -25,9 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError
+from . import inside
 from .interpreter import worker_env
 
-HARNESS = Path(__file__).with_name("harness.py")
+# The worker's interpreter runs isolated (-I -S: no site, no PYTHONPATH, no script folder) and need
+# not have rlvr installed: BOOT loads the inside package from INSIDE under the name ``inside``,
+# putting no folder on sys.path (see ``inside``'s docstring), then runs the worker.
+INSIDE = Path(inside.__file__)
+BOOT = (
+    "import importlib.util as u, sys\n"
+    "spec = u.spec_from_file_location('inside', sys.argv.pop(1), submodule_search_locations=[])\n"
+    "sys.modules['inside'] = u.module_from_spec(spec)\n"
+    "spec.loader.exec_module(sys.modules['inside'])\n"
+    "from inside.harness import main\n"
+    "main()\n"
+)
 GRACE_S = 5.0
 MAX_FRAME = 1 << 20  # one frame from the worker, bytes
 MAX_REPLY = 64 << 20  # everything one sample sends back; past it the sample is over its output limit
@@ -83,7 +95,7 @@ class Worker:
     def __init__(self, python: str, cfg: dict[str, object]) -> None:
         self.errfile = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [python, "-I", "-S", str(HARNESS), json.dumps(cfg)],
+            [python, "-I", "-S", "-c", BOOT, str(INSIDE), json.dumps(cfg)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errfile,

@@ -1,9 +1,11 @@
 """The sandbox worker: runs *untrusted* code, one forked child per sample. Standard library only.
 
-This file is executed as a script (``python -I -S harness.py WORKER_CONFIG_JSON``) by an
-interpreter the pool chose, usually Debian's ``/usr/bin/python3``: the child drops to an
-unprivileged uid, and that uid must still be able to import the standard library (pyenv under a
-0700 ``/root`` fails that). It never imports rlvr, so it works whatever the trainer's environment.
+``main`` runs in a fresh interpreter the pool chose (``python -I -S``, started by ``worker.py``
+with this package loaded as ``inside``, see its ``__init__``), usually Debian's
+``/usr/bin/python3``: the child drops to an unprivileged uid, and that uid must still be able to
+import the standard library (pyenv under a 0700 ``/root`` fails that). It never imports rlvr, so
+it works whatever the trainer's environment. ``main`` reads the worker's config (JSON) from
+``sys.argv[1]``.
 
 Lifecycle:
 
@@ -47,12 +49,8 @@ import sys
 import time
 from typing import Any, NoReturn
 
-# Run as a script with -I (no script directory on sys.path): find the sibling module by path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, _HERE)
-import child as child_module  # noqa: E402 - the children's code, loaded before any directory is hidden
-import testchild as testchild_module  # noqa: E402
-from isolation import (  # noqa: E402
+from . import child, testchild  # the children's code, loaded before any directory is hidden
+from .isolation import (
     F_SETPIPE_SZ,
     PR_SET_NO_NEW_PRIVS,
     PR_SET_PDEATHSIG,
@@ -69,10 +67,8 @@ from isolation import (  # noqa: E402
     vmsize,
     writes_only_beneath,
 )
-from probing import hidden_dirs, probe_layers, readable_paths  # noqa: E402
-from relay import discard, pump, read_exact, write_frame  # noqa: E402
-
-sys.path[:] = [p for p in sys.path if p not in (_HERE, "")]  # samples import nothing from here
+from .probing import hidden_dirs, probe_layers, readable_paths
+from .relay import discard, pump, read_exact, write_frame
 
 # Modules samples commonly import, loaded once here so the children inherit them (fast, and
 # importable even where the uid could not read the interpreter's files).
@@ -84,8 +80,6 @@ PREIMPORT = (
 
 MAX_OUTPUT = 4 << 20  # all answers of one sample, bytes
 SECCOMP_BPF = b""
-CHILD: Any = None  # the children's modules, imported before the host directories are hidden
-TESTCHILD: Any = None
 
 
 # -- the children --------------------------------------------------------------------------------
@@ -149,13 +143,13 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
         os.environ.update({"HOME": "/" if test else workdir, "PATH": "/nonexistent", "LANG": "C.UTF-8"})
         sys.argv[:] = [""]
         if role == "candidate":
-            CHILD.serve(3, 4)
+            child.serve(3, 4)
             code = 0
         elif test:
-            TESTCHILD.main(3, 4, 5, 6)
+            testchild.main(3, 4, 5, 6)
             code = 0
         else:
-            code = CHILD.script()
+            code = child.script()
     except BaseException:  # noqa: BLE001 - the exit code is reported but decides nothing
         code = 70
     os._exit(code)
@@ -368,7 +362,7 @@ def _kill(pid: int, pidns: bool, group: bool = True) -> None:
 
 def main() -> None:
     """Start the worker: set up the namespaces, probe the layers, say hello, serve sessions."""
-    global CHILD, TESTCHILD, SECCOMP_BPF
+    global SECCOMP_BPF
     cfg = json.loads(sys.argv[1])
     # python -S has no exit() or quit(); programs (and tests) call them.
     builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
@@ -378,7 +372,6 @@ def main() -> None:
             __import__(name)
         except ImportError:
             pass
-    CHILD, TESTCHILD = child_module, testchild_module
     layers: dict[str, str] = {}
     cfg["readable"] = readable_paths()
     cfg["limits"]["vmsize"] = vmsize()  # before /proc is hidden
@@ -440,7 +433,3 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - the pool maps this to a sandbox error
             status = {"why": f"sandbox:{type(exc).__name__}: {exc}"}
         write_frame(b"S", json.dumps(status).encode())
-
-
-if __name__ == "__main__":
-    main()

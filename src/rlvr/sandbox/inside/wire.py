@@ -1,6 +1,6 @@
 """The data format between the test child and the candidate child: values as tagged JSON, and
-length-prefixed frames. Standard library only; loaded by ``harness.py`` inside the worker's
-interpreter (both children use it), never by the trainer.
+length-prefixed frames, used by both children (the inside package: standard library only, see
+its ``__init__``).
 
 Scalars travel as JSON scalars (``int`` within 63 bits, ``float`` including NaN and infinities,
 ``str``, ``bool``, ``None``); every container is a list whose first item is a tag, so nothing is

@@ -1,7 +1,6 @@
 """The test child: runs a row's test file in real CPython, against the candidate child through a
-proxy. Standard library only; loaded by ``harness.py`` inside the worker's interpreter (never
-imported by the trainer), and run after its isolation layers are applied (its own uid, not the
-candidate's).
+proxy, after its isolation layers are applied (its own uid, not the candidate's; the inside
+package: standard library only, see its ``__init__``).
 
 - **It acts on nothing the program says.** The names it binds are the free names of the test
   file and the prompt's helpers, plus the task's entry point; it asks the candidate child for
@@ -29,10 +28,9 @@ import reprlib
 import sys
 from typing import Any, NoReturn
 
-import proxy  # type: ignore[import-not-found]  # sibling modules, loaded by the harness
-import wire  # type: ignore[import-not-found]
-from proxy import Handle, Link  # type: ignore[import-not-found]
-from tolerance import numbers_close  # type: ignore[import-not-found]
+from . import proxy, wire
+from .proxy import Handle, Link
+from .tolerance import numbers_close
 
 REPR = reprlib.Repr()
 REPR.maxstring = REPR.maxother = 160

@@ -1,7 +1,6 @@
 """Float tolerance, in one place: the test child's ``float_tolerance`` and the stdin/stdout
-``float`` checker both call ``numbers_close``. Standard library only (the test child loads it as
-a sibling module inside the worker's interpreter; the trainer imports it as
-``rlvr.sandbox.tolerance``).
+``float`` checker both call ``numbers_close``. In the inside package (standard library only),
+because the test child runs it; the trainer's ``checkers.py`` imports it from there.
 
 The rule: ``a`` and ``b`` are close when they are equal, or both finite and
 ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)``. So an infinity is close only to the same

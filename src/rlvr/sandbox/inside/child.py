@@ -1,6 +1,5 @@
-"""The candidate child: the only process that runs the model's code. Standard library only;
-loaded by ``harness.py`` inside the worker's interpreter (never imported by the trainer), and run
-after every isolation layer is applied.
+"""The candidate child: the only process that runs the model's code, after every isolation layer
+is applied (the inside package: standard library only, see its ``__init__``).
 
 It decides nothing. Two ways to run:
 
@@ -34,7 +33,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
+from . import wire
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
 OPS = {

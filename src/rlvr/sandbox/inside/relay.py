@@ -1,7 +1,7 @@
 """The worker's relay: frames with the trainer on stdin/stdout, and moving a sample's bytes
 between pipes with ``splice``, so the worker never reads a job, a record or an output into its
-own memory (the next child, forked from it, cannot find one there). Standard library only;
-loaded by ``harness.py`` inside the worker's interpreter, never by the trainer.
+own memory (the next child, forked from it, cannot find one there). Runs in the worker (the
+inside package: standard library only, see its ``__init__``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The test child's proxy: ``Handle`` stands for an object that lives in the candidate child,
-and ``Link`` carries its requests. Standard library only; loaded by ``harness.py`` (through
-``testchild.py``) inside the worker's interpreter, never by the trainer.
+and ``Link`` carries its requests; runs in the test child (the inside package: standard library
+only, see its ``__init__``).
 
 The rule: a ``correct`` verdict must imply that plain CPython passes the same program and tests.
 What the proxy cannot keep exact it refuses (``Link.refuse``: the sample ends ``unsupported``,
@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-import wire  # type: ignore[import-not-found]  # a sibling module, loaded by the harness
+from . import wire
 
 MAX_ANSWER = 64 << 20  # bytes of one answer from the candidate child
 _CALLABLE_TYPES = (

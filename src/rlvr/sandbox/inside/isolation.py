@@ -1,6 +1,6 @@
-"""The isolation layers, as thin ``ctypes`` wrappers over Linux system calls. Standard library
-only: imported by ``harness.py`` and ``probing.py`` inside the worker's interpreter, never by the
-trainer.
+"""The isolation layers, as thin ``ctypes`` wrappers over Linux system calls, applied by the worker
+(``harness.py``, ``probing.py``) to itself and its children (the inside package: standard library
+only, see its ``__init__``).
 
 Each function either applies one layer or raises ``OSError`` saying why it cannot; the worker
 probes them at start-up (``probing.probe_layers``) and reports the result. x86-64 system call

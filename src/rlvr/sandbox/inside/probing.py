@@ -1,8 +1,7 @@
 """The worker's start-up probes: which isolation layers work on this machine (each tried in a
 throwaway child), and what a sample may see (``hidden_dirs``, ``readable_paths``).
 
-Standard library only; loaded by ``harness.py`` from its own directory, inside the worker's
-interpreter, never by the trainer.
+Runs in the worker (the inside package: standard library only, see its ``__init__``).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from isolation import (
+from .isolation import (
     PR_SET_NO_NEW_PRIVS,
     apply_landlock,
     apply_seccomp,
