@@ -1,4 +1,4 @@
-"""Hypothesis properties of the plain-data decoder (``sandbox/wire.py``): what the test child
+"""Hypothesis properties of the plain-data decoder (``sandbox/inside/wire.py``): what the test child
 applies to everything the candidate child sends."""
 
 from __future__ import annotations

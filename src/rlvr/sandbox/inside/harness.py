@@ -365,8 +365,8 @@ def main() -> None:
     global SECCOMP_BPF
     cfg = json.loads(sys.argv[1])
     # python -S has no exit() or quit(); programs (and tests) call them.
-    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
-    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
     for name in PREIMPORT:
         try:
             __import__(name)

@@ -348,34 +348,34 @@ class Handle:
         return _ask(self, "next")
 
     def __len__(self) -> int:
-        return _ask(self, "len")  # type: ignore[no-any-return]
+        return _ask(self, "len")
 
     def __bool__(self) -> bool:
-        return _ask(self, "bool")  # type: ignore[no-any-return]
+        return _ask(self, "bool")
 
     def __hash__(self) -> int:
-        return _ask(self, "hash")  # type: ignore[no-any-return]
+        return _ask(self, "hash")
 
     def __str__(self) -> str:
-        return _ask(self, "str")  # type: ignore[no-any-return]
+        return _ask(self, "str")
 
     def __repr__(self) -> str:
-        return _ask(self, "repr")  # type: ignore[no-any-return]
+        return _ask(self, "repr")
 
     def __format__(self, spec: str) -> str:
-        return _ask(self, "format", spec)  # type: ignore[no-any-return]
+        return _ask(self, "format", spec)
 
     def __contains__(self, item: Any) -> bool:
-        return _ask(self, "contains", item)  # type: ignore[no-any-return]
+        return _ask(self, "contains", item)
 
     def __index__(self) -> int:
-        return _ask(self, "index")  # type: ignore[no-any-return]
+        return _ask(self, "index")
 
     def __int__(self) -> int:
-        return _ask(self, "int")  # type: ignore[no-any-return]
+        return _ask(self, "int")
 
     def __float__(self) -> float:
-        return _ask(self, "float")  # type: ignore[no-any-return]
+        return _ask(self, "float")
 
     def __neg__(self) -> Any:
         return _op(self, "neg", self)
