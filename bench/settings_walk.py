@@ -1,15 +1,15 @@
 """The training walk: the modules ``rlvr train`` passes ``learning_rate`` through, from the command
 line to TRL's ``GRPOConfig``, and how many times that walk climbs back to a module it has passed.
 
-Definition (what the numbers in the notes count): run ``rlvr train examples/arithmetic --config
+Definition (the count the issue-35 report gives): run ``rlvr train examples/arithmetic --config
 PLAN --set learning_rate=2e-4`` (every layer: recipe, task, config file, ``--set``) and trace every
 line executed in an ``rlvr`` module until ``GRPOConfig`` is constructed. A line is *on the walk*
 when its frame holds the value (a local variable is a mapping with the key ``learning_rate``) and
-its code is in a source file (a dataclass's generated ``__init__`` is not).
-Consecutive walk lines in one module are one visit; the walk is the list of visits, and a
-**climb-back** is a visit to a module that an earlier visit already passed through.
+its code is in a source file (a dataclass's generated ``__init__`` is not). Consecutive walk lines
+in one module are one visit; the walk is the list of visits, and a **climb-back** is a visit to a
+module that an earlier visit already passed through.
 
-Run: ``PYTHONPATH=src python bench/settings_walk.py`` (loads no model weights; a few seconds).
+Run: ``PYTHONPATH=src python bench/settings_walk.py`` (loads no model weights; about 10 s).
 """
 
 from __future__ import annotations
