@@ -63,26 +63,18 @@ def grpo_problems(task: Task) -> list[Problem]:
     """The problems ``rlvr train`` would raise for the task's ``grpo:`` section (one GPU, bf16)."""
     from .plan import recipe, validate
 
-    cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=CHECK_HARDWARE, seed=task.seed)
-    cfg["reward_weights"] = [t.weight for t in task.rewards]
+    out: list[Problem] = []
+    generation = dataclasses.asdict(task.generation)
+    try:
+        settings = recipe.resolve(task.grpo, generation=generation, hw=CHECK_HARDWARE, seed=task.seed)
+    except ConfigError as exc:  # rlvr's own keys (stop, dynamic): the GRPOConfig values are checked still
+        out = [dataclasses.replace(p, where=f"{task.path}: {p.where}") for p in exc.problems]
+        own = {k: v for k, v in task.grpo.items() if k not in ("stop", "dynamic")}
+        settings = recipe.resolve(own, generation=generation, hw=CHECK_HARDWARE, seed=task.seed)
+    cfg = {**settings.grpo, "reward_weights": [t.weight for t in task.rewards]}
     target = recipe.Target(gpus=1, bf16=True, processes=1)
-    problems = validate.validate(
-        cfg, target=target, model=_task_model_facts(task), justified=recipe.justifications(task.grpo)
-    )
-    out = [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems]
-    # rlvr's own grpo: keys, resolved as rlvr train resolves them (stopping rules, dynamic sampling).
-    from .train.dynamic import DynamicSampling
-    from .train.stopping import StopRules
-
-    for resolve in (
-        lambda: StopRules.resolve(task.grpo.get("stop")),
-        lambda: DynamicSampling.resolve(task.grpo.get("dynamic"), variant=recipe.variant_of(cfg)),
-    ):
-        try:
-            resolve()
-        except ConfigError as exc:
-            out += [dataclasses.replace(p, where=f"{task.path}: {p.where}") for p in exc.problems]
-    return out
+    problems = validate.validate(cfg, target=target, model=_task_model_facts(task), justified=settings.justified)
+    return [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems] + out
 
 
 def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:

@@ -57,6 +57,38 @@ def test_cpu_plan_of_the_builtin_task_is_valid_and_readable_back(tmp_path: Path,
     assert "rlvr train" in capsys.readouterr().out
 
 
+def printed_layers(text: str) -> dict[str, dict[str, str]]:
+    """``rlvr plan``'s values by layer: {layer: {key: value as printed}}."""
+    block = text.split("values by where each came from (a later layer wins):\n", 1)[1].split("\nmemory:", 1)[0]
+    out = {}
+    for line in block.splitlines():
+        name, _, items = line.strip().partition(": ")
+        if name == "justified":  # the written reasons follow the values
+            break
+        out[name] = dict(item.split("=", 1) for item in items.split(", "))
+    return out
+
+
+def test_plan_prints_each_value_once_under_the_layer_it_came_from(tmp_path: Path, capsys):
+    task = make_task(tmp_path, {"learning_rate": 1e-4, "stop": {"masked_steps": 9}, "justify": {"beta": "why"}})
+    assert (
+        main(
+            ["plan", str(task), "--gpus", "1", "--variant", "dapo", "--max-steps", "7", "-o", str(tmp_path / "p.yaml")]
+        )
+        == 0
+    )
+    layers = printed_layers(capsys.readouterr().out)
+    assert layers["task"]["learning_rate"] == "0.0001" and layers["task"]["stop.masked_steps"] == "9"
+    assert layers["--max-steps"] == {"max_steps": "7"}
+    assert layers["variant"]["loss_type"] == "dapo" and layers["variant"]["dynamic.mode"] == "filter"
+    assert layers["hardware"]["bf16"] == "True" and layers["recipe"]["stop.masked_rate"] == "0.5"
+    assert "per_device_train_batch_size" in layers["memory fit"]
+    printed = [key for values in layers.values() for key in values]
+    settings = build_plan(PlanRequest(task=str(task), gpus=1, variant="dapo", max_steps=7)).settings
+    assert sorted(printed) == sorted(settings.values())  # every value, each once
+    assert all(settings.origin[key] == name for name, values in layers.items() for key in values)
+
+
 def test_one_gpu_plan_colocates_vllm_in_bf16(tmp_path: Path):
     plan = build_plan(PlanRequest(task=str(ARITH), gpus=1, gpu_memory_gb=80, output=str(tmp_path / "p.yaml")))
     c = plan.config
@@ -234,7 +266,7 @@ def test_plan_overwrites_an_old_plan_only_when_the_new_one_is_valid(tmp_path: Pa
 def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
     from rlvr.plan.runconfig import RunConfig
     from rlvr.task import load_task
-    from rlvr.train import TrainOptions, resolve_grpo
+    from rlvr.train import TrainOptions, layered_settings
 
     out = tmp_path / "plan.yaml"
     plan = build_plan(PlanRequest(task=str(ARITH), gpus=gpus, model="7B" if gpus > 1 else None, output=str(out)))
@@ -244,7 +276,7 @@ def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
     # env: (rlvr's record) is not taken for a GRPOConfig value
     assert dict(RunConfig.read(out).grpo) == dict(plan.config)
     hw = {"gpus": gpus * 1, "bf16": gpus > 0, "vllm": gpus > 0}
-    resolved = resolve_grpo(load_task(ARITH), TrainOptions(run_dir=tmp_path / "run", config_path=out), hw)
+    resolved = layered_settings(load_task(ARITH), TrainOptions(run_dir=tmp_path / "run", config_path=out), hw).grpo
     assert {k: resolved[k] for k in plan.config if k not in ("report_to",)} == {
         k: v for k, v in plan.config.items() if k != "report_to"
     }

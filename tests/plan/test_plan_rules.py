@@ -10,8 +10,8 @@ import yaml
 from rlvr.plan import recipe
 from rlvr.plan.build import PlanRequest, build_plan, write_plan
 from rlvr.plan.runconfig import RunConfig
-from rlvr.train.dynamic import DynamicSampling
-from rlvr.train.stopping import StopRules
+from rlvr.task import load_task
+from rlvr.train import TrainOptions, layered_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,10 +33,16 @@ def plan_file(tmp_path: Path, grpo: dict, variant: str = "grpo") -> tuple[str, R
     return out.read_text(), RunConfig.read(out)
 
 
+def as_trained(tmp_path: Path) -> recipe.Settings:
+    """What rlvr train --config resolves from the plan file over the task (on one GPU)."""
+    opts = TrainOptions(run_dir=tmp_path / "run", config_path=tmp_path / "plan.yaml")
+    return layered_settings(load_task(tmp_path / "task.yaml"), opts, {"gpus": 1, "bf16": True, "vllm": True})
+
+
 def test_plan_states_every_stop_rule_and_that_dynamic_sampling_is_off(tmp_path: Path) -> None:
     text, cfg = plan_file(tmp_path, {})
     assert cfg.stop == recipe.STOP
-    assert StopRules.resolve(cfg.stop) == StopRules.resolve(None)
+    assert as_trained(tmp_path).stop == recipe.StopRules()
     assert "# stop rules" in text and "dynamic sampling: off" in text
     assert all(f"RLVR_STOP_{k.upper()}" in text for k in recipe.STOP)
 
@@ -44,6 +50,7 @@ def test_plan_states_every_stop_rule_and_that_dynamic_sampling_is_off(tmp_path: 
 def test_plan_carries_the_tasks_stop_rules_and_dynamic_sampling(tmp_path: Path) -> None:
     text, cfg = plan_file(tmp_path, {"stop": {"zero_std_steps": 40}, "dynamic": {"mode": "filter", "visits": 3}})
     assert cfg.stop["zero_std_steps"] == 40 and cfg.stop["masked_rate"] == recipe.STOP["masked_rate"]
-    assert cfg.dynamic == {"mode": "filter", "visits": 3}
-    assert DynamicSampling.resolve(cfg.dynamic).visits == 3
+    assert cfg.dynamic == {**recipe.DYNAMIC, "mode": "filter", "visits": 3}
+    trained = as_trained(tmp_path)
+    assert trained.dynamic.visits == 3 and trained.origin["dynamic.visits"] == "config file"
     assert "dynamic sampling: filter" in text

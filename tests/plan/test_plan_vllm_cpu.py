@@ -16,29 +16,29 @@ def problems_at(cfg: dict[str, object], target: Target) -> set[str]:
 
 
 def test_vllm_on_cpu_is_allowed_with_the_cpu_build() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU), "use_vllm": True, "vllm_mode": "colocate"}
+    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True, "vllm_mode": "colocate"}
     assert "use_vllm" not in problems_at(cfg, Target(gpus=0, vllm_cpu=True))
 
 
 def test_the_refusal_without_a_gpu_names_the_cpu_build() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU), "use_vllm": True}
+    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True}
     (problem,) = [p for p in validate.validate(cfg, target=Target(gpus=0)) if p.where == "use_vllm"]
     assert "make setup-vllm-cpu" in problem.fix
 
 
 def test_vllm_on_cpu_with_several_training_processes_is_refused() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU), "use_vllm": True, "vllm_mode": "colocate"}
+    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True, "vllm_mode": "colocate"}
     assert "use_vllm" in problems_at(cfg, Target(gpus=0, vllm_cpu=True, processes=2))
 
 
 def test_cpu_server_mode_without_an_address_is_flagged() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU), "use_vllm": True, "vllm_mode": "server"}
+    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True, "vllm_mode": "server"}
     assert "vllm_server_host" in problems_at(cfg, Target(gpus=0, vllm_cpu=True))
 
 
 def test_cpu_server_mode_on_localhost_passes() -> None:
     cfg = {
-        **recipe.resolve({}, generation=GEN, hw=CPU),
+        **recipe.resolve({}, generation=GEN, hw=CPU).grpo,
         "use_vllm": True,
         "vllm_mode": "server",
         "vllm_server_host": "127.0.0.1",
@@ -47,7 +47,7 @@ def test_cpu_server_mode_on_localhost_passes() -> None:
 
 
 def test_the_recipe_does_not_turn_vllm_on_for_the_cpu_build() -> None:
-    assert recipe.resolve({}, generation=GEN, hw={**CPU, "vllm_cpu": True})["use_vllm"] is False
+    assert recipe.resolve({}, generation=GEN, hw={**CPU, "vllm_cpu": True}).grpo["use_vllm"] is False
 
 
 def _cpu_plan(mode: str) -> launch.LaunchPlan:

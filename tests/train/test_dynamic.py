@@ -25,40 +25,7 @@ def varied_group() -> list[float]:
 
 
 # -- settings ---------------------------------------------------------------------------------
-def test_plain_grpo_has_the_filter_off_and_dapo_has_it_on() -> None:
-    assert not DynamicSampling.resolve(variant="grpo").enabled
-    assert DynamicSampling.resolve(variant="dapo").mode == "filter"
-
-
-def test_an_unset_recheck_is_two_epochs_of_optimizer_steps() -> None:
-    settings = DynamicSampling.resolve(variant="dapo")
-    assert settings.recheck_after is None
-    assert settings.for_epoch(prompts=256, prompts_per_step=8).recheck_after == 64
-    assert settings.for_epoch(prompts=10, prompts_per_step=8).recheck_after == 4
-    assert DynamicSampling.resolve({"recheck_after": 5}).for_epoch(256, 8).recheck_after == 5
-
-
-def test_the_task_can_turn_the_filter_off_in_dapo() -> None:
-    assert not DynamicSampling.resolve({"mode": "off"}, variant="dapo").enabled
-
-
-def test_every_bad_setting_is_reported_at_once() -> None:
-    with pytest.raises(ConfigError) as err:
-        DynamicSampling.resolve(
-            {"mode": "sometimes", "visits": 0, "epsilon": -1, "colour": 1, "max_rounds": 0, "short_batch": "all"}
-        )
-    text = str(err.value)
-    for where in (
-        "grpo.dynamic.mode",
-        "grpo.dynamic.visits",
-        "grpo.dynamic.epsilon",
-        "grpo.dynamic.colour",
-        "grpo.dynamic.max_rounds",
-        "grpo.dynamic.short_batch",
-    ):
-        assert where in text, where
-
-
+# (resolving and checking the settings: tests/plan/test_layers.py)
 def test_resample_refuses_groups_split_across_processes_before_anything_loads() -> None:
     from rlvr.train.dynamic import check_batch
 

@@ -221,9 +221,9 @@ def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
 def _write_run_config(tmp_path: Path, task) -> Path:
     """The grpo values a CPU run of ``task`` resolves to, as a flat config."""
     from rlvr.plan import recipe
-    from rlvr.train import resolve_grpo
+    from rlvr.train import layered_settings
 
-    cfg = resolve_grpo(task, TrainOptions(run_dir=tmp_path / "x"), recipe.hardware())
+    cfg = layered_settings(task, TrainOptions(run_dir=tmp_path / "x"), recipe.hardware()).grpo
     cfg.pop("output_dir")
     path = tmp_path / "resolved.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -319,18 +319,6 @@ def test_stop_thresholds_come_from_the_recipe_and_are_recorded(two_step_run: tup
     root, _ = two_step_run
     cfg = yaml.safe_load((root / "run" / "config.yaml").read_text())
     assert cfg["rlvr"]["stop"] == STOP
-
-
-def test_stop_thresholds_are_overridden_by_the_task_then_the_config_file_and_checked() -> None:
-    from rlvr.train import StopRules
-
-    rules = StopRules.resolve({"masked_rate": 0.2, "zero_std_steps": 0}, {"masked_steps": 9})
-    assert (rules.masked_rate, rules.masked_steps, rules.zero_std_steps) == (0.2, 9, 0)
-    with pytest.raises(ConfigError) as info:
-        StopRules.resolve({"masked": 0.2, "zero_std": 2})
-    assert "grpo.stop.masked: unknown key" in str(info.value) and "grpo.stop.zero_std: must be a share" in str(
-        info.value
-    )
 
 
 def test_a_rule_with_zero_steps_never_stops() -> None:

@@ -48,7 +48,7 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class Plan:
-    config: Mapping[str, Any]
+    settings: recipe.Settings  # every value with the layer it came from
     meta: runconfig.ConfigMeta
     estimate: Estimate | None  # None on CPU
     launch: LaunchPlan
@@ -56,8 +56,18 @@ class Plan:
     cluster: Cluster
     notes: tuple[str, ...] = ()
     hardware: str = ""
-    stop: Mapping[str, Any] = field(default_factory=dict)  # the stop rules the run will apply, every value
-    dynamic: Mapping[str, Any] = field(default_factory=dict)  # dynamic sampling as the task asks ({} when off)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.settings.grpo
+
+    @property
+    def stop(self) -> dict[str, Any]:  # the stop rules the run will apply, every value
+        return self.settings.stop.to_json()
+
+    @property
+    def dynamic(self) -> dict[str, Any]:  # dynamic sampling the run will apply, every value
+        return self.settings.dynamic.to_json()
 
 
 def _prompt_tokens(task: Task) -> int:
@@ -105,17 +115,24 @@ def build_plan(req: PlanRequest) -> Plan:
     total = req.gpus * req.nodes
     bf16 = bool(req.bf16 and total)
     hw = {"gpus": total, "bf16": bf16, "vllm": total > 0}
-    cfg = recipe.resolve(
-        task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed, variant=req.variant
-    )
-    if req.max_steps is not None:
-        cfg["max_steps"] = req.max_steps
+    flags = [recipe.Layer("--max-steps", {"max_steps": req.max_steps})] if req.max_steps is not None else []
     if req.vllm is not None:
-        cfg["use_vllm"], cfg["vllm_mode"] = True, req.vllm
+        flags.append(recipe.Layer("--vllm", {"use_vllm": True, "vllm_mode": req.vllm}))
+    flags.append(recipe.Layer("--justify", justify=req.justify))
+    settings = recipe.resolve(
+        task.grpo,
+        generation=dataclasses.asdict(task.generation),
+        hw=hw,
+        seed=task.seed,
+        variant=req.variant,
+        above=flags,
+    )
+    cfg = settings.grpo
     if not total and cfg.get("use_vllm") and cfg.get("vllm_mode") == "server":
-        cfg.setdefault("vllm_server_host", "127.0.0.1")  # rlvr.engines.vllm_serve listens there
-        cfg.setdefault("vllm_server_timeout", 900.0)  # the engine takes 1-3 min to start on CPU
-    justified = {**recipe.justifications(task.grpo), **req.justify}
+        # rlvr.engines.vllm_serve listens there; the engine takes 1-3 min to start on CPU (under every layer)
+        cpu = {"vllm_server_host": "127.0.0.1", "vllm_server_timeout": 900.0}
+        settings = recipe.merge((recipe.Layer("vLLM CPU default", cpu), *settings.layers))
+    justified = settings.justified
     prompt_tokens = req.prompt_tokens or _prompt_tokens(task)
     notes: list[str] = []
     est = None
@@ -135,17 +152,19 @@ def build_plan(req: PlanRequest) -> Plan:
         est = fits_or_raise(rec)
         s = est.setting
         old_bs = int(cfg["per_device_train_batch_size"])
-        cfg.update(rec.config_patch())
+        fit = rec.config_patch()
         if s.per_device_batch != old_bs:  # keep the completions per optimizer step
-            cfg["gradient_accumulation_steps"] = int(cfg["gradient_accumulation_steps"]) * old_bs // s.per_device_batch
+            fit["gradient_accumulation_steps"] = int(cfg["gradient_accumulation_steps"]) * old_bs // s.per_device_batch
             if "steps_per_generation" in cfg and req.variant == "gspo":
-                cfg["steps_per_generation"] = 4 * cfg["gradient_accumulation_steps"]
+                fit["steps_per_generation"] = 4 * fit["gradient_accumulation_steps"]
             notes.append(
                 f"per_device_train_batch_size {old_bs} -> {s.per_device_batch} to fit; "
                 "gradient_accumulation_steps raised to keep the batch"
             )
         if s.vllm == "server" and req.nodes > 1:
-            cfg["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
+            fit["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
+        settings = settings.over(recipe.Layer("memory fit", fit))
+        cfg = settings.grpo
         cluster = dataclasses.replace(
             cluster,
             server_gpus=s.server_gpus if s.vllm == "server" else 0,
@@ -216,18 +235,7 @@ def build_plan(req: PlanRequest) -> Plan:
         if total
         else "CPU"
     )
-    stop, dynamic = run_rules(task, req.variant)
-    return Plan(cfg, meta, est, launch, duration, cluster, tuple(notes), where, stop, dynamic)
-
-
-def run_rules(task: Task, variant: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(stop rules, dynamic sampling) the run will apply: the recipe's stop thresholds under the
-    task's, and the task's ``grpo.dynamic`` with its mode stated (``filter`` for DAPO, else
-    ``off``). Values are checked where the run resolves them (``rlvr.train``)."""
-    stop = {**recipe.STOP, **dict(task.grpo.get("stop") or {})}
-    dynamic = dict(task.grpo.get("dynamic") or {})
-    dynamic.setdefault("mode", "filter" if variant == "dapo" else "off")
-    return stop, dynamic
+    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where)
 
 
 def write_plan(plan: Plan, output: str | Path) -> list[Path]:
@@ -279,24 +287,21 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
     return written
 
 
+def format_origins(settings: recipe.Settings) -> list[str]:
+    """Every value under the layer it came from, the layers in order of precedence."""
+    values = settings.values()
+    ordered = [*runconfig.ordered(settings.grpo), *(k for k in values if k not in settings.grpo)]
+    by_layer: dict[str, list[str]] = {name: [] for name in (layer.name for layer in settings.layers)}
+    for key in ordered:
+        by_layer.setdefault(settings.origin[key], []).append(f"{key}={values[key]}")
+    lines = ["values by where each came from (a later layer wins):"]
+    return lines + [f"  {name}: {', '.join(items)}" for name, items in by_layer.items() if items]
+
+
 def format_plan(plan: Plan) -> str:
     """The plan as ``rlvr plan`` prints it: the key values, memory, launch commands, duration, notes."""
     lines = [f"variant {plan.meta.variant}, model {plan.meta.model}, {plan.hardware}"]
-    keys = (
-        "loss_type",
-        "beta",
-        "learning_rate",
-        "num_generations",
-        "per_device_train_batch_size",
-        "gradient_accumulation_steps",
-        "steps_per_generation",
-        "bf16",
-        "use_vllm",
-        "vllm_mode",
-        "vllm_gpu_memory_utilization",
-        "vllm_enable_sleep_mode",
-    )
-    lines.append("  " + ", ".join(f"{k}={plan.config[k]}" for k in keys if k in plan.config))
+    lines += format_origins(plan.settings)
     if plan.meta.justifications:
         lines += [f"  justified: {k}: {v}" for k, v in plan.meta.justifications.items()]
     if plan.estimate is not None:

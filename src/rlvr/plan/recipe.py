@@ -1,10 +1,14 @@
-"""The reference recipe as explicit ``GRPOConfig`` values, and the variant overlays.
+"""The reference recipe as explicit ``GRPOConfig`` values, the variant overlays, rlvr's own run
+settings (stop rules, dynamic sampling), and the one resolver that layers them: ``resolve``.
 
 TRL's defaults have moved between versions (``loss_type`` was sequence-mean GRPO, then "bnpo",
 then "dapo"; ``beta`` went from 0.04 to 0.0; ``vllm_mode`` from "server" to "colocate"), so every
 resolved config states every value that matters. Order of precedence (last wins): recipe <
-hardware (bf16, vLLM mode) < the task's generation settings < the variant overlay < the task's
-``grpo:`` overrides.
+hardware (bf16, vLLM mode) < the variant overlay < the task (its generation settings, seed and
+``grpo:`` overrides) < whatever the caller stacks on top (``rlvr train``: a config file, then
+``--set``, then its own flags; ``rlvr plan``: its flags, then the memory fit). ``merge`` is the one
+place a value is taken from a layer: every value keeps the name of the layer it came from, which
+``rlvr plan`` prints.
 
 ``Target`` (the hardware a config will run on) and ``ModelFacts`` (what validation needs to know
 about the model) are the inputs of ``rlvr.plan.validate``, which checks a resolved config;
@@ -13,8 +17,10 @@ about the model) are the inputs of ``rlvr.plan.validate``, which checks a resolv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, Problem
@@ -53,15 +59,6 @@ RECIPE: dict[str, Any] = {
     "log_completions": False,
     "remove_unused_columns": False,
 }
-
-# When `rlvr train` stops a run that cannot learn: a logged masked rate (share of samples some term
-# could not decide) at or above `masked_rate` for `masked_steps` logging steps in a row, or a share of
-# zero-variance groups at or above `zero_std` for `zero_std_steps` in a row (such a group has zero
-# advantage, so no gradient). Not GRPOConfig values: a task overrides them under `grpo: {stop: {...}}`
-# (0 steps turns a rule off); the run's config records them. Heuristics, not published constants:
-# half the samples masked is infrastructure, not noise; at a 2 % pass rate with 4 groups of 8 per step,
-# a step with every group uniform has probability ~0.5, so 20 in a row (~1e-6) means no signal at all.
-STOP: dict[str, float | int] = {"masked_rate": 0.5, "masked_steps": 5, "zero_std": 1.0, "zero_std_steps": 20}
 
 # Values the recipe refuses to leave implicit, checked in every resolved config.
 EXPLICIT_KEYS = (
@@ -121,6 +118,74 @@ VARIANT_TERMS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# -- rlvr's own run settings: not GRPOConfig fields; a task sets them under grpo: {stop: ...} and
+# grpo: {dynamic: ...}, a config file under stop:/dynamic:, and the run's config records them.
+@dataclass(frozen=True)
+class StopRules:
+    """When ``rlvr train`` stops a run that cannot learn (``rlvr.train.stopping``): a logged masked
+    rate (share of samples some term could not decide) at or above ``masked_rate`` for
+    ``masked_steps`` logging steps in a row, or a share of zero-variance groups at or above
+    ``zero_std`` for ``zero_std_steps`` in a row (such a group has zero advantage, so no gradient).
+    0 steps turns a rule off. Heuristics, not published constants: half the samples masked is
+    infrastructure, not noise; at a 2 % pass rate with 4 groups of 8 per step, a step with every
+    group uniform has probability ~0.5, so 20 in a row (~1e-6) means no signal at all."""
+
+    masked_rate: float = 0.5
+    masked_steps: int = 5
+    zero_std: float = 1.0
+    zero_std_steps: int = 20
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class DynamicSampling:
+    """Dynamic sampling (``rlvr.train.dynamic``, which explains the modes). The defaults are
+    heuristics, not published constants: two flat visits in a row (at G = 8 a prompt with a 50 %
+    pass rate gives a flat group with probability 2 x 0.5^8 ~ 0.008, twice in a row ~ 6e-5, so a
+    skip is almost never a learnable prompt mistaken; one with a 90 % rate: 0.43, twice 0.19),
+    re-checked after two epochs' worth of optimizer steps (TRL's sampler draws each prompt once per
+    epoch: a skip shorter than an epoch has usually expired before the prompt comes round again,
+    measured in bench/dynamic_sampling.py)."""
+
+    mode: str = "off"  # off: plain GRPO; filter: skip prompts whose recent groups were flat
+    visits: int = 2  # K: a prompt is skipped after this many flat groups in a row
+    recheck_after: int | None = None  # M: optimizer steps a skipped prompt waits; None: two epochs' (for_epoch)
+    epsilon: float = 1e-6  # rewards within this of each other count as equal (not float equality)
+    max_rounds: int = 3  # resample: generation rounds per batch at most, the first included
+    short_batch: str = "kept"  # resample, rounds spent: kept = flat fill is masked out; best = flat fill trained as is
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    def for_epoch(self, prompts: int, prompts_per_step: int) -> DynamicSampling:
+        """The settings with ``recheck_after`` resolved: two epochs' worth of optimizer steps
+        (``prompts`` / ``prompts_per_step``, rounded up) when it was left unset."""
+        if self.recheck_after is not None:
+            return self
+        return dataclasses.replace(self, recheck_after=2 * max(1, math.ceil(prompts / max(prompts_per_step, 1))))
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+STOP: dict[str, Any] = StopRules().to_json()
+DYNAMIC: dict[str, Any] = DynamicSampling().to_json()
+MODES = ("off", "filter", "resample")
+SHORT_BATCH = ("kept", "best")
+# A variant's own dynamic-sampling defaults, which follow the loss the resolved values amount to:
+# DAPO's dynamic sampling is rlvr's online filter (a task's grpo: {dynamic: {mode: off}} turns it off).
+VARIANT_DYNAMIC: dict[str, dict[str, Any]] = {"dapo": {"mode": "filter"}}
+SECTION_EXAMPLES = {
+    "stop": f"e.g. stop: {{masked_rate: 0.5, masked_steps: 5}}; keys: {', '.join(STOP)}",
+    "dynamic": "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 100}",
+}
+# Keys of a task's grpo: section that are not GRPOConfig values.
+TASK_OWN_KEYS = ("reward_weights", "justify", "stop", "dynamic")
+
+
 @dataclass(frozen=True)
 class Target:
     """The hardware a config will run on. ``gpus`` per node; ``server_gpus``: GPUs (on the first
@@ -177,6 +242,43 @@ def _has_vllm() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings: GRPOConfig values, rlvr's own ``stop`` and ``dynamic`` sections (each
+    a mapping; None: not set here) and written justifications. ``where`` begins the name a bad stop
+    or dynamic value is reported under (``grpo.`` in a task file: ``grpo.stop.masked_rate``;
+    ``plan.yaml: `` in a config file)."""
+
+    name: str  # where the values came from, as rlvr plan prints it: recipe, task, --set, ...
+    grpo: Mapping[str, Any] = field(default_factory=dict)
+    stop: Any = None
+    dynamic: Any = None
+    where: str = ""
+    justify: Any = None  # key -> the written reason for crossing the recipe's floor (a mapping)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every value a run uses, resolved, and the layer each came from."""
+
+    grpo: dict[str, Any]  # the GRPOConfig values
+    stop: StopRules
+    dynamic: DynamicSampling
+    justified: dict[str, str]  # key -> the written reason for crossing the recipe's floor
+    variant: str  # the variant the values amount to (variant_of)
+    origin: Mapping[str, str]  # learning_rate, stop.masked_rate, dynamic.mode, ... -> the layer's name
+    layers: tuple[Layer, ...]  # lowest first
+
+    def over(self, *layers: Layer) -> Settings:
+        """These settings with ``layers`` on top (a later stage's values: a flag, a memory fit)."""
+        return merge((*self.layers, *layers))
+
+    def values(self) -> dict[str, Any]:
+        """Every value under the name ``origin`` gives it."""
+        own = {f"{name}.{k}": v for name in ("stop", "dynamic") for k, v in getattr(self, name).to_json().items()}
+        return {**self.grpo, **own}
+
+
 def resolve(
     task_grpo: Mapping[str, Any],
     *,
@@ -184,38 +286,110 @@ def resolve(
     hw: Mapping[str, Any],
     seed: int | None = None,
     variant: str | None = None,
-) -> dict[str, Any]:
-    """The recipe with the hardware's answers (bf16, vLLM mode), the task's generation settings,
-    the variant overlay and the task's ``grpo:`` overrides, in that order of precedence (last
-    wins). The task's ``justify:`` mapping, ``reward_weights``, ``stop`` and ``dynamic`` are not
-    GRPOConfig values here and are left out (see ``justifications``, ``rlvr.train.stopping``,
-    ``rlvr.train.dynamic``)."""
+    below: Sequence[Layer] = (),
+    above: Sequence[Layer] = (),
+) -> Settings:
+    """The settings of a run of a task: ``below`` (defaults a caller keeps under everything) <
+    recipe < hardware (bf16, vLLM mode) < the variant overlay < the task (``generation``, ``seed``
+    and the ``grpo:`` section's values and ``justify:`` reasons) < ``above`` (a caller's layers,
+    lowest first). The task's ``reward_weights`` is not a value here: the task's terms carry it."""
     if variant is not None and variant not in VARIANTS:
         raise ConfigError(Problem("variant", f"unknown variant {variant!r}", f"one of {', '.join(VARIANTS)}"))
-    cfg = dict(RECIPE)
-    cfg["bf16"] = bool(hw.get("bf16"))
-    cfg["use_cpu"] = not hw.get("gpus")
+    machine: dict[str, Any] = {"bf16": bool(hw.get("bf16")), "use_cpu": not hw.get("gpus")}
     if hw.get("gpus") and hw.get("vllm"):
-        cfg["use_vllm"] = True
-        cfg["vllm_mode"] = "colocate" if hw["gpus"] == 1 else "server"
-    cfg["temperature"] = generation.get("temperature", cfg["temperature"])
-    cfg["top_p"] = generation.get("top_p", cfg["top_p"])
-    cfg["max_completion_length"] = generation.get("max_completion_length", cfg["max_completion_length"])
-    if seed is not None:
-        cfg["seed"] = seed
-    cfg.update(VARIANTS.get(variant or "grpo", {}))
-    overrides = {k: v for k, v in task_grpo.items() if k not in ("reward_weights", "justify", "stop", "dynamic")}
-    cfg.update(overrides)
-    if variant == "gspo" and "steps_per_generation" not in overrides and "generation_batch_size" not in overrides:
-        cfg["steps_per_generation"] = 4 * int(cfg["gradient_accumulation_steps"])
-    return cfg
+        machine |= {"use_vllm": True, "vllm_mode": "colocate" if hw["gpus"] == 1 else "server"}
+    own = {k: v for k, v in task_grpo.items() if k not in TASK_OWN_KEYS}
+    task = {k: generation[k] for k in ("temperature", "top_p", "max_completion_length") if k in generation}
+    task |= ({"seed": seed} if seed is not None else {}) | own
+    overlay = dict(VARIANTS[variant or "grpo"])
+    if variant == "gspo" and not {"steps_per_generation", "generation_batch_size"} & own.keys():
+        overlay["steps_per_generation"] = 4 * int(
+            own.get("gradient_accumulation_steps", RECIPE["gradient_accumulation_steps"])
+        )
+    return merge(
+        (
+            *below,
+            Layer("recipe", RECIPE),
+            Layer("hardware", machine),
+            Layer("variant", overlay),
+            Layer("task", task, task_grpo.get("stop"), task_grpo.get("dynamic"), "grpo.", task_grpo.get("justify")),
+            *above,
+        )
+    )
 
 
-def justifications(task_grpo: Mapping[str, Any]) -> dict[str, str]:
-    """The written reasons a task gives for departing from the recipe's floors
-    (``grpo: {num_generations: 4, justify: {num_generations: "..."}}``)."""
-    raw = task_grpo.get("justify") or {}
-    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+def merge(layers: Sequence[Layer]) -> Settings:
+    """THE one place a value is taken from a layer: each is the last layer's that sets it, and
+    ``origin`` names that layer. Stop and dynamic values start from their defaults (the recipe's;
+    a variant's dynamic defaults, from the loss the merged values amount to, over them) and are
+    checked as each layer gives them: every problem at once, named by the layer's ``where``."""
+    grpo: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    justified: dict[str, str] = {}
+    for layer in layers:
+        grpo.update(layer.grpo)
+        origin.update(dict.fromkeys(layer.grpo, layer.name))
+        if isinstance(layer.justify, Mapping):
+            justified.update({str(k): str(v) for k, v in layer.justify.items()})
+    variant = variant_of(grpo)
+    problems: list[Problem] = []
+    sections: dict[str, dict[str, Any]] = {}
+    for section, defaults in (("stop", STOP), ("dynamic", DYNAMIC)):
+        by_variant = VARIANT_DYNAMIC.get(variant, {}) if section == "dynamic" else {}
+        values = {**defaults, **by_variant}
+        origin.update({f"{section}.{k}": "variant" if k in by_variant else "recipe" for k in defaults})
+        for layer in layers:
+            given, at = getattr(layer, section), f"{layer.where}{section}"
+            if given is None:
+                continue
+            if not isinstance(given, Mapping):
+                problems.append(Problem(at, f"must be a mapping, got {given!r}", SECTION_EXAMPLES[section]))
+                continue
+            for key, value in given.items():
+                wrong = ("unknown key", f"one of {', '.join(defaults)}") if key not in defaults else _wrong(key, value)
+                if wrong:
+                    problems.append(Problem(f"{at}.{key}", *wrong))
+                    continue
+                default = defaults[key]
+                values[key] = value if default is None or value is None else type(default)(value)
+                origin[f"{section}.{key}"] = layer.name
+        sections[section] = values
+    if problems:
+        raise ConfigError(problems)
+    stop, dynamic = StopRules(**sections["stop"]), DynamicSampling(**sections["dynamic"])
+    return Settings(grpo, stop, dynamic, justified, variant, origin, tuple(layers))
+
+
+def _wrong(key: str, value: Any) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) for a stop or dynamic value, or None when it is allowed."""
+    count = isinstance(value, int) and not isinstance(value, bool)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key.endswith("_steps"):  # stop: masked_steps, zero_std_steps
+        return (
+            None
+            if count and value >= 0
+            else (f"must be a whole number of logging steps (0 turns the rule off), got {value!r}", "")
+        )
+    if key in ("masked_rate", "zero_std"):
+        return None if number and 0 < value <= 1 else (f"must be a share in (0, 1], got {value!r}", "")
+    if key == "mode" and value not in MODES:
+        return (
+            f"{value!r} is not one of {', '.join(MODES)}",
+            "filter skips prompts whose recent groups were flat; resample drops flat groups and generates more; "
+            "off is plain GRPO",
+        )
+    if key == "short_batch" and value not in SHORT_BATCH:
+        return (
+            f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
+            "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups",
+        )
+    if key in ("visits", "recheck_after", "max_rounds") and not (
+        count and value >= 1 or key == "recheck_after" and value is None
+    ):
+        return f"must be a whole number of at least 1, got {value!r}", ""
+    if key == "epsilon" and not (number and 0 <= value < math.inf):
+        return f"must be a non-negative number, got {value!r}", ""
+    return None
 
 
 def variant_of(cfg: Mapping[str, Any]) -> str:

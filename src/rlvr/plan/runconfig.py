@@ -19,8 +19,8 @@ Old spellings still read, never written: ``rlvr: {justifications: ...}`` (now ``
 ``rlvr: {peft: lora}`` (now a mapping with ``method``), and ``grpo: {dynamic: ...}`` (how a doctor
 patch once wrote the online filter; it is rlvr's option, not a GRPOConfig field: now
 ``rlvr: {dynamic: ...}``). A malformed file is refused with the file and the key named
-(``ConfigError``); the values of ``stop`` and ``dynamic`` are checked where they are resolved
-(``rlvr.train.stopping``, ``rlvr.train.dynamic``), which name the file too.
+(``ConfigError``); the values of ``stop`` and ``dynamic`` are checked where every layer of a run
+is resolved (``rlvr.plan.recipe.merge``), which names the file too.
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ def recipe(task: Task, gpus: int) -> dict[str, Any]:
         "top_p": task.generation.top_p,
         "max_completion_length": task.generation.max_completion_length,
     }
-    return resolve(task.grpo, generation=gen, hw={"gpus": gpus, "bf16": True, "vllm": True}, seed=task.seed)
+    return resolve(task.grpo, generation=gen, hw={"gpus": gpus, "bf16": True, "vllm": True}, seed=task.seed).grpo
 
 
 def _batch(cfg: Mapping[str, Any], world: int, problems: list[Problem]) -> tuple[int, int]:

@@ -20,9 +20,9 @@ recorded in the config and in the metrics.
 
 Fail loud: a run that cannot learn is stopped, not finished. When the masked rate (samples some
 term could not decide) or the share of zero-variance groups stays at or above the recipe's
-``STOP`` thresholds for that many logging steps in a row, training raises ``RunStopped`` with the
-evidence (``grpo: {stop: {...}}`` in the task, or ``rlvr: {stop: ...}`` in a config file, changes
-them; the run's config records them). A held-out eval that decides no sample raises too.
+thresholds (``rlvr.plan.recipe.StopRules``) for that many logging steps in a row, training raises
+``RunStopped`` with the evidence (``grpo: {stop: {...}}`` in the task, or ``rlvr: {stop: ...}`` in
+a config file, changes them; the run's config records them). A held-out eval that decides no sample raises too.
 
 Dynamic sampling (``grpo: {dynamic: {mode: filter | resample}}``; on for a ``dapo`` loss) keeps
 groups whose rewards are all equal out of the batch: see ``rlvr.train.dynamic``.
@@ -56,8 +56,8 @@ from .settings import (
     TrainOptions,
     enforce_gate,
     is_main_process,
+    layered_settings,
     peft_setup,
-    resolve_grpo,
     resolve_settings,
     validate_config,
 )
@@ -108,8 +108,8 @@ __all__ = [
     "build_dataset",
     "enforce_gate",
     "latest_checkpoint",
+    "layered_settings",
     "peft_setup",
-    "resolve_grpo",
     "train",
     "validate_config",
 ]

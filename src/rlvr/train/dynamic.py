@@ -56,125 +56,15 @@ import json
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem
+from ..plan.recipe import DynamicSampling
 from .resample import assemble, pick_groups, refill
 
-MODES = ("off", "filter", "resample")
-SHORT_BATCH = ("kept", "best")
 STATE_FILE = "rlvr_dynamic.json"
-
-# The defaults, and the settings the `dapo` overlay turns on. Heuristics, not published constants:
-# two flat visits in a row (at G = 8 a prompt with a 50 % pass rate gives a flat group with
-# probability 2 x 0.5^8 ~ 0.008, twice in a row ~ 6e-5, so a skip is almost never a learnable prompt
-# mistaken; one with a 90 % rate: 0.43, twice 0.19), re-checked after two epochs' worth of optimizer
-# steps (TRL's sampler draws each prompt once per epoch: a skip shorter than an epoch has usually
-# expired before the prompt comes round again, measured in bench/dynamic_sampling.py).
-DEFAULTS: dict[str, Any] = {
-    "mode": "off",
-    "visits": 2,
-    "recheck_after": None,
-    "epsilon": 1e-6,
-    "max_rounds": 3,
-    "short_batch": "kept",
-}
-VARIANT_DEFAULTS: dict[str, dict[str, Any]] = {"dapo": {"mode": "filter"}}
-
-
-@dataclass(frozen=True)
-class DynamicSampling:
-    """The training option (task: ``grpo: {dynamic: {...}}``; the run's config records it)."""
-
-    mode: str = "off"  # off: plain GRPO; filter: skip prompts whose recent groups were flat
-    visits: int = 2  # K: a prompt is skipped after this many flat groups in a row
-    recheck_after: int | None = (
-        None  # M: optimizer steps a skipped prompt waits; None: two epochs' worth (see for_epoch)
-    )
-    epsilon: float = 1e-6  # rewards within this of each other count as equal (not float equality)
-    max_rounds: int = 3  # resample: generation rounds per batch at most, the first included
-    short_batch: str = "kept"  # resample, rounds spent: kept = flat fill is masked out; best = flat fill trained as is
-
-    @property
-    def enabled(self) -> bool:
-        return self.mode != "off"
-
-    @classmethod
-    def resolve(
-        cls, *layers: Mapping[str, Any] | None, variant: str = "grpo", where: str = "grpo.dynamic"
-    ) -> DynamicSampling:
-        """The defaults, the variant's (on for ``dapo``), then each layer in turn (task, then
-        config file). Every problem is reported at once."""
-        values: dict[str, Any] = {**DEFAULTS, **VARIANT_DEFAULTS.get(variant, {})}
-        problems: list[Problem] = []
-        for layer in layers:
-            if layer is None:
-                continue
-            if not isinstance(layer, Mapping):
-                problems.append(
-                    Problem(
-                        where,
-                        f"must be a mapping, got {layer!r}",
-                        "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 100}",
-                    )
-                )
-                continue
-            for key, value in layer.items():
-                if key not in DEFAULTS:
-                    problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(DEFAULTS)}"))
-                elif key == "mode" and value not in MODES:
-                    problems.append(
-                        Problem(
-                            f"{where}.mode",
-                            f"{value!r} is not one of {', '.join(MODES)}",
-                            "filter skips prompts whose recent groups were flat; resample drops flat groups and "
-                            "generates more; off is plain GRPO",
-                        )
-                    )
-                elif key == "short_batch" and value not in SHORT_BATCH:
-                    problems.append(
-                        Problem(
-                            f"{where}.short_batch",
-                            f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
-                            "kept: train on the kept groups only; best: fill the batch with the least flat dropped "
-                            "groups",
-                        )
-                    )
-                elif key == "recheck_after" and value is None:
-                    values[key] = None
-                elif key in ("visits", "recheck_after", "max_rounds") and (
-                    isinstance(value, bool) or not isinstance(value, int) or value < 1
-                ):
-                    problems.append(Problem(f"{where}.{key}", f"must be a whole number of at least 1, got {value!r}"))
-                elif key == "epsilon" and (
-                    isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf
-                ):
-                    problems.append(Problem(f"{where}.epsilon", f"must be a non-negative number, got {value!r}"))
-                else:
-                    values[key] = value
-        if problems:
-            raise ConfigError(problems)
-        recheck = values["recheck_after"]
-        return cls(
-            str(values["mode"]),
-            int(values["visits"]),
-            None if recheck is None else int(recheck),
-            float(values["epsilon"]),
-            int(values["max_rounds"]),
-            str(values["short_batch"]),
-        )
-
-    def for_epoch(self, prompts: int, prompts_per_step: int) -> DynamicSampling:
-        """The settings with ``recheck_after`` resolved: two epochs' worth of optimizer steps
-        (``prompts`` / ``prompts_per_step``, rounded up) when it was left unset."""
-        if self.recheck_after is not None:
-            return self
-        return replace(self, recheck_after=2 * max(1, math.ceil(prompts / max(prompts_per_step, 1))))
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def check_batch(settings: DynamicSampling, cfg: Mapping[str, Any], processes: int) -> None:

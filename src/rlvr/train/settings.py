@@ -1,8 +1,9 @@
 """What a GRPO run trains with, resolved and validated before any weights load.
 
 ``resolve_settings`` gathers every value a run uses into one frozen ``RunSettings``: the GRPOConfig
-values (recipe < hardware < task < config file < CLI, see ``resolve_grpo``), the written
-justifications, the stop rules, dynamic sampling, the model and the PEFT method. It checks them
+values, the stop rules and dynamic sampling (layered once, recipe < hardware < task < config file <
+``--set`` < flags, by ``rlvr.plan.recipe.resolve``: see ``layered_settings``), the written
+justifications, the model and the PEFT method. It checks them
 against this machine and this model (``validate_config``), so a wrong value fails in seconds, not
 after the model has loaded. A config file is read once, with ``rlvr.plan.runconfig.RunConfig``.
 """
@@ -18,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem
+from ..plan.recipe import DynamicSampling, Layer, Settings, StopRules
 from ..plan.runconfig import RunConfig
 from ..rewards.combine import RewardSet
 from ..task import Task
-from .dynamic import DynamicSampling
-from .stopping import StopRules
 
 PEFT_CHOICES = ("none", "lora", "qlora")
 # The adapter rlvr trains: rank 16 on every linear layer (TRL refuses LoRA on lm_head; PEFT's
@@ -82,28 +82,41 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def resolve_grpo(
-    task: Task, opts: TrainOptions, hw: Mapping[str, Any], file: RunConfig | None = None
-) -> dict[str, Any]:
-    """The GRPOConfig values for this run: recipe < hardware < task < config file < CLI.
-    ``file``: the config file already read (else ``opts.config_path`` is read here)."""
+def layered_settings(
+    task: Task,
+    opts: TrainOptions,
+    hw: Mapping[str, Any],
+    file: RunConfig | None = None,
+    rewards: RewardSet | None = None,
+) -> Settings:
+    """Every value of this run with the layer it came from (``rlvr.plan.recipe.resolve``): rlvr's
+    defaults < recipe < hardware < task < config file < ``--set`` < this command's flags < the
+    weights of ``rewards`` (the terms training pays). ``file``: the config file already read (else
+    ``opts.config_path`` is read here). Sets the loggers' folders in the environment
+    (``logging_places``)."""
     from ..plan import recipe
 
-    cfg = recipe.resolve(task.grpo, generation=dataclasses.asdict(task.generation), hw=hw, seed=task.seed)
     if file is None and opts.config_path is not None:
         file = RunConfig.read(opts.config_path)
+    above = []
     if file is not None:
-        cfg.update({k: v for k, v in file.grpo.items() if k not in ("output_dir", "reward_weights")})
-    cfg.update(opts.overrides)
-    if opts.max_steps is not None:
-        cfg["max_steps"] = opts.max_steps
-    cfg.setdefault("max_steps", -1)
-    cfg["output_dir"] = str(opts.run_dir / "checkpoints")
-    cfg["report_to"] = opts.report_to
-    for key, value in logging_places(opts.report_to, opts.run_dir, task.name).items():
-        cfg.setdefault(key, value)
-    cfg["disable_tqdm"] = True  # our own bar (quiet_progress); the Trainer's prints every log dict
-    return cfg
+        grpo = {k: v for k, v in file.grpo.items() if k not in ("output_dir", "reward_weights")}
+        above.append(Layer("config file", grpo, file.stop, file.dynamic, f"{file.source}: ", file.justification))
+    # disable_tqdm: our own bar (quiet_progress); the Trainer's prints every log dict
+    flags: dict[str, Any] = {"output_dir": str(opts.run_dir / "checkpoints"), "report_to": opts.report_to}
+    flags |= {"disable_tqdm": True} | ({"max_steps": opts.max_steps} if opts.max_steps is not None else {})
+    above += [Layer("--set", opts.overrides), Layer("rlvr train", flags)]
+    if rewards is not None:
+        above.append(Layer("task rewards", {"reward_weights": rewards.weights}))
+    defaults = {"max_steps": -1, **logging_places(opts.report_to, opts.run_dir, task.name)}
+    return recipe.resolve(
+        task.grpo,
+        generation=dataclasses.asdict(task.generation),
+        hw=hw,
+        seed=task.seed,
+        below=[Layer("rlvr default", defaults)],
+        above=above,
+    )
 
 
 def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -316,18 +329,11 @@ def resolve_settings(task: Task, opts: TrainOptions) -> RunSettings:
     if wrong:
         raise ConfigError(wrong, source="rlvr train")
     file = RunConfig.read(opts.config_path) if opts.config_path is not None else None
-    cfg = resolve_grpo(task, opts, hw, file)
     rewards = task.reward_set()
-    cfg["reward_weights"] = rewards.weights
-    justified = recipe.justifications(task.grpo)
-    if file is not None:
-        justified.update(file.justification)
-        # Checked alone first, so a bad value names the file it is in.
-        StopRules.resolve(file.stop or None, where=f"{file.source}: stop")
-        DynamicSampling.resolve(file.dynamic or None, where=f"{file.source}: dynamic")
-    stop_rules = StopRules.resolve(task.grpo.get("stop"), file.stop if file else None)
-    variant = recipe.variant_of(cfg)
-    dynamic = DynamicSampling.resolve(task.grpo.get("dynamic"), file.dynamic if file else None, variant=variant)
+    values = layered_settings(task, opts, hw, file, rewards)
+    cfg = values.grpo
+    justified = values.justified
+    dynamic = values.dynamic
     if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
         per_step = (
             int(cfg.get("per_device_train_batch_size", 8))
@@ -347,11 +353,11 @@ def resolve_settings(task: Task, opts: TrainOptions) -> RunSettings:
         grpo=cfg,
         rewards=rewards,
         justified=justified,
-        stop=stop_rules,
+        stop=values.stop,
         dynamic=dynamic,
         model_arg=model_arg,
         model_ref=model_ref,
         peft=peft,
-        variant=variant,
+        variant=values.variant,
         config_file=file,
     )

@@ -3,81 +3,24 @@
 A GRPO update needs samples the reward could decide and groups whose rewards differ. When every
 sample is masked (a reward that always raises) or every group is uniform, ``grad_norm`` is 0 and
 the run would otherwise finish "successfully" having learnt nothing. ``StopWatch`` counts the
-logging steps in a row at or above each threshold of ``StopRules`` (the recipe's ``STOP``, then the
-task's ``grpo: {stop: ...}``, then a config file's) and ``rlvr train`` raises ``RunStopped`` with
-the reason and, from the kept rollouts, the most common verdict detail of the masked samples.
+logging steps in a row at or above each threshold of ``StopRules`` (resolved with every other
+setting by ``rlvr.plan.recipe.resolve``: the recipe's, then the task's ``grpo: {stop: ...}``, then a
+config file's) and ``rlvr train`` raises ``RunStopped`` with the reason and, from the kept
+rollouts, the most common verdict detail of the masked samples.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, Problem, RunError
+from ..errors import RunError
+from ..plan.recipe import StopRules
 
 
 class RunStopped(RunError):
     """Training was stopped because the run cannot learn (samples masked, no reward variance)."""
-
-
-@dataclass(frozen=True)
-class StopRules:
-    """When a run that cannot learn is stopped (see ``rlvr.plan.recipe.STOP``). 0 steps: rule off."""
-
-    masked_rate: float
-    masked_steps: int
-    zero_std: float
-    zero_std_steps: int
-
-    @classmethod
-    def resolve(cls, *layers: Mapping[str, Any] | None, where: str = "grpo.stop") -> StopRules:
-        """The recipe's thresholds, overridden by each layer in turn (task, then config file)."""
-        from ..plan.recipe import STOP
-
-        values: dict[str, Any] = dict(STOP)
-        problems = []
-        for layer in layers:
-            if layer is None:
-                continue
-            if not isinstance(layer, Mapping):
-                problems.append(
-                    Problem(
-                        where,
-                        f"must be a mapping, got {layer!r}",
-                        f"e.g. stop: {{masked_rate: 0.5, masked_steps: 5}}; keys: {', '.join(STOP)}",
-                    )
-                )
-                continue
-            for key, value in layer.items():
-                if key not in STOP:
-                    problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(STOP)}"))
-                elif key.endswith("_steps") and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                    problems.append(
-                        Problem(
-                            f"{where}.{key}",
-                            f"must be a whole number of logging steps (0 turns the rule off), got {value!r}",
-                        )
-                    )
-                elif not key.endswith("_steps") and (
-                    isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1
-                ):
-                    problems.append(Problem(f"{where}.{key}", f"must be a share in (0, 1], got {value!r}"))
-                else:
-                    values[key] = value
-        if problems:
-            raise ConfigError(problems)
-        return cls(
-            float(values["masked_rate"]),
-            int(values["masked_steps"]),
-            float(values["zero_std"]),
-            int(values["zero_std_steps"]),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 class StopWatch:
