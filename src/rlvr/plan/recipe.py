@@ -362,16 +362,12 @@ def merge(layers: Sequence[Layer]) -> Settings:
 
 def _wrong(key: str, value: Any) -> tuple[str, str] | None:
     """(what is wrong, how to fix it) for a stop or dynamic value, or None when it is allowed."""
-    count = isinstance(value, int) and not isinstance(value, bool)
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if key.endswith("_steps"):  # stop: masked_steps, zero_std_steps
-        return (
-            None
-            if count and value >= 0
-            else (f"must be a whole number of logging steps (0 turns the rule off), got {value!r}", "")
-        )
-    if key in ("masked_rate", "zero_std"):
-        return None if number and 0 < value <= 1 else (f"must be a share in (0, 1], got {value!r}", "")
+    count = number and isinstance(value, int)
+    if key in ("masked_steps", "zero_std_steps") and not (count and value >= 0):
+        return f"must be a whole number of logging steps (0 turns the rule off), got {value!r}", ""
+    if key in ("masked_rate", "zero_std") and not (number and 0 < value <= 1):
+        return f"must be a share in (0, 1], got {value!r}", ""
     if key == "mode" and value not in MODES:
         return (
             f"{value!r} is not one of {', '.join(MODES)}",
@@ -383,9 +379,8 @@ def _wrong(key: str, value: Any) -> tuple[str, str] | None:
             f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
             "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups",
         )
-    if key in ("visits", "recheck_after", "max_rounds") and not (
-        count and value >= 1 or key == "recheck_after" and value is None
-    ):
+    unset = key == "recheck_after" and value is None  # None: two epochs' worth (for_epoch)
+    if key in ("visits", "recheck_after", "max_rounds") and not (count and value >= 1 or unset):
         return f"must be a whole number of at least 1, got {value!r}", ""
     if key == "epsilon" and not (number and 0 <= value < math.inf):
         return f"must be a non-negative number, got {value!r}", ""
