@@ -169,8 +169,8 @@ def term_notes(task: Task) -> list[str]:
     range is unknown (a custom term that declares no ``score_range``: the weighted-total check
     leaves it out), and each term with no gold to score (``rlvr.rewards.fault.gold_sample``:
     every failure to decide is then charged to the answer, never masked)."""
-    from .rewards.base import Sample, kind_of
-    from .rewards.fault import OWN_POLICY_KINDS, gold_sample
+    from .rewards.base import Sample, reads_of
+    from .rewards.fault import gold_sample
     from .rewards.ranking import weighting_check
 
     reward_set = task.reward_set()
@@ -181,12 +181,12 @@ def term_notes(task: Task) -> list[str]:
         rows = []
     row = rows[0] if rows else {task.answer_column: "0"}
     for t in reward_set.terms:
-        if kind_of(t.verifier) in OWN_POLICY_KINDS:
-            continue
         if gold_sample(t.verifier, Sample("", row, ""), task.answer, task.answer_column) is None:
+            refs = reads.references if (reads := reads_of(t.verifier)) else ()
+            where = f" (no reference solution in a column {', '.join(refs)})" if refs else ""
             notes.append(
-                f"term {t.name!r}: no gold to score, so every failure to decide is charged to the answer (0), "
-                "never masked"
+                f"term {t.name!r}: no gold to score{where}, so every failure to decide (a timeout too) is charged "
+                "to the answer (0), never masked"
             )
     return notes
 

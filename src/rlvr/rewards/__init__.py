@@ -178,9 +178,10 @@ def build_verifier(
 
     ``answer_format`` (the task's) is passed to verifiers whose constructor takes it, unless the
     term's options set their own. ``answer_column`` (the task's) is passed as ``column`` to a
-    built-in verifier class that takes one, unless the options set it; a custom class's
-    ``column`` is left alone (what it names is the class's own business). Raises
-    ``VerifierError`` with the reason.
+    built-in verifier class that takes one, unless the options set it, and otherwise as
+    ``reference_column`` to one that takes that (``unit_tests`` whose tests are another column:
+    the answer column then holds the reference solution); a custom class's columns are left
+    alone (what they name is the class's own business). Raises ``VerifierError`` with the reason.
     """
     options = dict(options or {})
     target = import_object(BUILTINS.get(name, name), None if name in BUILTINS else search)
@@ -188,6 +189,8 @@ def build_verifier(
         params = inspect.signature(target).parameters
         if name in BUILTINS and answer_column is not None and "column" in params and "column" not in options:
             options["column"] = answer_column
+        elif name in BUILTINS and answer_column not in (None, options.get("column")) and "reference_column" in params:
+            options.setdefault("reference_column", answer_column)
         if "answer_format" in params and answer_format is not None and "answer_format" not in options:
             options["answer_format"] = answer_format
         elif isinstance(options.get("answer_format"), Mapping):

@@ -30,17 +30,20 @@ is neither plain data nor callable) is ``unsupported``: wrong, scored 0 even wit
 exception it raises about itself (``MemoryError``), killing itself or closing its pipes never
 grant reward or masking. A ``timeout`` (the deadline, or CPU time at the limit), ``memory`` (the
 kernel measured a peak at the budget) or ``sandbox`` failure, as the worker measured
-it, is an ``error``, which the TRL adapter masks out of the group; a row whose tests do not
-parse, or whose custom checker fails, is a ``ground_truth`` error. Masking a timeout has a cost
-worth knowing: in a group whose other samples are wrong, a sample that loops forever escapes the
-negative advantage a wrong answer gets. ``limits_exceeded: wrong`` scores timeouts and memory
-blow-ups as wrong instead (sandbox failures stay masked); the default, ``mask``, follows the
-project's verifier rules. Each verdict's ``details`` lists every assert (or input) with its
-result and, for the first failure, short reprs of what the program gave and what was expected.
+it, is an ``error``, settled by the fail-closed rule (``rlvr.rewards.fault``): the row's
+reference solution (``gold_completion``: the first of the declared ``Reads.references`` columns
+the row fills) is run through the same path, and the sample is masked only when the reference
+fails the same way; otherwise, or when the row has no reference, the failure is the answer's
+(``wrong``, 0, counted by cause), so a program cannot buy a mask by looping. ``limits_exceeded:
+wrong`` charges every timeout and memory verdict to the answer without running the reference;
+the default, ``mask``, settles them by the reference. A row whose tests do not parse, or whose
+custom checker fails, is a ``ground_truth`` error (the task's). Each verdict's ``details`` lists
+every assert (or input) with its result and, for the first failure, short reprs of what the
+program gave and what was expected.
 
 Tests that import a module outside the standard library cannot run in the sandbox (its
 interpreter has nothing else): every sample of such a row is an error of kind ``weaker``
-(masked, counted, never rewarded; ``weaker`` accepts only ``error``); ``rlvr task check`` lists such
+(the task's: masked, counted, never rewarded; ``weaker`` accepts only ``error``); ``rlvr task check`` lists such
 rows. With ``prefix_column``, the prompt's own complete helper functions (HumanEval's ``poly``)
 run in the test child, so a program cannot redefine what the tests rely on.
 
@@ -59,12 +62,15 @@ from typing import Any
 from ..errors import Problem, VerifierError
 from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
+from .fault import charge
 from .format import AnswerFormat, answer_start, extract
 
 STYLES = ("auto", "assert", "stdio")
 EXTRACT = ("auto", "answer", "fence", "whole")
 _POOLS: dict[tuple[Any, ...], Any] = {}
 UNSUPPORTED = "unsupported: "  # how an unsupported verdict's detail starts (a wrong verdict, scored 0)
+# Columns that may hold a row's reference solution (its gold) when the answer column is its tests.
+REFERENCE_COLUMNS = ("reference", "reference_solution", "canonical_solution", "solution", "gold_solution")
 
 
 def shared_pool(workers: int, timeout: float, memory_mb: int, strict: bool, python: str | None) -> Any:
@@ -188,6 +194,7 @@ class UnitTests(BaseVerifier):
         checker: Any = None,
         checker_column: str = "checker",
         program_objects: bool = False,
+        reference_column: str | None = None,
     ) -> None:
         from ..sandbox.checkers import CheckerSpecError, parse_checker
 
@@ -229,7 +236,7 @@ class UnitTests(BaseVerifier):
                 Problem(
                     "unit_tests.limits_exceeded",
                     f"must be mask or wrong, got {limits_exceeded!r}",
-                    "mask (the default) follows the verifier rules",
+                    "mask (the default) masks only when the row's reference fails the same way",
                 )
             )
         if weaker != "error":
@@ -267,6 +274,8 @@ class UnitTests(BaseVerifier):
         # The tests use the program's own objects (a class-design task): every operation on them
         # dispatches to the program as CPython would. Without it only plain data crosses.
         self.program_objects = bool(program_objects)
+        # Where the row's reference solution is: tried first, then REFERENCE_COLUMNS.
+        self.reference_column = reference_column
         # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, weaker
         # (rows whose tests the trusted side cannot run: refused, or run in the child and
         # flagged). Infrastructure failures are counted, not hidden.
@@ -324,7 +333,24 @@ class UnitTests(BaseVerifier):
             entry_point=self.entry_point,
             entry_point_column=self.entry_point_column,
             prefix_column=self.prefix_column,
+            references=tuple(
+                dict.fromkeys(c for c in (self.reference_column, *REFERENCE_COLUMNS) if c and c != self.column)
+            ),
         )
+
+    def completion(self, code: str) -> str:
+        """``code`` written as a completion this term extracts it from."""
+        return code if self.how == "whole" else self.fmt.wrap(f"```python\n{code}\n```")
+
+    def gold_completion(self, row: Mapping[str, Any]) -> str | None:
+        """The row's reference solution (the first ``Reads.references`` column it fills) as a
+        completion, or None: the gold ``rlvr.rewards.fault`` scores to decide whose fault a
+        timeout, memory or sandbox verdict is."""
+        for col in self.reads().references:
+            code = row.get(col)
+            if isinstance(code, str) and untrusted.strip(code):
+                return self.completion(code)
+        return None
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
@@ -403,9 +429,8 @@ class UnitTests(BaseVerifier):
                 if limit == "timeout"
                 else f"exceeded the {self.memory_mb} MB memory budget (peak {end.maxrss >> 20} MB, measured)"
             )
-            if self.limits_exceeded == "wrong":
-                return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
-            return Verdict.error(what, kind=limit, **kw)
+            v = Verdict.error(f"0/{plan.n_tests} tests passed: {what}", kind=limit, **kw)
+            return charge(v, "limits_exceeded: wrong") if self.limits_exceeded == "wrong" else v
         if j.status == "incomplete":
             how = "its output went over the size limit" if end.why == "output_limit" else j.detail
             return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally: {how}", **kw)

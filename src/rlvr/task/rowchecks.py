@@ -9,8 +9,10 @@
   so is a checker column mixing checker names with mappings;
 - tests: every row's tests of every ``unit_tests`` term are parsed (a syntax error, stdin/stdout
   cases with the wrong keys, an unusable checker column), each named by row and column;
-- reference solutions: every one found (the answer column of a code task, or a ``solution``-like
-  column) is scored under the task's own terms, and the rows where it fails are named;
+- reference solutions: every one found (in the columns a ``unit_tests`` term declares,
+  ``Reads.references``: the task's answer column when the tests are another, then the
+  ``solution``-like ones) is scored under the task's own terms, and the rows where it fails are
+  named;
 - custom terms: each is called on the reference answer and on a wrong one; a term that cannot
   tell them apart (on every row tried) is reported when it decides success or never rewards the
   reference (a shaping term may score both alike on purpose).
@@ -33,8 +35,6 @@ if TYPE_CHECKING:
     from ..rewards.code import UnitTests
 
 MAX_ROW_BYTES = 1_000_000  # a row's JSON above this is named (prompts and tests are kilobytes)
-# Columns that hold a reference solution when a code task's answer column is its tests.
-REFERENCE_COLUMNS = ("reference", "reference_solution", "canonical_solution", "solution", "gold_solution")
 CUSTOM_ROWS = 8  # rows a custom term is tried on
 Rows = Sequence[Mapping[str, Any]]
 
@@ -171,14 +171,9 @@ def tests_problems(task: Task) -> list[Problem]:
     return out
 
 
-def _reference_columns(task: Task, tests_column: str, rows: Rows) -> list[str]:
+def _reference_columns(verifier: UnitTests, rows: Rows) -> list[str]:
     present = set().union(*(r.keys() for r in rows)) if rows else set()
-    named = [task.answer_column, *REFERENCE_COLUMNS]
-    return list(dict.fromkeys(c for c in named if c in present and c != tests_column))
-
-
-def _completion(task: Task, verifier: Any, code: str) -> str:
-    return code if getattr(verifier, "how", "auto") == "whole" else task.answer.wrap(code)
+    return [c for c in verifier.reads().references if c in present]
 
 
 def reference_problems(task: Task) -> list[Problem]:
@@ -186,13 +181,11 @@ def reference_problems(task: Task) -> list[Problem]:
     out: list[Problem] = []
     for t, verifier in unit_tests_terms(task):
         for _, where, rows in local_splits(task):
-            for col in _reference_columns(task, verifier.column, rows):
+            for col in _reference_columns(verifier, rows):
                 found = [(i, r) for i, r in enumerate(rows, 1) if isinstance(r.get(col), str) and r[col].strip()]
                 if not found:
                     continue
-                samples = [
-                    Sample(_completion(task, verifier, r[col]), row=r, prompt=_prompt(task, r)) for _, r in found
-                ]
+                samples = [Sample(verifier.completion(r[col]), row=r, prompt=_prompt(task, r)) for _, r in found]
                 verdicts = verifier.verify_batch(samples)
                 if all(v.error_kind == "sandbox" for v in verdicts):
                     out.append(
@@ -298,10 +291,10 @@ def _reference_and_wrong(task: Task, term: TermSpec, rows: Rows, code: Any) -> l
     for r in rows:
         prompt = _prompt(task, r)
         if code is not None:
-            cols = _reference_columns(task, code.column, [r])
+            cols = _reference_columns(code, [r])
             if not cols:
                 continue
-            right, wrong = _completion(task, code, str(r[cols[0]])), _completion(task, code, "pass")
+            right, wrong = code.completion(str(r[cols[0]])), code.completion("pass")
         else:
             gold = r.get(task.answer_column)
             if gold is None:
