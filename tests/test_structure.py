@@ -254,3 +254,17 @@ def test_no_two_test_files_share_a_basename():
     for path in (Path(__file__).parent).rglob("test_*.py"):
         seen[path.name].append(str(path.parent.name))
     assert {name: dirs for name, dirs in seen.items() if len(dirs) > 1} == {}
+
+
+def test_the_one_rule_modules_import_only_each_other() -> None:
+    """``rlvr.rewards.rules`` (DESIGN.md, Layout): a rule depends on no verifier it constrains;
+    the attack list may name the verifier types it runs through."""
+    allowed = {"rlvr.errors", "rlvr.rewards.rules"}
+    bad = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in edges()
+        if e.source.startswith("rlvr.rewards.rules")
+        and not any(e.target == a or e.target.startswith(a + ".") for a in allowed)
+        and not (e.source == "rlvr.rewards.rules.codeattacks" and e.target == "rlvr.rewards.base")
+    ]
+    assert bad == []

@@ -18,7 +18,7 @@ from rlvr.rewards.exact import RULES, ExactMatch
 from rlvr.rewards.format import AnswerFormat, FormatVerifier
 from rlvr.rewards.judge import JudgeVerifier, parse_verdict
 from rlvr.rewards.length import LengthPenalty, OverlongPenalty, RepetitionPenalty
-from rlvr.rewards.patterns import reset_scanned, scanned
+from rlvr.rewards.rules.patterns import reset_scanned, scanned
 from rlvr.rewards.schema import JsonSchemaVerifier, ToolCallVerifier
 from support.judges import reference_of, response_of
 

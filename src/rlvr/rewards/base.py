@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from . import untrusted
+from .rules import untrusted
 
 
 class Outcome(StrEnum):

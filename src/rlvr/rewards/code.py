@@ -60,10 +60,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import Problem, VerifierError
-from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
 from .fault import charge
 from .format import AnswerFormat, answer_start, extract
+from .rules import untrusted
 
 STYLES = ("auto", "assert", "stdio")
 EXTRACT = ("auto", "answer", "fence", "whole")
