@@ -335,14 +335,14 @@ def weaker_problems(task: Task) -> list[Problem]:
     from .task.rowchecks import local_splits, unit_tests_terms
 
     problems: list[Problem] = []
-    for t, verifier in unit_tests_terms(task):
+    for name, verifier in unit_tests_terms(task):
         for _, where, rows in local_splits(task):
             bad = [(i, why) for i, row in enumerate(rows, 1) if (why := verifier.weaker_reasons(row))]
             for i, why in bad[:MAX_ROW_PROBLEMS]:
                 problems.append(
                     Problem(
                         f"{where}:{i}",
-                        f"row {i}: term {t.name!r}: the sandbox cannot run these tests and every sample will be "
+                        f"row {i}: term {name!r}: the sandbox cannot run these tests and every sample will be "
                         f"an error (masked, never rewarded): {'; '.join(why[:2])}",
                         "use only the standard library in the tests (see docs/sandbox.md)",
                     )
@@ -351,7 +351,7 @@ def weaker_problems(task: Task) -> list[Problem]:
                 problems.append(
                     Problem(
                         where,
-                        f"term {t.name!r}: {len(bad)} rows whose tests cannot run in all (listed above)",
+                        f"term {name!r}: {len(bad)} rows whose tests cannot run in all (listed above)",
                         "see docs/sandbox.md",
                     )
                 )

@@ -31,7 +31,7 @@ class Scripted(UnitTests):
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
         out = []
         for s in samples:
-            code = extract_code(s.completion, self.fmt, self.how)[0]
+            code = extract_code(s.completion, self.fmt, self.options.extract)[0]
             out.append(OUTCOMES[code.strip().lstrip("# ")] if code else Verdict.unparseable("no code"))
         return out
 
@@ -86,7 +86,7 @@ def test_the_declared_reference_columns_name_the_gold_in_order() -> None:
 def test_the_gold_completion_is_extracted_back_to_the_reference(extract: str) -> None:
     v = UnitTests(column="tests", extract=extract)
     code = "def add(a, b):\n    return a + b"
-    got = extract_code(v.gold_completion({"solution": code}) or "", v.fmt, v.how)[0]
+    got = extract_code(v.gold_completion({"solution": code}) or "", v.fmt, v.options.extract)[0]
     assert got is not None and got.strip() == code
 
 

@@ -125,7 +125,7 @@ def test_a_timeout_is_masked_in_training_only_when_the_reference_times_out_too(v
 
 def test_built_in_name_builds_the_verifier_with_options():
     v = build_verifier("unit_tests", {"timeout": 3, "partial_credit": True})
-    assert v.kind == "code" and v.timeout == 3.0
+    assert v.kind == "code" and v.options.timeout == 3.0
 
 
 def test_bad_options_name_each_problem():

@@ -24,6 +24,7 @@ Anything else is a dotted import path to a verifier class, a verifier instance, 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import math as _math  # not bound as `math`: importing the submodule rlvr.rewards.math rebinds that name here
@@ -186,7 +187,7 @@ def build_verifier(
     options = dict(options or {})
     target = import_object(BUILTINS.get(name, name), None if name in BUILTINS else search)
     if inspect.isclass(target):
-        params = inspect.signature(target).parameters
+        params = option_params(target)
         if name in BUILTINS and answer_column is not None and "column" in params and "column" not in options:
             options["column"] = answer_column
         elif name in BUILTINS and answer_column not in (None, options.get("column")) and "reference_column" in params:
@@ -217,14 +218,27 @@ def build_verifier(
     if hasattr(target, "verify") and hasattr(target, "verify_batch"):
         return target
     if callable(target):
-        params = inspect.signature(target).parameters
-        batch = "completions" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        fn_params = inspect.signature(target).parameters
+        batch = "completions" in fn_params or any(p.kind is p.VAR_KEYWORD for p in fn_params.values())
         if batch:
             return TrlFunctionVerifier(target, options)
         if options:
             raise VerifierError(f"reward {name!r} is a plain function and takes no options (got {sorted(options)})")
         return FunctionVerifier(target)
     raise VerifierError(f"{name!r} is not a verifier class, instance or function")
+
+
+def option_params(target: type) -> dict[str, inspect.Parameter]:
+    """The options a verifier class takes: its constructor's parameters, where a class that
+    declares its options as a dataclass (``Options``: ``unit_tests``'s ``CodeOptions``) takes
+    that dataclass's fields in place of its ``options`` and ``**fields`` parameters."""
+    params = dict(inspect.signature(target).parameters)
+    spec = getattr(target, "Options", None)
+    if isinstance(spec, type) and dataclasses.is_dataclass(spec):
+        params = {k: p for k, p in params.items() if k != "options" and p.kind is not p.VAR_KEYWORD}
+        for f in dataclasses.fields(spec):
+            params[f.name] = inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+    return params
 
 
 def _closest(unknown: Sequence[str], params: Mapping[str, inspect.Parameter]) -> str:
@@ -261,6 +275,7 @@ __all__ = [
     "extract",
     "import_object",
     "kind_of",
+    "option_params",
     "reads_of",
     "source_module",
 ]
