@@ -1,5 +1,5 @@
 """The three inputs that were quadratic under Python's ``re`` (issue 25), side by side: the old
-backtracking pattern and what rlvr runs now (RE2 through ``rlvr.rewards.patterns``, or a hand
+backtracking pattern and what rlvr runs now (RE2 through ``rlvr.rewards.rules.patterns``, or a hand
 scan), at growing sizes, with the ratio old / new.
 
 - a code fence followed by N spaces (``jsontext._FENCE``: the JSON terms' fenced-block reader);

@@ -13,7 +13,6 @@ options table in docs/reference.md; ``-m slow`` runs the whole tutorial.
 
 from __future__ import annotations
 
-import inspect
 import io
 import re
 import shlex
@@ -180,12 +179,12 @@ def test_the_verifier_example_works_as_the_success_term(tmp_path: Path) -> None:
 
 def verifier_option_rows() -> dict[str, str]:
     """What the verifier-options table in docs/reference.md must say, from the constructors."""
-    from rlvr.rewards import BUILTINS, import_object
+    from rlvr.rewards import BUILTINS, import_object, option_params
     from rlvr.rewards.math import MathPolicy
 
     rows = {}
     for name, target in BUILTINS.items():
-        params = inspect.signature(import_object(target)).parameters.values()
+        params = option_params(import_object(target)).values()
         parts = [
             f"`{p.name}` ({'required' if p.default is p.empty else repr(p.default)})"
             for p in params

@@ -313,3 +313,17 @@ def test_the_trainer_side_imports_inside_and_inside_never_imports_it():
     arrows = {(e.source.startswith(INSIDE), e.target.startswith(INSIDE)) for e in edges()}
     assert (False, True) in arrows  # the trainer side reaches inside through ordinary imports
     assert (True, False) not in arrows
+
+
+def test_the_one_rule_modules_import_only_each_other() -> None:
+    """``rlvr.rewards.rules`` (DESIGN.md, Layout): a rule depends on no verifier it constrains;
+    the attack list may name the verifier types it runs through."""
+    allowed = {"rlvr.errors", "rlvr.rewards.rules"}
+    bad = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in edges()
+        if e.source.startswith("rlvr.rewards.rules")
+        and not any(e.target == a or e.target.startswith(a + ".") for a in allowed)
+        and not (e.source == "rlvr.rewards.rules.codeattacks" and e.target == "rlvr.rewards.base")
+    ]
+    assert bad == []

@@ -61,3 +61,17 @@ def test_a_gold_the_term_cannot_decide_is_named_by_row(tmp_path, monkeypatch):
     task = load_task(make_task(tmp_path, [{"name": "c", "verifier": "audit_rewards.crash_on_marker"}], rows))
     problems = [p for p in check_task(task) if "cannot be decided" in p.what]
     assert len(problems) == 1 and problems[0].where.endswith(":3")
+
+
+def test_a_unit_tests_term_without_a_reference_is_noted_as_always_charged(tmp_path):
+    # The gold of a code row is its reference solution: without one a timeout is the answer's.
+    def notes(answer: str, row: dict) -> list[str]:
+        path = make_task(tmp_path, [{"name": "c", "verifier": "unit_tests", "options": {"column": "tests"}}], [row])
+        path.write_text(path.read_text().replace('"column": "answer"', f'"column": "{answer}"'))
+        return [n for n in term_notes(load_task(path)) if "'c'" in n]
+
+    tests, code = "assert f() == 1", "def f():\n    return 1"
+    [bare] = notes("tests", {"question": "f", "tests": tests})
+    assert "no reference solution" in bare and "timeout" in bare
+    assert notes("code", {"question": "f", "tests": tests, "code": code}) == []  # the task's answer column
+    assert notes("tests", {"question": "f", "tests": tests, "solution": code}) == []  # a conventional one

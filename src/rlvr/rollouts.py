@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RunError
-from .rewards import untrusted
+from .rewards.rules import untrusted
 
 FOLDER = "rollouts"
 NAME = "rollouts.jsonl"

@@ -161,8 +161,8 @@ def term_notes(task: Task) -> list[str]:
     range is unknown (a custom term that declares no ``score_range``: the weighted-total check
     leaves it out), and each term with no gold to score (``rlvr.rewards.fault.gold_sample``:
     every failure to decide is then charged to the answer, never masked)."""
-    from .rewards.base import Sample, kind_of
-    from .rewards.fault import OWN_POLICY_KINDS, gold_sample
+    from .rewards.base import Sample, reads_of
+    from .rewards.fault import gold_sample
     from .rewards.ranking import weighting_check
 
     reward_set = task.reward_set()
@@ -173,12 +173,12 @@ def term_notes(task: Task) -> list[str]:
         rows = []
     row = rows[0] if rows else {task.answer_column: "0"}
     for t in reward_set.terms:
-        if kind_of(t.verifier) in OWN_POLICY_KINDS:
-            continue
         if gold_sample(t.verifier, Sample("", row, ""), task.answer, task.answer_column) is None:
+            refs = reads.references if (reads := reads_of(t.verifier)) else ()
+            where = f" (no reference solution in a column {', '.join(refs)})" if refs else ""
             notes.append(
-                f"term {t.name!r}: no gold to score, so every failure to decide is charged to the answer (0), "
-                "never masked"
+                f"term {t.name!r}: no gold to score{where}, so every failure to decide (a timeout too) is charged "
+                "to the answer (0), never masked"
             )
     return notes
 
@@ -327,14 +327,14 @@ def weaker_problems(task: Task) -> list[Problem]:
     from .task.rowchecks import local_splits, unit_tests_terms
 
     problems: list[Problem] = []
-    for t, verifier in unit_tests_terms(task):
+    for name, verifier in unit_tests_terms(task):
         for _, where, rows in local_splits(task):
             bad = [(i, why) for i, row in enumerate(rows, 1) if (why := verifier.weaker_reasons(row))]
             for i, why in bad[:MAX_ROW_PROBLEMS]:
                 problems.append(
                     Problem(
                         f"{where}:{i}",
-                        f"row {i}: term {t.name!r}: the sandbox cannot run these tests and every sample will be "
+                        f"row {i}: term {name!r}: the sandbox cannot run these tests and every sample will be "
                         f"an error (masked, never rewarded): {'; '.join(why[:2])}",
                         "use only the standard library in the tests (see docs/sandbox.md)",
                     )
@@ -343,7 +343,7 @@ def weaker_problems(task: Task) -> list[Problem]:
                 problems.append(
                     Problem(
                         where,
-                        f"term {t.name!r}: {len(bad)} rows whose tests cannot run in all (listed above)",
+                        f"term {name!r}: {len(bad)} rows whose tests cannot run in all (listed above)",
                         "see docs/sandbox.md",
                     )
                 )

@@ -74,7 +74,7 @@ def test_a_term_the_audit_mostly_could_not_test_is_not_called_safe(tmp_path, cap
 
 def test_the_audits_invisible_probes_are_blank_by_the_one_definition():
     from rlvr.audit.answers import INVISIBLE
-    from rlvr.rewards.invisible import is_blank
+    from rlvr.rewards.rules.untrusted import is_blank
 
     assert all(is_blank(probe) for probe in INVISIBLE)
     assert any("\ufe0f" in p for p in INVISIBLE) and any("\u17b4" in p for p in INVISIBLE)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr.rewards import AnswerFormat, Outcome, Sample, Verdict, extract, untrusted
+from rlvr.rewards import AnswerFormat, Outcome, Sample, Verdict, extract
 from rlvr.rewards.base import BaseVerifier
 from rlvr.rewards.combine import RewardSet, Term
 from rlvr.rewards.exact import ExactMatch, normalize
 from rlvr.rewards.format import FormatVerifier, is_blank
+from rlvr.rewards.rules import untrusted
 
 TAGS = AnswerFormat()
 BOXED = AnswerFormat(style="boxed")

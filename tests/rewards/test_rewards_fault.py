@@ -22,7 +22,7 @@ from rlvr.rewards.pool import Result
 FMT = AnswerFormat()
 TOOLS = [{"name": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
 ROW = {"answer": "42", "tool_call": {"name": "weather", "arguments": {"city": "Lima"}}}
-KINDS = ("timeout", "crash", "memory", "judge")
+KINDS = ("timeout", "crash", "memory", "judge", "sandbox")
 
 
 class FakeJudgeClient:
@@ -49,8 +49,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "overlong": {"max_completion_length": 100, "cache": 10},
     "repetition": {},
     "judge": {"model": "m", "base_url": "http://judge.invalid/v1", "require_calibration": False},
+    "unit_tests": {},  # ROW has no reference solution: no gold (tests/rewards/test_rewards_code_fault.py has one)
 }
-OWN_POLICY = {"unit_tests"}  # the sandbox's outcome classes decide (docs/sandbox.md)
 
 
 def built(name: str) -> Any:
@@ -84,7 +84,7 @@ class Failing(BaseVerifier):
 
 
 def test_every_built_in_term_kind_is_walked_here() -> None:
-    assert set(BUILTINS) == set(OPTIONS) | OWN_POLICY
+    assert set(BUILTINS) == set(OPTIONS)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -113,12 +113,9 @@ def test_an_error_of_another_kind_in_the_gold_does_not_mask_the_answer() -> None
     assert fault.whose_fault(answer, Verdict.error("boom", kind="crash")).outcome is Outcome.WRONG
 
 
-def test_a_ground_truth_error_is_the_tasks_without_a_gold_run() -> None:
-    v = Verdict.error("gold does not parse", kind="ground_truth")
-    assert fault.whose_fault(v, None) is v
-
-
-def test_a_unit_tests_term_keeps_the_sandboxs_own_policy() -> None:
+def test_a_code_terms_timeout_has_no_policy_of_its_own() -> None:
+    # It once kept the sandbox's own policy (a timeout masked, the gold never run): a policy could
+    # buy a mask by writing a slow program. A code term without a gold is charged like any other.
     class Code(BaseVerifier):
         kind = "code"
 
@@ -126,7 +123,13 @@ def test_a_unit_tests_term_keeps_the_sandboxs_own_policy() -> None:
             return Verdict.error("timed out", kind="timeout")
 
     [v] = checked_verdicts("code", Code(), [Sample("x", {"answer": "1"})])
-    assert v.outcome is Outcome.ERROR
+    assert v.outcome is Outcome.WRONG and v.error_kind == "timeout" and fault.is_charged(v)
+
+
+@pytest.mark.parametrize("kind", sorted(fault.TASK_KINDS))
+def test_an_error_decided_from_the_row_alone_is_the_tasks_without_a_gold_run(kind: str) -> None:
+    v = Verdict.error("the row's tests import numpy", kind=kind)
+    assert fault.whose_fault(v, None) is v
 
 
 # -- real failures, real paths ----------------------------------------------------------------
@@ -216,7 +219,7 @@ verdicts = st.one_of(
     st.builds(Verdict.correct, st.floats(0, 1)),
     st.builds(Verdict.wrong, st.floats(-1, 0)),
     st.builds(Verdict.unparseable, st.text(max_size=5)),
-    st.builds(Verdict.error, st.text(max_size=5), st.sampled_from([*KINDS, "ground_truth"])),
+    st.builds(Verdict.error, st.text(max_size=5), st.sampled_from([*KINDS, *sorted(fault.TASK_KINDS)])),
 )
 
 
@@ -228,7 +231,7 @@ def test_whose_fault_masks_only_what_the_gold_shares_and_never_raises_a_score(
     if answer.outcome is not Outcome.ERROR:
         assert out is answer
     elif out.outcome is Outcome.ERROR:
-        assert answer.error_kind == "ground_truth" or (
+        assert answer.error_kind in fault.TASK_KINDS or (
             gold is not None and gold.outcome is Outcome.ERROR and gold.error_kind == answer.error_kind
         )
     else:
@@ -262,4 +265,4 @@ def test_a_batch_masks_a_row_only_when_the_gold_fails_the_same_way(table: dict[s
     for text, s in zip(texts, scored, strict=True):
         v = table[text]
         shared = g.outcome is Outcome.ERROR and g.error_kind == v.error_kind
-        assert s.masked is (v.outcome is Outcome.ERROR and (v.error_kind == "ground_truth" or shared))
+        assert s.masked is (v.outcome is Outcome.ERROR and (v.error_kind in fault.TASK_KINDS or shared))

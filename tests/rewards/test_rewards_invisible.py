@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from rlvr.rewards import Outcome, Sample
 from rlvr.rewards.exact import ExactMatch
 from rlvr.rewards.format import FormatVerifier
-from rlvr.rewards.invisible import DEFAULT_IGNORABLE, is_invisible, strip_invisible
 from rlvr.rewards.length import RepetitionPenalty
+from rlvr.rewards.rules.untrusted import DEFAULT_IGNORABLE, is_invisible, strip_invisible
 
 # The blank combining marks a category test missed (all Mn): variation selectors, the Mongolian
 # free variation selectors, the Khmer inherent vowels, the combining grapheme joiner.

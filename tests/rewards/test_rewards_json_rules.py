@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.jsontext import find_json
-from rlvr.rewards.patterns import compile_linear
-from rlvr.rewards.strictjson import JsonError, has_lone_surrogate, read_json
+from rlvr.rewards.rules.patterns import compile_linear
+from rlvr.rewards.rules.strictjson import JsonError, has_lone_surrogate, read_json
 
 FMT = AnswerFormat()
 TOOLS = [{"name": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]

@@ -1,7 +1,7 @@
 """Linear-time patterns (issue 25, item 1): every pattern applied to untrusted text runs on RE2 or
 is a hand scan, and the work on the inputs that were quadratic is bounded by their size.
 
-Work is counted, never timed: characters handed to RE2 (``rlvr.rewards.patterns.scanned``), or
+Work is counted, never timed: characters handed to RE2 (``rlvr.rewards.rules.patterns.scanned``), or
 characters a hand scan reads (a ``str`` subclass that counts its reads)."""
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ import rlvr
 from rlvr.rewards import Outcome, Sample
 from rlvr.rewards.format import AnswerFormat
 from rlvr.rewards.jsontext import find_json
-from rlvr.rewards.patterns import compile_linear, reset_scanned, scanned
+from rlvr.rewards.rules.patterns import compile_linear, reset_scanned, scanned
 from rlvr.serve.scoring import strip_trailing_special
 
 SRC = Path(rlvr.__file__).parent
 # Every module that imports a backtracking engine (Python's ``re`` or ``regex``), and why that is
 # safe. A module not listed here may apply patterns to untrusted text only through
-# ``rlvr.rewards.patterns`` (RE2) or by hand scans.
+# ``rlvr.rewards.rules.patterns`` (RE2) or by hand scans.
 ALLOWED_BACKTRACKING = {
-    "rewards/jsonrules.py": "a task author's own JSON Schema pattern that RE2 refuses (lookaround, backreferences) "
-    "runs on `regex` under pattern_timeout per match; running out of time is a wrong answer",
+    "rewards/rules/jsonrules.py": "a task author's own JSON Schema pattern that RE2 refuses (lookaround, "
+    "backreferences) runs on `regex` under pattern_timeout per match; running out of time is a wrong answer",
     **{
         f"rewards/math/{name}.py": "the math package (issue 25 part B's): not yet reviewed by this test's owner; "
         "its own tests bound its worst cases"
@@ -58,11 +58,11 @@ def test_no_module_applies_a_backtracking_pattern_without_a_stated_reason():
     for path in _modules():
         rel = path.relative_to(SRC).as_posix()
         engines = _engines(path)
-        if "re2" in engines and rel != "rewards/patterns.py":
-            offenders[rel] = "imports re2 directly (use rlvr.rewards.patterns)"
+        if "re2" in engines and rel != "rewards/rules/patterns.py":
+            offenders[rel] = "imports re2 directly (use rlvr.rewards.rules.patterns)"
         if engines & {"re", "regex"} and rel not in ALLOWED_BACKTRACKING:
             offenders[rel] = f"imports {sorted(engines & {'re', 'regex'})}"
-    assert not offenders, f"use rlvr.rewards.patterns (RE2) or a hand scan: {offenders}"
+    assert not offenders, f"use rlvr.rewards.rules.patterns (RE2) or a hand scan: {offenders}"
 
 
 def test_the_allow_list_names_only_modules_that_exist_and_still_need_it():

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from rlvr.rewards import Outcome, Sample
 from rlvr.rewards.combine import RewardSet, Term, completion_text
+from rlvr.rewards.rules.strictjson import JsonError, json_equal, json_key, read_json, safe_dumps
 from rlvr.rewards.schema import JsonSchemaVerifier, ToolCallVerifier
-from rlvr.rewards.strictjson import JsonError, json_equal, json_key, read_json, safe_dumps
 
 TOOLS = [{"name": "put", "parameters": {"type": "object", "properties": {"x": {"type": "number"}}}}]
 

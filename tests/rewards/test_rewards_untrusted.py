@@ -15,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr import rollouts
-from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier, untrusted
+from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.combine import RewardSet, Term
 from rlvr.rewards.exact import ExactMatch
 from rlvr.rewards.format import FormatVerifier
+from rlvr.rewards.rules import untrusted
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rlvr"
 # White_Space from PropList.txt (Unicode 15.1), written out independently of the module's table.
@@ -129,10 +130,15 @@ def test_skeleton_reads_cyrillic_and_greek_look_alikes_as_latin():
     assert untrusted.skeleton("cafe\u0301  CAFÉ") == "cafe cafe"
 
 
-def test_the_invisible_set_is_the_one_in_this_module():
-    from rlvr.rewards import invisible
-
-    assert invisible.is_invisible is untrusted.is_invisible and invisible.strip_invisible is untrusted.strip_invisible
+def test_the_invisible_set_is_defined_in_this_module_alone():
+    names = {"DEFAULT_IGNORABLE", "is_invisible", "strip_invisible", "is_blank", "is_default_ignorable"}
+    defined = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = [node] if isinstance(node, ast.FunctionDef) else getattr(node, "targets", [])
+            found = {getattr(t, "name", None) or getattr(t, "id", None) for t in targets} & names
+            defined += [f"{path.relative_to(SRC)}: {n}" for n in found]
+    assert {d.partition(":")[0] for d in defined} == {"rewards/rules/untrusted.py"}, defined
 
 
 def test_every_white_space_character_is_invisible_and_no_separator_is_kept_as_whitespace():
@@ -148,7 +154,7 @@ NEEDS_ARGS = {"strip", "lstrip", "rstrip", "split"}  # with explicit characters 
 SCOPE = ("rewards", "rollouts.py", "probe/episodes.py", "serve")
 # Files that may keep Python's defaults, and why. Keep this list short.
 ALLOWED = {
-    "rewards/untrusted.py": "the module itself",
+    "rewards/rules/untrusted.py": "the module itself",
     "rewards/judgecore.py": "the judge model's own reply and the task's labels (issue 34 rule 4, the judge grammar)",
     "rewards/judgecal.py": "calibration records written by the task author",
     "serve/app.py": "HTTP headers and the bearer token, never a completion",
@@ -185,14 +191,14 @@ def test_the_structure_check_finds_a_str_default():
 
 def test_no_module_strips_splits_or_case_folds_untrusted_text_outside_the_untrusted_module():
     found = [v for p in _scope() if str(p.relative_to(SRC)) not in ALLOWED for v in _violations(p)]
-    assert found == [], "use rlvr.rewards.untrusted instead of Python's str defaults:\n" + "\n".join(found)
+    assert found == [], "use rlvr.rewards.rules.untrusted instead of Python's str defaults:\n" + "\n".join(found)
 
 
 def test_every_allow_listed_file_exists_and_still_needs_its_entry():
     for name in ALLOWED:
         path = SRC / name
         assert path.exists(), name
-        assert name == "rewards/untrusted.py" or _violations(path), f"{name} no longer needs its allow-list entry"
+        assert name == "rewards/rules/untrusted.py" or _violations(path), f"{name} no longer needs its allow-list entry"
 
 
 def _kept_for_the_structure_check(text: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from rlvr.rewards.base import Outcome, Sample
 from rlvr.rewards.code import UnitTests
-from rlvr.rewards.codeattacks import ADD_TESTS, ATTACKS, run_attacks
+from rlvr.rewards.rules.codeattacks import ADD_TESTS, ATTACKS, run_attacks
 from rlvr.sandbox.pool import Limits, SandboxPool
 
 GOOD = Sample("```python\ndef add(a, b):\n    return a + b\n```", row={"tests": ADD_TESTS})

@@ -283,7 +283,7 @@ def test_a_host_unix_socket_is_reached_when_seccomp_is_off_so_the_check_can_fail
     # Landlock on this kernel does not cover pathname UNIX sockets: seccomp is what stops them.
     _root()
     from rlvr.rewards.code import UnitTests
-    from rlvr.rewards.codeattacks import ATTACKS, run_attacks
+    from rlvr.rewards.rules.codeattacks import ATTACKS, run_attacks
 
     p = SandboxPool(1, Limits(timeout=2.0), enable=tuple(n for n in LAYERS if n != "seccomp"))
     try:

@@ -103,20 +103,29 @@ def test_an_assert_in_a_loop_counts_as_one_statement_not_flagged_weaker(verifier
     assert v.outcome is Outcome.CORRECT and "weaker" not in v.detail and v.detail.startswith("1/1")
 
 
-def test_timeout_masks_every_term_of_the_sample_in_training(verifier):
-    rs = RewardSet([Term("tests", verifier)])
-    (fn,) = rs.trl_functions()
-    rewards = fn(
-        prompts=["p", "p"],
-        completions=[fenced("def add(a, b):\n    return a + b\n"), fenced("while True:\n    pass\n")],
-        tests=[ADD, ADD],
-    )
-    assert rewards == [1.0, None]
+LOOP = "def add(a, b):\n    while True:\n        pass\n"
+
+
+def test_a_timeout_is_masked_in_training_only_when_the_reference_times_out_too(verifier):
+    # The fail-closed rule (rlvr.rewards.fault): the row's reference solution is run through the
+    # same sandbox; a timeout it does not share, or a row without one, costs the answer its 0.
+    rs = RewardSet([Term("format", build_verifier("format")), Term("tests", verifier)])
+    (fmt, tests) = rs.trl_functions()
+    kw = {
+        "prompts": ["p"] * 4,
+        "completions": [fenced("def add(a, b):\n    return a + b\n"), *[f"<answer>{fenced(LOOP)}</answer>"] * 3],
+        "tests": [ADD] * 4,
+        "solution": ["def add(a, b):\n    return a + b\n", "def add(a, b):\n    return a + b\n", LOOP, None],
+    }
+    assert tests(**kw) == [1.0, 0.0, None, 0.0]
+    assert fmt(**kw)[2] is None  # a masked row is masked in every term
+    verdicts = [s.verdicts["tests"] for s in rs.scored_trl_batch(**kw)]
+    assert [v.error_kind for v in verdicts] == [None, "timeout", "timeout", "timeout"]
 
 
 def test_built_in_name_builds_the_verifier_with_options():
     v = build_verifier("unit_tests", {"timeout": 3, "partial_credit": True})
-    assert v.kind == "code" and v.timeout == 3.0
+    assert v.kind == "code" and v.options.timeout == 3.0
 
 
 def test_bad_options_name_each_problem():
@@ -221,6 +230,7 @@ def test_limits_exceeded_wrong_scores_a_timeout_as_wrong(pool):
     v = UnitTests(timeout=1.0, limits_exceeded="wrong", pool=pool)
     verdict = v.verify(Sample(fenced("while True:\n    pass\n"), row={"tests": ADD}))
     assert verdict.outcome is Outcome.WRONG and verdict.score == 0.0 and "timed out" in verdict.detail
+    assert verdict.error_kind == "timeout" and "charged to the answer" in verdict.detail  # counted by cause
 
 
 def test_task_check_names_each_row_whose_tests_are_weaker(tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from ..rewards.patterns import compile_linear
+from ..rewards.rules.patterns import compile_linear
 from .types import Attempt, Context
 
 _INT = compile_linear(r"-?[0-9]{1,18}")
@@ -355,7 +355,7 @@ def prompt_injection(ctx: Context) -> list[Attempt]:
 
 
 # Characters that show nothing; an answer span of only these is empty.
-# Blank by the one definition (``rlvr.rewards.invisible``): zero-width and bidi characters,
+# Blank by the one definition (``rlvr.rewards.rules.untrusted``): zero-width and bidi characters,
 # fillers, NUL, and the blank combining marks (variation selectors, Mongolian free variation
 # selectors, Khmer inherent vowels).
 INVISIBLE = (

@@ -168,7 +168,7 @@ def huge_attempts(ctx: Context, kind: str) -> list[Attempt]:
 
 def _breaks_pattern(pattern: str) -> str | None:
     """A short string that does not match ``pattern`` (None if every candidate matches)."""
-    from ..rewards.jsonrules import pattern_search
+    from ..rewards.rules.jsonrules import pattern_search
 
     for cand in ("", "\x00", "!!!", "not valid", "a" * 30 + "!"):
         try:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from ..rewards.patterns import compile_linear
+from ..rewards.rules.patterns import compile_linear
 from .types import Attempt, Context
 
 _INT = compile_linear(r"-?[0-9]{1,30}")

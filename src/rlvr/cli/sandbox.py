@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..rewards.base import Sample
     from ..rewards.code import UnitTests
-    from ..rewards.codeattacks import ADD_TESTS, run_attacks
+    from ..rewards.rules.codeattacks import ADD_TESTS, run_attacks
     from ..sandbox.pool import Limits, SandboxPool
 
     if args.workers < 1:

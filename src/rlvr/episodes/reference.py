@@ -4,7 +4,7 @@ Answer-only SFT on an episode task teaches the one thing its episode terms punis
 without the tools (and, since the answer is in no prompt, learning train answers by heart). So a
 row says which calls solve it, in a data column (``environment.reference_calls``, default
 ``reference_calls``): a JSON list of ``{"name": ..., "arguments": {...}}``, one call per turn, in
-order. ``read_calls`` reads a cell with the project's strict JSON reader (``rewards.strictjson``:
+order. ``read_calls`` reads a cell with the project's strict JSON reader (``rewards.rules.strictjson``:
 duplicate keys, NaN, deep nesting refused) and checks it against the environment: known tools,
 arguments on the tool's schema (``Tool.check_arguments``, as a call in training is checked), the
 ``max_tool_calls`` and ``max_turns`` limits, every ``required`` tool called. ``column_problems``
@@ -92,7 +92,7 @@ def read_calls(value: Any, toolbox: ToolBox, spec: EnvironmentSpec) -> tuple[Ref
     """A cell of the reference column as calls, checked (``ReferenceError`` naming what is wrong).
     A string is read as JSON by the strict reader; a list (a JSONL row that holds the list
     itself) is taken as read."""
-    from ..rewards.strictjson import JsonError, read_json
+    from ..rewards.rules.strictjson import JsonError, read_json
 
     if isinstance(value, str):
         try:

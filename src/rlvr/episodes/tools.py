@@ -6,7 +6,7 @@ the probe, the gate and training is one schema.
 A call goes through ``ToolBox.call``, the one place a tool runs:
 
 - the arguments are checked against the tool's parameter schema first (types, required keys, no
-  keys the schema does not name: ``rewards.jsonrules.forbid_extra``); a call that fails the check
+  keys the schema does not name: ``rewards.rules.jsonrules.forbid_extra``); a call that fails the check
   never reaches the function;
 - the function runs in a daemon thread joined with the per-call ``timeout``: a call that takes
   longer is answered with a timeout error at once. Python cannot stop a thread, so a task tool that
@@ -65,7 +65,7 @@ class Tool:
 
     def check_arguments(self, arguments: Any) -> str | None:
         """Why ``arguments`` do not fit the schema (a sentence), or None when they do."""
-        from ..rewards.jsonrules import first_error
+        from ..rewards.rules.jsonrules import first_error
 
         if not isinstance(arguments, Mapping):
             return f"arguments must be a JSON object, got {type(arguments).__name__}"
@@ -78,7 +78,7 @@ def make_tool(function: Callable[..., Any], name: str | None = None) -> Tool:
     with the reader's reason when its schema cannot be read)."""
     from transformers.utils import get_json_schema
 
-    from ..rewards.jsonrules import build_validator, forbid_extra
+    from ..rewards.rules.jsonrules import build_validator, forbid_extra
 
     try:
         schema = get_json_schema(function)

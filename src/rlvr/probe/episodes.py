@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..episodes import Episode, EpisodeRunner, build_toolbox, episode_metrics, prepare_tokenizer
-from ..rewards import untrusted
+from ..rewards.rules import untrusted
 
 if TYPE_CHECKING:
     from ..generate import Completion, Sampler

@@ -24,6 +24,7 @@ Anything else is a dotted import path to a verifier class, a verifier instance, 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import math as _math  # not bound as `math`: importing the submodule rlvr.rewards.math rebinds that name here
@@ -178,16 +179,19 @@ def build_verifier(
 
     ``answer_format`` (the task's) is passed to verifiers whose constructor takes it, unless the
     term's options set their own. ``answer_column`` (the task's) is passed as ``column`` to a
-    built-in verifier class that takes one, unless the options set it; a custom class's
-    ``column`` is left alone (what it names is the class's own business). Raises
-    ``VerifierError`` with the reason.
+    built-in verifier class that takes one, unless the options set it, and otherwise as
+    ``reference_column`` to one that takes that (``unit_tests`` whose tests are another column:
+    the answer column then holds the reference solution); a custom class's columns are left
+    alone (what they name is the class's own business). Raises ``VerifierError`` with the reason.
     """
     options = dict(options or {})
     target = import_object(BUILTINS.get(name, name), None if name in BUILTINS else search)
     if inspect.isclass(target):
-        params = inspect.signature(target).parameters
+        params = option_params(target)
         if name in BUILTINS and answer_column is not None and "column" in params and "column" not in options:
             options["column"] = answer_column
+        elif name in BUILTINS and answer_column not in (None, options.get("column")) and "reference_column" in params:
+            options.setdefault("reference_column", answer_column)
         if "answer_format" in params and answer_format is not None and "answer_format" not in options:
             options["answer_format"] = answer_format
         elif isinstance(options.get("answer_format"), Mapping):
@@ -214,14 +218,27 @@ def build_verifier(
     if hasattr(target, "verify") and hasattr(target, "verify_batch"):
         return target
     if callable(target):
-        params = inspect.signature(target).parameters
-        batch = "completions" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        fn_params = inspect.signature(target).parameters
+        batch = "completions" in fn_params or any(p.kind is p.VAR_KEYWORD for p in fn_params.values())
         if batch:
             return TrlFunctionVerifier(target, options)
         if options:
             raise VerifierError(f"reward {name!r} is a plain function and takes no options (got {sorted(options)})")
         return FunctionVerifier(target)
     raise VerifierError(f"{name!r} is not a verifier class, instance or function")
+
+
+def option_params(target: type) -> dict[str, inspect.Parameter]:
+    """The options a verifier class takes: its constructor's parameters, where a class that
+    declares its options as a dataclass (``Options``: ``unit_tests``'s ``CodeOptions``) takes
+    that dataclass's fields in place of its ``options`` and ``**fields`` parameters."""
+    params = dict(inspect.signature(target).parameters)
+    spec = getattr(target, "Options", None)
+    if isinstance(spec, type) and dataclasses.is_dataclass(spec):
+        params = {k: p for k, p in params.items() if k != "options" and p.kind is not p.VAR_KEYWORD}
+        for f in dataclasses.fields(spec):
+            params[f.name] = inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+    return params
 
 
 def _closest(unknown: Sequence[str], params: Mapping[str, inspect.Parameter]) -> str:
@@ -258,6 +275,7 @@ __all__ = [
     "extract",
     "import_object",
     "kind_of",
+    "option_params",
     "reads_of",
     "source_module",
 ]

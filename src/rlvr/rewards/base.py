@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from . import untrusted
+from .rules import untrusted
 
 
 class Outcome(StrEnum):
@@ -130,7 +130,10 @@ class Reads:
     compares with none. ``tools``: tool name -> its parameters schema (tool_call). ``tests``:
     the column holding unit tests; ``entry_point`` the fixed function name they call, else
     ``entry_point_column``; ``prefix_column``: the column whose text the program continues (a
-    HumanEval prompt that ends inside a function).
+    HumanEval prompt that ends inside a function); ``checker_column``: the column holding a row's
+    own stdout checker. ``references``: the columns that may hold the
+    row's reference solution (unit_tests), in the order they are tried: the first a row fills is
+    its gold.
     """
 
     answer: str | None = None
@@ -143,6 +146,8 @@ class Reads:
     entry_point: str | None = None
     entry_point_column: str | None = None
     prefix_column: str | None = None
+    checker_column: str | None = None
+    references: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -30,17 +30,20 @@ is neither plain data nor callable) is ``unsupported``: wrong, scored 0 even wit
 exception it raises about itself (``MemoryError``), killing itself or closing its pipes never
 grant reward or masking. A ``timeout`` (the deadline, or CPU time at the limit), ``memory`` (the
 kernel measured a peak at the budget) or ``sandbox`` failure, as the worker measured
-it, is an ``error``, which the TRL adapter masks out of the group; a row whose tests do not
-parse, or whose custom checker fails, is a ``ground_truth`` error. Masking a timeout has a cost
-worth knowing: in a group whose other samples are wrong, a sample that loops forever escapes the
-negative advantage a wrong answer gets. ``limits_exceeded: wrong`` scores timeouts and memory
-blow-ups as wrong instead (sandbox failures stay masked); the default, ``mask``, follows the
-project's verifier rules. Each verdict's ``details`` lists every assert (or input) with its
-result and, for the first failure, short reprs of what the program gave and what was expected.
+it, is an ``error``, settled by the fail-closed rule (``rlvr.rewards.fault``): the row's
+reference solution (``gold_completion``: the first of the declared ``Reads.references`` columns
+the row fills) is run through the same path, and the sample is masked only when the reference
+fails the same way; otherwise, or when the row has no reference, the failure is the answer's
+(``wrong``, 0, counted by cause), so a program cannot buy a mask by looping. ``limits_exceeded:
+wrong`` charges every timeout and memory verdict to the answer without running the reference;
+the default, ``mask``, settles them by the reference. A row whose tests do not parse, or whose
+custom checker fails, is a ``ground_truth`` error (the task's). Each verdict's ``details`` lists
+every assert (or input) with its result and, for the first failure, short reprs of what the
+program gave and what was expected.
 
 Tests that import a module outside the standard library cannot run in the sandbox (its
 interpreter has nothing else): every sample of such a row is an error of kind ``weaker``
-(masked, counted, never rewarded; ``weaker`` accepts only ``error``); ``rlvr task check`` lists such
+(the task's: masked, counted, never rewarded; ``weaker`` accepts only ``error``); ``rlvr task check`` lists such
 rows. With ``prefix_column``, the prompt's own complete helper functions (HumanEval's ``poly``)
 run in the test child, so a program cannot redefine what the tests rely on.
 
@@ -53,27 +56,32 @@ import atexit
 import collections
 import functools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import Problem, VerifierError
-from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
+from .codeoptions import CodeOptions
+from .fault import charge
 from .format import AnswerFormat, answer_start, extract
+from .rules import untrusted
 
-STYLES = ("auto", "assert", "stdio")
-EXTRACT = ("auto", "answer", "fence", "whole")
-_POOLS: dict[tuple[Any, ...], Any] = {}
+if TYPE_CHECKING:  # the sandbox is imported where it runs: `rlvr --help` and light terms stay fast
+    from ..sandbox import CheckPlan, Job, Reply, SandboxPool
+    from ..sandbox.checkers import CheckerSpec  # not among rlvr.sandbox's public names
+
+_POOLS: dict[tuple[int, float, int, bool, str | None], SandboxPool] = {}
 UNSUPPORTED = "unsupported: "  # how an unsupported verdict's detail starts (a wrong verdict, scored 0)
+# Columns that may hold a row's reference solution (its gold) when the answer column is its tests.
+REFERENCE_COLUMNS = ("reference", "reference_solution", "canonical_solution", "solution", "gold_solution")
 
 
-def shared_pool(workers: int, timeout: float, memory_mb: int, strict: bool, python: str | None) -> Any:
+def shared_pool(o: CodeOptions) -> SandboxPool:
     """One pool per configuration per process, shared by every term that asks for it."""
-    from ..sandbox.pool import Limits, SandboxPool
+    from ..sandbox import Limits, SandboxPool
 
-    key = (workers, timeout, memory_mb, strict, python)
+    key = (o.workers, o.timeout, o.memory_mb, o.strict, o.python)
     if key not in _POOLS:
-        _POOLS[key] = SandboxPool(workers, Limits(timeout=timeout, memory_mb=memory_mb), strict=strict, python=python)
+        _POOLS[key] = SandboxPool(o.workers, Limits(o.timeout, o.memory_mb), strict=o.strict, python=o.python)
     return _POOLS[key]
 
 
@@ -139,8 +147,8 @@ def _count_key(v: Verdict) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -> Any:
-    from ..sandbox.plans import BadTestsError, plan_stdio, plan_tests
+def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -> CheckPlan:
+    from ..sandbox import BadTestsError, plan_stdio, plan_tests
 
     tests: Any = key if is_text else json.loads(key)
     if isinstance(tests, str) and style in ("auto", "stdio") and untrusted.lstrip(tests)[:1] in "[{":
@@ -156,187 +164,125 @@ def _plan(style: str, key: str, is_text: bool, entry: str | None, prefix: str) -
 
 
 @functools.lru_cache(maxsize=1024)
-def _row_checker(raw: str, parse: Any) -> Any:
+def _row_checker(raw: str, parse: Callable[[Any], CheckerSpec]) -> CheckerSpec:
     """A row's checker from its column: a bare name, or the JSON text of a mapping."""
     return parse(json.loads(raw) if untrusted.lstrip(raw).startswith("{") else raw)
 
 
+class JobRunner(Protocol):
+    """What runs sandbox jobs: a ``SandboxPool``, or a stand-in (a recorder in a benchmark)."""
+
+    def run(self, jobs: Sequence[Job]) -> list[Reply]: ...
+
+
 class UnitTests(BaseVerifier):
-    """Runs the extracted code against the row's unit tests in ``rlvr.sandbox``."""
+    """Runs the extracted code against the row's unit tests in ``rlvr.sandbox``. Its options are
+    one ``CodeOptions`` (``options``, or the same fields as keyword arguments)."""
 
     kind = "code"
+    Options = CodeOptions  # rlvr.rewards.build_verifier reads the term's options from its fields
 
     def __init__(
         self,
         answer_format: AnswerFormat | None = None,
-        column: str = "tests",
-        style: str = "auto",
-        entry_point: str | None = None,
-        entry_point_column: str = "entry_point",
-        prefix_column: str | None = None,
-        extract: str = "auto",
-        timeout: float = 5.0,
-        memory_mb: int = 1024,
-        partial_credit: bool = False,
-        float_tolerance: float = 0.0,
-        workers: int = 2,
-        strict: bool = False,
-        python: str | None = None,
-        limits_exceeded: str = "mask",
-        weaker: str = "error",
-        pool: Any = None,
-        checker: Any = None,
-        checker_column: str = "checker",
-        program_objects: bool = False,
+        pool: JobRunner | None = None,
+        options: CodeOptions | None = None,
+        **fields: Any,
     ) -> None:
-        from ..sandbox.checkers import CheckerSpecError, parse_checker
+        from ..sandbox.checkers import parse_checker
 
-        problems = []
-        try:  # stdin/stdout rows: which checker compares the output (rlvr.sandbox.checkers)
-            self.checker = parse_checker(checker)
-        except CheckerSpecError as exc:
-            problems.append(Problem("unit_tests.checker", str(exc), "exact, tokens, float, case_insensitive or custom"))
-        if style not in STYLES:
-            problems.append(Problem("unit_tests.style", f"unknown style {style!r}", f"one of {', '.join(STYLES)}"))
-        if extract not in EXTRACT:
-            problems.append(
-                Problem("unit_tests.extract", f"unknown extraction {extract!r}", f"one of {', '.join(EXTRACT)}")
-            )
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
-            problems.append(
-                Problem("unit_tests.timeout", f"must be seconds in (0, 600], got {timeout!r}", "e.g. timeout: 5")
-            )
-        if not isinstance(memory_mb, int) or isinstance(memory_mb, bool) or memory_mb < 16:
-            problems.append(
-                Problem("unit_tests.memory_mb", f"must be an integer >= 16, got {memory_mb!r}", "e.g. memory_mb: 1024")
-            )
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            problems.append(
-                Problem(
-                    "unit_tests.workers",
-                    f"must be a positive integer, got {workers!r}",
-                    "e.g. workers: 2 (one per core)",
-                )
-            )
-        if not isinstance(float_tolerance, (int, float)) or float_tolerance < 0:
-            problems.append(
-                Problem(
-                    "unit_tests.float_tolerance", f"must be >= 0, got {float_tolerance!r}", "0 compares floats exactly"
-                )
-            )
-        if limits_exceeded not in ("mask", "wrong"):
-            problems.append(
-                Problem(
-                    "unit_tests.limits_exceeded",
-                    f"must be mask or wrong, got {limits_exceeded!r}",
-                    "mask (the default) follows the verifier rules",
-                )
-            )
-        if weaker != "error":
-            # `weaker: run` ran such tests inside the candidate's process under the old interpreter;
-            # tests now run in real CPython, and what is left (imports outside the standard library)
-            # cannot run anywhere in the sandbox, so there is nothing to choose.
-            problems.append(
-                Problem(
-                    "unit_tests.weaker",
-                    f"must be error, got {weaker!r}",
-                    "remove the setting: tests run in real CPython in the test child, and a test that imports "
-                    "outside the standard library is always an error (masked, never rewarded)",
-                )
-            )
-        if problems:
-            raise VerifierError("; ".join(str(p) for p in problems))
+        if options is not None and fields:
+            raise TypeError(f"give options or fields, not both (got {sorted(fields)})")
+        self.options = o = options if options is not None else CodeOptions(**fields)
         self.fmt = answer_format or AnswerFormat()
-        self.column = column
-        self.style = style
-        self.entry_point = entry_point
-        self.entry_point_column = entry_point_column
-        self.prefix_column = prefix_column
-        self.how = extract
-        self.timeout = float(timeout)
-        self.memory_mb = memory_mb
-        self.partial_credit = partial_credit
-        self.float_tolerance = float(float_tolerance)
-        self.workers = workers
-        self.strict = strict
-        self.python = python
-        self.limits_exceeded = limits_exceeded
-        self.weaker = weaker
-        self.pool = pool  # a SandboxPool to use instead of the shared one (tests, benchmarks)
-        self.checker_column = checker_column  # a row's own checker, overriding the task's
-        # The tests use the program's own objects (a class-design task): every operation on them
-        # dispatches to the program as CPython would. Without it only plain data crosses.
-        self.program_objects = bool(program_objects)
-        # Outcomes of every sample run so far: passed, failed, timeout, memory, sandbox, weaker
-        # (rows whose tests the trusted side cannot run: refused, or run in the child and
-        # flagged). Infrastructure failures are counted, not hidden.
+        self.pool = pool  # a pool to use instead of the shared one (tests, benchmarks)
+        self.checker = parse_checker(o.checker)  # stdin/stdout rows: the task's checker
+        # Outcomes of every sample run so far (the golds settle runs too): passed, failed,
+        # unsupported, timeout, memory, sandbox, weaker. Infrastructure failures are counted.
         self.counts: collections.Counter[str] = collections.Counter()
 
     # -- per row -----------------------------------------------------------------------------
-    def plan(self, row: Mapping[str, Any]) -> Any:
+    def plan(self, row: Mapping[str, Any]) -> CheckPlan:
         """The row's test plan; raises ``BadTestsError`` (a ground-truth problem). Plans are
         cached by the tests' text: the G samples of a GRPO group share one row. A plan's
         ``weaker`` lists why the test child cannot run the tests (``weaker_reasons``)."""
-        from ..sandbox.plans import BadTestsError
+        from ..sandbox import BadTestsError
 
-        tests = row.get(self.column)
+        tests = row.get(self.options.column)
         if tests is None or (isinstance(tests, str) and not untrusted.strip(tests)):
-            raise BadTestsError(f"row has no tests in column {self.column!r}")
-        entry = self.entry_point or row.get(self.entry_point_column)
-        prefix = str(row.get(self.prefix_column) or "") if self.prefix_column else ""
+            raise BadTestsError(f"row has no tests in column {self.options.column!r}")
+        entry = self.options.entry_point or row.get(self.options.entry_point_column)
+        prefix = str(row.get(self.options.prefix_column) or "") if self.options.prefix_column else ""
         try:
             key = tests if isinstance(tests, str) else json.dumps(tests, sort_keys=True)
         except (TypeError, ValueError):
-            raise BadTestsError(f"column {self.column!r} holds {type(tests).__name__}, not tests") from None
-        return _plan(self.style, key, isinstance(tests, str), str(entry) if entry else None, prefix)
+            raise BadTestsError(f"column {self.options.column!r} holds {type(tests).__name__}, not tests") from None
+        return _plan(self.options.style, key, isinstance(tests, str), str(entry) if entry else None, prefix)
 
     def weaker_reasons(self, row: Mapping[str, Any]) -> tuple[str, ...]:
         """Why this row's tests cannot be decided on the trusted side (empty when they can).
         ``rlvr audit`` and ``rlvr inspect`` can show it per row."""
-        from ..sandbox.plans import BadTestsError
+        from ..sandbox import BadTestsError
 
         try:
             return tuple(self.plan(row).weaker)
         except BadTestsError:
             return ()
 
-    def checker_for(self, row: Mapping[str, Any]) -> Any:
+    def checker_for(self, row: Mapping[str, Any]) -> CheckerSpec:
         """The row's stdout checker: its ``checker_column`` (a name, a mapping or the JSON text of
         one) or else the task's. Raises ``BadTestsError`` naming the column when it is unusable."""
+        from ..sandbox import BadTestsError
         from ..sandbox.checkers import CheckerSpecError, parse_checker
-        from ..sandbox.plans import BadTestsError
 
-        raw = row.get(self.checker_column)
+        raw = row.get(self.options.checker_column)
         if raw is None or (isinstance(raw, str) and not untrusted.strip(raw)):
             return self.checker
         try:
             return _row_checker(raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True), parse_checker)
         except (CheckerSpecError, ValueError) as exc:
-            raise BadTestsError(f"column {self.checker_column!r}: {exc}") from None
+            raise BadTestsError(f"column {self.options.checker_column!r}: {exc}") from None
 
     def reads(self) -> Reads:
         """The tests column is also the ground truth (``answer``) a row must have."""
-        entry_column = None if self.entry_point else self.entry_point_column
+        o = self.options
+        entry_column = None if o.entry_point else o.entry_point_column
         return Reads(
-            answer=self.column,
-            columns=tuple(c for c in (self.column, entry_column, self.prefix_column) if c),
-            tests=self.column,
-            entry_point=self.entry_point,
-            entry_point_column=self.entry_point_column,
-            prefix_column=self.prefix_column,
+            answer=o.column,
+            columns=tuple(c for c in (o.column, entry_column, o.prefix_column, o.checker_column) if c),
+            tests=o.column,
+            entry_point=o.entry_point,
+            entry_point_column=o.entry_point_column,
+            prefix_column=o.prefix_column,
+            checker_column=o.checker_column,
+            references=tuple(dict.fromkeys(c for c in (o.reference_column, *REFERENCE_COLUMNS) if c and c != o.column)),
         )
+
+    def completion(self, code: str) -> str:
+        """``code`` written as a completion this term extracts it from."""
+        return code if self.options.extract == "whole" else self.fmt.wrap(f"```python\n{code}\n```")
+
+    def gold_completion(self, row: Mapping[str, Any]) -> str | None:
+        """The row's reference solution (the first ``Reads.references`` column it fills) as a
+        completion, or None: the gold ``rlvr.rewards.fault`` scores to decide whose fault a
+        timeout, memory or sandbox verdict is."""
+        for col in self.reads().references:
+            code = row.get(col)
+            if isinstance(code, str) and untrusted.strip(code):
+                return self.completion(code)
+        return None
 
     def verify(self, sample: Sample) -> Verdict:
         return self.verify_batch([sample])[0]
 
     def verify_batch(self, samples: Sequence[Sample]) -> list[Verdict]:
-        from ..sandbox.checks import stdio_job, tests_job
-        from ..sandbox.plans import BadTestsError
+        from ..sandbox import BadTestsError, stdio_job, tests_job
 
+        o = self.options
         out: list[Verdict | None] = [None] * len(samples)
-        todo: list[tuple[int, Any, Any, Any, str | None, tuple[int, int] | None]] = []
+        todo: list[tuple[int, CheckPlan, CheckerSpec | None, Job, str | None, tuple[int, int] | None]] = []
         for i, s in enumerate(samples):
-            code, span, problem = extract_code(s.completion, self.fmt, self.how)
+            code, span, problem = extract_code(s.completion, self.fmt, o.extract)
             if code is None:
                 out[i] = Verdict.unparseable(problem)
                 continue
@@ -355,27 +301,29 @@ class UnitTests(BaseVerifier):
                     span=span,
                 )
                 continue
-            prefix = str(s.row.get(self.prefix_column) or "") if self.prefix_column else ""
+            prefix = str(s.row.get(o.prefix_column) or "") if o.prefix_column else ""
             job = (
-                stdio_job(code, plan.inputs, self.timeout, plan=plan, checker=checker or self.checker)
+                stdio_job(code, plan.inputs, o.timeout, plan=plan, checker=checker or self.checker)
                 if plan.mode == "stdio"
-                else tests_job(plan, prefix + code, self.timeout, self.float_tolerance, self.program_objects)
+                else tests_job(plan, prefix + code, o.timeout, o.float_tolerance, o.program_objects)
             )
             todo.append((i, plan, checker, job, code, span))
         if todo:
-            pool = self.pool or shared_pool(self.workers, self.timeout, self.memory_mb, self.strict, self.python)
+            pool = self.pool or shared_pool(o)
             replies = pool.run([t[3] for t in todo])  # a sandbox that cannot start raises: a setup problem
             for (i, plan, checker, _job, code, span), reply in zip(todo, replies, strict=True):
                 v = out[i] = self._verdict(plan, checker, reply, code, span)
                 self.counts[v.error_kind or _count_key(v)] += 1
         return [v if v is not None else Verdict.error("no verdict", kind="sandbox") for v in out]
 
-    def _verdict(self, plan: Any, checker: Any, reply: Any, code: str | None, span: tuple[int, int] | None) -> Verdict:
+    def _verdict(
+        self, plan: CheckPlan, checker: CheckerSpec | None, reply: Reply, code: str | None, span: tuple[int, int] | None
+    ) -> Verdict:
         """The outcome class is decided here from what the worker measured, never from what the
         child claims: a MemoryError it raised, its exit code, a closed pipe are ``wrong`` unless
         the worker saw the limit hit (wall clock or CPU time at the deadline; a measured peak
         memory at the budget). A failed assert or input is final: nothing after it masks it."""
-        from ..sandbox.checks import judge_stdio, judge_tests
+        from ..sandbox import judge_stdio, judge_tests
 
         end = reply.end
         if end.why.startswith("sandbox"):
@@ -390,7 +338,7 @@ class UnitTests(BaseVerifier):
             return Verdict.error(j.detail, kind="ground_truth", **kw)
         if j.status == "unsupported":  # scored as wrong: a policy gains nothing by provoking it
             return Verdict.wrong(detail=j.detail, **kw)
-        budget = self.memory_mb << 20
+        budget = self.options.memory_mb << 20
         if plan.mode == "stdio":  # the first failing input's peak, as the worker measured it
             memory = j.peak >= budget
         else:
@@ -399,15 +347,14 @@ class UnitTests(BaseVerifier):
         limit = "timeout" if timeout else "memory" if memory else ""
         if limit:
             what = (
-                f"timed out after {self.timeout:g}s"
+                f"timed out after {self.options.timeout:g}s"
                 if limit == "timeout"
-                else f"exceeded the {self.memory_mb} MB memory budget (peak {end.maxrss >> 20} MB, measured)"
+                else f"exceeded the {self.options.memory_mb} MB memory budget (peak {end.maxrss >> 20} MB, measured)"
             )
-            if self.limits_exceeded == "wrong":
-                return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: {what}", **kw)
-            return Verdict.error(what, kind=limit, **kw)
+            v = Verdict.error(f"0/{plan.n_tests} tests passed: {what}", kind=limit, **kw)
+            return charge(v, "limits_exceeded: wrong") if self.options.limits_exceeded == "wrong" else v
         if j.status == "incomplete":
             how = "its output went over the size limit" if end.why == "output_limit" else j.detail
             return Verdict.wrong(detail=f"0/{plan.n_tests} tests passed: the program ended abnormally: {how}", **kw)
-        score = j.passed / j.total if self.partial_credit and j.total else 0.0
+        score = j.passed / j.total if self.options.partial_credit and j.total else 0.0
         return Verdict.wrong(score, detail=j.detail, **kw)

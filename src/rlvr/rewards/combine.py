@@ -38,7 +38,7 @@ from typing import Any
 from .base import Outcome, Sample, Verdict, Verifier
 from .fault import GOLDS, gold_key, gold_sample, is_charged, settle
 from .format import AnswerFormat
-from .strictjson import safe_dumps
+from .rules.strictjson import safe_dumps
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _message_text(message: Mapping[str, Any]) -> str:
     the ``tool_call`` verifier reads.
 
     Arguments given as a string (OpenAI's form) are carried as that string, never parsed here:
-    the verifier reads them with the one strict reader (``rlvr.rewards.strictjson``), which
+    the verifier reads them with the one strict reader (``rlvr.rewards.rules.strictjson``), which
     refuses duplicate keys and over-long numbers that a plain ``json.loads`` would collapse or
     raise on outside every guard. Arguments given as an object are written with
     ``safe_dumps``; one that cannot be written (a 5,000-digit integer, nesting past the limit) is

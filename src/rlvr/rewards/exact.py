@@ -1,7 +1,7 @@
 """Exact match of the extracted answer against the row's ground truth.
 
 Normalisation is opt-in, rule by rule, and applied identically to both sides. Every rule is the
-one of ``rlvr.rewards.untrusted`` (Unicode properties, not Python's ``str`` defaults):
+one of ``rlvr.rewards.rules.untrusted`` (Unicode properties, not Python's ``str`` defaults):
 
 - ``whitespace``: collapse runs of ``White_Space`` to one space (outer ``White_Space`` is always
   stripped; U+001C..U+001F are controls, not whitespace, so ``Lima\x1f`` is not ``Lima``);
@@ -34,10 +34,10 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 from ..errors import VerifierError
-from . import untrusted
 from .base import BaseVerifier, Reads, Sample, Verdict, ground_truth
 from .format import AnswerFormat, extract
-from .patterns import compile_linear
+from .rules import untrusted
+from .rules.patterns import compile_linear
 
 RULES = ("whitespace", "case", "nfkc", "thousands", "trailing_period", "dollars")
 _SEPARATORS = ",_ \u00a0\u2009\u202f"

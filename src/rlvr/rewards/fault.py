@@ -18,13 +18,15 @@ episodes, the audit, the server) and ``rlvr.serve.app`` applies it to rows past 
 
 What stays the task's without a gold run:
 
-- ``error_kind`` in ``TASK_KINDS``: the verifier itself found the row's ground truth missing or
-  broken (a gold that does not parse, a schema that cannot be applied);
-- a ``unit_tests`` term (kind ``code``): the sandbox's outcome classes and its
-  ``limits_exceeded`` option decide (docs/sandbox.md), measured at the real limits.
+``error_kind`` in ``TASK_KINDS``: the verifier itself found the row's ground truth missing or
+broken (a gold that does not parse, a schema that cannot be applied, unit tests the sandbox
+cannot run: ``weaker``), decided from the row alone.
 
+A ``unit_tests`` term's gold is the row's reference solution (``UnitTests.gold_completion``), so
+a timeout or memory verdict is masked only when the reference also runs out of time or memory.
 A term with no gold to score (a ``format`` or ``length`` term, a ``json_schema`` term, a custom
-term that declares no answer column) cannot show that the task fails: its failures are charged.
+term that declares no answer column, a ``unit_tests`` row without a reference) cannot show that
+the task fails: its failures are charged.
 """
 
 from __future__ import annotations
@@ -35,23 +37,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .base import Outcome, Sample, Verdict, Verifier, ground_truth, kind_of, reads_of
+from .base import Outcome, Sample, Verdict, Verifier, ground_truth, reads_of
 from .format import AnswerFormat
 
-__all__ = [
-    "OWN_POLICY_KINDS",
-    "TASK_KINDS",
-    "GoldCache",
-    "charge",
-    "gold_key",
-    "gold_sample",
-    "is_charged",
-    "settle",
-    "whose_fault",
-]
+__all__ = ["TASK_KINDS", "GoldCache", "charge", "gold_key", "gold_sample", "is_charged", "settle", "whose_fault"]
 
-TASK_KINDS = frozenset({"ground_truth"})
-OWN_POLICY_KINDS = frozenset({"code"})
+TASK_KINDS = frozenset({"ground_truth", "weaker"})
 CHARGED = "charged to the answer"
 
 
@@ -191,8 +182,6 @@ def settle(
     """``verdicts`` with every failure to decide put on the answer or the task (``whose_fault``).
     ``run`` scores samples through the same path as ``verdicts`` were (without settling); it is
     called once, on the golds of the rows that need one and are not cached."""
-    if kind_of(verifier) in OWN_POLICY_KINDS:
-        return list(verdicts)
     need = [i for i, v in enumerate(verdicts) if v.outcome is Outcome.ERROR and v.error_kind not in TASK_KINDS]
     if not need:
         return list(verdicts)

@@ -13,7 +13,7 @@ pass with a stack, no backtracking regex), also for thousands of repeated or nes
 1 MB completion costs milliseconds, not a timeout.
 
 An answer span holding only invisible characters is empty: it looks like nothing to a reader.
-"Invisible" has one definition, ``rlvr.rewards.invisible`` (Unicode's default-ignorable code
+"Invisible" has one definition, ``rlvr.rewards.rules.untrusted`` (Unicode's default-ignorable code
 points, variation selectors and the other blank combining marks included).
 """
 
@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from . import untrusted
 from .base import BaseVerifier, Reads, Sample, Verdict
-from .untrusted import is_blank, is_invisible
+from .rules import untrusted
+from .rules.untrusted import is_blank, is_invisible
 
 ThinkPolicy = Literal["none", "optional", "required", "prefilled"]
 BoxedPolicy = Literal["only", "first", "last"]

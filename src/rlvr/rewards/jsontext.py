@@ -1,9 +1,9 @@
 """Where a completion's JSON is: ``find_json`` (the answer span, else the one ``<tool_call>``
-block or fenced block after the think block); reading it is ``rlvr.rewards.strictjson``'s.
+block or fenced block after the think block); reading it is ``rlvr.rewards.rules.strictjson``'s.
 ``load_json`` here is that reader with numbers as floats, for callers that hand the value to
 code (the episodes' tools); the JSON terms compare exact numbers (``strictjson.load_json``).
 
-Both patterns run on RE2 (``rlvr.rewards.patterns``): on Python's ``re`` a fence followed by
+Both patterns run on RE2 (``rlvr.rewards.rules.patterns``): on Python's ``re`` a fence followed by
 80,000 spaces, or thousands of unclosed ``<tool_call>`` tags, cost quadratic time.
 
 See ``rlvr.rewards.schema`` for the rules these implement and why.
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import untrusted
 from .format import AnswerFormat, answer_start, extract
-from .patterns import compile_linear
-from .strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, has_lone_surrogate, read_json
+from .rules import untrusted
+from .rules.patterns import compile_linear
+from .rules.strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, has_lone_surrogate, read_json
 
 __all__ = ["MAX_INT_DIGITS", "depth", "find_json", "load_json"]
 

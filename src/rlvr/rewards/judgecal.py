@@ -161,7 +161,7 @@ def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[s
     version and labels, say ``passed: true``, and hold a finite kappa at or above ``min_kappa``
     (itself checked by ``check_kappa``) over at least ``MIN_ROWS`` judged rows with at most 5%
     failed judgements."""
-    from .strictjson import JsonError, read_json
+    from .rules.strictjson import JsonError, read_json
 
     min_kappa = check_kappa("min_kappa", min_kappa)
     p = Path(path)

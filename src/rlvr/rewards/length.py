@@ -60,10 +60,10 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import VerifierError
-from . import untrusted
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict, reads_of
 from .format import AnswerFormat
-from .patterns import compile_linear
+from .rules import untrusted
+from .rules.patterns import compile_linear
 
 _TOKENIZERS: dict[str, Any] = {}
 _TOKENIZERS_LOCK = threading.Lock()

@@ -4,7 +4,7 @@ Where the JSON comes from: the task's answer span when the completion has one, o
 exactly one fenced block (```` ```json … ``` ```` or ```` ``` … ``` ````). Several fenced blocks
 without an answer span is ``unparseable`` (which one would count?); so is no JSON at all. Text
 that is not valid JSON is ``wrong``. JSON is read by the one strict reader,
-``rlvr.rewards.strictjson`` (never evaluated), capped at ``max_chars`` (default 100,000):
+``rlvr.rewards.rules.strictjson`` (never evaluated), capped at ``max_chars`` (default 100,000):
 duplicate keys and ``NaN``/``Infinity`` are refused, integers stay ``int`` and every other number
 is read exactly (``10000000000000001.0`` is not ``1e16``); a number of more than 4,300 digits
 (or an exponent past 4,300) and nesting deeper than ``max_depth`` (default 64) are *wrong*
@@ -68,12 +68,12 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import VerifierError
-from . import untrusted
 from .base import BaseVerifier, Reads, Sample, Verdict
 from .format import AnswerFormat
-from .jsonrules import SchemaBroken, build_validator, first_error, forbid_extra
 from .jsontext import find_json
-from .strictjson import exact_number, json_equal, json_key, load_json, safe_dumps
+from .rules import untrusted
+from .rules.jsonrules import SchemaBroken, build_validator, first_error, forbid_extra
+from .rules.strictjson import exact_number, json_equal, json_key, load_json, safe_dumps
 
 RULES = ("exact", "casefold", "numeric", "set", "ignore")
 
@@ -290,7 +290,7 @@ def _tool_specs(tools: Any) -> dict[str, Any]:
 
 def argument_matches(rule: str, want: Any, got: Any) -> bool:
     """Whether ``got`` matches ``want`` under ``rule``. Numbers compare by exact value
-    (``rlvr.rewards.strictjson.json_equal``), so ``3.0`` equals ``3``, a 400-digit integer compares
+    (``rlvr.rewards.rules.strictjson.json_equal``), so ``3.0`` equals ``3``, a 400-digit integer compares
     without overflowing a float, and ``10000000000000001.0`` is not ``1e16``."""
     if rule == "ignore":
         return True

@@ -18,7 +18,7 @@ than a call, its truth or iteration, unless the task sets ``program_objects``) e
 the worker runs the program as a script, one fresh child per input, and the trainer compares
 each input's raw output with a named checker as it arrives (``checkers.py``). ``plans.py``
 parses a row's tests once in the trainer; ``checks.py`` turns what came back into a
-``Judgement`` with per-test details. ``rlvr sandbox check`` runs ``rewards/codeattacks.py``.
+``Judgement`` with per-test details. ``rlvr sandbox check`` runs ``rewards/rules/codeattacks.py``.
 The threat model, claim by claim with the tests that back it, is in ``docs/sandbox.md``.
 
 Layers, each probed at start-up and reported (``SandboxPool.layers``; ``strict`` refuses to run

@@ -18,7 +18,7 @@ Limits, each answered with a JSON error and never with a stopped server:
 - Size: a body over ``max_body_bytes`` gets ``413`` (checked on ``Content-Length`` and while
   reading a chunked body), more than ``max_rows`` samples ``413``, a body that is not JSON, or
   not ``application/json``, ``400`` / ``415``. The body is read by the strict JSON reader
-  (``rlvr.rewards.strictjson``): duplicate keys, ``NaN``/``Infinity``, a number of more than
+  (``rlvr.rewards.rules.strictjson``): duplicate keys, ``NaN``/``Infinity``, a number of more than
   4,300 digits and nesting deeper than ``BODY_MAX_DEPTH`` are ``400`` with a JSON error.
 - Deadline: rows not scored within ``deadline`` seconds are settled by the fail-closed rule
   (``rlvr.rewards.fault``): each such row's gold is scored through the same terms within a
@@ -60,7 +60,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError, Problem
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
-from ..rewards.strictjson import JsonError, read_json
+from ..rewards.rules.strictjson import JsonError, read_json
 from .engines import openrlhf_response
 from .scoring import RequestError, Scorer, gold_row_key, gold_verdicts, openrlhf_samples, past_deadline, rlvr_samples
 

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..rewards import fault, untrusted
+from ..rewards import fault
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.combine import RewardSet, Scored, completion_text, prompt_text
-from ..rewards.strictjson import JsonError, json_key, read_json
+from ..rewards.rules import untrusted
+from ..rewards.rules.strictjson import JsonError, json_key, read_json
 from ..task import Task
 from .metrics import Metrics
 

@@ -9,8 +9,10 @@
   so is a checker column mixing checker names with mappings;
 - tests: every row's tests of every ``unit_tests`` term are parsed (a syntax error, stdin/stdout
   cases with the wrong keys, an unusable checker column), each named by row and column;
-- reference solutions: every one found (the answer column of a code task, or a ``solution``-like
-  column) is scored under the task's own terms, and the rows where it fails are named;
+- reference solutions: every one found (in the columns a ``unit_tests`` term declares,
+  ``Reads.references``: the task's answer column when the tests are another, then the
+  ``solution``-like ones) is scored under the task's own terms, and the rows where it fails are
+  named;
 - custom terms: each is called on the reference answer and on a wrong one; a term that cannot
   tell them apart (on every row tried) is reported when it decides success or never rewards the
   reference (a shaping term may score both alike on purpose).
@@ -21,20 +23,18 @@ The sandbox is reached only through the task's ``unit_tests`` verifier, as train
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
 from ..rewards import BUILTINS
-from ..rewards.base import Outcome, Sample, Verdict
-from .spec import MAX_ROW_PROBLEMS, Task, TermSpec
+from ..rewards.base import Outcome, Sample, Verdict, reads_of
+from .spec import MAX_ROW_PROBLEMS, Task
 
 if TYPE_CHECKING:
     from ..rewards.code import UnitTests
 
 MAX_ROW_BYTES = 1_000_000  # a row's JSON above this is named (prompts and tests are kilobytes)
-# Columns that hold a reference solution when a code task's answer column is its tests.
-REFERENCE_COLUMNS = ("reference", "reference_solution", "canonical_solution", "solution", "gold_solution")
 CUSTOM_ROWS = 8  # rows a custom term is tried on
 Rows = Sequence[Mapping[str, Any]]
 
@@ -48,14 +48,12 @@ def local_splits(task: Task) -> list[tuple[str, str, list[dict[str, Any]]]]:
     return out
 
 
-def unit_tests_terms(task: Task) -> Iterator[tuple[TermSpec, UnitTests]]:
-    """Each ``unit_tests`` term of the task with its verifier."""
+def unit_tests_terms(task: Task) -> list[tuple[str, UnitTests]]:
+    """Each ``unit_tests`` term of the task (name, verifier), from its reward set: every verifier
+    built once, as training builds it. The columns come from what each declares (``reads()``)."""
     from ..rewards.code import UnitTests
 
-    for t in task.rewards:
-        verifier = task.term_verifier(t)
-        if isinstance(verifier, UnitTests):
-            yield t, verifier
+    return [(t.name, t.verifier) for t in task.reward_set().terms if isinstance(t.verifier, UnitTests)]
 
 
 def _capped(problems: list[Problem], where: str, what: str, fix: str) -> list[Problem]:
@@ -126,12 +124,11 @@ def type_problems(rows: Rows, where: str, skip: Iterable[str] = ()) -> list[Prob
 
 
 def code_columns(task: Task) -> set[str]:
-    """The tests and checker columns of the task's ``unit_tests`` terms (a checker column may mix
-    names and mappings: ``arrow_rows`` writes the mappings as the JSON text the verifier reads)."""
-    from ..rewards.code import UnitTests
-
-    verifiers = [v for t in task.rewards if isinstance(v := task.term_verifier(t), UnitTests)]
-    return {v.column for v in verifiers} | {v.checker_column for v in verifiers}
+    """The tests and checker columns the task's terms declare (``Reads.tests``,
+    ``Reads.checker_column``; a checker column may mix names and mappings: ``arrow_rows`` writes
+    the mappings as the JSON text the verifier reads)."""
+    reads = [r for t in task.reward_set().terms if (r := reads_of(t.verifier)) is not None]
+    return {c for r in reads for c in (r.tests, r.checker_column) if c}
 
 
 def arrow_rows(task: Task, rows: Rows) -> list[dict[str, Any]]:
@@ -151,7 +148,8 @@ def tests_problems(task: Task) -> list[Problem]:
     from ..sandbox.plans import BadTestsError
 
     out: list[Problem] = []
-    for t, verifier in unit_tests_terms(task):
+    for name, verifier in unit_tests_terms(task):
+        tests = verifier.reads().tests
         for _, where, rows in local_splits(task):
             bad = []
             for i, row in enumerate(rows, 1):
@@ -162,43 +160,36 @@ def tests_problems(task: Task) -> list[Problem]:
                     bad.append(
                         Problem(
                             f"{where}:{i}",
-                            f"row {i}: term {t.name!r}: column {verifier.column!r}: {exc}",
+                            f"row {i}: term {name!r}: column {tests!r}: {exc}",
                             "fix the tests (stdin/stdout cases are objects with string 'input' and 'output'), or "
                             "drop the row: a row whose tests do not parse masks every sample",
                         )
                     )
-            out += _capped(bad, where, f"rows whose tests term {t.name!r} cannot read", "fix or drop them")
+            out += _capped(bad, where, f"rows whose tests term {name!r} cannot read", "fix or drop them")
     return out
 
 
-def _reference_columns(task: Task, tests_column: str, rows: Rows) -> list[str]:
+def _reference_columns(verifier: UnitTests, rows: Rows) -> list[str]:
     present = set().union(*(r.keys() for r in rows)) if rows else set()
-    named = [task.answer_column, *REFERENCE_COLUMNS]
-    return list(dict.fromkeys(c for c in named if c in present and c != tests_column))
-
-
-def _completion(task: Task, verifier: Any, code: str) -> str:
-    return code if getattr(verifier, "how", "auto") == "whole" else task.answer.wrap(code)
+    return [c for c in verifier.reads().references if c in present]
 
 
 def reference_problems(task: Task) -> list[Problem]:
     """Every reference solution found, scored by its ``unit_tests`` term; the rows where it fails."""
     out: list[Problem] = []
-    for t, verifier in unit_tests_terms(task):
+    for name, verifier in unit_tests_terms(task):
         for _, where, rows in local_splits(task):
-            for col in _reference_columns(task, verifier.column, rows):
+            for col in _reference_columns(verifier, rows):
                 found = [(i, r) for i, r in enumerate(rows, 1) if isinstance(r.get(col), str) and r[col].strip()]
                 if not found:
                     continue
-                samples = [
-                    Sample(_completion(task, verifier, r[col]), row=r, prompt=_prompt(task, r)) for _, r in found
-                ]
+                samples = [Sample(verifier.completion(r[col]), row=r, prompt=_prompt(task, r)) for _, r in found]
                 verdicts = verifier.verify_batch(samples)
                 if all(v.error_kind == "sandbox" for v in verdicts):
                     out.append(
                         Problem(
                             where,
-                            f"term {t.name!r}: the sandbox could not run the reference solutions in column {col!r}: "
+                            f"term {name!r}: the sandbox could not run the reference solutions in column {col!r}: "
                             f"{verdicts[0].detail}",
                             "rlvr sandbox check says which isolation layer is missing",
                         )
@@ -207,14 +198,14 @@ def reference_problems(task: Task) -> list[Problem]:
                 bad = [
                     Problem(
                         f"{where}:{i}",
-                        f"row {i}: term {t.name!r}: the reference solution in column {col!r} {_failure(v)}",
+                        f"row {i}: term {name!r}: the reference solution in column {col!r} {_failure(v)}",
                         "fix the solution or the tests: a row whose own reference fails teaches the wrong thing",
                     )
                     for (i, _), v in zip(found, verdicts, strict=True)
                     # tests that do not parse are named once, by tests_problems
                     if v.outcome is not Outcome.CORRECT and v.error_kind != "ground_truth"
                 ]
-                out += _capped(bad, where, f"reference solutions failing term {t.name!r}", "fix or drop them")
+                out += _capped(bad, where, f"reference solutions failing term {name!r}", "fix or drop them")
     return out
 
 
@@ -249,21 +240,19 @@ def _wrong(gold: str) -> str:
 
 def custom_term_problems(task: Task) -> list[Problem]:
     """Custom terms that give the reference answer no more than a wrong one on every row tried."""
-    from ..rewards.code import UnitTests
-
     out: list[Problem] = []
     splits = local_splits(task)
     rows = splits[0][2][:CUSTOM_ROWS] if splits else []
     if not rows:
         return out
-    code = next((task.term_verifier(t) for t in task.rewards if isinstance(task.term_verifier(t), UnitTests)), None)
-    for t in task.rewards:
+    code = next((v for _, v in unit_tests_terms(task)), None)
+    for t, term in zip(task.rewards, task.reward_set().terms, strict=True):
         if t.verifier in BUILTINS:
             continue
-        pairs = _reference_and_wrong(task, t, rows, code)
+        pairs = _reference_and_wrong(task, rows, code)
         if not pairs:
             continue
-        verifier = task.term_verifier(t)
+        verifier = term.verifier
         right = verifier.verify_batch([p[0] for p in pairs])
         wrong = verifier.verify_batch([p[1] for p in pairs])
         apart = any(
@@ -293,15 +282,15 @@ def _score(v: Verdict) -> str:
     return "error" if v.score is None else f"{v.score:g}"
 
 
-def _reference_and_wrong(task: Task, term: TermSpec, rows: Rows, code: Any) -> list[tuple[Sample, Sample]]:
+def _reference_and_wrong(task: Task, rows: Rows, code: UnitTests | None) -> list[tuple[Sample, Sample]]:
     out = []
     for r in rows:
         prompt = _prompt(task, r)
         if code is not None:
-            cols = _reference_columns(task, code.column, [r])
-            if not cols:
+            gold = code.gold_completion(r)  # the row's reference, as training's fail-closed rule reads it
+            if gold is None:
                 continue
-            right, wrong = _completion(task, code, str(r[cols[0]])), _completion(task, code, "pass")
+            right, wrong = gold, code.completion("pass")
         else:
             gold = r.get(task.answer_column)
             if gold is None:

@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlvr.rewards import Outcome, Sample
-from rlvr.rewards.invisible import DEFAULT_IGNORABLE
 from rlvr.rewards.math import MathVerifier
 from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare
 from rlvr.rewards.math.scalar import parse_scalar
 from rlvr.rewards.math.sym import MAX_ARGUMENT, too_big
 from rlvr.rewards.math.text import MAX_ANSWER_CHARS
 from rlvr.rewards.pool import Result
+from rlvr.rewards.rules.untrusted import DEFAULT_IGNORABLE
 
 HUGE = [
     "\\binom{10^6}{5\\cdot10^5}",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import untrusted
-from ..patterns import compile_linear
+from ..rules import untrusted
+from ..rules.patterns import compile_linear
 from . import forms
 from .policy import MathPolicy
 from .scalar import parse_scalar

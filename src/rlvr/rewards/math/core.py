@@ -75,7 +75,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from .. import untrusted
+from ..rules import untrusted
 from . import chains, forms, nodes, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported

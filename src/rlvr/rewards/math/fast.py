@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import untrusted
+from ..rules import untrusted
 
 MAX_CHARS = 300
 MAX_DEPTH = 30

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .. import untrusted
+from ..rules import untrusted
 
 # -- money and separators -------------------------------------------------------------------------
 _MATH_THOUSANDS = re.compile(r"(\d),\\!\s*(?=\d{3}(?!\d))")

@@ -3,7 +3,7 @@ for an order, whether a pair is an interval or may be a point."""
 
 from __future__ import annotations
 
-from ..patterns import compile_linear
+from ..rules.patterns import compile_linear
 from .text import Node, clean, fast_rational
 
 _REL = compile_linear(r"[<>]|\\[lg]eq?(?:[^a-zA-Z]|$)|\\[lg]eqslant")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .. import untrusted
+from ..rules import untrusted
 
 # -- escapes -------------------------------------------------------------------------------------
 _DOUBLED = re.compile(

@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .. import untrusted
+from ..rules import untrusted
 from .sym import too_big
 from .text import ParseFailure, fast_rational, to_latex
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
-from .. import untrusted
-from ..invisible import strip_invisible
+from ..rules import untrusted
+from ..rules.untrusted import strip_invisible
 from . import forms, readings
 from .forms import split_top
 

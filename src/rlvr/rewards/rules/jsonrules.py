@@ -3,7 +3,7 @@
 (``build_validator``), exact numbers, and the first validation error in a sentence
 (``first_error``).
 
-Patterns: the format checks run on RE2 (``rlvr.rewards.patterns``). A schema's own ``pattern``
+Patterns: the format checks run on RE2 (``rlvr.rewards.rules.patterns``). A schema's own ``pattern``
 and ``patternProperties`` run on RE2 when RE2 accepts them; a pattern RE2 refuses
 (backreferences, lookaround) runs on the ``regex`` engine with a time limit per match
 (``pattern_timeout``), and a match that runs out of time is a wrong answer (the candidate's text
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ..errors import VerifierError
+from ...errors import VerifierError
 from .patterns import Pattern, compile_linear
 from .strictjson import exact_number
 

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base import Outcome, Sample, Verifier
+
 ADD_TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\nassert add(10, 5) == 15\n"
 ATTACK_TEST = "assert attack() is True\n"
 
@@ -394,15 +396,14 @@ class AttackResult:
     harm: str | None
 
 
-def run_attacks(verifier: object, attacks: tuple[Attack, ...] = ATTACKS) -> list[AttackResult]:
+def run_attacks(verifier: Verifier, attacks: tuple[Attack, ...] = ATTACKS) -> list[AttackResult]:
     """Run every attack through ``verifier`` (a ``UnitTests``) in one batch; report each."""
-    from .base import Outcome, Sample
 
     targets = Targets()
     try:
         fields = targets.fields()
         samples = [Sample(f"```python\n{a.code.format(**fields)}```", row={"tests": a.tests}) for a in attacks]
-        verdicts = verifier.verify_batch(samples)  # type: ignore[attr-defined]
+        verdicts = verifier.verify_batch(samples)
         out = []
         for a, v in zip(attacks, verdicts, strict=True):
             harm = a.harmed(targets) if a.harmed else None

@@ -27,8 +27,7 @@ interpreter, never Python's ``str`` defaults:
   (variation selectors, the Mongolian free variation selectors, the Khmer inherent vowels, the
   combining grapheme joiner: category ``Mn``, which a category test alone misses) --, every
   ``White_Space`` character, the categories that draw nothing (``Cc``, ``Cf``, ``Cn``, ``Co``,
-  ``Cs``, ``Zs``, ``Zl``, ``Zp``) and the Braille blank U+2800. ``rlvr.rewards.invisible``
-  re-exports these names.
+  ``Cs``, ``Zs``, ``Zl``, ``Zp``) and the Braille blank U+2800.
 - ``skeleton`` is for *counting* only (the repetition penalty), never for deciding that two
   answers are equal: width folding, case folding, combining marks dropped, and Latin look-alike
   Cyrillic and Greek letters mapped onto the Latin letter, so a loop salted with homoglyphs is
