@@ -95,6 +95,16 @@ def score(
     return out
 
 
+def gate_sample(completion: str, row: Mapping[str, Any], prompt: str, token_ids: Sequence[int]) -> Sample:
+    """What the reward scores of a gate sample: an episode's sample carries its episode (its
+    calls are what the episode terms score), one turn without calls otherwise."""
+    from .episodes import episode_of
+
+    return Sample(
+        completion=completion, row=row, prompt=prompt, completion_ids=list(token_ids), episode=episode_of(row)
+    )
+
+
 def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candidate, str]]:
     """Pick ``size`` candidates covering both tails and a random middle (see the module doc)."""
     rng = random.Random(seed)
@@ -302,9 +312,7 @@ def build_set(
             raw = with_episodes(raw, episodes.episodes)
         source = "sampled"
     reward_set = task.reward_set()
-    samples = [
-        Sample(completion=d.completion, row=d.row, prompt=d.prompt, completion_ids=list(d.token_ids)) for d in raw
-    ]
+    samples = [gate_sample(d.completion, d.row, d.prompt, d.token_ids) for d in raw]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
     candidates = [
@@ -354,14 +362,7 @@ def rescore(task: Task, store: Store) -> list[Rescored]:
     latest = store.latest_reviews()
     before = {s.id: s for s in samples}
     reward_set = task.reward_set()
-    new = score(
-        task,
-        reward_set,
-        [
-            Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids))
-            for s in samples
-        ],
-    )
+    new = score(task, reward_set, [gate_sample(s.completion, s.row, s.prompt, s.token_ids) for s in samples])
     changed = set(store.replace_scores({s.id: n for s, n in zip(samples, new, strict=True)}))
     after = {s.id: s for s in store.samples()}
     export_jsonl(store)

@@ -102,7 +102,7 @@ def reward_modules(task: Task) -> dict[str, Path]:
     start |= _checker_modules(task)
     environment = getattr(task, "environment", None)  # an episode's reward reads its calls (rlvr.episodes)
     if environment is not None:
-        start |= {"rlvr.episodes.scoring", "rlvr.episodes.spec"}
+        start.add("rlvr.episodes.spec")  # builds the tools whose results the model reads
         start |= {t.rsplit(".", 1)[0] for t in environment.tools if "." in t}
     found: dict[str, Path] = {}
     todo = sorted(start)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..episodes import Episode, EpisodeRunner, build_toolbox, episode_metrics, prepare_tokenizer
+from ..episodes import Episode, EpisodeRunner, build_toolbox, prepare_tokenizer
 from ..rewards import untrusted
+from ..rewards.episode import episode_metrics
 
 if TYPE_CHECKING:
     from ..generate import Completion, Sampler
@@ -78,6 +79,7 @@ class EpisodeSampler:
                         e.final,
                         tuple(self.tokenizer(e.final, add_special_tokens=False)["input_ids"]),
                         "length" if e.cut_off else "stop",
+                        e,
                     )
                     for e in group
                 ]

@@ -316,7 +316,13 @@ def _score_chunk(
             raise RunError(f"the sampler returned {len(group)} completions for prompt {i}, expected {k}")
         for j, comp in enumerate(group):
             samples.append(
-                Sample(completion=comp.text, row=rows[i], prompt=prompt_text(raw), completion_ids=list(comp.token_ids))
+                Sample(
+                    completion=comp.text,
+                    row=rows[i],
+                    prompt=prompt_text(raw),
+                    completion_ids=list(comp.token_ids),
+                    episode=comp.episode,
+                )
             )
             meta.append((i, j, raw, comp))
     out = []

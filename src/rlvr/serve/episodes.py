@@ -15,11 +15,11 @@
   unparseable rates) with the reader's reason, never as one turn of text (which would credit what
   a tool returned). A model whose template cannot be read back answers ``/get_reward`` with 500.
 
-Each episode is scored like a training episode (``rlvr.episodes.EpisodeRewards``): the task's
-terms on the final answer, plus the episode terms. The client ran the tools, so the server knows a
-call's outcome only from its result: a result that starts with ``error`` is a failed call (the form
-rlvr's own tools answer with). ``rlvr score --task`` on an episode task scores a file's lines like
-``/v1/score`` (``score_episode_file``).
+Each episode is scored like a training episode, by the task's one ``RewardSet``: the answer
+terms on the final answer, the episode terms (``rlvr.rewards.calls``) on its calls. The client
+ran the tools, so the server knows a call's outcome only from its result: a result that starts
+with ``error`` is a failed call (the form rlvr's own tools answer with). ``rlvr score --task``
+on an episode task scores a file's lines like ``/v1/score`` (``score_episode_file``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..episodes import Episode, EpisodeRewards, from_messages
+from ..episodes import Episode, from_messages
 from ..episodes.rendered import TextFormat, UnreadableEpisode, episode_from_text
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
@@ -38,14 +38,7 @@ from ..rewards.combine import Scored
 if TYPE_CHECKING:
     from ..task import Task
 
-__all__ = ["EpisodeSample", "ServedEpisodes", "TermInfo", "episode_samples", "reader_problem", "score_episode_file"]
-
-
-@dataclass(frozen=True)
-class EpisodeSample(Sample):
-    """A request's sample with its episode (``completion`` is the episode's final answer)."""
-
-    episode: Episode | None = None
+__all__ = ["ServedEpisodes", "TermInfo", "episode_samples", "reader_problem", "score_episode_file"]
 
 
 def episode_samples(body: Mapping[str, Any], samples: Sequence[Sample]) -> list[Sample]:
@@ -55,7 +48,7 @@ def episode_samples(body: Mapping[str, Any], samples: Sequence[Sample]) -> list[
         completion = raw.get("completion") if isinstance(raw, Mapping) else None
         msgs = completion if isinstance(completion, list) else [{"role": "assistant", "content": str(completion)}]
         episode = from_messages([m for m in msgs if isinstance(m, Mapping)])
-        out.append(EpisodeSample(episode.final, s.row, s.prompt, s.completion_ids, episode))
+        out.append(Sample.of_episode(episode, s.row, s.prompt, completion_ids=s.completion_ids))
     return out
 
 
@@ -74,11 +67,8 @@ class ServedEpisodes:
 
     def __init__(self, task: Task, model: str | None = None) -> None:
         assert task.environment is not None
-        self.rewards = EpisodeRewards(task.reward_set(), task.environment)
-        self.terms = [
-            *(TermInfo(t.name, t.weight) for t in self.rewards.base.terms),
-            *(TermInfo(n, w) for n, w in task.environment.terms),
-        ]
+        self.rewards = task.reward_set()
+        self.terms = [TermInfo(t.name, t.weight) for t in self.rewards.terms]
         self.model = model or task.resolve(task.model)
         self._format: TextFormat | None = None
         self._lock = threading.Lock()
@@ -102,7 +92,7 @@ class ServedEpisodes:
     def episode(self, sample: Sample) -> Episode:
         """``sample``'s episode: the message list it came with, its response read back from text
         (``UnreadableEpisode`` when it does not read), or its completion as one turn."""
-        if isinstance(sample, EpisodeSample) and sample.episode is not None:
+        if sample.episode is not None:
             return sample.episode
         response = getattr(sample, "response", None)  # scoring.QuerySample: OpenRLHF's text
         if isinstance(response, str):
@@ -120,7 +110,9 @@ class ServedEpisodes:
             except UnreadableEpisode as exc:
                 v = Verdict.unparseable(f"the response does not read as an episode of the model's template: {exc}")
                 unread[i] = Scored(dict.fromkeys(self.names, v))
-        scored = self.rewards.score(episodes, [samples[i].row for i in keep], [samples[i].prompt for i in keep])
+        scored = self.rewards.score(
+            [Sample.of_episode(e, samples[i].row, samples[i].prompt) for e, i in zip(episodes, keep, strict=True)]
+        )
         done = dict(zip(keep, scored, strict=True))
         return [unread[i] if i in unread else done[i] for i in range(len(samples))]
 
