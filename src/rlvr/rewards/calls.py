@@ -36,6 +36,7 @@ class _EpisodeTerm(BaseVerifier):
 
 class ValidCalls(_EpisodeTerm):
     score_range = (0.0, 1.0)  # rlvr.rewards.ranking: how far it can move the total against a correct answer
+
     def verify(self, sample: Sample) -> Verdict:
         calls = _episode(sample).calls
         if not calls:
@@ -47,6 +48,7 @@ class ValidCalls(_EpisodeTerm):
 
 class RequiredTools(_EpisodeTerm):
     score_range = (0.0, 1.0)
+
     def __init__(self, tools: Sequence[str] = ()) -> None:
         self.tools = tuple(tools)
 
@@ -60,6 +62,7 @@ class RequiredTools(_EpisodeTerm):
 
 class CallBudget(_EpisodeTerm):
     score_range = (-1.0, 0.0)
+
     def __init__(self, budget: int = 0) -> None:
         self.budget = int(budget)
 
