@@ -179,9 +179,8 @@ def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path
     assert set(kept[0]["scores"]) == {"format", "correct", "valid_calls"}
     # re-inspecting mid-run: the set built from the kept rollouts shows their episodes
     from rlvr.gate.build import build_set
-    from rlvr.gate.episodes import episode_of
 
     store = build_set(task, tmp_path / "set.db", rollouts=(tmp_path / "run", 1), size=4)
     for sample in store.samples():
-        episode = episode_of(sample.row)
+        episode = sample.episode
         assert episode is not None and sample.completion == episode.final

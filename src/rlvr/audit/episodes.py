@@ -84,7 +84,8 @@ def _total(rewards: RewardSet, episode: Episode, row: Mapping[str, Any], prompt:
 
 
 def audit_episodes(task: Task, max_prompts: int = 8) -> list[EpisodeFinding]:
-    """One finding per episode exploit (see the module docstring) over the first train rows."""
+    """One finding per episode exploit (see the module docstring) over the first train rows; none
+    for a task without tools."""
     spec = task.environment
     if spec is None:
         return []

@@ -33,8 +33,9 @@ from ..errors import DataError, GateError
 from ..probe import ProbeSettings, read_samples, read_settings
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import RewardSet, prompt_text
+from ..rewards.episode import Episode
 from .agreement import sample_state
-from .store import NewSample, Store, reward_class
+from .store import InspectionSample, NewSample, Store, reward_class
 
 if TYPE_CHECKING:
     from ..generate import Backend, Sampler
@@ -55,6 +56,7 @@ class Drawn:
     completion: str
     token_ids: tuple[int, ...]
     finish_reason: str
+    episode: Episode | None = None  # an episode task's sample (``completion``: its final answer)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Candidate:
     verdicts: Mapping[str, Verdict]
     total: float | None
     reward_class: str
+    episode: Episode | None = None
 
 
 @dataclass(frozen=True)
@@ -95,13 +98,10 @@ def score(
     return out
 
 
-def gate_sample(completion: str, row: Mapping[str, Any], prompt: str, token_ids: Sequence[int]) -> Sample:
-    """What the reward scores of a gate sample: an episode's sample carries its episode (its
-    calls are what the episode terms score), one turn without calls otherwise."""
-    from .episodes import episode_of
-
+def gate_sample(s: Drawn | InspectionSample) -> Sample:
+    """What the reward scores of a gate sample (an episode task's carries its episode)."""
     return Sample(
-        completion=completion, row=row, prompt=prompt, completion_ids=list(token_ids), episode=episode_of(row)
+        completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids), episode=s.episode
     )
 
 
@@ -155,7 +155,7 @@ def sample_pool(
         prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed
     )
     return [
-        Drawn(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason)
+        Drawn(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason, comp.episode)
         for i, prompt, group in zip(indices, prompts, groups, strict=True)
         for comp in group
     ]
@@ -191,7 +191,7 @@ def read_probe_samples(
                 f"{where}: probe samples had a budget of {s.max_new_tokens} new tokens, the run has {max_new_tokens}: "
                 "sample afresh (drop --probe)"
             )
-        out.append(Drawn(s.prompt_index, s.prompt, s.row, s.completion, s.completion_ids, s.finish_reason))
+        out.append(Drawn(s.prompt_index, s.prompt, s.row, s.completion, s.completion_ids, s.finish_reason, s.episode))
     if not out:
         raise DataError(f"{samples_path}: no samples")
     return settings, out
@@ -205,6 +205,7 @@ def read_rollout_samples(run_dir: str | Path, step: int) -> list[Drawn]:
     """The completions ``rlvr train`` kept at ``step`` of the run in ``run_dir`` (what the policy
     wrote mid-run), in the shape ``build_set`` samples. Re-scored with the reward as it is now."""
     from .. import rollouts
+    from ..episodes import from_messages
     from ..errors import RunError
     from ..rewards.combine import completion_text
 
@@ -215,14 +216,17 @@ def read_rollout_samples(run_dir: str | Path, step: int) -> list[Drawn]:
     out = []
     for rec in lines:
         row = {k: v for k, v in rec.items() if k not in ROLLOUT_KEYS}
+        # A kept episode is the message list TRL passed the reward (turns, calls, results).
+        episode = from_messages(rec["completion"]) if isinstance(rec["completion"], list) else None
         out.append(
             Drawn(
                 int(rec["rollout"].get("group", 0)),
                 prompt_text(rec.get("prompt") or ""),
                 row,
-                completion_text(rec["completion"]),
+                completion_text(rec["completion"]) if episode is None else episode.final,
                 tuple(rec.get("completion_ids") or ()),
                 "unknown",
+                episode,
             )
         )
     return out
@@ -263,10 +267,6 @@ def build_set(
     if rollouts is not None:
         run_dir, step = rollouts
         raw = read_rollout_samples(run_dir, step)
-        if task.environment is not None:  # kept rollouts hold whole episodes (gate.episodes)
-            from .episodes import rollout_episodes, with_episodes
-
-            raw = with_episodes(raw, rollout_episodes(Path(run_dir), step))
         source = f"rollouts:{Path(run_dir)}@{step}"
         model = f"{Path(run_dir)} at step {step}"
     elif probe_samples is not None:
@@ -274,12 +274,6 @@ def build_set(
             probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model
         )
         source = f"probe:{Path(probe_samples)}"
-        if task.environment is not None:  # the probe's episodes, in its samples' order (gate.episodes)
-            from ..probe.episodes import read_episodes
-            from .episodes import with_episodes
-
-            folder = Path(probe_samples) if Path(probe_samples).is_dir() else Path(probe_samples).parent
-            raw = with_episodes(raw, [e for e, _ in read_episodes(folder)])
         model, top_p, sampling_seed = settings.model, settings.top_p, settings.seed
     else:
         model = model or task.model
@@ -288,11 +282,9 @@ def build_set(
 
             say(f"loading {model}")
             sampler = make_sampler(model, backend)
-        episodes = None
-        if task.environment is not None:  # an episode task: each sample is an episode (gate.episodes)
-            from ..probe.episodes import EpisodeSampler
+        from ..rollouts import rollout_sampler
 
-            sampler = episodes = EpisodeSampler(sampler, task)
+        sampler = rollout_sampler(sampler, task)  # an episode task's samples are episodes
         per_prompt = 2
         n_prompts = max(1, -(-size * pool // per_prompt))
         say(f"sampling {n_prompts} prompts x {per_prompt} at temperature {gen.temperature}")
@@ -306,17 +298,15 @@ def build_set(
             top_p=gen.top_p,
             seed=seed,
         )
-        if episodes is not None:
-            from .episodes import with_episodes
-
-            raw = with_episodes(raw, episodes.episodes)
         source = "sampled"
     reward_set = task.reward_set()
-    samples = [gate_sample(d.completion, d.row, d.prompt, d.token_ids) for d in raw]
+    samples = [gate_sample(d) for d in raw]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
     candidates = [
-        Candidate(d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, v, total, klass)
+        Candidate(
+            d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, v, total, klass, d.episode
+        )
         for d, (v, total, klass) in zip(raw, scored, strict=True)
     ]
     picked = select(candidates, size, seed)
@@ -346,6 +336,7 @@ def build_set(
             c.verdicts,
             c.total,
             c.reward_class,
+            c.episode,
         )
         for c, bucket in picked
     ]
@@ -362,7 +353,7 @@ def rescore(task: Task, store: Store) -> list[Rescored]:
     latest = store.latest_reviews()
     before = {s.id: s for s in samples}
     reward_set = task.reward_set()
-    new = score(task, reward_set, [gate_sample(s.completion, s.row, s.prompt, s.token_ids) for s in samples])
+    new = score(task, reward_set, [gate_sample(s) for s in samples])
     changed = set(store.replace_scores({s.id: n for s, n in zip(samples, new, strict=True)}))
     after = {s.id: s for s in store.samples()}
     export_jsonl(store)

@@ -246,6 +246,7 @@ def set_hashes(store: Store) -> dict[str, str]:
     meta = store.meta()
     sampled = [
         [s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket]
+        + ([s.episode.to_json()] if s.episode is not None else [])  # a set without episodes hashes as before
         for s in samples
     ]
     scores = [[s.id, {k: v.to_json() for k, v in s.verdicts.items()}, s.total, s.reward_class] for s in samples]

@@ -178,7 +178,7 @@ def sign(
             )
     # The scores in the database must be what the reward code gives *now*: the record binds this
     # code's hash to verdicts that were given on these scores.
-    current = score(task, task.reward_set(), [gate_sample(s.completion, s.row, s.prompt, s.token_ids) for s in samples])
+    current = score(task, task.reward_set(), [gate_sample(s) for s in samples])
     stale = [
         s.id
         for s, (_, total, klass) in zip(samples, current, strict=True)

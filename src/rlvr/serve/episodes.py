@@ -66,7 +66,6 @@ class ServedEpisodes:
     chat template rendered the texts ``/get_reward`` reads (default: the task's)."""
 
     def __init__(self, task: Task, model: str | None = None) -> None:
-        assert task.environment is not None
         self.rewards = task.reward_set()
         self.terms = [TermInfo(t.name, t.weight) for t in self.rewards.terms]
         self.model = model or task.resolve(task.model)
