@@ -118,6 +118,9 @@ class ServedEpisodes:
     def total(self, scored: Scored) -> float | None:
         return self.rewards.total(scored)
 
+    def gold_verdicts(self, sample: Sample) -> dict[str, Verdict | None]:
+        return self.rewards.gold_verdicts(sample)
+
 
 def reader_problem(reward_set: Any) -> str | None:
     """Why ``/get_reward`` cannot read this reward set's episodes from text (the model's tokenizer

@@ -330,14 +330,7 @@ def past_deadline(names: Sequence[str], deadline: float, gold: Mapping[str, Verd
 def gold_verdicts(reward_set: Any, sample: Sample) -> dict[str, Verdict | None]:
     """What each term makes of ``sample``'s gold (``RewardSet.gold_verdicts``); an episode task's
     episode terms have no gold (None)."""
-    own = getattr(reward_set, "gold_verdicts", None)
-    if callable(own):
-        return dict(own(sample))
-    base = getattr(getattr(reward_set, "rewards", None), "base", None)  # serve.episodes.ServedEpisodes
-    out: dict[str, Verdict | None] = dict.fromkeys(reward_set.names)
-    if base is not None and hasattr(base, "gold_verdicts"):
-        out.update(base.gold_verdicts(Sample(sample.completion, sample.row, sample.prompt)))
-    return out
+    return dict(reward_set.gold_verdicts(sample))
 
 
 def gold_row_key(sample: Sample) -> str:
