@@ -130,3 +130,21 @@ def test_train_refuses_a_reward_set_that_is_not_the_signed_one(signed: Any) -> N
         check_trained(summary, RewardSet(full.terms[:2]))
     assert str(err.value).count("\n") == 0
     assert "term 'required_tools' was signed but is not trained" in str(err.value)
+
+
+def test_the_review_shows_each_term_training_pays(task: Any, tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from rlvr.gate.agreement import statuses
+    from rlvr.gate.terminal import render
+    from rlvr.gate.web import ReviewApp
+
+    store = build_set(task, tmp_path / "set.db", sampler=skipping_sampler(task), size=4, seed=1)
+    (st, *_) = statuses(store.samples(), store.latest_reviews())
+    text = render(store, st, correctness_term=task.success_term, answer_column="answer")
+    page = TestClient(ReviewApp(store, reviewer="alice"), base_url="http://127.0.0.1:8765").get(
+        f"/sample/{st.sample.id}"
+    )
+    for name, weight in (("valid_calls", 0.1), ("required_tools", 0.2), ("call_budget", 0.2)):
+        assert name in text and f"<tr><td>{name}</td><td>{weight}</td>" in page.text
+    assert "never used: search" in text and "never used: search" in page.text
