@@ -54,8 +54,8 @@ def resolve_success(
         if declared not in deciders:
             c.add(
                 "success",
-                f"{declared!r} is a shaping term (format, length, overlong, repetition): it shapes the reward and "
-                "cannot decide success",
+                f"{declared!r} is a shaping term (format, length, overlong, repetition, an episode term): it "
+                "shapes the reward and cannot decide success",
                 f"name the term that checks the answer{': ' + ', '.join(deciders) if deciders else ''}",
             )
             return "", None
