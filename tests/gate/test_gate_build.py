@@ -271,3 +271,22 @@ def test_inspect_build_run_needs_a_step(task: Any, tmp_path: Path, capsys: pytes
 
     assert main(["inspect", "build", str(task.path), "--run", str(tmp_path)]) == 1
     assert "--run/--step: go together" in capsys.readouterr().err
+
+
+def test_a_set_built_before_samples_carried_episodes_still_reads(task: Any) -> None:
+    """A store without the ``episode_json`` column (rlvr before issue 35) reads, every sample
+    without an episode, and hashes as it did."""
+    import sqlite3
+
+    from rlvr.gate.hashes import set_hashes
+
+    store = build_and_review(task, size=SMALL)
+    before = set_hashes(store)
+    conn = sqlite3.connect(store.path)
+    conn.execute("ALTER TABLE samples DROP COLUMN episode_json")
+    conn.commit()
+    conn.close()
+    samples = store.samples()
+    assert samples and all(s.episode is None for s in samples)
+    assert store.sample(samples[0].id) == samples[0]
+    assert set_hashes(store) == before
