@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlvr.serve.episodes import ServedEpisodes, episode_samples
+from rlvr.serve.episodes import ServedEpisodes
 from rlvr.serve.scoring import rlvr_samples
 from rlvr.task import load_task
 from support.tasks import make_task
@@ -20,9 +20,9 @@ def served(tmp_path: Path) -> Any:
 
 def score(task: Any, completions: list[Any]) -> list[Any]:
     body = {"samples": [{"completion": c, "prompt": "10+10", "answer": "20"} for c in completions]}
-    samples, _ = rlvr_samples(body, 100)
     rewards = ServedEpisodes(task)
-    return [rewards.total(s) for s in rewards.score(episode_samples(body, samples))]
+    samples, _ = rlvr_samples(body, 100, rewards)
+    return [rewards.total(s) for s in rewards.score(samples)]
 
 
 def test_a_whole_episode_is_scored_on_its_final_answer_and_its_calls(tmp_path: Path) -> None:

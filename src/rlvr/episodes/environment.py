@@ -126,6 +126,10 @@ def trl_episodes(completions: Sequence[Any], environments: Sequence[Any]) -> lis
     out = []
     for c, env in zip(completions, environments, strict=True):
         session = session_of(env)
-        msgs = c if isinstance(c, list) else [{"role": "assistant", "content": str(c)}]
+        msgs = (
+            [m for m in c if isinstance(m, Mapping)]
+            if isinstance(c, list)
+            else [{"role": "assistant", "content": str(c)}]
+        )
         out.append(from_messages(msgs, session.calls if session is not None else []))
     return out

@@ -211,6 +211,23 @@ class RewardSet:
     def weights(self) -> list[float]:
         return [t.weight for t in self.terms]
 
+    def sample(
+        self,
+        completion: Any,
+        row: Mapping[str, Any],
+        prompt: Any = "",
+        completion_ids: Sequence[int] | None = None,
+        environment: Any = None,
+    ) -> Sample:
+        """The one way a completion as a client or TRL gives it (text, or a message list) becomes
+        a sample of this set: on an episode task an episode (``read_episodes``; ``environment``:
+        the tool session TRL ran it in, whose records say how each call went), else its text
+        (``completion_text``: a message's tool calls written out as ``<tool_call>`` blocks)."""
+        if self.read_episodes is None:
+            return Sample(completion_text(completion), row, prompt_text(prompt), completion_ids)
+        (episode,) = self.read_episodes([completion], [environment])
+        return Sample.of_episode(episode, row, prompt_text(prompt), completion_ids=completion_ids)
+
     def score(self, samples: Sequence[Sample], offset: int = 0) -> list[Scored]:
         """Every term's verdicts for every sample (``offset``: the first sample's row number)."""
         per_term = {
@@ -261,30 +278,27 @@ class RewardSet:
         )
         if key == self._cache_key:
             return self._cache
-        episodes: list[Episode | None] = [None] * len(completions)
-        if self.read_episodes is not None:
-            envs = kwargs.get("environments") or [None] * len(completions)
-            episodes = list(self.read_episodes(completions, envs))
-        texts = [completion_text(c) if e is None else e.final for c, e in zip(completions, episodes, strict=True)]
-        ids = kwargs.get("completion_ids") or [None] * len(texts)
+        n = len(completions)
+        ids = kwargs.get("completion_ids") or [None] * n
+        envs = kwargs.get("environments") or [None] * n
         skip = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-        columns = {k: v for k, v in kwargs.items() if k not in skip and isinstance(v, list) and len(v) == len(texts)}
+        columns = {k: v for k, v in kwargs.items() if k not in skip and isinstance(v, list) and len(v) == n}
         samples = [
-            Sample(
-                completion=texts[i],
-                row={k: v[i] for k, v in columns.items()},
-                prompt=prompt_text(prompts[i]) if i < len(prompts) else "",
-                completion_ids=ids[i],
-                episode=episodes[i],
+            self.sample(
+                completions[i],
+                {k: v[i] for k, v in columns.items()},
+                prompts[i] if i < len(prompts) else "",
+                ids[i],
+                envs[i],
             )
-            for i in range(len(texts))
+            for i in range(n)
         ]
         scored = self.score(samples)
         log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
         if log_metric is not None and scored:
             n = len(scored)
             if self.read_episodes is not None:
-                for name, value in episode_metrics([e for e in episodes if e is not None]).items():
+                for name, value in episode_metrics([s.episode for s in samples if s.episode is not None]).items():
                     log_metric(name, value)
             for name in self.names:
                 vs = [s.verdicts[name] for s in scored]

@@ -19,7 +19,7 @@ Each episode is scored like a training episode, by the task's one ``RewardSet``:
 terms on the final answer, the episode terms (``rlvr.rewards.calls``) on its calls. The client
 ran the tools, so the server knows a call's outcome only from its result: a result that starts
 with ``error`` is a failed call (the form rlvr's own tools answer with). ``rlvr score --task``
-on an episode task scores a file's lines like ``/v1/score`` (``score_episode_file``).
+on an episode task scores a file's lines the same way (``RewardSet.sample``).
 """
 
 from __future__ import annotations
@@ -38,18 +38,7 @@ from ..rewards.combine import Scored
 if TYPE_CHECKING:
     from ..task import Task
 
-__all__ = ["ServedEpisodes", "TermInfo", "episode_samples", "reader_problem", "score_episode_file"]
-
-
-def episode_samples(body: Mapping[str, Any], samples: Sequence[Sample]) -> list[Sample]:
-    """``samples`` (as ``rlvr_samples`` read them from ``body``) with each one's episode."""
-    out: list[Sample] = []
-    for raw, s in zip(body.get("samples") or [], samples, strict=True):
-        completion = raw.get("completion") if isinstance(raw, Mapping) else None
-        msgs = completion if isinstance(completion, list) else [{"role": "assistant", "content": str(completion)}]
-        episode = from_messages([m for m in msgs if isinstance(m, Mapping)])
-        out.append(Sample.of_episode(episode, s.row, s.prompt, completion_ids=s.completion_ids))
-    return out
+__all__ = ["ServedEpisodes", "TermInfo", "reader_problem"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +110,10 @@ class ServedEpisodes:
     def gold_verdicts(self, sample: Sample) -> dict[str, Verdict | None]:
         return self.rewards.gold_verdicts(sample)
 
+    def sample(self, completion: Any, row: Mapping[str, Any], prompt: Any = "", completion_ids: Any = None) -> Sample:
+        """A client's completion (a message list, or text) as an episode (``RewardSet.sample``)."""
+        return self.rewards.sample(completion, row, prompt, completion_ids)
+
 
 def reader_problem(reward_set: Any) -> str | None:
     """Why ``/get_reward`` cannot read this reward set's episodes from text (the model's tokenizer
@@ -138,24 +131,3 @@ def reader_problem(reward_set: Any) -> str | None:
     except Exception as exc:  # noqa: BLE001 - the server answers 500 with the reason, never a bare traceback
         return f"cannot read episodes from text: the tokenizer of model {name!r} does not load ({type(exc).__name__})"
     return None
-
-
-def score_episode_file(task: Task, path: str | Path, out: str | Path | None = None) -> Any:
-    """``rlvr score --task`` on an episode task: every line's ``completion`` (the episode's message
-    list, or plain text) scored like ``/v1/score`` scores it; writes ``<name>.scored.jsonl`` (or
-    ``out``) and returns the ``ScoreSummary``."""
-    import time
-
-    from ..errors import DataError
-    from ..rewards.scoring import default_output, read_completions, scored_row, summarize, to_sample, write_jsonl
-
-    start = time.monotonic()
-    rows = read_completions(path)
-    target = Path(out) if out is not None else default_output(path)
-    if target.resolve() == Path(path).resolve():
-        raise DataError(f"{path}: refusing to overwrite the input file with scores; choose another --out")
-    rewards: Any = ServedEpisodes(task)
-    samples = episode_samples({"samples": rows}, [to_sample(r) for r in rows])
-    scored = rewards.score(samples)
-    write_jsonl(target, [scored_row(r, s, rewards) for r, s in zip(rows, scored, strict=True)])
-    return summarize(rewards, scored, str(path), str(target), time.monotonic() - start)

@@ -62,10 +62,11 @@ class RequestError(ValueError):
 
 
 # -- requests ---------------------------------------------------------------------------------
-def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]]:
+def rlvr_samples(body: Any, max_rows: int, reward_set: Any = None) -> tuple[list[Sample], list[Hashable]]:
     """The rlvr API's request: ``{"samples": [{"completion": ..., "prompt": ..., "group": ...,
-    <dataset columns>}, ...]}``, each sample shaped like a line of ``rlvr score``'s input. The
-    group key (for stand-in rewards) is ``group`` when given, else the prompt text."""
+    <dataset columns>}, ...]}``, each sample shaped like a line of ``rlvr score``'s input and read
+    as ``reward_set.sample`` reads it (an episode task's completion is an episode). The group key
+    (for stand-in rewards) is ``group`` when given, else the prompt text."""
     if not isinstance(body, Mapping):
         raise RequestError(400, f"the body must be a JSON object, got {type(body).__name__}")
     rows = body.get("samples")
@@ -86,15 +87,11 @@ def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]
             raise RequestError(400, "field 'prompt' must be a string or a list of messages", f"{where}.prompt")
         ids = row.get("completion_ids")
         columns = {k: v for k, v in row.items() if k not in ("completion", "completion_ids", "prompt", "group")}
-        text = prompt_text(prompt)
-        samples.append(
-            Sample(
-                completion=completion_text(completion),
-                row=columns,
-                prompt=text,
-                completion_ids=ids if isinstance(ids, list) else None,
-            )
-        )
+        text, ids = prompt_text(prompt), ids if isinstance(ids, list) else None
+        if reward_set is not None:
+            samples.append(reward_set.sample(completion, columns, text, ids))
+        else:
+            samples.append(Sample(completion=completion_text(completion), row=columns, prompt=text, completion_ids=ids))
         group = row.get("group")
         keys.append(_key(group) if group is not None else ("prompt", text))
     return samples, keys
