@@ -10,15 +10,16 @@ import pytest
 
 from rlvr import gate
 from rlvr.errors import DataError, GateError
-from rlvr.gate.build import Candidate, select
+from rlvr.gate.build import select
+from rlvr.gate.store import NewSample
 from rlvr.probe import ProbeSample, ProbeSettings
 from rlvr.rewards.base import Verdict
 from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review
 
 
-def _cand(i: int, total: float | None) -> Candidate:
+def _cand(i: int, total: float | None) -> NewSample:
     v = Verdict.error("timeout", kind="timeout") if total is None else Verdict.wrong(total)
-    return Candidate(i, str(i), {}, "", (), "stop", {"correct": v}, total, "masked" if total is None else "fail")
+    return NewSample(i, str(i), {}, "", (), "stop", "", {"correct": v}, total, "masked" if total is None else "fail")
 
 
 def test_selection_covers_both_tails_and_a_random_middle() -> None:

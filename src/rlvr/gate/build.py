@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,22 +60,6 @@ class Drawn:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A scored completion from the pool, before selection."""
-
-    prompt_index: int
-    prompt: str
-    row: Mapping[str, Any]
-    completion: str
-    token_ids: tuple[int, ...]
-    finish_reason: str
-    verdicts: Mapping[str, Verdict]
-    total: float | None
-    reward_class: str
-    episode: Episode | None = None
-
-
-@dataclass(frozen=True)
 class Rescored:
     """One sample whose reward changed in a rescore, and what that did to its review state."""
 
@@ -105,7 +89,7 @@ def gate_sample(s: Drawn | InspectionSample) -> Sample:
     )
 
 
-def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candidate, str]]:
+def select(pool: Sequence[NewSample], size: int, seed: int) -> list[tuple[NewSample, str]]:
     """Pick ``size`` candidates covering both tails and a random middle (see the module doc)."""
     rng = random.Random(seed)
     if len(pool) <= size:
@@ -114,7 +98,7 @@ def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candid
         return picked
     masked = [c for c in pool if c.total is None]
     rng.shuffle(masked)
-    chosen: list[tuple[Candidate, str]] = [(c, "masked") for c in masked[: size // 4]]
+    chosen: list[tuple[NewSample, str]] = [(c, "masked") for c in masked[: size // 4]]
     decided = [c for c in pool if c.total is not None]
     rng.shuffle(decided)
     # Stable: equal totals stay in random order. (Every total here is decided; the 0.0 is for the type.)
@@ -303,11 +287,10 @@ def build_set(
     samples = [gate_sample(d) for d in raw]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
+    # The pool, scored; each one's bucket is set when it is picked.
     candidates = [
-        Candidate(
-            d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, v, total, klass, d.episode
-        )
-        for d, (v, total, klass) in zip(raw, scored, strict=True)
+        NewSample(d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, "", *s, d.episode)
+        for d, s in zip(raw, scored, strict=True)
     ]
     picked = select(candidates, size, seed)
     meta = {
@@ -324,23 +307,7 @@ def build_set(
         "correctness_term": task.success_term,
         "answer_column": task.answer_column,
     }
-    new = [
-        NewSample(
-            c.prompt_index,
-            c.prompt,
-            c.row,
-            c.completion,
-            c.token_ids,
-            c.finish_reason,
-            bucket,
-            c.verdicts,
-            c.total,
-            c.reward_class,
-            c.episode,
-        )
-        for c, bucket in picked
-    ]
-    store = Store.create(db_path, meta, new, overwrite=overwrite)
+    store = Store.create(db_path, meta, [replace(c, bucket=bucket) for c, bucket in picked], overwrite=overwrite)
     export_jsonl(store)
     return store
 

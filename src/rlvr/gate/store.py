@@ -165,7 +165,8 @@ class Review:
 
 @dataclass(frozen=True)
 class NewSample:
-    """A sample about to enter the set (``Store.create``)."""
+    """A scored sample of the pool (``bucket`` empty until the set builder picks it) or of the set
+    about to be written (``Store.create``)."""
 
     prompt_index: int
     prompt: str
