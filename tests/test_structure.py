@@ -327,3 +327,32 @@ def test_the_one_rule_modules_import_only_each_other() -> None:
         and not (e.source == "rlvr.rewards.rules.codeattacks" and e.target == "rlvr.rewards.base")
     ]
     assert bad == []
+
+
+# Who may ask whether a task has tools (issue 35: one rollout type). The runner (rlvr.rollouts,
+# which samples every stage's episodes) and the task file's reader may; the rest is what is left
+# to fold into them, each at most its count here, so the number only goes down.
+ENVIRONMENT_ASKERS = {"rlvr.rollouts": 1, "rlvr.task": 1, "rlvr.task.spec": 1}
+ENVIRONMENT_LEFT = {
+    "rlvr.gate.hashes": 2,  # what the record binds: the tool modules and the search collection
+    "rlvr.probe.run": 1,  # the SFT advice names the reference-calls column
+    "rlvr.serve.launch": 1,  # an engine runs the tools itself: a warning
+    "rlvr.serve.scoring": 1,  # the server's reward set reads texts back into episodes (serve.episodes)
+    "rlvr.serve.app": 1,  # /get_reward reads an episode task's texts with the model's chat template
+    "rlvr.train.launch": 3,  # TRL's environment_factory and max_tool_calling_iterations
+    "rlvr.train.sft": 2,  # reference episodes and their completion mask
+    "rlvr.taskcheck": 2,
+    "rlvr.evaluate": 1,
+    "rlvr.lengths": 1,
+}
+
+
+def test_only_the_runner_and_the_task_reader_ask_whether_a_task_has_tools():
+    import re
+
+    asks = re.compile(r"environment is (not )?None")
+    counts = {m: n for m, p in MODULES.items() if (n := len(asks.findall(p.read_text(encoding="utf-8"))))}
+    allowed = {**ENVIRONMENT_ASKERS, **ENVIRONMENT_LEFT}
+    over = {m: n for m, n in counts.items() if n > allowed.get(m, 0)}
+    assert not over, f"sample through rlvr.rollouts.rollout_sampler instead of asking task.environment: {over}"
+    assert sum(counts.values()) <= 18

@@ -51,9 +51,11 @@ def sft(task: Any, model_dir: Path, steps: int) -> None:
 
 
 def measure(task: Any, model_ref: str, stage: str, k: int = 4) -> dict[str, Any]:
-    from rlvr.episodes import EpisodeRewards, EpisodeRunner, build_toolbox, episode_metrics, prepare_tokenizer
+    from rlvr.episodes import EpisodeRunner, build_toolbox, prepare_tokenizer
     from rlvr.generate import TransformersSampler
     from rlvr.models import load_model, load_tokenizer
+    from rlvr.rewards.base import Sample
+    from rlvr.rewards.episode import episode_metrics
 
     tok = prepare_tokenizer(load_tokenizer(model_ref))
     sampler = TransformersSampler(load_model(model_ref), tok)
@@ -64,8 +66,8 @@ def measure(task: Any, model_ref: str, stage: str, k: int = 4) -> dict[str, Any]
         [task.render_prompt(r) for r in rows], rows, k, gen.temperature, gen.max_completion_length, seed=0
     )
     episodes = [e for g in groups for e in g]
-    rewards = EpisodeRewards(task.reward_set(), task.environment)
-    scored = rewards.score(episodes, [r for r in rows for _ in range(k)], ["" for _ in episodes])
+    group_rows = [r for r in rows for _ in range(k)]
+    scored = task.reward_set().score([Sample.of_episode(e, r) for e, r in zip(episodes, group_rows, strict=True)])
     correct = [s.verdicts[task.success].outcome.value == "correct" for s in scored]
     m = episode_metrics(episodes)
     return {

@@ -352,17 +352,14 @@ def _episode_generations(
     temperature: float,
     seed: int | None,
 ) -> list[tuple[str, list[int]]]:
-    """Each row's episode (``rlvr.episodes``: the task's tools, the budget over every turn) as
-    (final answer, the final answer's token ids)."""
-    from .episodes import EpisodeRunner, build_toolbox, prepare_tokenizer
+    """Each row's episode (``rlvr.rollouts.rollout_sampler``: the task's tools, the budget over every
+    turn) as (final answer, the final answer's token ids)."""
     from .generate import TransformersSampler
+    from .rollouts import rollout_sampler
 
-    assert task.environment is not None
-    prepare_tokenizer(tokenizer)
-    toolbox = build_toolbox(task.environment, str(task.path))
-    runner = EpisodeRunner(TransformersSampler(model, tokenizer), tokenizer, task.environment, toolbox)
-    episodes = [g[0] for g in runner.run(prompts, rows, 1, temperature, max_new_tokens, seed=seed)]
-    return [(e.final, list(tokenizer(e.final, add_special_tokens=False)["input_ids"])) for e in episodes]
+    sampler = rollout_sampler(TransformersSampler(model, tokenizer), task, tokenizer)
+    groups = sampler.sample(prompts, 1, temperature, max_new_tokens, seed=seed)
+    return [(g[0].text, list(g[0].token_ids)) for g in groups]
 
 
 def _common_error(verdicts: Sequence[Any]) -> str:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .errors import ConfigError, ModelError, Problem
+from .rewards.episode import Episode
 
 Prompt = str | Sequence[Mapping[str, Any]]
 Backend = Literal["auto", "transformers", "vllm"]
@@ -55,11 +56,13 @@ DEFAULT_BATCH_SIZE = 64
 
 @dataclass(frozen=True)
 class Completion:
-    """One sampled completion: decoded text, generated token ids, why generation stopped."""
+    """One sampled completion: decoded text, generated token ids, why generation stopped; for an
+    episode (``rlvr.episodes.EpisodeRunner``) the episode, whose final answer ``text`` is."""
 
     text: str
     token_ids: tuple[int, ...]
     finish_reason: Literal["stop", "length"]
+    episode: Episode | None = None
 
     @property
     def n_tokens(self) -> int:

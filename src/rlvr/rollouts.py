@@ -1,4 +1,15 @@
-"""Rollouts kept: a bounded sample of what the policy wrote during training, with every verdict.
+"""Rollouts: the one way every stage samples a task (``rollout_sampler``), and the bounded sample of
+them ``rlvr train`` keeps (``Recorder``).
+
+A sample is an episode: a single-turn sample is one turn without calls (its ``Completion`` has no
+``episode``); on a task with an ``environment:`` section every completion is a whole episode
+played by ``rlvr.episodes.EpisodeRunner`` (the way TRL's tool loop plays it in training), its
+``text`` the final answer the answer terms judge and its ``episode`` the turns, calls and results
+the episode terms and the review read. The probe, the gate, the held-out eval and the length
+check sample through ``rollout_sampler``; it is the one place outside the task file's reader that
+asks whether a task has an environment (``tests/test_structure.py`` counts them).
+
+Rollouts kept: a bounded sample of what the policy wrote during training, with every verdict.
 
 Reward hacking shows in the text before it shows in any metric, so a run directory keeps, for
 each logging step, the first ``per_step`` completions of the step (whole prompt groups, in the
@@ -27,10 +38,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import RunError
+from .rewards.combine import RewardSet
+from .rewards.episode import Episode
 from .rewards.rules import untrusted
+
+if TYPE_CHECKING:
+    from .episodes.spec import EnvironmentSpec
+    from .generate import Completion, Sampler
+    from .task import Task
 
 FOLDER = "rollouts"
 NAME = "rollouts.jsonl"
@@ -39,6 +57,59 @@ MAX_BYTES = 20 * 1024 * 1024
 KEEP = 5
 # Keys TRL passes to reward functions that are not dataset columns.
 _NOT_COLUMNS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+
+
+def rollout_sampler(sampler: Sampler, task: Task, tokenizer: Any = None, *, watch: Any = None) -> Sampler:
+    """``sampler`` as the task's samples come from it (see the module docstring): itself for a
+    single-turn task, an ``EpisodeSampler`` for an episode task. ``tokenizer``: the sampler's, when
+    it has none of its own; ``watch`` (``rlvr.episodes.tools.CallWatch``) counts the tool calls."""
+    if task.environment is None:
+        return sampler
+    return EpisodeSampler(sampler, task, task.environment, tokenizer, watch=watch)
+
+
+class EpisodeSampler:
+    """A ``Sampler`` whose completions are episodes: each ``Completion``'s text is an episode's final
+    answer, its token ids those of that answer, ``finish_reason`` ``length`` when the episode was
+    cut off, and ``episode`` the whole episode."""
+
+    def __init__(
+        self, sampler: Sampler, task: Task, environment: EnvironmentSpec, tokenizer: Any = None, *, watch: Any = None
+    ) -> None:
+        from .episodes import EpisodeRunner, build_toolbox, prepare_tokenizer
+
+        self.inner = sampler
+        self.backend = str(getattr(sampler, "backend", "episodes"))
+        tokenizer = tokenizer if tokenizer is not None else getattr(sampler, "tokenizer", None)
+        if tokenizer is None:
+            from .models import load_tokenizer
+
+            tokenizer = load_tokenizer(task.resolve(task.model))
+        self.tokenizer = prepare_tokenizer(tokenizer)
+        toolbox = build_toolbox(environment, str(task.path))
+        toolbox.watch = watch
+        self.runner = EpisodeRunner(sampler, self.tokenizer, environment, toolbox)
+
+    def sample(
+        self,
+        prompts: Sequence[Any],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Completion]]:
+        groups = self.runner.run(prompts, [{}] * len(prompts), n, temperature, max_new_tokens, top_p, seed)
+        if progress is not None:
+            progress(len(prompts))
+        return [[self._completion(e) for e in group] for group in groups]
+
+    def _completion(self, e: Episode) -> Completion:
+        from .generate import Completion
+
+        ids = tuple(self.tokenizer(e.final, add_special_tokens=False)["input_ids"])
+        return Completion(e.final, ids, "length" if e.cut_off else "stop", e)
 
 
 def files(run_dir: Path) -> list[Path]:
@@ -63,7 +134,7 @@ class Recorder:
     def __init__(
         self,
         run_dir: Path,
-        reward_set: Any,
+        reward_set: RewardSet,
         *,
         group_size: int,
         logging_steps: int = 1,

@@ -49,6 +49,9 @@ BUILTIN_OPTIONS: dict[str, dict[str, Any]] = {
     "repetition": {},
     "judge": {"model": "m", "base_url": "http://127.0.0.1:1/v1", "require_calibration": False},
     "unit_tests": {},
+    "valid_calls": {},
+    "required_tools": {"tools": ["search"]},
+    "call_budget": {"budget": 1},
 }
 
 

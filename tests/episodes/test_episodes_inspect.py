@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from rlvr.gate.build import build_set
-from rlvr.gate.episodes import FOLD, episode_of
+from rlvr.gate.review import FOLD
 from rlvr.gate.terminal import render
 from rlvr.gate.web import ReviewApp
 from rlvr.task import load_task
@@ -64,8 +64,8 @@ def store(tmp_path: Path) -> Any:
 def test_every_sample_of_the_set_is_an_episode(store: Any) -> None:
     _, s = store
     samples = s.samples()
-    assert samples and all(episode_of(x.row) is not None for x in samples)
-    ep = episode_of(samples[0].row)
+    assert samples and all(x.episode is not None for x in samples)
+    ep = samples[0].episode
     assert ep is not None and len(ep.turns) == 2 and ep.calls[0].name == "lookup"
     assert samples[0].completion == ep.final
 

@@ -45,8 +45,8 @@ def test_the_probe_samples_episodes_and_reports_turns_calls_errors_and_cut_offs(
 
     report = run_probe(task, out_dir=tmp_path / "probe", sampler=FakeSampler(rule, token_ids=ids), progress=False)
     summary = json.loads((tmp_path / "probe" / "episodes.json").read_text())
-    lines = (tmp_path / "probe" / "episodes.jsonl").read_text().splitlines()
-    assert len(lines) == summary["n"] == 16
+    lines = (tmp_path / "probe" / "samples.jsonl").read_text().splitlines()
+    assert len(lines) == summary["n"] == 16 and all("episode" in json.loads(x) for x in lines)
     assert summary["turns"] == 2.0 and summary["calls"] == 1.0 and summary["cut_off_rate"] == 0.0
     assert 0 < summary["tool_error_rate"] < 1
     # a failed call's answer is the error text, so success is exactly the share of calls that worked
@@ -54,14 +54,15 @@ def test_the_probe_samples_episodes_and_reports_turns_calls_errors_and_cut_offs(
     assert report.rate == summary["success_rate"]
 
 
-def test_episode_lines_round_trip(tmp_path: Path) -> None:
+def test_a_probe_samples_episode_round_trips_through_its_line(tmp_path: Path) -> None:
     from rlvr.episodes import Call, Episode, Turn
-    from rlvr.probe.episodes import read_episodes, write_episodes
+    from rlvr.probe.samples import ProbeSample, read_samples
 
     ep = Episode((Turn("", (Call("calculator", {"expression": "1"}, "1"),)), Turn("<answer>1</answer>")))
-    write_episodes(tmp_path, [ep], [True])
-    ((back, line),) = read_episodes(tmp_path)
-    assert back == ep and line["success"] is True
+    sample = ProbeSample(0, 0, "q", {}, ep.final, (1,), "stop", {}, 1.0, True, 1.0, 8, episode=ep)
+    (tmp_path / "samples.jsonl").write_text(sample.line())
+    ((_, back),) = read_samples(tmp_path / "samples.jsonl")
+    assert back.episode == ep and back.success is True and back == sample
 
 
 def test_rlvr_probe_prints_how_the_episodes_went(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -396,14 +396,15 @@ def test_trls_tool_loop_keeps_each_rollouts_session_and_resets_pooled_instances(
     from rlvr.episodes.training import trainer_setup
     from rlvr.models import load_model, load_tokenizer
     from rlvr.rewards import AnswerFormat, build_verifier
-    from rlvr.rewards.combine import RewardSet, Term
+    from rlvr.rewards.combine import Term
+    from support.grpo import episode_reward_set
 
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     spec = make_spec(tmp_path, max_turns=4, timeout=2)
-    base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
+    rewards = episode_reward_set(spec, Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path)))
     tok = load_tokenizer("builtin:tiny")
     args = tiny_grpo_args(tmp_path, 400, max_steps=2)
-    rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
+    extra = trainer_setup(spec, "task.yaml", tok, args)
     code = "try:\n    n\nexcept NameError:\n    n = 0\nn += 1\nprint(n)"
     call = "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
     seen: list[list[list[str]]] = []

@@ -8,19 +8,12 @@ from typing import Any
 
 import pytest
 
-from rlvr.episodes import (
-    Episode,
-    EpisodeRewards,
-    EpisodeRunner,
-    build_toolbox,
-    from_messages,
-    prepare_tokenizer,
-    read_environment,
-)
+from rlvr.episodes import Episode, EpisodeRunner, build_toolbox, from_messages, prepare_tokenizer, read_environment
 from rlvr.episodes.template import tool_suffix
-from rlvr.rewards import AnswerFormat, build_verifier
-from rlvr.rewards.combine import RewardSet, Term
+from rlvr.rewards import AnswerFormat, Sample, build_verifier
+from rlvr.rewards.combine import Term
 from support.fakes import FakeSampler
+from support.grpo import episode_reward_set
 
 CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "17*23"}}</tool_call>'
 PROMPT = [{"role": "user", "content": "17*23?"}]
@@ -152,8 +145,7 @@ def test_episode_rewards_score_the_final_answer_and_the_episode_terms(tok: Any, 
         "task.yaml",
     )
     assert spec is not None
-    base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
-    rewards = EpisodeRewards(base, spec)
+    rewards = episode_reward_set(spec, Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path)))
     used = from_messages(
         [
             {
@@ -182,7 +174,7 @@ def test_episode_rewards_score_the_final_answer_and_the_episode_terms(tok: Any, 
             {"role": "assistant", "content": "<answer>391</answer>"},
         ]
     )
-    a, b, c = rewards.score([used, skipped, looped], [{"answer": "391"}] * 3, ["q"] * 3)
+    a, b, c = rewards.score([Sample.of_episode(e, {"answer": "391"}, "q") for e in (used, skipped, looped)])
     assert rewards.total(a) == pytest.approx(1.3)
     assert b.verdicts["required_tools"].score == 0.0 and rewards.total(b) == pytest.approx(1.1)
     assert c.verdicts["call_budget"].score == pytest.approx(-1.0) and rewards.total(c) == pytest.approx(0.8)
@@ -190,9 +182,11 @@ def test_episode_rewards_score_the_final_answer_and_the_episode_terms(tok: Any, 
 
 def test_a_row_the_answer_terms_cannot_decide_is_masked_in_the_episode_terms_too(tmp_path: Path) -> None:
     spec, _ = read_environment({"tools": ["calculator"], "terms": {"valid_calls": 1}}, tmp_path, "task.yaml")
-    base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
-    rewards = EpisodeRewards(base, spec)  # type: ignore[arg-type]
-    (s,) = rewards.score([from_messages([{"role": "assistant", "content": "<answer>1</answer>"}])], [{}], ["q"])
+    assert spec is not None
+    rewards = episode_reward_set(spec, Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path)))
+    (s,) = rewards.score(
+        [Sample.of_episode(from_messages([{"role": "assistant", "content": "<answer>1</answer>"}]), {}, "q")]
+    )
     assert s.masked and s.rewards() == {"correct": None, "valid_calls": None}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlvr.serve.episodes import ServedEpisodes, episode_samples
+from rlvr.serve.episodes import ServedEpisodes
 from rlvr.serve.scoring import rlvr_samples
 from rlvr.task import load_task
 from support.tasks import make_task
@@ -20,9 +20,9 @@ def served(tmp_path: Path) -> Any:
 
 def score(task: Any, completions: list[Any]) -> list[Any]:
     body = {"samples": [{"completion": c, "prompt": "10+10", "answer": "20"} for c in completions]}
-    samples, _ = rlvr_samples(body, 100)
     rewards = ServedEpisodes(task)
-    return [rewards.total(s) for s in rewards.score(episode_samples(body, samples))]
+    samples, _ = rlvr_samples(body, 100, rewards)
+    return [rewards.total(s) for s in rewards.score(samples)]
 
 
 def test_a_whole_episode_is_scored_on_its_final_answer_and_its_calls(tmp_path: Path) -> None:
@@ -87,3 +87,17 @@ def test_rlvr_score_scores_an_episode_tasks_lines_as_episodes(tmp_path: Path) ->
     scored = [json.loads(x) for x in (tmp_path / "episodes.scored.jsonl").read_text().splitlines()]
     assert [s["reward"] for s in scored] == [1.6, 1.1]
     assert scored[0]["scores"]["required_tools"]["score"] == 1.0
+
+
+def test_a_row_past_the_deadline_is_settled_against_the_answer_terms_gold(tmp_path: Path) -> None:
+    """The server's deadline rule (``past_deadline``) reads what each term makes of the row's gold:
+    the answer terms score it, the episode terms have none."""
+    from rlvr.rewards.base import Outcome, Sample
+    from rlvr.serve.scoring import gold_verdicts, past_deadline
+
+    rewards = ServedEpisodes(served(tmp_path))
+    gold = gold_verdicts(rewards, Sample("<answer>21</answer>", {"answer": "20"}, "10+10"))
+    assert gold["correct"] is not None and gold["correct"].outcome is Outcome.CORRECT
+    assert gold["required_tools"] is None
+    late = past_deadline(rewards.names, 1.0, gold)
+    assert not late.masked and late.verdicts["correct"].outcome is Outcome.WRONG

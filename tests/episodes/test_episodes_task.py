@@ -82,7 +82,7 @@ def test_the_gate_binds_the_episode_code_the_task_tools_and_the_collection(tmp_p
     (tmp_path / "docs.jsonl").write_text('{"text": "a fact"}\n')
     task = load_task(episode_task(tmp_path, tools=["calculator", "search", "tools.lookup"], documents="docs.jsonl"))
     modules = reward_modules(task)
-    assert {"rlvr.episodes.scoring", "rlvr.episodes.calculator", "rlvr.episodes.search", "tools"} <= set(modules)
+    assert {"rlvr.rewards.calls", "rlvr.episodes.calculator", "rlvr.episodes.search", "tools"} <= set(modules)
     assert data_files(task)["environment.documents"]["path"] == "docs.jsonl"
     plain = load_task(make_task(tmp_path / "plain"))
     assert not any(name.startswith("rlvr.episodes") for name in reward_modules(plain))

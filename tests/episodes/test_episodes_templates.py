@@ -246,7 +246,8 @@ def test_a_grpo_step_masks_exactly_the_tool_results(name: str, tmp_path: Path) -
     from rlvr.episodes.training import trainer_setup
     from rlvr.models import load_model, load_tokenizer
     from rlvr.rewards import AnswerFormat, build_verifier
-    from rlvr.rewards.combine import RewardSet, Term
+    from rlvr.rewards.combine import Term
+    from support.grpo import episode_reward_set
 
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     spec, problems = read_environment(
@@ -256,10 +257,10 @@ def test_a_grpo_step_masks_exactly_the_tool_results(name: str, tmp_path: Path) -
     )
     assert spec is not None, problems
     fmt = AnswerFormat(think="prefilled" if name == "small-think" else "none")
-    base = RewardSet([Term("correct", build_verifier("exact", {}, fmt, search=tmp_path))])
+    rewards = episode_reward_set(spec, Term("correct", build_verifier("exact", {}, fmt, search=tmp_path)))
     tok = load_tokenizer(f"builtin:{name}")
     args = tiny_grpo_args(tmp_path, 200)
-    rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
+    extra = trainer_setup(spec, "task.yaml", tok, args)
     answers = iter(["391", "390"] * 4)
     captured: list[dict[str, Any]] = []
     scored: list[list[float | None]] = []

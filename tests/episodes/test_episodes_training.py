@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
-from rlvr.episodes import EpisodeRewards, read_environment
+from rlvr.episodes import read_environment
 from rlvr.episodes.training import trainer_setup
 from rlvr.rewards import AnswerFormat, build_verifier
 from rlvr.rewards.combine import RewardSet, Term
-from support.grpo import tiny_grpo_args
+from support.grpo import episode_reward_set, tiny_grpo_args
 
 CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "17*23"}}</tool_call>'
 SUFFIX = "\n<|tool|>391\n<|assistant|>"
 
 
-def _trainer(tmp_path: Path) -> tuple[Any, Any, EpisodeRewards]:
+def _trainer(tmp_path: Path) -> tuple[Any, Any, RewardSet]:
     from datasets import Dataset
     from trl import GRPOTrainer
 
@@ -40,10 +40,10 @@ def _trainer(tmp_path: Path) -> tuple[Any, Any, EpisodeRewards]:
         "task.yaml",
     )
     assert spec is not None, problems
-    base = RewardSet([Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path))])
+    rewards = episode_reward_set(spec, Term("correct", build_verifier("exact", {}, AnswerFormat(), search=tmp_path)))
     tok = load_tokenizer("builtin:tiny")
     args = tiny_grpo_args(tmp_path, 160)
-    rewards, extra = trainer_setup(spec, "task.yaml", base, tok, args)
+    extra = trainer_setup(spec, "task.yaml", tok, args)
     answers = iter(["391", "390", "391", "12"] * 4)
 
     class Scripted(GRPOTrainer):  # type: ignore[misc]
@@ -74,13 +74,13 @@ def _trainer(tmp_path: Path) -> tuple[Any, Any, EpisodeRewards]:
 
 
 @pytest.fixture(scope="module")
-def step(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, EpisodeRewards]:
+def step(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, RewardSet]:
     trainer, tok, rewards = _trainer(tmp_path_factory.mktemp("train"))
     trainer.train()
     return trainer, tok, rewards
 
 
-def test_tool_mask_is_zero_exactly_on_the_tool_results_tokens(step: tuple[Any, Any, EpisodeRewards]) -> None:
+def test_tool_mask_is_zero_exactly_on_the_tool_results_tokens(step: tuple[Any, Any, RewardSet]) -> None:
     trainer, tok, _ = step
     batch = type(trainer).captured[0]
     ids, mask, cmask = batch["completion_ids"], batch["tool_mask"], batch["completion_mask"]
@@ -116,7 +116,7 @@ def _token_grads(trainer: Any, batch: dict[str, Any]) -> Any:
     return grad[:, -n_completion - 1 : -1]
 
 
-def test_the_loss_gradient_never_reaches_a_tool_result_token(step: tuple[Any, Any, EpisodeRewards]) -> None:
+def test_the_loss_gradient_never_reaches_a_tool_result_token(step: tuple[Any, Any, RewardSet]) -> None:
     trainer, _, _ = step
     batch = type(trainer).captured[0]
     assert batch["advantages"].abs().sum() > 0  # half the group answered right: there is a signal
@@ -128,7 +128,7 @@ def test_the_loss_gradient_never_reaches_a_tool_result_token(step: tuple[Any, An
     assert per_token[mask == 1].gt(0).any()
 
 
-def test_without_the_tool_mask_the_tool_tokens_would_get_gradient(step: tuple[Any, Any, EpisodeRewards]) -> None:
+def test_without_the_tool_mask_the_tool_tokens_would_get_gradient(step: tuple[Any, Any, RewardSet]) -> None:
     """The check above can fail: the same step with TRL's mask removed trains on the tool result."""
     trainer, _, _ = step
     batch = dict(type(trainer).captured[0])
@@ -137,7 +137,7 @@ def test_without_the_tool_mask_the_tool_tokens_would_get_gradient(step: tuple[An
     assert _token_grads(trainer, batch)[tool].gt(0).any()
 
 
-def test_episode_terms_and_metrics_are_logged_by_the_step(step: tuple[Any, Any, EpisodeRewards]) -> None:
+def test_episode_terms_and_metrics_are_logged_by_the_step(step: tuple[Any, Any, RewardSet]) -> None:
     trainer, _, rewards = step
     logged = trainer.state.log_history[0]
     assert logged["rewards/required_tools/mean"] == 1.0
@@ -179,9 +179,8 @@ def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path
     assert set(kept[0]["scores"]) == {"format", "correct", "valid_calls"}
     # re-inspecting mid-run: the set built from the kept rollouts shows their episodes
     from rlvr.gate.build import build_set
-    from rlvr.gate.episodes import episode_of
 
     store = build_set(task, tmp_path / "set.db", rollouts=(tmp_path / "run", 1), size=4)
     for sample in store.samples():
-        episode = episode_of(sample.row)
+        episode = sample.episode
         assert episode is not None and sample.completion == episode.final

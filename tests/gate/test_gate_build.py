@@ -10,15 +10,16 @@ import pytest
 
 from rlvr import gate
 from rlvr.errors import DataError, GateError
-from rlvr.gate.build import Candidate, select
+from rlvr.gate.build import select
+from rlvr.gate.store import NewSample
 from rlvr.probe import ProbeSample, ProbeSettings
 from rlvr.rewards.base import Verdict
 from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review
 
 
-def _cand(i: int, total: float | None) -> Candidate:
+def _cand(i: int, total: float | None) -> NewSample:
     v = Verdict.error("timeout", kind="timeout") if total is None else Verdict.wrong(total)
-    return Candidate(i, str(i), {}, "", (), "stop", {"correct": v}, total, "masked" if total is None else "fail")
+    return NewSample(i, str(i), {}, "", (), "stop", "", {"correct": v}, total, "masked" if total is None else "fail")
 
 
 def test_selection_covers_both_tails_and_a_random_middle() -> None:
@@ -271,3 +272,22 @@ def test_inspect_build_run_needs_a_step(task: Any, tmp_path: Path, capsys: pytes
 
     assert main(["inspect", "build", str(task.path), "--run", str(tmp_path)]) == 1
     assert "--run/--step: go together" in capsys.readouterr().err
+
+
+def test_a_set_built_before_samples_carried_episodes_still_reads(task: Any) -> None:
+    """A store without the ``episode_json`` column (rlvr before issue 35) reads, every sample
+    without an episode, and hashes as it did."""
+    import sqlite3
+
+    from rlvr.gate.hashes import set_hashes
+
+    store = build_and_review(task, size=SMALL)
+    before = set_hashes(store)
+    conn = sqlite3.connect(store.path)
+    conn.execute("ALTER TABLE samples DROP COLUMN episode_json")
+    conn.commit()
+    conn.close()
+    samples = store.samples()
+    assert samples and all(s.episode is None for s in samples)
+    assert store.sample(samples[0].id) == samples[0]
+    assert set_hashes(store) == before

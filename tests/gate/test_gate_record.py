@@ -278,6 +278,7 @@ def test_reward_code_covers_the_defining_module_and_what_it_imports() -> None:
         "rlvr.rewards.exact",
         "rlvr.rewards.format",
         "rlvr.rewards.base",
+        "rlvr.rewards.episode",  # the sample record every verifier reads
         "rlvr.rewards.combine",
         "rlvr.rewards.fault",
         "rlvr.rewards.rules",  # the package of the one-rule modules (its __init__ is imported with them)

@@ -280,11 +280,13 @@ def test_the_all_bucket_label_says_what_it_means(tmp_path: Any) -> None:
 
 
 def test_every_bucket_the_set_builder_assigns_has_an_explanation() -> None:
-    from rlvr.gate.build import Candidate, select
+    from rlvr.gate.build import select
     from rlvr.gate.review import BUCKET_HELP
 
-    def pool(n: int) -> list[Candidate]:
-        return [Candidate(i, "p", {}, "c", (), "stop", {}, None if i % 5 == 0 else float(i), "fail") for i in range(n)]
+    def pool(n: int) -> list[NewSample]:
+        return [
+            NewSample(i, "p", {}, "c", (), "stop", "", {}, None if i % 5 == 0 else float(i), "fail") for i in range(n)
+        ]
 
     seen = {b for _, b in select(pool(100), 20, 0)} | {b for _, b in select(pool(10), 20, 0)}
     assert seen == set(BUCKET_HELP)

@@ -50,6 +50,9 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "repetition": {},
     "judge": {"model": "m", "base_url": "http://judge.invalid/v1", "require_calibration": False},
     "unit_tests": {},  # ROW has no reference solution: no gold (tests/rewards/test_rewards_code_fault.py has one)
+    "valid_calls": {},
+    "required_tools": {"tools": ["search"]},
+    "call_budget": {"budget": 1},
 }
 
 
@@ -177,16 +180,11 @@ def test_a_custom_function_that_raises_on_the_answer_is_charged_and_on_its_gold_
 
 
 def test_an_episodes_final_answer_term_is_settled_by_the_same_rule() -> None:
-    from rlvr.episodes.episode import Episode, Turn
-    from rlvr.episodes.scoring import EpisodeRewards
-    from rlvr.episodes.spec import EnvironmentSpec
+    from rlvr.rewards.episode import Episode, Turn
 
     inner = Failing(built("exact"), "timeout", gold_fails=False)
-    base = RewardSet([Term("exact", inner)], answer_format=FMT, answer_column="answer")
-    spec = EnvironmentSpec.__new__(EnvironmentSpec)
-    rewards = EpisodeRewards.__new__(EpisodeRewards)
-    rewards.base, rewards.spec, rewards.episode_terms = base, spec, {}
-    [s] = rewards.score([Episode((Turn("<answer>7</answer>"),))], [ROW], ["q"])
+    rewards = RewardSet([Term("exact", inner)], answer_format=FMT, answer_column="answer")
+    [s] = rewards.score([Sample.of_episode(Episode((Turn("<answer>7</answer>"),)), ROW, "q")])
     assert s.verdicts["exact"].outcome is Outcome.WRONG and s.verdicts["exact"].error_kind == "timeout"
 
 

@@ -23,3 +23,15 @@ def tiny_grpo_args(tmp_path: Path, max_completion_length: int, max_steps: int = 
         use_cpu=True,
         seed=3407,
     )
+
+
+def episode_reward_set(spec: Any, *terms: Any) -> Any:
+    """The ``RewardSet`` a task with ``terms`` and the environment ``spec`` scores with: the answer
+    terms, then the environment's episode terms, as ``rlvr.task.load_task`` adds them."""
+    from rlvr.episodes.environment import trl_episodes
+    from rlvr.rewards import build_verifier
+    from rlvr.rewards.combine import RewardSet, Term
+    from rlvr.task.terms import episode_terms
+
+    extra = [Term(t.name, build_verifier(t.verifier, t.options), t.weight) for t in episode_terms(spec)]
+    return RewardSet([*terms, *extra], read_episodes=trl_episodes)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ..gate.record import AuditOutcome
 from ..task import Task
+from .episodes import audit_episodes
 from .exploits import EXPLOITS, exploits_for
 from .report import AuditReport, Example, Finding, TermSummary, format_table
 from .run import run_audit
@@ -43,10 +44,8 @@ def gate_audit(task: Task) -> AuditOutcome:
     report = run_audit(task)
     # An untested term blocks signing like an exploitable one: the audit could not call it safe.
     data, exploitable = report.to_json(), set(report.exploitable_terms) | set(report.untested_terms)
-    if task.environment is not None:  # an episode task: its holes block signing too (audit.episodes)
-        from .episodes import audit_episodes
-
-        found = audit_episodes(task)
+    found = audit_episodes(task)  # an episode task: its holes block signing too (none without tools)
+    if found:
         data = {**data, "episodes": [f.to_json() for f in found]}
         exploitable |= {f"episode:{f.exploit}" for f in found if f.hit}
     return AuditOutcome(data, tuple(sorted(exploitable)))

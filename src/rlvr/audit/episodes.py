@@ -1,7 +1,7 @@
 """Episode exploits: holes a reward over a multi-turn tool episode has and a one-answer reward has not.
 
 Each check builds episodes by hand (no model) and scores them with the task's episode reward
-(``rlvr.episodes.EpisodeRewards``), or calls the task's tools with arguments that carry no
+(``Task.reward_set``: the answer terms and the episode terms), or calls the task's tools with arguments that carry no
 knowledge of the question. An *honest* episode is the reference: one successful call of a
 required tool (else the first tool), then the right answer.
 
@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..episodes import Call, Episode, EpisodeRewards, Turn, build_toolbox
+from ..episodes import Call, Episode, Turn, build_toolbox
 from ..episodes.tools import ToolBox
+from ..rewards.base import Sample
+from ..rewards.combine import RewardSet
 
 if TYPE_CHECKING:
     from ..task import Task
@@ -76,18 +78,19 @@ def _honest_call(toolbox: ToolBox, name: str, ok: bool = True) -> Call:
     return Call(name, args, "error: failed", "failed", "failed")
 
 
-def _total(rewards: EpisodeRewards, episode: Episode, row: Mapping[str, Any], prompt: str) -> float | None:
-    (scored,) = rewards.score([episode], [row], [prompt])
+def _total(rewards: RewardSet, episode: Episode, row: Mapping[str, Any], prompt: str) -> float | None:
+    (scored,) = rewards.score([Sample.of_episode(episode, row, prompt)])
     return rewards.total(scored)
 
 
 def audit_episodes(task: Task, max_prompts: int = 8) -> list[EpisodeFinding]:
-    """One finding per episode exploit (see the module docstring) over the first train rows."""
+    """One finding per episode exploit (see the module docstring) over the first train rows; none
+    for a task without tools."""
     spec = task.environment
     if spec is None:
         return []
     toolbox = build_toolbox(spec, str(task.path))
-    rewards = EpisodeRewards(task.reward_set(), spec)
+    rewards = task.reward_set()
     rows = task.load_split("train")[:max_prompts]
     tool = next((t for t in spec.required if t in toolbox.tools), toolbox.names[0])
     wrap = task.answer.wrap
@@ -110,7 +113,7 @@ def audit_episodes(task: Task, max_prompts: int = 8) -> list[EpisodeFinding]:
         for name, ep in (("repeated_calls", looped), ("ignored_results", failed), ("skipped_tools", skipped)):
             score = _total(rewards, ep, row, prompt)
             counts[name] += score is not None and score >= base - 1e-9
-        (scored,) = rewards.score([leaked], [row], [prompt])
+        (scored,) = rewards.score([Sample.of_episode(leaked, row, prompt)])
         success = scored.verdicts.get(task.success) if task.success else None
         counts["answer_in_result"] += success is not None and success.outcome.value == "correct"
     findings = [

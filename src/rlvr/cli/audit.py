@@ -60,13 +60,11 @@ def run(args: argparse.Namespace) -> int:
     report = run_audit(
         task, max_prompts=args.max_prompts, seed=args.seed, split=args.split, terms=args.term, exploits=args.exploit
     )
-    episodes = []
-    if task.environment is not None:  # an episode task: its episode exploits too (rlvr.audit.episodes)
-        from ..audit.episodes import audit_episodes
+    from ..audit.episodes import audit_episodes
 
-        episodes = audit_episodes(task, max_prompts=args.max_prompts)
+    episodes = audit_episodes(task, max_prompts=args.max_prompts)  # none unless the task has tools
     if args.json:
-        extra = {"episodes": [f.to_json() for f in episodes]} if task.environment is not None else {}
+        extra = {"episodes": [f.to_json() for f in episodes]} if episodes else {}
         print(json.dumps({**report.to_json(), **extra}, indent=2, ensure_ascii=False))
     else:
         print(format_table(report, show_ok=args.all))

@@ -98,11 +98,9 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(report.to_json(), indent=2) if args.json else format_report(report))
     from pathlib import Path
 
-    from ..probe.episodes import SUMMARY_NAME
+    from ..probe.samples import EPISODES_SUMMARY_NAME, EpisodeSummary
 
-    summary = Path(report.out_dir) / SUMMARY_NAME
-    if not args.json and summary.exists():  # an episode task: how the episodes went (probe.episodes)
-        from ..probe.episodes import EpisodeSummary
-
+    summary = Path(report.out_dir) / EPISODES_SUMMARY_NAME
+    if not args.json and summary.exists():  # an episode task: how the episodes went
         print("\n".join(EpisodeSummary(**json.loads(summary.read_text())).lines()))
     return 1 if report.route in ("fix-verifier", "fix-tool") else 0

@@ -136,16 +136,7 @@ def run(args: argparse.Namespace) -> int:
         from ..task import load_task
 
         task = load_task(args.task, check_data=False)
-        if task.environment is not None:  # each line an episode, scored as training scores it (serve.episodes)
-            from ..serve.episodes import score_episode_file
-
-            summary = score_episode_file(task, args.file, args.out)
-            if args.json:
-                sys.stdout.write(json.dumps(jsonable(summary.to_json()), indent=2, allow_nan=False) + "\n")
-            else:
-                sys.stdout.write(summary.text() + "\n")
-            return 0
-        reward_set = task.reward_set()
+        reward_set = task.reward_set()  # an episode task reads each line's completion as an episode
     else:
         fmt = AnswerFormat(style=args.style, tag=args.tag, think=args.think, boxed=args.boxed)
         reward_set = reward_set_from_names(args.reward, _options(args.option, args.reward), fmt, args.column)

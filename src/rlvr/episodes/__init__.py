@@ -6,8 +6,9 @@ folder, each with a JSON schema read from its signature and docstring (``tools``
 episode's limits.
 ``runner.EpisodeRunner`` plays episodes with any sampler, the way TRL's tool loop does (probe,
 gate, audit, serve); ``training.trainer_setup`` hands the same tools to
-``GRPOTrainer(environment_factory=...)``. ``scoring.EpisodeRewards`` scores an episode: the task's
-terms on the final answer, plus ``valid_calls``, ``required_tools`` and ``call_budget``.
+``GRPOTrainer(environment_factory=...)``. The task's one ``RewardSet`` scores an episode: its
+answer terms on the final answer, and the episode terms ``valid_calls``, ``required_tools`` and
+``call_budget`` (``rlvr.rewards.calls``) on its calls.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from .environment import ToolSession, trl_environment
 from .episode import Call, Episode, Turn, from_messages
 from .parse import parse_turn
 from .runner import EpisodeRunner
-from .scoring import EpisodeRewards, episode_metrics
 from .spec import EnvironmentSpec, build_toolbox, read_environment
 from .template import prepare_tokenizer
 from .tools import Tool, ToolBox, ToolResult, make_tool
@@ -27,7 +27,6 @@ __all__ = [
     "Call",
     "EnvironmentSpec",
     "Episode",
-    "EpisodeRewards",
     "EpisodeRunner",
     "Tool",
     "ToolBox",
@@ -36,7 +35,6 @@ __all__ = [
     "Turn",
     "build_toolbox",
     "calculate",
-    "episode_metrics",
     "from_messages",
     "make_tool",
     "parse_turn",

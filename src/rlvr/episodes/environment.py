@@ -24,15 +24,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, get_type_hints
 
-from .episode import Call
+from .episode import Call, Episode, from_messages
 from .pytool import PythonSession
 from .spec import EnvironmentSpec
 from .tools import Tool, ToolBox
 
-__all__ = ["ToolSession", "row_of", "session_of", "trl_environment"]
+__all__ = ["ToolSession", "row_of", "session_of", "trl_environment", "trl_episodes"]
 
 
 class ToolSession:
@@ -101,7 +101,7 @@ def _init(self: Any, toolbox: ToolBox, spec: EnvironmentSpec) -> None:
 
 def trl_environment(toolbox: ToolBox, spec: EnvironmentSpec) -> Callable[[], Any]:
     """A zero-argument factory of environment instances for ``GRPOTrainer(environment_factory=)``.
-    An instance's calls are ``instance._rlvr_session.calls`` (read by ``rlvr.episodes.scoring``)."""
+    An instance's calls are ``instance._rlvr_session.calls`` (read by ``trl_episodes``)."""
     namespace: dict[str, Any] = {"__init__": _init, "reset": _reset}
     for tool in toolbox.tools.values():
         namespace[tool.name] = _method(tool)
@@ -118,3 +118,18 @@ def session_of(environment: Any) -> ToolSession | None:
 def row_of(environment: Any) -> Mapping[str, Any]:
     session = session_of(environment)
     return session.row if session is not None else {}
+
+
+def trl_episodes(completions: Sequence[Any], environments: Sequence[Any]) -> list[Episode]:
+    """A TRL batch's episodes, rebuilt from its message lists and the environments' records of
+    each call (the ``RewardSet``'s ``read_episodes`` on an episode task)."""
+    out = []
+    for c, env in zip(completions, environments, strict=True):
+        session = session_of(env)
+        msgs = (
+            [m for m in c if isinstance(m, Mapping)]
+            if isinstance(c, list)
+            else [{"role": "assistant", "content": str(c)}]
+        )
+        out.append(from_messages(msgs, session.calls if session is not None else []))
+    return out

@@ -259,7 +259,7 @@ def _turns(messages: list[dict[str, Any]]) -> int:
 
 
 def episode_from_text(fmt: TextFormat, text: str) -> Episode:
-    """The episode rendered as ``text``, scored by ``EpisodeRewards`` exactly as ``/v1/score``
+    """The episode rendered as ``text``, scored by the task's ``RewardSet`` exactly as ``/v1/score``
     scores the same message list (``episode.from_messages``); ``UnreadableEpisode`` otherwise."""
     messages: list[Mapping[str, Any]] = list(messages_from_text(fmt, text))
     return from_messages(messages)

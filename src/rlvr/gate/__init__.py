@@ -28,7 +28,7 @@ from ..errors import GateError
 from ..rewards.base import Verdict
 from .agreement import Agreement, agreement, cohen_kappa, format_agreement
 from .build import DEFAULT_SIZE, MAX_SIZE, MIN_SIZE, build_set, export_jsonl, rescore
-from .record import AuditOutcome, db_path, enforce, gate_dir, record_path, sign, verify
+from .record import AuditOutcome, check_trained, db_path, enforce, gate_dir, record_path, sign, verify
 from .store import LABELS, InspectionSample, Review, Store
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ __all__ = [
     "Store",
     "agreement",
     "build_set",
+    "check_trained",
     "cohen_kappa",
     "db_path",
     "enforce",

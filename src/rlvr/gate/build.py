@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +33,9 @@ from ..errors import DataError, GateError
 from ..probe import ProbeSettings, read_samples, read_settings
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import RewardSet, prompt_text
+from ..rewards.episode import Episode
 from .agreement import sample_state
-from .store import NewSample, Store, reward_class
+from .store import InspectionSample, NewSample, Store, reward_class
 
 if TYPE_CHECKING:
     from ..generate import Backend, Sampler
@@ -55,21 +56,7 @@ class Drawn:
     completion: str
     token_ids: tuple[int, ...]
     finish_reason: str
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A scored completion from the pool, before selection."""
-
-    prompt_index: int
-    prompt: str
-    row: Mapping[str, Any]
-    completion: str
-    token_ids: tuple[int, ...]
-    finish_reason: str
-    verdicts: Mapping[str, Verdict]
-    total: float | None
-    reward_class: str
+    episode: Episode | None = None  # an episode task's sample (``completion``: its final answer)
 
 
 @dataclass(frozen=True)
@@ -95,7 +82,14 @@ def score(
     return out
 
 
-def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candidate, str]]:
+def gate_sample(s: Drawn | InspectionSample) -> Sample:
+    """What the reward scores of a gate sample (an episode task's carries its episode)."""
+    return Sample(
+        completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids), episode=s.episode
+    )
+
+
+def select(pool: Sequence[NewSample], size: int, seed: int) -> list[tuple[NewSample, str]]:
     """Pick ``size`` candidates covering both tails and a random middle (see the module doc)."""
     rng = random.Random(seed)
     if len(pool) <= size:
@@ -104,7 +98,7 @@ def select(pool: Sequence[Candidate], size: int, seed: int) -> list[tuple[Candid
         return picked
     masked = [c for c in pool if c.total is None]
     rng.shuffle(masked)
-    chosen: list[tuple[Candidate, str]] = [(c, "masked") for c in masked[: size // 4]]
+    chosen: list[tuple[NewSample, str]] = [(c, "masked") for c in masked[: size // 4]]
     decided = [c for c in pool if c.total is not None]
     rng.shuffle(decided)
     # Stable: equal totals stay in random order. (Every total here is decided; the 0.0 is for the type.)
@@ -145,7 +139,7 @@ def sample_pool(
         prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed
     )
     return [
-        Drawn(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason)
+        Drawn(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason, comp.episode)
         for i, prompt, group in zip(indices, prompts, groups, strict=True)
         for comp in group
     ]
@@ -181,7 +175,7 @@ def read_probe_samples(
                 f"{where}: probe samples had a budget of {s.max_new_tokens} new tokens, the run has {max_new_tokens}: "
                 "sample afresh (drop --probe)"
             )
-        out.append(Drawn(s.prompt_index, s.prompt, s.row, s.completion, s.completion_ids, s.finish_reason))
+        out.append(Drawn(s.prompt_index, s.prompt, s.row, s.completion, s.completion_ids, s.finish_reason, s.episode))
     if not out:
         raise DataError(f"{samples_path}: no samples")
     return settings, out
@@ -195,6 +189,7 @@ def read_rollout_samples(run_dir: str | Path, step: int) -> list[Drawn]:
     """The completions ``rlvr train`` kept at ``step`` of the run in ``run_dir`` (what the policy
     wrote mid-run), in the shape ``build_set`` samples. Re-scored with the reward as it is now."""
     from .. import rollouts
+    from ..episodes import from_messages
     from ..errors import RunError
     from ..rewards.combine import completion_text
 
@@ -205,14 +200,17 @@ def read_rollout_samples(run_dir: str | Path, step: int) -> list[Drawn]:
     out = []
     for rec in lines:
         row = {k: v for k, v in rec.items() if k not in ROLLOUT_KEYS}
+        # A kept episode is the message list TRL passed the reward (turns, calls, results).
+        episode = from_messages(rec["completion"]) if isinstance(rec["completion"], list) else None
         out.append(
             Drawn(
                 int(rec["rollout"].get("group", 0)),
                 prompt_text(rec.get("prompt") or ""),
                 row,
-                completion_text(rec["completion"]),
+                completion_text(rec["completion"]) if episode is None else episode.final,
                 tuple(rec.get("completion_ids") or ()),
                 "unknown",
+                episode,
             )
         )
     return out
@@ -253,10 +251,6 @@ def build_set(
     if rollouts is not None:
         run_dir, step = rollouts
         raw = read_rollout_samples(run_dir, step)
-        if task.environment is not None:  # kept rollouts hold whole episodes (gate.episodes)
-            from .episodes import rollout_episodes, with_episodes
-
-            raw = with_episodes(raw, rollout_episodes(Path(run_dir), step))
         source = f"rollouts:{Path(run_dir)}@{step}"
         model = f"{Path(run_dir)} at step {step}"
     elif probe_samples is not None:
@@ -264,12 +258,6 @@ def build_set(
             probe_samples, temperature=gen.temperature, max_new_tokens=gen.max_completion_length, model=model
         )
         source = f"probe:{Path(probe_samples)}"
-        if task.environment is not None:  # the probe's episodes, in its samples' order (gate.episodes)
-            from ..probe.episodes import read_episodes
-            from .episodes import with_episodes
-
-            folder = Path(probe_samples) if Path(probe_samples).is_dir() else Path(probe_samples).parent
-            raw = with_episodes(raw, [e for e, _ in read_episodes(folder)])
         model, top_p, sampling_seed = settings.model, settings.top_p, settings.seed
     else:
         model = model or task.model
@@ -278,11 +266,9 @@ def build_set(
 
             say(f"loading {model}")
             sampler = make_sampler(model, backend)
-        episodes = None
-        if task.environment is not None:  # an episode task: each sample is an episode (gate.episodes)
-            from ..probe.episodes import EpisodeSampler
+        from ..rollouts import rollout_sampler
 
-            sampler = episodes = EpisodeSampler(sampler, task)
+        sampler = rollout_sampler(sampler, task)  # an episode task's samples are episodes
         per_prompt = 2
         n_prompts = max(1, -(-size * pool // per_prompt))
         say(f"sampling {n_prompts} prompts x {per_prompt} at temperature {gen.temperature}")
@@ -296,20 +282,15 @@ def build_set(
             top_p=gen.top_p,
             seed=seed,
         )
-        if episodes is not None:
-            from .episodes import with_episodes
-
-            raw = with_episodes(raw, episodes.episodes)
         source = "sampled"
     reward_set = task.reward_set()
-    samples = [
-        Sample(completion=d.completion, row=d.row, prompt=d.prompt, completion_ids=list(d.token_ids)) for d in raw
-    ]
+    samples = [gate_sample(d) for d in raw]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
+    # The pool, scored; each one's bucket is set when it is picked.
     candidates = [
-        Candidate(d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, v, total, klass)
-        for d, (v, total, klass) in zip(raw, scored, strict=True)
+        NewSample(d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, "", *s, d.episode)
+        for d, s in zip(raw, scored, strict=True)
     ]
     picked = select(candidates, size, seed)
     meta = {
@@ -326,22 +307,7 @@ def build_set(
         "correctness_term": task.success_term,
         "answer_column": task.answer_column,
     }
-    new = [
-        NewSample(
-            c.prompt_index,
-            c.prompt,
-            c.row,
-            c.completion,
-            c.token_ids,
-            c.finish_reason,
-            bucket,
-            c.verdicts,
-            c.total,
-            c.reward_class,
-        )
-        for c, bucket in picked
-    ]
-    store = Store.create(db_path, meta, new, overwrite=overwrite)
+    store = Store.create(db_path, meta, [replace(c, bucket=bucket) for c, bucket in picked], overwrite=overwrite)
     export_jsonl(store)
     return store
 
@@ -354,14 +320,7 @@ def rescore(task: Task, store: Store) -> list[Rescored]:
     latest = store.latest_reviews()
     before = {s.id: s for s in samples}
     reward_set = task.reward_set()
-    new = score(
-        task,
-        reward_set,
-        [
-            Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids))
-            for s in samples
-        ],
-    )
+    new = score(task, reward_set, [gate_sample(s) for s in samples])
     changed = set(store.replace_scores({s.id: n for s, n in zip(samples, new, strict=True)}))
     after = {s.id: s for s in store.samples()}
     export_jsonl(store)

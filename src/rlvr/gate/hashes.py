@@ -91,7 +91,7 @@ def reward_modules(task: Task) -> dict[str, Path]:
     start |= _checker_modules(task)
     environment = getattr(task, "environment", None)  # an episode's reward reads its calls (rlvr.episodes)
     if environment is not None:
-        start |= {"rlvr.episodes.scoring", "rlvr.episodes.spec"}
+        start.add("rlvr.episodes.spec")  # builds the tools whose results the model reads
         start |= {t.rsplit(".", 1)[0] for t in environment.tools if "." in t}
     found: dict[str, Path] = {}
     todo = sorted(start)
@@ -235,6 +235,7 @@ def set_hashes(store: Store) -> dict[str, str]:
     meta = store.meta()
     sampled = [
         [s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket]
+        + ([s.episode.to_json()] if s.episode is not None else [])  # a set without episodes hashes as before
         for s in samples
     ]
     scores = [[s.id, {k: v.to_json() for k, v in s.verdicts.items()}, s.total, s.reward_class] for s in samples]

@@ -38,13 +38,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GateError
+from ..rewards import source_module
 from .agreement import Agreement, agreement
-from .build import MIN_SIZE, export_jsonl, score
+from .build import MIN_SIZE, export_jsonl, gate_sample, score
 from .hashes import data_files, reward_code, set_hashes, sha256_file, sha256_json
 from .review import NO_TTY_MARK
 from .store import Store, now, same_total
 
 if TYPE_CHECKING:
+    from ..rewards.combine import RewardSet
     from ..task import Task
 
 RECORD_FORMAT = "rlvr-gate/1"
@@ -92,10 +94,40 @@ def _check_data(task: Task, record: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _terms(task: Task) -> list[dict[str, Any]]:
-    return [
-        {"name": t.name, "verifier": t.verifier, "weight": t.weight, "options": dict(t.options)} for t in task.rewards
-    ]
+def signed_terms(task: Task, codes: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every term training pays (the episode terms included), as the record lists it: name,
+    verifier, weight, options and the SHA-256 of the module that defines its verifier."""
+    codes = reward_code(task) if codes is None else codes
+    out = []
+    for t in task.rewards:
+        code = codes.get(source_module(t.verifier)) or {}
+        out.append(
+            {
+                "name": t.name,
+                "verifier": t.verifier,
+                "weight": t.weight,
+                "options": dict(t.options),
+                "code_sha256": code.get("sha256"),
+            }
+        )
+    return out
+
+
+def term_changes(signed: Sequence[Mapping[str, Any]], trained: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each difference between the terms the gate signed and those a run pays, named: a term
+    added or dropped, or a field (verifier, weight, options, code) that differs. Fields one side
+    does not carry are not compared (``rlvr train`` compares its reward set's names and weights)."""
+    old = {str(t.get("name")): t for t in signed}
+    new = {str(t.get("name")): t for t in trained}
+    out = [f"term {n!r} is trained but was not signed (weight {new[n].get('weight')})" for n in new if n not in old]
+    out += [f"term {n!r} was signed but is not trained" for n in old if n not in new]
+    for n in (n for n in new if n in old):
+        for key in sorted(set(old[n]) & set(new[n]) - {"name"}):
+            if old[n][key] != new[n][key]:
+                out.append(f"term {n!r}: {key} was {old[n][key]!r} when signed, the run has {new[n][key]!r}")
+    if not out and [t.get("name") for t in signed] != [t.get("name") for t in trained]:
+        out.append(f"the terms' order changed: signed {list(old)}, the run has {list(new)}")
+    return out
 
 
 # -- signing ----------------------------------------------------------------------------------
@@ -146,16 +178,7 @@ def sign(
             )
     # The scores in the database must be what the reward code gives *now*: the record binds this
     # code's hash to verdicts that were given on these scores.
-    from ..rewards.base import Sample
-
-    current = score(
-        task,
-        task.reward_set(),
-        [
-            Sample(completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids))
-            for s in samples
-        ],
-    )
+    current = score(task, task.reward_set(), [gate_sample(s) for s in samples])
     stale = [
         s.id
         for s, (_, total, klass) in zip(samples, current, strict=True)
@@ -200,6 +223,7 @@ def sign(
     if problems:
         raise GateError("cannot sign the gate:\n" + "\n".join(f"  - {p}" for p in problems))
     hashes = set_hashes(store)
+    codes = reward_code(task)
     record: dict[str, Any] = {
         "format": RECORD_FORMAT,
         "reviewer": reviewer,
@@ -210,8 +234,8 @@ def sign(
         "data": data_files(task),
         "model": meta.get("model"),
         "sampling": {k: meta.get(k) for k in ("temperature", "top_p", "max_new_tokens", "seed", "source", "pool")},
-        "terms": _terms(task),
-        "reward_code": reward_code(task),
+        "terms": signed_terms(task, codes),
+        "reward_code": codes,
         "inspection_set": {"path": DB_NAME, "samples": a.n, "sha256": hashes["inspection_set"]},
         "scores": {"sha256": hashes["scores"]},
         "verdicts": {"count": store.count_reviews(), "sha256": hashes["verdicts"]},
@@ -303,11 +327,8 @@ def verify(
             problems.append(
                 f"reward module {name} ({new['path']}) changed: sha256 was {old.get('sha256')}, now {new['sha256']}"
             )
-    if record.get("terms") != _terms(task):
-        problems.append(
-            f"reward terms changed: the gate was signed for {_term_text(record.get('terms') or [])}, "
-            f"the run has {_term_text(_terms(task))}"
-        )
+    changes = term_changes(record.get("terms") or [], signed_terms(task, new_code))
+    problems += [f"reward terms changed: {c}" for c in changes]
     run_model = model or task.model
     if not same_model(record.get("model"), run_model):
         problems.append(
@@ -334,6 +355,17 @@ def verify(
     return record, problems
 
 
+def check_trained(summary: Mapping[str, Any], rewards: RewardSet) -> None:
+    """``rlvr train``'s check that the reward set it is about to pay is the one the gate signed
+    (each term's name and weight, in order): ``GateError`` naming each difference on one line."""
+    if summary.get("status") != "passed":
+        return
+    trained = [{"name": t.name, "weight": t.weight} for t in rewards.terms]
+    changes = term_changes(summary.get("terms") or [], trained)
+    if changes:
+        raise GateError(f"the reward this run would pay is not the one the gate signed: {'; '.join(changes)}")
+
+
 def same_model(a: Any, b: Any) -> bool:
     """Two model references name the same model: equal, or the same folder once resolved (a
     built-in resolves to its cache folder)."""
@@ -356,10 +388,6 @@ def same_model(a: Any, b: Any) -> bool:
         return str(p.resolve()) if p.exists() else ref
 
     return key(a) == key(b)
-
-
-def _term_text(terms: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(f"{t.get('name')}={t.get('verifier')}x{t.get('weight')}" for t in terms) or "none"
 
 
 def _check_store(task: Task, gate_path: str | Path | None, record: Mapping[str, Any]) -> list[str]:
@@ -434,5 +462,6 @@ def enforce(
         "data_sha256": {role: d.get("sha256") for role, d in (record.get("data") or {}).items()},
         "reward_code_sha256": sha256_json({k: v.get("sha256") for k, v in codes.items()}),
         "audit": audit_rec.get("status"),
+        "terms": [{"name": t.get("name"), "weight": t.get("weight")} for t in record.get("terms") or []],
         "no_gate_reason": None,
     }

@@ -4,6 +4,11 @@ A completion is shown so that nothing in it can hide from the reviewer: invisibl
 characters (zero-width spaces, bidi overrides, soft hyphens, NUL...) are drawn as ``⟨U+200B⟩``
 markers, because a reward that accepts ``4\u200b2`` as ``42`` -- or rejects it -- must be visible
 to the person judging it.
+
+An episode task's sample shows its whole episode: each turn, each call with its arguments and
+each result or error. A result longer than ``FOLD`` characters is folded: the terminal prints its
+head and how much is left, the page puts the rest behind a ``<details>`` toggle. Everything is
+text to the page's autoescaping templates, so a tool result cannot inject markup.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from .agreement import SampleStatus
 
 if TYPE_CHECKING:
     from ..rewards.base import Verdict
+    from ..rewards.episode import Episode
+
+FOLD = 240
 
 SHOW = ("todo", "open", "unreviewed", "all")
 SHOW_HELP = {
@@ -201,3 +209,43 @@ def answer_span(verdicts: Mapping[str, Verdict], correctness_term: str) -> tuple
         if span:
             return (int(span[0]), int(span[1]))
     return None
+
+
+def _fold(text: str) -> tuple[str, str]:
+    return (text, "") if len(text) <= FOLD else (text[:FOLD], text[FOLD:])
+
+
+def episode_view(episode: Episode | None) -> list[dict[str, Any]] | None:
+    """The episode as the review page's template reads it (None for a sample without one)."""
+    if episode is None:
+        return None
+    turns = []
+    for i, turn in enumerate(episode.turns, 1):
+        calls = []
+        for c in turn.calls:
+            head, rest = _fold(c.result)
+            args = json.dumps(c.arguments, ensure_ascii=False, default=str)
+            calls.append(
+                {"name": c.name, "arguments": args, "head": head, "rest": rest, "error": c.error, "kind": c.kind}
+            )
+        turns.append({"n": i, "text": turn.text, "calls": calls, "final": i == len(episode.turns)})
+    return [{"turns": turns, "cut_off": episode.cut_off, "cut_reason": episode.cut_reason}]
+
+
+def episode_lines(episode: Episode | None) -> list[str]:
+    """The episode as the terminal review prints it (nothing for a sample without one)."""
+    view = episode_view(episode)
+    if not view:
+        return []
+    lines = ["episode:"]
+    for t in view[0]["turns"]:
+        lines.append(f"  turn {t['n']}{' (final answer)' if t['final'] else ''}: {t['text'] or '(no text)'}")
+        for c in t["calls"]:
+            lines.append(
+                f"    → {c['name']}({c['arguments']})" + (f"  [{c['kind']}: {c['error']}]" if c["error"] else "")
+            )
+            more = f" … ({len(c['rest'])} more characters)" if c["rest"] else ""
+            lines.append("    ← " + (c["head"] + more).replace("\n", "\n      "))
+    if view[0]["cut_off"]:
+        lines.append(f"  cut off ({view[0]['cut_reason']})")
+    return lines

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from ..errors import GateError
 from ..rewards.base import Outcome, Verdict
+from ..rewards.episode import Episode
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_S = 30.0
@@ -63,7 +64,8 @@ CREATE TABLE IF NOT EXISTS samples (
     bucket TEXT NOT NULL,
     verdicts_json TEXT NOT NULL,
     total REAL,
-    reward_class TEXT NOT NULL
+    reward_class TEXT NOT NULL,
+    episode_json TEXT
 );
 CREATE TABLE IF NOT EXISTS reviews (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -109,6 +111,7 @@ class InspectionSample:
     verdicts: Mapping[str, Verdict]
     total: float | None
     reward_class: str
+    episode: Episode | None = None  # an episode task's sample: turns, calls, results
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +126,7 @@ class InspectionSample:
             "total": self.total,
             "reward_class": self.reward_class,
             "verdicts": {k: v.to_json() for k, v in self.verdicts.items()},
+            **({"episode": self.episode.to_json()} if self.episode is not None else {}),
         }
 
 
@@ -161,7 +165,8 @@ class Review:
 
 @dataclass(frozen=True)
 class NewSample:
-    """A sample about to enter the set (``Store.create``)."""
+    """A scored sample of the pool (``bucket`` empty until the set builder picks it) or of the set
+    about to be written (``Store.create``)."""
 
     prompt_index: int
     prompt: str
@@ -173,6 +178,7 @@ class NewSample:
     verdicts: Mapping[str, Verdict]
     total: float | None
     reward_class: str
+    episode: Episode | None = None
 
 
 def _dumps(value: Any) -> str:
@@ -238,7 +244,7 @@ class Store:
                 [(k, _dumps(v)) for k, v in {**meta, "schema": SCHEMA_VERSION, "created": now()}.items()],
             )
             conn.executemany(
-                f"INSERT INTO samples({SAMPLE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO samples({SAMPLE_COLUMNS}, episode_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         i,
@@ -252,6 +258,7 @@ class Store:
                         _dumps({k: v.to_json() for k, v in s.verdicts.items()}),
                         s.total,
                         s.reward_class,
+                        None if s.episode is None else _dumps(s.episode.to_json()),
                     )
                     for i, s in enumerate(samples, 1)
                 ],
@@ -295,12 +302,14 @@ class Store:
 
     def samples(self) -> list[InspectionSample]:
         with self._connect() as conn:
-            rows = conn.execute(f"SELECT {SAMPLE_COLUMNS} FROM samples ORDER BY id").fetchall()
+            rows = conn.execute(f"SELECT {SAMPLE_COLUMNS}, {_episode_column(conn)} FROM samples ORDER BY id").fetchall()
         return [_sample(r) for r in rows]
 
     def sample(self, sample_id: int) -> InspectionSample | None:
         with self._connect() as conn:
-            r = conn.execute(f"SELECT {SAMPLE_COLUMNS} FROM samples WHERE id = ?", (sample_id,)).fetchone()
+            r = conn.execute(
+                f"SELECT {SAMPLE_COLUMNS}, {_episode_column(conn)} FROM samples WHERE id = ?", (sample_id,)
+            ).fetchone()
         return _sample(r) if r else None
 
     def reviews(self, sample_id: int | None = None) -> list[Review]:
@@ -412,6 +421,12 @@ def same_total(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+def _episode_column(conn: sqlite3.Connection) -> str:
+    """``episode_json``, or NULL in a set built before samples carried their episode."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(samples)")}
+    return "episode_json" if "episode_json" in columns else "NULL"
+
+
 def _sample(r: Sequence[Any]) -> InspectionSample:
     verdicts = {k: Verdict.from_json(v) for k, v in json.loads(r[8]).items()}
     return InspectionSample(
@@ -426,6 +441,7 @@ def _sample(r: Sequence[Any]) -> InspectionSample:
         verdicts=verdicts,
         total=r[9],
         reward_class=r[10],
+        episode=None if r[11] is None else Episode.from_json(json.loads(r[11])),
     )
 
 

@@ -21,8 +21,7 @@ from typing import IO, Any
 from .agreement import SampleStatus, agreement, format_agreement, statuses
 from .codeview import code_view
 from .codeview import terminal_lines as code_lines
-from .episodes import terminal_lines
-from .review import Filter, answer_span, segments, step
+from .review import Filter, answer_span, episode_lines, segments, step
 from .store import InspectionSample, StaleReward, Store, reward_fingerprint
 
 PROMPT = "[r]ight [h]igher [l]ower (+ note) · a REASON accept · j/k next/prev · s status · q quit > "
@@ -73,7 +72,7 @@ def render(
         "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
         "completion:",
         "  " + ("".join(parts) or "(empty)").replace("\n", "\n  "),
-        *terminal_lines(s.row),  # an episode task: each turn, call and result (gate.episodes)
+        *episode_lines(s.episode),  # an episode task: each turn, call and result
         *(code_lines(view) if view is not None else [f"expected: {s.row.get(answer_column)}"]),
     ]
     for name, v in s.verdicts.items():

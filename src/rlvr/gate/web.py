@@ -37,8 +37,19 @@ from urllib.parse import parse_qs, urlencode
 from ..errors import GateError
 from .agreement import SampleStatus, agreement, format_agreement, statuses
 from .codeview import code_view
-from .episodes import episode_view
-from .review import SHOW, SHOW_HELP, Filter, answer_diff, answer_span, answer_text, bucket_help, plain, segments, step
+from .review import (
+    SHOW,
+    SHOW_HELP,
+    Filter,
+    answer_diff,
+    answer_span,
+    answer_text,
+    bucket_help,
+    episode_view,
+    plain,
+    segments,
+    step,
+)
 from .store import CLASSES, LABELS, StaleReward, Store, reward_fingerprint
 
 if TYPE_CHECKING:
@@ -241,7 +252,7 @@ class ReviewApp:
             "completion": segments(s.completion, answer_span(s.verdicts, self.correctness_term)),
             "expected": expected,
             "code": code_view(s.verdicts, s.row, self.meta),  # a code sample: its tests instead (gate.codeview)
-            "episode": episode_view(s.row),  # an episode task: each turn, call and result (gate.episodes)
+            "episode": episode_view(s.episode),  # an episode task: each turn, call and result
             "answer_diff": AnswerDiff.of(expected, given, judged),
             "weights": self.weights,
             "disagreement": open_label,  # the open verdict "accept as is" would keep

@@ -16,11 +16,13 @@ from ..rewards.base import Outcome, Sample
 from ..rewards.combine import RewardSet, prompt_text
 from .report import ProbeReport, PromptStat, summarize
 from .samples import (
+    EPISODES_SUMMARY_NAME,
     FILTERED_NAME,
     REPORT_NAME,
     RERUN,
     SAMPLES_NAME,
     SETTINGS_NAME,
+    EpisodeSummary,
     ProbeSample,
     ProbeSettings,
     read_done,
@@ -186,13 +188,11 @@ def run_probe(
 
         sampler = make_sampler(model_ref, backend=backend)
         backend_name = str(getattr(sampler, "backend", backend))
-    if task.environment is not None and sampler is not None:  # multi-turn: every sample is an episode
-        from .episodes import EpisodeSampler
-
-        sampler = EpisodeSampler(sampler, task)
+    if sampler is not None:  # an episode task's samples are episodes (rlvr.rollouts)
         from ..episodes.tools import CallWatch
+        from ..rollouts import rollout_sampler
 
-        sampler.runner.toolbox.watch = CallWatch("rlvr probe", enabled=progress)
+        sampler = rollout_sampler(sampler, task, watch=CallWatch("rlvr probe", enabled=progress))
     reward_set = task.reward_set()
     bar = _progress_bar(len(indices), done_chunks * chunk, enabled=progress)
     try:
@@ -265,21 +265,17 @@ def run_probe(
 
         has_calls = any(task.environment.reference_column in r for r in rows)
         report = replace(report, reason=f"{report.reason} {sft_advice(task.environment, has_calls)}")
-    if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
+    summary = EpisodeSummary.of(records)  # None unless the samples are episodes
+    if summary is not None:
         from dataclasses import replace
 
         from .report import broken_tool
 
-        calls = [(c.name, c.kind, c.error) for e in sampler.episodes for c in e.calls]  # type: ignore[attr-defined]
-        fix = broken_tool(calls)
+        fix = broken_tool([(c.name, c.kind, c.error) for r in records if r.episode for c in r.episode.calls])
         if fix is not None:
             report = replace(report, route=fix[0], reason=fix[1])
+        (out / EPISODES_SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    if task.environment is not None and sampler is not None and sampler.episodes:  # type: ignore[attr-defined]
-        from .episodes import write_episodes
-
-        episodes = sampler.episodes  # type: ignore[attr-defined]
-        write_episodes(out, episodes, [r.success for r in records[-len(episodes) :]])
     return report
 
 
@@ -316,7 +312,13 @@ def _score_chunk(
             raise RunError(f"the sampler returned {len(group)} completions for prompt {i}, expected {k}")
         for j, comp in enumerate(group):
             samples.append(
-                Sample(completion=comp.text, row=rows[i], prompt=prompt_text(raw), completion_ids=list(comp.token_ids))
+                Sample(
+                    completion=comp.text,
+                    row=rows[i],
+                    prompt=prompt_text(raw),
+                    completion_ids=list(comp.token_ids),
+                    episode=comp.episode,
+                )
             )
             meta.append((i, j, raw, comp))
     out = []
@@ -337,6 +339,7 @@ def _score_chunk(
                 temperature=gen.temperature,  # each line says how it was sampled (the gate checks this)
                 max_new_tokens=gen.max_completion_length,
                 messages=None if isinstance(raw, str) else tuple(raw),
+                episode=comp.episode,
             )
         )
     return out

@@ -10,7 +10,7 @@ a ``DataError`` naming the file and line and saying to rerun ``rlvr probe``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -18,10 +18,12 @@ from typing import Any
 from ..data import read_objects
 from ..errors import DataError, RunError
 from ..rewards.base import Verdict
+from ..rewards.episode import Episode, episode_metrics
 
 SETTINGS_NAME = "probe.json"
 SAMPLES_NAME = "samples.jsonl"
 REPORT_NAME = "report.json"
+EPISODES_SUMMARY_NAME = "episodes.json"
 FILTERED_NAME = "filtered.jsonl"
 RERUN = "rerun rlvr probe (with another --out) to write it in the current format"
 
@@ -89,6 +91,7 @@ class ProbeSample:
     temperature: float
     max_new_tokens: int
     messages: tuple[Mapping[str, Any], ...] | None = None  # the chat messages, for chat prompts
+    episode: Episode | None = None  # an episode task's turns, calls, results (``completion``: its final answer)
 
     @property
     def n_tokens(self) -> int:
@@ -110,13 +113,15 @@ class ProbeSample:
         }
         if self.messages is not None:
             data["messages"] = [dict(m) for m in self.messages]
+        if self.episode is not None:
+            data["episode"] = self.episode.to_json()
         data["temperature"] = self.temperature
         data["max_new_tokens"] = self.max_new_tokens
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProbeSample:
-        messages = data.get("messages")
+        messages, episode = data.get("messages"), data.get("episode")
         reward, success = data["reward"], data["success"]
         return cls(
             prompt_index=int(data["prompt_index"]),
@@ -132,11 +137,55 @@ class ProbeSample:
             temperature=float(data["temperature"]),
             max_new_tokens=int(data["max_new_tokens"]),
             messages=None if messages is None else tuple(dict(m) for m in messages),
+            episode=None if episode is None else Episode.from_json(episode),
         )
 
     def line(self) -> str:
         """The sample as one line of ``samples.jsonl``."""
         return json.dumps(self.to_json(), ensure_ascii=False, default=str) + "\n"
+
+
+@dataclass(frozen=True)
+class EpisodeSummary:
+    """How an episode task's samples went (``episodes.json`` beside ``samples.jsonl``): the
+    success rate beside the turns, calls, tool-call error rate, malformed-call rate, share cut off."""
+
+    n: int
+    success_rate: float | None  # over decided episodes
+    turns: float
+    calls: float
+    tool_error_rate: float
+    invalid_call_rate: float
+    cut_off_rate: float
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def lines(self) -> list[str]:
+        rate = "n/a" if self.success_rate is None else f"{self.success_rate:.1%}"
+        return [
+            f"episodes: {self.n}, success {rate}, {self.turns:.2f} turns and {self.calls:.2f} tool calls per episode",
+            f"tool calls: {self.tool_error_rate:.1%} errors, {self.invalid_call_rate:.1%} malformed or off-schema; "
+            f"{self.cut_off_rate:.1%} of episodes cut off",
+        ]
+
+    @classmethod
+    def of(cls, samples: Sequence[ProbeSample]) -> EpisodeSummary | None:
+        """The summary of the samples that are episodes (None when none is)."""
+        episodes = [s.episode for s in samples if s.episode is not None]
+        if not episodes:
+            return None
+        m = episode_metrics(episodes)
+        decided = [s.success for s in samples if s.episode is not None and s.success is not None]
+        return cls(
+            n=len(episodes),
+            success_rate=sum(decided) / len(decided) if decided else None,
+            turns=m["episodes/turns"],
+            calls=m["episodes/calls"],
+            tool_error_rate=m["episodes/tool_error_rate"],
+            invalid_call_rate=m["episodes/invalid_call_rate"],
+            cut_off_rate=m["episodes/cut_off_rate"],
+        )
 
 
 def read_settings(folder: str | Path) -> ProbeSettings:

@@ -15,6 +15,9 @@ overlong        DAPO's soft overlong punishment
 repetition      share of repeated word or character n-grams (loops without spaces too), as a penalty
 judge           an OpenAI-compatible LLM judge; refuses to run without a calibration record
 unit_tests      the code sandbox (``code.py``)
+valid_calls     episode terms over the sample's tool calls (``calls.py``); an episode task adds
+required_tools  them from its ``environment:`` section
+call_budget
 ==============  ==============================================================================
 
 Anything else is a dotted import path to a verifier class, a verifier instance, a
@@ -49,6 +52,9 @@ BUILTINS: dict[str, str] = {
     "overlong": "rlvr.rewards.length:OverlongPenalty",
     "repetition": "rlvr.rewards.length:RepetitionPenalty",
     "judge": "rlvr.rewards.judge:JudgeVerifier",
+    "valid_calls": "rlvr.rewards.calls:ValidCalls",
+    "required_tools": "rlvr.rewards.calls:RequiredTools",
+    "call_budget": "rlvr.rewards.calls:CallBudget",
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from .episode import Episode
 from .rules import untrusted
 
 
@@ -105,12 +106,20 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Sample:
-    """What a verifier sees: the prompt, the completion text, the dataset row, the token ids."""
+    """What a verifier sees: the prompt, the completion text, the dataset row, the token ids, and
+    for a sample with tool calls its episode (``completion`` is then the episode's final answer;
+    None: one turn, no calls)."""
 
     completion: str
     row: Mapping[str, Any] = field(default_factory=dict)
     prompt: str = ""
     completion_ids: Sequence[int] | None = None
+    episode: Episode | None = None
+
+    @classmethod
+    def of_episode(cls, episode: Episode, row: Mapping[str, Any], prompt: str = "", **kw: Any) -> Sample:
+        """The sample of an episode: its final answer is the completion the answer terms judge."""
+        return cls(completion=episode.final, row=row, prompt=prompt, episode=episode, **kw)
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,14 @@ masking needs every term's verdict for a row:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .base import Outcome, Sample, Verdict, Verifier
+from .episode import Episode, episode_metrics
 from .fault import GOLDS, gold_key, gold_sample, is_charged, settle
 from .format import AnswerFormat
 from .rules.strictjson import safe_dumps
@@ -170,12 +172,25 @@ class Scored:
         return {k: v.score for k, v in self.verdicts.items()}
 
 
+# Reads a TRL batch's episodes from its completions (message lists) and ``environments`` (the
+# tool sessions): ``rlvr.episodes.environment.trl_episodes``, given by an episode task.
+EpisodeReader = Callable[[Sequence[Any], Sequence[Any]], list[Episode]]
+
+
 class RewardSet:
-    """A task's terms, scored together. ``score`` for files and probes, ``trl_functions`` for
-    ``GRPOTrainer``."""
+    """A task's terms, scored together: the answer terms and, for an episode task, the episode
+    terms (``rlvr.rewards.calls``) -- one set for a single-turn sample and an episode alike.
+    ``score`` for files, probes, the gate and the audit; ``trl_functions`` for ``GRPOTrainer``,
+    which on an episode task passes each completion as a message list that ``read_episodes``
+    turns back into the episode."""
 
     def __init__(
-        self, terms: Sequence[Term], *, answer_format: AnswerFormat | None = None, answer_column: str | None = None
+        self,
+        terms: Sequence[Term],
+        *,
+        answer_format: AnswerFormat | None = None,
+        answer_column: str | None = None,
+        read_episodes: EpisodeReader | None = None,
     ) -> None:
         names = [t.name for t in terms]
         # What writes the gold of a term that declares neither (a custom term): the task's.
@@ -184,6 +199,7 @@ class RewardSet:
         if len(set(names)) != len(names):
             raise ValueError(f"reward term names must be unique: {names}")
         self.terms = list(terms)
+        self.read_episodes = read_episodes
         self._cache_key: tuple[Any, ...] | None = None
         self._cache: list[Scored] = []
 
@@ -194,6 +210,23 @@ class RewardSet:
     @property
     def weights(self) -> list[float]:
         return [t.weight for t in self.terms]
+
+    def sample(
+        self,
+        completion: Any,
+        row: Mapping[str, Any],
+        prompt: Any = "",
+        completion_ids: Sequence[int] | None = None,
+        environment: Any = None,
+    ) -> Sample:
+        """The one way a completion as a client or TRL gives it (text, or a message list) becomes
+        a sample of this set: on an episode task an episode (``read_episodes``; ``environment``:
+        the tool session TRL ran it in, whose records say how each call went), else its text
+        (``completion_text``: a message's tool calls written out as ``<tool_call>`` blocks)."""
+        if self.read_episodes is None:
+            return Sample(completion_text(completion), row, prompt_text(prompt), completion_ids)
+        (episode,) = self.read_episodes([completion], [environment])
+        return Sample.of_episode(episode, row, prompt_text(prompt), completion_ids=completion_ids)
 
     def score(self, samples: Sequence[Sample], offset: int = 0) -> list[Scored]:
         """Every term's verdicts for every sample (``offset``: the first sample's row number)."""
@@ -233,29 +266,40 @@ class RewardSet:
     def _score_trl_batch(self, kwargs: Mapping[str, Any]) -> list[Scored]:
         prompts = kwargs.get("prompts") or []
         completions = kwargs["completions"]
-        texts = [completion_text(c) for c in completions]
         # The step is part of the key: two steps that happen to sample identical text are still
-        # two batches, each scored and logged once.
+        # two batches, each scored and logged once. The whole completion (an episode's tool
+        # results included) is: two episodes with one final answer are two samples.
         state = kwargs.get("trainer_state")
-        key = (tuple(texts), tuple(prompt_text(p) for p in prompts), id(state), getattr(state, "global_step", None))
+        key = (
+            json.dumps(completions, default=str),
+            tuple(prompt_text(p) for p in prompts),
+            id(state),
+            getattr(state, "global_step", None),
+        )
         if key == self._cache_key:
             return self._cache
-        ids = kwargs.get("completion_ids") or [None] * len(texts)
+        n = len(completions)
+        ids = kwargs.get("completion_ids") or [None] * n
+        envs = kwargs.get("environments") or [None] * n
         skip = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-        columns = {k: v for k, v in kwargs.items() if k not in skip and isinstance(v, list) and len(v) == len(texts)}
+        columns = {k: v for k, v in kwargs.items() if k not in skip and isinstance(v, list) and len(v) == n}
         samples = [
-            Sample(
-                completion=texts[i],
-                row={k: v[i] for k, v in columns.items()},
-                prompt=prompt_text(prompts[i]) if i < len(prompts) else "",
-                completion_ids=ids[i],
+            self.sample(
+                completions[i],
+                {k: v[i] for k, v in columns.items()},
+                prompts[i] if i < len(prompts) else "",
+                ids[i],
+                envs[i],
             )
-            for i in range(len(texts))
+            for i in range(n)
         ]
         scored = self.score(samples)
         log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
         if log_metric is not None and scored:
             n = len(scored)
+            if self.read_episodes is not None:
+                for name, value in episode_metrics([s.episode for s in samples if s.episode is not None]).items():
+                    log_metric(name, value)
             for name in self.names:
                 vs = [s.verdicts[name] for s in scored]
                 log_metric(f"rewards/{name}/error_rate", sum(v.outcome is Outcome.ERROR for v in vs) / n)

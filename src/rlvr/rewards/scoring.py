@@ -105,21 +105,22 @@ def read_completions(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def to_sample(row: Mapping[str, Any]) -> Sample:
+def to_sample(row: Mapping[str, Any], reward_set: RewardSet | None = None) -> Sample:
+    """A line of ``rlvr score``'s input as the sample ``reward_set`` scores (an episode task's
+    completion, a message list, is an episode)."""
     ids = row.get("completion_ids")
-    return Sample(
-        completion=completion_text(row["completion"]),
-        row={k: v for k, v in row.items() if k not in ("completion", "completion_ids", "scores", "reward", "masked")},
-        prompt=prompt_text(row.get("prompt") or ""),
-        completion_ids=ids if isinstance(ids, list) else None,
-    )
+    columns = {k: v for k, v in row.items() if k not in ("completion", "completion_ids", "scores", "reward", "masked")}
+    ids = ids if isinstance(ids, list) else None
+    if reward_set is not None:
+        return reward_set.sample(row["completion"], columns, row.get("prompt") or "", ids)
+    return Sample(completion_text(row["completion"]), columns, prompt_text(row.get("prompt") or ""), ids)
 
 
 def score_rows(
     rows: Sequence[Mapping[str, Any]], reward_set: RewardSet, workers: int | None = None, chunk: int = 32
 ) -> list[Scored]:
     """Score rows in chunks, ``workers`` chunks at a time; results in row order."""
-    samples = [to_sample(r) for r in rows]
+    samples = [to_sample(r, reward_set) for r in rows]
     starts = list(range(0, len(samples), chunk))
     workers = max(1, workers or min(4, os.cpu_count() or 1))
 

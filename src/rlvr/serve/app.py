@@ -332,12 +332,7 @@ class RewardServer:
 
     def _read_score(self, raw: bytes) -> tuple[list[Sample], list[Hashable]]:
         body = self._parse(raw)
-        samples, keys = rlvr_samples(body, self.limits.max_rows)
-        if self.scorer.task.environment is not None:  # whole episodes: rlvr.serve.episodes
-            from .episodes import episode_samples
-
-            samples = episode_samples(body, samples)
-        return samples, keys
+        return rlvr_samples(body, self.limits.max_rows, self.scorer.reward_set)
 
     def _rlvr_response(self, scored: Sequence[Scored], keys: Sequence[Hashable]) -> dict[str, Any]:
         engine = self.scorer.engine_rewards(scored, keys)

@@ -15,11 +15,11 @@
   unparseable rates) with the reader's reason, never as one turn of text (which would credit what
   a tool returned). A model whose template cannot be read back answers ``/get_reward`` with 500.
 
-Each episode is scored like a training episode (``rlvr.episodes.EpisodeRewards``): the task's
-terms on the final answer, plus the episode terms. The client ran the tools, so the server knows a
-call's outcome only from its result: a result that starts with ``error`` is a failed call (the form
-rlvr's own tools answer with). ``rlvr score --task`` on an episode task scores a file's lines like
-``/v1/score`` (``score_episode_file``).
+Each episode is scored like a training episode, by the task's one ``RewardSet``: the answer
+terms on the final answer, the episode terms (``rlvr.rewards.calls``) on its calls. The client
+ran the tools, so the server knows a call's outcome only from its result: a result that starts
+with ``error`` is a failed call (the form rlvr's own tools answer with). ``rlvr score --task``
+on an episode task scores a file's lines the same way (``RewardSet.sample``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..episodes import Episode, EpisodeRewards, from_messages
+from ..episodes import Episode, from_messages
 from ..episodes.rendered import TextFormat, UnreadableEpisode, episode_from_text
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import Scored
@@ -38,25 +38,7 @@ from ..rewards.combine import Scored
 if TYPE_CHECKING:
     from ..task import Task
 
-__all__ = ["EpisodeSample", "ServedEpisodes", "TermInfo", "episode_samples", "reader_problem", "score_episode_file"]
-
-
-@dataclass(frozen=True)
-class EpisodeSample(Sample):
-    """A request's sample with its episode (``completion`` is the episode's final answer)."""
-
-    episode: Episode | None = None
-
-
-def episode_samples(body: Mapping[str, Any], samples: Sequence[Sample]) -> list[Sample]:
-    """``samples`` (as ``rlvr_samples`` read them from ``body``) with each one's episode."""
-    out: list[Sample] = []
-    for raw, s in zip(body.get("samples") or [], samples, strict=True):
-        completion = raw.get("completion") if isinstance(raw, Mapping) else None
-        msgs = completion if isinstance(completion, list) else [{"role": "assistant", "content": str(completion)}]
-        episode = from_messages([m for m in msgs if isinstance(m, Mapping)])
-        out.append(EpisodeSample(episode.final, s.row, s.prompt, s.completion_ids, episode))
-    return out
+__all__ = ["ServedEpisodes", "TermInfo", "reader_problem"]
 
 
 @dataclass(frozen=True)
@@ -73,12 +55,8 @@ class ServedEpisodes:
     chat template rendered the texts ``/get_reward`` reads (default: the task's)."""
 
     def __init__(self, task: Task, model: str | None = None) -> None:
-        assert task.environment is not None
-        self.rewards = EpisodeRewards(task.reward_set(), task.environment)
-        self.terms = [
-            *(TermInfo(t.name, t.weight) for t in self.rewards.base.terms),
-            *(TermInfo(n, w) for n, w in task.environment.terms),
-        ]
+        self.rewards = task.reward_set()
+        self.terms = [TermInfo(t.name, t.weight) for t in self.rewards.terms]
         self.model = model or task.resolve(task.model)
         self._format: TextFormat | None = None
         self._lock = threading.Lock()
@@ -102,7 +80,7 @@ class ServedEpisodes:
     def episode(self, sample: Sample) -> Episode:
         """``sample``'s episode: the message list it came with, its response read back from text
         (``UnreadableEpisode`` when it does not read), or its completion as one turn."""
-        if isinstance(sample, EpisodeSample) and sample.episode is not None:
+        if sample.episode is not None:
             return sample.episode
         response = getattr(sample, "response", None)  # scoring.QuerySample: OpenRLHF's text
         if isinstance(response, str):
@@ -120,12 +98,21 @@ class ServedEpisodes:
             except UnreadableEpisode as exc:
                 v = Verdict.unparseable(f"the response does not read as an episode of the model's template: {exc}")
                 unread[i] = Scored(dict.fromkeys(self.names, v))
-        scored = self.rewards.score(episodes, [samples[i].row for i in keep], [samples[i].prompt for i in keep])
+        scored = self.rewards.score(
+            [Sample.of_episode(e, samples[i].row, samples[i].prompt) for e, i in zip(episodes, keep, strict=True)]
+        )
         done = dict(zip(keep, scored, strict=True))
         return [unread[i] if i in unread else done[i] for i in range(len(samples))]
 
     def total(self, scored: Scored) -> float | None:
         return self.rewards.total(scored)
+
+    def gold_verdicts(self, sample: Sample) -> dict[str, Verdict | None]:
+        return self.rewards.gold_verdicts(sample)
+
+    def sample(self, completion: Any, row: Mapping[str, Any], prompt: Any = "", completion_ids: Any = None) -> Sample:
+        """A client's completion (a message list, or text) as an episode (``RewardSet.sample``)."""
+        return self.rewards.sample(completion, row, prompt, completion_ids)
 
 
 def reader_problem(reward_set: Any) -> str | None:
@@ -144,24 +131,3 @@ def reader_problem(reward_set: Any) -> str | None:
     except Exception as exc:  # noqa: BLE001 - the server answers 500 with the reason, never a bare traceback
         return f"cannot read episodes from text: the tokenizer of model {name!r} does not load ({type(exc).__name__})"
     return None
-
-
-def score_episode_file(task: Task, path: str | Path, out: str | Path | None = None) -> Any:
-    """``rlvr score --task`` on an episode task: every line's ``completion`` (the episode's message
-    list, or plain text) scored like ``/v1/score`` scores it; writes ``<name>.scored.jsonl`` (or
-    ``out``) and returns the ``ScoreSummary``."""
-    import time
-
-    from ..errors import DataError
-    from ..rewards.scoring import default_output, read_completions, scored_row, summarize, to_sample, write_jsonl
-
-    start = time.monotonic()
-    rows = read_completions(path)
-    target = Path(out) if out is not None else default_output(path)
-    if target.resolve() == Path(path).resolve():
-        raise DataError(f"{path}: refusing to overwrite the input file with scores; choose another --out")
-    rewards: Any = ServedEpisodes(task)
-    samples = episode_samples({"samples": rows}, [to_sample(r) for r in rows])
-    scored = rewards.score(samples)
-    write_jsonl(target, [scored_row(r, s, rewards) for r, s in zip(rows, scored, strict=True)])
-    return summarize(rewards, scored, str(path), str(target), time.monotonic() - start)

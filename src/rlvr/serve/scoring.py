@@ -63,10 +63,11 @@ class RequestError(ValueError):
 
 
 # -- requests ---------------------------------------------------------------------------------
-def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]]:
+def rlvr_samples(body: Any, max_rows: int, reward_set: Any = None) -> tuple[list[Sample], list[Hashable]]:
     """The rlvr API's request: ``{"samples": [{"completion": ..., "prompt": ..., "group": ...,
-    <dataset columns>}, ...]}``, each sample shaped like a line of ``rlvr score``'s input. The
-    group key (for stand-in rewards) is ``group`` when given, else the prompt text."""
+    <dataset columns>}, ...]}``, each sample shaped like a line of ``rlvr score``'s input and read
+    as ``reward_set.sample`` reads it (an episode task's completion is an episode). The group key
+    (for stand-in rewards) is ``group`` when given, else the prompt text."""
     if not isinstance(body, Mapping):
         raise RequestError(400, f"the body must be a JSON object, got {type(body).__name__}")
     rows = body.get("samples")
@@ -87,15 +88,11 @@ def rlvr_samples(body: Any, max_rows: int) -> tuple[list[Sample], list[Hashable]
             raise RequestError(400, "field 'prompt' must be a string or a list of messages", f"{where}.prompt")
         ids = row.get("completion_ids")
         columns = {k: v for k, v in row.items() if k not in ("completion", "completion_ids", "prompt", "group")}
-        text = prompt_text(prompt)
-        samples.append(
-            Sample(
-                completion=completion_text(completion),
-                row=columns,
-                prompt=text,
-                completion_ids=ids if isinstance(ids, list) else None,
-            )
-        )
+        text, ids = prompt_text(prompt), ids if isinstance(ids, list) else None
+        if reward_set is not None:
+            samples.append(reward_set.sample(completion, columns, text, ids))
+        else:
+            samples.append(Sample(completion=completion_text(completion), row=columns, prompt=text, completion_ids=ids))
         group = row.get("group")
         keys.append(_key(group) if group is not None else ("prompt", text))
     return samples, keys
@@ -331,14 +328,7 @@ def past_deadline(names: Sequence[str], deadline: float, gold: Mapping[str, Verd
 def gold_verdicts(reward_set: Any, sample: Sample) -> dict[str, Verdict | None]:
     """What each term makes of ``sample``'s gold (``RewardSet.gold_verdicts``); an episode task's
     episode terms have no gold (None)."""
-    own = getattr(reward_set, "gold_verdicts", None)
-    if callable(own):
-        return dict(own(sample))
-    base = getattr(getattr(reward_set, "rewards", None), "base", None)  # serve.episodes.ServedEpisodes
-    out: dict[str, Verdict | None] = dict.fromkeys(reward_set.names)
-    if base is not None and hasattr(base, "gold_verdicts"):
-        out.update(base.gold_verdicts(Sample(sample.completion, sample.row, sample.prompt)))
-    return out
+    return dict(reward_set.gold_verdicts(sample))
 
 
 def gold_row_key(sample: Sample) -> str:

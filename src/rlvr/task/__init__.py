@@ -58,7 +58,7 @@ from . import datacheck
 from .checker import TOP_KEYS, Checker
 from .sections import read_answer, read_data, read_generation, read_model, read_probe_and_eval, read_prompt
 from .spec import MAX_ROW_PROBLEMS, DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec, Task, TermSpec
-from .terms import check_grpo_overrides, check_rewards, check_terms_build, resolve_success
+from .terms import check_grpo_overrides, check_rewards, check_terms_build, episode_terms, resolve_success
 
 # The task's types are re-exported: rlvr.task is where callers import them from.
 __all__ = [
@@ -154,6 +154,8 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         task = replace(
             task, rewards=tuple(replace(t, weight=float(w)) for t, w in zip(task.rewards, weights, strict=True))
         )
+    if environment is not None:  # the episode terms are reward terms like the others (rlvr.rewards.calls)
+        task = replace(task, rewards=task.rewards + episode_terms(environment))
     shaping = check_terms_build(c, task)
     success, undecided = resolve_success(c, raw.get("success"), task.rewards, shaping)
     task = replace(task, success=success, success_problem=undecided)

@@ -99,7 +99,7 @@ class Task:
     prompt: PromptSpec
     answer: AnswerFormat
     answer_column: str
-    rewards: tuple[TermSpec, ...]
+    rewards: tuple[TermSpec, ...]  # every term training pays, the environment's episode terms included
     generation: GenerationSpec = GenerationSpec()
     grpo: Mapping[str, Any] = field(default_factory=dict)
     sft: Mapping[str, Any] = field(default_factory=dict)
@@ -165,10 +165,14 @@ class Task:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def reward_set(self) -> RewardSet:
-        terms = []
-        for t in self.rewards:
-            terms.append(Term(t.name, self.term_verifier(t), t.weight))
-        return RewardSet(terms, answer_format=self.answer, answer_column=self.answer_column)
+        """Every term training pays, the episode terms included (one set for every stage)."""
+        terms = [Term(t.name, self.term_verifier(t), t.weight) for t in self.rewards]
+        reader = None
+        if self.environment is not None:  # TRL hands an episode task's completions as message lists
+            from ..episodes.environment import trl_episodes
+
+            reader = trl_episodes
+        return RewardSet(terms, answer_format=self.answer, answer_column=self.answer_column, read_episodes=reader)
 
     def term_verifier(self, term: TermSpec) -> Verifier:
         """The verifier of one reward term, built with the task's answer format and answer column.

@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, VerifierError
 from .checker import TERM_KEYS, Checker
 from .spec import Task, TermSpec
 
+if TYPE_CHECKING:
+    from ..episodes.spec import EnvironmentSpec
+
 # Verifiers that shape the reward and never decide success (a class derived from one counts too).
-SHAPING_VERIFIERS = ("format", "length_penalty", "overlong", "repetition")
+SHAPING_VERIFIERS = (
+    "format",
+    "length_penalty",
+    "overlong",
+    "repetition",
+    "valid_calls",
+    "required_tools",
+    "call_budget",
+)
 CHECKER_FIX = (
     "checker: exact | tokens | case_insensitive | float, or {name: float, abs_tol: 1.0e-6, rel_tol: 0}, "
     "or {function: module.function} (a file in the task folder)"
@@ -43,8 +54,8 @@ def resolve_success(
         if declared not in deciders:
             c.add(
                 "success",
-                f"{declared!r} is a shaping term (format, length, overlong, repetition): it shapes the reward and "
-                "cannot decide success",
+                f"{declared!r} is a shaping term (format, length, overlong, repetition, an episode term): it "
+                "shapes the reward and cannot decide success",
                 f"name the term that checks the answer{': ' + ', '.join(deciders) if deciders else ''}",
             )
             return "", None
@@ -65,6 +76,18 @@ def resolve_success(
         f"not declared, and {len(deciders)} terms could decide success ({', '.join(deciders)})",
         f"add success: NAME at the top level (one of {', '.join(deciders)})",
     )
+
+
+def episode_terms(environment: EnvironmentSpec) -> tuple[TermSpec, ...]:
+    """The ``environment.terms`` as reward terms (``rlvr.rewards.calls``), their options from the
+    section: the required tools and the call budget. They join the task's reward list, so every
+    stage scores, shows and signs the terms training pays."""
+    options: dict[str, dict[str, Any]] = {
+        "valid_calls": {},
+        "required_tools": {"tools": list(environment.required)},
+        "call_budget": {"budget": environment.budget},
+    }
+    return tuple(TermSpec(name, name, weight, options[name]) for name, weight in environment.terms)
 
 
 def check_rewards(c: Checker, raw: Any) -> list[TermSpec]:

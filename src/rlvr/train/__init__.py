@@ -77,6 +77,9 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
                 sys.stderr.write(f"resume: {line} overrides the run's config.yaml\n")
     gate = enforce_gate(task, opts)
     settings = resolve_settings(task, opts)
+    from ..gate import check_trained
+
+    check_trained(gate, settings.rewards)  # the terms TRL will pay are the ones the gate signed
     peft = peft_setup(settings.peft, settings.hardware)
     if not opts.resume:
         refuse_existing(run_dir)

@@ -271,12 +271,12 @@ def run_grpo(
         log.write(step, line)
         res.raise_if_undecided(f"held-out eval at step {step}")
 
-    rewards: Any = settings.rewards
+    rewards = settings.rewards
     episode_kwargs: dict[str, Any] = {}
     if task.environment is not None:  # multi-turn tool use: TRL runs the episodes (rlvr.episodes.training)
         from ..episodes.training import trainer_setup
 
-        rewards, episode_kwargs = trainer_setup(task.environment, str(task.path), rewards, tokenizer, args)
+        episode_kwargs = trainer_setup(task.environment, str(task.path), tokenizer, args)
     recorder = rollouts.Recorder(
         run_dir,
         rewards,
