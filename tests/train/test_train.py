@@ -80,6 +80,14 @@ def test_resolved_config_states_every_recipe_value(two_step_run: tuple[Path, obj
     assert cfg["rlvr"]["reward_terms"] == ["format", "digits", "correct"]
 
 
+def test_config_yaml_records_the_layer_each_value_came_from(two_step_run: tuple[Path, object]) -> None:
+    root, _ = two_step_run
+    origin = yaml.safe_load((root / "run" / "config.yaml").read_text())["rlvr"]["origin"]
+    assert origin["learning_rate"] == "task" and origin["loss_type"] == "recipe"
+    assert origin["max_steps"] == "rlvr train" and origin["reward_weights"] == "task rewards"
+    assert origin["stop.masked_rate"] == "recipe"
+
+
 def test_training_refuses_to_start_without_a_gate(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path / "task"))
     with pytest.raises(GateError):

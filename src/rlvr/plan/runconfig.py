@@ -7,7 +7,7 @@ Two forms, one reader (``RunConfig.read``), each key with one spelling:
       grpo:          the GRPOConfig values the run set (as TRL normalised them)
       rlvr:          rlvr's own settings and record: variant, justification, task, model, model_arg,
                      peft ({method: lora, r: 16, ...}), stop, dynamic, and the record (gate, eval,
-                     reward terms, hardware, ...)
+                     reward terms, hardware, origin: the layer each value came from, ...)
       trl_resolved:  every value TRL resolved, derived ones included (read by the doctor)
 
 - the **flat form** that ``rlvr plan`` writes (``write_config``) and ``trl grpo --config`` takes:

@@ -162,6 +162,7 @@ def run_config(
         },
         "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
         "hardware": dict(settings.hardware),
+        "origin": dict(sorted(settings.origin.items())),  # where each value came from (rlvr plan prints the same)
     }
     if opts.config_path is not None:
         record["config_file"] = str(opts.config_path)

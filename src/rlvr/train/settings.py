@@ -70,6 +70,7 @@ class RunSettings:
     peft: str  # none | lora | qlora
     variant: str
     config_file: RunConfig | None  # the --config file, when one was given
+    origin: Mapping[str, str]  # each value's layer (rlvr.plan.recipe.Settings.origin): config.yaml's record
 
 
 def world_size() -> int:
@@ -360,4 +361,5 @@ def resolve_settings(task: Task, opts: TrainOptions) -> RunSettings:
         peft=peft,
         variant=values.variant,
         config_file=file,
+        origin=values.origin,
     )
