@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlvr.data import TrainedRows, row_key, trained_rows_of
 from rlvr.errors import ConfigError
 from rlvr.task import load_task
-from rlvr.train.sft import SftOptions, overshoot, parse_band, run_sft, sft_rows, split_rows
+from rlvr.train.sft import SftOptions, StopRule, overshoot, parse_band, run_sft, sft_rows, split_rows
 from support.tasks import make_task
 
 
@@ -165,3 +169,65 @@ def test_a_target_is_a_rate_or_a_band(text: str, band: tuple[float, float | None
 def test_a_target_outside_zero_to_one_or_an_upside_down_band_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match=repr(text)):
         parse_band(text)
+
+
+def _fake_confirm(rate: float, calls: list[int]) -> Callable[[int], float]:
+    def confirm(k: int) -> float:
+        calls.append(k)
+        return rate
+
+    return confirm
+
+
+@given(low=st.floats(0.01, 1.0), quick=st.floats(0.0, 1.0), confirmed=st.floats(0.0, 1.0), k=st.integers(1, 16))
+def test_sft_stops_only_where_the_confirming_read_holds_the_band_and_reports_its_rate(
+    low: float, quick: float, confirmed: float, k: int
+) -> None:
+    calls: list[int] = []
+    rate = StopRule(low, None, k).stop(quick, _fake_confirm(confirmed, calls))
+    # The confirming read is made only when the quick read reaches the band, with k samples per row.
+    assert calls == ([k] if quick >= low else [])
+    # A lucky quick read alone never stops SFT; the rate it stops at is the confirming read's.
+    assert rate == (confirmed if quick >= low and confirmed >= low else None)
+
+
+@given(low=st.floats(0.01, 1.0), quick=st.floats(0.0, 1.0))
+def test_without_a_confirming_read_sft_stops_on_the_first_quick_read_in_the_band(low: float, quick: float) -> None:
+    calls: list[int] = []
+    assert StopRule(low, None, 0).stop(quick, _fake_confirm(0.0, calls)) == (quick if quick >= low else None)
+    assert calls == []
+
+
+def test_a_stop_is_confirmed_by_a_read_of_its_own_and_recorded(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=24))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=0.0,
+            dev_size=4,
+            confirm_samples=3,
+            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
+            progress=False,
+        ),
+    )
+    assert res.stopped_early and res.steps == 1 and res.checks == ((1, 0.0),)
+    assert res.confirmations == ((1, 0.0),) and res.dev_samples == 3
+    record = json.loads((res.out_dir / "rlvr_sft.json").read_text())
+    assert record["confirmations"] == [[1, 0.0]] and record["dev_samples"] == 3
+
+
+def test_a_greedy_check_is_its_own_confirmation(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=24))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=0.0,
+            dev_size=4,
+            check_temperature=0.0,
+            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
+            progress=False,
+        ),
+    )
+    assert res.stopped_early and res.confirmations == () and res.dev_samples == 1

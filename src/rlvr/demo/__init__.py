@@ -194,6 +194,12 @@ def run_demo(
     eval_rows = task.load_split("eval")
     temperature = task.generation.temperature
     stages: list[Stage] = []
+    cpu: dict[str, float] = {}  # CPU seconds of this process by phase: where the budget goes
+    marks = [cpu_start]
+
+    def lap(name: str) -> None:
+        marks.append(time.process_time())
+        cpu[name] = round(marks[-1] - marks[-2], 1)
 
     def measure(name: str, model: str) -> Stage:
         t = time.time()
@@ -218,6 +224,7 @@ def run_demo(
             **extra,
         )
         stages.append(st)
+        lap(name)
         return st
 
     def summary(**extra: Any) -> None:
@@ -226,6 +233,7 @@ def run_demo(
             "stages": [asdict(s) for s in stages],
             "seconds": round(time.time() - t_start, 1),
             "cpu_seconds": round(time.process_time() - cpu_start, 1),
+            "cpu_seconds_by_phase": cpu,
             "load_average": [round(x, 2) for x in (*load_start, *os.getloadavg())],  # 1/5/15 min, at start and end
             "sft_band": [low, high],
             "sft_check_every": every,
@@ -259,9 +267,16 @@ def run_demo(
                 progress=progress,
             ),
         )
+        lap("sft")
         rate = f"{sft.dev_pass_rate:.1%}" if sft.dev_pass_rate is not None else "not measured"
-        say(f"    {sft.steps} steps in {sft.seconds:.0f} s; dev pass rate {rate} on {sft.n_dev} rows")
-        sft_record = {"sft_steps": sft.steps, "sft_dev_pass_rate": sft.dev_pass_rate, "sft_checks": sft.checks}
+        samples = f" x {sft.dev_samples} samples (the confirming read)" if sft.dev_samples > 1 else ""
+        say(f"    {sft.steps} steps in {sft.seconds:.0f} s; dev pass rate {rate} on {sft.n_dev} rows{samples}")
+        sft_record = {
+            "sft_steps": sft.steps,
+            "sft_dev_pass_rate": sft.dev_pass_rate,
+            "sft_checks": sft.checks,
+            "sft_confirmations": sft.confirmations,
+        }
         start = str(sft.out_dir)
         measure("after SFT", start)
     else:
@@ -284,6 +299,7 @@ def run_demo(
             say(f"      {line}")
         summary(stopped=asdict(stop), **sft_record)
         return stages
+    lap("gate")
     record = json.loads(Path(gate_path).read_text())
     say(
         f"    signed {gate_path}: {record.get('counts', {}).get('samples')} samples, kappa {record.get('kappa')}, "
@@ -303,6 +319,7 @@ def run_demo(
             eval_every=demo.train_eval_every,
         ),
     )
+    lap("grpo")
     say(f"    {run.steps} steps in {run.seconds:.0f} s; run directory {run.run_dir}")
     measure("after GRPO", str(run.final_dir))
 
