@@ -87,6 +87,7 @@ def row_of(out: Path, model: str, seed: int) -> list[str]:
     return [
         model,
         str(seed),
+        str(demo.get("sft_steps", "-")),
         _pct(base.get("pass1")),
         f"{_pct(sft.get('pass1'))} / {_pct(grpo.get('pass1'))}",
         f"{_pct(sft.get('passk'))} / {_pct(grpo.get('passk'))} (k={k})",
@@ -101,6 +102,7 @@ def row_of(out: Path, model: str, seed: int) -> list[str]:
 HEAD = [
     "demo",
     "seed",
+    "SFT steps",
     "base pass@1",
     "pass@1 SFT / GRPO",
     "pass@k SFT / GRPO",
@@ -120,6 +122,39 @@ def table(out: Path, models: list[str], seeds: list[int]) -> str:
     return "\n".join(lines) + "\n(percentages of held-out prompts; pass@1 and pass@k sampled at the task's temperature)"
 
 
+# The issue's goals: (lift in held-out pass@1 on every seed, CPU minutes per run).
+GOALS = {"tiny": (0.40, 6.0), "smollm2": (0.20, 15.0)}
+
+
+def verdicts(out: Path, models: list[str], seeds: list[int]) -> list[str]:
+    """One line per demo: the range of lifts and CPU minutes over the seeds, against its goal."""
+    lines = []
+    for model in models:
+        runs = [json.loads(p.read_text()) for s in seeds if (p := out / f"{model}-s{s}" / "demo.json").exists()]
+        lifts = [r["lift"] for r in runs if "lift" in r]
+        if not lifts:
+            lines.append(f"{model}: no run finished GRPO")
+            continue
+        cpus = []
+        for s in seeds:
+            bench_path = out / f"{model}-s{s}.json"
+            if bench_path.exists():
+                cpus.append(json.loads(bench_path.read_text())["cpu_seconds"] / 60)
+        cpus = cpus or [r["cpu_seconds"] / 60 for r in runs]
+        goal_lift, goal_cpu = GOALS.get(model, (None, None))
+        met = (
+            ""
+            if goal_lift is None
+            else f"; goal +{goal_lift * 100:.0f} on every seed in <= {goal_cpu:g} CPU min: "
+            + ("met" if len(lifts) == len(seeds) and min(lifts) >= goal_lift and max(cpus) <= goal_cpu else "NOT met")
+        )
+        lines.append(
+            f"{model}: lift {min(lifts) * 100:+.1f} to {max(lifts) * 100:+.1f} points over {len(lifts)} of "
+            f"{len(seeds)} seeds, {min(cpus):.1f}-{max(cpus):.1f} CPU min{met}"
+        )
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="+", default=["tiny", "smollm2"])
@@ -130,6 +165,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.table:
         print(table(Path(args.table), args.models, args.seeds))
+        print("\n".join(verdicts(Path(args.table), args.models, args.seeds)))
         return
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -145,6 +181,7 @@ def main() -> None:
             )
     print()
     print(table(out, args.models, args.seeds))
+    print("\n".join(verdicts(out, args.models, args.seeds)))
     peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, 0)
     print(f"(peak memory of one run: {peak} MB)")
 

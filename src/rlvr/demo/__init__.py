@@ -253,7 +253,7 @@ def run_demo(
         edge = f"{low:.0%}-{high:.0%}" if high is not None else f"{low:.0%}"
         say(
             f"[sft] supervised warm start until a dev slice, sampled at T={temperature:g}, crosses into {edge} "
-            f"(checked every {every} step{'s' if every != 1 else ''})"
+            f"(read every {every} step{'s' if every != 1 else ''}, a crossing confirmed by a read of its own)"
         )
         sft = run_sft(
             task,
