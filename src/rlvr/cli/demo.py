@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _band(text: str | None) -> tuple[float, float | None] | None:
     from ..errors import ConfigError
-    from ..train.sft import parse_band
+    from ..train.sftstop import parse_band
 
     if text is None:
         return None

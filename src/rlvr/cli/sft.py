@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..task import load_task
     from ..taskcheck import sft_problems
-    from ..train.sft import SftOptions, parse_band, run_sft
+    from ..train.sft import SftOptions, run_sft
+    from ..train.sftstop import parse_band
     from ._common import check_model_arg
 
     check_model_arg(args.model)
