@@ -10,7 +10,7 @@ idle one would take on one thread, where wall-clock time does not.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/demo_seeds.py [--models tiny smollm2] [--seeds 0 1 2]
         [--jobs 1] [--out runs/demo-seeds]
-    .venv/bin/python bench/demo_seeds.py --table runs/demo-seeds   # the table of runs already made
+    .venv/bin/python bench/demo_seeds.py --table runs/demo-seeds [--markdown]   # the table of runs already made
 
 Each run's folder is ``OUT/MODEL-sSEED`` (the demo's own ``demo.json`` inside) with ``OUT/MODEL-sSEED.log``
 (its output) and ``OUT/MODEL-sSEED.json`` (this script's measurement of it). ``--jobs 2`` runs two
@@ -114,12 +114,17 @@ HEAD = [
 ]
 
 
-def table(out: Path, models: list[str], seeds: list[int]) -> str:
+def table(out: Path, models: list[str], seeds: list[int], markdown: bool = False) -> str:
     rows = [HEAD] + [row_of(out, m, s) for m in models for s in seeds]
+    note = "(percentages of held-out prompts; pass@1 and pass@k sampled at the task's temperature)"
+    if markdown:  # the README's form of the same table
+        lines = ["| " + " | ".join(r) + " |" for r in rows]
+        lines.insert(1, "|" + "---|" * len(HEAD))
+        return "\n".join(lines)
     widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(HEAD))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines) + "\n(percentages of held-out prompts; pass@1 and pass@k sampled at the task's temperature)"
+    return "\n".join(lines) + "\n" + note
 
 
 # The goals: (lift in held-out pass@1 on every seed, CPU minutes per run).
@@ -162,9 +167,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="runs at a time (default 1)")
     ap.add_argument("--out", default="runs/demo-seeds")
     ap.add_argument("--table", metavar="OUT", help="print the table of the runs in OUT and exit")
+    ap.add_argument("--markdown", action="store_true", help="with --table: as a Markdown table (the README's)")
     args = ap.parse_args()
     if args.table:
-        print(table(Path(args.table), args.models, args.seeds))
+        print(table(Path(args.table), args.models, args.seeds, markdown=args.markdown))
         print("\n".join(verdicts(Path(args.table), args.models, args.seeds)))
         return
     out = Path(args.out).resolve()

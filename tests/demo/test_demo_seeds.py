@@ -71,3 +71,9 @@ def test_the_verdict_line_states_the_range_over_seeds_against_the_goal(tmp_path:
     )
     (tmp_path / "smollm2-s1" / "demo.json").write_text(json.dumps({"lift": 0.21, "cpu_seconds": 700.0}))
     assert bench().verdicts(tmp_path, ["smollm2"], [0, 1])[0].endswith(": met")
+
+
+def test_the_markdown_table_has_the_same_cells(tmp_path: Path) -> None:
+    lines = bench().table(tmp_path, ["tiny"], [0], markdown=True).splitlines()
+    assert lines[0].startswith("| demo | seed | SFT steps |") and lines[1].startswith("|---|")
+    assert lines[2] == "| tiny | 0 | not measured |"
