@@ -10,7 +10,7 @@ idle one would take on one thread, where wall-clock time does not.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/demo_seeds.py [--models tiny smollm2] [--seeds 0 1 2]
         [--jobs 1] [--out runs/demo-seeds]
-    .venv/bin/python bench/demo_seeds.py --table runs/demo-seeds   # the table of runs already made
+    .venv/bin/python bench/demo_seeds.py --table runs/demo-seeds [--markdown]   # the table of runs already made
 
 Each run's folder is ``OUT/MODEL-sSEED`` (the demo's own ``demo.json`` inside) with ``OUT/MODEL-sSEED.log``
 (its output) and ``OUT/MODEL-sSEED.json`` (this script's measurement of it). ``--jobs 2`` runs two
@@ -87,6 +87,7 @@ def row_of(out: Path, model: str, seed: int) -> list[str]:
     return [
         model,
         str(seed),
+        str(demo.get("sft_steps", "-")),
         _pct(base.get("pass1")),
         f"{_pct(sft.get('pass1'))} / {_pct(grpo.get('pass1'))}",
         f"{_pct(sft.get('passk'))} / {_pct(grpo.get('passk'))} (k={k})",
@@ -101,6 +102,7 @@ def row_of(out: Path, model: str, seed: int) -> list[str]:
 HEAD = [
     "demo",
     "seed",
+    "SFT steps",
     "base pass@1",
     "pass@1 SFT / GRPO",
     "pass@k SFT / GRPO",
@@ -112,12 +114,50 @@ HEAD = [
 ]
 
 
-def table(out: Path, models: list[str], seeds: list[int]) -> str:
+def table(out: Path, models: list[str], seeds: list[int], markdown: bool = False) -> str:
     rows = [HEAD] + [row_of(out, m, s) for m in models for s in seeds]
+    note = "(percentages of held-out prompts; pass@1 and pass@k sampled at the task's temperature)"
+    if markdown:  # the README's form of the same table
+        lines = ["| " + " | ".join(r) + " |" for r in rows]
+        lines.insert(1, "|" + "---|" * len(HEAD))
+        return "\n".join(lines)
     widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(HEAD))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines) + "\n(percentages of held-out prompts; pass@1 and pass@k sampled at the task's temperature)"
+    return "\n".join(lines) + "\n" + note
+
+
+# The issue's goals: (lift in held-out pass@1 on every seed, CPU minutes per run).
+GOALS = {"tiny": (0.40, 6.0), "smollm2": (0.20, 15.0)}
+
+
+def verdicts(out: Path, models: list[str], seeds: list[int]) -> list[str]:
+    """One line per demo: the range of lifts and CPU minutes over the seeds, against its goal."""
+    lines = []
+    for model in models:
+        runs = [json.loads(p.read_text()) for s in seeds if (p := out / f"{model}-s{s}" / "demo.json").exists()]
+        lifts = [r["lift"] for r in runs if "lift" in r]
+        if not lifts:
+            lines.append(f"{model}: no run finished GRPO")
+            continue
+        cpus = []
+        for s in seeds:
+            bench_path = out / f"{model}-s{s}.json"
+            if bench_path.exists():
+                cpus.append(json.loads(bench_path.read_text())["cpu_seconds"] / 60)
+        cpus = cpus or [r["cpu_seconds"] / 60 for r in runs]
+        goal_lift, goal_cpu = GOALS.get(model, (None, None))
+        met = (
+            ""
+            if goal_lift is None
+            else f"; goal +{goal_lift * 100:.0f} on every seed in <= {goal_cpu:g} CPU min: "
+            + ("met" if len(lifts) == len(seeds) and min(lifts) >= goal_lift and max(cpus) <= goal_cpu else "NOT met")
+        )
+        lines.append(
+            f"{model}: lift {min(lifts) * 100:+.1f} to {max(lifts) * 100:+.1f} points over {len(lifts)} of "
+            f"{len(seeds)} seeds, {min(cpus):.1f}-{max(cpus):.1f} CPU min{met}"
+        )
+    return lines
 
 
 def main() -> None:
@@ -127,9 +167,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="runs at a time (default 1)")
     ap.add_argument("--out", default="runs/demo-seeds")
     ap.add_argument("--table", metavar="OUT", help="print the table of the runs in OUT and exit")
+    ap.add_argument("--markdown", action="store_true", help="with --table: as a Markdown table (the README's)")
     args = ap.parse_args()
     if args.table:
-        print(table(Path(args.table), args.models, args.seeds))
+        print(table(Path(args.table), args.models, args.seeds, markdown=args.markdown))
+        print("\n".join(verdicts(Path(args.table), args.models, args.seeds)))
         return
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -145,6 +187,7 @@ def main() -> None:
             )
     print()
     print(table(out, args.models, args.seeds))
+    print("\n".join(verdicts(out, args.models, args.seeds)))
     peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, 0)
     print(f"(peak memory of one run: {peak} MB)")
 

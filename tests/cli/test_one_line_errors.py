@@ -188,6 +188,7 @@ def test_sft_says_on_stdout_that_the_target_was_missed(tmp_path: Path, capsys: p
         (["--target-pass-rate", "0.5-0.2"], "--target-pass-rate '0.5-0.2': a pass rate must be in (0, 1]"),
         (["--target-pass-rate", "0.2", "--check-every", "0"], "--check-every must be at least 1 step, got 0"),
         (["--target-pass-rate", "0.2", "--check-temperature", "-1"], "--check-temperature must be 0 (greedy) or above"),
+        (["--target-pass-rate", "0.2", "--confirm-samples", "-1"], "--confirm-samples must be 0 (no confirming read)"),
     ],
 )
 def test_a_bad_sft_stop_option_is_one_line_before_training(
@@ -205,3 +206,29 @@ def test_sft_reports_the_sampled_dev_rate_and_its_temperature(
     argv = ["sft", str(task), "--out", str(tmp_path / "sft"), "--max-steps", "2", "--target-pass-rate", "0.9-1"]
     assert main([*argv, "--dev-size", "4", "--no-progress"]) == 0
     assert "dev pass rate" in (out := capsys.readouterr().out) and "on 4 rows at T=1 (target MISSED)" in out
+
+
+def test_sft_reports_a_confirmed_stop_with_its_samples_per_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlvr.train.sft import SftResult
+
+    seen = {}
+
+    def fake_sft(task, opts):  # what the CLI passes and prints, not training
+        seen["confirm"] = opts.confirm_samples
+        return SftResult(opts.out_dir, 7, 0.25, 1.0, True, n_train=16, n_dev=4, dev_samples=3, check_temperature=1.0)
+
+    monkeypatch.setattr(sys.modules["rlvr.train.sft"], "run_sft", fake_sft)
+    task = make_task(tmp_path / "task", rows=20)
+    argv = ["sft", str(task), "--out", str(tmp_path / "sft"), "--target-pass-rate", "0.2", "--confirm-samples", "3"]
+    assert main(argv) == 0 and seen["confirm"] == 3
+    assert "dev pass rate 25.0% on 4 rows x 3 samples (confirmed) at T=1 (target reached)" in capsys.readouterr().out
+
+
+def test_sft_help_documents_its_stop_cadence_and_confirmation(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["sft", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--check-every STEPS" in text and "optimiser steps between quick dev reads (default 1" in text
+    assert "--confirm-samples K" in text and "completions per dev row of the confirming read" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from rlvr.data import TrainedRows, row_key, trained_rows_of
 from rlvr.errors import ConfigError
 from rlvr.task import load_task
-from rlvr.train.sft import SftOptions, overshoot, parse_band, run_sft, sft_rows, split_rows
+from rlvr.train.sft import SftOptions, run_sft, sft_rows, split_rows
 from support.tasks import make_task
 
 
@@ -145,23 +146,36 @@ def test_sft_checks_at_its_cadence_and_once_more_at_the_last_step(tmp_path: Path
     assert [step for step, _ in res.checks] == [3, 6, 7] and res.check_temperature == 0.0
 
 
-def test_a_stopping_check_above_the_band_is_an_overshoot_naming_both_checks() -> None:
-    message = overshoot([(1, 0.05), (2, 0.85)], 0.5, 40)
-    assert message is not None and "85% on 40 dev rows at step 2, above its upper edge 50%" in message
-    assert "at step 1, measured 5%" in message and "--check-every" in message
+def test_a_stop_is_confirmed_by_a_read_of_its_own_and_recorded(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=24))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=0.0,
+            dev_size=4,
+            confirm_samples=3,
+            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
+            progress=False,
+        ),
+    )
+    assert res.stopped_early and res.steps == 1 and res.checks == ((1, 0.0),)
+    assert res.confirmations == ((1, 0.0),) and res.dev_samples == 3
+    record = json.loads((res.out_dir / "rlvr_sft.json").read_text())
+    assert record["confirmations"] == [[1, 0.0]] and record["dev_samples"] == 3
 
 
-def test_a_stopping_check_inside_the_band_or_without_an_upper_edge_is_no_overshoot() -> None:
-    assert overshoot([(1, 0.3)], 0.5, 40) is None
-    assert overshoot([(1, 0.9)], None, 40) is None
-
-
-@pytest.mark.parametrize(("text", "band"), [("0.2", (0.2, None)), ("0.2-0.5", (0.2, 0.5)), ("1", (1.0, None))])
-def test_a_target_is_a_rate_or_a_band(text: str, band: tuple[float, float | None]) -> None:
-    assert parse_band(text) == band
-
-
-@pytest.mark.parametrize("text", ["0", "1.5", "0.5-0.2", "0.2-1.5", "a-b", "20%"])
-def test_a_target_outside_zero_to_one_or_an_upside_down_band_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match=repr(text)):
-        parse_band(text)
+def test_a_greedy_check_is_its_own_confirmation(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task", rows=24))
+    res = run_sft(
+        task,
+        SftOptions(
+            out_dir=tmp_path / "sft",
+            target_pass_rate=0.0,
+            dev_size=4,
+            check_temperature=0.0,
+            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
+            progress=False,
+        ),
+    )
+    assert res.stopped_early and res.confirmations == () and res.dev_samples == 1

@@ -28,20 +28,23 @@ def configure(p: argparse.ArgumentParser) -> None:
         help=f"output folder (default runs/demo); one an earlier demo wrote (it holds {MARKER}) is replaced, any "
         "other non-empty folder is refused",
     )
-    p.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default: the model's, tiny 2500)")
+    p.add_argument(
+        "--grpo-steps", type=int, default=None, help="GRPO steps (default: the model's, tiny 2000, smollm2 36)"
+    )
     p.add_argument(
         "--sft-target",
         default=None,
         metavar="LOW[-HIGH]",
         help="stop SFT on crossing into this band of dev pass rates, sampled at the task's temperature, as rlvr sft "
-        "--target-pass-rate (default: the model's, tiny 0.1-0.3, smollm2 0.2-0.5)",
+        "--target-pass-rate (default: the model's, tiny 0.2-0.5, smollm2 0.1-0.4)",
     )
     p.add_argument(
         "--check-every",
         type=int,
         default=None,
         metavar="STEPS",
-        help="SFT steps between dev checks, as rlvr sft --check-every (default 1)",
+        help="SFT steps between quick dev reads, as rlvr sft --check-every (default 1); a read that reaches the band "
+        "is confirmed by one of 4 samples per row, as rlvr sft --confirm-samples",
     )
     p.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _band(text: str | None) -> tuple[float, float | None] | None:
     from ..errors import ConfigError
-    from ..train.sft import parse_band
+    from ..train.sftstop import parse_band
 
     if text is None:
         return None

@@ -19,17 +19,27 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--target-pass-rate",
         metavar="LOW[-HIGH]",
-        help="stop at the first dev check at or above LOW, the pass rate of a dev slice of the train split; a band "
-        "(0.2-0.5) also warns when that check lands above HIGH (an overshoot: GRPO gets less signal). GRPO learns "
-        "most from a model that succeeds on part of its samples",
+        help="stop when the pass rate of a dev slice of the train split reaches LOW: at the first quick dev read at "
+        "or above LOW whose confirming read (--confirm-samples) is at or above LOW too; a band (0.2-0.5) also warns "
+        "when the confirmed rate lands above HIGH (an overshoot: GRPO gets less signal). GRPO learns most from a model "
+        "that succeeds on part of its samples",
     )
     p.add_argument(
         "--check-every",
         type=int,
         default=1,
         metavar="STEPS",
-        help="optimiser steps between dev checks (default 1: a model can cross a band within a few steps; each check "
-        "samples one completion per dev row, about a step's cost for short answers; raise it for long ones)",
+        help="optimiser steps between quick dev reads (default 1: a model can cross a band within a few steps; a quick "
+        "read samples one completion per dev row, about a step's cost for short answers; raise it for long ones)",
+    )
+    p.add_argument(
+        "--confirm-samples",
+        type=int,
+        default=4,
+        metavar="K",
+        help="completions per dev row of the confirming read, made with a draw of its own when a quick read reaches "
+        "LOW (default 4: a single read of 100 rows is about 3 points noisy, and checking every step picks the "
+        "luckiest); 0 stops on the quick read. At --check-temperature 0 the quick read is the confirmation",
     )
     p.add_argument(
         "--check-temperature",
@@ -60,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..task import load_task
     from ..taskcheck import sft_problems
-    from ..train.sft import SftOptions, parse_band, run_sft
+    from ..train.sft import SftOptions, run_sft
+    from ..train.sftstop import parse_band
     from ._common import check_model_arg
 
     check_model_arg(args.model)
@@ -92,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--target-pass-rate {exc}") from None
     if args.check_every < 1:
         raise ConfigError(f"--check-every must be at least 1 step, got {args.check_every}")
+    if args.confirm_samples < 0:
+        raise ConfigError(f"--confirm-samples must be 0 (no confirming read) or more, got {args.confirm_samples}")
     if args.check_temperature is not None and args.check_temperature < 0:
         raise ConfigError(f"--check-temperature must be 0 (greedy) or above, got {args.check_temperature}")
     out = Path(args.out) if args.out else Path("runs") / task.name / "sft"
@@ -103,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             target_pass_rate=band[0],
             target_max=band[1],
             check_every=args.check_every,
+            confirm_samples=args.confirm_samples,
             check_temperature=args.check_temperature,
             dev_size=args.dev_size,
             overrides=overrides,
@@ -113,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     )
     rate = (
         f"; dev pass rate {res.dev_pass_rate:.1%} on {res.n_dev} rows"
+        + (f" x {res.dev_samples} samples (confirmed)" if res.dev_samples > 1 else "")
         + (f" at T={res.check_temperature:g}" if res.check_temperature else "")
         if res.dev_pass_rate is not None
         else ""

@@ -60,14 +60,14 @@ sft:
   warmup_steps: 5
   per_device_train_batch_size: 16
 probe:
-  # 128 samples: each costs as much as a training completion on this CPU.
+  # 64 samples: each costs as much as a training completion on this CPU (the demo probes three times).
   k: 8
-  max_prompts: 16
+  max_prompts: 8
 eval:
   every: 1000
   max_prompts: {eval_rows}
 """
-TRAIN_ROWS, EVAL_ROWS, BUDGET = 2000, 100, 12
+TRAIN_ROWS, EVAL_ROWS, BUDGET = 2000, 64, 12
 
 
 def write_chat_task(folder: str | Path, *, seed: int = 0, eval_rows: int = EVAL_ROWS, budget: int = BUDGET) -> Path:

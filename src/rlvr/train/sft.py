@@ -7,17 +7,11 @@ target completion built from the ground truth in the task's answer format, and c
 as a *dev* slice of the train split (never the held-out eval) reaches a target pass rate -- the
 demo uses that to stop at a partial, not perfect, base rate.
 
-The stop target is a band (``--target-pass-rate 0.2-0.5``; one number is a band up to 100 %):
-GRPO learns most from a model that succeeds on part of its samples, and least from one that
-always or never does (a group of G with pass rate p has no learning signal with probability
-p^G + (1-p)^G). The dev check samples one completion per dev row at ``--check-temperature``
-(default: the task's ``generation.temperature``, the one GRPO samples at; 0 is greedy, which
-says little about that signal) every ``--check-every`` optimiser steps (default 1: a model can
-cross a band of 30 points within a few steps, and a check of 100 short completions costs about a
-step), with the same seed at every check so that two checks differ by the model, not by the
-draw. SFT stops at the first check at or above the band's lower edge; a check above the upper
-edge is reported as an overshoot (check more often or lower the learning rate), in the result,
-as a warning and in ``rlvr_sft.json``, with every check's step and rate.
+The stop target is a band (``--target-pass-rate 0.2-0.5``): a quick dev read every
+``--check-every`` steps, a crossing confirmed by a read of ``--confirm-samples`` completions per
+row (``rlvr.train.sftstop``, which says why). A confirmed rate above the band's upper edge is
+reported as an overshoot, in the result, as a warning and in ``rlvr_sft.json``, with every
+read's step and rate.
 
 The split is stated before training: every train row without a target; with one, a dev slice
 (``--dev-size``, default 100 or a fifth of the rows, whichever is smaller) taken first from rows
@@ -57,6 +51,7 @@ from ..lengths import reference_completion
 from ..task import Task
 from .settings import logging_places
 from .sftdata import sft_data_rows
+from .sftstop import StopRule, overshoot, percent_text
 
 if TYPE_CHECKING:
     from ..episodes.tools import CallWatch
@@ -86,7 +81,8 @@ class SftOptions:
     model: str | None = None
     target_pass_rate: float | None = None  # the band's lower edge: SFT stops at the first check at or above it
     target_max: float | None = None  # the band's upper edge: a check above it is an overshoot (None: 1.0)
-    check_every: int = 1  # optimiser steps between dev checks
+    check_every: int = 1  # optimiser steps between quick dev reads
+    confirm_samples: int = 4  # completions per dev row of the confirming read (StopRule); 0: none
     check_temperature: float | None = None  # None: the task's generation.temperature; 0: greedy
     dev_size: int | None = None  # None: 100, or a fifth of the rows when that is smaller
     overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -109,7 +105,9 @@ class SftResult:
     n_dev: int = 0  # rows held out as the dev slice
     target_missed: str | None = None  # why --target-pass-rate was not reached, when it was not
     overshot: str | None = None  # the stopping check landed above the band's upper edge
-    checks: tuple[tuple[int, float], ...] = ()  # (optimiser step, dev pass rate) of every dev check
+    checks: tuple[tuple[int, float], ...] = ()  # (optimiser step, dev pass rate) of every quick read
+    confirmations: tuple[tuple[int, float], ...] = ()  # (optimiser step, rate) of every confirming read
+    dev_samples: int = 1  # completions per dev row behind dev_pass_rate (the confirming read's, when it decided)
     check_temperature: float | None = None
 
 
@@ -305,41 +303,6 @@ def _stderr_say(message: str) -> None:
     sys.stderr.write(f"rlvr sft: {message}\n")
 
 
-def percent_text(rate: float) -> str:
-    """A rate as a percentage with a decimal where it needs one (0.4 %, not 0 %)."""
-    return f"{rate:.0%}" if rate in (0.0, 1.0) or 0.01 <= rate <= 0.99 else f"{rate:.1%}"
-
-
-def overshoot(checks: list[tuple[int, float]], high: float | None, n_dev: int) -> str | None:
-    """The warning for a stopping check above the band's upper edge ``high``, else None."""
-    if high is None or not checks or checks[-1][1] <= high:
-        return None
-    step, rate = checks[-1]
-    before = (
-        f"; the check before, at step {checks[-2][0]}, measured {percent_text(checks[-2][1])}"
-        if len(checks) > 1
-        else ""
-    )
-    return (
-        f"SFT overshot the target band: dev pass rate {percent_text(rate)} on {n_dev} dev rows at step {step}, above "
-        f"its upper edge {percent_text(high)}{before}: GRPO gets less signal from a model this good; check more often "
-        "(--check-every) or lower the learning rate"
-    )
-
-
-def parse_band(text: str) -> tuple[float, float | None]:
-    """``"0.2"`` -> (0.2, None); ``"0.2-0.5"`` -> (0.2, 0.5); ``ValueError`` naming what is wrong."""
-    low_text, _, high_text = text.partition("-")
-    try:
-        low = float(low_text)
-        high = float(high_text) if high_text else None
-    except ValueError:
-        raise ValueError(f"{text!r} is not a pass rate (0.2) or a band (0.2-0.5)") from None
-    if not 0 < low <= 1 or (high is not None and not low <= high <= 1):
-        raise ValueError(f"{text!r}: a pass rate must be in (0, 1], a band's upper edge between its lower edge and 1")
-    return low, high
-
-
 def run_sft(task: Task, opts: SftOptions) -> SftResult:
     import torch
     from datasets import Dataset
@@ -390,9 +353,13 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         cfg_kw["completion_only_loss"] = True
     with quiet_own_warnings():  # rlvr states gradient_checkpointing explicitly
         config = SFTConfig(**cfg_kw)
-    reached: dict[str, Any] = {"rate": None, "stopped": False}
+    reached: dict[str, Any] = {"rate": None, "stopped": False, "confirmed": False}
     checks: list[tuple[int, float]] = []
+    confirmations: list[tuple[int, float]] = []
     check_t = task.generation.temperature if opts.check_temperature is None else opts.check_temperature
+    low = opts.target_pass_rate
+    # Greedy decoding gives one answer per row: at temperature 0 the quick read is the confirmation.
+    rule = StopRule(low if low is not None else 1.0, opts.target_max, opts.confirm_samples if check_t > 0 else 0)
 
     def check(step: int) -> float:
         # Same seed at every check (common random numbers): two checks differ by the model, not the draw.
@@ -401,20 +368,30 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         reached["rate"] = rate
         return rate
 
+    def confirm(step: int, k: int) -> float:
+        # A draw of its own (another seed): the quick read that chose this step does not bias it.
+        rows = [r for r in dev for _ in range(k)]
+        rate = evaluate(model, tokenizer, task, rows, temperature=check_t, seed=task.seed + 1).accuracy
+        confirmations.append((step, rate))
+        return rate
+
+    def read(step: int) -> float | None:
+        rate = rule.stop(check(step), lambda k: confirm(step, k))
+        if rate is not None:
+            reached.update(rate=rate, confirmed=True)
+        return rate
+
     class StopAtTarget(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            st = state  # the Trainer's state; ``reached`` is ours
-            if opts.target_pass_rate is None or st.global_step % opts.check_every:
-                return control
-            if check(st.global_step) >= opts.target_pass_rate:
+            if low is not None and not state.global_step % opts.check_every and read(state.global_step) is not None:
                 reached["stopped"] = True
                 control.should_training_stop = True
             return control
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
             # The last steps since the previous check: the missed-target line quotes the final rate.
-            if opts.target_pass_rate is not None and not reached["stopped"] and state.global_step % opts.check_every:
-                check(state.global_step)
+            if low is not None and not reached["stopped"] and state.global_step % opts.check_every:
+                read(state.global_step)
             return control
 
     t0 = time.time()
@@ -444,15 +421,19 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         opts.out_dir, task=str(task.path)
     )
     missed = None
-    if opts.target_pass_rate is not None and (reached["rate"] is None or reached["rate"] < opts.target_pass_rate):
+    if low is not None and not reached["confirmed"]:
         last = "never measured" if reached["rate"] is None else f"last {percent_text(reached['rate'])}"
+        if confirmations and checks and confirmations[-1][0] == checks[-1][0]:
+            last += f", its confirming read {percent_text(confirmations[-1][1])}"
         missed = (
-            f"target dev pass rate {percent_text(opts.target_pass_rate)} not reached in {trainer.state.global_step} "
+            f"target dev pass rate {percent_text(low)} not reached in {trainer.state.global_step} "
             f"steps ({last} on {len(dev)} dev rows): raise --max-steps or the learning rate, or lower the target"
         )
         warnings.append(missed)
         (opts.warn or _stderr_warning)(missed)
-    overshot = overshoot(checks, opts.target_max, len(dev)) if reached["stopped"] else None
+    # The stopping read is the confirmed one: the overshoot names its rate, after the quick read before it.
+    stop_reads = checks[:-1] + [(checks[-1][0], reached["rate"])] if checks else []
+    overshot = overshoot(stop_reads, opts.target_max, len(dev)) if reached["stopped"] else None
     if overshot:
         warnings.append(overshot)
         (opts.warn or _stderr_warning)(overshot)
@@ -468,6 +449,8 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         target_missed=missed,
         overshot=overshot,
         checks=tuple(checks),
+        confirmations=tuple(confirmations),
+        dev_samples=rule.confirm_samples if reached["confirmed"] and rule.confirm_samples else 1,
         check_temperature=check_t if opts.target_pass_rate is not None else None,
     )
     (opts.out_dir / "rlvr_sft.json").write_text(
