@@ -565,6 +565,16 @@ def test_gpu_probe_script_runs_its_cpu_fallback_and_says_what_it_did_not_measure
     assert saved["results"][0]["completions"] == 8 and saved["results"][0]["completions_per_s"] > 0
 
 
+def test_a_trained_model_is_not_called_the_base_model_in_the_route_reason() -> None:
+    stats = [PromptStat(0, 1, 8), PromptStat(1, 4, 8), PromptStat(2, 2, 8)]
+    meta = {"task": "t", "model": "m", "success_term": "c", "temperature": 1.0, "max_new_tokens": 8}
+    base = summarize(stats, k=8, group_size=8, too_easy=0.9, backend="f", seed=0, **meta)
+    assert base.route == "grpo" and "the base model has the capability" in base.reason
+    after = summarize(stats, k=8, group_size=8, too_easy=0.9, backend="f", seed=0, trained_by="sft then grpo", **meta)
+    assert after.route == "grpo" and "base model" not in after.reason
+    assert "this model (trained: sft then grpo) has the capability" in after.reason
+
+
 def test_the_filter_advice_says_how_to_train_on_the_filtered_rows() -> None:
     from dataclasses import replace
 

@@ -101,8 +101,11 @@ class ProbeReport:
         return cls(**kw)
 
 
-def decide(successes: int, n: int, n_undecided: int, *, too_easy: float) -> tuple[str, str]:
-    """The route and its reason in one sentence, from the decided samples."""
+def decide(
+    successes: int, n: int, n_undecided: int, *, too_easy: float, model: str = "the base model"
+) -> tuple[str, str]:
+    """The route and its reason in one sentence, from the decided samples. ``model``: what the
+    sentence calls the probed model (a trained one is not "the base model")."""
     low, high = wilson(successes, n)
     if n == 0:
         return "fix-verifier", (
@@ -122,7 +125,7 @@ def decide(successes: int, n: int, n_undecided: int, *, too_easy: float) -> tupl
         )
     return "grpo", (
         f"{rate:.1%} of {n} samples succeeded (95 % CI {low:.1%}-{high:.1%}), between zero and the too-easy "
-        f"threshold {too_easy:.0%}: the base model has the capability and GRPO can sharpen it."
+        f"threshold {too_easy:.0%}: {model} has the capability and GRPO can sharpen it."
     )
 
 
@@ -174,7 +177,9 @@ def summarize(
     undecided = sum(p.errors for p in prompts)
     low, high = wilson(s, n)
     counts = [(p.successes, p.n) for p in prompts]
-    route, reason = decide(s, n, undecided, too_easy=too_easy)
+    trained_by = meta.get("trained_by")
+    subject = f"this model (trained: {trained_by})" if trained_by else "the base model"
+    route, reason = decide(s, n, undecided, too_easy=too_easy, model=subject)
     total = n + undecided
     cut = (
         truncation_reason(n_truncated, total, int(meta.get("max_new_tokens") or 0), length_report)
