@@ -181,6 +181,6 @@ def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path
     from rlvr.gate.build import build_set
 
     store = build_set(task, tmp_path / "set.db", rollouts=(tmp_path / "run", 1), size=4)
-    for sample in store.samples():
+    for sample in (s.rollout for s in store.samples()):
         episode = sample.episode
         assert episode is not None and sample.completion == episode.final
