@@ -108,3 +108,29 @@ def test_a_scored_copy_beside_the_rollouts_is_not_read_as_rollouts(tmp_path: Pat
     score_file(tmp_path / "rollouts" / "rollouts.jsonl", rs)  # writes rollouts.scored.jsonl beside it
     assert (tmp_path / "rollouts" / "rollouts.scored.jsonl").exists()
     assert len(rollouts.at_step(tmp_path, 1)) == 16
+
+
+def test_a_kept_line_reads_back_as_a_rollout_whose_columns_are_the_row(tmp_path: Path) -> None:
+    rs = reward_set()
+    record(rollouts.Recorder(tmp_path, rs, group_size=8), rs, batch(1, n=16))
+    got = rollouts.Rollout.from_line(rollouts.at_step(tmp_path, 1)[8])
+    assert (got.prompt_index, got.prompt, dict(got.row)) == (1, "2+2= #1", {"answer": "4"})
+    assert (got.completion, got.token_ids, got.finish_reason, got.episode) == (
+        "<answer>4</answer>",
+        (1, 2, 3),
+        "unknown",
+        None,
+    )
+    assert rs.score([got.sample])[0].verdicts["correct"].outcome.value == "correct"
+
+
+def test_the_probe_and_the_gate_records_are_a_rollout_plus_only_their_own_fields() -> None:
+    from dataclasses import fields
+
+    from rlvr.gate.store import InspectionSample
+    from rlvr.probe import ProbeSample
+
+    shared = {f.name for f in fields(rollouts.Rollout)}
+    for record_type in (ProbeSample, InspectionSample):
+        own = {f.name: f.type for f in fields(record_type)}
+        assert own["rollout"] == "Rollout" and not shared & set(own), record_type

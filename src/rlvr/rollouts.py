@@ -1,5 +1,5 @@
-"""Rollouts: the one way every stage samples a task (``rollout_sampler``), and the bounded sample of
-them ``rlvr train`` keeps (``Recorder``).
+"""Rollouts: the one way every stage samples a task (``rollout_sampler``), the one record of a sample
+(``Rollout``), and the bounded sample of them ``rlvr train`` keeps (``Recorder``).
 
 A sample is an episode: a single-turn sample is one turn without calls (its ``Completion`` has no
 ``episode``); on a task with an ``environment:`` section every completion is a whole episode
@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import RunError
-from .rewards.combine import RewardSet
+from .rewards.base import Sample, Verdict
+from .rewards.combine import RewardSet, completion_text, prompt_text
 from .rewards.episode import Episode
 from .rewards.rules import untrusted
 
@@ -57,6 +59,50 @@ MAX_BYTES = 20 * 1024 * 1024
 KEEP = 5
 # Keys TRL passes to reward functions that are not dataset columns.
 _NOT_COLUMNS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+# Keys of a kept rollout line that are not dataset columns.
+LINE_KEYS = frozenset({"rollout", "prompt", "completion", "completion_ids", "scores", "reward", "masked"})
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One sample and what the reward said of it: the record the probe (``ProbeSample``), the gate
+    (``InspectionSample``) and the kept training rollouts (``Rollout.from_line``) share, each adding
+    only its own fields. ``completion`` is the text the answer terms judge (an episode's final
+    answer), ``episode`` the turns, calls and results (None: one turn, no calls). ``verdicts`` (term
+    -> verdict) is empty until the sample is scored; ``total`` is the weighted reward (None: masked,
+    or not scored yet)."""
+
+    prompt_index: int  # the row index in the split (a kept training rollout: its group in the step)
+    prompt: str  # the prompt as text (chat prompts rendered)
+    row: Mapping[str, Any]
+    completion: str
+    token_ids: tuple[int, ...]
+    finish_reason: str  # "stop", "length" (cut off), or "unknown" (a kept training rollout)
+    episode: Episode | None = None
+    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+    total: float | None = None
+
+    @property
+    def sample(self) -> Sample:
+        """What the reward scores of it."""
+        return Sample(self.completion, self.row, self.prompt, list(self.token_ids), self.episode)
+
+    @classmethod
+    def from_line(cls, line: Mapping[str, Any]) -> Rollout:
+        """A line ``Recorder`` wrote, unscored (a kept episode is the message list TRL passed the
+        reward: turns, calls, results)."""
+        from .episodes import from_messages
+
+        episode = from_messages(line["completion"]) if isinstance(line["completion"], list) else None
+        return cls(
+            int(line["rollout"].get("group", 0)),
+            prompt_text(line.get("prompt") or ""),
+            {k: v for k, v in line.items() if k not in LINE_KEYS},
+            completion_text(line["completion"]) if episode is None else episode.final,
+            tuple(line.get("completion_ids") or ()),
+            "unknown",
+            episode,
+        )
 
 
 def rollout_sampler(sampler: Sampler, task: Task, tokenizer: Any = None, *, watch: Any = None) -> Sampler:

@@ -273,13 +273,10 @@ def episode_problems(task: Task) -> list[Problem]:
 def reference_call_problems(task: Task) -> list[Problem]:
     """Each local split's reference calls (``rlvr.episodes.reference``): every row of a split that
     has the column, read and checked against the tools; a column the task file names must be in
-    the train split. The calls are not run here (``rlvr sft`` runs them)."""
+    the train split. The calls are not run here (``rlvr sft`` runs them), and no tokenizer is needed:
+    they are checked even when the model is not downloaded yet."""
     if task.environment is None:
         return []
-    from .task.rowchecks import model_download_note
-
-    if model_download_note(task) is not None:  # its tokenizer would be fetched: measured once it is cached
-        return reference_call_problems(task)
     from .episodes import build_toolbox
     from .episodes.reference import column_problems
     from .task.rowchecks import local_splits

@@ -64,7 +64,7 @@ def test_an_episode_that_skips_the_required_tool_does_not_get_full_marks(task: A
 
 def test_the_gate_scores_skipped_searches_with_the_terms_training_pays(task: Any, tmp_path: Path) -> None:
     store = build_set(task, tmp_path / "set.db", sampler=skipping_sampler(task), size=8, seed=1)
-    samples = store.samples()
+    samples = [s.rollout for s in store.samples()]
     assert samples and all(set(s.verdicts) == {"format", "correct", *EPISODE_TERMS} for s in samples)
     assert all(s.verdicts["correct"].score == 1.0 for s in samples)
     assert all(s.verdicts["required_tools"].score == 0.0 and s.total == pytest.approx(1.2) for s in samples)

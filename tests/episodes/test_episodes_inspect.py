@@ -63,7 +63,7 @@ def store(tmp_path: Path) -> Any:
 
 def test_every_sample_of_the_set_is_an_episode(store: Any) -> None:
     _, s = store
-    samples = s.samples()
+    samples = [x.rollout for x in s.samples()]
     assert samples and all(x.episode is not None for x in samples)
     ep = samples[0].episode
     assert ep is not None and len(ep.turns) == 2 and ep.calls[0].name == "lookup"

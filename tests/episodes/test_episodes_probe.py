@@ -57,12 +57,13 @@ def test_the_probe_samples_episodes_and_reports_turns_calls_errors_and_cut_offs(
 def test_a_probe_samples_episode_round_trips_through_its_line(tmp_path: Path) -> None:
     from rlvr.episodes import Call, Episode, Turn
     from rlvr.probe.samples import ProbeSample, read_samples
+    from rlvr.rollouts import Rollout
 
     ep = Episode((Turn("", (Call("calculator", {"expression": "1"}, "1"),)), Turn("<answer>1</answer>")))
-    sample = ProbeSample(0, 0, "q", {}, ep.final, (1,), "stop", {}, 1.0, True, 1.0, 8, episode=ep)
+    sample = ProbeSample(Rollout(0, "q", {}, ep.final, (1,), "stop", ep, {}, 1.0), 0, True, 1.0, 8)
     (tmp_path / "samples.jsonl").write_text(sample.line())
     ((_, back),) = read_samples(tmp_path / "samples.jsonl")
-    assert back.episode == ep and back.success is True and back == sample
+    assert back.rollout.episode == ep and back.success is True and back == sample
 
 
 def test_rlvr_probe_prints_how_the_episodes_went(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -340,3 +340,13 @@ def test_a_cell_reads_as_checked_calls_or_as_a_reason_never_anything_else(cell: 
     assert isinstance(cell, list) and len(calls) == len(cell) <= spec.max_tool_calls
     assert "search" in {c.name for c in calls}
     assert all(toolbox.tools[c.name].check_arguments(c.arguments) is None for c in calls)
+
+
+def test_reference_calls_are_checked_when_the_model_is_not_downloaded_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    # It called itself when the model was not cached (a RecursionError on every such task check).
+    from rlvr.task import rowchecks
+    from rlvr.taskcheck import episode_problems, reference_call_problems
+
+    monkeypatch.setattr(rowchecks, "model_download_note", lambda task: "not cached")
+    task = load_task(EXAMPLE)
+    assert reference_call_problems(task) == [] and episode_problems(task) == []

@@ -181,6 +181,20 @@ def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path
     from rlvr.gate.build import build_set
 
     store = build_set(task, tmp_path / "set.db", rollouts=(tmp_path / "run", 1), size=4)
-    for sample in store.samples():
+    for sample in (s.rollout for s in store.samples()):
         episode = sample.episode
         assert episode is not None and sample.completion == episode.final
+
+
+def test_an_episode_task_on_vllms_cpu_build_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from rlvr.errors import ConfigError
+    from rlvr.task import load_task
+    from rlvr.train.launch import TrainOptions, run_grpo
+
+    task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tool-search")
+    settings: Any = SimpleNamespace(grpo={"use_vllm": True}, dynamic=None, hardware={"vllm_cpu": True})
+    opts = TrainOptions(run_dir=tmp_path, no_gate_reason="unit test")
+    with pytest.raises(ConfigError, match="multi-turn episode tasks have not been run with vLLM's CPU build"):
+        run_grpo(task, opts, settings, {}, None, {}, (None, {}), True)  # type: ignore[arg-type]

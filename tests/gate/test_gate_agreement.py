@@ -7,6 +7,7 @@ import pytest
 from rlvr.gate.agreement import agreement, cohen_kappa, sample_state
 from rlvr.gate.store import InspectionSample, Review
 from rlvr.rewards.base import Verdict
+from rlvr.rollouts import Rollout
 
 
 def sample(sid: int, klass: str, total: float | None = None) -> InspectionSample:
@@ -15,23 +16,14 @@ def sample(sid: int, klass: str, total: float | None = None) -> InspectionSample
     verdict = {"pass": Verdict.correct(), "fail": Verdict.wrong(), "masked": Verdict.error("timeout", kind="timeout")}[
         klass
     ]
-    return InspectionSample(
-        sid,
-        sid,
-        "1+1=",
-        {"answer": "2"},
-        "<answer>2</answer>",
-        (1, 2),
-        "stop",
-        "middle",
-        {"correct": verdict},
-        total,
-        klass,
+    rollout = Rollout(
+        sid, "1+1=", {"answer": "2"}, "<answer>2</answer>", (1, 2), "stop", None, {"correct": verdict}, total
     )
+    return InspectionSample(sid, rollout, "middle", klass)
 
 
 def review(s: InspectionSample, label: str, *, accepted: str | None = None, rid: int = 0) -> Review:
-    return Review(rid or s.id, s.id, label, "", accepted, "alice", "t", s.total, s.reward_class, {})
+    return Review(rid or s.id, s.id, label, "", accepted, "alice", "t", s.rollout.total, s.reward_class, {})
 
 
 def test_kappa_and_confusion_matrix_match_hand_computed_values() -> None:

@@ -96,7 +96,7 @@ def test_keyboard_only_review_records_verdicts_notes_and_an_acceptance(task: Any
         (4, "right", "", None, "kb-reviewer"),
         (1, "lower", "", "one-off; the reward is fixed in the next task", "kb-reviewer"),
     ]
-    assert store.sample(shown).verdicts["correct"].outcome.value == "unparseable"
+    assert store.sample(shown).rollout.verdicts["correct"].outcome.value == "unparseable"
 
 
 def test_two_tabs_on_the_same_sample_lose_no_update(task: Any, browser: Any) -> None:

@@ -11,15 +11,17 @@ import pytest
 from rlvr import gate
 from rlvr.errors import DataError, GateError
 from rlvr.gate.build import select
-from rlvr.gate.store import NewSample
+from rlvr.gate.store import InspectionSample
 from rlvr.probe import ProbeSample, ProbeSettings
 from rlvr.rewards.base import Verdict
+from rlvr.rollouts import Rollout
 from support.gate_fixtures import SMALL, arithmetic_sampler, build_and_review
 
 
-def _cand(i: int, total: float | None) -> NewSample:
+def _cand(i: int, total: float | None) -> InspectionSample:
     v = Verdict.error("timeout", kind="timeout") if total is None else Verdict.wrong(total)
-    return NewSample(i, str(i), {}, "", (), "stop", "", {"correct": v}, total, "masked" if total is None else "fail")
+    rollout = Rollout(i, str(i), {}, "", (), "stop", None, {"correct": v}, total)
+    return InspectionSample(0, rollout, "", "masked" if total is None else "fail")
 
 
 def test_selection_covers_both_tails_and_a_random_middle() -> None:
@@ -27,7 +29,7 @@ def test_selection_covers_both_tails_and_a_random_middle() -> None:
     picked = select(pool, 40, seed=0)
     buckets: dict[str, list[float]] = {}
     for c, b in picked:
-        buckets.setdefault(b, []).append(c.total)
+        buckets.setdefault(b, []).append(c.rollout.total)
     assert sorted(buckets["low"]) == [float(i) for i in range(10)]
     assert sorted(buckets["high"]) == [float(i) for i in range(90, 100)]
     assert len(buckets["middle"]) == 20 and all(10 <= t < 90 for t in buckets["middle"])
@@ -83,15 +85,10 @@ def _write_probe(folder: Path, task: Any, temperature: float) -> Path:
     (folder / "probe.json").write_text(json.dumps(settings.to_json()))
     lines = [
         ProbeSample(
-            prompt_index=i,
+            rollout=Rollout(
+                i, row["question"] + "=", row, text, (1, 2, 3), "stop", None, {"correct": Verdict.correct()}, 1.0
+            ),
             sample_index=j,
-            prompt=row["question"] + "=",
-            row=row,
-            completion=text,
-            completion_ids=(1, 2, 3),
-            finish_reason="stop",
-            scores={"correct": Verdict.correct()},
-            reward=1.0,
             success=True,
             temperature=temperature,
             max_new_tokens=12,
@@ -109,7 +106,7 @@ def test_probe_samples_are_reused_and_scored_with_the_current_reward(task: Any, 
     samples = store.samples()
     assert len(samples) == SMALL
     # the probe file claims every sample correct; the set trusts only the current reward
-    assert {s.reward_class for s in samples if s.completion == "no idea"} == {"fail"}
+    assert {s.reward_class for s in samples if s.rollout.completion == "no idea"} == {"fail"}
     assert store.meta()["source"] == f"probe:{probe}"
 
 
@@ -145,8 +142,8 @@ def test_inspect_build_from_a_probe_folder_uses_the_probes_settings(task: Any, t
     # how the samples were drawn is the probe's (its model and sampling seed), not a fresh draw's
     assert (meta["source"], meta["model"], meta["seed"]) == (f"probe:{out}", "builtin:tiny", 11)
     assert (meta["temperature"], meta["top_p"], meta["max_new_tokens"]) == (1.0, 1.0, 12)
-    probed = {(s.prompt_index, s.completion) for _, s in read_samples(out / "samples.jsonl")}
-    assert {(s.prompt_index, s.completion) for s in store.samples()} <= probed
+    probed = {(s.rollout.prompt_index, s.rollout.completion) for _, s in read_samples(out / "samples.jsonl")}
+    assert {(s.rollout.prompt_index, s.rollout.completion) for s in store.samples()} <= probed
 
 
 def test_probe_settings_in_an_older_format_are_refused_naming_the_file(task: Any, tmp_path: Path) -> None:
@@ -258,7 +255,7 @@ def test_inspect_build_reads_a_runs_rollouts_at_a_step(
     assert "the run kept 16 completions at step 3 (fewer than --size 50); every one is in the set" in out
     store = gate.open_store(task, run / "inspect" / "step-3")
     assert store.meta()["source"] == f"rollouts:{run}@3" and store.meta()["model"] == f"{run} at step 3"
-    assert {s.row["answer"] for s in store.samples()} == {r["answer"] for r in task.load_split("train")[:2]}
+    assert {s.rollout.row["answer"] for s in store.samples()} == {r["answer"] for r in task.load_split("train")[:2]}
 
 
 def test_inspect_build_at_a_step_without_rollouts_names_the_kept_steps(task: Any, tmp_path: Path) -> None:
@@ -288,6 +285,6 @@ def test_a_set_built_before_samples_carried_episodes_still_reads(task: Any) -> N
     conn.commit()
     conn.close()
     samples = store.samples()
-    assert samples and all(s.episode is None for s in samples)
+    assert samples and all(s.rollout.episode is None for s in samples)
     assert store.sample(samples[0].id) == samples[0]
     assert set_hashes(store) == before

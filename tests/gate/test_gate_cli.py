@@ -109,7 +109,7 @@ def test_terminal_marks_the_answer_span(task: Any) -> None:
         store, reviewer="tty", flt=Filter(show="all", min_total=1.0), stdin=io.StringIO("q\n"), stdout=out, color=False
     )
     assert f"── sample {passing.id} " in out.getvalue()
-    assert f"<answer>⟦{passing.row['answer']}⟧</answer>" in out.getvalue()
+    assert f"<answer>⟦{passing.rollout.row['answer']}⟧</answer>" in out.getvalue()
 
 
 def test_end_of_input_stops_the_terminal_review_and_keeps_verdicts(task: Any) -> None:
@@ -125,7 +125,7 @@ def test_build_samples_the_real_tiny_model_through_the_cli(task: Any, capsys: py
     assert "inspection set: 50 samples" in out
     store = gate.open_store(task)
     assert len(store.samples()) == 50
-    assert all(len(s.token_ids) <= 12 for s in store.samples())
+    assert all(len(s.rollout.token_ids) <= 12 for s in store.samples())
     assert store.meta()["temperature"] == 1.0
 
 

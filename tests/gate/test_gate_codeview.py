@@ -75,12 +75,14 @@ def code_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def sample_of(store: Any, problem: str) -> Any:
-    return next(st for st in statuses(store.samples(), store.latest_reviews()) if st.sample.row["problem"] == problem)
+    return next(
+        st for st in statuses(store.samples(), store.latest_reviews()) if st.sample.rollout.row["problem"] == problem
+    )
 
 
 def test_an_assert_sample_shows_each_test_and_the_first_failure_with_what_it_got(code_store: Any) -> None:
     st = sample_of(code_store, "double")
-    view = code_view(st.sample.verdicts, st.sample.row, code_store.meta())
+    view = code_view(st.sample.rollout.verdicts, st.sample.rollout.row, code_store.meta())
     assert view is not None and view.term == "tests" and view.first_failure == 0
     first, second = view.lines
     assert (first.test, first.status, first.expected, first.got) == ("assert double(2) == 4", "failed", "4", "5")
@@ -100,7 +102,7 @@ def test_a_stdio_sample_keeps_the_newlines_of_the_input_the_output_and_the_expec
 
 def test_a_missing_entry_point_is_said_in_words(code_store: Any) -> None:
     st = sample_of(code_store, "inc")
-    view = code_view(st.sample.verdicts, st.sample.row, code_store.meta())
+    view = code_view(st.sample.rollout.verdicts, st.sample.rollout.row, code_store.meta())
     assert view is not None
     assert view.summary.endswith(
         "the program does not define 'inc' (the entry point the tests call; the test stopped with KeyError: 'inc')"

@@ -13,9 +13,10 @@ from starlette.testclient import TestClient
 
 from rlvr import gate
 from rlvr.errors import GateError
-from rlvr.gate.store import NewSample, Store
+from rlvr.gate.store import InspectionSample, Store
 from rlvr.gate.web import ReviewApp, form_fields
 from rlvr.rewards.base import Verdict
+from rlvr.rollouts import Rollout
 from support.gate_fixtures import SMALL, arithmetic_sampler, review_server
 
 
@@ -56,10 +57,10 @@ def test_verdict_posted_through_the_page_is_in_the_database(store: Store) -> Non
 def test_page_shows_prompt_expected_answer_terms_and_the_highlighted_span(store: Store) -> None:
     s = next(x for x in store.samples() if x.reward_class == "pass")
     html = _client(store).get(f"/sample/{s.id}").text
-    answer = s.row["answer"]
+    answer = s.rollout.row["answer"]
     assert f"<mark>{answer}</mark>" in html
     assert f"<code id=expected>{answer}</code>" in html
-    assert s.prompt in html
+    assert s.rollout.prompt in html
     for term in ("format", "correct"):
         assert f"<td>{term}</td>" in html
 
@@ -70,7 +71,11 @@ def test_invisible_characters_in_a_completion_are_drawn_and_markup_is_escaped(tm
     store = Store.create(
         tmp_path / "s.db",
         {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
-        [NewSample(0, "40+2=", {"answer": "42"}, text, (1,), "stop", "low", {"correct": v}, 0.0, "fail")],
+        [
+            InspectionSample(
+                1, Rollout(0, "40+2=", {"answer": "42"}, text, (1,), "stop", None, {"correct": v}, 0.0), "low", "fail"
+            )
+        ],
     )
     html = _client(store).get("/sample/1").text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -101,7 +106,14 @@ def test_model_text_with_markup_and_template_syntax_is_shown_escaped(tmp_path: A
     store = Store.create(
         tmp_path / "s.db",
         {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
-        [NewSample(0, prompt, {"answer": "{{ 42 }}<u>"}, text, (1,), "stop", "low", {"correct": v}, 1.0, "pass")],
+        [
+            InspectionSample(
+                1,
+                Rollout(0, prompt, {"answer": "{{ 42 }}<u>"}, text, (1,), "stop", None, {"correct": v}, 1.0),
+                "low",
+                "pass",
+            )
+        ],
     )
     store.add_review(1, "lower", reviewer="alice", note="<script>note()</script>{{ note }}")
     html = _client(store).get("/sample/1").text
@@ -149,7 +161,7 @@ def test_term_outcome_filter_selects_matching_samples(store: Store) -> None:
     c = _client(store)
     page = c.get("/?show=all&term=correct&outcome=unparseable", follow_redirects=True)
     sid = int(page.url.path.rsplit("/", 1)[1])
-    assert store.sample(sid).verdicts["correct"].outcome.value == "unparseable"
+    assert store.sample(sid).rollout.verdicts["correct"].outcome.value == "unparseable"
 
 
 def test_status_page_shows_the_confusion_matrix_and_kappa(store: Store) -> None:
@@ -261,8 +273,11 @@ def _one_sample_store(
         tmp_path / "one.db",
         {"correctness_term": "correct", "terms": [{"name": "correct", "weight": 1.0}]},
         [
-            NewSample(
-                0, "40+2=", row or {"answer": "42"}, completion, (1,), "stop", bucket, {"correct": verdict}, 0.0, "fail"
+            InspectionSample(
+                1,
+                Rollout(0, "40+2=", row or {"answer": "42"}, completion, (1,), "stop", None, {"correct": verdict}, 0.0),
+                bucket,
+                "fail",
             )
         ],
     )
@@ -283,9 +298,12 @@ def test_every_bucket_the_set_builder_assigns_has_an_explanation() -> None:
     from rlvr.gate.build import select
     from rlvr.gate.review import BUCKET_HELP
 
-    def pool(n: int) -> list[NewSample]:
+    def pool(n: int) -> list[InspectionSample]:
         return [
-            NewSample(i, "p", {}, "c", (), "stop", "", {}, None if i % 5 == 0 else float(i), "fail") for i in range(n)
+            InspectionSample(
+                0, Rollout(i, "p", {}, "c", (), "stop", total=None if i % 5 == 0 else float(i)), "", "fail"
+            )
+            for i in range(n)
         ]
 
     seen = {b for _, b in select(pool(100), 20, 0)} | {b for _, b in select(pool(10), 20, 0)}

@@ -28,6 +28,7 @@ from rlvr.probe import (
     zero_variance_share,
 )
 from rlvr.rewards.base import Verdict
+from rlvr.rollouts import Rollout
 from rlvr.task import load_task
 from support.fakes import FakeSampler
 
@@ -377,16 +378,20 @@ def test_summarize_needs_no_model_or_files() -> None:
 
 
 def test_a_probe_sample_survives_a_json_round_trip() -> None:
+    verdicts = {"format": Verdict.correct(0.5), "correct": Verdict.error("timeout", kind="timeout")}
     sample = ProbeSample(
-        prompt_index=3,
+        rollout=Rollout(
+            3,
+            "Add.\n3+4=",
+            {"question": "3+4", "answer": "7"},
+            "<answer>7</answer>",
+            (5, 6, 7),
+            "length",
+            None,
+            verdicts,
+            None,
+        ),
         sample_index=1,
-        prompt="Add.\n3+4=",
-        row={"question": "3+4", "answer": "7"},
-        completion="<answer>7</answer>",
-        completion_ids=(5, 6, 7),
-        finish_reason="length",
-        scores={"format": Verdict.correct(0.5), "correct": Verdict.error("timeout", kind="timeout")},
-        reward=None,
         success=None,
         temperature=0.7,
         max_new_tokens=64,
@@ -423,8 +428,8 @@ def test_every_line_of_samples_jsonl_reads_back_as_a_probe_sample(tmp_path: Path
         make_task(tmp_path / "t", n=3), out_dir=tmp_path / "out", k=2, sampler=answering(lambda p: 1.0), progress=False
     )
     samples = [s for _, s in read_samples(tmp_path / "out" / "samples.jsonl")]
-    assert [(s.prompt_index, s.sample_index) for s in samples] == [(i, j) for i in range(3) for j in range(2)]
-    assert all(s.success is True and s.scores["correct"].answer == s.row["answer"] for s in samples)
+    assert [(s.rollout.prompt_index, s.sample_index) for s in samples] == [(i, j) for i in range(3) for j in range(2)]
+    assert all(s.success is True and s.rollout.verdicts["correct"].answer == s.rollout.row["answer"] for s in samples)
 
 
 # -- the real tiny model ----------------------------------------------------------------------

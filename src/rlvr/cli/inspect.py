@@ -295,7 +295,7 @@ def _status(task: Task, args: argparse.Namespace) -> int:
     samples = {s.id: s for s in store.samples()}
     for sid in a.disagreement_ids:
         r, s = latest[sid], samples[sid]
-        total = "masked" if s.total is None else f"{s.total:g}"
+        total = "masked" if s.rollout.total is None else f"{s.rollout.total:g}"
         print(
             f"  open: sample {sid}: reviewer said {r.label!r}, reward now {total} ({s.reward_class})"
             + (f" — {r.note}" if r.note else "")

@@ -145,9 +145,9 @@ def gate_stop(task: Task, gate: Path, sft_model: str, error: GateError) -> GateS
     lines = []
     for sid in status(task, gate).open_ids:
         s, review = by_id[sid], latest.get(sid)
-        terms = ", ".join(f"{k}={v.score}" for k, v in s.verdicts.items())
+        terms = ", ".join(f"{k}={v.score}" for k, v in s.rollout.verdicts.items())
         lines.append(
-            f"sample {sid}: {s.completion!r} -- reward {terms}; reader: {review.label if review else 'unread'}"
+            f"sample {sid}: {s.rollout.completion!r} -- reward {terms}; reader: {review.label if review else 'unread'}"
         )
     task_path = task.path
     return GateStop(

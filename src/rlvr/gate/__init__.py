@@ -72,7 +72,7 @@ def reference_gate(
     """
     store = build_set(task, Path(out_dir) / "inspection.db", model=model, sampler=sampler, size=size, overwrite=True)
     for s in store.samples():
-        label = checker(dict(s.row), s.completion, dict(s.verdicts))
+        label = checker(dict(s.rollout.row), s.rollout.completion, dict(s.rollout.verdicts))
         if label not in LABELS:
             raise GateError(
                 f"the reference checker returned {label!r} for sample {s.id}; expected one of {', '.join(LABELS)}"

@@ -49,16 +49,16 @@ def sample_state(sample: InspectionSample, review: Review | None) -> str:
     if review is None:
         return "unreviewed"
     if review.label == "right":
-        unchanged = same_total(review.reward_total, sample.total) and review.reward_class == sample.reward_class
+        unchanged = same_total(review.reward_total, sample.rollout.total) and review.reward_class == sample.reward_class
         return "agrees" if unchanged else "changed"
     if review.accepted:
         return "accepted"
-    if sample.reward_class == reviewer_class(review) and sample.total is not None:
+    if sample.reward_class == reviewer_class(review) and sample.rollout.total is not None:
         before = review.reward_total
         if before is None:  # was masked: any decided score in the reviewer's class resolves it
             return "resolved"
-        moved = sample.total > before if review.label == "higher" else sample.total < before
-        if moved and not same_total(sample.total, before):
+        moved = sample.rollout.total > before if review.label == "higher" else sample.rollout.total < before
+        if moved and not same_total(sample.rollout.total, before):
             return "resolved"
     return "open"
 

@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import DataError, GateError
 from ..probe import ProbeSettings, read_samples, read_settings
 from ..rewards.base import Sample, Verdict
 from ..rewards.combine import RewardSet, prompt_text
-from ..rewards.episode import Episode
+from ..rollouts import Rollout
 from .agreement import sample_state
-from .store import InspectionSample, NewSample, Store, reward_class
+from .store import InspectionSample, Store, reward_class
 
 if TYPE_CHECKING:
     from ..generate import Backend, Sampler
@@ -43,20 +43,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SIZE = 64
 MIN_SIZE, MAX_SIZE = 50, 100  # what the gate asks a person to read
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """A completion drawn for the pool, before scoring: sampled here, reused from a probe, or read
-    from a training run's rollouts."""
-
-    prompt_index: int
-    prompt: str
-    row: Mapping[str, Any]
-    completion: str
-    token_ids: tuple[int, ...]
-    finish_reason: str
-    episode: Episode | None = None  # an episode task's sample (``completion``: its final answer)
 
 
 @dataclass(frozen=True)
@@ -82,27 +68,20 @@ def score(
     return out
 
 
-def gate_sample(s: Drawn | InspectionSample) -> Sample:
-    """What the reward scores of a gate sample (an episode task's carries its episode)."""
-    return Sample(
-        completion=s.completion, row=s.row, prompt=s.prompt, completion_ids=list(s.token_ids), episode=s.episode
-    )
-
-
-def select(pool: Sequence[NewSample], size: int, seed: int) -> list[tuple[NewSample, str]]:
+def select(pool: Sequence[InspectionSample], size: int, seed: int) -> list[tuple[InspectionSample, str]]:
     """Pick ``size`` candidates covering both tails and a random middle (see the module doc)."""
     rng = random.Random(seed)
     if len(pool) <= size:
         picked = [(c, "all") for c in pool]
         rng.shuffle(picked)
         return picked
-    masked = [c for c in pool if c.total is None]
+    masked = [c for c in pool if c.rollout.total is None]
     rng.shuffle(masked)
-    chosen: list[tuple[NewSample, str]] = [(c, "masked") for c in masked[: size // 4]]
-    decided = [c for c in pool if c.total is not None]
+    chosen: list[tuple[InspectionSample, str]] = [(c, "masked") for c in masked[: size // 4]]
+    decided = [c for c in pool if c.rollout.total is not None]
     rng.shuffle(decided)
     # Stable: equal totals stay in random order. (Every total here is decided; the 0.0 is for the type.)
-    decided.sort(key=lambda c: c.total if c.total is not None else 0.0)
+    decided.sort(key=lambda c: c.rollout.total or 0.0)
     room = size - len(chosen)
     tail = min(room // 4, len(decided) // 2)
     low, high = decided[:tail], decided[len(decided) - tail :]
@@ -127,7 +106,7 @@ def sample_pool(
     top_p: float,
     seed: int,
     split: str = "train",
-) -> list[Drawn]:
+) -> list[Rollout]:
     """Sample ``per_prompt`` completions for ``n_prompts`` seeded-random prompts of ``split``."""
     rows = task.load_split(split)
     if not rows:
@@ -139,7 +118,7 @@ def sample_pool(
         prompts, n=per_prompt, temperature=temperature, max_new_tokens=max_new_tokens, top_p=top_p, seed=seed
     )
     return [
-        Drawn(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason, comp.episode)
+        Rollout(i, prompt_text(prompt), rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason, comp.episode)
         for i, prompt, group in zip(indices, prompts, groups, strict=True)
         for comp in group
     ]
@@ -147,7 +126,7 @@ def sample_pool(
 
 def read_probe_samples(
     path: str | Path, *, temperature: float, max_new_tokens: int, model: str | None = None
-) -> tuple[ProbeSettings, list[Drawn]]:
+) -> tuple[ProbeSettings, list[Rollout]]:
     """The settings and samples ``rlvr probe`` wrote (its folder, or ``samples.jsonl`` in it),
     checked to have been taken from ``model`` (when given), at ``temperature`` and with
     ``max_new_tokens``; a set sampled at another temperature would show the reviewer a different
@@ -175,45 +154,23 @@ def read_probe_samples(
                 f"{where}: probe samples had a budget of {s.max_new_tokens} new tokens, the run has {max_new_tokens}: "
                 "sample afresh (drop --probe)"
             )
-        out.append(Drawn(s.prompt_index, s.prompt, s.row, s.completion, s.completion_ids, s.finish_reason, s.episode))
+        out.append(s.rollout)  # re-scored below with the reward as it is now
     if not out:
         raise DataError(f"{samples_path}: no samples")
     return settings, out
 
 
-# Keys of a rollout line that are not dataset columns (see rlvr.rollouts).
-ROLLOUT_KEYS = frozenset({"rollout", "prompt", "completion", "completion_ids", "scores", "reward", "masked"})
-
-
-def read_rollout_samples(run_dir: str | Path, step: int) -> list[Drawn]:
+def read_rollout_samples(run_dir: str | Path, step: int) -> list[Rollout]:
     """The completions ``rlvr train`` kept at ``step`` of the run in ``run_dir`` (what the policy
     wrote mid-run), in the shape ``build_set`` samples. Re-scored with the reward as it is now."""
     from .. import rollouts
-    from ..episodes import from_messages
     from ..errors import RunError
-    from ..rewards.combine import completion_text
 
     try:
         lines = rollouts.at_step(Path(run_dir), step)
     except RunError as exc:
         raise GateError(str(exc)) from None
-    out = []
-    for rec in lines:
-        row = {k: v for k, v in rec.items() if k not in ROLLOUT_KEYS}
-        # A kept episode is the message list TRL passed the reward (turns, calls, results).
-        episode = from_messages(rec["completion"]) if isinstance(rec["completion"], list) else None
-        out.append(
-            Drawn(
-                int(rec["rollout"].get("group", 0)),
-                prompt_text(rec.get("prompt") or ""),
-                row,
-                completion_text(rec["completion"]) if episode is None else episode.final,
-                tuple(rec.get("completion_ids") or ()),
-                "unknown",
-                episode,
-            )
-        )
-    return out
+    return [Rollout.from_line(rec) for rec in lines]
 
 
 def build_set(
@@ -247,7 +204,7 @@ def build_set(
     seed = task.seed if seed is None else seed
     say = progress or (lambda _msg: None)
     top_p, sampling_seed = gen.top_p, seed
-    raw: list[Drawn]
+    raw: list[Rollout]
     if rollouts is not None:
         run_dir, step = rollouts
         raw = read_rollout_samples(run_dir, step)
@@ -284,13 +241,13 @@ def build_set(
         )
         source = "sampled"
     reward_set = task.reward_set()
-    samples = [gate_sample(d) for d in raw]
+    samples = [d.sample for d in raw]
     say(f"scoring {len(samples)} completions with {', '.join(reward_set.names)}")
     scored = score(task, reward_set, samples)
     # The pool, scored; each one's bucket is set when it is picked.
     candidates = [
-        NewSample(d.prompt_index, d.prompt, d.row, d.completion, d.token_ids, d.finish_reason, "", *s, d.episode)
-        for d, s in zip(raw, scored, strict=True)
+        InspectionSample(0, replace(d, verdicts=verdicts, total=total), "", klass)
+        for d, (verdicts, total, klass) in zip(raw, scored, strict=True)
     ]
     picked = select(candidates, size, seed)
     meta = {
@@ -307,7 +264,9 @@ def build_set(
         "correctness_term": task.success_term,
         "answer_column": task.answer_column,
     }
-    store = Store.create(db_path, meta, [replace(c, bucket=bucket) for c, bucket in picked], overwrite=overwrite)
+    store = Store.create(
+        db_path, meta, [replace(c, id=i, bucket=b) for i, (c, b) in enumerate(picked, 1)], overwrite=overwrite
+    )
     export_jsonl(store)
     return store
 
@@ -320,15 +279,15 @@ def rescore(task: Task, store: Store) -> list[Rescored]:
     latest = store.latest_reviews()
     before = {s.id: s for s in samples}
     reward_set = task.reward_set()
-    new = score(task, reward_set, [gate_sample(s) for s in samples])
+    new = score(task, reward_set, [s.rollout.sample for s in samples])
     changed = set(store.replace_scores({s.id: n for s, n in zip(samples, new, strict=True)}))
     after = {s.id: s for s in store.samples()}
     export_jsonl(store)
     return [
         Rescored(
             sid,
-            before[sid].total,
-            after[sid].total,
+            before[sid].rollout.total,
+            after[sid].rollout.total,
             before[sid].reward_class,
             after[sid].reward_class,
             sample_state(before[sid], latest.get(sid)),

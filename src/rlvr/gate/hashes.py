@@ -234,11 +234,15 @@ def set_hashes(store: Store) -> dict[str, str]:
     samples = store.samples()
     meta = store.meta()
     sampled = [
-        [s.id, s.prompt_index, s.prompt, dict(s.row), s.completion, list(s.token_ids), s.finish_reason, s.bucket]
-        + ([s.episode.to_json()] if s.episode is not None else [])  # a set without episodes hashes as before
+        [s.id, r.prompt_index, r.prompt, dict(r.row), r.completion, list(r.token_ids), r.finish_reason, s.bucket]
+        + ([r.episode.to_json()] if r.episode is not None else [])  # a set without episodes hashes as before
+        for s in samples
+        for r in (s.rollout,)
+    ]
+    scores = [
+        [s.id, {k: v.to_json() for k, v in s.rollout.verdicts.items()}, s.rollout.total, s.reward_class]
         for s in samples
     ]
-    scores = [[s.id, {k: v.to_json() for k, v in s.verdicts.items()}, s.total, s.reward_class] for s in samples]
     return {
         "inspection_set": sha256_json({"meta": meta, "samples": sampled}),
         "scores": sha256_json(scores),

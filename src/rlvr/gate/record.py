@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import GateError
 from ..rewards import source_module
 from .agreement import Agreement, agreement
-from .build import MIN_SIZE, export_jsonl, gate_sample, score
+from .build import MIN_SIZE, export_jsonl, score
 from .hashes import data_files, reward_code, set_hashes, sha256_file, sha256_json
 from .review import NO_TTY_MARK
 from .store import Store, now, same_total
@@ -178,11 +178,11 @@ def sign(
             )
     # The scores in the database must be what the reward code gives *now*: the record binds this
     # code's hash to verdicts that were given on these scores.
-    current = score(task, task.reward_set(), [gate_sample(s) for s in samples])
+    current = score(task, task.reward_set(), [s.rollout.sample for s in samples])
     stale = [
         s.id
         for s, (_, total, klass) in zip(samples, current, strict=True)
-        if not same_total(s.total, total) or s.reward_class != klass
+        if not same_total(s.rollout.total, total) or s.reward_class != klass
     ]
     if stale:
         problems.append(

@@ -76,10 +76,10 @@ class Filter:
         if self.show == "unreviewed" and st.review is not None:
             return False
         if self.term:
-            v = st.sample.verdicts.get(self.term)
+            v = st.sample.rollout.verdicts.get(self.term)
             if v is None or (self.outcome and v.outcome.value != self.outcome):
                 return False
-        total = st.sample.total
+        total = st.sample.rollout.total
         if self.min_total is not None and (total is None or total < self.min_total):
             return False
         if self.max_total is not None and (total is None or total > self.max_total):

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from ..errors import GateError
 from ..rewards.base import Outcome, Verdict
 from ..rewards.episode import Episode
+from ..rollouts import Rollout
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_S = 30.0
@@ -98,35 +99,29 @@ def now() -> str:
 
 @dataclass(frozen=True)
 class InspectionSample:
-    """One sampled completion of the set and the reward's current verdicts on it."""
+    """One sample of the set: the rollout (sampled side and the reward's current verdicts), why it
+    is in the set (``bucket``: masked, low, high, middle or all) and its reward class."""
 
     id: int
-    prompt_index: int
-    prompt: str
-    row: Mapping[str, Any]
-    completion: str
-    token_ids: tuple[int, ...]
-    finish_reason: str
+    rollout: Rollout
     bucket: str
-    verdicts: Mapping[str, Verdict]
-    total: float | None
     reward_class: str
-    episode: Episode | None = None  # an episode task's sample: turns, calls, results
 
     def to_json(self) -> dict[str, Any]:
+        r = self.rollout
         return {
             "id": self.id,
-            "prompt_index": self.prompt_index,
-            "prompt": self.prompt,
-            "row": dict(self.row),
-            "completion": self.completion,
-            "token_count": len(self.token_ids),
-            "finish_reason": self.finish_reason,
+            "prompt_index": r.prompt_index,
+            "prompt": r.prompt,
+            "row": dict(r.row),
+            "completion": r.completion,
+            "token_count": len(r.token_ids),
+            "finish_reason": r.finish_reason,
             "bucket": self.bucket,
-            "total": self.total,
+            "total": r.total,
             "reward_class": self.reward_class,
-            "verdicts": {k: v.to_json() for k, v in self.verdicts.items()},
-            **({"episode": self.episode.to_json()} if self.episode is not None else {}),
+            "verdicts": {k: v.to_json() for k, v in r.verdicts.items()},
+            **({"episode": r.episode.to_json()} if r.episode is not None else {}),
         }
 
 
@@ -163,24 +158,6 @@ class Review:
         }
 
 
-@dataclass(frozen=True)
-class NewSample:
-    """A scored sample of the pool (``bucket`` empty until the set builder picks it) or of the set
-    about to be written (``Store.create``)."""
-
-    prompt_index: int
-    prompt: str
-    row: Mapping[str, Any]
-    completion: str
-    token_ids: Sequence[int]
-    finish_reason: str
-    bucket: str
-    verdicts: Mapping[str, Verdict]
-    total: float | None
-    reward_class: str
-    episode: Episode | None = None
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -215,9 +192,9 @@ class Store:
     # -- creating ------------------------------------------------------------------------------
     @classmethod
     def create(
-        cls, path: str | Path, meta: Mapping[str, Any], samples: Sequence[NewSample], *, overwrite: bool = False
+        cls, path: str | Path, meta: Mapping[str, Any], samples: Sequence[InspectionSample], *, overwrite: bool = False
     ) -> Store:
-        """Write a new set. Refuses to replace a set that already holds verdicts unless
+        """Write a new set (each sample under its ``id``). Refuses to replace a set that already holds verdicts unless
         ``overwrite`` (the reviewer's work would be lost)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,20 +224,21 @@ class Store:
                 f"INSERT INTO samples({SAMPLE_COLUMNS}, episode_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
-                        i,
-                        s.prompt_index,
-                        s.prompt,
-                        _dumps(dict(s.row)),
-                        s.completion,
-                        _dumps(list(s.token_ids)),
-                        s.finish_reason,
+                        s.id,
+                        r.prompt_index,
+                        r.prompt,
+                        _dumps(dict(r.row)),
+                        r.completion,
+                        _dumps(list(r.token_ids)),
+                        r.finish_reason,
                         s.bucket,
-                        _dumps({k: v.to_json() for k, v in s.verdicts.items()}),
-                        s.total,
+                        _dumps({k: v.to_json() for k, v in r.verdicts.items()}),
+                        r.total,
                         s.reward_class,
-                        None if s.episode is None else _dumps(s.episode.to_json()),
+                        None if r.episode is None else _dumps(r.episode.to_json()),
                     )
-                    for i, s in enumerate(samples, 1)
+                    for s in samples
+                    for r in (s.rollout,)
                 ],
             )
             conn.execute("COMMIT")
@@ -429,20 +407,9 @@ def _episode_column(conn: sqlite3.Connection) -> str:
 
 def _sample(r: Sequence[Any]) -> InspectionSample:
     verdicts = {k: Verdict.from_json(v) for k, v in json.loads(r[8]).items()}
-    return InspectionSample(
-        id=r[0],
-        prompt_index=r[1],
-        prompt=r[2],
-        row=json.loads(r[3]),
-        completion=r[4],
-        token_ids=tuple(json.loads(r[5])),
-        finish_reason=r[6],
-        bucket=r[7],
-        verdicts=verdicts,
-        total=r[9],
-        reward_class=r[10],
-        episode=None if r[11] is None else Episode.from_json(json.loads(r[11])),
-    )
+    episode = None if r[11] is None else Episode.from_json(json.loads(r[11]))
+    rollout = Rollout(r[1], r[2], json.loads(r[3]), r[4], tuple(json.loads(r[5])), r[6], episode, verdicts, r[9])
+    return InspectionSample(id=r[0], rollout=rollout, bucket=r[7], reward_class=r[10])
 
 
 def reward_class(verdicts: Mapping[str, Verdict], correctness_term: str) -> str:

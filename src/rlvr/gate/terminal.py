@@ -32,7 +32,7 @@ def duplicates(samples: Sequence[InspectionSample]) -> dict[int, tuple[int, ...]
     (itself included, in id order)."""
     groups: dict[tuple[int, str], list[int]] = {}
     for s in samples:
-        groups.setdefault((s.prompt_index, s.completion), []).append(s.id)
+        groups.setdefault((s.rollout.prompt_index, s.rollout.completion), []).append(s.id)
     return {i: tuple(sorted(ids)) for ids in groups.values() for i in ids}
 
 
@@ -48,17 +48,17 @@ def render(
 ) -> str:
     """One sample as the terminal shows it: header, prompt, completion (answer marked), terms, history.
     A code sample shows its tests, what each expected and got, instead of an expected answer (``gate.codeview``)."""
-    s = st.sample
+    s, r = st.sample, st.sample.rollout
     view = code_view(
-        s.verdicts, s.row, {"correctness_term": correctness_term, "answer_column": answer_column, **(meta or {})}
+        r.verdicts, r.row, {"correctness_term": correctness_term, "answer_column": answer_column, **(meta or {})}
     )
-    span = answer_span(s.verdicts, correctness_term)
+    span = answer_span(r.verdicts, correctness_term)
     on, off = ("\x1b[7m", "\x1b[0m") if color else ("⟦", "⟧")
     parts = []
-    for kind, piece in segments(s.completion, span):
+    for kind, piece in segments(r.completion, span):
         parts.append(f"{on}{piece}{off}" if kind.startswith("span") else piece)
     lines = [
-        f"── sample {s.id} (prompt #{s.prompt_index}, {s.bucket}, {len(s.token_ids)} tokens, {s.finish_reason})"
+        f"── sample {s.id} (prompt #{r.prompt_index}, {s.bucket}, {len(r.token_ids)} tokens, {r.finish_reason})"
         f" · state: {st.state}",
         *(
             [
@@ -69,22 +69,22 @@ def render(
             else []
         ),
         "prompt:",
-        "  " + "".join(p for _, p in segments(s.prompt, None)).replace("\n", "\n  "),
+        "  " + "".join(p for _, p in segments(r.prompt, None)).replace("\n", "\n  "),
         "completion:",
         "  " + ("".join(parts) or "(empty)").replace("\n", "\n  "),
-        *episode_lines(s.episode),  # an episode task: each turn, call and result
-        *(code_lines(view) if view is not None else [f"expected: {s.row.get(answer_column)}"]),
+        *episode_lines(r.episode),  # an episode task: each turn, call and result
+        *(code_lines(view) if view is not None else [f"expected: {r.row.get(answer_column)}"]),
     ]
-    for name, v in s.verdicts.items():
+    for name, v in r.verdicts.items():
         score = "None (masked)" if v.score is None else f"{v.score:g}"
         extra = f" answer={v.answer!r}" if v.answer is not None else ""
         detail = f" — {v.detail}" if v.detail else ""
         lines.append(f"  {name:<12} {v.outcome.value:<11} {score}{extra}{detail}")
-    lines.append(f"total reward: {'None (masked)' if s.total is None else f'{s.total:g}'} ({s.reward_class})")
-    for r in store.reviews(s.id):
+    lines.append(f"total reward: {'None (masked)' if r.total is None else f'{r.total:g}'} ({s.reward_class})")
+    for rev in store.reviews(s.id):
         lines.append(
-            f"  verdict {r.created} {r.reviewer}: {r.label}"
-            + (f" — accepted: {r.accepted}" if r.accepted else (f" — {r.note}" if r.note else ""))
+            f"  verdict {rev.created} {rev.reviewer}: {rev.label}"
+            + (f" — accepted: {rev.accepted}" if rev.accepted else (f" — {rev.note}" if rev.note else ""))
         )
     return "\n".join(lines)
 
@@ -143,16 +143,16 @@ def review(
             label = {"r": "right", "h": "higher", "l": "lower"}[cmd]
             try:
                 store.add_review(
-                    current, label, reviewer=reviewer, note=rest, seen=reward_fingerprint(st.sample.verdicts)
+                    current, label, reviewer=reviewer, note=rest, seen=reward_fingerprint(st.sample.rollout.verdicts)
                 )
             except StaleReward as exc:
                 stdout.write(f"not recorded: {exc}\n")
                 continue
             given += 1
-            seen = reward_fingerprint(st.sample.verdicts)
+            seen = reward_fingerprint(st.sample.rollout.verdicts)
             unreviewed = [x for x in sts if x.sample.id in copies and x.sample.id != current and x.review is None]
             for twin in unreviewed:  # the same completion of the same prompt: the same verdict
-                if reward_fingerprint(twin.sample.verdicts) == seen:
+                if reward_fingerprint(twin.sample.rollout.verdicts) == seen:
                     store.add_review(twin.sample.id, label, reviewer=reviewer, note=rest, seen=seen)
                     given += 1
             stdout.write(
@@ -171,7 +171,7 @@ def review(
                         st.review.label,
                         reviewer=reviewer,
                         accepted=rest,
-                        seen=reward_fingerprint(st.sample.verdicts),
+                        seen=reward_fingerprint(st.sample.rollout.verdicts),
                     )
                 except StaleReward as exc:
                     stdout.write(f"not recorded: {exc}\n")

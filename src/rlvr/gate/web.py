@@ -236,28 +236,30 @@ class ReviewApp:
     def _sample(self, st: SampleStatus, flt: Filter) -> dict[str, Any]:
         """What the sample page shows besides the navigation."""
         s = st.sample
-        expected = answer_text(s.row.get(self.answer_column))
-        judged = s.verdicts.get(self.correctness_term)
+        expected = answer_text(s.rollout.row.get(self.answer_column))
+        judged = s.rollout.verdicts.get(self.correctness_term)
         given = (
             judged.answer
             if judged is not None
-            else next((v.answer for v in s.verdicts.values() if v.answer is not None), None)
+            else next((v.answer for v in s.rollout.verdicts.values() if v.answer is not None), None)
         )
         review = st.review
         open_label = review.label if st.is_disagreement and review is not None and review.label != "right" else ""
         return {
             "st": st,
             "bucket_help": bucket_help(s.bucket),
-            "prompt": segments(s.prompt, None),
-            "completion": segments(s.completion, answer_span(s.verdicts, self.correctness_term)),
+            "prompt": segments(s.rollout.prompt, None),
+            "completion": segments(s.rollout.completion, answer_span(s.rollout.verdicts, self.correctness_term)),
             "expected": expected,
-            "code": code_view(s.verdicts, s.row, self.meta),  # a code sample: its tests instead (gate.codeview)
-            "episode": episode_view(s.episode),  # an episode task: each turn, call and result
+            "code": code_view(
+                s.rollout.verdicts, s.rollout.row, self.meta
+            ),  # a code sample: its tests instead (gate.codeview)
+            "episode": episode_view(s.rollout.episode),  # an episode task: each turn, call and result
             "answer_diff": AnswerDiff.of(expected, given, judged),
             "weights": self.weights,
             "disagreement": open_label,  # the open verdict "accept as is" would keep
             "token": self.token,
-            "seen": reward_fingerprint(s.verdicts),
+            "seen": reward_fingerprint(s.rollout.verdicts),
             "hidden": list(flt.query().items()),
             "history": self.store.reviews(s.id),
         }

@@ -7,13 +7,15 @@ import json
 import math
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data import TrainedRows, trained_rows_of
 from ..errors import ConfigError, Problem, RunError
-from ..rewards.base import Outcome, Sample
+from ..rewards.base import Outcome
 from ..rewards.combine import RewardSet, prompt_text
+from ..rollouts import Rollout
 from .report import ProbeReport, PromptStat, summarize
 from .samples import (
     EPISODES_SUMMARY_NAME,
@@ -72,10 +74,10 @@ def _stats(
     by_prompt: dict[int, list[int]] = {i: [0, 0, 0] for i in indices}
     outcomes = {t: {o.value: 0 for o in Outcome} for t in names}
     for rec in records:
-        counts = by_prompt[rec.prompt_index]
+        counts = by_prompt[rec.rollout.prompt_index]
         for t in names:
-            outcomes[t][rec.scores[t].outcome.value] += 1
-        outcome = rec.scores[term].outcome
+            outcomes[t][rec.rollout.verdicts[t].outcome.value] += 1
+        outcome = rec.rollout.verdicts[term].outcome
         if outcome is Outcome.ERROR:
             counts[2] += 1
         else:
@@ -222,7 +224,7 @@ def run_probe(
 
     stats, _ = _stats(records, indices, term, reward_set.names)
     # Counts beside the rate are over the same samples as the rate: the unseen rows, when there are any.
-    counted = [rec for rec in records if rec.prompt_index not in seen] or records
+    counted = [rec for rec in records if rec.rollout.prompt_index not in seen] or records
     outcomes = _stats(counted, indices, term, reward_set.names)[1]
     filtered_path, n_filtered = None, None
     if filter:
@@ -250,7 +252,7 @@ def run_probe(
         out_dir=str(out.resolve()),
         filtered_path=filtered_path,
         n_filtered=n_filtered,
-        n_truncated=sum(rec.finish_reason == "length" for rec in counted),
+        n_truncated=sum(rec.rollout.finish_reason == "length" for rec in counted),
         length_report=length_report,
         seen=seen,
         trained_rows=trained.path if trained is not None else None,
@@ -259,19 +261,17 @@ def run_probe(
         n_train_rows=len(rows),
     )
     if task.environment is not None and report.route == "sft":  # what rlvr sft needs on an episode task
-        from dataclasses import replace
-
         from ..episodes.reference import sft_advice
 
         has_calls = any(task.environment.reference_column in r for r in rows)
         report = replace(report, reason=f"{report.reason} {sft_advice(task.environment, has_calls)}")
     summary = EpisodeSummary.of(records)  # None unless the samples are episodes
     if summary is not None:
-        from dataclasses import replace
-
         from .report import broken_tool
 
-        fix = broken_tool([(c.name, c.kind, c.error) for r in records if r.episode for c in r.episode.calls])
+        fix = broken_tool(
+            [(c.name, c.kind, c.error) for r in records if r.rollout.episode for c in r.rollout.episode.calls]
+        )
         if fix is not None:
             report = replace(report, route=fix[0], reason=fix[1])
         (out / EPISODES_SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
@@ -306,40 +306,25 @@ def _score_chunk(
     k: int,
 ) -> list[ProbeSample]:
     term, gen = task.success_term, task.generation
-    samples, meta = [], []
+    drawn, meta = [], []
     for i, raw, group in zip(chunk_idx, raw_prompts, groups, strict=True):
         if len(group) != k:
             raise RunError(f"the sampler returned {len(group)} completions for prompt {i}, expected {k}")
         for j, comp in enumerate(group):
-            samples.append(
-                Sample(
-                    completion=comp.text,
-                    row=rows[i],
-                    prompt=prompt_text(raw),
-                    completion_ids=list(comp.token_ids),
-                    episode=comp.episode,
-                )
-            )
-            meta.append((i, j, raw, comp))
+            text = prompt_text(raw)
+            drawn.append(Rollout(i, text, rows[i], comp.text, tuple(comp.token_ids), comp.finish_reason, comp.episode))
+            meta.append((j, None if isinstance(raw, str) else tuple(raw)))
     out = []
-    for (i, j, raw, comp), sc in zip(meta, reward_set.score(samples), strict=True):
+    for d, (j, messages), sc in zip(drawn, meta, reward_set.score([d.sample for d in drawn]), strict=True):
         verdict = sc.verdicts[term]
         out.append(
             ProbeSample(
-                prompt_index=i,
+                rollout=replace(d, verdicts=dict(sc.verdicts), total=reward_set.total(sc)),
                 sample_index=j,
-                prompt=prompt_text(raw),
-                row=rows[i],
-                completion=comp.text,
-                completion_ids=tuple(comp.token_ids),
-                finish_reason=comp.finish_reason,
-                scores=dict(sc.verdicts),
-                reward=reward_set.total(sc),
                 success=None if verdict.outcome is Outcome.ERROR else verdict.outcome is Outcome.CORRECT,
                 temperature=gen.temperature,  # each line says how it was sampled (the gate checks this)
                 max_new_tokens=gen.max_completion_length,
-                messages=None if isinstance(raw, str) else tuple(raw),
-                episode=comp.episode,
+                messages=messages,
             )
         )
     return out

@@ -19,6 +19,7 @@ from ..data import read_objects
 from ..errors import DataError, RunError
 from ..rewards.base import Verdict
 from ..rewards.episode import Episode, episode_metrics
+from ..rollouts import Rollout
 
 SETTINGS_NAME = "probe.json"
 SAMPLES_NAME = "samples.jsonl"
@@ -75,46 +76,37 @@ class ProbeSettings:
 
 @dataclass(frozen=True)
 class ProbeSample:
-    """One completion the probe sampled, with every term's verdict and how it was sampled (each
-    line says so, and the gate checks it before reusing the sample)."""
+    """One completion the probe sampled (the rollout, with every term's verdict and the weighted
+    total: None when masked), and how it was sampled (each line says so, and the gate checks it
+    before reusing the sample). On disk the rollout's ``token_ids``, ``verdicts`` and ``total`` keep
+    the names ``completion_ids``, ``scores`` and ``reward``."""
 
-    prompt_index: int  # the row index in the train split
+    rollout: Rollout
     sample_index: int  # 0..k-1 within the prompt
-    prompt: str  # the prompt as text (chat prompts rendered)
-    row: Mapping[str, Any]
-    completion: str
-    completion_ids: tuple[int, ...]
-    finish_reason: str  # "stop" or "length" (cut off at max_new_tokens)
-    scores: Mapping[str, Verdict]
-    reward: float | None  # the weighted total; None when masked
     success: bool | None  # the success term said correct; None when it could not decide
     temperature: float
     max_new_tokens: int
     messages: tuple[Mapping[str, Any], ...] | None = None  # the chat messages, for chat prompts
-    episode: Episode | None = None  # an episode task's turns, calls, results (``completion``: its final answer)
-
-    @property
-    def n_tokens(self) -> int:
-        return len(self.completion_ids)
 
     def to_json(self) -> dict[str, Any]:
+        r = self.rollout
         data: dict[str, Any] = {
-            "prompt_index": self.prompt_index,
+            "prompt_index": r.prompt_index,
             "sample_index": self.sample_index,
-            "prompt": self.prompt,
-            "row": dict(self.row),
-            "completion": self.completion,
-            "completion_ids": list(self.completion_ids),
-            "n_tokens": self.n_tokens,  # derived; written for readers of the file (jq, benches)
-            "finish_reason": self.finish_reason,
-            "scores": {name: v.to_json() for name, v in self.scores.items()},
-            "reward": self.reward,
+            "prompt": r.prompt,
+            "row": dict(r.row),
+            "completion": r.completion,
+            "completion_ids": list(r.token_ids),
+            "n_tokens": len(r.token_ids),  # derived; written for readers of the file (jq, benches)
+            "finish_reason": r.finish_reason,
+            "scores": {name: v.to_json() for name, v in r.verdicts.items()},
+            "reward": r.total,
             "success": self.success,
         }
         if self.messages is not None:
             data["messages"] = [dict(m) for m in self.messages]
-        if self.episode is not None:
-            data["episode"] = self.episode.to_json()
+        if r.episode is not None:
+            data["episode"] = r.episode.to_json()
         data["temperature"] = self.temperature
         data["max_new_tokens"] = self.max_new_tokens
         return data
@@ -123,21 +115,24 @@ class ProbeSample:
     def from_json(cls, data: Mapping[str, Any]) -> ProbeSample:
         messages, episode = data.get("messages"), data.get("episode")
         reward, success = data["reward"], data["success"]
-        return cls(
+        rollout = Rollout(
             prompt_index=int(data["prompt_index"]),
-            sample_index=int(data["sample_index"]),
             prompt=str(data["prompt"]),
             row=dict(data["row"]),
             completion=str(data["completion"]),
-            completion_ids=tuple(int(i) for i in data["completion_ids"]),
+            token_ids=tuple(int(i) for i in data["completion_ids"]),
             finish_reason=str(data["finish_reason"]),
-            scores={str(name): Verdict.from_json(v) for name, v in data["scores"].items()},
-            reward=None if reward is None else float(reward),
+            episode=None if episode is None else Episode.from_json(episode),
+            verdicts={str(name): Verdict.from_json(v) for name, v in data["scores"].items()},
+            total=None if reward is None else float(reward),
+        )
+        return cls(
+            rollout=rollout,
+            sample_index=int(data["sample_index"]),
             success=None if success is None else bool(success),
             temperature=float(data["temperature"]),
             max_new_tokens=int(data["max_new_tokens"]),
             messages=None if messages is None else tuple(dict(m) for m in messages),
-            episode=None if episode is None else Episode.from_json(episode),
         )
 
     def line(self) -> str:
@@ -172,11 +167,11 @@ class EpisodeSummary:
     @classmethod
     def of(cls, samples: Sequence[ProbeSample]) -> EpisodeSummary | None:
         """The summary of the samples that are episodes (None when none is)."""
-        episodes = [s.episode for s in samples if s.episode is not None]
+        episodes = [s.rollout.episode for s in samples if s.rollout.episode is not None]
         if not episodes:
             return None
         m = episode_metrics(episodes)
-        decided = [s.success for s in samples if s.episode is not None and s.success is not None]
+        decided = [s.success for s in samples if s.rollout.episode is not None and s.success is not None]
         return cls(
             n=len(episodes),
             success_rate=sum(decided) / len(decided) if decided else None,
@@ -243,9 +238,9 @@ def read_done(path: Path, k: int, chunk: int, indices: list[int]) -> tuple[list[
     keep = offsets[full - 1] if full else 0
     for i, rec in enumerate(records[:full]):
         expected = indices[i // k]
-        if rec.prompt_index != expected:
+        if rec.rollout.prompt_index != expected:
             raise RunError(
-                f"{path}: line {i + 1} has prompt_index {rec.prompt_index}, expected {expected}: "
+                f"{path}: line {i + 1} has prompt_index {rec.rollout.prompt_index}, expected {expected}: "
                 "the file does not match probe.json; move it away to start over"
             )
     if keep < len(raw):

@@ -347,12 +347,11 @@ class RewardServer:
             samples, keys, _ = await self._off_loop(
                 lambda: openrlhf_samples(self._parse(raw), self.scorer.task.answer_column, self.limits.max_rows)
             )
-            if self.scorer.task.environment is not None:  # texts read back as episodes: rlvr.serve.episodes
-                from .episodes import reader_problem
+            from .episodes import reader_problem  # an episode task's texts read back as episodes (None: no reader)
 
-                problem = await asyncio.get_running_loop().run_in_executor(None, reader_problem, self.scorer.reward_set)
-                if problem:
-                    raise RequestError(500, problem)
+            problem = await asyncio.get_running_loop().run_in_executor(None, reader_problem, self.scorer.reward_set)
+            if problem:
+                raise RequestError(500, problem)
             self._admit()
         except RequestError as exc:
             return self._error("get_reward", exc, self._retry(exc))

@@ -118,7 +118,8 @@ class ServedEpisodes:
 def reader_problem(reward_set: Any) -> str | None:
     """Why ``/get_reward`` cannot read this reward set's episodes from text (the model's tokenizer
     does not load, or its template cannot be read back), or None; builds the reader once. The
-    reason names the model by its last path part: no path on the server's machine goes out."""
+    reason names the model by its last path part: no path on the server's machine goes out. None as well for
+    a reward set that reads no text back (a single-turn task's ``RewardSet``)."""
     from ..errors import ConfigError
 
     if not isinstance(reward_set, ServedEpisodes):

@@ -205,10 +205,9 @@ def run_grpo(
     peft_config, load_kwargs = peft
     eval_every = opts.eval_every if opts.eval_every is not None else task.eval.every
     eval_rows = task.load_split("eval")[: opts.eval_prompts or task.eval.max_prompts] if task.data.eval else []
+    vllm_cpu = cfg.get("use_vllm") and settings.hardware.get("vllm_cpu")
     if task.environment is not None:  # set before config.yaml is written, so the file records it
-        cfg = {**cfg, "max_tool_calling_iterations": task.environment.max_turns - 1}
-    if cfg.get("use_vllm") and settings.hardware.get("vllm_cpu"):
-        if task.environment is not None:
+        if vllm_cpu:
             raise ConfigError(
                 Problem(
                     "use_vllm",
@@ -216,6 +215,8 @@ def run_grpo(
                     "set use_vllm: false (episodes then generate in transformers)",
                 )
             )
+        cfg = {**cfg, "max_tool_calling_iterations": task.environment.max_turns - 1}
+    if vllm_cpu:
         from ..engines.vllm_cpu import install_trl_shims
 
         install_trl_shims()  # vLLM's CPU build: weight sync and server start (rlvr.engines.vllm_cpu)
