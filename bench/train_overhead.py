@@ -48,10 +48,11 @@ def bare_trl(task, model_path: str, out: Path, steps: int) -> float:
     from trl import GRPOConfig, GRPOTrainer
 
     from rlvr.plan import recipe
-    from rlvr.train import TrainOptions, resolve_grpo
+    from rlvr.train import TrainOptions, layered_settings
 
     t0 = time.perf_counter()
-    cfg = resolve_grpo(task, TrainOptions(run_dir=out, max_steps=steps, progress=False), recipe.hardware())
+    opts = TrainOptions(run_dir=out, max_steps=steps, progress=False)
+    cfg = dict(layered_settings(task, opts, recipe.hardware()).grpo)
     cfg["reward_weights"] = [t.weight for t in task.rewards]
     cfg["save_strategy"] = "no"
     tok = PreTrainedTokenizerFast.from_pretrained(model_path)

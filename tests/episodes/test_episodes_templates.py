@@ -360,7 +360,8 @@ def test_probe_and_a_grpo_step_of_the_example_run_on_smollm2(tmp_path: Path) -> 
     assert main(args) == 0
     summary = json.loads((probe / "episodes.json").read_text())
     assert summary["n"] == 4 and {"calls", "cut_off_rate", "invalid_call_rate"} <= set(summary)
-    assert len((probe / "episodes.jsonl").read_text().splitlines()) == 4
+    lines = [json.loads(x) for x in (probe / "samples.jsonl").read_text().splitlines()]
+    assert len(lines) == 4 and all(x.get("episode") for x in lines)  # each sample carries its episode
     run = tmp_path / "run"
     train = ["train", str(task), "--run-dir", str(run), "--max-steps", "1", "--no-gate", "smoke", "--no-progress"]
     sizes = ["--set", "per_device_train_batch_size=8", "--eval-every", "0"]
