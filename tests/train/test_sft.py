@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rlvr.data import TrainedRows, row_key, trained_rows_of
 from rlvr.errors import ConfigError
-from rlvr.task import load_task
-from rlvr.train.sft import SftOptions, run_sft, sft_rows, split_rows
+from rlvr.task import Task, load_task
+from rlvr.train.sft import SftOptions, SftResult, run_sft, sft_rows, split_rows
 from support.tasks import make_task
+
+
+def sft(tmp_path: Path, max_steps: int, rows: int = 16, **options: Any) -> tuple[Task, SftResult]:
+    """The tiny task of ``rows`` train rows and an SFT run on it: ``max_steps`` steps of batch 4,
+    no progress bar, ``options`` the rest of ``SftOptions``."""
+    task = load_task(make_task(tmp_path / "task", rows=rows))
+    overrides = {"max_steps": max_steps, "per_device_train_batch_size": 4, **options.pop("overrides", {})}
+    return task, run_sft(task, SftOptions(out_dir=tmp_path / "sft", overrides=overrides, progress=False, **options))
 
 
 def test_targets_are_the_ground_truth_in_the_answer_format(tmp_path: Path) -> None:
@@ -25,13 +34,7 @@ def test_sft_trains_and_saves_a_loadable_model(tmp_path: Path) -> None:
 
     from rlvr.models import load_model
 
-    task = load_task(make_task(tmp_path / "task"))
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft", overrides={"max_steps": 3, "per_device_train_batch_size": 4}, progress=False
-        ),
-    )
+    _, res = sft(tmp_path, 3)
     assert res.steps == 3 and not res.stopped_early
     before, after = load_model("builtin:tiny"), load_model(str(res.out_dir))
     assert any(not torch.equal(a, b) for a, b in zip(before.parameters(), after.parameters(), strict=True))
@@ -39,18 +42,7 @@ def test_sft_trains_and_saves_a_loadable_model(tmp_path: Path) -> None:
 
 
 def test_sft_stops_as_soon_as_the_dev_slice_reaches_the_target(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", rows=24))
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft",
-            target_pass_rate=0.0,
-            dev_size=4,
-            check_every=2,
-            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
-            progress=False,
-        ),
-    )
+    _, res = sft(tmp_path, 50, rows=24, target_pass_rate=0.0, dev_size=4, check_every=2)
     assert res.stopped_early and res.steps == 2 and res.dev_pass_rate == 0.0
 
 
@@ -83,23 +75,20 @@ def test_the_dev_slice_is_taken_from_rows_the_start_model_never_trained_on() -> 
 
 
 def test_sft_records_its_rows_states_its_split_and_says_when_the_target_was_missed(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", rows=20))
     said: list[str] = []
     warned: list[str] = []
     lines: list[str] = []
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft",
-            target_pass_rate=1.0,
-            dev_size=4,
-            check_every=2,
-            overrides={"max_steps": 3, "per_device_train_batch_size": 4, "logging_steps": 1},
-            progress=False,
-            say=said.append,
-            warn=warned.append,
-            progress_line=lines.append,
-        ),
+    task, res = sft(
+        tmp_path,
+        3,
+        rows=20,
+        target_pass_rate=1.0,
+        dev_size=4,
+        check_every=2,
+        say=said.append,
+        warn=warned.append,
+        progress_line=lines.append,
+        overrides={"logging_steps": 1},
     )
     assert said == ["SFT split: training on 16 of 20 train rows; 4 held out as the dev slice for --target-pass-rate"]
     assert res.target_missed is not None and res.dev_pass_rate is not None
@@ -112,53 +101,27 @@ def test_sft_records_its_rows_states_its_split_and_says_when_the_target_was_miss
 
 
 def test_sft_checks_the_dev_slice_every_step_by_default_at_the_task_temperature(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", rows=20))
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft",
-            target_pass_rate=1.0,
-            dev_size=4,
-            overrides={"max_steps": 3, "per_device_train_batch_size": 4},
-            progress=False,
-            warn=lambda _: None,
-        ),
-    )
+    task, res = sft(tmp_path, 3, rows=20, target_pass_rate=1.0, dev_size=4, warn=lambda _: None)
     assert [step for step, _ in res.checks] == [1, 2, 3]
     assert res.check_temperature == task.generation.temperature > 0
 
 
 def test_sft_checks_at_its_cadence_and_once_more_at_the_last_step(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", rows=20))
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft",
-            target_pass_rate=1.0,
-            dev_size=4,
-            check_every=3,
-            check_temperature=0.0,
-            overrides={"max_steps": 7, "per_device_train_batch_size": 4},
-            progress=False,
-            warn=lambda _: None,
-        ),
+    _, res = sft(
+        tmp_path,
+        7,
+        rows=20,
+        target_pass_rate=1.0,
+        dev_size=4,
+        check_every=3,
+        check_temperature=0.0,
+        warn=lambda _: None,
     )
     assert [step for step, _ in res.checks] == [3, 6, 7] and res.check_temperature == 0.0
 
 
 def test_a_stop_is_confirmed_by_a_read_of_its_own_and_recorded(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", rows=24))
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft",
-            target_pass_rate=0.0,
-            dev_size=4,
-            confirm_samples=3,
-            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
-            progress=False,
-        ),
-    )
+    _, res = sft(tmp_path, 50, rows=24, target_pass_rate=0.0, dev_size=4, confirm_samples=3)
     assert res.stopped_early and res.steps == 1 and res.checks == ((1, 0.0),)
     assert res.confirmations == ((1, 0.0),) and res.dev_samples == 3
     record = json.loads((res.out_dir / "rlvr_sft.json").read_text())
@@ -166,16 +129,5 @@ def test_a_stop_is_confirmed_by_a_read_of_its_own_and_recorded(tmp_path: Path) -
 
 
 def test_a_greedy_check_is_its_own_confirmation(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path / "task", rows=24))
-    res = run_sft(
-        task,
-        SftOptions(
-            out_dir=tmp_path / "sft",
-            target_pass_rate=0.0,
-            dev_size=4,
-            check_temperature=0.0,
-            overrides={"max_steps": 50, "per_device_train_batch_size": 4},
-            progress=False,
-        ),
-    )
+    _, res = sft(tmp_path, 50, rows=24, target_pass_rate=0.0, dev_size=4, check_temperature=0.0)
     assert res.stopped_early and res.confirmations == () and res.dev_samples == 1
