@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import RunError
 from .rewards.base import Sample, Verdict
-from .rewards.combine import RewardSet, completion_text, prompt_text
+from .rewards.combine import RewardSet, completion_text, prompt_text, trl_columns
 from .rewards.episode import Episode
 from .rewards.rules import untrusted
 
@@ -57,8 +57,6 @@ NAME = "rollouts.jsonl"
 PER_STEP = 16
 MAX_BYTES = 20 * 1024 * 1024
 KEEP = 5
-# Keys TRL passes to reward functions that are not dataset columns.
-_NOT_COLUMNS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
 # Keys of a kept rollout line that are not dataset columns.
 LINE_KEYS = frozenset({"rollout", "prompt", "completion", "completion_ids", "scores", "reward", "masked"})
 
@@ -233,7 +231,7 @@ class Recorder:
         scored = self.reward_set.scored_trl_batch(**kwargs)
         prompts = kwargs.get("prompts") or [None] * n
         ids = kwargs.get("completion_ids") or [None] * n
-        columns = {k: v for k, v in kwargs.items() if k not in _NOT_COLUMNS and isinstance(v, list) and len(v) == n}
+        columns = trl_columns(kwargs, n)
         take = min(n, room)
         if n >= self.group_size:
             take -= take % self.group_size  # whole groups (a group split across ranks can't be whole)

@@ -148,6 +148,18 @@ def _checked(term: str, verifier: Verifier, samples: Sequence[Sample], offset: i
     return [check_verdict(v, term, offset + i) for i, v in enumerate(out)]
 
 
+# Keys TRL passes to reward functions that are not dataset columns.
+TRL_KEYS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+
+
+def trl_columns(kwargs: Mapping[str, Any], n: int) -> dict[str, list[Any]]:
+    """The dataset columns in the keyword arguments TRL gives a reward function for ``n``
+    completions: every list of ``n`` values under a key that is not one of TRL's own."""
+    return {k: v for k, v in kwargs.items() if k not in TRL_KEYS and isinstance(v, list) and len(v) == n}
+
+
 def prompt_text(prompt: Any) -> str:
     if isinstance(prompt, str):
         return prompt
@@ -281,8 +293,7 @@ class RewardSet:
         n = len(completions)
         ids = kwargs.get("completion_ids") or [None] * n
         envs = kwargs.get("environments") or [None] * n
-        skip = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-        columns = {k: v for k, v in kwargs.items() if k not in skip and isinstance(v, list) and len(v) == n}
+        columns = trl_columns(kwargs, n)
         samples = [
             self.sample(
                 completions[i],
