@@ -3,32 +3,16 @@ with no gold to score are printed as notes; a gold that cannot be decided is nam
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 from rlvr.cli.main import main
 from rlvr.task import load_task
 from rlvr.taskcheck import check_task, term_notes
-
-WEAK = Path(__file__).parent / "audit" / "weak_rewards.py"
+from support.tasks import weak_rewards_task
 
 
 def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict]) -> Path:
-    shutil.copy(WEAK, tmp_path / "audit_rewards.py")
-    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    spec = {
-        "name": "t",
-        "model": "builtin:tiny",
-        "data": {"train": "train.jsonl"},
-        "prompt": {"template": "{question}="},
-        "answer": {"column": "answer"},
-        "rewards": rewards,
-        "success": "c",
-        "generation": {"max_completion_length": 16},
-    }
-    (tmp_path / "task.yaml").write_text(json.dumps(spec))
-    return tmp_path / "task.yaml"
+    return weak_rewards_task(tmp_path, rewards, rows, budget=16, success="c")
 
 
 ROWS = [{"question": "1+1", "answer": "2"}, {"question": "2+2", "answer": "4"}]

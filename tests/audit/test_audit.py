@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,10 @@ from rlvr.rewards import AnswerFormat, Outcome, Sample
 from rlvr.rewards.exact import ExactMatch
 from rlvr.task import load_task
 from support.judges import reference_of, response_of
+from support.tasks import weak_rewards_task
 
 ROOT = Path(__file__).resolve().parents[2]
 ARITHMETIC = ROOT / "examples" / "arithmetic" / "task.yaml"
-WEAK = Path(__file__).with_name("weak_rewards.py")
 
 ROWS = [
     {"question": f"{a}+{b}", "answer": str(a + b)}
@@ -46,33 +45,9 @@ CODE_ROWS = [
 ]
 
 
-def make_task(
-    tmp_path: Path,
-    rewards: list[dict],
-    rows: list[dict] = ROWS,
-    *,
-    answer: str = "answer",
-    budget: int = 12,
-    think: str = "none",
-    allow_multiple: bool = False,
-    **extra,
-):
-    """A task folder with the test rewards importable as ``audit_rewards``; ``extra`` adds
-    top-level keys (``success``)."""
-    shutil.copy(WEAK, tmp_path / "audit_rewards.py")
-    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    spec = {
-        "name": "t",
-        "model": "builtin:tiny",
-        "data": {"train": "train.jsonl"},
-        "prompt": {"template": "{question}="},
-        "answer": {"column": answer, "think": think, "allow_multiple": allow_multiple},
-        "rewards": rewards,
-        "generation": {"max_completion_length": budget},
-        **extra,
-    }
-    (tmp_path / "task.yaml").write_text(json.dumps(spec))
-    return load_task(tmp_path / "task.yaml")
+def make_task(tmp_path: Path, rewards: list[dict], rows: list[dict] = ROWS, **options):
+    """The weak-rewards task (``support.tasks.weak_rewards_task``), loaded."""
+    return load_task(weak_rewards_task(tmp_path, rewards, rows, **options))
 
 
 def audit(task, **kw):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,38 @@ def digits(completions, **kwargs):
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+WEAK_REWARDS = Path(__file__).parents[1] / "audit" / "weak_rewards.py"
+
+
+def weak_rewards_task(
+    folder: Path,
+    rewards: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    *,
+    answer: str = "answer",
+    budget: int = 12,
+    think: str = "none",
+    allow_multiple: bool = False,
+    **extra: Any,
+) -> Path:
+    """A task file over ``rows`` with the deliberately weak test rewards importable as
+    ``audit_rewards`` (tests/audit/weak_rewards.py); ``extra`` adds top-level keys (``success``)."""
+    shutil.copy(WEAK_REWARDS, folder / "audit_rewards.py")
+    write_rows(folder / "train.jsonl", rows)
+    spec = {
+        "name": "t",
+        "model": "builtin:tiny",
+        "data": {"train": "train.jsonl"},
+        "prompt": {"template": "{question}="},
+        "answer": {"column": answer, "think": think, "allow_multiple": allow_multiple},
+        "rewards": rewards,
+        "generation": {"max_completion_length": budget},
+        **extra,
+    }
+    (folder / "task.yaml").write_text(json.dumps(spec))
+    return folder / "task.yaml"
 
 
 def make_task(
