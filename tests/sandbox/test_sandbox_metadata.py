@@ -157,17 +157,30 @@ def test_the_raw_metadata_calls_are_refused_by_the_filter_itself(layered, decoy)
 
 def test_chmod_in_the_samples_own_workdir_is_refused_too(layered):
     # The documented cost: seccomp cannot tell a path of the workdir from one of the host's.
+    refused = [
+        "os.chmod('mine', 0o600)",
+        "os.utime('mine', (1, 1))",
+        "os.setxattr('mine', 'user.x', b'1')",
+        "shutil.copy('mine', 'copy')",
+        "shutil.copy2('mine', 'copy2')",
+        "shutil.copymode('mine', 'plain')",
+        "shutil.copystat('mine', 'plain')",
+    ]
     code = (
-        "import os, json, shutil\nopen('mine', 'w').write('x')\nout = []\n"
-        "for f in (lambda: os.chmod('mine', 0o600), lambda: shutil.copy('mine', 'copy')):\n"
-        "    try:\n        f()\n        out.append('ok')\n    except PermissionError:\n        out.append('refused')\n"
-        "shutil.copyfile('mine', 'plain')\nout.append(open('plain').read())\nprint(json.dumps(out))\n"
+        "import os, json, shutil, pathlib\nopen('mine', 'w').write('x')\nshutil.copyfile('mine', 'plain')\n"
+        "out = [open('plain').read()]\npathlib.Path('new').touch()\npathlib.Path('new').touch()\n"
+        "out.append(os.path.exists('new'))\nos.umask(0o022)\n"
+        + "".join(
+            f"try:\n    {line}\n    out.append('ok')\nexcept PermissionError:\n    out.append('refused')\n"
+            for line in refused
+        )
+        + "print(json.dumps(out))\n"
     )
     sc = Script(code, timeout=5.0)
     runs(layered, [sc])
     assert sc.reply is not None
     out = json.loads(b"".join(body for kind, body in sc.reply.frames if kind == b"O"))
-    assert out == ["refused", "refused", "x"]
+    assert out == ["x", True] + ["refused"] * len(refused)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
