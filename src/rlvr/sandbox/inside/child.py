@@ -377,9 +377,10 @@ def script(src_fd: int = 3) -> int:
         status = 1
     try:
         import atexit
-        import threading
 
-        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, as at exit
+        threading = sys.modules.get("threading")  # as CPython's exit: only if the program loaded it
+        if threading is not None:
+            threading._shutdown()  # join non-daemon threads, as at exit
         atexit._run_exitfuncs()
     except SystemExit as exc:
         status = exit_status(exc)

@@ -10,7 +10,6 @@ numbers are used for clone and Landlock (the only architecture tested here).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import resource
 import signal
@@ -206,9 +205,10 @@ def seccomp_lib() -> ctypes.CDLL | None:
     """libseccomp, loaded once; None where it is not installed."""
     global _seccomp, _seccomp_looked
     if not _seccomp_looked:
-        name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+        # By its soname: ctypes.util.find_library would import subprocess and with it threading,
+        # whose fork hook then runs (and touches its pages) in every child of the worker.
         try:
-            lib = ctypes.CDLL(name, use_errno=True)
+            lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
             lib.seccomp_init.restype = ctypes.c_void_p
             lib.seccomp_init.argtypes = [ctypes.c_uint32]
             lib.seccomp_rule_add_array.argtypes = [
