@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.plan.recipe import term_patch  # noqa: E402
 from rlvr.rewards import Sample  # noqa: E402
+from rlvr.settings.recipe import term_patch  # noqa: E402
 from rlvr.task import Task, load_task  # noqa: E402
 from support.fakes import FakeSampler
 from support.tasks import make_task

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if not problems:  # a value of the wrong type (--set learning_rate=fast), before the model loads
         from trl import SFTConfig
 
-        from ..train.settings import report_to_problems, value_type_problems
+        from ..settings.check import report_to_problems, value_type_problems
 
         problems = value_type_problems(task.sft, SFTConfig, prefix=f"{task.path}: sft.") + value_type_problems(
             overrides, SFTConfig, prefix="--set "

@@ -30,7 +30,7 @@ import yaml
 
 from .. import yamlio
 from ..errors import ConfigError, DataError, RunError
-from ..plan.runconfig import RunConfig
+from ..settings.file import RunConfig
 
 # Summary keys TRL adds once at the end of training; they are not a time series.
 _SUMMARY_KEYS = frozenset(
