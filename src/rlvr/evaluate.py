@@ -365,7 +365,7 @@ def _episode_generations(
 def _common_error(verdicts: Sequence[Any]) -> str:
     from collections import Counter
 
-    from .rollouts import error_text
+    from .keptrollouts import error_text
 
     details = Counter(error_text(str(v.detail or v.error_kind or "")) for v in verdicts if v.outcome is Outcome.ERROR)
     return details.most_common(1)[0][0] if details else ""

@@ -564,7 +564,7 @@ def test_a_run_records_the_model_it_started_from(two_step_run: tuple[Path, objec
 def test_each_logging_step_keeps_a_bounded_sample_of_rollouts_with_every_verdict(
     two_step_run: tuple[Path, object],
 ) -> None:
-    from rlvr import rollouts
+    from rlvr import keptrollouts as rollouts
 
     root, _ = two_step_run
     rows = list(rollouts.read(root / "run"))

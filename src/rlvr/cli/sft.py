@@ -83,11 +83,12 @@ def run(args: argparse.Namespace) -> int:
         from trl import SFTConfig
 
         from ..settings.check import report_to_problems, value_type_problems
+        from ..train.sft import SFT_DEFAULTS
 
         problems = value_type_problems(task.sft, SFTConfig, prefix=f"{task.path}: sft.") + value_type_problems(
             overrides, SFTConfig, prefix="--set "
         )
-        report_to = {**task.sft, **overrides}.get("report_to", "none")
+        report_to = {**SFT_DEFAULTS, **task.sft, **overrides}["report_to"]
         problems += report_to_problems(report_to, "report_to") if isinstance(report_to, (str, list)) else []
     if problems:
         raise ConfigError(problems, source="rlvr sft")

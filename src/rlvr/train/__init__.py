@@ -10,7 +10,7 @@ One run directory holds everything about a run::
                              --resume continues from the newest complete one (with the online
                              filter's state, rlvr_dynamic.json, when dynamic sampling filters)
     <run>/rollouts/          a bounded sample of completions per logging step with every verdict
-                             (rlvr.rollouts)
+                             (rlvr.keptrollouts)
     <run>/final/             the trained model and tokenizer
     <run>/run.json           status, versions, timings, one entry per session (start or resume)
 

@@ -146,7 +146,7 @@ def run_config(
     eval_every: int,
 ) -> RunConfig:
     """What the run writes into its config.yaml: every value set and rlvr's record."""
-    from .. import rollouts
+    from .. import keptrollouts
 
     record: dict[str, Any] = {
         "reward_terms": settings.rewards.names,
@@ -160,7 +160,7 @@ def run_config(
             "term": task.success_term,
             "temperature": task.eval.temperature,
         },
-        "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
+        "rollouts": {"per_step": keptrollouts.PER_STEP, "max_bytes": keptrollouts.MAX_BYTES, "keep": keptrollouts.KEEP},
         "hardware": dict(settings.hardware),
         "origin": dict(sorted(settings.origin.items())),  # where each value came from (rlvr plan prints the same)
     }
@@ -197,7 +197,7 @@ def run_grpo(
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from .. import rollouts
+    from .. import keptrollouts
     from ..evaluate import evaluate, evaluate_sampled
     from ..models import load_model, load_tokenizer
 
@@ -279,7 +279,7 @@ def run_grpo(
         from ..episodes.training import trainer_setup
 
         episode_kwargs = trainer_setup(task.environment, str(task.path), tokenizer, args)
-    recorder = rollouts.Recorder(
+    recorder = keptrollouts.Recorder(
         run_dir,
         rewards,
         group_size=int(cfg["num_generations"]),

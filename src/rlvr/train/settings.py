@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError, Problem
 from ..rewards.combine import RewardSet
-from ..settings import DynamicSampling, Layer, RunConfig, Settings, StopRules, Target, hardware, resolve
+from ..settings import RECIPE, DynamicSampling, Layer, RunConfig, Settings, StopRules, Target, hardware, resolve
 from ..settings.check import checked, report_to_problems, value_type_problems
 from ..task import Task
 
@@ -48,7 +48,7 @@ class TrainOptions:
     gate_path: Path | None = None
     eval_every: int | None = None  # None: the task's eval.every
     eval_prompts: int | None = None  # None: the task's eval.max_prompts
-    report_to: str = "none"
+    report_to: str = RECIPE["report_to"]
     progress: bool = True
     peft: str | None = None  # none | lora | qlora; None: the config file's choice (rlvr plan), else none
 

@@ -68,7 +68,7 @@ class StopWatch:
 
 def stop_evidence(run_dir: Path, step: int) -> str:
     """The most common verdict detail among the masked rollouts of ``step`` (one line), or ''."""
-    from .. import rollouts
+    from .. import keptrollouts as rollouts
 
     summary = rollouts.error_summary(run_dir, step)
     return f"; {summary} (all: {run_dir / rollouts.FOLDER})" if summary else ""
