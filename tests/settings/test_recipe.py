@@ -12,6 +12,7 @@ from rlvr.settings import check as validate
 from rlvr.settings import file as runconfig
 from rlvr.settings import recipe, resolve
 from rlvr.settings.file import ConfigMeta
+from rlvr.settings.layers import variant_of
 from rlvr.settings.recipe import ModelFacts, Target
 from support.tasks import task_values
 
@@ -348,8 +349,8 @@ def test_write_config_leaves_the_old_plan_when_the_new_one_cannot_be_serialised(
 
 
 def test_variant_of_reads_the_loss_not_the_label():
-    assert recipe.variant_of({"loss_type": "grpo", "importance_sampling_level": "sequence"}) == "gspo"
-    assert recipe.variant_of({"loss_type": "dr_grpo"}) == "dr_grpo"
+    assert variant_of({"loss_type": "grpo", "importance_sampling_level": "sequence"}) == "gspo"
+    assert variant_of({"loss_type": "dr_grpo"}) == "dr_grpo"
 
 
 def test_dapo_term_patch_builds_with_the_builtin_overlong_verifier():

@@ -8,7 +8,7 @@ HELP = "estimate per-GPU memory for GRPO on a model and recommend a setting that
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ..settings.recipe import RECIPE
+    from ..settings import recipe
 
     parser.add_argument(
         "model",
@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=["none", "lora", "qlora"],
         help="fix the fine-tuning mode (default: the first that fits)",
     )
-    beta, batch = RECIPE["beta"], RECIPE["per_device_train_batch_size"]
+    beta, batch = recipe.RECIPE["beta"], recipe.RECIPE["per_device_train_batch_size"]
     parser.add_argument(
         "--beta",
         type=float,

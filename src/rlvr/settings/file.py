@@ -32,7 +32,8 @@ from typing import Any
 
 from .. import yamlio
 from ..errors import ConfigError, Problem
-from .recipe import EXPLICIT_KEYS, variant_of
+from .layers import variant_of
+from .recipe import EXPLICIT_KEYS
 
 # Keys of the rlvr: section that RunConfig reads into its own fields; the rest is the record.
 OWN_KEYS = ("task", "model", "model_arg", "variant", "peft", "stop", "dynamic", "justification")

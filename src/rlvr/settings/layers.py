@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..errors import ConfigError, Problem
 from .recipe import (
@@ -29,11 +29,7 @@ from .recipe import (
     VARIANTS,
     DynamicSampling,
     StopRules,
-    variant_of,
 )
-
-if TYPE_CHECKING:
-    from .file import RunConfig
 
 # The task's generation: settings that are GRPOConfig values of the same name.
 GENERATION_KEYS = ("temperature", "top_p", "max_completion_length")
@@ -50,6 +46,26 @@ class TaskValues(Protocol):
 
     @property
     def seed(self) -> int | None: ...
+
+
+class FileValues(Protocol):
+    """What ``resolve`` reads of a config file (an ``rlvr.settings.file.RunConfig``, which imports
+    this module for ``variant_of``)."""
+
+    @property
+    def grpo(self) -> Mapping[str, Any]: ...
+
+    @property
+    def stop(self) -> Mapping[str, Any]: ...
+
+    @property
+    def dynamic(self) -> Mapping[str, Any]: ...
+
+    @property
+    def justification(self) -> Mapping[str, str]: ...
+
+    @property
+    def source(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -99,7 +115,7 @@ def resolve(
     *,
     hw: Mapping[str, Any],
     variant: str | None = None,
-    file: RunConfig | None = None,
+    file: FileValues | None = None,
     below: Sequence[Layer] = (),
     above: Sequence[Layer] = (),
 ) -> Settings:
@@ -204,3 +220,11 @@ def _wrong(key: str, value: Any) -> tuple[str, str] | None:
     if key == "epsilon" and not (number and 0 <= value < math.inf):
         return f"must be a non-negative number, got {value!r}", ""
     return None
+
+
+def variant_of(cfg: Mapping[str, Any]) -> str:
+    """The variant a resolved config amounts to (by its loss, not by how it was written)."""
+    if cfg.get("importance_sampling_level") == "sequence":
+        return "gspo"
+    loss = cfg.get("loss_type", RECIPE["loss_type"])  # a config file that leaves it out: the recipe's
+    return loss if loss in VARIANTS else str(loss)

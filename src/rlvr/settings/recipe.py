@@ -235,14 +235,6 @@ def _has_vllm() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def variant_of(cfg: Mapping[str, Any]) -> str:
-    """The variant a resolved config amounts to (by its loss, not by how it was written)."""
-    if cfg.get("importance_sampling_level") == "sequence":
-        return "gspo"
-    loss = cfg.get("loss_type", RECIPE["loss_type"])  # a config file that leaves it out: the recipe's
-    return loss if loss in VARIANTS else str(loss)
-
-
 def term_patch(variant: str, cfg: Mapping[str, Any], present: set[str]) -> list[dict[str, Any]]:
     """The reward terms ``variant`` adds that the task does not have yet (by verifier name),
     with options from the resolved config: DAPO's cache is a quarter of the budget (the paper's
