@@ -88,7 +88,7 @@ def test_held_out_eval_counts_the_success_term(tmp_path: Path, monkeypatch: pyte
     import rlvr.evaluate as ev
 
     task = task_of(tmp_path)
-    monkeypatch.setattr(ev, "generate_texts", lambda model, tok, prompts, **kw: [(wrong(p), [1, 2]) for p in prompts])
+    monkeypatch.setattr(ev, "eval_sampler", lambda model, tok, task: wrong_sampler())
     res = ev.evaluate(None, None, task, task.load_split("eval"))
     assert res.correct == 0 and res.n == 8
 
