@@ -49,7 +49,7 @@ from .errors import ConfigError, Problem
 from .task import MAX_ROW_PROBLEMS, Task
 
 if TYPE_CHECKING:
-    from .plan.recipe import ModelFacts
+    from .settings import ModelFacts
 
 # Keys of the sft: section that rlvr reads itself (not SFTConfig fields).
 SFT_OWN_KEYS = {"target_pass_rate"}
@@ -61,31 +61,27 @@ MAX_EPISODE_ROWS = 64
 
 def grpo_problems(task: Task) -> list[Problem]:
     """The problems ``rlvr train`` would raise for the task's ``grpo:`` section (one GPU, bf16)."""
-    from .plan import recipe, validate
+    from .settings import Target, check, resolve
 
     out: list[Problem] = []
-    generation = dataclasses.asdict(task.generation)
     try:
-        settings = recipe.resolve(task.grpo, generation=generation, hw=CHECK_HARDWARE, seed=task.seed)
+        settings = resolve(task, hw=CHECK_HARDWARE)
     except ConfigError as exc:  # rlvr's own keys (stop, dynamic): the GRPOConfig values are checked still
         out = [dataclasses.replace(p, where=f"{task.path}: {p.where}") for p in exc.problems]
         own = {k: v for k, v in task.grpo.items() if k not in ("stop", "dynamic")}
-        settings = recipe.resolve(own, generation=generation, hw=CHECK_HARDWARE, seed=task.seed)
+        settings = resolve(dataclasses.replace(task, grpo=own), hw=CHECK_HARDWARE)
     cfg = {**settings.grpo, "reward_weights": [t.weight for t in task.rewards]}
-    target = recipe.Target(gpus=1, bf16=True, processes=1)
-    problems = validate.validate(cfg, target=target, model=_task_model_facts(task), justified=settings.justified)
+    target = Target(gpus=1, bf16=True, processes=1)
+    problems = check.validate(cfg, target=target, model=_task_model_facts(task), justified=settings.justified)
     return [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems] + out
 
 
 def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:
     """Keys of an ``sft:`` section (or ``--set`` overrides) that SFTConfig does not have."""
-    from .plan import validate
+    from .settings import check
 
-    return validate.unknown_keys(
-        {k: v for k, v in settings.items() if k not in SFT_OWN_KEYS},
-        validate.sft_fields(),
-        what="SFTConfig",
-        prefix=where,
+    return check.unknown_keys(
+        {k: v for k, v in settings.items() if k not in SFT_OWN_KEYS}, check.sft_fields(), what="SFTConfig", prefix=where
     )
 
 
@@ -301,7 +297,7 @@ def _task_model_facts(task: Task) -> ModelFacts | None:
     """Whether the model is a mixture of experts and rebuildable, for local models and built-ins;
     None for a hub id (its config may need the network: rlvr plan and rlvr train check it)."""
     from .plan.architecture import load_architecture, model_facts
-    from .plan.recipe import ModelFacts
+    from .settings import ModelFacts
 
     ref = task.model
     if ref.startswith("builtin:"):

@@ -185,7 +185,7 @@ CORRECT = {"name": "correct", "verifier": "exact"}
 
 
 def test_the_dapo_advised_overlong_term_appended_does_not_become_success(tmp_path: Path) -> None:
-    from rlvr.plan.recipe import term_patch
+    from rlvr.settings.recipe import term_patch
 
     [overlong] = term_patch("dapo", {"max_completion_length": 8}, {"format", "exact"})
     task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, overlong]}))

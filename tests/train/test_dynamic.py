@@ -27,7 +27,7 @@ def varied_group() -> list[float]:
 # -- settings ---------------------------------------------------------------------------------
 # (resolving and checking the settings: tests/plan/test_layers.py)
 def test_resample_refuses_groups_split_across_processes_before_anything_loads() -> None:
-    from rlvr.train.dynamic import check_batch
+    from rlvr.settings.check import check_batch
 
     resample = DynamicSampling(mode="resample")
     cfg = {"num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}

@@ -146,6 +146,7 @@ def run_probe(
     ``out_dir`` already holds samples and ``resume`` is off, or when they were made with other
     settings.
     """
+    from ..settings import resolve
     from ..task import Task, load_task
 
     if not isinstance(task, Task):
@@ -156,7 +157,8 @@ def run_probe(
     term = task.success_term
     length_report = _check_budget(task, model, sampler)  # before any weights load
     seed = task.seed if seed is None else seed
-    g = group_size or int(task.grpo.get("num_generations", 8))
+    # The run's group size as training resolves it (recipe < task; the machine changes no group size).
+    g = group_size or int(resolve(task, hw={}).grpo["num_generations"])
     model_ref = model or task.resolve(task.model)
     rows = task.load_split("train")
     trained = trained_rows_of(model_ref)  # a checkpoint that records the rows it trained on

@@ -18,6 +18,7 @@ from ..episodes.spec import EnvironmentSpec
 from ..errors import ConfigError, DataError, Problem, VerifierError
 from ..rewards import AnswerFormat, Verifier, build_verifier
 from ..rewards.combine import RewardSet, Term
+from ..settings.recipe import RECIPE
 
 MAX_ROW_PROBLEMS = 5
 
@@ -63,9 +64,10 @@ class TermSpec:
 
 @dataclass(frozen=True)
 class GenerationSpec:
-    temperature: float = 0.7
-    max_completion_length: int = 256
-    top_p: float = 1.0
+    # The recipe's values (rlvr.settings.recipe: each default written once).
+    temperature: float = RECIPE["temperature"]
+    max_completion_length: int = RECIPE["max_completion_length"]
+    top_p: float = RECIPE["top_p"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class Task:
     sft: Mapping[str, Any] = field(default_factory=dict)
     probe: ProbeSpec = ProbeSpec()
     eval: EvalSpec = EvalSpec()
-    seed: int = 3407
+    seed: int = RECIPE["seed"]
     success: str = ""  # resolved by load_task: declared, or the only non-shaping term
     success_problem: Problem | None = None  # why there is none (ambiguous, or no term checks the answer)
     environment: EnvironmentSpec | None = None  # tools and episode limits (multi-turn tasks): rlvr.episodes

@@ -1,7 +1,7 @@
 """The launch into TRL: settings already resolved and checked -> a ``GRPOTrainer`` that trains,
 logs, evaluates, checkpoints and saves ``final/``.
 
-Writes the run's ``config.yaml`` (a ``rlvr.plan.runconfig.RunConfig``: every value set, as TRL
+Writes the run's ``config.yaml`` (a ``rlvr.settings.file.RunConfig``: every value set, as TRL
 normalised it, plus rlvr's record), ``run.json`` (status, versions, one entry per session) and
 ``final/`` (written beside it as ``final.partial`` and renamed into place: a run killed while saving
 leaves the old ``final/``, or none, never half of one).
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem, disk_full
-from ..plan.runconfig import RunConfig
+from ..settings.file import RunConfig
 from ..task import Task
 from .callbacks import end_distributed, quiet_own_warnings, quiet_progress, rlvr_callback
 from .checkpoints import disk_full_note
@@ -146,7 +146,7 @@ def run_config(
     eval_every: int,
 ) -> RunConfig:
     """What the run writes into its config.yaml: every value set and rlvr's record."""
-    from .. import rollouts
+    from .. import keptrollouts
 
     record: dict[str, Any] = {
         "reward_terms": settings.rewards.names,
@@ -160,7 +160,7 @@ def run_config(
             "term": task.success_term,
             "temperature": task.eval.temperature,
         },
-        "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
+        "rollouts": {"per_step": keptrollouts.PER_STEP, "max_bytes": keptrollouts.MAX_BYTES, "keep": keptrollouts.KEEP},
         "hardware": dict(settings.hardware),
         "origin": dict(sorted(settings.origin.items())),  # where each value came from (rlvr plan prints the same)
     }
@@ -197,7 +197,7 @@ def run_grpo(
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from .. import rollouts
+    from .. import keptrollouts
     from ..evaluate import evaluate, evaluate_sampled
     from ..models import load_model, load_tokenizer
 
@@ -279,10 +279,10 @@ def run_grpo(
         from ..episodes.training import trainer_setup
 
         episode_kwargs = trainer_setup(task.environment, str(task.path), tokenizer, args)
-    recorder = rollouts.Recorder(
+    recorder = keptrollouts.Recorder(
         run_dir,
         rewards,
-        group_size=int(cfg.get("num_generations", 8)),
+        group_size=int(cfg["num_generations"]),
         logging_steps=int(args.logging_steps or 1),
         session=len(sessions) + 1,
         enabled=main,

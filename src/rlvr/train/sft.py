@@ -68,7 +68,6 @@ SFT_DEFAULTS: dict[str, Any] = {
     "max_steps": 1000,
     "logging_steps": 10,
     "weight_decay": 0.0,
-    "seed": 3407,
     "report_to": "none",
     "save_strategy": "no",
     "gradient_checkpointing": False,
@@ -344,7 +343,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     for message in warnings:  # before training: a warning after the run is too late to act on
         (opts.warn or _stderr_warning)(message)
     cfg_kw = {k: v for k, v in settings.items() if k not in ("target_pass_rate",)}
-    for key, value in logging_places(settings.get("report_to", "none"), opts.out_dir, task.name).items():
+    for key, value in logging_places(settings["report_to"], opts.out_dir, task.name).items():
         cfg_kw.setdefault(key, value)
     cfg_kw.update(
         output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True
