@@ -40,13 +40,20 @@ def check_data(c: Checker, task: Task) -> None:
             c.add(where, f"dataset {resolved} is empty", "add rows, or point at another file")
             continue
         cols = set().union(*(r.keys() for r in rows))
-        for col in [*needed, task.answer_column]:
+        listed = ", ".join(sorted(cols))
+        for key, col in dict.fromkeys(task.prompt.placeholders()):
             if col not in cols:
                 c.add(
-                    where,
-                    f"column {col!r} missing from {resolved} (columns: {', '.join(sorted(cols))})",
-                    "add the column or change prompt/answer.column",
+                    f"{where}: {key}",
+                    f"the placeholder {{{col}}} names no column of {resolved}: no row has it (columns: {listed})",
+                    f"add the column {col!r}, or write {{{{{col}}}}} for literal braces",
                 )
+        if task.answer_column not in cols:
+            c.add(
+                where,
+                f"column {task.answer_column!r} missing from {resolved} (columns: {listed})",
+                "add the column or change answer.column",
+            )
         bad = [
             i
             for i, r in enumerate(rows, 1)
