@@ -146,7 +146,7 @@ def read_answer(c: Checker, raw: Mapping[str, Any]) -> tuple[str, AnswerFormat]:
     c.typed("answer.column", answer_column, str, "a column name")
     fmt_kw: dict[str, Any] = {}
     choices = {
-        "format": ("tags", "boxed"),
+        "format": ("tags", "boxed", "json"),
         "think": ("none", "optional", "required", "prefilled"),
         "boxed": ("only", "first", "last"),
     }
