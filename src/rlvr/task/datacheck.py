@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..data import read_rows
 from ..errors import DataError
 from .checker import Checker
+from .rowchecks import rows_size_problems
 from .sections import prompt_problems
 from .spec import MAX_ROW_PROBLEMS, Task
 from .terms import CHECKER_FIX
@@ -39,6 +41,9 @@ def check_data(c: Checker, task: Task) -> None:
         if not rows:
             c.add(where, f"dataset {resolved} is empty", "add rows, or point at another file")
             continue
+        if oversized := rows_size_problems(rows, resolved):
+            c.problems.extend(replace(p, where=f"{c.source}: {p.where}") for p in oversized)
+            continue  # the row's size is the problem: nothing else of this split is read
         cols = set().union(*(r.keys() for r in rows))
         listed = ", ".join(sorted(cols))
         for key, col in dict.fromkeys(task.prompt.placeholders()):
