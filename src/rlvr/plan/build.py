@@ -21,6 +21,7 @@ from ..settings import Layer, Settings, Target, check, file, recipe, resolve
 from .architecture import HUB_IDS, SIZE_CLASSES, load_architecture, model_facts
 from .launch import Cluster, Duration, LaunchPlan, estimate_duration, plan_launch
 from .memory import Estimate, Setting, fits_or_raise, format_estimate, recommend
+from .sftmemory import SftEstimate, sft_estimate_for_task
 
 if TYPE_CHECKING:
     from ..task.spec import Task
@@ -56,6 +57,7 @@ class Plan:
     cluster: Cluster
     notes: tuple[str, ...] = ()
     hardware: str = ""
+    sft: SftEstimate | None = None  # the SFT warm start's memory (rlvr.plan.sftmemory)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -226,7 +228,8 @@ def build_plan(req: PlanRequest) -> Plan:
         if total
         else "CPU"
     )
-    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where)
+    sft = sft_estimate_for_task(task, arch, prompt_tokens, device="gpu" if total else "cpu")
+    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where, sft)
 
 
 def write_plan(plan: Plan, output: str | Path) -> list[Path]:
@@ -299,6 +302,8 @@ def format_plan(plan: Plan) -> str:
         lines += ["memory:", *("  " + line for line in format_estimate(plan.estimate).splitlines())]
     else:
         lines.append("memory: CPU run, no GPU plan")
+    if plan.sft is not None:  # rlvr sft trains in fp32 without vLLM: its own line, not GRPO's parts
+        lines.append(f"  rlvr sft: {plan.sft.text()}")
     lines.append("launch:")
     lines += [f"  $ {c}" for c in plan.launch.commands]
     lines += [f"  note: {n}" for n in plan.launch.notes]

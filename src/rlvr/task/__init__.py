@@ -13,7 +13,7 @@ prompt:
   # user: "{question}"
 answer:
   column: answer                    # ground truth column
-  format: tags                      # tags | boxed
+  format: tags                      # tags | boxed | json (a bare JSON record or one ```json block)
   tag: answer
   think: none                       # none | optional | required | prefilled
 rewards:                            # composite: a format term plus a correctness term

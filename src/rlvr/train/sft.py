@@ -380,6 +380,17 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
             reached.update(rate=rate, confirmed=True)
         return rate
 
+    class LogEnds(TrainerCallback):
+        """The first and the last step (the planned last, or the one the target stopped at) are
+        logging steps too, a line each with --no-progress: a run shorter than ``logging_steps`` (10)
+        otherwise logs nothing, and the last loss is the one a reader wants. After StopAtTarget,
+        which decides the stop."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if state.global_step in (1, state.max_steps) or control.should_training_stop:
+                control.should_log = True
+            return control
+
     class StopAtTarget(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
             if low is not None and not state.global_step % opts.check_every and read(state.global_step) is not None:
@@ -399,7 +410,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         args=config,
         train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
-        callbacks=[StopAtTarget()],
+        callbacks=[StopAtTarget(), LogEnds()],
     )
     from .callbacks import quiet_progress
 
