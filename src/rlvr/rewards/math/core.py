@@ -76,7 +76,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..rules import untrusted
-from . import chains, forms, nodes, readings
+from . import chains, forms, nodes, prose, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
 from .sym import expr_equal, sym, too_big
@@ -377,7 +377,19 @@ def _parse_leaves(node: Node) -> None:
 
 def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
-    ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
+    ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``).
+
+    A side that does not parse because it is written in words is compared as text
+    (``math.prose``): a text gold is decided, never left undecided."""
+    status = _compare_math(gold, pred, policy)
+    if status[0] == "gold_unparseable" and prose.wordy(gold):
+        return prose.as_text(gold, pred)
+    if status[0] == "pred_unparseable" and prose.wordy(pred) and prose.normal(gold) == prose.normal(pred):
+        return "equal", ""
+    return status
+
+
+def _compare_math(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if not policy.decimal_comma:
         gold, pred = readings.decimal_comma_pair(gold, pred)
     if policy.chained:
@@ -393,7 +405,10 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     problem = gold_problem(gold, policy)
     if problem:
         return "gold_unparseable", problem
-    g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
+    try:
+        g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
+    except ParseFailure as exc:  # a gold in words (gold_problem passed it): compare_texts reads it as text
+        return "gold_unparseable", str(exc)
     try:
         cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
     except ParseFailure as exc:
@@ -419,9 +434,14 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         equal = _node_equal(g, p, policy)
         if not equal and policy.assignment and "=" in gold and "=" in pred:
             # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
-            equal = _node_equal(
-                parse_answer(gold, False, policy.decimal_comma), parse_answer(pred, False, policy.decimal_comma), policy
-            )
+            try:
+                equal = _node_equal(
+                    parse_answer(gold, False, policy.decimal_comma),
+                    parse_answer(pred, False, policy.decimal_comma),
+                    policy,
+                )
+            except ParseFailure:  # without labels one side is no math ("Maximum = 2"): the labelled reading decided
+                equal = False
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     except (MemoryError, RecursionError):
@@ -446,6 +466,8 @@ def gold_problem(gold: str, policy: MathPolicy | None = None) -> str | None:
     try:
         g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
     except ParseFailure as exc:
+        if prose.wordy(gold):
+            return None  # an answer in words: compared as text (math.prose)
         return str(exc)
     if _undefined(g, policy):
         return "the ground truth is undefined (a division by zero)"

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from ..rules import untrusted
 from ..rules.untrusted import strip_invisible
-from . import forms, readings
+from . import forms, glyphs, readings
 from .forms import split_top
 
 MAX_ANSWER_CHARS = 1000
@@ -62,7 +62,9 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     the same texts many times."""
     s = untrusted.strip(text)
     if not s.isascii():
-        s = strip_invisible(s)  # what a reader sees: a zero-width space inside "1​0" is not there
+        # what a reader sees: a zero-width space inside "1​0" is not there; ∞, ≤, ②, x² are
+        # \infty, \le, 2, x^{2} (math.glyphs: one table)
+        s = glyphs.to_ascii_math(strip_invisible(s))
     if len(s) > MAX_ANSWER_CHARS:
         raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
     for pre, post in (("$$", "$$"), ("\\(", "\\)"), ("\\[", "\\]")):
@@ -70,6 +72,7 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
             s = untrusted.strip(s[len(pre) : len(s) - len(post)])
             break
     s = forms.strip_money(s)  # $...$ delimiters, \$ and a lone currency $
+    s = forms.drop_emphasis(s)  # "\text{only } x = 0" is x = 0
     if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
         s = untrusted.strip(s[len("\\boxed{") : -1])
     s = readings.undouble(s)
@@ -331,8 +334,22 @@ _NATURAL_LOG = re.compile(r"\\log(?![a-zA-Z])(?!\s*_)")
 _FUNCS = re.compile(r"(?<![\\a-zA-Z])(sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)(?![a-zA-Z])")
 
 
+def paren_exponents(s: str) -> str:
+    """``10^(-10)`` -> ``10^{-10}``: parentheses right after ``^`` group the exponent (plain-text
+    math writes them so; LaTeX needs braces). Unbalanced parentheses are left as written."""
+    i = s.find("^(")
+    while i >= 0:
+        j = _closing(s, i + 1)
+        if j < 0 or s[j] != ")":
+            break
+        s = s[: i + 1] + "{" + s[i + 2 : j] + "}" + s[j + 1 :]
+        i = s.find("^(", i + 1)
+    return s
+
+
 def to_latex(s: str) -> str:
     """Plain-text math to the LaTeX the parser reads."""
+    s = paren_exponents(s)
     s = s.replace("**", "^").replace("×", "\\times ").replace("·", "\\cdot ").replace("√", "\\sqrt")
     s = s.replace("≤", "\\leq ").replace("≥", "\\geq ").replace("≠", "\\neq ").replace("π", "\\pi ")
     m = _SCI.match(s)

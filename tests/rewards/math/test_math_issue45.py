@@ -1,0 +1,143 @@
+"""Issue 45's answer forms, one rule each: text answers, labelled parts, Unicode math, plain-text
+exponents; each accepted form next to the near miss that must stay wrong."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr.rewards.math.core import MathPolicy, compare_texts, fast_compare, gold_problem
+from rlvr.rewards.math.glyphs import to_ascii_math
+from rlvr.rewards.math.prose import normal
+
+
+def decide(gold: str, pred: str, **policy: object) -> str:
+    pol = MathPolicy(**policy)  # type: ignore[arg-type]
+    fast = fast_compare(gold, pred, pol)
+    if fast is not None:
+        return "equal" if fast else "unequal"
+    return compare_texts(gold, pred, pol)[0]
+
+
+def check(cases: list[tuple[str, str]], expected: str, **policy: object) -> None:
+    got = {(g, p): decide(g, p, **policy) for g, p in cases}
+    assert {k: v for k, v in got.items() if v != expected} == {}
+
+
+# -- text answers ------------------------------------------------------------------------------
+def test_a_text_gold_is_decided_as_normalised_text():
+    check(
+        [
+            ("n \\text{ is even}", "\\text{n is even}"),
+            ("\\text{No real roots}", "no real roots."),
+            ("\\textbf{Alice}", "\\text{alice}"),
+            ("12 \\text{ apples}", "12 \\text{ Apples}"),
+        ],
+        "equal",
+    )
+    check(
+        [
+            ("n \\text{ is even}", "n \\text{ is odd}"),
+            ("n \\text{ is even}", "n"),
+            ("12 \\text{ apples}", "12"),
+            ("\\text{no real roots}", "\\text{no roots}"),
+        ],
+        "unequal",
+    )
+
+
+def test_a_text_gold_is_no_gold_problem_and_a_broken_one_still_is():
+    assert gold_problem("n \\text{ is even}") is None
+    assert gold_problem("\\frac{") is not None
+
+
+def test_a_wrong_text_answer_gets_a_reason():
+    status, detail = compare_texts("n \\text{ is even}", "n \\text{ is odd}", MathPolicy())
+    assert status == "unequal" and "compared as text" in detail
+
+
+def test_only_and_exactly_stress_a_value_without_changing_it():
+    check([("\\text{only } x=0", "0"), ("0", "x = 0 \\text{ only}"), ("3", "\\text{exactly } 3")], "equal")
+    check([("\\text{only } x=0", "1"), ("0", "\\text{only } x = 1")], "unequal")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["even", "odd", "Alice", "wins", "no", "real", "roots", "n", "is"]), min_size=2, max_size=5
+    )
+)
+def test_text_equals_itself_rewritten_and_not_with_a_word_dropped(words):
+    gold = "\\text{" + " ".join(words) + "}"
+    assert decide(gold, " ".join(w.upper() for w in words) + ".") == "equal"
+    if len(set(words)) == len(words):
+        assert decide(gold, "\\text{" + " ".join(words[1:]) + "}") != "equal"
+
+
+def test_normal_form_unwraps_folds_and_collapses():
+    assert normal("\\textbf{\\text{No}}\\,  Solution.") == "no solution"
+
+
+# -- labelled parts ----------------------------------------------------------------------------
+def test_labelled_parts_in_words_answer_in_the_golds_order_or_by_label():
+    gold = "\\text{Maximum} = 2, \\text{Minimum} = -1"
+    check(
+        [
+            (gold, "2, -1"),
+            (gold, "\\max = 2, \\min = -1"),
+            (gold, "\\text{minimum} = -1, \\text{maximum} = 2"),
+            (gold, "\\text{the maximum value} = 2, \\text{the minimum value} = -1"),
+        ],
+        "equal",
+    )
+    check(
+        [
+            (gold, "-1, 2"),
+            (gold, "\\text{minimum} = 2, \\text{maximum} = -1"),
+            (gold, "\\max = 2, \\min = 1"),
+            (gold, "2"),
+        ],
+        "unequal",
+    )
+
+
+def test_a_function_name_is_no_label():
+    from rlvr.rewards.math.forms import is_label
+
+    assert not is_label("sin x") and is_label("Maximum") and is_label("\\max")
+
+
+# -- Unicode math and plain-text exponents ------------------------------------------------------
+def test_unicode_math_reads_as_its_latex():
+    check(
+        [
+            ("(2, \\infty)", "(2, ∞)"),
+            ("[2, \\infty)", "x ≥ 2"),
+            ("(-\\infty, \\infty)", "ℝ"),
+            ("[1,2) \\cup (3,4]", "[1,2) ∪ (3,4]"),
+            ("3 \\times 10^{-5}", "3 × 10⁻⁵"),
+            ("x^2+1", "x²+1"),
+            ("10", "⑩"),
+            ("2", "②"),
+            ("\\frac{1}{2}", "½"),
+            ("\\{1, 2\\}", "{1, 2}"),
+        ],
+        "equal",
+    )
+    check([("(2, \\infty)", "[2, ∞)"), ("x^2+1", "x2+1"), ("3", "②"), ("x^3", "x²")], "unequal")
+
+
+def test_superscripts_are_exponents_and_other_text_is_unchanged():
+    assert to_ascii_math("x²⁻¹") == "x^{2-1}"
+    assert to_ascii_math("plain ascii") == "plain ascii"
+
+
+@pytest.mark.parametrize(("gold", "pred"), [("10^{-10}", "10^(-10)"), ("2^{n+1}", "2^(n+1)"), ("1e-10", "10^(-10)")])
+def test_parenthesised_exponents_are_exponents(gold, pred):
+    assert decide(gold, pred) == "equal"
+
+
+def test_a_parenthesised_exponent_keeps_its_value():
+    assert decide("10^{-10}", "10^(-9)") == "unequal"
+    assert decide("2^{n+1}", "2^(n)+1") == "unequal"
