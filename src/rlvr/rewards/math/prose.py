@@ -12,16 +12,15 @@ text gold is decided, equal or not, with its reason, and never masks a wrong ans
 
 from __future__ import annotations
 
-import re
-
 from ..rules import untrusted
+from ..rules.patterns import compile_linear
 from .scalar import word_in
 from .text import MAX_ANSWER_CHARS, to_latex
 
-_WRAP = re.compile(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
-_SPACING = re.compile(r"\\(?:,|;|:|!| |quad|qquad)|~")
-_BRACES = re.compile(r"[{}$]")
-_END = re.compile(r"[.;,!]+$")
+_WRAP = compile_linear(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
+_SPACING = compile_linear(r"\\(?:,|;|:|!| |quad|qquad)|~")
+_BRACES = compile_linear(r"[{}$]")
+_END = compile_linear(r"[.;,!]+$")
 
 
 def normal(s: str) -> str:
@@ -31,7 +30,7 @@ def normal(s: str) -> str:
     if len(t) > MAX_ANSWER_CHARS:
         return "\x00" + str(id(s))
     for _ in range(4):  # nested wrappers (\textbf{\text{x}}), a bounded number of passes
-        u = _WRAP.sub(r" \1 ", t)
+        u = _WRAP.sub(lambda m: " " + m.group(1) + " ", t)
         if u == t:
             break
         t = u
