@@ -141,3 +141,54 @@ def test_parenthesised_exponents_are_exponents(gold, pred):
 def test_a_parenthesised_exponent_keeps_its_value():
     assert decide("10^{-10}", "10^(-9)") == "unequal"
     assert decide("2^{n+1}", "2^(n)+1") == "unequal"
+
+
+# -- unordered collections when the question asks for all solutions -----------------------------
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Find all real x such that x^3 - 6x^2 + 11x - 6 = 0.",
+        "Determine all positive integers n for which n^2 + 2 divides 6n.",
+        "Enter all the solutions, separated by commas.",
+        "What are all possible values of k?",
+        "List all roots of the polynomial.",
+    ],
+)
+def test_a_question_for_all_solutions_takes_a_list_in_any_order(prompt):
+    from rlvr.rewards import Outcome, Sample
+    from rlvr.rewards.math import MathVerifier
+
+    v = MathVerifier(pool=_NoPool())
+    good = v.verify(Sample("<answer>3, 2, 1</answer>", {"answer": "1, 2, 3"}, prompt=prompt))
+    bad = v.verify(Sample("<answer>3, 2, 2</answer>", {"answer": "1, 2, 3"}, prompt=prompt))
+    assert good.outcome is Outcome.CORRECT and bad.outcome is not Outcome.CORRECT
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Find a, b and c such that the identity holds for all real numbers x.",
+        "Solve for x and y.",
+        "Compute f(1), f(2), f(3).",
+        "",
+    ],
+)
+def test_a_question_that_does_not_ask_for_all_solutions_keeps_the_lists_order(prompt):
+    from rlvr.rewards import Outcome, Sample
+    from rlvr.rewards.math import MathVerifier
+
+    v = MathVerifier(pool=_NoPool())
+    assert v.verify(Sample("<answer>3, 2, 1</answer>", {"answer": "1, 2, 3"}, prompt=prompt)).outcome is Outcome.WRONG
+
+
+class _NoPool:
+    """Runs the worker's function in this process (a fake of rewards.pool.WorkerPool)."""
+
+    def map(self, target: str, args: list[tuple[object, ...]], timeout: float) -> list[object]:
+        import importlib
+
+        from rlvr.rewards.pool import Result
+
+        module, name = target.split(":")
+        fn = getattr(importlib.import_module(module), name)
+        return [Result(True, fn(*a)) for a in args]

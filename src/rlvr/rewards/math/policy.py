@@ -16,7 +16,8 @@ class MathPolicy:
 
     ordered_lists: a bare list ``1, 2, 3`` must match in order (hendrycks MATH's convention);
         False compares bare lists as multisets. Sets ``\\{…\\}`` are always unordered, tuples and
-        intervals always ordered.
+        intervals always ordered. A question that asks for all solutions ("Find all real x",
+        "Enter all the solutions"; ``math.question``) turns it off for its own samples.
     rel_tol / abs_tol: numeric tolerance; the default is exact up to 30-digit evaluation noise.
         Raise ``rel_tol`` (e.g. 1e-4) only when the task accepts rounded decimals.
     form: ``equivalent`` (any equal value counts) or ``structural`` (the parsed expressions must

@@ -17,7 +17,9 @@ from ..rules.patterns import compile_linear
 from .scalar import word_in
 from .text import MAX_ANSWER_CHARS, to_latex
 
-_WRAP = compile_linear(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
+_WRAP = compile_linear(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
+)
 _SPACING = compile_linear(r"\\(?:,|;|:|!| |quad|qquad)|~")
 _BRACES = compile_linear(r"[{}$]")
 _END = compile_linear(r"[.;,!]+$")
