@@ -192,3 +192,55 @@ class _NoPool:
         module, name = target.split(":")
         fn = getattr(importlib.import_module(module), name)
         return [Result(True, fn(*a)) for a in args]
+
+
+# -- set-builder and interval forms ---------------------------------------------------------------
+def test_set_builder_and_iso_intervals_read_as_their_interval():
+    check(
+        [
+            ("(2, \\infty)", "\\{x \\in \\mathbb{R} \\mid x > 2\\}"),
+            ("[2, \\infty)", "\\{x \\in \\mathbb{R} : x \\geq 2\\}"),
+            ("(-\\infty,1)\\cup(1,\\infty)", "\\{x \\mid x \\neq 1\\}"),
+            ("(1, 2]", "]1, 2]"),
+            ("[1, 2)", "[1, 2["),
+            ("(2,3)", "]2,3["),
+            ("(-\\infty, \\infty)", "\\text{all real numbers}"),
+            ("(-\\infty, -1] \\cup [1, \\infty)", "|x| \\ge 1"),
+        ],
+        "equal",
+    )
+    check(
+        [
+            ("(1, 2)", "]1, 2]"),
+            ("[1, 2]", "[1, 2["),
+            ("(-\\infty,1)\\cup(1,\\infty)", "\\{x \\mid x \\neq 2\\}"),
+            ("(-\\infty, -1) \\cup (1, \\infty)", "|x| \\ge 1"),
+            ("(0, \\infty)", "\\text{all real numbers}"),
+        ],
+        "unequal",
+    )
+
+
+# -- an ellipsis is a pattern, compared as written ---------------------------------------------------
+def test_a_product_with_an_ellipsis_and_an_extra_factor_is_not_equal():
+    check(
+        [
+            ("1 \\cdot 2 \\cdot 3 \\cdots n", "1 \\cdot 2 \\cdots n \\cdot (n+1)"),
+            ("1 \\cdot 2 \\cdots n", "2 \\cdots n"),
+            ("\\frac{1}{2} \\cdot \\frac{2}{3} \\cdots \\frac{n-1}{n}", "\\frac{1}{2} \\cdots \\frac{n-1}{n}"),
+            ("2n", "1 \\cdot 2 \\cdots n"),
+        ],
+        "unequal",
+    )
+
+
+def test_an_ellipsis_answer_written_the_same_way_is_equal():
+    check([("1 \\cdot 2 \\cdots n", "1\\times 2\\cdots n"), ("1, 2, \\ldots, n", "1,2,...,n")], "equal")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=2, max_size=5), st.integers(1, 30))
+def test_an_ellipsis_product_with_another_factor_is_never_equal(factors, extra):
+    gold = " \\cdot ".join(map(str, factors)) + " \\cdots n"
+    assert decide(gold, gold.replace(" \\cdots n", f" \\cdot {extra} \\cdots n")) == "unequal"
+    assert decide(gold, gold) == "equal"

@@ -304,6 +304,10 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         union = readings.abs_union(g.label, g.brackets, g.items[0].value, g.items[1].value)
         if union is not None and _node_equal(structure(union), p, policy):
             return True
+    if p.kind == "seq" and g.kind in ("union", "seq") and p.label.startswith("|") and len(p.items) == 2:
+        union = readings.abs_union(p.label, p.brackets, p.items[0].value, p.items[1].value)
+        if union is not None and _node_equal(g, structure(union), policy):
+            return True  # |x| \ge 1 answers (-\infty, -1] \cup [1, \infty)
     if g.kind != p.kind:
         return False
     if g.kind == "scalar":
@@ -381,6 +385,8 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
 
     A side that does not parse because it is written in words is compared as text
     (``math.prose``): a text gold is decided, never left undecided."""
+    if prose.ellipsis(gold) or prose.ellipsis(pred):
+        return prose.as_written(gold, pred)
     status = _compare_math(gold, pred, policy)
     if status[0] == "gold_unparseable" and prose.wordy(gold):
         return prose.as_text(gold, pred)
@@ -463,6 +469,8 @@ def gold_problem(gold: str, policy: MathPolicy | None = None) -> str | None:
     Runs the same parse as a comparison, so a gold that passes here never turns every sample
     of its prompt into an ``error`` at training time."""
     policy = policy or MathPolicy()
+    if prose.ellipsis(gold):
+        return None  # a pattern, compared as written (math.prose)
     try:
         g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
     except ParseFailure as exc:

@@ -8,6 +8,12 @@ wrappers unwrapped, ``$`` and braces dropped, LaTeX spacing commands as a space,
 (``rules.untrusted.fold_case``), runs of white space as one space, a final period dropped. Nothing
 is guessed: a word more or a word less is another answer (``12 apples`` is not ``12``), so a
 text gold is decided, equal or not, with its reason, and never masks a wrong answer.
+
+An ellipsis (``\\cdots``, ``\\ldots``, ``\\dots``, ``...``) stands for a pattern the reader
+infers, not a value: ``1 \\cdot 2 \\cdots n`` is not the product ``2n`` a parser would build,
+and reading it so made ``\\cdots`` products with an extra factor equal (issue 45's false
+positive). An answer with one is compared as written (the normal form above, the ellipses and
+``\\times``/``\\cdot`` each one spelling), never evaluated.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ _WRAP = compile_linear(
 _SPACING = compile_linear(r"\\(?:,|;|:|!| |quad|qquad)|~")
 _BRACES = compile_linear(r"[{}$]")
 _END = compile_linear(r"[.;,!]+$")
+_ELLIPSIS = compile_linear(r"\\(?:[cl]dots|dots[bci]?|ddots|vdots)(?:[^a-zA-Z]|$)|\.\.\.|…")
+_DOTS = compile_linear(r"\\(?:[cl]dots|dots[bci]?)|\.\.\.|…")
+_TIMES = compile_linear(r"\\(?:times|cdot)([^a-zA-Z]|$)")
 
 
 def normal(s: str) -> str:
@@ -54,3 +63,21 @@ def as_text(gold: str, pred: str) -> tuple[str, str]:
     if g == p:
         return "equal", ""
     return "unequal", f"compared as text: {p[:60]!r} is not {g[:60]!r}"
+
+
+def ellipsis(s: str) -> bool:
+    """Whether ``s`` holds an ellipsis (a pattern, not a value)."""
+    return len(s) <= MAX_ANSWER_CHARS and _ELLIPSIS.search(s) is not None
+
+
+def as_written(gold: str, pred: str) -> tuple[str, str]:
+    """Two answers with an ellipsis compared as written: equal only when their normal forms are
+    the same, every ellipsis spelled ``…`` and every product sign ``*``."""
+
+    def form(s: str) -> str:
+        t = _DOTS.sub(lambda _: " … ", _TIMES.sub(lambda m: " * " + m.group(1), s))
+        return normal(t).replace(" ", "")
+
+    if form(gold) == form(pred):
+        return "equal", ""
+    return "unequal", "an ellipsis is a pattern, not a value: compared as written"

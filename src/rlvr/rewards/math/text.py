@@ -51,7 +51,7 @@ _IN = re.compile(r"^(.{1,40}?)\s*\\in(?![a-zA-Z])\s*")
 _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
 _LT_GT = re.compile(r"\\[lg]t(?![a-zA-Z])")
 _EMPTY = re.compile(r"\\varnothing|∅|\\\{\s*\\\}|\\O(?![a-zA-Z])")
-_REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
+_REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R|(?:all|any) reals?(?: numbers?)?|every real number)$", re.I)
 # A clock time (12:30, 1:05:09): compared as a time, never as a ratio (math.core).
 CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
@@ -205,6 +205,9 @@ def structure(s: str, labels: bool = True) -> Node:
         if names and node.kind == "seq" and len(names) == len(node.items):
             return replace(node, items=tuple(replace(c, label=n) for c, n in zip(node.items, names, strict=True)))
         return replace(node, label=forms.norm_label(lab[0]))
+    iso = readings.iso_interval(s)  # ]1, 2] is (1, 2]
+    if iso is not None:
+        s = iso
     if _REALS.match(s):  # the real line
         return Node("seq", (Node("scalar", value="-\\infty"), Node("scalar", value="\\infty")), brackets="()")
     m = _MATRIX.match(s)
