@@ -244,3 +244,51 @@ def test_an_ellipsis_product_with_another_factor_is_never_equal(factors, extra):
     gold = " \\cdot ".join(map(str, factors)) + " \\cdots n"
     assert decide(gold, gold.replace(" \\cdots n", f" \\cdot {extra} \\cdots n")) == "unequal"
     assert decide(gold, gold) == "equal"
+
+
+# -- renamed free variables ---------------------------------------------------------------------
+def test_an_answer_with_renamed_free_variables_is_equal():
+    check(
+        [
+            ("\\frac{n(n+1)}{2}", "\\frac{k(k+1)}{2}"),
+            ("f(x) = x^2 + 1", "f(t) = t^2 + 1"),
+            ("a x^2 + b", "p x^2 + q"),
+            ("x^2 + 2x", "t^2 + 2t"),
+        ],
+        "equal",
+    )
+
+
+def test_renaming_never_swaps_shared_names_or_reads_a_bare_name_as_a_function():
+    check(
+        [
+            ("x + 2y", "y + 2x"),
+            ("\\text{A}", "\\text{B}"),
+            ("x", "y"),
+            ("x^2 + 1", "t^2 + 2"),
+            ("n^2", "k^2 + k"),
+            ("x + y", "x + y + z"),
+            ("f(2) = 4", "f(3) = 4"),
+        ],
+        "unequal",
+    )
+    assert decide("x^2 + 2x", "t^2 + 2t", rename=False) == "unequal"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from("abcmnpqrstuvwxyz"), st.sampled_from("abcmnpqrstuvwxyz"), st.integers(1, 9), st.integers(1, 9))
+def test_a_renamed_polynomial_is_equal_and_a_perturbed_one_is_not(old, new, a, b):
+    gold = f"{a}{old}^2 + {b}{old}"
+    assert decide(gold, f"{a}{new}^2 + {b}{new}") == "equal"
+    assert decide(gold, f"{a}{new}^2 + {b + 1}{new}") == "unequal"
+
+
+def test_a_name_the_question_mentions_is_not_renamed():
+    from rlvr.rewards import Outcome, Sample
+    from rlvr.rewards.math import MathVerifier
+
+    v = MathVerifier(pool=_NoPool())
+    row = {"answer": "2x + 1"}
+    asked = "Let y = 2x + 1 and z = y. Express z in terms of x."
+    assert v.verify(Sample("<answer>2y + 1</answer>", row, prompt=asked)).outcome is Outcome.WRONG
+    assert v.verify(Sample("<answer>2t + 1</answer>", row, prompt=asked)).outcome is Outcome.CORRECT

@@ -79,7 +79,7 @@ from ..rules import untrusted
 from . import chains, forms, nodes, prose, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
-from .sym import expr_equal, sym, too_big
+from .sym import expr_equal, renamed_equal, sym, too_big
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
     MAX_ANSWER_CHARS,
@@ -149,6 +149,8 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
             return True
     if _expansion_of(cg.text, pv) or _expansion_of(cp.text, gv):
         return True  # 0.0833333333333333 is \frac{1}{12} written out to its 16th digit
+    if policy.rename and renamed_equal(gv, pv, policy):
+        return True  # k(k+1)/2 for n(n+1)/2: the same function of a renamed variable
     if "=" in cg.text and "=" in cp.text and (gv is not parse_scalar(cg.text) or pv is not parse_scalar(cp.text)):
         # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
         return expr_equal(parse_scalar(cg.text), parse_scalar(cp.text), policy)

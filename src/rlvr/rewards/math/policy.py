@@ -32,6 +32,11 @@ class MathPolicy:
         label. False compares ``x = 3`` as an equation.
     decimal_comma: ``1000,99`` is 1000.99 and ``1{,}5`` is 1.5 (then a list needs ``;`` or a
         space after its commas). Off by default: ``1,500`` is then fifteen hundred.
+    rename: an answer that names its free variables differently is equal when one renaming of the
+        names the gold does not use onto the ones the answer does not use makes them equal
+        (alpha-equivalence: ``k(k+1)/2`` answers ``n(n+1)/2``; ``f(t) = t^2`` answers ``f(x) = x^2``).
+        A name both sides use keeps its meaning, and the verifier keeps every name the question
+        mentions (``2y+1`` does not answer ``2x+1`` for a question about ``x`` and ``y``).
     chained: the last side of a chained equation counts (``x = 2 + 3 = 5`` answers 5; a gold
         ``z = 1 + 1 = 2`` is 2), unless the gold's value is itself an equation. Off by default:
         such an answer is compared as written.
@@ -46,3 +51,4 @@ class MathPolicy:
     assignment: bool = True
     decimal_comma: bool = False
     chained: bool = False
+    rename: bool = True

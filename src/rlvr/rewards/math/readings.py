@@ -235,7 +235,11 @@ _FUNCTION_LABEL = re.compile(r"^[a-zA-Z]\(([a-z])\)$")
 
 
 def same_function(a: str, b: str, value: str) -> bool:
-    """``y`` and ``f(x)`` name one function when the value is an expression in ``x``."""
+    """``y`` and ``f(x)`` name one function when the value is an expression in ``x``; ``f(x)`` and
+    ``f(t)`` name one function (its argument is a bound variable; ``f(2)`` and ``f(3)`` differ)."""
+    ma, mb = _FUNCTION_LABEL.match(a), _FUNCTION_LABEL.match(b)
+    if ma and mb and a[0] == b[0]:
+        return True
     for x, y in ((a, b), (b, a)):
         m = _FUNCTION_LABEL.match(y)
         if x == "y" and m and re.search(rf"(?<![a-zA-Z\\]){m.group(1)}(?![a-zA-Z])", value):

@@ -40,7 +40,7 @@ from ..format import AnswerFormat, extract
 from ..pool import Result, WorkerPool, shared_pool
 from .core import fast_compare, fast_rational
 from .policy import MathPolicy
-from .question import asks_for_all
+from .question import asks_for_all, renames_a_mentioned_name
 
 PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.math.core")
 _SPACE = re.compile(r"\s+")
@@ -99,7 +99,7 @@ class MathVerifier(BaseVerifier):
         except TypeError as exc:
             raise VerifierError(f"bad math options: {exc}") from exc
         problems = []
-        for name in ("ordered_lists", "assignment", "decimal_comma", "chained"):
+        for name in ("ordered_lists", "assignment", "decimal_comma", "chained", "rename"):
             if not isinstance(getattr(self.policy, name), bool):
                 problems.append(f"{name} must be true or false, got {getattr(self.policy, name)!r}")
         for name in ("rel_tol", "abs_tol"):
@@ -157,7 +157,7 @@ class MathVerifier(BaseVerifier):
                     answer=ex.answer, span=ex.span, detail="the answer restates an expression from the prompt"
                 )
                 continue
-            policy = self._policy_for(s.prompt)
+            policy = self._policy_for(s.prompt, gold, ex.answer)
             fast = fast_compare(gold, ex.answer, policy)
             if fast is not None:
                 out[i] = self._verdict(("equal" if fast else "unequal", ""), gold, ex.answer, ex.span)
@@ -187,12 +187,15 @@ class MathVerifier(BaseVerifier):
                 out[job.index] = self._from_result(res, job)
         return [v for v in out if v is not None]
 
-    def _policy_for(self, prompt: str) -> MathPolicy:
-        """The task's policy as this question reads it: a question asking for all solutions
-        (``math.question``) takes a bare list in any order."""
-        if self.policy.ordered_lists and asks_for_all(prompt):
-            return replace(self.policy, ordered_lists=False)
-        return self.policy
+    def _policy_for(self, prompt: str, gold: str, answer: str) -> MathPolicy:
+        """The task's policy as this question reads it (``math.question``): a question asking for
+        all solutions takes a bare list in any order; a name the question mentions is not renamed."""
+        policy = self.policy
+        if policy.ordered_lists and asks_for_all(prompt):
+            policy = replace(policy, ordered_lists=False)
+        if policy.rename and renames_a_mentioned_name(prompt, gold, answer):
+            policy = replace(policy, rename=False)
+        return policy
 
     def _charge_candidates(self, results: dict[tuple[str, str, MathPolicy], Result]) -> None:
         """A comparison that timed out is the answer's doing when its ground truth alone is cheap:
