@@ -292,3 +292,30 @@ def test_a_name_the_question_mentions_is_not_renamed():
     asked = "Let y = 2x + 1 and z = y. Express z in terms of x."
     assert v.verify(Sample("<answer>2y + 1</answer>", row, prompt=asked)).outcome is Outcome.WRONG
     assert v.verify(Sample("<answer>2t + 1</answer>", row, prompt=asked)).outcome is Outcome.CORRECT
+
+
+# -- units through the closed list ------------------------------------------------------------------
+def test_one_unit_spelled_several_ways_is_one_unit():
+    check(
+        [
+            ("5 \\text{ cm}^2", "5 \\text{ square centimeters}"),
+            ("5 \\text{ cm}^2", "5 \\text{ sq cm}"),
+            ("5\\text{ m/s}", "5 \\text{ meters per second}"),
+            ("5 \\text{ km/h}", "5 \\text{ kilometers per hour}"),
+            ("5 \\text{ km/h}", "5 \\text{ kph}"),
+            ("60", "60 \\text{ mph}"),
+            ("\\$5.", "5"),
+            ("$5.", "\\$5"),
+        ],
+        "equal",
+    )
+    check(
+        [
+            ("5 \\text{ cm}^2", "5 \\text{ cm}"),
+            ("5 \\text{ cm}^2", "5 \\text{ cubic centimeters}"),
+            ("5 \\text{ km/h}", "5 \\text{ mph}"),
+            ("5\\text{ m/s}", "5 \\text{ meters}"),
+            ("\\$5.", "6"),
+        ],
+        "unequal",
+    )

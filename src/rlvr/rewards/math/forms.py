@@ -176,12 +176,30 @@ def unit_key(text: str) -> tuple[str, ...]:
     words = _WORD.findall(
         re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", untrusted.fold_case(text)).replace(".", "")
     )
-    out = []
+    out: list[str] = []
     for w in words:
         if w in _UNIT_ALIASES:
-            out.append(_UNIT_ALIASES[w])
+            out.extend(_COMPOUND.get(_UNIT_ALIASES[w], (_UNIT_ALIASES[w],)))
         else:
             out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
+    return _spelled_powers(tuple(w for w in out if w != "per"))
+
+
+# One spelling per compound unit: "kph" is km/h, "per" is the slash the key drops anyway.
+_COMPOUND = {"kph": ("km", "h"), "mph": ("mi", "h")}
+
+
+def _spelled_powers(key: tuple[str, ...]) -> tuple[str, ...]:
+    """``square cm`` and ``sq cm`` are ``cm^2``, ``cubic m`` is ``m^3``: the power after its unit."""
+    out: list[str] = []
+    i = 0
+    while i < len(key):
+        if key[i] in ("sq", "cu") and i + 1 < len(key) and key[i + 1] not in ("sq", "cu", "2", "3"):
+            out += [key[i + 1], "2" if key[i] == "sq" else "3"]
+            i += 2
+            continue
+        out.append(key[i])
+        i += 1
     return tuple(out)
 
 
