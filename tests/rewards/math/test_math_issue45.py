@@ -319,3 +319,56 @@ def test_one_unit_spelled_several_ways_is_one_unit():
         ],
         "unequal",
     )
+
+
+# -- a rounded gold read to its own precision ---------------------------------------------------------
+def test_an_exact_answer_that_rounds_to_the_gold_is_equal():
+    check(
+        [
+            ("3.14", "\\pi"),
+            ("0.33", "\\frac{1}{3}"),
+            ("1.41", "\\sqrt{2}"),
+            ("1.414", "\\sqrt{2}"),
+            ("-0.67", "-\\frac{2}{3}"),
+            ("2.72", "e"),
+            ("0.577", "\\frac{\\sqrt{3}}{3}"),
+        ],
+        "equal",
+    )
+
+
+def test_a_decimal_or_terminating_answer_or_a_one_digit_gold_is_read_exactly():
+    check(
+        [
+            ("3.14", "3.141"),
+            ("3.14", "3.1"),
+            ("3.14", "\\frac{157}{50} + \\frac{1}{1000}"),
+            ("0.3", "\\frac{1}{3}"),
+            ("3", "\\pi"),
+            ("3.15", "\\pi"),
+            ("0.33", "\\frac{1}{3} + \\frac{1}{100}"),
+            ("1.41", "\\sqrt{3}"),
+            ("0.375", "\\log_2 8 \\cdot \\frac{1}{8} + \\frac{1}{10000}"),
+        ],
+        "unequal",
+    )
+    assert decide("3.14", "\\pi", gold_precision=False) == "unequal"
+    assert decide("3.14", "\\pi", rel_tol=1e-6) == "unequal"  # a stated tolerance governs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 500), st.integers(3, 97), st.integers(2, 4))
+def test_a_fraction_rounded_to_the_golds_digits_is_equal_and_one_off_is_not(num, den, digits):
+    from fractions import Fraction
+
+    from hypothesis import assume
+
+    from rlvr.rewards.math.readings import terminates
+
+    q = Fraction(num, den)
+    assume(not terminates(q))
+    gold = f"{float(q):.{digits}f}"
+    assume(len(gold.replace(".", "").lstrip("0")) >= 2 and abs(float(q) - float(gold)) < 0.5 * 10**-digits * 0.999)
+    assert decide(gold, f"\\frac{{{num}}}{{{den}}}") == "equal"
+    off = q + Fraction(1, 10**digits)
+    assert decide(gold, f"\\frac{{{off.numerator}}}{{{off.denominator}}}") == "unequal"

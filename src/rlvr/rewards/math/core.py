@@ -149,6 +149,8 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
             return True
     if _expansion_of(cg.text, pv) or _expansion_of(cp.text, gv):
         return True  # 0.0833333333333333 is \frac{1}{12} written out to its 16th digit
+    if _rounds_to(cg.text, pv, policy):
+        return True  # 3.14 is \pi to the gold's own precision
     if policy.rename and renamed_equal(gv, pv, policy):
         return True  # k(k+1)/2 for n(n+1)/2: the same function of a renamed variable
     if "=" in cg.text and "=" in cp.text and (gv is not parse_scalar(cg.text) or pv is not parse_scalar(cp.text)):
@@ -183,6 +185,53 @@ def _expansion_of(text: str, other: Any) -> bool:
     except Exception:  # noqa: BLE001 - not a number: not an expansion of one
         return False
     return bool(diff.is_real and diff.is_Number and abs(diff) <= sympy.Rational(ulp.numerator, ulp.denominator))
+
+
+def _rounds_to(gold_text: str, other: Any, policy: MathPolicy) -> bool:
+    """The ``gold_precision`` rule: ``gold_text`` is a decimal of two or more significant digits,
+    the task states no tolerance, and ``other`` is an exact number with no finite decimal
+    expansion that rounds to it (within half a unit in the gold's last digit)."""
+    if not policy.gold_precision or policy.rel_tol > 1e-9 or policy.abs_tol > 0:
+        return False
+    rounded = readings.rounded_decimal(gold_text)
+    if rounded is None:
+        return False
+    value, half = rounded
+    if isinstance(other, Fraction):
+        return not readings.terminates(other) and abs(other - value) <= half
+    import sympy
+
+    if not isinstance(other, sympy.Expr) or other.free_symbols or other.has(sympy.Float) or too_big(other):
+        return False  # a decimal answer is the answer's own rounding: it must equal the gold
+    if other.is_Rational:
+        return (
+            not readings.terminates(Fraction(int(other.p), int(other.q)))
+            and abs(Fraction(int(other.p), int(other.q)) - value) <= half
+        )
+    try:
+        diff = sympy.N(other - sympy.Rational(value.numerator, value.denominator), 30)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001 - not a number: no rounding of one
+        return False
+    if not (diff.is_real and diff.is_Number) or abs(diff) > sympy.Rational(half.numerator, half.denominator):
+        return False
+    rational = sympy.nsimplify(other)
+    # \log_2 8 \cdot \frac{1}{8} is 3/8, a terminating value written another way: not a rounding
+    return not (rational.is_Rational and _exactly_rational(other, rational))
+
+
+def _exactly_rational(expr: Any, rational: Any) -> bool:
+    import sympy
+
+    try:
+        return bool(sympy.simplify(expr - rational) == 0) and readings.terminates(
+            Fraction(int(rational.p), int(rational.q))
+        )
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _numeral(s: str) -> tuple[str, int] | None:
@@ -503,7 +552,7 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
         return False  # 12 cm is not 12 m; x = 3 is not y = 3
     if policy.rel_tol > 1e-9 or policy.abs_tol > 0:
         return abs(g - p) <= max(Fraction(policy.abs_tol), Fraction(policy.rel_tol) * max(abs(g), abs(p)))
-    return g == p or _expansion_of(cg.text, p) or _expansion_of(cp.text, g)
+    return g == p or _expansion_of(cg.text, p) or _expansion_of(cp.text, g) or _rounds_to(cg.text, p, policy)
 
 
 def probe_gold(gold: str, policy: MathPolicy) -> bool:

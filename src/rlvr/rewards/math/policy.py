@@ -32,6 +32,13 @@ class MathPolicy:
         label. False compares ``x = 3`` as an equation.
     decimal_comma: ``1000,99`` is 1000.99 and ``1{,}5`` is 1.5 (then a list needs ``;`` or a
         space after its commas). Off by default: ``1,500`` is then fifteen hundred.
+    gold_precision: a decimal gold of two or more significant digits is read to its own precision
+        when the task states no tolerance (``rel_tol``/``abs_tol`` at their defaults): an exact
+        answer that rounds to it counts (``\\pi`` answers ``3.14``, ``\\frac{1}{3}`` answers
+        ``0.33``). Only an answer whose value has no finite decimal expansion -- an irrational
+        number or a fraction such as 1/3 -- can be a rounding; a decimal answer (``3.141``) or a
+        terminating fraction (``\\frac{157}{50}``) must equal the gold, and ``0.3`` (one digit)
+        is read exactly. False: every gold is exact.
     rename: an answer that names its free variables differently is equal when one renaming of the
         names the gold does not use onto the ones the answer does not use makes them equal
         (alpha-equivalence: ``k(k+1)/2`` answers ``n(n+1)/2``; ``f(t) = t^2`` answers ``f(x) = x^2``).
@@ -51,4 +58,5 @@ class MathPolicy:
     assignment: bool = True
     decimal_comma: bool = False
     chained: bool = False
+    gold_precision: bool = True
     rename: bool = True

@@ -245,3 +245,26 @@ def same_function(a: str, b: str, value: str) -> bool:
         if x == "y" and m and re.search(rf"(?<![a-zA-Z\\]){m.group(1)}(?![a-zA-Z])", value):
             return True
     return False
+
+
+# -- rounded golds ------------------------------------------------------------------------------------
+_ROUNDED = re.compile(r"^([+-]?)(\d{0,30})\.(\d{1,30})$")
+
+
+def rounded_decimal(s: str) -> tuple[Fraction, Fraction] | None:
+    """A decimal written with a point and at least two significant digits, as (value, half a unit
+    in its last digit): ``3.14`` -> (157/50, 1/200). None for an integer, ``0.3`` or other text."""
+    m = _ROUNDED.match(untrusted.strip(s))
+    if not m or len((m.group(2) + m.group(3)).lstrip("0")) < 2:
+        return None
+    value = Fraction(int(m.group(2) + m.group(3)), 10 ** len(m.group(3)))
+    return (-value if m.group(1) == "-" else value), Fraction(1, 2 * 10 ** len(m.group(3)))
+
+
+def terminates(q: Fraction) -> bool:
+    """Whether ``q`` has a finite decimal expansion (its denominator has no prime but 2 and 5)."""
+    d = q.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
