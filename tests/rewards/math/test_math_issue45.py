@@ -372,3 +372,19 @@ def test_a_fraction_rounded_to_the_golds_digits_is_equal_and_one_off_is_not(num,
     assert decide(gold, f"\\frac{{{num}}}{{{den}}}") == "equal"
     off = q + Fraction(1, 10**digits)
     assert decide(gold, f"\\frac{{{off.numerator}}}{{{off.denominator}}}") == "unequal"
+
+
+# -- degrees and radians, where the task says so -------------------------------------------------------
+def test_angles_either_reads_a_degree_sign_both_ways_and_plain_stays_the_default():
+    check(
+        [("\\frac{\\pi}{4}", "45^\\circ"), ("45", "45^\\circ"), ("90^\\circ", "\\frac{\\pi}{2}")],
+        "equal",
+        angles="either",
+    )
+    check(
+        [("\\frac{\\pi}{4}", "46^\\circ"), ("\\frac{\\pi}{4}", "45"), ("30", "30^\\circ + 1")],
+        "unequal",
+        angles="either",
+    )
+    assert decide("\\frac{\\pi}{4}", "45^\\circ") == "unequal"
+    assert decide("\\frac{\\pi}{4}", "45°", angles="degrees") == "equal"

@@ -96,8 +96,8 @@ from .text import (  # noqa: F401 - re-exported: callers import the whole pipeli
 )
 
 
-def _apply_flags(value: Any, c: Cleaned, policy: MathPolicy, percent_mode: str) -> Any:
-    if c.degrees and policy.angles == "degrees":
+def _apply_flags(value: Any, c: Cleaned, percent_mode: str, angle_mode: str) -> Any:
+    if c.degrees and angle_mode == "degrees":
         import sympy
 
         value = sym(value) * sympy.pi / 180
@@ -144,9 +144,11 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     gv = parse_scalar(_scalar_text(cg.text, policy))
     pv = parse_scalar(_scalar_text(cp.text, policy))
     modes = ("strip", "fraction") if policy.percent == "either" else (policy.percent,)
+    angle_modes = ("plain", "degrees") if policy.angles == "either" else (policy.angles,)
     for mode in modes:
-        if expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
-            return True
+        for angle in angle_modes:
+            if expr_equal(_apply_flags(gv, cg, mode, angle), _apply_flags(pv, cp, mode, angle), policy):
+                return True
     if _expansion_of(cg.text, pv) or _expansion_of(cp.text, gv):
         return True  # 0.0833333333333333 is \frac{1}{12} written out to its 16th digit
     if _rounds_to(cg.text, pv, policy):

@@ -24,8 +24,10 @@ class MathPolicy:
         be identical after sympy's automatic canonicalisation: ``x^2-1`` does not match
         ``(x-1)(x+1)``; ``2x+1`` matches ``1+2x``; an unsimplified answer -- ``2/4``, ``3/1``,
         ``\\sqrt{8}`` -- does not match a simplified ground truth).
-    angles: ``plain`` (a degree sign is dropped: 45° equals 45) or ``degrees`` (a degree sign
-        means ×π/180: 45° equals π/4).
+    angles: ``plain`` (a degree sign is dropped: 45° equals 45), ``degrees`` (a degree sign
+        means ×π/180: 45° equals π/4, and no longer 45) or ``either`` (both readings: 45° equals
+        π/4 and 45; a task whose golds mix degrees and radians). Plain by default: a gold of
+        ``\\frac{\\pi}{4}`` accepts ``45^\\circ`` only where the task says so.
     percent: ``strip`` (50% equals 50), ``fraction`` (50% equals 0.5) or ``either``.
     assignment: ``x = 3`` counts as ``3``, and so does any labelled value (``f(2) = 3``,
         ``|AB| = 3``, ``(p, q) = (3, 2)``); when both sides give labels they must match label by
@@ -53,7 +55,7 @@ class MathPolicy:
     rel_tol: float = 1e-9
     abs_tol: float = 0.0
     form: Literal["equivalent", "structural"] = "equivalent"
-    angles: Literal["plain", "degrees"] = "plain"
+    angles: Literal["plain", "degrees", "either"] = "plain"
     percent: Literal["strip", "fraction", "either"] = "strip"
     assignment: bool = True
     decimal_comma: bool = False

@@ -108,8 +108,8 @@ class MathVerifier(BaseVerifier):
                 problems.append(f"{name} must be a number >= 0, got {value!r}")
         if self.policy.form not in ("equivalent", "structural"):
             problems.append(f"form must be 'equivalent' or 'structural', got {self.policy.form!r}")
-        if self.policy.angles not in ("plain", "degrees"):
-            problems.append(f"angles must be 'plain' or 'degrees', got {self.policy.angles!r}")
+        if self.policy.angles not in ("plain", "degrees", "either"):
+            problems.append(f"angles must be 'plain', 'degrees' or 'either', got {self.policy.angles!r}")
         if self.policy.percent not in ("strip", "fraction", "either"):
             problems.append(f"percent must be 'strip', 'fraction' or 'either', got {self.policy.percent!r}")
         if not timeout or timeout <= 0:
