@@ -220,3 +220,18 @@ def test_files_left_by_one_sample_are_gone_for_the_next(full_pool):
     looks = [Script(f"import os\ndef f():\n    return os.path.exists({where!r})\n", call("f")) for _ in range(2)]
     runs(full_pool, looks)
     assert [value(sc) for sc in looks] == [False, False]
+
+
+def test_a_sample_inherits_no_module_with_a_fork_hook_yet_can_import_one(pool):
+    # threading and random register fork hooks that would run in every child of the worker
+    # (harness.FORK_HOOKED); a sample that needs them imports its own, and threads still work.
+    from rlvr.sandbox.inside.harness import FORK_HOOKED
+
+    code = (
+        f"import sys\nbefore = [m for m in {FORK_HOOKED!r} if m in sys.modules]\nimport random, threading\n"
+        "out = []\nt = threading.Thread(target=lambda: out.append(random.random() < 1))\nt.start()\nt.join()\n"
+        "def f():\n    return [before, out]\n"
+    )
+    sc = Script(code, call("f"))
+    runs(pool, [sc])
+    assert value(sc) == [[], [True]]

@@ -12,12 +12,17 @@ linear time in what came back, which is capped by the worker.
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
+import marshal
 import struct
 from dataclasses import dataclass
+from importlib.util import MAGIC_NUMBER
 from typing import Any
 
 from .checkers import EXACT, CheckerFailed, CheckerSpec, check_output
+from .inside import testchild
 from .plans import MAX_SHOWN, CheckPlan
 from .worker import Job, Reply
 
@@ -52,6 +57,24 @@ def _framed(body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + body
 
 
+@functools.lru_cache(maxsize=1024)
+def _prepared(tests: str, helpers: str, entry: str | None, tolerant: bool) -> dict[str, Any] | None:
+    """A row's test file instrumented and compiled once, in the trainer (the G samples of a group
+    and every later epoch share it), marshalled for a test child whose bytecode is this
+    interpreter's (``testchild.prepared`` checks the magic number; otherwise it compiles the
+    source itself). None when it does not compile here: the test child reports why."""
+    try:
+        code, helper_code, wanted = testchild.prepare(tests, helpers, entry, tolerant)
+        return {
+            "magic": MAGIC_NUMBER.hex(),
+            "code": base64.b64encode(marshal.dumps(code)).decode(),
+            "helpers": base64.b64encode(marshal.dumps(helper_code)).decode(),
+            "wanted": sorted(wanted),
+        }
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0, objects: bool = False) -> Job:
     """An assert-style sample: the program and the tests go to the test child only.
     ``tolerance``: floats within it are equal in an assert's ``==`` / ``!=``
@@ -65,6 +88,7 @@ def tests_job(plan: CheckPlan, code: str, timeout: float, tolerance: float = 0.0
         "check": plan.auto_check,
         "entry": plan.entry,
         "tol": tolerance,
+        "pre": _prepared(plan.source, plan.helpers, plan.entry if plan.auto_check else None, bool(tolerance)),
     }
     payload = _framed(json.dumps(body).encode("utf-8", "surrogatepass"))
     return Job({"mode": "tests", "timeout": timeout}, (payload,))

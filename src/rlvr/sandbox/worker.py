@@ -43,6 +43,8 @@ BOOT = (
 GRACE_S = 5.0
 MAX_FRAME = 1 << 20  # one frame from the worker, bytes
 MAX_REPLY = 64 << 20  # everything one sample sends back; past it the sample is over its output limit
+MAX_CASE_OUT = 1 << 20  # one stdin/stdout case's stdout when the job names no cap (``stdio_job``'s default)
+MAX_STDERR = 64 << 10  # one case's stderr kept (the worker's cap too: ``inside.harness.MAX_STDERR``)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,10 @@ class Worker:
         total = 0
         over = False
         n_cases, case_out, case_err = 0, bytearray(), bytearray()
+        # Each case's stdout and stderr are cut here at their caps, whatever the worker sends:
+        # stdout over its cap makes the case over the limit, stderr past 64 KiB is dropped.
+        caps = {b"O": int(job.control.get("cap", MAX_CASE_OUT)), b"E": MAX_STDERR}
+        sizes, case_over = {b"O": 0, b"E": 0}, False
         end: SessionEnd | None = None
         while end is None or out:
             if out:
@@ -180,16 +186,28 @@ class Worker:
                     raise SandboxError("the worker did not answer in time")
                 continue
             kind, body = got
-            if kind == b"S":
-                end = session_end(body)
-            elif job.fold is not None and kind in (b"O", b"E"):
-                (case_out if kind == b"O" else case_err).extend(body)  # capped per case by the worker
-            elif job.fold is not None and kind == b"C":
+            if kind in (b"O", b"E"):
+                room = max(0, caps[kind] - sizes[kind])
+                if len(body) > room:
+                    body = body[:room]
+                    case_over = case_over or kind == b"O"
+                sizes[kind] += len(body)
+                if not body:
+                    continue
+            if kind == b"C":
                 try:
                     case_end = json.loads(body)
                 except ValueError:
                     case_end = {}
                 case_end = case_end if isinstance(case_end, dict) else {}
+                if case_over:
+                    case_end["why"] = "output_limit"
+                sizes, case_over = {b"O": 0, b"E": 0}, False
+            if kind == b"S":
+                end = session_end(body)
+            elif job.fold is not None and kind in (b"O", b"E"):
+                (case_out if kind == b"O" else case_err).extend(body)
+            elif job.fold is not None and kind == b"C":
                 body = json.dumps(job.fold(n_cases, bytes(case_out), bytes(case_err), case_end)).encode()
                 frames.append((kind, body))
                 n_cases += 1
@@ -197,6 +215,8 @@ class Worker:
             elif over or total + len(body) > MAX_REPLY:
                 over = True  # the program's doing: keep reading (the worker must finish), keep nothing
             else:
+                if kind == b"C":
+                    body = json.dumps(case_end).encode()
                 total += len(body)
                 frames.append((kind, body))
         if over and not end.why.startswith("sandbox"):

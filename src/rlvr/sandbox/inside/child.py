@@ -15,9 +15,10 @@ It decides nothing. Two ways to run:
   the child asks back (``["cb", n, args, kwargs]``) and serves nested requests until it gets
   ``["ret", value]`` or ``["raise", names, message]``. Whatever this process sends, the test
   child decodes it strictly (``wire.decode``) into fresh values.
-- ``script``: run the program as ``__main__`` with fd 0 as its stdin (a real pipe holding the
-  input), fd 1 and 2 as stdout and stderr; ``exit()``, ``quit()`` and ``sys.exit`` work, and
-  non-daemon threads are joined and the streams flushed at exit, as ``python prog.py`` does.
+- ``script``: run the program as ``__main__`` with fd 0 as its stdin (a regular file holding the
+  input, as a judge gives it), fd 1 and 2 as stdout and stderr (pipes); ``exit()``, ``quit()``
+  and ``sys.exit`` work, and non-daemon threads are joined and the streams flushed at exit, as
+  ``python prog.py`` does.
 """
 
 from __future__ import annotations
@@ -350,16 +351,16 @@ def serve(rfd: int = 3, wfd: int = 4) -> None:
     Server(rfd, wfd).serve()
 
 
-def script() -> int:
-    """Run the program on fd 0 (a 4-byte length, the program, then its stdin) as ``__main__``;
-    the exit status is what ``python prog.py`` would return."""
-    head = wire.read_exact(0, 4) or b"\0\0\0\0"
-    source = (wire.read_exact(0, int.from_bytes(head, "big")) or b"").decode("utf-8", "replace")
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
-    sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8", errors="backslashreplace"
-    )
+def script(src_fd: int = 3) -> int:
+    """Run the program (read whole from ``src_fd``, then closed) as ``__main__`` on fd 0 (its
+    input, a regular file), fd 1 and fd 2; the exit status is what ``python prog.py`` would
+    return."""
+    chunks = []
+    while chunk := os.read(src_fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(src_fd)
+    source = b"".join(chunks).decode("utf-8", "replace")
+    sys.stdin, sys.stdout, sys.stderr = (_stdio(fd, stream) for fd, stream in enumerate(_STDIO))
     setattr(sys, "__stdin__", sys.stdin)  # noqa: B010 - typeshed calls these final; a script may read them
     setattr(sys, "__stdout__", sys.stdout)  # noqa: B010
     setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
@@ -376,9 +377,10 @@ def script() -> int:
         status = 1
     try:
         import atexit
-        import threading
 
-        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, as at exit
+        threading = sys.modules.get("threading")  # as CPython's exit: only if the program loaded it
+        if threading is not None:
+            threading._shutdown()  # join non-daemon threads, as at exit
         atexit._run_exitfuncs()
     except SystemExit as exc:
         status = exit_status(exc)
@@ -390,6 +392,24 @@ def script() -> int:
         except BaseException:  # noqa: BLE001 - a closed stream: what it held is lost, as in python
             status = status or 120
     return status
+
+
+_STDIO = (sys.stdin, sys.stdout, sys.stderr)  # the worker's, made by CPython: their encodings
+
+
+def _stdio(fd: int, like: Any) -> io.TextIOWrapper:
+    """A standard stream as CPython's start-up makes it (``create_stdio``): buffered, ``newline``
+    "\\n" (no translation on POSIX), the interpreter's encoding and errors, stderr line-buffered
+    with ``backslashreplace``, ``mode`` and the raw file's ``name`` set (the PyRival FastIO
+    template reads ``file.mode``)."""
+    write = fd > 0
+    buf: Any = open(fd, "wb" if write else "rb", -1, closefd=False)  # noqa: SIM115 - the process's own stream
+    buf.raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]
+    encoding = getattr(like, "encoding", None) or "utf-8"
+    errors = "backslashreplace" if fd == 2 else getattr(like, "errors", None) or "strict"
+    stream = io.TextIOWrapper(buf, encoding, errors, "\n", line_buffering=fd == 2)
+    stream.mode = "w" if write else "r"  # type: ignore[misc]
+    return stream
 
 
 def exit_status(exc: SystemExit) -> int:

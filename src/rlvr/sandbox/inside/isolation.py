@@ -10,7 +10,6 @@ numbers are used for clone and Landlock (the only architecture tested here).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import resource
 import signal
@@ -206,9 +205,10 @@ def seccomp_lib() -> ctypes.CDLL | None:
     """libseccomp, loaded once; None where it is not installed."""
     global _seccomp, _seccomp_looked
     if not _seccomp_looked:
-        name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+        # By its soname: ctypes.util.find_library would import subprocess and with it threading,
+        # whose fork hook then runs (and touches its pages) in every child of the worker.
         try:
-            lib = ctypes.CDLL(name, use_errno=True)
+            lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
             lib.seccomp_init.restype = ctypes.c_void_p
             lib.seccomp_init.argtypes = [ctypes.c_uint32]
             lib.seccomp_rule_add_array.argtypes = [
@@ -228,54 +228,189 @@ def seccomp_lib() -> ctypes.CDLL | None:
     return _seccomp
 
 
-# Denied outright (EPERM): running programs, new processes (not threads), tracing, namespaces and
-# mounts, kernel-facing interfaces that have carried sandbox escapes.
-DENY = (
-    "execve execveat fork vfork ptrace process_vm_readv process_vm_writev mount umount2 "
-    "pivot_root chroot unshare setns bpf io_uring_setup io_uring_enter io_uring_register "
-    "keyctl add_key request_key perf_event_open userfaultfd kexec_load init_module finit_module "
-    "delete_module reboot swapon swapoff open_by_handle_at name_to_handle_at personality "
-    "fanotify_init move_mount open_tree fsopen fsmount fspick mount_setattr "
-    # Memory outside the address-space budget, and objects that outlive a process.
-    "memfd_create memfd_secret shmget shmat shmctl shmdt msgget msgsnd msgrcv msgctl semget semop "
-    "semtimedop semctl mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr "
-    # Reaching other processes through pidfds or comparing their kernel objects.
-    "pidfd_open pidfd_getfd pidfd_send_signal process_madvise kcmp "
-    # Sockets: only socketpair() is left (below). socket() is refused for every family, so no
-    # pathname UNIX socket (a host daemon's, anywhere) can be connected to or sent to.
-    "socket connect"
-).split()
+# The seccomp filter, as one table: system call -> x86-64 number, the condition on its arguments
+# under which it is refused (empty: always), the errno, and why. Numbers rather than names:
+# libseccomp 2.5 does not know the newer calls (fchmodat2, setxattrat, file_setattr) and would
+# skip a name it cannot resolve, silently leaving the call open. A condition is (argument index,
+# libseccomp comparison, a, b): NE 1, GT 6, MASKED_EQ 7 ((arg & a) == b).
+NE, GT, MASKED_EQ = 1, 6, 7
+EPERM, ENOSYS = 1, 38
+FS_IOCTL_TYPES = {
+    0x66: "'f': FS_IOC_SETFLAGS (chattr), fscrypt policies, fs-verity",
+    0x76: "'v': FS_IOC_SETVERSION",
+    0x58: "'X': FS_IOC_FSSETXATTR (project id, flags), FIFREEZE/FITHAW, FITRIM",
+    0x94: "0x94: FICLONE and the btrfs family, FS_IOC_SETFSLABEL",
+}
+_PROCESSES = "new processes and programs: the sandbox's children are the only processes"
+_KERNEL = "kernel interfaces that have carried sandbox escapes, or that act on the whole host"
+_META = (
+    "changes a file's metadata; Landlock does not cover it, and without the uid layer the host's files are the caller's"
+)
+_HOST = "changes host-wide state (needs a capability the uid layer drops; refused for the case without it)"
+_IPC = "memory outside the address-space budget, or objects that outlive the sample"
+SECCOMP_TABLE: tuple[tuple[str, int, tuple[tuple[int, int, int, int], ...], int, str], ...] = (
+    ("execve", 59, (), EPERM, _PROCESSES),
+    ("execveat", 322, (), EPERM, _PROCESSES),
+    ("fork", 57, (), EPERM, _PROCESSES),
+    ("vfork", 58, (), EPERM, _PROCESSES),
+    ("clone", 56, ((0, MASKED_EQ, CLONE_THREAD, 0),), EPERM, _PROCESSES + " (threads are allowed)"),
+    ("clone3", 435, (), ENOSYS, "glibc then falls back to clone(), whose flags the rule above can read"),
+    ("ptrace", 101, (), EPERM, "tracing another process"),
+    ("process_vm_readv", 310, (), EPERM, "reading another process's memory"),
+    ("process_vm_writev", 311, (), EPERM, "writing another process's memory"),
+    (
+        "kill",
+        62,
+        ((0, GT, 1, 0),),
+        EPERM,
+        "a signal to any pid but itself (pid 1 of its namespace; unsigned, so -1 too)",
+    ),
+    ("pidfd_open", 434, (), EPERM, "reaching other processes through pidfds"),
+    ("pidfd_getfd", 438, (), EPERM, "taking another process's file descriptors"),
+    ("pidfd_send_signal", 424, (), EPERM, "signals through pidfds"),
+    ("process_madvise", 440, (), EPERM, "acting on another process's memory"),
+    ("kcmp", 312, (), EPERM, "comparing other processes' kernel objects"),
+    ("socket", 41, (), EPERM, "every family: no network, no pathname UNIX socket of a host daemon"),
+    ("connect", 42, (), EPERM, "the same"),
+    ("socketpair", 53, ((0, NE, 1, 0),), EPERM, "only AF_UNIX pairs (asyncio's self-pipe)"),
+    ("socketpair", 53, ((1, MASKED_EQ, 0xF, 2),), EPERM, "no SOCK_DGRAM pair: sendto() could name a path"),
+    ("sendto", 44, ((4, NE, 0, 0),), EPERM, "an explicit destination address"),
+    ("mount", 165, (), EPERM, _KERNEL),
+    ("umount2", 166, (), EPERM, _KERNEL),
+    ("pivot_root", 155, (), EPERM, _KERNEL),
+    ("chroot", 161, (), EPERM, _KERNEL),
+    ("unshare", 272, (), EPERM, _KERNEL),
+    ("setns", 308, (), EPERM, _KERNEL),
+    ("move_mount", 429, (), EPERM, _KERNEL),
+    ("open_tree", 428, (), EPERM, _KERNEL),
+    ("fsopen", 430, (), EPERM, _KERNEL),
+    ("fsconfig", 431, (), EPERM, _KERNEL),
+    ("fsmount", 432, (), EPERM, _KERNEL),
+    ("fspick", 433, (), EPERM, _KERNEL),
+    ("mount_setattr", 442, (), EPERM, _KERNEL),
+    ("open_tree_attr", 467, (), EPERM, _KERNEL),
+    ("bpf", 321, (), EPERM, _KERNEL),
+    ("io_uring_setup", 425, (), EPERM, _KERNEL + " (and io_uring bypasses this filter)"),
+    ("io_uring_enter", 426, (), EPERM, _KERNEL),
+    ("io_uring_register", 427, (), EPERM, _KERNEL),
+    ("keyctl", 250, (), EPERM, _KERNEL),
+    ("add_key", 248, (), EPERM, _KERNEL),
+    ("request_key", 249, (), EPERM, _KERNEL),
+    ("perf_event_open", 298, (), EPERM, _KERNEL),
+    ("userfaultfd", 323, (), EPERM, _KERNEL),
+    ("kexec_load", 246, (), EPERM, _KERNEL),
+    ("kexec_file_load", 320, (), EPERM, _KERNEL),
+    ("init_module", 175, (), EPERM, _KERNEL),
+    ("finit_module", 313, (), EPERM, _KERNEL),
+    ("delete_module", 176, (), EPERM, _KERNEL),
+    ("reboot", 169, (), EPERM, _KERNEL),
+    ("swapon", 167, (), EPERM, _KERNEL),
+    ("swapoff", 168, (), EPERM, _KERNEL),
+    ("open_by_handle_at", 304, (), EPERM, _KERNEL + " (opens any inode of a mount, past every path rule)"),
+    ("name_to_handle_at", 303, (), EPERM, _KERNEL),
+    ("personality", 135, (), EPERM, _KERNEL),
+    ("fanotify_init", 300, (), EPERM, _KERNEL),
+    ("memfd_create", 319, (), EPERM, _IPC),
+    ("memfd_secret", 447, (), EPERM, _IPC),
+    *(
+        (name, nr, (), EPERM, _IPC)
+        for name, nr in (
+            ("shmget", 29),
+            ("shmat", 30),
+            ("shmctl", 31),
+            ("shmdt", 67),
+            ("msgget", 68),
+            ("msgsnd", 69),
+            ("msgrcv", 70),
+            ("msgctl", 71),
+            ("semget", 64),
+            ("semop", 65),
+            ("semctl", 66),
+            ("semtimedop", 220),
+            ("mq_open", 240),
+            ("mq_unlink", 241),
+            ("mq_timedsend", 242),
+            ("mq_timedreceive", 243),
+            ("mq_notify", 244),
+            ("mq_getsetattr", 245),
+        )
+    ),
+    # File metadata (issue 44): refused everywhere, in the sample's own workdir too. seccomp
+    # cannot read a path, and an fd says nothing about where its file lives; an honest program
+    # needs none of these to compute an answer (shutil.copy, copy2 and copytree, which copy modes
+    # and times, raise PermissionError; shutil.copyfile and Path.touch still work).
+    *(
+        (name, nr, (), EPERM, _META)
+        for name, nr in (
+            ("chmod", 90),
+            ("fchmod", 91),
+            ("fchmodat", 268),
+            ("fchmodat2", 452),
+            ("chown", 92),
+            ("fchown", 93),
+            ("lchown", 94),
+            ("fchownat", 260),
+            ("utime", 132),
+            ("utimes", 235),
+            ("utimensat", 280),
+            ("futimesat", 261),
+            ("setxattr", 188),
+            ("lsetxattr", 189),
+            ("fsetxattr", 190),
+            ("setxattrat", 463),
+            ("removexattr", 197),
+            ("lremovexattr", 198),
+            ("fremovexattr", 199),
+            ("removexattrat", 466),
+            ("file_setattr", 469),
+        )
+    ),
+    *(("ioctl", 16, ((1, MASKED_EQ, 0xFF00, t << 8),), EPERM, f"{_META}: {why}") for t, why in FS_IOCTL_TYPES.items()),
+    (
+        "fcntl",
+        72,
+        ((1, MASKED_EQ, 0xFFFFFFFF, 1024),),
+        EPERM,
+        "F_SETLEASE: a lease would stall the host's next open of the file",
+    ),
+    *(
+        (name, nr, (), EPERM, _HOST)
+        for name, nr in (
+            ("sethostname", 170),
+            ("setdomainname", 171),
+            ("settimeofday", 164),
+            ("clock_settime", 227),
+            ("clock_adjtime", 305),
+            ("adjtimex", 159),
+            ("quotactl", 179),
+            ("quotactl_fd", 443),
+            ("acct", 163),
+            ("syslog", 103),
+            ("iopl", 172),
+            ("ioperm", 173),
+            ("vhangup", 153),
+        )
+    ),
+)
 
 
 def build_seccomp_bpf() -> bytes:
-    """Compile the filter once per worker (libseccomp takes ~6 ms); children load the bytes."""
+    """Compile ``SECCOMP_TABLE`` once per worker (libseccomp takes ~6 ms); children load the
+    bytes. Every other call is allowed; a call of another architecture (i386, x32) kills."""
+    if os.uname().machine != "x86_64":
+        raise OSError("the seccomp table holds x86-64 system call numbers; not on " + os.uname().machine)
     lib = seccomp_lib()
     if not lib:
         raise OSError("libseccomp not found")
     lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
-    ctx = lib.seccomp_init(allow)
+    ctx = lib.seccomp_init(0x7FFF0000)  # SCMP_ACT_ALLOW
     if not ctx:
         raise OSError("seccomp_init failed")
-
-    def rule(action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
-        nr = lib.seccomp_syscall_resolve_name(name.encode())
-        if nr < 0:
-            return
-        arr = (_ArgCmp * max(1, len(cmps)))(*[_ArgCmp(*c) for c in cmps])
-        if lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), arr) != 0:
-            raise OSError(f"seccomp rule {name} failed")
-
     try:
-        for name in DENY:
-            rule(eperm, name)
-        rule(eperm, "clone", (0, 7, CLONE_THREAD, 0))  # (flags & CLONE_THREAD) == 0: a process
-        rule(enosys, "clone3")  # glibc then falls back to clone(), which the rule above checks
-        rule(eperm, "socketpair", (0, 1, 1, 0))  # domain != AF_UNIX
-        rule(eperm, "socketpair", (1, 7, 0xF, 2))  # (type & 0xf) == SOCK_DGRAM: sendto() could name a path
-        rule(eperm, "sendto", (4, 1, 0, 0))  # an explicit destination address
-
-        rule(eperm, "kill", (0, 6, 1, 0))  # pid > 1 (unsigned, so -1 too): only itself (pid 1)
+        for name, nr, cmps, errno, _why in SECCOMP_TABLE:
+            arr = (_ArgCmp * max(1, len(cmps)))(*[_ArgCmp(*c) for c in cmps])
+            if lib.seccomp_rule_add_array(ctx, 0x00050000 | errno, nr, len(cmps), arr) != 0:
+                raise OSError(f"seccomp rule {name} failed")
         fd = os.memfd_create("seccomp")
         try:
             if lib.seccomp_export_bpf(ctx, fd) != 0:
@@ -323,12 +458,13 @@ def set_rlimits(lim: dict[str, int], job: dict[str, float]) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     # Address space as a budget over what this process already maps: an absolute cap breaks
-    # every mmap in a large process (LiveBench PR #536).
+    # every mmap in a large process (LiveBench PR #536). The hard limit too: a soft limit alone
+    # is one setrlimit() away from none.
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     want = lim["vmsize"] + lim["memory_bytes"]
     if hard != resource.RLIM_INFINITY:
         want = min(want, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    resource.setrlimit(resource.RLIMIT_AS, (want, want))
 
 
 def fork_sample(pidns: bool, ipcns: bool = False) -> int:

@@ -139,7 +139,8 @@ def probe_layers(cfg: dict[str, Any], layers: dict[str, str]) -> bytes:
             cfg["seccomp"] = True
             layers["seccomp"] = (
                 "active: no exec, no fork, no socket() or connect() (socketpair only), no memfd or SysV IPC,"
-                " no ptrace/mount/unshare/bpf/io_uring"
+                " no ptrace/mount/unshare/bpf/io_uring, no file metadata changes (chmod, chown, utime, xattrs,"
+                " chattr); the table: isolation.SECCOMP_TABLE"
             )
     cfg["pidns"] = cfg["ipcns"] = False
     if "pidns" not in on:

@@ -54,15 +54,37 @@ def discard(fd: int, n: int) -> None:
         os.close(null)
 
 
+def fill(dst: int, n: int, deadline: float) -> bool:
+    """Move the next ``n`` bytes of our stdin (the trainer's frame) into the file ``dst`` (a
+    stdin/stdout case's input: a memfd, see ``harness.sealed_file``) without reading them into
+    this process. False when the trainer's bytes did not come by ``deadline`` (the rest of the
+    frame is then dropped) or our stdin ended."""
+    while n > 0:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([0], [], [], left)[0]:
+            discard(0, n)
+            return False
+        try:
+            moved = os.splice(0, dst, n, flags=os.SPLICE_F_NONBLOCK)
+        except BlockingIOError:
+            continue
+        if moved <= 0:
+            return False
+        n -= moved
+    return True
+
+
 def pump(deadline: float, n_in: int, dst: int, outs: dict[int, list[Any]], pidfd: int | None) -> str:
     """Move the next ``n_in`` bytes of our stdin (the trainer's frame) into ``dst``, then close
-    it; relay each fd of ``outs`` (fd -> [frame type, cap, sent]; a negative cap drops what is
-    over it instead of failing) to the trainer as frames, as it comes, never reading it into this
-    process. Returns '' when every out is at end of file (and the process behind ``pidfd`` has
-    ended), ``timeout`` or ``output_limit`` (decided the moment the cap is crossed)."""
+    it (``dst`` -1: nothing to move); relay each fd of ``outs`` (fd -> [frame type, cap, sent]; a
+    negative cap drops what is over it instead of failing) to the trainer as frames, as it comes,
+    never reading it into this process. Returns '' when every out is at end of file (and the
+    process behind ``pidfd`` has ended), ``timeout`` or ``output_limit`` (decided the moment the
+    cap is crossed)."""
     left_in = n_in
-    os.set_blocking(dst, False)
-    if not left_in:
+    if dst >= 0:
+        os.set_blocking(dst, False)
+    if not left_in and dst >= 0:
         os.close(dst)
         dst = -1
     for fd in outs:

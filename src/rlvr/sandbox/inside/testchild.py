@@ -21,11 +21,15 @@ package: standard library only, see its ``__init__``).
 from __future__ import annotations
 
 import ast
+import base64
 import builtins
 import importlib
+import marshal
 import os
 import reprlib
 import sys
+from importlib.util import MAGIC_NUMBER
+from types import CodeType
 from typing import Any, NoReturn
 
 from . import proxy, wire
@@ -172,14 +176,18 @@ _CMP_FN = {
 
 
 class Instrument(ast.NodeTransformer):
-    """``assert test, msg`` -> evaluate, report at once, then raise as Python would."""
+    """``assert test, msg`` -> evaluate, report at once, then raise as Python would. ``tolerant``:
+    the task has a float tolerance (every ``==`` / ``!=`` inside an assert uses ``close``)."""
+
+    def __init__(self, tolerant: bool = False) -> None:
+        self.tolerant = tolerant
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         def at() -> ast.List:
             return ast.List([ast.Constant(node.lineno), ast.Constant(node.col_offset)], ast.Load())
 
         t = node.test
-        tol = Tolerant().visit if TOLERANCE else (lambda n: n)
+        tol = Tolerant().visit if self.tolerant else (lambda n: n)
         if isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _CMP:
             # _rlvr_cmp applies the tolerance to this comparison itself (and reports both sides).
             parts = [tol(t.left), tol(t.comparators[0])]
@@ -319,15 +327,33 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
             link.refuse(f"the test reads the program's global {name!r}, a value a call can change")
 
 
+def prepare(tests: str, helpers: str, entry: str | None, tolerant: bool) -> tuple[CodeType, CodeType, set[str]]:
+    """The row's test file instrumented and compiled, the prompt's helpers compiled, and the names
+    to ask the program for (their free names, and ``entry`` when ``check(entry)`` is called).
+    The same for every sample of a row: the trainer makes it once (``checks.tests_job``, sent
+    marshalled when this interpreter's bytecode is the trainer's), else it is made here."""
+    tree = ast.parse(tests, "<tests>")
+    htree = ast.parse(helpers or "", "<prompt>")
+    wanted = free_names(tree, htree) | ({entry} if entry else set())
+    tree = ast.fix_missing_locations(Instrument(tolerant).visit(tree))
+    return compile(tree, "<tests>", "exec"), compile(htree, "<prompt>", "exec"), wanted
+
+
+def prepared(job: dict[str, Any]) -> tuple[CodeType, CodeType, set[str]]:
+    """``prepare`` for this job: the trainer's, when it is this interpreter's bytecode."""
+    entry = job.get("entry") if job.get("check") else None
+    pre = job.get("pre")
+    if isinstance(pre, dict) and pre.get("magic") == MAGIC_NUMBER.hex():
+        code, helpers = marshal.loads(base64.b64decode(pre["code"])), marshal.loads(base64.b64decode(pre["helpers"]))
+        return code, helpers, set(pre["wanted"])
+    return prepare(job["tests"], job.get("helpers") or "", entry, bool(job.get("tol")))
+
+
 def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
     """Run the test file; the end record (``gone`` and ``unsupported`` end the process where they
     happen instead)."""
-    tree = ast.parse(job["tests"], "<tests>")
-    helpers = ast.parse(job.get("helpers") or "", "<prompt>")
     entry = job.get("entry") if job.get("check") else None
-    wanted = free_names(tree, helpers) | ({entry} if entry else set())
-    tree = ast.fix_missing_locations(Instrument().visit(tree))
-    code = compile(tree, "<tests>", "exec")
+    code, helpers, wanted = prepared(job)
     ns: dict[str, Any] = {
         "__name__": "__main__",
         "__builtins__": builtins,
@@ -339,7 +365,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
     try:
         bind(link, job["code"], wanted, ns, entry)
         if job.get("helpers"):
-            exec(compile(helpers, "<prompt>", "exec"), ns)  # noqa: S102 - the row's own helpers
+            exec(helpers, ns)  # noqa: S102 - the row's own helpers
         exec(code, ns)  # noqa: S102 - the row's test file, in this sandboxed process
         if job.get("check"):
             ns["check"](ns[job["entry"]])
