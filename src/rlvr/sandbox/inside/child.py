@@ -33,7 +33,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import wire
+from . import claims, wire
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
 OPS = {
@@ -323,23 +323,14 @@ _FRESH = _fresh_counts()
 
 
 def describe(exc: BaseException) -> list[Any]:
-    """An exception as ``["exc", names, message, args]``: the builtin classes of its MRO (the
-    test child raises the first one it knows), ``str(exc)`` cut to 2,000 characters, and its
-    arguments when they are plain data (else None)."""
-    try:
-        names = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
-        names = [n for n in names if type(n) is str][:8]
-    except BaseException:  # noqa: BLE001
-        names = ["Exception"]
-    try:
-        text = str.__str__(str(exc))[:2000] if not isinstance(exc, StopIteration) else ""
-    except BaseException:  # noqa: BLE001
-        text = ""
-    try:  # its arguments, when they are plain data (KeyError('a').args[0] is 'a', not "'a'")
-        args: Any = [wire.encode(a, _not_plain) for a in tuple.__iter__(exc.args)][:16]
-    except BaseException:  # noqa: BLE001
-        args = None
-    return ["exc", names, text, args]
+    """An exception as the claim the test child checks (``claims.claim``): its MRO by builtin
+    identity, ``str`` and ``repr`` as the program computes them, and its arguments when they
+    are plain data."""
+    return claims.claim(exc, _plain)
+
+
+def _plain(x: Any) -> Any:
+    return wire.encode(x, _not_plain)
 
 
 def _not_plain(_: Any) -> list[Any]:

@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import wire
+from . import claims, wire
 
 MAX_ANSWER = 64 << 20  # bytes of one answer from the candidate child
 _CALLABLE_TYPES = (
@@ -75,6 +75,7 @@ class Link:
         self.handles: dict[int, Handle] = {}
         self.callables: list[Any] = []
         self.call_args: dict[Any, Any] | None = None  # during a call: position -> the test's object
+        claims.SIDE = claims.Refuse(self.refuse, self.gone, lambda: self.quiet, Quiet)
 
     def gone(self, why: str) -> NoReturn:
         """The candidate ended or broke the protocol: the sample ends here, whatever the test does."""
@@ -208,25 +209,14 @@ class Link:
             raise StopIteration
         if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
             self.refuse(ans[1])
-        if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+        if ans[0] == "exc":
             raise self.rebuild(ans)
         self.gone("the candidate's process sent a malformed answer")
 
     def rebuild(self, ans: list[Any]) -> BaseException:
-        """The candidate's exception ``["exc", names, text, args]`` as the first builtin class of
-        its MRO, built from its arguments when they are plain data (``KeyError('a').args[0]`` is
-        ``'a'``), else from its message."""
-        args = ans[3] if len(ans) >= 4 and type(ans[3]) is list else None
-        for n in ans[1]:
-            cls = getattr(builtins, n, None) if type(n) is str else None
-            if isinstance(cls, type) and issubclass(cls, BaseException):
-                try:
-                    if args is not None:
-                        return cls(*[self.dec(a) for a in args])
-                    return cls(ans[2]) if ans[2] else cls()
-                except Exception:  # noqa: BLE001 - a class that wants other arguments
-                    continue
-        return Exception(ans[2])
+        """The candidate's exception claim as the exception the test sees (``claims.rebuild``:
+        the real builtin class only where that is exact, else an opaque stand-in)."""
+        return claims.rebuild(ans[:8], self.dec)
 
 
 LINK: Link | None = None

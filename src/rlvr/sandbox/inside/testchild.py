@@ -28,7 +28,7 @@ import reprlib
 import sys
 from typing import Any, NoReturn
 
-from . import proxy, wire
+from . import claims, proxy, wire
 from .proxy import Handle, Link
 from .tolerance import numbers_close
 
@@ -202,6 +202,19 @@ class Instrument(ast.NodeTransformer):
         return out
 
 
+class TypeCalls(ast.NodeTransformer):
+    """``type(x)`` -> ``_rlvr_type(x)`` (``claims.exact_type``): refused for an exception that
+    stands in for a builtin class it could not be rebuilt as exactly. Applied only where the
+    test file never binds ``type`` itself."""
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "type" and len(node.args) == 1 and not node.keywords:
+            return ast.copy_location(_call("_rlvr_type", node.args), node)
+        return node
+
+
 class Tolerant(ast.NodeTransformer):
     """With a float tolerance, every ``a == b`` / ``a != b`` inside an assert uses ``close``."""
 
@@ -290,7 +303,7 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
             continue  # left unbound: the test raises NameError
     ask = sorted(wanted - imports.keys())
     ans = link.ask(["load", code, ask])
-    if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+    if ans[0] == "exc":
         end_now({"end": "raised", "exc": "the program raised " + describe_exc(link.rebuild(ans))})
     if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
         link.refuse(ans[1])
@@ -326,6 +339,8 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
     helpers = ast.parse(job.get("helpers") or "", "<prompt>")
     entry = job.get("entry") if job.get("check") else None
     wanted = free_names(tree, helpers) | ({entry} if entry else set())
+    if "type" in wanted:
+        tree = TypeCalls().visit(tree)
     tree = ast.fix_missing_locations(Instrument().visit(tree))
     code = compile(tree, "<tests>", "exec")
     ns: dict[str, Any] = {
@@ -335,6 +350,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         "_rlvr_truth": _rlvr_truth,
         "_rlvr_raised": _rlvr_raised,
         "_rlvr_eq": _rlvr_eq,
+        "_rlvr_type": claims.exact_type,
     }
     try:
         bind(link, job["code"], wanted, ns, entry)
