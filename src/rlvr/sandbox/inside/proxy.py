@@ -76,6 +76,10 @@ class Link:
         self.callables: list[Any] = []
         self.call_args: dict[Any, Any] | None = None  # during a call: position -> the test's object
         claims.SIDE = claims.Refuse(self.refuse, self.gone, lambda: self.quiet, Quiet)
+        # Objects the program still holds, as the test holds them: identity number -> [object,
+        # snapshot]; sent back as ["S", k, ...] (wire.SHARED), so the program gets its own back.
+        self.shared: dict[int, list[Any]] = {}
+        self.shared_ids: dict[int, int] = wire.SHARED
 
     def gone(self, why: str) -> NoReturn:
         """The candidate ended or broke the protocol: the sample ends here, whatever the test does."""
@@ -88,6 +92,10 @@ class Link:
     def ref(self, tag: str, n: Any, kind: Any = "o", tname: str = "object") -> Any:
         if tag == "A":
             return self.resolve(n, kind)
+        if tag == "S":  # kind: the thunk that decodes the object's content
+            if n in self.shared:
+                return self.shared[n][0]  # the same object of the program: the same object here
+            return self.keep(n, kind())
         if tag == "x":
             if not 0 <= n < len(self.callables):
                 raise wire.WireError("an unknown callable")
@@ -122,6 +130,28 @@ class Link:
                 raise wire.WireError("a reference to a place not in the arguments")
         return x
 
+    def keep(self, k: Any, obj: Any) -> Any:
+        """Hold ``obj`` as the test's side of the program's shared object ``k`` (its snapshot is
+        taken once the answer is settled: ``settle``)."""
+        if type(k) is not int or k < 0 or len(self.shared) > 1_000_000:
+            raise wire.WireError("a malformed identity number")
+        if isinstance(obj, _SHAREABLE):
+            self.shared[k] = [obj, None]
+            self.shared_ids[id(obj)] = k
+        return obj
+
+    def settle(self) -> None:
+        for entry in self.shared.values():
+            if entry[1] is None:
+                entry[1] = snapshot(entry[0])
+
+    def check_shared(self) -> None:
+        """Refuse the sample when the test changed an object the program still holds (the program
+        would read its stale copy; in CPython it is one object)."""
+        for obj, snap in self.shared.values():
+            if snap is not None and snapshot(obj) != snap:
+                self.refuse(f"the test changed a {type(obj).__name__} the program still holds (it holds a copy)")
+
     def other(self, obj: Any) -> list[Any]:
         """How an object of the test's own travels when it is not plain data: a handle goes back
         as itself; a callable stays here and can only be called (``["x", n]``); anything else is
@@ -141,6 +171,8 @@ class Link:
         test's callables meanwhile."""
         if self.quiet:
             raise Quiet
+        if self.shared:
+            self.check_shared()
         try:
             wire.send(self.wfd, msg)
             while True:
@@ -167,6 +199,8 @@ class Link:
             reply: list[Any] = ["ret", self.enc(fn(*args, **kwargs))]
         except Exception as exc:  # noqa: BLE001 - the test's callable raised: the candidate sees it
             reply = ["raise", type(exc).__name__ if hasattr(builtins, type(exc).__name__) else "Exception", str(exc)]
+        if self.shared:
+            self.check_shared()
         wire.send(self.wfd, reply)
 
     def dec(self, x: Any) -> Any:
@@ -185,6 +219,7 @@ class Link:
                 return self._answer(ans, args)
             finally:
                 self.call_args = None
+                self.settle()
         except wire.WireLimit as exc:
             self.refuse(f"an answer beyond the wire's limits ({exc})")
         except wire.WireError as exc:
@@ -197,6 +232,10 @@ class Link:
             # Decode every write-back and the result before changing anything: references
             # (["A", ...]) name places in the arguments as they were passed.
             news = [(pos, self.dec(new)) for pos, new in ans[-1].get("wb", []) if type(pos) in (int, str)]
+            for item in ans[-1].get("keep", []):  # arguments the program still holds
+                if type(item) is not list or len(item) < 2:
+                    raise wire.WireError("a malformed kept argument")
+                self.keep(item[0], self.resolve(item[1], item[2:]))
             value = self.dec(ans[1]) if ans[0] == "ok" and len(ans) >= 2 else None
             for pos, new in news:
                 if pos in args:
@@ -217,6 +256,21 @@ class Link:
         """The candidate's exception claim as the exception the test sees (``claims.rebuild``:
         the real builtin class only where that is exact, else an opaque stand-in)."""
         return claims.rebuild(ans[:8], self.dec)
+
+
+_SHAREABLE = (list, dict, set, bytearray, collections.deque)
+
+
+def _ident(x: Any) -> list[Any]:
+    return ["?", id(x)]
+
+
+def snapshot(x: Any) -> Any:
+    """``x``'s whole content now, to compare with a later snapshot."""
+    try:
+        return wire.encode(x, _ident)
+    except (ValueError, RecursionError):
+        return ["?", id(x)]
 
 
 LINK: Link | None = None

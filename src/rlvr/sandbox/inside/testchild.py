@@ -76,6 +76,8 @@ class Reporter:
         self, at: list[int], ok: bool, got: Any = None, want: Any = None, exc: BaseException | None = None
     ) -> None:
         key = (at[0], at[1])
+        if proxy.LINK is not None and proxy.LINK.shared:
+            proxy.LINK.check_shared()  # a verdict on a stale copy would not be CPython's
         if ok:
             if key not in self.ok and key not in self.bad:
                 self.ok.add(key)
@@ -360,7 +362,9 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         if job.get("check"):
             ns["check"](ns[job["entry"]])
     except BaseException as exc:  # noqa: BLE001 - the test did not complete: it did not pass
+        link.check_shared()
         return {"end": "raised", "exc": describe_exc(exc)}
+    link.check_shared()
     return {"end": "passed"}
 
 

@@ -12,7 +12,9 @@ ambiguous: ``["l", ...]`` list, ``["t", ...]`` tuple, ``["s"|"f", ...]`` set / f
 Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``["h", n, kind,
 type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
 iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
-n]`` a callable that stays in the test child. Only exact types are plain data: a subclass of a
+n]`` a callable that stays in the test child, ``["S", k, value]`` a mutable object the program
+still holds (identity number ``k``: the same object answered twice is the same object in the
+test; see ``child.Server.reply``). Only exact types are plain data: a subclass of a
 builtin (its methods could answer anything) and a named tuple class with methods of its own are
 not.
 
@@ -63,6 +65,7 @@ class WireLimit(WireError):
 
 
 ALIASES: dict[int, list[Any]] = {}  # set by the candidate around a call's answer (see child.Server.call)
+SHARED: dict[int, int] = {}  # id -> identity number of a shared object, set around an answer (child.Server.reply)
 _ALIASABLE = (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict)
 
 
@@ -73,6 +76,12 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     t = type(x)
     if ALIASES and depth and t in _ALIASABLE and id(x) in ALIASES:
         return ["A", *ALIASES[id(x)]]
+    if SHARED and t in _ALIASABLE and id(x) in SHARED:
+        return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+    return _body(x, t, other, depth)
+
+
+def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any:
     if t is int:
         return x if -BIG < x < BIG else ["i", format(x, "x")]
     if t is str or t is float or t is bool or x is None:
@@ -109,7 +118,7 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     if t is type and BUILTIN_TYPES.get(getattr(x, "__name__", "")) is x:
         return ["T", getattr(x, "__name__", "")]  # a builtin class is the same class in every process
     if isinstance(x, tuple) and plain_namedtuple(t):
-        fields = [str(f) for f in t._fields]
+        fields = [str(f) for f in getattr(t, "_fields", ())]
         return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
     # Anything else, a subclass of a builtin included (an IntEnum, a class MyList(list) whose
     # __eq__ may say anything), is not plain data: ``other`` decides (a handle, or a refusal).
@@ -196,6 +205,8 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
         return out
     if tag == "x" and len(x) == 2 and type(x[1]) is int:
         return ref(tag, x[1])
+    if tag == "S" and len(x) == 3 and type(x[1]) is int:  # an object the program still holds
+        return ref("S", x[1], lambda: decode(x[2], ref, b, d))
     if tag == "h" and len(x) == 4 and type(x[1]) is int and x[2] in ("f", "i", "c", "o") and type(x[3]) is str:
         return ref(tag, x[1], x[2], x[3])
     if tag == "h" and len(x) == 2 and type(x[1]) is int:  # a handle the test child sent back
