@@ -30,6 +30,7 @@ import os
 import sys
 import traceback
 import types
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +43,7 @@ OPS = {
         "add sub mul truediv floordiv mod pow matmul and_ or_ xor lshift rshift neg pos abs invert eq ne lt le gt ge"
     ).split()
 }
+OPS["isinstance"], OPS["issubclass"] = isinstance, issubclass  # a class of the program decides, as in CPython
 
 
 class TestCallable:
@@ -66,6 +68,8 @@ class Server:
         self.tests: dict[int, TestCallable] = {}
         self.shared: dict[int, list[Any]] = {}  # identity number -> [object, snapshot] (see reply)
         self.shared_ids: dict[int, int] = {}  # id(object) -> identity number
+        self.next_k = 0
+        wire.NANS = wire.Nans(1)
         self.module = types.ModuleType("__main__")
         self.ns = self.module.__dict__
 
@@ -187,7 +191,7 @@ class Server:
             ans = self.reply(value, index)
         value = None  # the program's own references are what is left
         after = _counts(held)  # the same calls as before: only the program's new references differ
-        keep = [(held[i], index[id(held[i])]) for i in range(len(held)) if after[i] > counts[i]]
+        keep = [(held[i], index[id(held[i])]) for i in range(len(held)) if after[i] > counts[i] or _weakly(held[i])]
         if keep:
             wb["keep"] = [[self.share(x, snap=True), *path] for x, path in keep]
         return [*ans, wb] if ans[0] in ("ok", "exc") else ans
@@ -213,7 +217,8 @@ class Server:
     def share(self, x: Any, snap: bool = False) -> int:
         k = self.shared_ids.get(id(x))
         if k is None:
-            k = self.shared_ids[id(x)] = len(self.shared)
+            k = self.shared_ids[id(x)] = self.next_k
+            self.next_k += 1
             self.shared[k] = [x, None]  # kept alive, so its id is never reused in this sample
         if snap:
             self.shared[k][1] = _snapshot(x)
@@ -226,6 +231,15 @@ class Server:
             if snap is not None and _snapshot(x) != snap:
                 return f"the program changed a {type(x).__name__} it shares with the test (the test holds a copy)"
         return None
+
+    def release(self) -> list[int]:
+        """Forget the shared objects nothing of the program holds any more (only this registry,
+        no weak reference): the program can never change or return them again, so the test's
+        copies are its own from now on. Their numbers go to the test child (``["rel", ks]``)."""
+        gone = [k for k, entry in self.shared.items() if _alone(entry)]
+        for k in gone:
+            self.shared_ids.pop(id(self.shared.pop(k)[0]), None)
+        return gone
 
     def writes(
         self, given: dict[Any, Any], mut: list[Any], before: dict[Any, list[Any]], index: dict[int, list[Any]]
@@ -266,6 +280,9 @@ class Server:
         return ["unsupported", why] if why else ans
 
     def send(self, ans: list[Any]) -> None:
+        gone = self.release() if self.shared else []
+        if gone:
+            wire.send(self.wfd, ["rel", gone])
         try:
             wire.send(self.wfd, ans)
         except (ValueError, TypeError, RecursionError, OverflowError) as exc:
@@ -386,7 +403,7 @@ def _sharing(value: Any, skip: dict[int, Any] | None = None, raw: bool = False) 
     seen: set[int] = set()
     out: list[Any] = []
     for top, rc, c in counts:
-        if id(c) in seen or rc > (_FRESH[0] if top else _FRESH[1]):
+        if id(c) in seen or rc > (_FRESH[0] if top else _FRESH[1]) or _weakly(c):
             if id(c) not in {id(o) for o in out}:
                 out.append(c)
         seen.add(id(c))
@@ -401,6 +418,23 @@ def _fresh_counts() -> tuple[int, int]:
     value = [[0], {1: [2]}]
     counts = _as_reply(value)  # as Server.run holds its ``value`` and calls reply(value)
     return counts[0][1], max(rc for top, rc, _ in counts if not top)
+
+
+def _weakly(x: Any) -> bool:
+    """Does anything hold a weak reference to ``x`` (a set or a deque can have them)? Then the
+    program may reach it again, whatever its reference count says."""
+    return weakref.getweakrefcount(x) > 0
+
+
+def _count_entry(entry: list[Any]) -> int:
+    return sys.getrefcount(entry[0])
+
+
+_ALONE = _count_entry([[], None])  # an object held by its registry entry alone
+
+
+def _alone(entry: list[Any]) -> bool:
+    return _count_entry(entry) <= _ALONE and not _weakly(entry[0])
 
 
 def _ident(x: Any) -> list[Any]:

@@ -80,6 +80,9 @@ class Link:
         # snapshot]; sent back as ["S", k, ...] (wire.SHARED), so the program gets its own back.
         self.shared: dict[int, list[Any]] = {}
         self.shared_ids: dict[int, int] = wire.SHARED
+        self.released: set[int] = set()  # numbers the program let go of (never reused)
+        self.once: dict[int, Any] = {}  # a released number's copy, within the answer that carries it
+        wire.NANS = wire.Nans(-1)
 
     def gone(self, why: str) -> NoReturn:
         """The candidate ended or broke the protocol: the sample ends here, whatever the test does."""
@@ -95,6 +98,10 @@ class Link:
         if tag == "S":  # kind: the thunk that decodes the object's content
             if n in self.shared:
                 return self.shared[n][0]  # the same object of the program: the same object here
+            if n in self.released:  # released before this answer arrived: one object within it
+                if n not in self.once:
+                    self.once[n] = kind()
+                return self.once[n]
             return self.keep(n, kind())
         if tag == "x":
             if not 0 <= n < len(self.callables):
@@ -141,9 +148,20 @@ class Link:
         return obj
 
     def settle(self) -> None:
+        self.once.clear()
         for entry in self.shared.values():
             if entry[1] is None:
                 entry[1] = snapshot(entry[0])
+
+    def release(self, msg: list[Any]) -> None:
+        """The program no longer holds these shared objects: the test's copies are its own."""
+        if len(msg) != 2 or type(msg[1]) is not list or not all(type(k) is int for k in msg[1]):
+            raise wire.WireError("a malformed release")
+        for k in msg[1]:
+            self.released.add(k)
+            entry = self.shared.pop(k, None)
+            if entry is not None and self.shared_ids.get(id(entry[0])) == k:
+                del self.shared_ids[id(entry[0])]
 
     def check_shared(self) -> None:
         """Refuse the sample when the test changed an object the program still holds (the program
@@ -181,6 +199,9 @@ class Link:
                     self.gone("the candidate's process ended")
                 if type(ans) is not list or not ans or type(ans[0]) is not str:
                     raise wire.WireError("a malformed answer")
+                if ans[0] == "rel":
+                    self.release(ans)
+                    continue
                 if ans[0] != "cb":
                     return ans
                 self.call_back(ans)
@@ -420,6 +441,12 @@ class Handle:
 
     def __float__(self) -> float:
         return _ask(self, "float")
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return _op(self, "isinstance", obj, self)  # type: ignore[no-any-return]
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return _op(self, "issubclass", cls, self)  # type: ignore[no-any-return]
 
     def __neg__(self) -> Any:
         return _op(self, "neg", self)

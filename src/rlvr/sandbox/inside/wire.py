@@ -7,16 +7,17 @@ Scalars travel as JSON scalars (``int`` within 63 bits, ``float`` including NaN 
 ambiguous: ``["l", ...]`` list, ``["t", ...]`` tuple, ``["s"|"f", ...]`` set / frozenset,
 ``["d", k, v, ...]`` dict, ``["b"|"B", hex]`` bytes / bytearray, ``["c", re, im]`` complex,
 ``["i", hex]`` a big int, ``["C"|"O", k, v, ...]`` Counter / OrderedDict, ``["D", factory, k, v,
-...]`` defaultdict (factory: a builtin type's name or None), ``["q", maxlen, ...]`` deque,
+...]`` defaultdict (factory: a name in ``FACTORIES``, None, or any other value: a handle or a
+callable of the test), ``["q", maxlen, ...]`` deque,
 ``["n", name, [fields], ...]`` a named tuple, ``["F", num, den]`` Fraction, ``["M", text]``
 Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``["h", n, kind,
 type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
 iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
-n]`` a callable that stays in the test child, ``["S", k, value]`` a mutable object the program
-still holds (identity number ``k``: the same object answered twice is the same object in the
-test; see ``child.Server.reply``). Only exact types are plain data: a subclass of a
-builtin (its methods could answer anything) and a named tuple class with methods of its own are
-not.
+n]`` a callable that stays in the test child, ``["N", k, bits]`` a NaN by identity
+(``Nans``), ``["S", k, value]`` a mutable object the program still holds (identity number
+``k``: the same object answered twice is the same object in the test; see
+``child.Server.reply``). Only exact types are plain data: a subclass of a builtin (its methods
+could answer anything) and a named tuple class with methods of its own are not.
 
 ``decode`` is strict and bounded: it is what the test child applies to everything the candidate
 child sends (see ``MAX_ITEMS``, ``MAX_DEPTH``, ``MAX_INT_HEX``); a malformed or oversized value
@@ -31,6 +32,7 @@ import collections
 import decimal
 import fractions
 import json
+import math
 import os
 import struct
 from collections.abc import Callable
@@ -40,7 +42,7 @@ MAX_ITEMS = 32_000_000  # values in one answer (a 64 MiB frame holds fewer)
 MAX_DEPTH = 200
 MAX_INT_HEX = 16_000_000  # hex digits of one integer (64M bits; base 16 converts in linear time)
 BIG = 1 << 63
-FACTORIES: dict[str, Any] = {
+FACTORIES: dict[str, Any] = {  # a defaultdict's factory by name; any other travels as a value
     "int": int,
     "float": float,
     "str": str,
@@ -49,6 +51,10 @@ FACTORIES: dict[str, Any] = {
     "set": set,
     "tuple": tuple,
     "bool": bool,
+    "Counter": collections.Counter,
+    "OrderedDict": collections.OrderedDict,
+    "deque": collections.deque,
+    "defaultdict": collections.defaultdict,
 }
 _NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], Any] = {}
 _MAPPINGS = {"d": dict, "C": collections.Counter, "O": collections.OrderedDict}
@@ -84,7 +90,9 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
 def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any:
     if t is int:
         return x if -BIG < x < BIG else ["i", format(x, "x")]
-    if t is str or t is float or t is bool or x is None:
+    if t is float:
+        return x if x == x or NANS is None else NANS.out(x)
+    if t is str or t is bool or x is None:
         return x
     if depth > MAX_DEPTH:
         raise WireLimit(f"nested more than {MAX_DEPTH} deep")
@@ -106,7 +114,9 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     if t is collections.defaultdict:
         f = x.default_factory
         name = next((k for k, v in FACTORIES.items() if v is f), None)
-        return ["D", name, *_pairs("d", x, other, d)[1:]]
+        # Any other factory (a lambda) travels as a value: a handle the test can call, so a
+        # missing key is filled by the program's own factory, as in CPython.
+        return ["D", name if name is not None or f is None else encode(f, other, d), *_pairs("d", x, other, d)[1:]]
     if t is collections.deque:
         return ["q", x.maxlen, *[encode(v, other, d) for v in x]]
     if t is fractions.Fraction:
@@ -170,6 +180,49 @@ def _pairs(tag: str, x: Any, other: Callable[[Any], list[Any]], d: int) -> list[
     return out
 
 
+class Nans:
+    """NaN floats by identity. ``nan == nan`` is False, but a container compares an item with
+    itself by identity first (``[math.nan] == [math.nan]`` is True in CPython, ``[float('nan')]
+    == [math.nan]`` False), so a NaN travels as ``["N", k, bits]``: the same object on one side
+    is the same object on the other, ``k = 0`` is each side's ``math.nan`` (one object in
+    CPython, where the program and the test share the module), and its sign and payload cross
+    exactly. ``step``: +1 numbers the candidate's own NaNs, -1 the test child's."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.objs: dict[int, float] = {0: math.nan}
+        self.ids: dict[int, int] = {id(math.nan): 0}
+
+    def out(self, x: float) -> list[Any]:
+        k = self.ids.get(id(x))
+        if k is None or self.objs.get(k) is not x:
+            k = self.step * len(self.objs)
+            self.objs[k], self.ids[id(x)] = x, k  # kept alive: its id is never reused
+        return ["N", k, struct.pack(">d", x).hex()]
+
+    def into(self, k: int, bits: str) -> float:
+        x = self.objs.get(k)
+        if x is None:
+            if len(self.objs) > MAX_ITEMS:
+                raise WireLimit("too many NaN objects")
+            x = _nan(bits)
+            self.objs[k], self.ids[id(x)] = x, k
+        return x
+
+
+def _nan(bits: str) -> float:
+    try:
+        x: float = struct.unpack(">d", bytes.fromhex(bits))[0]
+    except ValueError:
+        raise WireError("a malformed NaN") from None
+    if x == x:
+        raise WireError("a malformed NaN")
+    return x
+
+
+NANS: Nans | None = None  # set by each child (child.Server, proxy.Link); None in the trainer
+
+
 def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, depth: int = 0) -> Any:
     """Tagged JSON -> fresh values. ``ref(tag, n)`` resolves ``["h", n]`` and ``["x", n]``."""
     b = budget if budget is not None else [MAX_ITEMS]
@@ -191,9 +244,15 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
     if tag in _MAPPINGS or tag == "D":
         if tag == "D":
             name = x[1] if len(x) > 1 else None
-            if name is not None and name not in FACTORIES:
+            if type(name) is list:
+                factory = decode(name, ref, b, d)
+                if not callable(factory):
+                    raise WireError("a malformed defaultdict")
+            elif name is not None and name not in FACTORIES:
                 raise WireError("a malformed defaultdict")
-            out: Any = collections.defaultdict(FACTORIES.get(name) if name else None)
+            else:
+                factory = FACTORIES.get(name) if name else None
+            out: Any = collections.defaultdict(factory)
             rest = x[2:]
         else:
             out = _MAPPINGS[tag]()
@@ -205,6 +264,8 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
         return out
     if tag == "x" and len(x) == 2 and type(x[1]) is int:
         return ref(tag, x[1])
+    if tag == "N" and len(x) == 3 and type(x[1]) is int and type(x[2]) is str and len(x[2]) == 16:
+        return NANS.into(x[1], x[2]) if NANS is not None else _nan(x[2])
     if tag == "S" and len(x) == 3 and type(x[1]) is int:  # an object the program still holds
         return ref("S", x[1], lambda: decode(x[2], ref, b, d))
     if tag == "h" and len(x) == 4 and type(x[1]) is int and x[2] in ("f", "i", "c", "o") and type(x[3]) is str:
