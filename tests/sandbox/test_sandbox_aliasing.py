@@ -137,6 +137,17 @@ def test_a_fresh_nan_is_not_math_nan(pool):
 
 
 @pytest.mark.parametrize(
+    "value", ["complex(float('nan'), 0)", "__import__('decimal').Decimal('NaN')", "complex(0, float('nan'))"]
+)
+def test_a_nan_complex_or_decimal_is_not_plain_data(pool, value):
+    program = f"def f():\n    x = {value}\n    return [x, x]\n"
+    tests = "r = f()\nassert [r[0]] != [r[1]]\n"  # False in CPython: the same object twice
+    assert not plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is not Outcome.CORRECT, v.detail
+
+
+@pytest.mark.parametrize(
     "factory", ["lambda: 0", "lambda: []", "Counter", "lambda: defaultdict(int)", "frozenset", "None"]
 )
 def test_a_defaultdict_keeps_its_factory(pool, factory):

@@ -108,7 +108,9 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     if t is bytes or t is bytearray:
         return ["b" if t is bytes else "B", x.hex()]
     if t is complex:
-        return ["c", x.real, x.imag]
+        # A NaN part makes it unequal to itself: only identity makes [c] == [c], and a copy has
+        # none (``Nans`` covers floats only), so such a value is not plain data.
+        return ["c", x.real, x.imag] if x == x else other(x)
     if t is collections.Counter or t is collections.OrderedDict:
         return _pairs("C" if t is collections.Counter else "O", x, other, d)
     if t is collections.defaultdict:
@@ -122,7 +124,7 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     if t is fractions.Fraction:
         return ["F", encode(x.numerator, other), encode(x.denominator, other)]
     if t is decimal.Decimal:
-        return ["M", str(x)]
+        return ["M", str(x)] if not x.is_nan() else other(x)  # as a NaN complex
     if t is range:
         return ["r", encode(x.start, other), encode(x.stop, other), encode(x.step, other)]
     if t is type and BUILTIN_TYPES.get(getattr(x, "__name__", "")) is x:
