@@ -70,6 +70,7 @@ class Server:
         self.shared_ids: dict[int, int] = {}  # id(object) -> identity number
         self.next_k = 0
         wire.NANS = wire.Nans(1)
+        wire.SUBCLASSES = True
         self.module = types.ModuleType("__main__")
         self.ns = self.module.__dict__
 

@@ -14,10 +14,12 @@ Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``
 type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
 iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
 n]`` a callable that stays in the test child, ``["N", k, bits]`` a NaN by identity
-(``Nans``), ``["S", k, value]`` a mutable object the program still holds (identity number
-``k``: the same object answered twice is the same object in the test; see
-``child.Server.reply``). Only exact types are plain data: a subclass of a builtin (its methods
-could answer anything) and a named tuple class with methods of its own are not.
+(``Nans``), ``["W", base, [name, qualname, module], value]`` a subclass of an immutable
+builtin that adds nothing (``plain_subclass``), ``["S", k, value]`` a mutable object the
+program still holds (identity number ``k``: the same object answered twice is the same object
+in the test; see ``child.Server.reply``). Only exact types are plain data, and those plain
+subclasses: any other subclass of a builtin (its methods could answer anything) and a named
+tuple class with methods of its own are not.
 
 ``decode`` is strict and bounded: it is what the test child applies to everything the candidate
 child sends (see ``MAX_ITEMS``, ``MAX_DEPTH``, ``MAX_INT_HEX``); a malformed or oversized value
@@ -132,6 +134,9 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     if isinstance(x, tuple) and plain_namedtuple(t):
         fields = [str(f) for f in getattr(t, "_fields", ())]
         return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
+    base = plain_subclass(t) if SUBCLASSES else None
+    if base is not None and _no_state(x) and (base is not float or x == x):
+        return ["W", base.__name__, _names(t), encode(base(x), other, d)]
     # Anything else, a subclass of a builtin included (an IntEnum, a class MyList(list) whose
     # __eq__ may say anything), is not plain data: ``other`` decides (a handle, or a refusal).
     return other(x)
@@ -172,6 +177,78 @@ def plain_namedtuple(t: type) -> bool:
         if len(_PLAIN_NT) < 1024:
             _PLAIN_NT[t] = known
     return known
+
+
+# A subclass of one of these that adds nothing (``class Score(int): pass``) crosses as a value of
+# the same-named plain subclass, rebuilt in the test child: ``==``, arithmetic, ``repr``,
+# ``isinstance(x, int)``, ``type(x).__name__`` and ``type(x) is int`` (False) all stay CPython's.
+SUBCLASS_BASES: dict[str, type] = {c.__name__: c for c in (int, float, complex, str, bytes, tuple, frozenset)}
+SUBCLASSES = False  # set by the candidate child only: the test child's rebuilt classes never go back
+_HARMLESS = frozenset(
+    (
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__orig_bases__",
+        "__firstlineno__",
+        "__static_attributes__",
+    )
+)
+_PLAIN_SUB: dict[type, type | None] = {}
+_TYPE_NAMES = (type.__dict__["__name__"], type.__dict__["__qualname__"], type.__dict__["__module__"])
+
+
+def plain_subclass(t: type) -> type | None:
+    """The builtin base of ``t`` when ``t`` is a subclass of one of ``SUBCLASS_BASES`` that
+    defines nothing (no method, attribute, slot or metaclass of its own in any class between
+    them), else None."""
+    if t in _PLAIN_SUB:
+        return _PLAIN_SUB[t]
+    base = None
+    if type(t) is type:
+        mro = type.__dict__["__mro__"].__get__(t)
+        builtin = [c for c in mro if BUILTIN_TYPES.get(type.__dict__["__name__"].__get__(c)) is c]
+        first = builtin[0] if builtin else None
+        if (
+            first is not None
+            and SUBCLASS_BASES.get(first.__name__) is first
+            and builtin == list(first.__mro__)
+            and all(set(vars(c)) <= _HARMLESS or c in builtin for c in mro)
+            and all(not type.__dict__["__dict__"].__get__(c).get("__slots__") for c in mro if c not in builtin)
+        ):
+            base = first
+    if len(_PLAIN_SUB) < 1024:
+        _PLAIN_SUB[t] = base
+    return base
+
+
+def _no_state(x: Any) -> bool:
+    try:
+        return not object.__getattribute__(x, "__dict__")
+    except AttributeError:
+        return True  # no __dict__ at all (__slots__ = ())
+
+
+def _names(t: type) -> list[str]:
+    return [str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES]
+
+
+_REBUILT: dict[tuple[str, str, str, str], type] = {}
+
+
+def _subclass(base: str, names: Any) -> type:
+    if type(names) is not list or len(names) != 3 or not all(type(n) is str and len(n) <= 200 for n in names):
+        raise WireError("a malformed subclass")
+    key = (base, names[0], names[1], names[2])
+    cls = _REBUILT.get(key)
+    if cls is None:
+        cls = type(names[0], (SUBCLASS_BASES[base],), {"__module__": names[2], "__qualname__": names[1]})
+        if len(_REBUILT) < 256:
+            _REBUILT[key] = cls
+    return cls
 
 
 def _pairs(tag: str, x: Any, other: Callable[[Any], list[Any]], d: int) -> list[Any]:
@@ -268,6 +345,11 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
         return ref(tag, x[1])
     if tag == "N" and len(x) == 3 and type(x[1]) is int and type(x[2]) is str and len(x[2]) == 16:
         return NANS.into(x[1], x[2]) if NANS is not None else _nan(x[2])
+    if tag == "W" and len(x) == 4 and x[1] in SUBCLASS_BASES:
+        value = decode(x[3], ref, b, d)
+        if type(value) is not SUBCLASS_BASES[x[1]]:
+            raise WireError("a malformed subclass value")
+        return _subclass(x[1], x[2])(value)
     if tag == "S" and len(x) == 3 and type(x[1]) is int:  # an object the program still holds
         return ref("S", x[1], lambda: decode(x[2], ref, b, d))
     if tag == "h" and len(x) == 4 and type(x[1]) is int and x[2] in ("f", "i", "c", "o") and type(x[3]) is str:
