@@ -1,0 +1,272 @@
+"""The tripwire's probes: re-score rollouts the policy actually wrote, perturbed so that a sound
+reward must take its reward away.
+
+The audit (``rlvr.audit.run``) attacks a reward with completions it builds from the gold before
+training; this module attacks it with the policy's own best rollouts during training
+(``rlvr.train.tripwire`` picks them and decides when to stop). For one rollout, one term and the
+row's ground truth ``g`` (a wrong answer ``w`` made from it by ``rlvr.audit.answers.perturb``):
+
+==================  ================================================================================
+probe               the completion (or row) re-scored
+==================  ================================================================================
+``answer_removed``  the answer deleted: the span's text and every occurrence of ``g`` (nothing is
+                    left that a correctness term could pay for)
+``span_moved``      ``w`` in the answer span and the span's own text written after it (outside the
+                    span); a rollout with no span gets a span holding ``w`` appended
+``format_only``     the rollout's own text with ``w`` in its span: only the format and the rest of
+                    the text are left to pay for
+``gold_absent``     the completion unchanged, the row's ground truth (answer, tests, expected
+                    value, reference) removed: the term cannot know what is right
+``above_gold``      the independent check: the row's gold, written as a completion by the one
+                    definition the fail-closed rule uses (``rlvr.rewards.fault.gold_completion``)
+                    and scored by the same term; a rollout must not score above the right answer
+==================  ================================================================================
+
+A (rollout, term) pair is probed only when the rollout earned more on the term than a wrong answer
+in the task's format does (the *floor*: ``w`` in the span; an empty completion for a structured
+term): there is no reward to remove otherwise. A probe is a **hit** when the perturbed completion
+keeps the rollout's whole score on the term (within ``EPS``): the term paid for something other
+than the answer. ``above_gold`` hits when the rollout scores above the gold. An undecided verdict
+(``error``) never survives: it is masked in training, which is no reward.
+
+Which terms: every term with a positive weight whose kind judges correctness (``answer``,
+``math``, ``judge``, ``json``, ``tool_call``, ``code``), and a ``custom`` term that is the task's
+success term or declares an answer column. Format, length and episode terms are not probed: a
+probe that keeps the format would rightly keep their reward. Structured kinds (``json``,
+``tool_call``, ``code``) get ``gold_absent`` and ``above_gold`` only: their answer is not a text
+span the text probes can move.
+
+Every verdict passes through ``rlvr.rewards.combine.checked_verdicts``, the same path training
+scores with. The perturbed completions keep the rollout's token ids, so a term that reads
+lengths sees the same length. Nothing here runs model text; the terms' own verifiers do (the
+sandbox, for ``unit_tests``).
+
+Limits: these probes catch a reward that pays for text outside the answer, for no answer, or
+without the ground truth; a verifier that compares the right span wrongly (a loose numeric
+tolerance, say) keeps its holes here and is the audit's business. The plain-CPython re-run of a
+passing program outside the sandbox pool is not implemented.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..rewards.base import Sample, Verdict, ground_truth, kind_of, reads_of
+from ..rewards.combine import RewardSet, Term, checked_verdicts
+from ..rewards.fault import gold_completion
+from ..rewards.format import AnswerFormat, extract
+from .answers import perturb
+from .findings import EPS
+
+TEXT_PROBES = ("answer_removed", "span_moved", "format_only")
+PROBES = (*TEXT_PROBES, "gold_absent", "above_gold")
+# What each probe says about a term it hits (the stop report quotes it).
+MEANING = {
+    "answer_removed": "pays with the answer deleted from the completion",
+    "span_moved": "pays when the answer stands outside the answer span and a wrong one inside it",
+    "format_only": "pays for the rest of the text with a wrong answer in the span",
+    "gold_absent": "pays with the row's ground truth removed",
+    "above_gold": "pays the rollout more than the row's correct answer",
+}
+CORRECTNESS_KINDS = frozenset({"answer", "math", "judge", "json", "tool_call", "code"})
+STRUCTURED_KINDS = frozenset({"json", "tool_call", "code"})
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One rollout as the probes need it: the step it was trained at, what the reward scored
+    (``sample``) and the term scores it earned (``scores``: term -> score; masked rollouts are
+    never probed)."""
+
+    step: int
+    sample: Sample
+    scores: Mapping[str, float]
+    total: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A probe the term's reward survived: the term, the probe, the rollout's score and the
+    perturbed one, the completion and what the probe made of it."""
+
+    term: str
+    probe: str
+    step: int
+    score: float
+    survived: float
+    completion: str
+    perturbed: str
+    prompt: str
+    gold: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Hit:
+        names = [f.name for f in dataclasses.fields(cls)]
+        return cls(**{k: data[k] for k in names})
+
+
+@dataclass(frozen=True)
+class ProbeRound:
+    """What one round found: rollouts probed, (rollout, term, probe) checks made, the hits, and
+    the rollouts with at least one hit (``found``)."""
+
+    step: int
+    rollouts: int
+    checks: int
+    hits: tuple[Hit, ...]
+    terms: tuple[str, ...]
+
+    @property
+    def found(self) -> int:
+        return len({(h.step, h.prompt, h.completion) for h in self.hits})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "rollouts": self.rollouts,
+            "checks": self.checks,
+            "found": self.found,
+            "terms": list(self.terms),
+            "hits": [h.to_json() for h in self.hits],
+        }
+
+
+def probed_terms(reward_set: RewardSet, success: str | None) -> list[Term]:
+    """The terms the probes judge (see the module docstring)."""
+    out = []
+    for t in reward_set.terms:
+        kind = kind_of(t.verifier)
+        reads = reads_of(t.verifier)
+        if t.weight <= 0:
+            continue
+        if kind in CORRECTNESS_KINDS or (kind == "custom" and (t.name == success or (reads and reads.answer))):
+            out.append(t)
+    return out
+
+
+def span_text(fmt: AnswerFormat, text: str) -> str:
+    """``text`` in the bare answer span (no think block: the rollout keeps its own)."""
+    return f"{fmt.open_tag}{text}{fmt.close_tag}" if fmt.style == "tags" else f"\\boxed{{{text}}}"
+
+
+def perturbations(completion: str, gold: str, wrong: str, fmt: AnswerFormat) -> dict[str, str]:
+    """The text probes' completions for one rollout (a probe that does not apply is left out:
+    ``format_only`` needs a span to put the wrong answer in)."""
+    ex = extract(completion, fmt)
+    out: dict[str, str] = {}
+    if ex.ok and ex.span is not None and ex.answer is not None:
+        a, b = ex.span
+        emptied = completion[:a] + completion[b:]
+        out["answer_removed"] = emptied.replace(gold, "").replace(ex.answer, "") if ex.answer else emptied
+        out["span_moved"] = completion[:a] + wrong + completion[b:] + "\n" + ex.answer
+        out["format_only"] = completion[:a] + wrong + completion[b:]
+    else:
+        out["answer_removed"] = completion.replace(gold, "")
+        out["span_moved"] = completion + "\n" + span_text(fmt, wrong)
+    return out
+
+
+def _gold_columns(verifier: Any, column: str) -> set[str]:
+    reads = reads_of(verifier)
+    cols = {column}
+    if reads is not None:
+        cols |= {c for c in (reads.answer, reads.expected_column, reads.tests) if c}
+        cols |= set(reads.references)
+    base = getattr(verifier, "base", None)
+    if base is not None and hasattr(base, "verify_batch"):
+        cols |= _gold_columns(base, column)
+    return cols
+
+
+def _column(term: Term, default: str) -> str:
+    reads = reads_of(term.verifier)
+    return reads.answer if reads is not None and reads.answer else default
+
+
+def probe_rollouts(
+    reward_set: RewardSet,
+    rollouts: Sequence[Probed],
+    *,
+    fmt: AnswerFormat,
+    column: str,
+    success: str | None,
+    step: int,
+    seed: int = 0,
+) -> ProbeRound:
+    """Every probe against every probed term on ``rollouts`` (see the module docstring)."""
+    terms = probed_terms(reward_set, success)
+    hits: list[Hit] = []
+    checks = 0
+    golds = [ground_truth(r.sample.row, column) for r in rollouts]
+    distractors = tuple(dict.fromkeys(g for g in golds if g))
+    for term in terms:
+        col = _column(term, column)
+        structured = kind_of(term.verifier) in STRUCTURED_KINDS
+        wrap = getattr(term.verifier, "fmt", None)
+        term_fmt = wrap if isinstance(wrap, AnswerFormat) else fmt
+        # (rollout index, probe, sample) in one batch: the floor and the gold first.
+        plan: list[tuple[int, str, Sample]] = []
+        for i, r in enumerate(rollouts):
+            if term.name not in r.scores:
+                continue
+            s = r.sample
+            gold = ground_truth(s.row, col)
+            gold_text = gold_completion(term.verifier, s.row, fmt, col)
+            if gold is None and gold_text is None:
+                continue  # nothing says what is right: no reward to take away
+            wrong = perturb(gold or "", [d for d in distractors if d != gold], seed) if gold else ""
+            floor = "" if structured or not gold else term_fmt.wrap(wrong)
+            plan.append((i, "floor", dataclasses.replace(s, completion=floor)))
+            if gold_text is not None:
+                plan.append((i, "above_gold", dataclasses.replace(s, completion=gold_text)))
+            absent = {k: v for k, v in s.row.items() if k not in _gold_columns(term.verifier, col)}
+            plan.append((i, "gold_absent", dataclasses.replace(s, row=absent)))
+            if not structured and gold:
+                for probe, text in perturbations(s.completion, gold, wrong, term_fmt).items():
+                    plan.append((i, probe, dataclasses.replace(s, completion=text)))
+        samples = [p[2] for p in plan]
+        verdicts = (
+            checked_verdicts(
+                term.name, term.verifier, samples, fmt=reward_set.answer_format, column=reward_set.answer_column
+            )
+            if samples
+            else []
+        )
+        by: dict[int, dict[str, tuple[Sample, Verdict]]] = {}
+        for (i, probe, sample), v in zip(plan, verdicts, strict=True):
+            by.setdefault(i, {})[probe] = (sample, v)
+        for i, got in by.items():
+            r = rollouts[i]
+            score = r.scores[term.name]
+            floor_v = got["floor"][1]
+            if floor_v.score is None or score <= floor_v.score + EPS:
+                continue  # the rollout earned no more than a wrong answer: nothing to remove
+            gold = ground_truth(r.sample.row, col) or ""
+            for probe, (sample, v) in got.items():
+                if probe == "floor":
+                    continue
+                checks += 1
+                if v.score is None:
+                    continue  # undecided is masked in training: no reward survived
+                hit = score > v.score + EPS if probe == "above_gold" else v.score >= score - EPS
+                if hit:
+                    hits.append(
+                        Hit(
+                            term.name,
+                            probe,
+                            r.step,
+                            score,
+                            v.score,
+                            r.sample.completion,
+                            sample.completion if probe != "gold_absent" else r.sample.completion,
+                            r.sample.prompt,
+                            gold,
+                        )
+                    )
+    return ProbeRound(step, len(rollouts), checks, tuple(hits), tuple(t.name for t in terms))
