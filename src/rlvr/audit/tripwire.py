@@ -155,6 +155,21 @@ def span_text(fmt: AnswerFormat, text: str) -> str:
     return f"{fmt.open_tag}{text}{fmt.close_tag}" if fmt.style == "tags" else f"\\boxed{{{text}}}"
 
 
+def erase(text: str, needles: Sequence[str]) -> str:
+    """``text`` with every occurrence of each needle removed, also those the removals join up
+    ("3300" without "30" is "", not "30"): one pass with a stack, each character pushed once and
+    the stack's tail compared with each needle, so the cost is linear in the text."""
+    needles = [n for n in needles if n]
+    out: list[str] = []
+    for ch in text:
+        out.append(ch)
+        for n in needles:
+            if len(out) >= len(n) and out[-1] == n[-1] and "".join(out[-len(n) :]) == n:
+                del out[-len(n) :]
+                break
+    return "".join(out)
+
+
 def perturbations(completion: str, gold: str, wrong: str, fmt: AnswerFormat) -> dict[str, str]:
     """The text probes' completions for one rollout (a probe that does not apply is left out:
     ``format_only`` needs a span to put the wrong answer in)."""
@@ -163,11 +178,11 @@ def perturbations(completion: str, gold: str, wrong: str, fmt: AnswerFormat) -> 
     if ex.ok and ex.span is not None and ex.answer is not None:
         a, b = ex.span
         emptied = completion[:a] + completion[b:]
-        out["answer_removed"] = emptied.replace(gold, "").replace(ex.answer, "") if ex.answer else emptied
+        out["answer_removed"] = erase(emptied, (gold, ex.answer))
         out["span_moved"] = completion[:a] + wrong + completion[b:] + "\n" + ex.answer
         out["format_only"] = completion[:a] + wrong + completion[b:]
     else:
-        out["answer_removed"] = completion.replace(gold, "")
+        out["answer_removed"] = erase(completion, (gold,))
         out["span_moved"] = completion + "\n" + span_text(fmt, wrong)
     return out
 
