@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlvr.audit.tripwire import HELP, TripwireRules, read_rules, rules_for
 from rlvr.errors import ConfigError
 from rlvr.plan.runconfig import RunConfig
 from rlvr.rewards import FunctionVerifier, Verdict
 from rlvr.rewards.base import Sample
 from rlvr.rewards.combine import RewardSet, Scored, Term
 from rlvr.rewards.format import AnswerFormat, extract
-from rlvr.train.tripwire import HELP, Tripwire, TripwireRules, read_rules, repetition, rules_for
+from rlvr.train.tripwire import Tripwire, repetition
 
 
 def anchored(sample: Sample) -> Verdict:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..audit.tripwire import rules_for as tripwire_rules
 from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem, disk_full
 from ..plan.runconfig import RunConfig
@@ -28,7 +29,6 @@ from .rundir import MetricsLog, ResumeStart, truncate_metrics, versions
 from .settings import LORA, RunSettings, TrainOptions
 from .stopping import RunStopped, StopWatch
 from .tripwire import Feed, Tripwire
-from .tripwire import rules_for as tripwire_rules
 
 
 @dataclass(frozen=True)

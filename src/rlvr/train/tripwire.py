@@ -41,12 +41,11 @@ import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..audit.tripwire import MEANING, Hit, Probed, ProbeRound, probe_rollouts
-from ..errors import ConfigError, Problem
+from ..audit.tripwire import MEANING, Hit, Probed, ProbeRound, TripwireRules, probe_rollouts
 from ..rewards.base import Outcome, Sample, Verdict
 from ..rewards.code import UNSUPPORTED
 from ..rewards.combine import RewardSet, Scored
@@ -60,84 +59,6 @@ ADVICE = (
     "answer. Re-run rlvr audit and the inspection gate on the fixed reward, then rlvr train --resume continues "
     "from the checkpoint kept at this step"
 )
-
-
-@dataclass(frozen=True)
-class TripwireRules:
-    """When the tripwire probes and when it stops a run. Each value's consequence is in ``HELP``."""
-
-    every: int = 5
-    top: int = 8
-    findings: int = 3
-    window: int = 5
-    error_rise: float = 0.25
-    eval_gap: float = 0.3
-    length_ratio: float = 3.0
-    length_tokens: int = 16
-    repetition_rise: float = 0.3
-
-    @property
-    def enabled(self) -> bool:
-        return self.every > 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def describe(self) -> str:
-        """One line: the thresholds as ``rlvr plan`` prints them."""
-        if not self.enabled:
-            return "tripwire: off (every 0)"
-        return (
-            f"tripwire: every {self.every} steps probe the {self.top} best rollouts; stop at {self.findings} findings, "
-            f"a failure cause rising {self.error_rise:g}, reward rising {self.eval_gap:g} + 2 SE over the held-out "
-            f"eval, length x{self.length_ratio:g} and +{self.length_tokens} tokens, "
-            f"repetition +{self.repetition_rise:g} (windows of {self.window} steps; 0 turns a rule off)"
-        )
-
-
-HELP: dict[str, str] = {
-    "every": "steps between probe rounds; 0 turns the tripwire off (a hacked reward then trains to the end)",
-    "top": "rollouts probed per round, the highest rewards since the last round; more costs more verifier calls",
-    "findings": "probed rollouts whose reward survives a probe before the run stops; 0 never stops on findings",
-    "window": "steps per window: the first window of the session is compared with the latest",
-    "error_rise": "rise of one term's failure rate for one cause (error, charged, unsupported) that stops; 0: off",
-    "eval_gap": "how much more the success rate on training rollouts may rise than the held-out eval "
-    "(plus 2 standard errors) before the run stops; 0: off",
-    "length_ratio": "growth of the mean completion length (with length_tokens) that stops; 0: off",
-    "length_tokens": "tokens the mean completion length must also grow by for the length rule to stop",
-    "repetition_rise": "rise of the share of repeated token 4-grams that stops; 0: off",
-}
-
-
-def read_rules(*layers: tuple[str, Any]) -> TripwireRules:
-    """The rules from (where, mapping) layers, lowest first (the task's ``grpo.tripwire``, then a
-    config file's). Every problem at once, each named by its layer's ``where``."""
-    values = TripwireRules().to_json()
-    problems: list[Problem] = []
-    types = {f.name: type(values[f.name]) for f in fields(TripwireRules)}
-    for where, given in layers:
-        if given is None:
-            continue
-        if not isinstance(given, Mapping):
-            problems.append(Problem(where, f"must be a mapping, got {given!r}", "e.g. tripwire: {every: 5, top: 8}"))
-            continue
-        for key, value in given.items():
-            key = str(key).lower()
-            if key not in types:
-                problems.append(Problem(f"{where}.{key}", "unknown key", f"one of {', '.join(types)}"))
-                continue
-            number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-            whole = number and float(value).is_integer()
-            if not number or value < 0 or (types[key] is int and not whole):
-                what = "a whole number" if types[key] is int else "a number"
-                problems.append(Problem(f"{where}.{key}", f"must be {what} >= 0, got {value!r}", HELP[key]))
-                continue
-            values[key] = types[key](value)
-    if problems:
-        raise ConfigError(problems)
-    if values["every"] and not values["top"]:
-        raise ConfigError(Problem(f"{layers[-1][0] if layers else 'tripwire'}.top", "must be at least 1", HELP["top"]))
-    return TripwireRules(**values)
 
 
 @dataclass(frozen=True)
@@ -335,10 +256,10 @@ class Tripwire:
         return None
 
     def _verifier(self, term: str) -> str:
-        from ..audit.run import _verifier_name
+        from ..audit.run import verifier_name
 
         t = next((t for t in self.reward_set.terms if t.name == term), None)
-        return f" ({_verifier_name(t.verifier)})" if t is not None else ""
+        return f" ({verifier_name(t.verifier)})" if t is not None else ""
 
     def signals(self) -> dict[str, Any]:
         """The trend signals: the session's first window against its latest (None: too few steps)."""
@@ -403,29 +324,6 @@ def read_trip(run_dir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def rules_for(task_grpo: Mapping[str, Any], task_path: str, file: Any = None) -> TripwireRules:
-    """The rules a run trains with: the defaults < the task's ``grpo: {tripwire: ...}`` < the
-    config file's (a ``rlvr.plan.runconfig.RunConfig``: ``rlvr: {tripwire: ...}`` in the run form,
-    env ``RLVR_TRIPWIRE_<KEY>`` in the flat form ``rlvr plan`` writes). A run's config.yaml records
-    them, so a resume keeps them."""
-    layers: list[tuple[str, Any]] = [(f"{task_path}: grpo.tripwire", task_grpo.get("tripwire"))]
-    if file is not None:
-        if file.flat:
-            from .. import yamlio
-
-            prefix = "tripwire_"
-            flat = {k[len(prefix) :]: yamlio.load(str(v)) for k, v in file.record.items() if k.startswith(prefix)}
-            layers.append((f"{file.source}: env RLVR_TRIPWIRE", flat or None))
-        else:
-            layers.append((f"{file.source}: rlvr.tripwire", file.record.get("tripwire")))
-    return read_rules(*layers)
-
-
-def plan_env(rules: TripwireRules) -> dict[str, str]:
-    """The rules as the flat form's record (``RLVR_TRIPWIRE_<KEY>`` once written to ``env:``)."""
-    return {f"tripwire_{k}": str(v) for k, v in rules.to_json().items()}
 
 
 class Feed:
