@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..audit.tripwire import TripwireRules, plan_env
+from ..audit.tripwire import rules_for as tripwire_rules
 from ..errors import ConfigError, Problem
 from . import recipe, runconfig, validate
 from .architecture import HUB_IDS, SIZE_CLASSES, load_architecture, model_facts
@@ -56,6 +58,7 @@ class Plan:
     cluster: Cluster
     notes: tuple[str, ...] = ()
     hardware: str = ""
+    tripwire: TripwireRules = field(default_factory=TripwireRules)  # the reward-hack tripwire's thresholds
 
     @property
     def config(self) -> dict[str, Any]:
@@ -235,7 +238,8 @@ def build_plan(req: PlanRequest) -> Plan:
         if total
         else "CPU"
     )
-    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where)
+    rules = tripwire_rules(task.grpo, str(task.path))  # refused here, not after the model loads
+    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where, rules)
 
 
 def write_plan(plan: Plan, output: str | Path) -> list[Path]:
@@ -263,6 +267,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
             else " (plain GRPO: every prompt is trained, flat groups included; set grpo.dynamic in the task to change)"
         ),
     ]
+    header.append(plan.tripwire.describe() + " (env RLVR_TRIPWIRE_*; set grpo.tripwire in the task to change)")
     header += [f"run: {c}" for c in plan.launch.commands]
     meta = plan.meta
     doc = runconfig.RunConfig(
@@ -274,7 +279,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
         peft=meta.peft,
         stop=dict(plan.stop),
         dynamic=dict(plan.dynamic) if plan.dynamic.get("mode", "off") != "off" else {},
-        record=dict(meta.extra),
+        record={**meta.extra, **plan_env(plan.tripwire)},
         flat=True,
     )
     written = [doc.write(output, header="\n".join(header))]
@@ -308,6 +313,7 @@ def format_plan(plan: Plan) -> str:
         lines += ["memory:", *("  " + line for line in format_estimate(plan.estimate).splitlines())]
     else:
         lines.append("memory: CPU run, no GPU plan")
+    lines.append(plan.tripwire.describe())
     lines.append("launch:")
     lines += [f"  $ {c}" for c in plan.launch.commands]
     lines += [f"  note: {n}" for n in plan.launch.notes]
