@@ -105,3 +105,16 @@ def test_a_sound_reward_trains_to_the_end_without_a_trip(tmp_path: Path) -> None
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_sound_reward_trips_nothing_on_three_more_seeds(tmp_path: Path, seed: int) -> None:
     sound_run(tmp_path, seed)
+
+
+def test_rlvr_doctor_reads_the_trip_as_an_error_naming_the_term_and_probe(
+    weak_run: tuple[Path, Path, RunStopped],
+) -> None:
+    from rlvr.doctor import diagnose
+    from rlvr.doctor.table import load_run
+
+    _, run_dir, _ = weak_run
+    found = diagnose(load_run(run_dir)).findings
+    assert found[0].check == "reward_hack_tripwire" and found[0].severity == "error"
+    assert "'correct'" in found[0].evidence and "span_moved" in found[0].evidence
+    assert "not the hyperparameters" in found[0].suggestion and found[0].patch is None

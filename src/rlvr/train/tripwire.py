@@ -365,3 +365,24 @@ class Feed:
             for i in range(n)
         ]
         self.tripwire.observe(step, samples, scored)
+
+
+def reading(run_dir: Path) -> dict[str, Any]:
+    """What ``rlvr doctor`` reads of a run's tripwire: the rounds, the probed rollouts with a hit,
+    the hits by term and probe (``term/probe`` -> count), up to three example hits, and the trip
+    (None: it did not stop the run). {} when the run has no tripwire rounds."""
+    rounds = read_rounds(run_dir)
+    trip = read_trip(run_dir)
+    if not rounds and trip is None:
+        return {}
+    hits = [h for r in rounds for h in r.get("hits") or () if isinstance(h, Mapping)]
+    by = Counter(f"{h.get('term')}/{h.get('probe')}" for h in hits)
+    return {
+        "rounds": len(rounds),
+        "last_step": max((int(r.get("step") or 0) for r in rounds), default=0),
+        "rollouts": sum(int(r.get("rollouts") or 0) for r in rounds),
+        "found": sum(int(r.get("found") or 0) for r in rounds),
+        "by": dict(by.most_common()),
+        "examples": hits[:3] if trip is None else list(trip.get("hits") or [])[:3],
+        "trip": trip,
+    }
