@@ -386,3 +386,51 @@ def reading(run_dir: Path) -> dict[str, Any]:
         "examples": hits[:3] if trip is None else list(trip.get("hits") or [])[:3],
         "trip": trip,
     }
+
+
+class ServedTripwire:
+    """The tripwire in ``rlvr serve`` (verl, OpenRLHF): each scored batch is one step; once it has
+    tripped, ``watch`` returns the trip for every later batch too, so the engine's run stops."""
+
+    def __init__(self, tripwire: Tripwire) -> None:
+        import threading
+
+        self.tripwire = tripwire
+        self.batches = 0
+        self.lock = threading.Lock()  # batches are scored concurrently; a round sees them in order
+
+    @classmethod
+    def for_task(cls, task: Any, reward_set: RewardSet) -> ServedTripwire:
+        from ..audit.tripwire import rules_for
+
+        rules = rules_for(task.grpo, str(task.path))
+        try:
+            success: str | None = task.success_term
+        except Exception:  # noqa: BLE001 - a task without a success term still serves (no eval signal anyway)
+            success = None
+        return cls(
+            Tripwire(rules, reward_set, fmt=task.answer, column=task.answer_column, success=success, seed=task.seed)
+        )
+
+    def watch(self, samples: Sequence[Sample], scored: Sequence[Scored]) -> Trip | None:
+        with self.lock:
+            if self.tripwire.tripped is not None or not self.tripwire.rules.enabled:
+                return self.tripwire.tripped
+            self.batches += 1
+            self.tripwire.observe(self.batches, samples, scored)
+            return self.tripwire.check(self.batches)
+
+    def prometheus(self) -> str:
+        tw = self.tripwire
+        lines = [
+            "# HELP rlvr_tripwire_batches_total Scored batches the tripwire has seen (one step each).",
+            "# TYPE rlvr_tripwire_batches_total counter",
+            f"rlvr_tripwire_batches_total {self.batches}",
+            "# HELP rlvr_tripwire_findings_total Probed rollouts whose reward survived a probe that must remove it.",
+            "# TYPE rlvr_tripwire_findings_total counter",
+            f"rlvr_tripwire_findings_total {tw.found}",
+            "# HELP rlvr_tripwire_tripped 1 once the tripwire has tripped (scoring requests then get 409).",
+            "# TYPE rlvr_tripwire_tripped gauge",
+            f"rlvr_tripwire_tripped {int(tw.tripped is not None)}",
+        ]
+        return "\n".join(lines) + "\n"
