@@ -123,3 +123,20 @@ def test_erase_leaves_no_needle_even_where_removals_join_up(text: str, needles: 
     out = erase(text, needles)
     assert not any(n in out for n in needles)
     assert erase("3300", ["30"]) == ""
+
+
+def test_a_custom_term_that_does_not_read_the_gold_is_a_shaping_term_and_not_hit(tmp_path: Path) -> None:
+    from support.tasks import SHAPING
+
+    (tmp_path / "shaping.py").write_text(SHAPING)
+    rewards = [{"name": "digits", "verifier": "shaping.digits"}, {"name": "correct", "verifier": "exact"}]
+    TASKS["shaped"] = load_task(weak_rewards_task(tmp_path, rewards, ROWS, success="correct"))
+    found = probe("shaped", ["12345678", "30 <answer>30</answer>", "3030"])
+    assert found.hits == () and "digits" in found.terms
+
+
+def test_a_weak_custom_term_beside_the_success_term_is_still_hit(tmp_path: Path) -> None:
+    rewards = [{"name": "correct", "verifier": "exact"}, {"name": "weak", "verifier": "audit_rewards.substring"}]
+    TASKS["beside"] = load_task(weak_rewards_task(tmp_path, rewards, ROWS, success="correct"))
+    found = probe("beside", ["30 <answer>31</answer>"])
+    assert {h.term for h in found.hits} == {"weak"}

@@ -30,9 +30,11 @@ than the answer. ``above_gold`` hits when the rollout scores above the gold. An 
 (``error``) never survives: it is masked in training, which is no reward.
 
 Which terms: every term with a positive weight whose kind judges correctness (``answer``,
-``math``, ``judge``, ``json``, ``tool_call``, ``code``), and a ``custom`` term that is the task's
-success term or declares an answer column. Format, length and episode terms are not probed: a
-probe that keeps the format would rightly keep their reward. Structured kinds (``json``,
+``math``, ``judge``, ``json``, ``tool_call``, ``code``) or is ``custom``. A custom term that is
+neither the success term nor declares an answer column may be a shaping term (a share of digits,
+say): it is probed on a rollout only where removing the row's gold lowers its score, i.e. where it
+reads the gold. Format, length and episode terms are not probed: a probe that keeps the format
+would rightly keep their reward. Structured kinds (``json``,
 ``tool_call``, ``code``) get ``gold_absent`` and ``above_gold`` only: their answer is not a text
 span the text probes can move.
 
@@ -141,15 +143,15 @@ class ProbeRound:
 
 def probed_terms(reward_set: RewardSet, success: str | None) -> list[Term]:
     """The terms the probes judge (see the module docstring)."""
-    out = []
-    for t in reward_set.terms:
-        kind = kind_of(t.verifier)
-        reads = reads_of(t.verifier)
-        if t.weight <= 0:
-            continue
-        if kind in CORRECTNESS_KINDS or (kind == "custom" and (t.name == success or (reads and reads.answer))):
-            out.append(t)
-    return out
+    kinds = CORRECTNESS_KINDS | {"custom"}
+    return [t for t in reward_set.terms if t.weight > 0 and kind_of(t.verifier) in kinds]
+
+
+def inferred(term: Term, success: str | None) -> bool:
+    """A custom term that neither is the success term nor declares an answer column: whether it
+    judges correctness is read from each rollout (it does where removing the gold changes its score)."""
+    reads = reads_of(term.verifier)
+    return kind_of(term.verifier) == "custom" and term.name != success and not (reads and reads.answer)
 
 
 def span_text(fmt: AnswerFormat, text: str) -> str:
@@ -225,6 +227,7 @@ def probe_rollouts(
     for term in terms:
         col = _column(term, column)
         structured = kind_of(term.verifier) in STRUCTURED_KINDS
+        guess = inferred(term, success)
         wrap = getattr(term.verifier, "fmt", None)
         term_fmt = wrap if isinstance(wrap, AnswerFormat) else fmt
         # (rollout index, probe, sample) in one batch: the floor and the gold first.
@@ -264,6 +267,9 @@ def probe_rollouts(
             floor_v = got["floor"][1]
             if floor_v.score is None or score <= floor_v.score + EPS:
                 continue  # the rollout earned no more than a wrong answer: nothing to remove
+            without = got["gold_absent"][1]
+            if guess and without.score is not None and without.score >= score - EPS:
+                continue  # it pays as much without the gold: a shaping term, not a correctness one
             gold = ground_truth(r.sample.row, col) or ""
             for probe, (sample, v) in got.items():
                 if probe == "floor":
