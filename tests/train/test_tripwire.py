@@ -175,3 +175,13 @@ def test_bad_rules_are_refused_all_at_once_naming_the_place() -> None:
         assert where in text
     with pytest.raises(ConfigError, match="must be a mapping"):
         read_rules(("task.yaml: grpo.tripwire", [1, 2]))
+
+
+def test_the_training_window_compared_with_an_eval_is_the_one_that_ends_at_it() -> None:
+    w = wire()
+    w.observe_eval(0, 0.1, 64)
+    steps(w, 1, 10, correct=1)
+    w.observe_eval(10, 0.1, 64)  # flat, and so was training up to step 10
+    assert steps(w, 11, 20, correct=15) is None  # training rose after the eval: no eval says otherwise yet
+    gap = w.signals()["eval_gap"]
+    assert gap["at"] == 10 and abs(gap["gap"]) < 1e-9

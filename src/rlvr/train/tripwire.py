@@ -14,9 +14,10 @@ The gate and the audit check the reward before training; this watches the rollou
 
    - a term's rate of one failure cause (an ``error`` by kind, a failure charged to the answer by
      kind, an ``unsupported`` construct) rising by ``error_rise`` or more;
-   - the success term's rate on training rollouts rising more than the held-out eval (its
-     sampled pass@1 where the task samples, else its accuracy) by ``eval_gap`` plus two standard
-     errors (binomial, both windows and both evals);
+   - the success term's rate on training rollouts (the first window against the window that
+     ends at the latest held-out eval) rising more than the eval (its sampled pass@1 where the
+     task samples, else its accuracy; the first eval against the latest) by ``eval_gap`` plus two
+     standard errors (binomial, both windows and both evals);
    - the mean completion length growing ``length_ratio`` times and by ``length_tokens`` tokens;
    - the share of repeated token 4-grams rising by ``repetition_rise``.
 
@@ -277,13 +278,19 @@ class Tripwire:
         out["causes"] = {
             c: (sum(s.causes[c] for s in first) / n0, sum(s.causes[c] for s in last) / n1) for c in sorted(names)
         }
-        k0, k1 = sum(s.success_n for s in first), sum(s.success_n for s in last)
-        later = [e for e in self.evals if e[0] >= steps[-w]]
-        if k0 and k1 and self.evals and later and later[-1][0] > self.evals[0][0]:
-            p0, p1 = sum(s.success for s in first) / k0, sum(s.success for s in last) / k1
-            (_, e0, m0), (_, e1, m1) = self.evals[0], later[-1]
-            var = p0 * (1 - p0) / k0 + p1 * (1 - p1) / k1 + e0 * (1 - e0) / m0 + e1 * (1 - e1) / m1
-            out["eval_gap"] = {"train": p1 - p0, "eval": e1 - e0, "gap": (p1 - p0) - (e1 - e0), "se": math.sqrt(var)}
+        # The training window compared with the latest eval is the one that ends at that eval:
+        # an eval many steps old says nothing about the rollouts since.
+        if len(self.evals) >= 2:
+            s1 = self.evals[-1][0]
+            at = [self.stats[s] for s in steps if s <= s1][-w:]
+            clear = len([s for s in steps if s <= s1]) >= 2 * w  # the two windows do not overlap
+            k0, k1 = sum(s.success_n for s in first), sum(s.success_n for s in at)
+            if clear and k0 and k1:
+                p0, p1 = sum(s.success for s in first) / k0, sum(s.success for s in at) / k1
+                (_, e0, m0), (_, e1, m1) = self.evals[0], self.evals[-1]
+                var = p0 * (1 - p0) / k0 + p1 * (1 - p1) / k1 + e0 * (1 - e0) / m0 + e1 * (1 - e1) / m1
+                gap = (p1 - p0) - (e1 - e0)
+                out["eval_gap"] = {"train": p1 - p0, "eval": e1 - e0, "gap": gap, "se": math.sqrt(var), "at": s1}
         return out
 
     # -- files --------------------------------------------------------------------------------
