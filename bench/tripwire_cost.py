@@ -14,6 +14,7 @@ steps it covers (``every`` x the mean step), and the load average before and aft
 machine CPU time, unlike wall time, is mostly the process's own work).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/tripwire_cost.py [--steps 40] [--every 5]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/tripwire_cost.py --demo-steps 400   # does it stop the demo?
 
 The tiny model's steps take milliseconds, so this is an upper bound: a round's cost does not grow
 with the model (it re-scores text), while a real model's step does.
@@ -144,11 +145,37 @@ def timed_run(task_path: Path, run_dir: Path, steps: int, every: int) -> tuple[l
     return step_cpu[1:], rounds, made  # the first step warms up
 
 
+def demo(steps: int) -> None:
+    """The demo with the tripwire at its defaults: rounds, checks, hits, whether it stopped."""
+    from rlvr.demo import run_demo
+    from rlvr.train.tripwire import read_rounds, read_trip
+
+    load0 = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_demo(Path(tmp) / "demo", grpo_steps=steps, say=print, progress=False)
+        run_dir = Path(tmp) / "demo" / "grpo"
+        rounds, trip = read_rounds(run_dir), read_trip(run_dir)
+    checks = sum(int(r.get("checks") or 0) for r in rounds)
+    hits = sum(len(r.get("hits") or ()) for r in rounds)
+    print(f"demo, {steps} GRPO steps: {len(rounds)} tripwire rounds, {checks} checks, {hits} hits, stopped: {trip}")
+    print(f"load average: {load0[0]:.2f} before, {os.getloadavg()[0]:.2f} after ({os.cpu_count()} CPUs)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--every", type=int, default=5)
+    parser.add_argument(
+        "--demo-steps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: run the tiny demo (SFT, then N GRPO steps) and print what its tripwire did",
+    )
     args = parser.parse_args()
+    if args.demo_steps:
+        demo(args.demo_steps)
+        return
 
     import torch
 
