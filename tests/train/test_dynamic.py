@@ -191,6 +191,9 @@ def planted_task(folder: Path, dynamic: dict[str, Any] | None, grpo: dict[str, A
             "num_generations": 8,
             "beta": 0.0,
             "save_steps": 2,
+            # The planted score is deliberately not a correctness reward (it never reads the
+            # answer), which the reward-hack tripwire rightly stops: off, these tests are about the filter.
+            "tripwire": {"every": 0},
             **(grpo or {}),
             **({"dynamic": dynamic} if dynamic is not None else {}),
         },

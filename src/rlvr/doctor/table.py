@@ -31,6 +31,7 @@ import yaml
 from .. import yamlio
 from ..errors import ConfigError, DataError, RunError
 from ..settings.file import RunConfig
+from ..train.tripwire import reading as tripwire_reading
 
 # Summary keys TRL adds once at the end of training; they are not a time series.
 _SUMMARY_KEYS = frozenset(
@@ -75,6 +76,7 @@ class Run:
     rollout_errors: str = ""  # the most common error among the run's kept rollouts (rlvr.keptrollouts)
     rollout_quotes: tuple[str, ...] = ()  # the best-rewarded kept rollouts of the last kept step, quoted
     events: tuple[Mapping[str, Any], ...] = ()  # resume / stopped lines of metrics.jsonl, in order
+    tripwire: Mapping[str, Any] = field(default_factory=dict)  # rlvr.train.tripwire.reading: rounds and trip
 
     @property
     def config_known(self) -> bool:
@@ -208,6 +210,7 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
         rollout_errors=_rollout_errors(base),
         rollout_quotes=rollout_quotes(base),
         events=run.events,
+        tripwire=tripwire_reading(base),
     )
 
 

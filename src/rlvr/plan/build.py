@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..audit.tripwire import TripwireRules, plan_env
+from ..audit.tripwire import rules_for as tripwire_rules
 from ..errors import ConfigError, Problem
 from ..settings import Layer, Settings, Target, check, file, recipe, resolve
 from .architecture import HUB_IDS, SIZE_CLASSES, load_architecture, model_facts
@@ -58,6 +60,7 @@ class Plan:
     notes: tuple[str, ...] = ()
     hardware: str = ""
     sft: SftEstimate | None = None  # the SFT warm start's memory (rlvr.plan.sftmemory)
+    tripwire: TripwireRules = field(default_factory=TripwireRules)  # the reward-hack tripwire's thresholds
 
     @property
     def config(self) -> dict[str, Any]:
@@ -229,7 +232,8 @@ def build_plan(req: PlanRequest) -> Plan:
         else "CPU"
     )
     sft = sft_estimate_for_task(task, arch, prompt_tokens, device="gpu" if total else "cpu")
-    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where, sft)
+    rules = tripwire_rules(task.grpo, str(task.path))  # refused here, not after the model loads
+    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where, sft, rules)
 
 
 def write_plan(plan: Plan, output: str | Path) -> list[Path]:
@@ -257,6 +261,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
             else " (plain GRPO: every prompt is trained, flat groups included; set grpo.dynamic in the task to change)"
         ),
     ]
+    header.append(plan.tripwire.describe() + " (env RLVR_TRIPWIRE_*; set grpo.tripwire in the task to change)")
     header += [f"run: {c}" for c in plan.launch.commands]
     meta = plan.meta
     doc = file.RunConfig(
@@ -268,7 +273,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
         peft=meta.peft,
         stop=dict(plan.stop),
         dynamic=dict(plan.dynamic) if plan.dynamic.get("mode", "off") != "off" else {},
-        record=dict(meta.extra),
+        record={**meta.extra, **plan_env(plan.tripwire)},
         flat=True,
     )
     written = [doc.write(output, header="\n".join(header))]
@@ -304,6 +309,7 @@ def format_plan(plan: Plan) -> str:
         lines.append("memory: CPU run, no GPU plan")
     if plan.sft is not None:  # rlvr sft trains in fp32 without vLLM: its own line, not GRPO's parts
         lines.append(f"  rlvr sft: {plan.sft.text()}")
+    lines.append(plan.tripwire.describe())
     lines.append("launch:")
     lines += [f"  $ {c}" for c in plan.launch.commands]
     lines += [f"  note: {n}" for n in plan.launch.notes]

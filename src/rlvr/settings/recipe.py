@@ -176,7 +176,7 @@ SECTION_EXAMPLES = {
     "dynamic": "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 100}",
 }
 # Keys of a task's grpo: section that are not GRPOConfig values.
-TASK_OWN_KEYS = ("reward_weights", "justify", "stop", "dynamic")
+TASK_OWN_KEYS = ("reward_weights", "justify", "stop", "dynamic", "tripwire")  # tripwire: rlvr.train.tripwire
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ leaves the old ``final/``, or none, never half of one).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..audit.tripwire import rules_for as tripwire_rules
 from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem, disk_full
 from ..settings.file import RunConfig
@@ -26,6 +28,7 @@ from .checkpoints import disk_full_note
 from .rundir import MetricsLog, ResumeStart, truncate_metrics, versions
 from .settings import LORA, RunSettings, TrainOptions
 from .stopping import RunStopped, StopWatch
+from .tripwire import Feed, Tripwire
 
 
 @dataclass(frozen=True)
@@ -226,8 +229,10 @@ def run_grpo(
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
     train_rows = task.load_split("train")
     dataset = build_dataset(task, train_rows)  # before the model loads: a bad column fails in seconds
+    rules = tripwire_rules(task.grpo, str(task.path), settings.config_file)  # likewise
     if main:
-        run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every).write(
+        config = run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every)
+        dataclasses.replace(config, record={**config.record, "tripwire": rules.to_json()}).write(
             run_dir / "config.yaml"
         )
     # The rows this run scores, recorded as they come (the probe measures the others); a resumed
@@ -256,6 +261,16 @@ def run_grpo(
             start.step,
             {"event": "resume", "resumed_from": start.checkpoint.name, "skipped": [p.name for p in start.skipped]},
         )
+    wire = Tripwire(
+        rules,
+        settings.rewards,
+        fmt=task.answer,
+        column=task.answer_column,
+        success=task.success_term,
+        run_dir=run_dir if main else None,
+        seed=int(args.seed),
+        where=f"{task.path}: grpo.tripwire",
+    )
     tokenizer = load_tokenizer(settings.model_ref)
     model = load_model(settings.model_ref, **load_kwargs)
     evals: list[dict[str, Any]] = []
@@ -271,6 +286,8 @@ def run_grpo(
             ).metrics()
         evals.append({"step": step, **line})
         log.write(step, line)
+        # The tripwire compares the training success rate with the sampled pass@1 where there is one.
+        wire.observe_eval(step, float(line.get("eval/pass@1", line["eval/accuracy"])), int(line["eval/n"]))
         res.raise_if_undecided(f"held-out eval at step {step}")
 
     rewards = settings.rewards
@@ -295,11 +312,11 @@ def run_grpo(
     with quiet_own_warnings():
         trainer = trainer_cls(
             model=model,
-            reward_funcs=seen.wrap(recorder.wrap(rewards.trl_functions())),
+            reward_funcs=seen.wrap(recorder.wrap(Feed(wire).wrap(rewards.trl_functions()))),
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
+            callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every, wire)],
             peft_config=peft_config,
             **episode_kwargs,
         )
@@ -339,6 +356,10 @@ def run_grpo(
     t0 = time.time()
     try:
         trainer.train(resume_from_checkpoint=str(start.checkpoint) if start.checkpoint else None)
+        if wire.tripped is not None or wire.halted:  # stopped at a step end, its checkpoint saved
+            trip = wire.tripped
+            meta["tripwire"] = {"signal": trip.signal, "step": trip.step} if trip else {"signal": "another rank"}
+            raise RunStopped(trip.message() if trip else "tripwire: another process's tripwire stopped the run")
     except BaseException as exc:
         session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
         status = "stopped" if isinstance(exc, RunStopped) else "failed"
