@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from rlvr.audit.tripwire import HELP, TripwireRules, read_rules, rules_for
 from rlvr.errors import ConfigError
-from rlvr.settings.file import RunConfig
 from rlvr.rewards import FunctionVerifier, Verdict
 from rlvr.rewards.base import Sample
 from rlvr.rewards.combine import RewardSet, Scored, Term
 from rlvr.rewards.format import AnswerFormat, extract
+from rlvr.settings.file import RunConfig
 from rlvr.train.tripwire import Tripwire, repetition
 
 
