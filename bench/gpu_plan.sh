@@ -62,7 +62,7 @@ import torch
 import yaml
 
 from rlvr.plan import architecture, memory
-from rlvr.plan.recipe import hardware
+from rlvr.settings.recipe import hardware
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, train
 

@@ -47,12 +47,12 @@ def bare_trl(task, model_path: str, out: Path, steps: int) -> float:
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.plan import recipe
+    from rlvr.settings import hardware
     from rlvr.train import TrainOptions, layered_settings
 
     t0 = time.perf_counter()
     opts = TrainOptions(run_dir=out, max_steps=steps, progress=False)
-    cfg = dict(layered_settings(task, opts, recipe.hardware()).grpo)
+    cfg = dict(layered_settings(task, opts, hardware()).grpo)
     cfg["reward_weights"] = [t.weight for t in task.rewards]
     cfg["save_strategy"] = "no"
     tok = PreTrainedTokenizerFast.from_pretrained(model_path)

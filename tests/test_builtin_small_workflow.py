@@ -152,20 +152,27 @@ def test_probe_sampler_decodes_greedily_whatever_the_checkpoints_repetition_pena
 
 
 def test_eval_decodes_greedily_whatever_the_checkpoints_repetition_penalty(penalised) -> None:
-    from rlvr.evaluate import generate_texts
-
     model, tok = penalised
-    assert generate_texts(model, tok, [MESSAGES], max_new_tokens=10)[0][1] == _argmax_decode(model, tok, 10)
+    assert _eval_ids(model, tok, 10) == _argmax_decode(model, tok, 10)
 
 
 def test_eval_stops_at_every_stop_id_of_the_checkpoint_as_trl_does() -> None:
-    from rlvr.evaluate import generate_texts
     from rlvr.models import load_model, load_tokenizer
 
     model, tok = load_model("builtin:small"), load_tokenizer("builtin:small")
     first = _argmax_decode(model, tok, 1)[0]
     model.generation_config.eos_token_id = [tok.eos_token_id, first]  # the checkpoint's second stop id
-    assert generate_texts(model, tok, [MESSAGES], max_new_tokens=10)[0][1] == [first]
+    assert _eval_ids(model, tok, 10) == [first]
+
+
+def _eval_ids(model: Any, tok: Any, max_new_tokens: int) -> list[int]:
+    """The token ids of a greedy completion of MESSAGES as every evaluation samples it (``eval_sampler``)."""
+    from types import SimpleNamespace
+
+    from rlvr.evaluate import eval_sampler
+
+    task: Any = SimpleNamespace(environment=None)  # a single-turn task: the sampler itself
+    return list(eval_sampler(model, tok, task).sample([MESSAGES], 1, 0.0, max_new_tokens)[0][0].token_ids)
 
 
 def test_vllm_sampler_reads_the_saved_stop_ids_beside_the_tokenizers_eos() -> None:
@@ -321,9 +328,7 @@ def test_eval_tokenizes_a_chat_prompt_as_the_probe_and_trl_do() -> None:
 
     tok = load_tokenizer("builtin:small")
     messages = [{"role": "system", "content": "Answer in <answer> tags."}, *MESSAGES]
-    text = tok.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=True
-    )  # what evaluate.generate_texts tokenizes
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)  # what the template renders
     assert tok(text, add_special_tokens=False)["input_ids"] == prompt_ids(tok, messages)
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 REFERENCE = ROOT / "docs" / "reference.md"
 # grpo: takes any GRPOConfig field (checked by the recipe validation); these are rlvr's own.
-GRPO_OWN = {"justify", "reward_weights", "stop", "dynamic"}
+GRPO_OWN = {"justify", "reward_weights", "stop", "dynamic", "tripwire"}
 
 
 def key_problem(dotted: str) -> str | None:

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def test_hardware_reports_the_gpu_and_its_bf16() -> None:
-    from rlvr.plan.recipe import hardware
+    from rlvr.settings.recipe import hardware
 
     hw = hardware()
     assert hw["gpus"] == torch.cuda.device_count() >= 1

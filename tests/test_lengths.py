@@ -320,3 +320,52 @@ def test_a_small_share_of_answers_over_the_budget_is_not_printed_as_zero_percent
 
     report = LengthReport("m", 8, 256, 5000, 5000, Spread(4, 5, 6), Spread(4, 5, 9), answers_over_budget=1)
     assert "1 of 5000 reference answers (0.02%) need more than" in report.warnings()[0]
+
+
+# -- sizes before tokens ---------------------------------------------------------------------
+class CountingTokenizer:
+    """A tokenizer that fails the test if anything tokenizes with it."""
+
+    calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        CountingTokenizer.calls += 1
+        raise AssertionError("tokenized a row the size rule refuses")
+
+
+@pytest.mark.parametrize("command", ["task check", "probe", "sft"])
+def test_a_fifty_megabyte_row_is_one_problem_before_anything_tokenizes(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], command: str
+) -> None:
+    from rlvr.cli.main import main
+
+    path = make_task(tmp_path / "t", budget=16)
+    with (tmp_path / "t" / "train.jsonl").open("a") as fh:
+        fh.write(json.dumps({"question": "x" * 50_000_000, "answer": "1"}) + "\n")
+    out = ["--out", str(tmp_path / "o")] if command != "task check" else []
+    assert main([*command.split(), str(path), *out]) != 0
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err  # one problem: no second one about its tokens, no transformers warning
+    assert "train.jsonl:5: row 5 is 50.0 MB, over the 1 MB a row may hold (column 'question'" in err[0]
+    assert "Token indices" not in err[0] and "positions" not in err[0]
+
+
+def test_lengths_refuse_an_oversized_row_of_any_split_without_tokenizing_it(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "t", budget=16))
+    rows = [{"question": "1+2", "answer": "3"}, {"question": "y" * 1_200_000, "answer": "4"}]
+    with pytest.raises(ConfigError) as info:
+        check_lengths(task, tokenizer=CountingTokenizer(), positions=256, rows=rows)
+    [problem] = info.value.problems
+    assert problem.where.endswith("train.jsonl:2") and "1.2 MB" in problem.what
+    assert CountingTokenizer.calls == 0
+
+
+def test_measuring_a_prompt_longer_than_the_model_prints_no_transformers_warning(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    task = load_task(make_task(tmp_path / "t", budget=16))
+    caplog.set_level("WARNING")
+    # builtin:smollm2's tokenizer states its 8192 positions (builtin:tiny's states none): transformers warns on it.
+    report = check_lengths(task, "builtin:smollm2", rows=[{"question": "9 " * 20_000, "answer": "3"}])
+    assert report.overflow and report.problems()
+    assert "Token indices sequence length" not in capfd.readouterr().err + caplog.text

@@ -67,3 +67,11 @@ def test_make_test_runs_lint_format_and_type_checks_before_the_suite(tmp_path: P
         for want in ("ruff check", "ruff format --check", "bin/mypy", "-m pytest")
     ]
     assert steps == sorted(steps)
+
+
+def test_the_default_suite_takes_its_tests_in_a_random_order(pytestconfig: pytest.Config) -> None:
+    # The flake that stopped a landing depended on request order; a fixed order hides that class.
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert any(req.startswith("pytest-randomly") for req in dev)
+    if pytestconfig.pluginmanager.hasplugin("randomly"):  # absent only under an explicit -p no:randomly
+        assert isinstance(pytestconfig.option.randomly_seed, int)

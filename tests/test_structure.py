@@ -28,8 +28,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models", "bpe"),
     ("rewards",),
     ("episodes",),  # tools and multi-turn episodes: the task's environment: section reads them
+    ("settings",),  # a run's settings: recipe, config file, merge, check (resolve reads a task by shape)
     ("task",),
-    ("generate", "lengths", "rollouts", "evaluate"),
+    ("generate", "lengths", "rollouts", "keptrollouts", "evaluate"),
     ("probe",),
     ("gate",),  # `rlvr inspect`
     ("audit",),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rlvr.cli.main import main
 from rlvr.task import load_task
 from rlvr.taskcheck import check_task, term_notes
@@ -59,3 +61,40 @@ def test_a_unit_tests_term_without_a_reference_is_noted_as_always_charged(tmp_pa
     assert "no reference solution" in bare and "timeout" in bare
     assert notes("code", {"question": "f", "tests": tests, "code": code}) == []  # the task's answer column
     assert notes("tests", {"question": "f", "tests": tests, "solution": code}) == []  # a conventional one
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def test_a_json_schema_term_reading_the_rows_schema_is_noted_for_what_it_reads_never_as_having_no_gold(tmp_path):
+    rows = [
+        {"question": "one", "answer": '{"n": 1}', "schema": SCHEMA},
+        {"question": "two", "answer": '{"n": 2}', "schema": SCHEMA},
+    ]
+    task = load_task(
+        make_task(tmp_path, [{"name": "c", "verifier": "json_schema", "options": {"schema_column": "schema"}}], rows)
+    )
+    [note] = [n for n in term_notes(task) if "'c'" in n]
+    assert "the row's own schema (column 'schema')" in note and "no gold" not in note
+
+
+@pytest.mark.parametrize(
+    ("term", "reads"),
+    [
+        ({"name": "format", "weight": 0.1}, "the completion only"),
+        ({"name": "c", "verifier": "json_schema", "options": {"schema": SCHEMA}}, "one fixed schema"),
+        ({"name": "c", "verifier": "json_schema", "options": {"schema_column": "schema"}}, "column 'schema'"),
+        ({"name": "c", "verifier": "exact"}, None),  # its gold is the answer column: no note
+    ],
+)
+def test_every_terms_note_says_what_its_reads_declare(tmp_path, term, reads):
+    rows = [{"question": "one", "answer": "1", "schema": SCHEMA}]
+    task = load_task(
+        make_task(tmp_path, [term, *([] if term["name"] == "c" else [{"name": "c", "verifier": "exact"}])], rows)
+    )
+    notes = [n for n in term_notes(task) if f"term {term['name']!r}" in n]
+    if reads is None:
+        assert notes == []
+    else:
+        [note] = notes
+        assert reads in note and "charged to the answer" in note and "no gold" not in note

@@ -2,8 +2,10 @@
 
 The policy's completions on held-out prompts are judged by the task's *correctness* term alone
 (not the weighted reward), so a run whose format reward climbs while answers do not improve
-shows up here. Batched, with the RNG state saved and restored around sampling so an eval in the
-middle of training does not reseed the trainer. Two measures:
+shows up here. Every evaluation samples through ``rlvr.rollouts.rollout_sampler`` (``eval_sampler``:
+an episode task's rows are played as episodes, their final answers judged), batched, with the RNG
+state saved and restored around sampling so an eval in the middle of training does not reseed the
+trainer. Two measures:
 
 - ``evaluate``: one completion per prompt, greedy by default (temperature 0).
 - ``evaluate_sampled``: ``k`` completions per prompt at the temperature training samples at, and
@@ -26,12 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import RunError
-from .generate import Prompt, eos_ids
 from .rewards.base import Outcome, Sample
 from .task import Task
+
+if TYPE_CHECKING:
+    from .generate import Sampler
 
 
 @dataclass(frozen=True)
@@ -73,63 +77,15 @@ class EvalResult:
             )
 
 
-def generate_texts(
-    model: Any,
-    tokenizer: Any,
-    prompts: Sequence[Prompt],
-    *,
-    max_new_tokens: int,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    batch_size: int = 64,
-    seed: int | None = None,
-) -> list[tuple[str, list[int]]]:
-    """One completion per prompt: (text decoded without special tokens, token ids up to EOS)."""
-    import torch
+def eval_sampler(model: Any, tokenizer: Any, task: Task) -> Sampler:
+    """How every evaluation samples ``model``: ``rlvr.rollouts.rollout_sampler`` over batched
+    ``model.generate`` (``rlvr.generate.TransformersSampler``: prompts encoded as TRL encodes them,
+    explicit sampling values whatever the checkpoint's generation_config, every stop id of the
+    checkpoint), so an episode task's eval plays its episodes the way training does."""
+    from .generate import TransformersSampler
+    from .rollouts import rollout_sampler
 
-    rng = torch.random.get_rng_state()
-    if seed is not None:
-        torch.manual_seed(seed)
-    was_training = model.training
-    model.eval()
-    tokenizer.padding_side = "left"
-    device = next(model.parameters()).device
-    stop = sorted(eos_ids(tokenizer, model))  # the tokenizer's EOS and the checkpoint's, as TRL stops on both
-    out: list[tuple[str, list[int]]] = []
-    try:
-        for i in range(0, len(prompts), batch_size):
-            batch = [
-                p
-                if isinstance(p, str)
-                else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
-                for p in prompts[i : i + batch_size]
-            ]
-            enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            kw: dict[str, Any] = {
-                "max_new_tokens": max_new_tokens,
-                "pad_token_id": tokenizer.pad_token_id,
-                "eos_token_id": stop,
-                "repetition_penalty": 1.0,
-            }
-            # Explicit top_k and repetition_penalty: a checkpoint's generation_config (Qwen2.5's top_k 20,
-            # repetition_penalty 1.05) fills every value left unset, and would change what the eval measures.
-            kw.update(
-                {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
-                if temperature > 0
-                else {"do_sample": False}
-            )
-            with torch.no_grad():
-                gen = model.generate(**enc, **kw)
-            for row in gen[:, enc["input_ids"].shape[1] :].tolist():
-                end = next((i for i, t in enumerate(row) if t in stop), None)
-                ids = row[: end + 1] if end is not None else row
-                ids = [t for i, t in enumerate(ids) if t != tokenizer.pad_token_id or i == end]
-                out.append((tokenizer.decode(ids, skip_special_tokens=True), ids))
-    finally:
-        torch.random.set_rng_state(rng)
-        if was_training:
-            model.train()
-    return out
+    return rollout_sampler(TransformersSampler(model, tokenizer), task, tokenizer)
 
 
 def _judged(
@@ -146,17 +102,17 @@ def _judged(
     rewards = task.reward_set()
     verifier = next(t.verifier for t in rewards.terms if t.name == term)
     prompts = [task.render_prompt(r) for r in rows]
-    if task.environment is not None:  # a multi-turn task: each row is an episode, its final answer judged
-        gens = _episode_generations(model, tokenizer, task, rows, prompts, max_new_tokens, temperature, seed)
-    else:
-        gens = generate_texts(
-            model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed
-        )
+    import torch
+
+    # The RNG state is restored afterwards: an eval in the middle of training does not reseed the trainer.
+    with torch.random.fork_rng(devices=[]):
+        groups = eval_sampler(model, tokenizer, task).sample(prompts, 1, temperature, max_new_tokens, seed=seed)
+    gens = [g[0] for g in groups]  # an episode task's completion is its episode's final answer
     samples = [
-        Sample(completion=text, row=row, prompt=str(p), completion_ids=ids)
-        for (text, ids), row, p in zip(gens, rows, prompts, strict=True)
+        Sample(completion=c.text, row=row, prompt=str(p), completion_ids=list(c.token_ids))
+        for c, row, p in zip(gens, rows, prompts, strict=True)
     ]
-    return list(verifier.verify_batch(samples)), [len(ids) for _, ids in gens]
+    return list(verifier.verify_batch(samples)), [len(c.token_ids) for c in gens]
 
 
 def evaluate(
@@ -342,30 +298,10 @@ def evaluate_sampled(
     return sampled_result(counts, samples=samples, k=samples if k is None else k, temperature=temperature)
 
 
-def _episode_generations(
-    model: Any,
-    tokenizer: Any,
-    task: Task,
-    rows: Sequence[Mapping[str, Any]],
-    prompts: Sequence[Any],
-    max_new_tokens: int,
-    temperature: float,
-    seed: int | None,
-) -> list[tuple[str, list[int]]]:
-    """Each row's episode (``rlvr.rollouts.rollout_sampler``: the task's tools, the budget over every
-    turn) as (final answer, the final answer's token ids)."""
-    from .generate import TransformersSampler
-    from .rollouts import rollout_sampler
-
-    sampler = rollout_sampler(TransformersSampler(model, tokenizer), task, tokenizer)
-    groups = sampler.sample(prompts, 1, temperature, max_new_tokens, seed=seed)
-    return [(g[0].text, list(g[0].token_ids)) for g in groups]
-
-
 def _common_error(verdicts: Sequence[Any]) -> str:
     from collections import Counter
 
-    from .rollouts import error_text
+    from .keptrollouts import error_text
 
     details = Counter(error_text(str(v.detail or v.error_kind or "")) for v in verdicts if v.outcome is Outcome.ERROR)
     return details.most_common(1)[0][0] if details else ""

@@ -37,7 +37,8 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,8 +274,15 @@ def check_lengths(
         else random.Random(task.seed).sample(range(len(all_rows)), MAX_ROWS)
     )
     picked = [all_rows[i] for i in where]
+    from .task.rowchecks import rows_size_problems
+
+    # Sizes before tokens: a row no model reads is refused as what it is, in milliseconds, never
+    # tokenized (a 50 MB row took a minute and 4 GB, then read as a second problem about its tokens).
+    if oversized := rows_size_problems(all_rows, task.resolve(task.data.train)):
+        raise ConfigError(oversized, source=str(task.path))
     budget = budget if budget is not None else task.generation.max_completion_length
-    prompt_lens, answer_lens = measure(task, picked, tokenizer)
+    with quiet_tokenizer():  # our own problem says when prompts exceed the positions, with the row
+        prompt_lens, answer_lens = measure(task, picked, tokenizer)
     longest = max(range(len(prompt_lens)), key=lambda i: prompt_lens[i]) if prompt_lens else None
     return LengthReport(
         model=str(model_ref),
@@ -290,6 +298,22 @@ def check_lengths(
         training_prompt_differs=_training_prompt_differs(task, picked, tokenizer),
         longest_row=where[longest] + 1 if longest is not None else None,
     )
+
+
+@contextmanager
+def quiet_tokenizer() -> Iterator[None]:
+    """transformers' "Token indices sequence length is longer than the specified maximum" warning
+    off while lengths are measured: measuring long prompts is the point, and ``LengthReport.problems``
+    says what it means, naming the row."""
+    import logging
+
+    log = logging.getLogger("transformers.tokenization_utils_base")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _training_prompt_differs(task: Task, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> bool:

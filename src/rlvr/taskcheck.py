@@ -27,7 +27,9 @@ checks that import TRL or score the data, so a task that passes it does not fail
   the fail-closed rule masks answers that fail the same way) or do not accept as equal to itself
   is reported. Each problem names the file and row.
 - notes (``term_notes``, printed, never problems) -- a custom term's unknown score range, and
-  each term with no gold to score (its failures are always charged to the answer).
+  for each term whose row gold cannot be re-scored, why, from what it declares it reads
+  (``gold_note``: the completion only, a fixed or per-row schema, an empty column): its failures
+  are then always charged to the answer.
 - unit tests -- ``unit_tests`` rows whose tests the sandbox cannot run (an import outside the
   standard library), which score an error for every sample (``weaker_problems``).
 - rows (``rlvr.task.rowchecks``) -- rows over a size limit, columns Arrow cannot store, every
@@ -49,7 +51,7 @@ from .errors import ConfigError, Problem
 from .task import MAX_ROW_PROBLEMS, Task
 
 if TYPE_CHECKING:
-    from .plan.recipe import ModelFacts
+    from .settings import ModelFacts
 
 # Keys of the sft: section that rlvr reads itself (not SFTConfig fields).
 SFT_OWN_KEYS = {"target_pass_rate"}
@@ -61,31 +63,27 @@ MAX_EPISODE_ROWS = 64
 
 def grpo_problems(task: Task) -> list[Problem]:
     """The problems ``rlvr train`` would raise for the task's ``grpo:`` section (one GPU, bf16)."""
-    from .plan import recipe, validate
+    from .settings import Target, check, resolve
 
     out: list[Problem] = []
-    generation = dataclasses.asdict(task.generation)
     try:
-        settings = recipe.resolve(task.grpo, generation=generation, hw=CHECK_HARDWARE, seed=task.seed)
+        settings = resolve(task, hw=CHECK_HARDWARE)
     except ConfigError as exc:  # rlvr's own keys (stop, dynamic): the GRPOConfig values are checked still
         out = [dataclasses.replace(p, where=f"{task.path}: {p.where}") for p in exc.problems]
         own = {k: v for k, v in task.grpo.items() if k not in ("stop", "dynamic")}
-        settings = recipe.resolve(own, generation=generation, hw=CHECK_HARDWARE, seed=task.seed)
+        settings = resolve(dataclasses.replace(task, grpo=own), hw=CHECK_HARDWARE)
     cfg = {**settings.grpo, "reward_weights": [t.weight for t in task.rewards]}
-    target = recipe.Target(gpus=1, bf16=True, processes=1)
-    problems = validate.validate(cfg, target=target, model=_task_model_facts(task), justified=settings.justified)
+    target = Target(gpus=1, bf16=True, processes=1)
+    problems = check.validate(cfg, target=target, model=_task_model_facts(task), justified=settings.justified)
     return [dataclasses.replace(p, where=f"{task.path}: grpo.{p.where}") for p in problems] + out
 
 
 def sft_problems(settings: Mapping[str, Any], where: str = "sft.") -> list[Problem]:
     """Keys of an ``sft:`` section (or ``--set`` overrides) that SFTConfig does not have."""
-    from .plan import validate
+    from .settings import check
 
-    return validate.unknown_keys(
-        {k: v for k, v in settings.items() if k not in SFT_OWN_KEYS},
-        validate.sft_fields(),
-        what="SFTConfig",
-        prefix=where,
+    return check.unknown_keys(
+        {k: v for k, v in settings.items() if k not in SFT_OWN_KEYS}, check.sft_fields(), what="SFTConfig", prefix=where
     )
 
 
@@ -159,10 +157,7 @@ def gold_problems(task: Task) -> list[Problem]:
 def term_notes(task: Task) -> list[str]:
     """What ``rlvr task check`` prints about the terms, beyond problems: each term whose score
     range is unknown (a custom term that declares no ``score_range``: the weighted-total check
-    leaves it out), and each term with no gold to score (``rlvr.rewards.fault.gold_sample``:
-    every failure to decide is then charged to the answer, never masked)."""
-    from .rewards.base import Sample, reads_of
-    from .rewards.fault import gold_sample
+    leaves it out), and ``gold_note`` of each term."""
     from .rewards.ranking import weighting_check
 
     reward_set = task.reward_set()
@@ -172,15 +167,43 @@ def term_notes(task: Task) -> list[str]:
     except Exception:  # noqa: BLE001 - the data's problems are reported elsewhere
         rows = []
     row = rows[0] if rows else {task.answer_column: "0"}
-    for t in reward_set.terms:
-        if gold_sample(t.verifier, Sample("", row, ""), task.answer, task.answer_column) is None:
-            refs = reads.references if (reads := reads_of(t.verifier)) else ()
-            where = f" (no reference solution in a column {', '.join(refs)})" if refs else ""
-            notes.append(
-                f"term {t.name!r}: no gold to score{where}, so every failure to decide (a timeout too) is charged "
-                "to the answer (0), never masked"
-            )
+    notes += [n for t in reward_set.terms if (n := gold_note(t.name, t.verifier, row, task)) is not None]
     return notes
+
+
+def gold_note(name: str, verifier: Any, row: Mapping[str, Any], task: Task) -> str | None:
+    """The one wording of what a term re-scores when it cannot decide (``rlvr.rewards.fault``):
+    None when the row's gold can be scored through it (then a failure the gold shares is the
+    task's); otherwise why not, said from what the verifier declares it reads (``reads()``) -- a
+    per-row schema is a rule it checks against, not an answer it could re-score -- so the note is
+    true of each term, never a blanket "no gold"."""
+    from .rewards.base import Sample, reads_of
+    from .rewards.fault import gold_sample
+
+    if gold_sample(verifier, Sample("", row, ""), task.answer, task.answer_column) is not None:
+        return None
+    reads = reads_of(verifier)
+    if reads is None:
+        what = "declares nothing it reads (no reads()), so there is no gold answer to re-score"
+    elif reads.references:
+        what = f"has no reference solution in a column {', '.join(reads.references)} to re-score"
+    elif reads.schema_column:
+        what = (
+            f"checks each answer against the row's own schema (column {reads.schema_column!r}): a rule, not an "
+            "answer it could re-score"
+        )
+    elif reads.schema is not None:
+        what = "checks each answer against one fixed schema: a rule, not an answer it could re-score"
+    elif reads.expected_column or reads.answer:
+        col = reads.expected_column or reads.answer
+        what = f"found no value in column {col!r} of the first train row to re-score"
+    elif not reads.columns:
+        what = "reads the completion only (no row column): there is no answer to re-score"
+    else:
+        what = f"reads {', '.join(map(repr, reads.columns))} but no answer among them to re-score"
+    return (
+        f"term {name!r}: {what}, so every failure to decide (a timeout too) is charged to the answer (0), never masked"
+    )
 
 
 def weight_problems(task: Task) -> list[Problem]:
@@ -301,7 +324,7 @@ def _task_model_facts(task: Task) -> ModelFacts | None:
     """Whether the model is a mixture of experts and rebuildable, for local models and built-ins;
     None for a hub id (its config may need the network: rlvr plan and rlvr train check it)."""
     from .plan.architecture import load_architecture, model_facts
-    from .plan.recipe import ModelFacts
+    from .settings import ModelFacts
 
     ref = task.model
     if ref.startswith("builtin:"):

@@ -622,7 +622,7 @@ def test_real_run_patch_raises_the_completion_budget_only(tmp_path: Path) -> Non
 
 
 def test_patched_config_is_read_back_by_rlvr_train(tmp_path: Path) -> None:
-    from rlvr.plan.runconfig import RunConfig
+    from rlvr.settings.file import RunConfig
 
     run = tmp_path / "run"
     shutil.copytree(SYN / "entropy_collapse", run)
@@ -950,16 +950,17 @@ def test_a_partly_masked_run_is_not_reward_broken() -> None:
 
 
 def test_the_no_signal_patch_turns_on_the_online_filter_and_rlvr_train_reads_it(tmp_path: Path) -> None:
-    from rlvr.plan import recipe
-    from rlvr.plan.runconfig import RunConfig
+    from rlvr.settings import Layer, resolve
+    from rlvr.settings.file import RunConfig
+    from support.tasks import task_values
 
     run = _copy("no_signal", tmp_path)
     path, f = write_patch(diagnose(load_run(run)))
     assert f.check == "no_learning_signal" and "skips the solved prompts" in f.suggestion
     cfg = RunConfig.read(path)  # what rlvr train --config reads
     assert "dynamic" not in cfg.grpo, "not a GRPOConfig field"
-    file = recipe.Layer("config file", cfg.grpo, cfg.stop, cfg.dynamic, where=f"{path}: ")
-    assert recipe.resolve({}, generation={}, hw={}, above=[file]).dynamic.mode == "filter"
+    file = Layer("config file", cfg.grpo, cfg.stop, cfg.dynamic, where=f"{path}: ")
+    assert resolve(task_values({}, {}), hw={}, above=[file]).dynamic.mode == "filter"
 
 
 def test_no_signal_with_the_filter_already_on_has_no_patch(tmp_path: Path) -> None:

@@ -150,7 +150,7 @@ def test_rlvr_train_runs_an_episode_task_and_keeps_whole_episodes(tmp_path: Path
     logged, the held-out eval played as episodes, kept rollouts with the tool messages."""
     import json
 
-    from rlvr import rollouts
+    from rlvr import keptrollouts as rollouts
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, train
     from support.tasks import make_task

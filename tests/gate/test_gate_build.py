@@ -227,7 +227,7 @@ def _kept_rollouts(task: Any, run: Path, step: int) -> None:
     """What rlvr train keeps at ``step``: two groups of 8 completions of the task's prompts."""
     from types import SimpleNamespace
 
-    from rlvr import rollouts
+    from rlvr import keptrollouts as rollouts
 
     rows = task.load_split("train")[:2]
     n = 16
@@ -239,7 +239,7 @@ def _kept_rollouts(task: Any, run: Path, step: int) -> None:
         **{k: [rows[i // 8][k] for i in range(n)] for k in rows[0]},
     }
     rs = task.reward_set()
-    rollouts.Recorder(run, rs, group_size=8).wrap(rs.trl_functions())[0](**kwargs)
+    rollouts.Recorder(run, rs, group_size=8, logging_steps=1).wrap(rs.trl_functions())[0](**kwargs)
 
 
 def test_inspect_build_reads_a_runs_rollouts_at_a_step(

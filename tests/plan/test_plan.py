@@ -10,8 +10,10 @@ import yaml
 
 from rlvr.cli.main import main
 from rlvr.errors import ConfigError, PlanError
-from rlvr.plan import recipe, runconfig, validate
 from rlvr.plan.build import PlanRequest, build_plan
+from rlvr.settings import check as validate
+from rlvr.settings import file as runconfig
+from rlvr.settings import recipe
 
 ARITH = Path(__file__).resolve().parents[2] / "examples" / "arithmetic"
 
@@ -264,7 +266,7 @@ def test_plan_overwrites_an_old_plan_only_when_the_new_one_is_valid(tmp_path: Pa
 
 @pytest.mark.parametrize("gpus", [0, 1, 8])
 def test_rlvr_train_reads_every_plan_value(tmp_path: Path, gpus: int):
-    from rlvr.plan.runconfig import RunConfig
+    from rlvr.settings.file import RunConfig
     from rlvr.task import load_task
     from rlvr.train import TrainOptions, layered_settings
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from rlvr.plan import recipe
 from rlvr.plan.build import PlanRequest, build_plan, write_plan
-from rlvr.plan.runconfig import RunConfig
+from rlvr.settings import Settings, recipe
+from rlvr.settings.file import RunConfig
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, layered_settings
 
@@ -33,7 +33,7 @@ def plan_file(tmp_path: Path, grpo: dict, variant: str = "grpo") -> tuple[str, R
     return out.read_text(), RunConfig.read(out)
 
 
-def as_trained(tmp_path: Path) -> recipe.Settings:
+def as_trained(tmp_path: Path) -> Settings:
     """What rlvr train --config resolves from the plan file over the task (on one GPU)."""
     opts = TrainOptions(run_dir=tmp_path / "run", config_path=tmp_path / "plan.yaml")
     return layered_settings(load_task(tmp_path / "task.yaml"), opts, {"gpus": 1, "bf16": True, "vllm": True})

@@ -3,9 +3,12 @@ launch plan for server mode starts the server, trains, and stops the server."""
 
 from __future__ import annotations
 
-from rlvr.plan import launch, recipe, validate
+from rlvr.plan import launch
 from rlvr.plan.launch import Cluster
-from rlvr.plan.recipe import Target
+from rlvr.settings import check as validate
+from rlvr.settings import resolve
+from rlvr.settings.recipe import Target
+from support.tasks import task_values
 
 CPU = {"gpus": 0, "bf16": False}
 GEN = {"temperature": 0.7, "max_completion_length": 256}
@@ -16,29 +19,29 @@ def problems_at(cfg: dict[str, object], target: Target) -> set[str]:
 
 
 def test_vllm_on_cpu_is_allowed_with_the_cpu_build() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True, "vllm_mode": "colocate"}
+    cfg = {**resolve(task_values({}, GEN), hw=CPU).grpo, "use_vllm": True, "vllm_mode": "colocate"}
     assert "use_vllm" not in problems_at(cfg, Target(gpus=0, vllm_cpu=True))
 
 
 def test_the_refusal_without_a_gpu_names_the_cpu_build() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True}
+    cfg = {**resolve(task_values({}, GEN), hw=CPU).grpo, "use_vllm": True}
     (problem,) = [p for p in validate.validate(cfg, target=Target(gpus=0)) if p.where == "use_vllm"]
     assert "make setup-vllm-cpu" in problem.fix
 
 
 def test_vllm_on_cpu_with_several_training_processes_is_refused() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True, "vllm_mode": "colocate"}
+    cfg = {**resolve(task_values({}, GEN), hw=CPU).grpo, "use_vllm": True, "vllm_mode": "colocate"}
     assert "use_vllm" in problems_at(cfg, Target(gpus=0, vllm_cpu=True, processes=2))
 
 
 def test_cpu_server_mode_without_an_address_is_flagged() -> None:
-    cfg = {**recipe.resolve({}, generation=GEN, hw=CPU).grpo, "use_vllm": True, "vllm_mode": "server"}
+    cfg = {**resolve(task_values({}, GEN), hw=CPU).grpo, "use_vllm": True, "vllm_mode": "server"}
     assert "vllm_server_host" in problems_at(cfg, Target(gpus=0, vllm_cpu=True))
 
 
 def test_cpu_server_mode_on_localhost_passes() -> None:
     cfg = {
-        **recipe.resolve({}, generation=GEN, hw=CPU).grpo,
+        **resolve(task_values({}, GEN), hw=CPU).grpo,
         "use_vllm": True,
         "vllm_mode": "server",
         "vllm_server_host": "127.0.0.1",
@@ -47,7 +50,7 @@ def test_cpu_server_mode_on_localhost_passes() -> None:
 
 
 def test_the_recipe_does_not_turn_vllm_on_for_the_cpu_build() -> None:
-    assert recipe.resolve({}, generation=GEN, hw={**CPU, "vllm_cpu": True}).grpo["use_vllm"] is False
+    assert resolve(task_values({}, GEN), hw={**CPU, "vllm_cpu": True}).grpo["use_vllm"] is False
 
 
 def _cpu_plan(mode: str) -> launch.LaunchPlan:

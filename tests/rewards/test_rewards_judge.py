@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -57,8 +58,11 @@ class FakeJudge:
                     word = "maybe?"
                 if judge.reply is not None:
                     word = judge.reply
-                message = {"role": "assistant", "content": word, **judge.choice.pop("message", {})}
-                data = json.dumps({"choices": [{"message": message, **judge.choice}]}).encode()
+                # A pure function of the settings, never of how many requests came before: a retry
+                # after a slow first request (a loaded CI machine) must see the same reply.
+                extra = {k: v for k, v in judge.choice.items() if k != "message"}
+                message = {"role": "assistant", "content": word, **judge.choice.get("message", {})}
+                data = json.dumps({"choices": [{"message": message, **extra}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -333,3 +337,21 @@ def test_a_record_that_does_not_license_the_judge_is_refused(fake, tmp_path, edi
     path.write_text(text)
     problems = check_record(path, JudgeConfig("fake-judge", fake.url), 0.6)
     assert any(problem in p for p in problems), problems
+
+
+PROMPT = 'Reference answer:\n1\n<response chars="1">\n1\n</response>'
+
+
+@pytest.mark.parametrize("choice", [{"finish_reason": "content_filter"}, {"message": {"refusal": "I can't grade"}}])
+def test_the_fake_judge_answers_a_repeated_request_as_it_answered_the_first(fake, choice):
+    # A retry (after a first request that was slow on a loaded machine) must see the same reply:
+    # a fake whose answer depends on how many requests came before makes a test flaky.
+    fake.choice, fake.reply = dict(choice), "CORRECT"
+    body = json.dumps({"model": "fake-judge", "messages": [{"role": "user", "content": PROMPT}]}).encode()
+    replies = []
+    for _ in range(3):
+        request = urllib.request.Request(fake.url + "/chat/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            replies.append(json.loads(response.read()))
+    assert replies[0] == replies[1] == replies[2]
+    assert set(choice) <= set(replies[0]["choices"][0]) | set(replies[0]["choices"][0]["message"])

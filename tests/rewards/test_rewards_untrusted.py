@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr import rollouts
+from rlvr import keptrollouts
 from rlvr.rewards import AnswerFormat, Outcome, Sample, build_verifier
 from rlvr.rewards.combine import RewardSet, Term
 from rlvr.rewards.exact import ExactMatch
@@ -101,7 +101,7 @@ def test_jsonl_lines_round_trip_any_json_strings(values):
 @pytest.mark.parametrize("ch", ["\u2028", "\u2029", "\x85", "\x1c", "\x0b", "\r"])
 def test_a_line_break_in_a_completion_never_makes_rollouts_read_raise(tmp_path: Path, ch: str) -> None:
     rs = RewardSet([Term("correct", build_verifier("exact", {"column": "answer"}, AnswerFormat()), 1.0)])
-    rec = rollouts.Recorder(tmp_path, rs, group_size=2)
+    rec = keptrollouts.Recorder(tmp_path, rs, group_size=2, logging_steps=1)
     fn = rec.wrap(rs.trl_functions())[0]
     text = f"<answer>4</answer>{ch}tail"
     fn(
@@ -111,7 +111,7 @@ def test_a_line_break_in_a_completion_never_makes_rollouts_read_raise(tmp_path: 
         answer=["4", "4"],
         trainer_state=SimpleNamespace(global_step=0),
     )
-    rows = list(rollouts.read(tmp_path))
+    rows = list(keptrollouts.read(tmp_path))
     assert len(rows) == 2 and rows[0]["completion"] == text
 
 
@@ -151,7 +151,7 @@ def test_every_white_space_character_is_invisible_and_no_separator_is_kept_as_wh
 # -- structure: no str defaults on untrusted text outside the module --------------------------------
 FORBIDDEN = {"strip", "lstrip", "rstrip", "split", "splitlines", "lower", "casefold"}
 NEEDS_ARGS = {"strip", "lstrip", "rstrip", "split"}  # with explicit characters they are fine
-SCOPE = ("rewards", "rollouts.py", "serve")
+SCOPE = ("rewards", "rollouts.py", "keptrollouts.py", "serve")
 # Files that may keep Python's defaults, and why. Keep this list short.
 ALLOWED = {
     "rewards/rules/untrusted.py": "the module itself",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,13 @@ def make_task(
     path = folder / "task.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+def task_values(
+    grpo: Mapping[str, Any] | None = None, generation: Mapping[str, Any] | None = None, seed: int | None = None
+) -> Any:
+    """What ``rlvr.settings.resolve`` reads of a task, without a task file: its ``grpo:`` section,
+    the ``generation:`` values it sets (the rest unset) and its seed (None: unset)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(grpo=dict(grpo or {}), generation=SimpleNamespace(**(generation or {})), seed=seed)

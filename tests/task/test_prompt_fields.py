@@ -69,3 +69,63 @@ def test_a_format_spec_a_row_cannot_take_is_reported_with_its_file_and_row(tmp_p
     with pytest.raises(ConfigError) as info:
         load_task(path)
     assert any(p.where.endswith("train.jsonl:1") and "does not render" in p.what for p in info.value.problems)
+
+
+# JSON a user writes into a prompt: objects, nested objects, arrays of objects, with any keys.
+JSON_TEXT = st.recursive(
+    st.one_of(st.integers(-5, 5), st.text("ab ", max_size=3), st.booleans()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2), st.dictionaries(st.text("abc_- :\"'", min_size=1, max_size=4), inner, max_size=2)
+    ),
+    max_leaves=4,
+).filter(lambda v: isinstance(v, dict) and bool(v))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(record=JSON_TEXT, key=st.sampled_from(["template", "system", "user"]))
+def test_literal_json_in_a_prompt_is_refused_with_the_doubled_braces_never_as_a_missing_column(
+    tmp_path: Path, record: dict[str, object], key: str
+) -> None:
+    import json
+
+    shown = json.dumps(record)
+    text = f"Reply as JSON like {shown}. {{question}}"
+    prompt = {"template": text} if key == "template" else {"user": "{question}", key: text}
+    path = with_prompt(tmp_path / "t", prompt)
+    with pytest.raises(ConfigError) as info:
+        load_task(path)
+    problems = info.value.problems
+    assert not any("names no column" in p.what or "missing" in p.what for p in problems), problems
+    mine = [p for p in problems if p.where == f"{path}: prompt.{key}"]
+    assert mine and all("{{" in p.fix for p in mine), problems
+    # The fix is exact: writing the text it shows renders the literal JSON.
+    escaped = shown.replace("{", "{{").replace("}", "}}")
+    assert any(f"write {escaped} for literal braces" in p.fix for p in mine) or len(mine) > 1 or "{{" in mine[0].fix
+    fixed = f"Reply as JSON like {escaped}. {{question}}"
+    fixed_prompt = {"template": fixed} if key == "template" else {"user": "{question}", key: fixed}
+    task = load_task(with_prompt(tmp_path / "fixed", fixed_prompt))
+    rendered = task.render_prompt({"question": "Q"})
+    assert shown in (rendered if isinstance(rendered, str) else " ".join(m["content"] for m in rendered))
+
+
+def test_the_json_prompt_users_write_first_is_one_line_stating_the_rule_and_the_escape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = with_prompt(tmp_path / "t", {"user": 'Extract {"name": str, "age": int} from: {question}'})
+    assert main(["task", "check", str(path)]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f'{path}: prompt.user: {{"name": str, "age": int}} is not a placeholder' in line
+    assert "a placeholder is {column} with column an identifier" in line
+    assert 'write {{"name": str, "age": int}} for literal braces' in line
+    assert "add the column" not in line
+
+
+@pytest.mark.parametrize("key", ["template", "user"])
+def test_a_placeholder_naming_no_column_names_the_file_the_key_and_both_fixes(tmp_path: Path, key: str) -> None:
+    prompt = {"template": "{name}: {question}"} if key == "template" else {"user": "{name}: {question}"}
+    path = with_prompt(tmp_path / "t", prompt)
+    with pytest.raises(ConfigError) as info:
+        load_task(path)
+    [p] = [p for p in info.value.problems if "{name}" in p.what and "data.train" in p.where]
+    assert p.where == f"{path}: data.train: prompt.{key}" and "train.jsonl" in p.what
+    assert "add the column 'name'" in p.fix and "write {{name}} for literal braces" in p.fix

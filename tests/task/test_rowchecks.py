@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvr.cli.main import main
 from rlvr.errors import ConfigError, DataError
-from rlvr.task import load_task
-from rlvr.task.rowchecks import arrow_rows, custom_term_problems, size_problems, type_problems
+from rlvr.task import MAX_ROW_PROBLEMS, load_task
+from rlvr.task.rowchecks import arrow_rows, custom_term_problems, rows_size_problems, type_problems
 from rlvr.taskcheck import check_task
 from support.tasks import make_task
 
@@ -121,11 +123,21 @@ def test_a_custom_term_that_cannot_tell_a_right_answer_from_a_wrong_one_is_repor
         assert f"term 'mine' ({module}.score) cannot tell the reference answer from a wrong one on 8 rows" in found[0]
 
 
-def test_a_ten_megabyte_row_is_named(tmp_path: Path) -> None:
-    rows = [{"question": "1+1", "answer": "2"}, {"question": "x" * 10_500_000, "answer": "3"}]
-    task = load_task(make_task(tmp_path, train_rows=rows))
-    [found] = [str(p) for p in size_problems(task)]
+def test_a_ten_megabyte_row_is_the_one_problem_the_task_file_loads_with(tmp_path: Path) -> None:
+    rows = [{"question": "1+1", "answer": "2"}, {"question": "x" * 10_500_000, "answer": None}]
+    with pytest.raises(ConfigError) as info:
+        load_task(make_task(tmp_path, train_rows=rows))
+    [found] = [str(p) for p in info.value.problems if "train.jsonl" in p.where]  # not also its null answer
     assert "train.jsonl:2: row 2 is 10.5 MB, over the 1 MB a row may hold (column 'question'" in found
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=12), limit=st.integers(100, 2000))
+def test_the_size_rule_names_exactly_the_rows_over_the_limit(sizes: list[int], limit: int) -> None:
+    rows = [{"question": "q" * n, "answer": "1"} for n in sizes]
+    over = [i for i, r in enumerate(rows, 1) if len(json.dumps(r).encode()) > limit]
+    named = [int(p.where.rsplit(":", 1)[1]) for p in rows_size_problems(rows, "f.jsonl", limit) if ":" in p.where]
+    assert named == over[:MAX_ROW_PROBLEMS]
 
 
 @pytest.mark.parametrize("name", ["train.csv", "train.jsonl"])

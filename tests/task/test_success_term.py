@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.plan.recipe import term_patch  # noqa: E402
 from rlvr.rewards import Sample  # noqa: E402
+from rlvr.settings.recipe import term_patch  # noqa: E402
 from rlvr.task import Task, load_task  # noqa: E402
 from support.fakes import FakeSampler
 from support.tasks import make_task
@@ -88,7 +88,7 @@ def test_held_out_eval_counts_the_success_term(tmp_path: Path, monkeypatch: pyte
     import rlvr.evaluate as ev
 
     task = task_of(tmp_path)
-    monkeypatch.setattr(ev, "generate_texts", lambda model, tok, prompts, **kw: [(wrong(p), [1, 2]) for p in prompts])
+    monkeypatch.setattr(ev, "eval_sampler", lambda model, tok, task: wrong_sampler())
     res = ev.evaluate(None, None, task, task.load_split("eval"))
     assert res.correct == 0 and res.n == 8
 

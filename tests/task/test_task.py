@@ -30,7 +30,8 @@ def test_valid_task_loads_with_resolved_terms(tmp_path: Path) -> None:
 def test_missing_column_is_reported_with_file_and_column(tmp_path: Path) -> None:
     path = make_task(tmp_path, train_rows=[{"q": "1+1", "answer": "2"}])
     [msg] = [p for p in problems_of(path) if "question" in p]
-    assert "data.train" in msg and "'question' missing" in msg and "train.jsonl" in msg
+    assert "data.train: prompt.template" in msg and "{question} names no column" in msg and "train.jsonl" in msg
+    assert "write {{question}} for literal braces" in msg
 
 
 def test_empty_dataset_is_reported(tmp_path: Path) -> None:
@@ -185,7 +186,7 @@ CORRECT = {"name": "correct", "verifier": "exact"}
 
 
 def test_the_dapo_advised_overlong_term_appended_does_not_become_success(tmp_path: Path) -> None:
-    from rlvr.plan.recipe import term_patch
+    from rlvr.settings.recipe import term_patch
 
     [overlong] = term_patch("dapo", {"max_completion_length": 8}, {"format", "exact"})
     task = load_task(make_task(tmp_path, extra={"rewards": [FORMAT, CORRECT, overlong]}))

@@ -27,7 +27,7 @@ def varied_group() -> list[float]:
 # -- settings ---------------------------------------------------------------------------------
 # (resolving and checking the settings: tests/plan/test_layers.py)
 def test_resample_refuses_groups_split_across_processes_before_anything_loads() -> None:
-    from rlvr.train.dynamic import check_batch
+    from rlvr.settings.check import check_batch
 
     resample = DynamicSampling(mode="resample")
     cfg = {"num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}
@@ -191,6 +191,9 @@ def planted_task(folder: Path, dynamic: dict[str, Any] | None, grpo: dict[str, A
             "num_generations": 8,
             "beta": 0.0,
             "save_steps": 2,
+            # The planted score is deliberately not a correctness reward (it never reads the
+            # answer), which the reward-hack tripwire rightly stops: off, these tests are about the filter.
+            "tripwire": {"every": 0},
             **(grpo or {}),
             **({"dynamic": dynamic} if dynamic is not None else {}),
         },

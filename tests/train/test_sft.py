@@ -100,6 +100,18 @@ def test_sft_records_its_rows_states_its_split_and_says_when_the_target_was_miss
     assert record is not None and record.keys == {row_key(r) for r in rows[4:]} and record.sources == ("sft",)
 
 
+def test_a_run_shorter_than_logging_steps_prints_its_first_and_last_step_lines(tmp_path: Path) -> None:
+    lines: list[str] = []
+    sft(tmp_path / "a", 4, progress_line=lines.append)  # logging_steps 10, the default
+    assert [x.split(":")[0] for x in lines] == ["SFT step 1/4", "SFT step 4/4"]
+    assert all("loss " in x for x in lines)
+    stopped: list[str] = []
+    _, res = sft(
+        tmp_path / "b", 50, rows=24, target_pass_rate=0.0, dev_size=4, check_every=2, progress_line=stopped.append
+    )
+    assert res.stopped_early and [x.split(":")[0] for x in stopped] == ["SFT step 1/50", "SFT step 2/50"]
+
+
 def test_sft_checks_the_dev_slice_every_step_by_default_at_the_task_temperature(tmp_path: Path) -> None:
     task, res = sft(tmp_path, 3, rows=20, target_pass_rate=1.0, dev_size=4, warn=lambda _: None)
     assert [step for step, _ in res.checks] == [1, 2, 3]

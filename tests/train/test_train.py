@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from rlvr.errors import ConfigError, GateError, RunError
-from rlvr.plan.runconfig import RunConfig
+from rlvr.settings.file import RunConfig
 from rlvr.task import load_task
 from rlvr.train import TrainOptions, train
 from support.tasks import make_task
@@ -65,7 +65,7 @@ def test_held_out_eval_is_logged_at_the_start_and_every_n_steps(two_step_run: tu
 
 
 def test_resolved_config_states_every_recipe_value(two_step_run: tuple[Path, object]) -> None:
-    from rlvr.plan.recipe import EXPLICIT_KEYS
+    from rlvr.settings.recipe import EXPLICIT_KEYS
 
     root, _ = two_step_run
     cfg = yaml.safe_load((root / "run" / "config.yaml").read_text())
@@ -207,7 +207,7 @@ def test_qlora_on_cpu_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
-    from rlvr.plan.runconfig import ConfigMeta, write_config
+    from rlvr.settings.file import ConfigMeta, write_config
 
     task = load_task(make_task(tmp_path / "task", shaping=True))
     grpo = RunConfig.read(_write_run_config(tmp_path, task)).grpo
@@ -228,10 +228,10 @@ def test_a_plan_that_chose_lora_is_trained_with_lora(tmp_path: Path) -> None:
 
 def _write_run_config(tmp_path: Path, task) -> Path:
     """The grpo values a CPU run of ``task`` resolves to, as a flat config."""
-    from rlvr.plan import recipe
+    from rlvr.settings import hardware
     from rlvr.train import layered_settings
 
-    cfg = layered_settings(task, TrainOptions(run_dir=tmp_path / "x"), recipe.hardware()).grpo
+    cfg = layered_settings(task, TrainOptions(run_dir=tmp_path / "x"), hardware()).grpo
     cfg.pop("output_dir")
     path = tmp_path / "resolved.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -322,7 +322,7 @@ def test_groups_without_reward_variance_for_n_steps_stop_the_run(tmp_path: Path)
 
 
 def test_stop_thresholds_come_from_the_recipe_and_are_recorded(two_step_run: tuple[Path, object]) -> None:
-    from rlvr.plan.recipe import STOP
+    from rlvr.settings.recipe import STOP
 
     root, _ = two_step_run
     cfg = yaml.safe_load((root / "run" / "config.yaml").read_text())
@@ -564,7 +564,7 @@ def test_a_run_records_the_model_it_started_from(two_step_run: tuple[Path, objec
 def test_each_logging_step_keeps_a_bounded_sample_of_rollouts_with_every_verdict(
     two_step_run: tuple[Path, object],
 ) -> None:
-    from rlvr import rollouts
+    from rlvr import keptrollouts as rollouts
 
     root, _ = two_step_run
     rows = list(rollouts.read(root / "run"))

@@ -382,7 +382,7 @@ def _audit_term(
         for f in findings
     ):
         notes.append("a row with no ground truth is scored as a wrong answer, not masked as undecided (a silent zero)")
-    name = _verifier_name(term.verifier)
+    name = verifier_name(term.verifier)
     if term.weight < 0:
         notes.append("negative weight: scores are shown negated (higher means more reward)")
     if term.weight == 0:
@@ -416,7 +416,7 @@ def _weaker_notes(verifier: Verifier, prompts: list[PromptCase]) -> list[str]:
     ]
 
 
-def _verifier_name(verifier: Verifier) -> str:
+def verifier_name(verifier: Verifier) -> str:
     """The class of a verifier, or the dotted name of the function a custom term wraps."""
     if isinstance(verifier, (FunctionVerifier, TrlFunctionVerifier)):
         fn = verifier.fn

@@ -8,6 +8,8 @@ HELP = "estimate per-GPU memory for GRPO on a model and recommend a setting that
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ..settings import recipe
+
     parser.add_argument(
         "model",
         nargs="?",
@@ -25,13 +27,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=["none", "lora", "qlora"],
         help="fix the fine-tuning mode (default: the first that fits)",
     )
+    beta, batch = recipe.RECIPE["beta"], recipe.RECIPE["per_device_train_batch_size"]
     parser.add_argument(
         "--beta",
         type=float,
-        default=0.01,
-        help="KL coefficient: > 0 loads a reference model with full fine-tuning (default 0.01)",
+        default=beta,
+        help=f"KL coefficient: > 0 loads a reference model with full fine-tuning (default: the recipe's {beta})",
     )
-    parser.add_argument("--batch", type=int, default=8, help="per-device completions per micro-batch (default 8)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=batch,
+        help=f"completions per device and micro-batch (default: the recipe's {batch})",
+    )
     parser.add_argument("--prompt-tokens", type=int, default=256, help="prompt length (default 256)")
     parser.add_argument("--completion-tokens", type=int, default=1024, help="max completion length (default 1024)")
     parser.add_argument("--no-vllm", action="store_true", help="generate with transformers (no vLLM share)")

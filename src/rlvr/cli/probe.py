@@ -46,7 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--group-size",
         type=int,
-        help="planned GRPO group size G for the zero-variance estimate (default: the task's num_generations, 8)",
+        help="planned GRPO group size G for the zero-variance estimate (default: num_generations as training resolves "
+        "it)",
     )
     parser.add_argument("--json", action="store_true", help="print report.json instead of the text report")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

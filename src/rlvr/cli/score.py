@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         dest="style",
-        choices=["tags", "boxed"],
+        choices=["tags", "boxed", "json"],
         default="tags",
         help="with --reward: where the answer is (default: <answer> tags)",
     )

@@ -82,12 +82,13 @@ def run(args: argparse.Namespace) -> int:
     if not problems:  # a value of the wrong type (--set learning_rate=fast), before the model loads
         from trl import SFTConfig
 
-        from ..train.settings import report_to_problems, value_type_problems
+        from ..settings.check import report_to_problems, value_type_problems
+        from ..train.sft import SFT_DEFAULTS
 
         problems = value_type_problems(task.sft, SFTConfig, prefix=f"{task.path}: sft.") + value_type_problems(
             overrides, SFTConfig, prefix="--set "
         )
-        report_to = {**task.sft, **overrides}.get("report_to", "none")
+        report_to = {**SFT_DEFAULTS, **task.sft, **overrides}["report_to"]
         problems += report_to_problems(report_to, "report_to") if isinstance(report_to, (str, list)) else []
     if problems:
         raise ConfigError(problems, source="rlvr sft")

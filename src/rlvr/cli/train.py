@@ -12,6 +12,8 @@ HELP = "train with GRPO (TRL) on a task; refuses to start without a matching ins
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    from ..settings import recipe  # a module, not the mapping: bench/settings_walk.py follows mappings
+
     p.add_argument("task", help="the task file (task.yaml) or its folder")
     p.add_argument("--run-dir", help="where the run is written (default: runs/<task name>)")
     p.add_argument(
@@ -39,7 +41,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, help="held-out verified-accuracy eval every N steps (0 disables it)")
     p.add_argument("--eval-prompts", type=int, help="held-out prompts per eval (default: the task's eval.max_prompts)")
     p.add_argument(
-        "--report-to", default="none", help="passed to TRL: none, wandb, tensorboard, trackio, ... (default: none)"
+        "--report-to",
+        default=recipe.RECIPE["report_to"],
+        help=f"passed to TRL: none, wandb, tensorboard, trackio, ... (default: {recipe.RECIPE['report_to']})",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar: one plain line per log step instead")
     p.add_argument(

@@ -4,7 +4,7 @@ Plain GRPO first; a variant only when its symptom shows, otherwise two things ch
 nobody can tell what helped. So ``diagnose`` names every symptom it sees, and ``write_patch``
 applies exactly one change group: the one for the first finding in priority order (a broken run --
 NaN, failing verifiers, a reward that measures the wrong thing, a run that destroyed what the model
-could do -- before the variants of DESIGN.md's table, whose overlays come from ``rlvr.plan.recipe``):
+could do -- before the variants of DESIGN.md's table, whose overlays come from ``rlvr.settings.recipe``):
 
 - entropy collapse -> DAPO (loss_type "dapo", epsilon 0.2, epsilon_high 0.28, beta 0,
   mask_truncated_completions, plus a soft overlong punishment term);
@@ -116,7 +116,7 @@ def choose(diagnosis: Diagnosis, check: str | None = None) -> Finding:
 
 
 # Keys a patch sets that are rlvr's options, not GRPOConfig fields: in the run form they go under
-# rlvr: (their one spelling there; rlvr.plan.runconfig), in a flat file they stay at the top level.
+# rlvr: (their one spelling there; rlvr.settings.file), in a flat file they stay at the top level.
 RLVR_KEYS = ("dynamic",)
 
 

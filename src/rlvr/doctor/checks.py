@@ -14,7 +14,8 @@ What is approximate, honestly:
   the run's own early entropy, because absolute levels differ by an order of magnitude between runs.
 - "Saturated" for a reward term assumes it scores in [0, 1], as the built-in terms do.
 
-The checks live by symptom family: ``reward_checks`` (the reward itself), ``variance_checks`` (the
+The checks live by symptom family: ``reward_checks`` (the reward itself), ``tripwire_checks``
+(what the reward-hack tripwire found during training), ``variance_checks`` (the
 learning signal), ``stability_checks`` (NaN, MoE, KL, entropy, off-policy, loss) and
 ``length_checks`` (length and truncation); what they read from a run is in ``readings``.
 ``CHECKS`` is the order the doctor runs them: a broken run before a misleading reward before a variant.
@@ -31,10 +32,12 @@ from .readings import Result
 from .reward_checks import check_collapse, check_reward_broken, check_reward_hacking, check_verifier_errors
 from .stability_checks import check_entropy, check_kl, check_loss_explained, check_moe, check_nan, check_off_policy
 from .table import Run
+from .tripwire_checks import check_tripwire
 from .variance_checks import check_dynamic_dropping_nearly_all, check_no_learning_signal
 
 CHECKS: tuple[Callable[[Run], Result], ...] = (
     check_reward_broken,
+    check_tripwire,  # a reward a probe caught paying for something else: before any hyperparameter
     check_nan,
     check_verifier_errors,
     check_reward_hacking,

@@ -14,7 +14,7 @@ TRUNCATION_MAX = 0.1  # verl: clipped_ratio over 0.1 "often means you are trunca
 
 
 def check_length(run: Run) -> Result:
-    from ..plan.recipe import VARIANTS
+    from ..settings.recipe import VARIANTS
 
     dr_grpo: Patch | None = Patch(
         "Dr. GRPO", dict(VARIANTS["dr_grpo"]), why="no per-sequence length normalisation, no std scaling of advantages"

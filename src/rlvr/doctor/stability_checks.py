@@ -72,7 +72,7 @@ def check_moe(run: Run) -> Result:
     if level == "sequence":
         return []
     ga = int(setting(run, "gradient_accumulation_steps", 1) or 1)
-    from ..plan.recipe import VARIANTS
+    from ..settings.recipe import VARIANTS
 
     grpo: dict[str, Any] = {
         **VARIANTS["gspo"],  # sequence level, epsilon 3e-4 / 4e-4, beta 0, loss_type grpo
@@ -184,7 +184,7 @@ def check_entropy(run: Run) -> Result:
         else:
             # The overlay and its soft overlong punishment term come from the recipe, so `rlvr plan
             # --variant dapo` and the doctor can never disagree on what DAPO means.
-            from ..plan.recipe import VARIANTS, term_patch
+            from ..settings.recipe import VARIANTS, term_patch
 
             terms = (
                 tuple(term_patch("dapo", run.grpo, set(run.term_names())))

@@ -30,7 +30,8 @@ import yaml
 
 from .. import yamlio
 from ..errors import ConfigError, DataError, RunError
-from ..plan.runconfig import RunConfig
+from ..settings.file import RunConfig
+from ..train.tripwire import reading as tripwire_reading
 
 # Summary keys TRL adds once at the end of training; they are not a time series.
 _SUMMARY_KEYS = frozenset(
@@ -72,9 +73,10 @@ class Run:
     model_config: Mapping[str, Any] | None = None  # the model's config.json, if found
     model_config_path: str | None = None
     warnings: tuple[str, ...] = ()  # things skipped while reading (a torn last line, ...)
-    rollout_errors: str = ""  # the most common error among the run's kept rollouts (rlvr.rollouts)
+    rollout_errors: str = ""  # the most common error among the run's kept rollouts (rlvr.keptrollouts)
     rollout_quotes: tuple[str, ...] = ()  # the best-rewarded kept rollouts of the last kept step, quoted
     events: tuple[Mapping[str, Any], ...] = ()  # resume / stopped lines of metrics.jsonl, in order
+    tripwire: Mapping[str, Any] = field(default_factory=dict)  # rlvr.train.tripwire.reading: rounds and trip
 
     @property
     def config_known(self) -> bool:
@@ -208,11 +210,12 @@ def load_run(path: str | Path, *, config: str | Path | None = None, engine: str 
         rollout_errors=_rollout_errors(base),
         rollout_quotes=rollout_quotes(base),
         events=run.events,
+        tripwire=tripwire_reading(base),
     )
 
 
 def _rollout_errors(run_dir: Path) -> str:
-    from ..rollouts import error_summary
+    from ..keptrollouts import error_summary
 
     return error_summary(run_dir)
 
@@ -220,7 +223,7 @@ def _rollout_errors(run_dir: Path) -> str:
 def rollout_quotes(run_dir: Path, n: int = 2, width: int = 160) -> tuple[str, ...]:
     """The ``n`` best-rewarded rollouts of the last step the run kept, one line each: step, reward,
     each term's outcome and the completion's start (what the training reward pays for)."""
-    from .. import rollouts
+    from .. import keptrollouts as rollouts
 
     try:
         kept = rollouts.steps(run_dir) if rollouts.files(run_dir) else []

@@ -163,11 +163,11 @@ def read_probe_samples(
 def read_rollout_samples(run_dir: str | Path, step: int) -> list[Rollout]:
     """The completions ``rlvr train`` kept at ``step`` of the run in ``run_dir`` (what the policy
     wrote mid-run), in the shape ``build_set`` samples. Re-scored with the reward as it is now."""
-    from .. import rollouts
+    from .. import keptrollouts
     from ..errors import RunError
 
     try:
-        lines = rollouts.at_step(Path(run_dir), step)
+        lines = keptrollouts.at_step(Path(run_dir), step)
     except RunError as exc:
         raise GateError(str(exc)) from None
     return [Rollout.from_line(rec) for rec in lines]

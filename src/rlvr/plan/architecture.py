@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, ModelError, Problem
 
 if TYPE_CHECKING:
-    from .recipe import ModelFacts
+    from ..settings import ModelFacts
 
 LORA_RANK = 16
 
@@ -282,7 +282,7 @@ def model_facts(ref: str, arch_is_table: bool, moe: bool) -> ModelFacts:
     architecture) and whether it can be loaded -- a size-class entry (``arch_is_table``) or a
     built-in always can; a config file alone or a folder without weights cannot, and the reason
     says which."""
-    from .recipe import ModelFacts
+    from ..settings import ModelFacts
 
     if arch_is_table or ref.startswith("builtin:"):
         return ModelFacts(ref, moe, True)

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..audit.tripwire import TripwireRules, plan_env
+from ..audit.tripwire import rules_for as tripwire_rules
 from ..errors import ConfigError, Problem
-from . import recipe, runconfig, validate
+from ..settings import Layer, Settings, Target, check, file, recipe, resolve
 from .architecture import HUB_IDS, SIZE_CLASSES, load_architecture, model_facts
 from .launch import Cluster, Duration, LaunchPlan, estimate_duration, plan_launch
 from .memory import Estimate, Setting, fits_or_raise, format_estimate, recommend
+from .sftmemory import SftEstimate, sft_estimate_for_task
 
 if TYPE_CHECKING:
     from ..task.spec import Task
@@ -48,14 +51,16 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class Plan:
-    settings: recipe.Settings  # every value with the layer it came from
-    meta: runconfig.ConfigMeta
+    settings: Settings  # every value with the layer it came from
+    meta: file.ConfigMeta
     estimate: Estimate | None  # None on CPU
     launch: LaunchPlan
     duration: Duration | None
     cluster: Cluster
     notes: tuple[str, ...] = ()
     hardware: str = ""
+    sft: SftEstimate | None = None  # the SFT warm start's memory (rlvr.plan.sftmemory)
+    tripwire: TripwireRules = field(default_factory=TripwireRules)  # the reward-hack tripwire's thresholds
 
     @property
     def config(self) -> dict[str, Any]:
@@ -115,23 +120,16 @@ def build_plan(req: PlanRequest) -> Plan:
     total = req.gpus * req.nodes
     bf16 = bool(req.bf16 and total)
     hw = {"gpus": total, "bf16": bf16, "vllm": total > 0}
-    flags = [recipe.Layer("--max-steps", {"max_steps": req.max_steps})] if req.max_steps is not None else []
+    flags = [Layer("--max-steps", {"max_steps": req.max_steps})] if req.max_steps is not None else []
     if req.vllm is not None:
-        flags.append(recipe.Layer("--vllm", {"use_vllm": True, "vllm_mode": req.vllm}))
-    flags.append(recipe.Layer("--justify", justify=req.justify))
-    settings = recipe.resolve(
-        task.grpo,
-        generation=dataclasses.asdict(task.generation),
-        hw=hw,
-        seed=task.seed,
-        variant=req.variant,
-        above=flags,
-    )
+        flags.append(Layer("--vllm", {"use_vllm": True, "vllm_mode": req.vllm}))
+    flags.append(Layer("--justify", justify=req.justify))
+    settings = resolve(task, hw=hw, variant=req.variant, above=flags)
     cfg = settings.grpo
     if not total and cfg.get("use_vllm") and cfg.get("vllm_mode") == "server":
         # rlvr.engines.vllm_serve listens there; the engine takes 1-3 min to start on CPU (under every layer)
         cpu = {"vllm_server_host": "127.0.0.1", "vllm_server_timeout": 900.0}
-        settings = recipe.merge((recipe.Layer("vLLM CPU default", cpu), *settings.layers))
+        settings = settings.under(Layer("vLLM CPU default", cpu))
     justified = settings.justified
     prompt_tokens = req.prompt_tokens or _prompt_tokens(task)
     notes: list[str] = []
@@ -143,7 +141,7 @@ def build_plan(req: PlanRequest) -> Plan:
             nodes=req.nodes,
             gpu_memory_gb=req.gpu_memory_gb,
             peft=req.peft,
-            beta=float(cfg.get("beta", 0.0)),
+            beta=float(cfg["beta"]),
             per_device_batch=int(cfg["per_device_train_batch_size"]),
             prompt_tokens=prompt_tokens,
             completion_tokens=int(cfg["max_completion_length"]),
@@ -163,7 +161,7 @@ def build_plan(req: PlanRequest) -> Plan:
             )
         if s.vllm == "server" and req.nodes > 1:
             fit["vllm_server_host"] = "SERVER_NODE_IP"  # a placeholder the launch notes name
-        settings = settings.over(recipe.Layer("memory fit", fit))
+        settings = settings.over(Layer("memory fit", fit))
         cfg = settings.grpo
         cluster = dataclasses.replace(
             cluster,
@@ -178,18 +176,16 @@ def build_plan(req: PlanRequest) -> Plan:
                 "(rank 16 on all linear layers); with trl grpo: --use_peft --lora_r 16 --lora_target_modules all-linear"
                 + (" --load_in_4bit" if s.peft == "qlora" else "")
             )
-    target = recipe.Target(
-        gpus=req.gpus, nodes=req.nodes, bf16=bf16, server_gpus=cluster.server_gpus, vllm_cpu=not total
-    )
+    target = Target(gpus=req.gpus, nodes=req.nodes, bf16=bf16, server_gpus=cluster.server_gpus, vllm_cpu=not total)
     facts = model_facts(ref, table_entry is not None, arch.moe)
     peft = est.setting.peft if est is not None else req.peft
-    problems = validate.validate(
+    problems = check.validate(
         cfg, target=target, model=facts, peft=peft, justified=justified, forced_variant_reason=req.force_variant
     )
     if problems:
         raise ConfigError(problems, source=f"plan for {task.path}")
     extra = {"FORCED_VARIANT": req.force_variant} if req.force_variant else {}
-    meta = runconfig.ConfigMeta(
+    meta = file.ConfigMeta(
         variant=req.variant, justifications=justified, task=str(task.path), model=model_id, peft=peft, extra=extra
     )
     # A vLLM server loads a folder or hub id: a built-in model is materialised to its folder first.
@@ -219,7 +215,7 @@ def build_plan(req: PlanRequest) -> Plan:
             completions_per_step=per_step,
             steps=steps,
             gpus=total,
-            beta=float(cfg.get("beta", 0.0)),
+            beta=float(cfg["beta"]),
             concurrent_sequences=max(1, est.kv_tokens // (prompt_tokens + int(cfg["max_completion_length"])))
             if est
             else 1,
@@ -235,7 +231,9 @@ def build_plan(req: PlanRequest) -> Plan:
         if total
         else "CPU"
     )
-    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where)
+    sft = sft_estimate_for_task(task, arch, prompt_tokens, device="gpu" if total else "cpu")
+    rules = tripwire_rules(task.grpo, str(task.path))  # refused here, not after the model loads
+    return Plan(settings, meta, est, launch, duration, cluster, tuple(notes), where, sft, rules)
 
 
 def write_plan(plan: Plan, output: str | Path) -> list[Path]:
@@ -244,7 +242,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
     est = plan.estimate
     header = [
         f"Written by rlvr plan: {plan.meta.variant} on {plan.hardware}; task {plan.meta.task}",
-        f"model {plan.meta.model}; TRL {validate.trl_version()}. "
+        f"model {plan.meta.model}; TRL {check.trl_version()}. "
         "Flat GRPOConfig values: rlvr train --config and trl grpo --config read it.",
         "env: holds rlvr's own record (variant, justifications); TRL exports it as environment variables.",
     ]
@@ -263,9 +261,10 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
             else " (plain GRPO: every prompt is trained, flat groups included; set grpo.dynamic in the task to change)"
         ),
     ]
+    header.append(plan.tripwire.describe() + " (env RLVR_TRIPWIRE_*; set grpo.tripwire in the task to change)")
     header += [f"run: {c}" for c in plan.launch.commands]
     meta = plan.meta
-    doc = runconfig.RunConfig(
+    doc = file.RunConfig(
         grpo=dict(plan.config),
         variant=meta.variant,
         justification=dict(meta.justifications),
@@ -274,7 +273,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
         peft=meta.peft,
         stop=dict(plan.stop),
         dynamic=dict(plan.dynamic) if plan.dynamic.get("mode", "off") != "off" else {},
-        record=dict(meta.extra),
+        record={**meta.extra, **plan_env(plan.tripwire)},
         flat=True,
     )
     written = [doc.write(output, header="\n".join(header))]
@@ -287,10 +286,10 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
     return written
 
 
-def format_origins(settings: recipe.Settings) -> list[str]:
+def format_origins(settings: Settings) -> list[str]:
     """Every value under the layer it came from, the layers in order of precedence."""
     values = settings.values()
-    ordered = [*runconfig.ordered(settings.grpo), *(k for k in values if k not in settings.grpo)]
+    ordered = [*file.ordered(settings.grpo), *(k for k in values if k not in settings.grpo)]
     by_layer: dict[str, list[str]] = {name: [] for name in (layer.name for layer in settings.layers)}
     for key in ordered:
         by_layer.setdefault(settings.origin[key], []).append(f"{key}={values[key]}")
@@ -308,6 +307,9 @@ def format_plan(plan: Plan) -> str:
         lines += ["memory:", *("  " + line for line in format_estimate(plan.estimate).splitlines())]
     else:
         lines.append("memory: CPU run, no GPU plan")
+    if plan.sft is not None:  # rlvr sft trains in fp32 without vLLM: its own line, not GRPO's parts
+        lines.append(f"  rlvr sft: {plan.sft.text()}")
+    lines.append(plan.tripwire.describe())
     lines.append("launch:")
     lines += [f"  $ {c}" for c in plan.launch.commands]
     lines += [f"  note: {n}" for n in plan.launch.notes]

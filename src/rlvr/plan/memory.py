@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import PlanError
+from ..settings.recipe import RECIPE
 from .architecture import SIZE_CLASSES, Architecture
 
 GB = 1e9
@@ -54,15 +55,15 @@ class Setting:
     nodes: int = 1  # several nodes in server mode: the vLLM server gets one node of its own
     peft: str = "none"  # none | lora | qlora
     zero: int = 0  # 0 (plain DDP), 1, 2, 3 (FSDP counts as 3)
-    beta: float = 0.01
+    beta: float = RECIPE["beta"]
     vllm: str = "colocate"  # colocate | server | none
     vllm_util: float = 0.3
     sleep_mode: bool = False
     server_gpus: int = 0
     tensor_parallel: int = 1
-    per_device_batch: int = 8
+    per_device_batch: int = RECIPE["per_device_train_batch_size"]
     prompt_tokens: int = 256
-    completion_tokens: int = 256
+    completion_tokens: int = RECIPE["max_completion_length"]
     gradient_checkpointing: bool = True
 
     @property

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data import TrainedRows, trained_rows_of
-from ..errors import ConfigError, Problem, RunError
+from ..errors import ConfigError, Problem, RlvrError, RunError
 from ..rewards.base import Outcome
 from ..rewards.combine import RewardSet, prompt_text
 from ..rollouts import Rollout
@@ -146,6 +146,7 @@ def run_probe(
     ``out_dir`` already holds samples and ``resume`` is off, or when they were made with other
     settings.
     """
+    from ..settings import resolve
     from ..task import Task, load_task
 
     if not isinstance(task, Task):
@@ -156,7 +157,8 @@ def run_probe(
     term = task.success_term
     length_report = _check_budget(task, model, sampler)  # before any weights load
     seed = task.seed if seed is None else seed
-    g = group_size or int(task.grpo.get("num_generations", 8))
+    # The run's group size as training resolves it (recipe < task; the machine changes no group size).
+    g = group_size or int(resolve(task, hw={}).grpo["num_generations"])
     model_ref = model or task.resolve(task.model)
     rows = task.load_split("train")
     trained = trained_rows_of(model_ref)  # a checkpoint that records the rows it trained on
@@ -265,6 +267,8 @@ def run_probe(
 
         has_calls = any(task.environment.reference_column in r for r in rows)
         report = replace(report, reason=f"{report.reason} {sft_advice(task.environment, has_calls)}")
+    if report.route == "sft" and (hint := json_format_hint(task, counted)):
+        report = replace(report, reason=f"{report.reason} {hint}")
     summary = EpisodeSummary.of(records)  # None unless the samples are episodes
     if summary is not None:
         from .report import broken_tool
@@ -277,6 +281,34 @@ def run_probe(
         (out / EPISODES_SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     (out / REPORT_NAME).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return report
+
+
+def json_format_hint(task: Task, records: Sequence[ProbeSample]) -> str | None:
+    """When a JSON success term scored nothing under ``tags``/``boxed`` but the model already
+    writes the right record without the answer span: how many samples the ``json`` format would
+    read and the term score correct (the same term, re-scored), so the route does not send a
+    model that has the capability to SFT only to learn tags. None when no sample would pass."""
+    from ..rewards.base import Sample, kind_of
+
+    spec = next((t for t in task.rewards if t.name == task.success_term), None)
+    if spec is None or task.answer.style == "json" or task.environment is not None:
+        return None
+    as_json = replace(task, answer=replace(task.answer, style="json"))
+    try:
+        verifier = as_json.term_verifier(spec)
+    except RlvrError:
+        return None
+    if kind_of(verifier) not in ("json", "tool_call") or not records:
+        return None
+    verdicts = verifier.verify_batch([Sample(r.rollout.completion, r.rollout.row, r.rollout.prompt) for r in records])
+    n = sum(v.outcome is Outcome.CORRECT for v in verdicts)
+    if not n:
+        return None
+    return (
+        f"But {n} of {len(records)} samples hold the right record outside any answer span: with answer.format: json "
+        "(a bare JSON record, or one fenced ```json block) the same term scores them correct; set it and probe "
+        "again before choosing SFT."
+    )
 
 
 def _check_budget(task: Task, model: str | None, sampler: Sampler | None) -> LengthReport | None:

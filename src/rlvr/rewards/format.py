@@ -2,6 +2,10 @@
 
 Extraction is anchored: the answer is what stands inside *the* answer span (``<answer>…</answer>``
 or ``\\boxed{…}``), searched over the whole completion, never "the token appears somewhere".
+The ``json`` format has no marker: the answer is everything after the think block, read as one
+bare JSON value (``{"name": "Ada"}``), or the one fenced block (````` ```json ````` or ````` ``` `````)
+there (``fenced_json``): several blocks, an unclosed fence or a ``{``/``[`` outside the block is no
+answer (a second record is refused, never "the first one wins").
 Exactly one span is required by default, because repeating the block to collect reward several
 times, or hedging with ``\\boxed{a}\\boxed{b}``, is a known hack. A ``<think>`` block can be
 required, optional or *prefilled*: chat templates of reasoning models (DeepSeek-R1 distills,
@@ -24,6 +28,7 @@ from typing import Literal
 
 from .base import BaseVerifier, Reads, Sample, Verdict
 from .rules import untrusted
+from .rules.strictjson import JsonError, read_json
 from .rules.untrusted import is_blank, is_invisible
 
 ThinkPolicy = Literal["none", "optional", "required", "prefilled"]
@@ -34,7 +39,8 @@ BoxedPolicy = Literal["only", "first", "last"]
 class AnswerFormat:
     """Where the answer lives in a completion.
 
-    style: ``tags`` (``<tag>…</tag>``) or ``boxed`` (``\\boxed{…}`` with brace matching).
+    style: ``tags`` (``<tag>…</tag>``), ``boxed`` (``\\boxed{…}`` with brace matching) or ``json``
+        (a bare JSON value after the think block, or its one fenced block: ``fenced_json``).
     tag: the tag name for ``tags``.
     think: ``none`` (no think block expected; one is tolerated before the answer), ``optional``
         (a block may precede the answer; a lone ``</think>`` is read as a block the template
@@ -46,7 +52,7 @@ class AnswerFormat:
     allow_multiple: accept repeated answer tags (then the last one counts). Off by default.
     """
 
-    style: Literal["tags", "boxed"] = "tags"
+    style: Literal["tags", "boxed", "json"] = "tags"
     tag: str = "answer"
     think: ThinkPolicy = "none"
     boxed: BoxedPolicy = "only"
@@ -62,7 +68,10 @@ class AnswerFormat:
 
     def wrap(self, answer: str) -> str:
         """A minimal well-formed completion carrying ``answer`` (used by SFT targets and the audit)."""
-        body = f"{self.open_tag}{answer}{self.close_tag}" if self.style == "tags" else f"\\boxed{{{answer}}}"
+        if self.style == "json":
+            body = answer  # the bare record: what a model that already writes JSON writes
+        else:
+            body = f"{self.open_tag}{answer}{self.close_tag}" if self.style == "tags" else f"\\boxed{{{answer}}}"
         if self.think == "required":
             return f"<think></think>{body}"
         if self.think == "prefilled":
@@ -161,6 +170,8 @@ def extract(completion: str, fmt: AnswerFormat) -> Extraction:
     start, problem = _think_end(completion, fmt)
     if problem:
         return Extraction(None, None, problem)
+    if fmt.style == "json":
+        return json_answer(completion, start)
     if fmt.style == "tags":
         opens = _find_all(completion, fmt.open_tag)
         closes = _find_all(completion, fmt.close_tag)
@@ -198,6 +209,56 @@ def extract(completion: str, fmt: AnswerFormat) -> Extraction:
         return Extraction(None, None, "empty answer span" + (" (only invisible characters)" if stripped else ""))
     a += len(inner) - len(untrusted.lstrip(inner))
     return Extraction(stripped, (a, a + len(stripped)))
+
+
+FENCE = "```"
+_NO_JSON = "no JSON answer: a bare JSON object (or array), or one fenced ```json block"
+
+
+def json_answer(completion: str, start: int) -> Extraction:
+    """The ``json`` format's answer after ``start`` (the end of the think block): the one fenced
+    block when the text has a fence marker (``fenced_json``), else the whole rest, stripped, which
+    must open like a JSON object or array (the strict reader decides the rest: a second record is
+    "extra data", a wrong answer)."""
+    if completion.find(FENCE, start) != -1:
+        return fenced_json(completion, start)
+    rest = completion[start:]
+    text = untrusted.strip(rest)
+    if not text[:1] or text[0] not in "{[":
+        return Extraction(None, None, _NO_JSON if is_blank(text) else f"{_NO_JSON}, not text")
+    a = start + len(rest) - len(untrusted.lstrip(rest))
+    return Extraction(text, (a, a + len(text)))
+
+
+def fenced_json(completion: str, start: int) -> Extraction:
+    """The inner text of the one fenced block after ``start``, or why there is none. One rule for
+    every reader of fenced JSON: exactly two fence markers (an odd count is an unclosed fence, more
+    is several blocks: which would count?), the opening line ```` ``` ```` or ```` ```json ````, and
+    no ``{`` or ``[`` outside the block (a second record beside the fenced one is a hedge, not prose).
+    Linear: ``str.find`` only."""
+    marks = _find_all(completion, FENCE, start)
+    if not marks:
+        return Extraction(None, None, "no fenced JSON block")
+    if len(marks) % 2:
+        return Extraction(None, None, f"{len(marks)} ``` fence markers: a fenced block is opened and closed once")
+    if len(marks) > 2:
+        return Extraction(None, None, f"{len(marks) // 2} fenced blocks (exactly one JSON block is read)")
+    o, c = marks
+    eol = completion.find("\n", o, c)
+    if eol == -1:
+        return Extraction(None, None, "a fenced block must start a new line after ```json")
+    info = completion[o + len(FENCE) : eol].rstrip("\r").strip(" \t")
+    if info not in ("", "json", "JSON"):
+        return Extraction(None, None, f"a ```{info} block, not ```json")
+    outside = completion[start:o] + completion[c + len(FENCE) :]
+    if "{" in outside or "[" in outside:
+        return Extraction(None, None, "JSON outside the fenced block (exactly one record is read)")
+    inner = completion[eol + 1 : c]
+    text = untrusted.strip(inner)
+    if is_blank(text):
+        return Extraction(None, None, "empty fenced block")
+    a = eol + 1 + len(inner) - len(untrusted.lstrip(inner))
+    return Extraction(text, (a, a + len(text)))
 
 
 # What may close the answer span's surroundings without being "text after the answer": the end
@@ -240,9 +301,24 @@ class FormatVerifier(BaseVerifier):
         if not ex.ok:
             return Verdict.wrong(detail=ex.problem or "")
         assert ex.span is not None
+        if self.fmt.style == "json":
+            return self._json(sample.completion, ex)
         if self.strict_end:
             close = self.fmt.close_tag if self.fmt.style == "tags" else "}"
             end = sample.completion.find(close, ex.span[1])
             if end == -1 or not trailing_is_closing(sample.completion[end + len(close) :]):
                 return Verdict.wrong(detail="text after the answer span", answer=ex.answer, span=ex.span)
+        return Verdict.correct(answer=ex.answer, span=ex.span)
+
+    def _json(self, completion: str, ex: Extraction) -> Verdict:
+        """The json format's span must hold one strict JSON value; after a fenced block only
+        closers may follow (``strict_end``); a bare value is the whole rest already."""
+        assert ex.answer is not None and ex.span is not None
+        try:
+            read_json(ex.answer)
+        except JsonError as exc:
+            return Verdict.wrong(detail=f"not valid JSON: {exc}", answer=ex.answer, span=ex.span)
+        end = completion.find(FENCE, ex.span[1])
+        if self.strict_end and end != -1 and not trailing_is_closing(completion[end + len(FENCE) :]):
+            return Verdict.wrong(detail="text after the answer span", answer=ex.answer, span=ex.span)
         return Verdict.correct(answer=ex.answer, span=ex.span)

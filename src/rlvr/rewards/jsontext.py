@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .format import AnswerFormat, answer_start, extract
+from .format import FENCE, AnswerFormat, answer_start, extract, fenced_json
 from .rules import untrusted
 from .rules.patterns import compile_linear
 from .rules.strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, has_lone_surrogate, read_json
@@ -66,7 +66,7 @@ def _find(
     completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool
 ) -> tuple[str | None, tuple[int, int] | None, str | None]:
     ex = extract(completion, fmt)
-    if ex.ok and ex.answer is not None:
+    if fmt.style != "json" and ex.ok and ex.answer is not None:
         text, span = ex.answer, ex.span
         m = _FENCE.search(text) if text.startswith("```") else None
         if m:  # a fenced block inside the answer span
@@ -76,25 +76,30 @@ def _find(
         if problem:
             return None, None, problem
         region = completion[start:]
-        markers = (fmt.open_tag, fmt.close_tag) if fmt.style == "tags" else ("\\boxed{",)
-        if any(m in region for m in markers):
-            return None, None, ex.problem or "malformed answer span"
+        if fmt.style != "json":
+            markers = (fmt.open_tag, fmt.close_tag) if fmt.style == "tags" else ("\\boxed{",)
+            if any(m in region for m in markers):
+                return None, None, ex.problem or "malformed answer span"
         found: list[Any] = []
         if tool_tags:
             found = list(_TOOL_TAG.finditer(region))
             if len(found) > 1:
                 return None, None, f"{len(found)} <tool_call> blocks (exactly one call is expected)"
-        if not found:
-            found = list(_FENCE.finditer(region))
-            if not found:
+        if found:
+            text, span = found[0].group(1), (start + found[0].start(1), start + found[0].end(1))
+            inner = _FENCE.search(text) if untrusted.strip(text).startswith("```") else None
+            if inner:
+                text = inner.group(1)
+            text = untrusted.strip(text)
+        else:
+            # The json format's answer (bare or fenced), or the one fenced block of a tags/boxed
+            # format's completion that has no answer span: one rule (rlvr.rewards.format.fenced_json).
+            if fmt.style != "json" and FENCE not in region:
                 return None, None, ex.problem or "no answer span and no fenced JSON block"
-            if len(found) > 1:
-                return None, None, f"{len(found)} fenced blocks and no answer span (exactly one is allowed)"
-        text, span = found[0].group(1), (start + found[0].start(1), start + found[0].end(1))
-        inner = _FENCE.search(text) if untrusted.strip(text).startswith("```") else None
-        if inner:
-            text = inner.group(1)
-        text = untrusted.strip(text)
+            found_ex = ex if fmt.style == "json" else fenced_json(completion, start)
+            if not found_ex.ok or found_ex.answer is None:
+                return None, None, found_ex.problem or "no JSON answer"
+            text, span = found_ex.answer, found_ex.span
     if len(text) > max_chars:
         return None, span, f"JSON is {len(text)} characters, over max_chars {max_chars}"
     return text, span, None

@@ -7,7 +7,9 @@ Endpoints (docs/serve.md has the request and response shapes):
 - ``POST /get_reward``: OpenRLHF's remote reward protocol (``--remote_rm_url``); on an episode
   task each response is read back into an episode (``rlvr.serve.episodes``).
 - ``GET /healthz``: ``{"status": "ok"}`` while the server accepts work (no token needed).
-- ``GET /metrics``: Prometheus text, per-term error, timeout, unparseable and masked rates.
+- ``GET /metrics``: Prometheus text, per-term error, timeout, unparseable and masked rates, and
+  the tripwire's rounds, findings and trip (``rlvr.train.tripwire``: every scored batch is a step;
+  once it trips, every scoring request gets ``409`` with the report until the server restarts).
 
 Limits, each answered with a JSON error and never with a stopped server:
 
@@ -131,13 +133,23 @@ class RewardServer:
     """The ASGI app. ``scorer`` is already gated (``Scorer.from_task``)."""
 
     def __init__(
-        self, scorer: Scorer, limits: Limits = Limits(), *, token: str | None = None, host: str = LOOPBACK
+        self,
+        scorer: Scorer,
+        limits: Limits = Limits(),
+        *,
+        token: str | None = None,
+        host: str = LOOPBACK,
+        tripwire: bool = True,
     ) -> None:
         from starlette.applications import Starlette
         from starlette.routing import Route
 
+        from ..train.tripwire import ServedTripwire
+
         self.scorer = scorer
         self.limits = limits
+        # The same probes and signals as rlvr train, one scored batch a step (the task's grpo.tripwire).
+        self.tripwire = ServedTripwire.for_task(scorer.task, scorer.reward_set) if tripwire else None
         self.token = token or None
         self.local_only = is_loopback(host) and not self.token
         self.pool = ThreadPoolExecutor(max_workers=max(1, limits.workers), thread_name_prefix="rlvr-serve")
@@ -328,7 +340,23 @@ class RewardServer:
         except RequestError as exc:
             return self._error("score", exc, self._retry(exc))
         scored = await self._score(samples)
+        if (tripped := await self._watch("score", samples, scored)) is not None:
+            return tripped
         return await self._off_loop(lambda: json_response(self._rlvr_response(scored, keys)), admit=False)
+
+    async def _watch(self, endpoint: str, samples: Sequence[Sample], scored: Sequence[Scored]) -> Any:
+        """The tripwire's look at a scored batch (off the loop: a round re-scores rollouts); a
+        ``409`` with the trip's report once it has tripped (this batch or an earlier one), so the
+        engine's training stops instead of learning the hack. None: answer as usual."""
+        if self.tripwire is None:
+            return None
+        trip = await self._off_loop(self.tripwire.watch, samples, scored, admit=False)
+        if trip is None:
+            return None
+        from starlette.responses import JSONResponse
+
+        self.scorer.metrics.request(endpoint, 409)
+        return JSONResponse({"error": trip.message(), "tripwire": trip.to_json()}, status_code=409)
 
     def _read_score(self, raw: bytes) -> tuple[list[Sample], list[Hashable]]:
         body = self._parse(raw)
@@ -356,6 +384,8 @@ class RewardServer:
         except RequestError as exc:
             return self._error("get_reward", exc, self._retry(exc))
         scored = await self._score(samples)
+        if (tripped := await self._watch("get_reward", samples, scored)) is not None:
+            return tripped
 
         def respond() -> Any:
             body = openrlhf_response(self.scorer, samples, keys, scored)
@@ -387,7 +417,8 @@ class RewardServer:
             self._check_access(request)
         except RequestError as exc:
             return self._error("metrics", exc)
-        return PlainTextResponse(self.scorer.metrics.prometheus(), media_type="text/plain; version=0.0.4")
+        text = self.scorer.metrics.prometheus() + (self.tripwire.prometheus() if self.tripwire is not None else "")
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 
 def json_response(body: Any) -> Any:

@@ -1,6 +1,6 @@
 """The engine's launch command and data with rlvr's recipe: verl 0.9.1 and OpenRLHF 0.11.2.
 
-The recipe is resolved exactly as ``rlvr plan`` resolves it (``rlvr.plan.recipe.resolve``: recipe <
+The recipe is resolved exactly as ``rlvr plan`` resolves it (``rlvr.settings.resolve``: recipe <
 hardware < the task's generation settings < the task's ``grpo:`` overrides) and then renamed to the
 engine's options. Only what has a counterpart is mapped; a value with none, or with a different
 meaning, is a ``Problem`` rather than a silent approximation. Option names were read from the
@@ -129,14 +129,9 @@ _OPENRLHF_AGG = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "t
 
 def recipe(task: Task, gpus: int) -> dict[str, Any]:
     """The resolved recipe, as ``rlvr plan`` resolves it for ``gpus`` GPUs with vLLM."""
-    from ..plan.recipe import resolve
+    from ..settings import resolve
 
-    gen = {
-        "temperature": task.generation.temperature,
-        "top_p": task.generation.top_p,
-        "max_completion_length": task.generation.max_completion_length,
-    }
-    return resolve(task.grpo, generation=gen, hw={"gpus": gpus, "bf16": True, "vllm": True}, seed=task.seed).grpo
+    return resolve(task, hw={"gpus": gpus, "bf16": True, "vllm": True}).grpo
 
 
 def _batch(cfg: Mapping[str, Any], world: int, problems: list[Problem]) -> tuple[int, int]:

@@ -13,7 +13,7 @@ prompt:
   # user: "{question}"
 answer:
   column: answer                    # ground truth column
-  format: tags                      # tags | boxed
+  format: tags                      # tags | boxed | json (a bare JSON record or one ```json block)
   tag: answer
   think: none                       # none | optional | required | prefilled
 rewards:                            # composite: a format term plus a correctness term
@@ -54,6 +54,7 @@ import yaml
 from .. import yamlio
 from ..data import decode_utf8
 from ..errors import ConfigError, DataError, Problem
+from ..settings.recipe import RECIPE
 from . import datacheck
 from .checker import TOP_KEYS, Checker
 from .sections import read_answer, read_data, read_generation, read_model, read_probe_and_eval, read_prompt
@@ -114,7 +115,7 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
     check_grpo_overrides(c, grpo, len(terms))
     sft = c.section(raw, "sft")
     probe, ev = read_probe_and_eval(c, raw)
-    seed = raw.get("seed", 3407)
+    seed = raw.get("seed", RECIPE["seed"])
     c.typed("seed", seed, int, "an integer")
     environment = None
     if raw.get("environment") is not None:
@@ -141,7 +142,7 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         sft=sft,
         probe=probe,
         eval=ev,
-        seed=seed if isinstance(seed, int) else 3407,
+        seed=seed if isinstance(seed, int) else RECIPE["seed"],
         environment=environment,
     )
     weights = task.grpo.get("reward_weights")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..data import read_rows
 from ..errors import DataError
 from .checker import Checker
+from .rowchecks import rows_size_problems
 from .sections import prompt_problems
 from .spec import MAX_ROW_PROBLEMS, Task
 from .terms import CHECKER_FIX
@@ -39,14 +41,24 @@ def check_data(c: Checker, task: Task) -> None:
         if not rows:
             c.add(where, f"dataset {resolved} is empty", "add rows, or point at another file")
             continue
+        if oversized := rows_size_problems(rows, resolved):
+            c.problems.extend(replace(p, where=f"{c.source}: {p.where}") for p in oversized)
+            continue  # the row's size is the problem: nothing else of this split is read
         cols = set().union(*(r.keys() for r in rows))
-        for col in [*needed, task.answer_column]:
+        listed = ", ".join(sorted(cols))
+        for key, col in dict.fromkeys(task.prompt.placeholders()):
             if col not in cols:
                 c.add(
-                    where,
-                    f"column {col!r} missing from {resolved} (columns: {', '.join(sorted(cols))})",
-                    "add the column or change prompt/answer.column",
+                    f"{where}: {key}",
+                    f"the placeholder {{{col}}} names no column of {resolved}: no row has it (columns: {listed})",
+                    f"add the column {col!r}, or write {{{{{col}}}}} for literal braces",
                 )
+        if task.answer_column not in cols:
+            c.add(
+                where,
+                f"column {task.answer_column!r} missing from {resolved} (columns: {listed})",
+                "add the column or change answer.column",
+            )
         bad = [
             i
             for i, r in enumerate(rows, 1)

@@ -63,24 +63,32 @@ def _capped(problems: list[Problem], where: str, what: str, fix: str) -> list[Pr
 
 
 def size_problems(task: Task, limit: int = MAX_ROW_BYTES) -> list[Problem]:
-    """Rows whose JSON is over ``limit`` bytes, each named with its size."""
+    """Rows whose JSON is over ``limit`` bytes, each named with its size, over the local splits."""
     out: list[Problem] = []
     for _, where, rows in local_splits(task):
-        big = []
-        for i, row in enumerate(rows, 1):
-            size = len(json.dumps(row, ensure_ascii=False, default=str).encode("utf-8"))
-            if size > limit:
-                widest = max(row, key=lambda k: len(str(row[k])))
-                big.append(
-                    Problem(
-                        f"{where}:{i}",
-                        f"row {i} is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB a row may hold (column "
-                        f"{widest!r} holds most of it)",
-                        "drop the row or cut the field: a row this size is a data accident, and no model reads it",
-                    )
-                )
-        out += _capped(big, where, "rows over the size limit", "drop or cut them")
+        out += rows_size_problems(rows, where, limit)
     return out
+
+
+def rows_size_problems(rows: Rows, where: str, limit: int = MAX_ROW_BYTES) -> list[Problem]:
+    """The one size rule: each row whose JSON is over ``limit`` bytes, named with its file, row,
+    size and widest column. Checked before anything tokenizes (``load_task`` for local files,
+    ``rlvr.lengths.check_lengths`` for every split), so a 50 MB row costs milliseconds and one
+    problem, not a minute of tokenizing and a second, redundant problem about its tokens."""
+    big = []
+    for i, row in enumerate(rows, 1):
+        size = len(json.dumps(row, ensure_ascii=False, default=str).encode("utf-8"))
+        if size > limit:
+            widest = max(row, key=lambda k: len(str(row[k])))
+            big.append(
+                Problem(
+                    f"{where}:{i}",
+                    f"row {i} is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB a row may hold (column "
+                    f"{widest!r} holds most of it)",
+                    "drop the row or cut the field: a row this size is a data accident, and no model reads it",
+                )
+            )
+    return _capped(big, where, "rows over the size limit", "drop or cut them")
 
 
 def _kind(value: Any) -> str | None:
@@ -346,8 +354,8 @@ def offline_model_problems(task: Task) -> list[Problem]:
 
 
 def row_problems(task: Task) -> list[Problem]:
-    """Every check of this module, in the order a reader fixes them."""
-    out = size_problems(task)
+    """Every check of this module, in the order a reader fixes them (sizes are ``load_task``'s)."""
+    out: list[Problem] = []
     skip = code_columns(task)
     for _, where, rows in local_splits(task):
         out += type_problems(rows, where, skip)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from ..rewards import AnswerFormat
 from .checker import MOVED_KEYS, Checker
-from .spec import DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec
+from .spec import PROMPT_KEYS, DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec, is_placeholder_name
 
 
 def read_model(c: Checker, raw: Mapping[str, Any], root: Path) -> str:
@@ -85,16 +85,16 @@ def prompt_problems(prompt: PromptSpec) -> list[tuple[str, str, str]]:
     """Every fault of a prompt's texts as (key, what, fix): unbalanced braces, and fields that are
     not one column each (``field_problems``). Checked once, when the task is loaded."""
     out: list[tuple[str, str, str]] = []
-    for key in ("template", "system", "user"):
+    for key in PROMPT_KEYS:
         text = getattr(prompt, key)
         try:
             fields = list(string.Formatter().parse(text or ""))
         except ValueError as exc:
             out.append(
                 (
-                    "prompt",
+                    f"prompt.{key}",
                     f"bad template {text!r}: {exc}",
-                    "use {column} placeholders; write {{ and }} for literal braces",
+                    f"{RULE}; write {{{{ and }}}} for each literal brace",
                 )
             )
             continue
@@ -102,31 +102,41 @@ def prompt_problems(prompt: PromptSpec) -> list[tuple[str, str, str]]:
     return out
 
 
+# The rule every message about a prompt's braces states, word for word.
+RULE = "a placeholder is {column} with column an identifier (letters, digits, _)"
+
+
 def field_problems(fields: list[tuple[str, str | None, str | None, str | None]]) -> list[tuple[str, str]]:
     """What is wrong with a prompt text's ``{...}`` fields (as ``string.Formatter().parse`` splits
-    them): each must name one column, ``{question}``, optionally with a conversion (``!r``) or a
-    format spec (``:>8``). An empty ``{}`` is the likeliest slip (``\\boxed{}`` in a math prompt):
-    ``str.format`` reads it as a positional argument, which a row never supplies."""
-    literal = "write {{}} for literal braces (\\boxed{{}}), or name a column: {question}"
+    them): each must name one column, ``{question}`` (``is_placeholder_name``), optionally with a
+    conversion (``!r``) or a format spec (``:>8``). An empty ``{}`` is the likeliest slip (``\\boxed{}``
+    in a math prompt): ``str.format`` reads it as a positional argument, which a row never supplies.
+    Literal JSON (``{"name": "Ada"}``) is the next: it is not a placeholder, and the fix shows the
+    text with its braces doubled. One problem per field."""
     out: list[tuple[str, str]] = []
     for _, name, spec, conversion in fields:
         if name is None:
             continue
         shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        literal = f"write {_doubled(shown)} for literal braces, or name a column: {{question}}"
         if name == "" or name.isdigit():
             out.append((f"{shown} is a positional field: a prompt's fields name the row's columns", literal))
-        elif not is_column_field(name):
-            out.append((f"{shown} reads an attribute or item of a column, which a prompt cannot", literal))
-        if conversion not in (None, "r", "s", "a"):
+        elif not is_placeholder_name(name):
+            head = name.split(".")[0].split("[")[0]
+            if is_placeholder_name(head):
+                out.append((f"{shown} reads an attribute or item of a column, which a prompt cannot", literal))
+            else:
+                out.append((f"{shown} is not a placeholder: {RULE}, and literal braces are written {{{{ }}}}", literal))
+        elif conversion not in (None, "r", "s", "a"):
             out.append((f"{shown} has an unknown conversion !{conversion}", "use !r, !s or !a, or none"))
-        if spec and ("{" in spec or "}" in spec):
+        elif spec and ("{" in spec or "}" in spec):
             out.append((f"{shown} has a field inside its format spec, which a prompt cannot fill", literal))
     return out
 
 
-def is_column_field(name: str) -> bool:
-    """Whether a ``{...}`` field name is a plain column name (not ``{}``, ``{0}``, ``{a.b}``, ``{a[0]}``)."""
-    return bool(name) and not name.isdigit() and not any(ch in name for ch in ".[]")
+def _doubled(text: str) -> str:
+    """``text`` as a prompt writes it literally: every brace doubled."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def read_answer(c: Checker, raw: Mapping[str, Any]) -> tuple[str, AnswerFormat]:
@@ -136,7 +146,7 @@ def read_answer(c: Checker, raw: Mapping[str, Any]) -> tuple[str, AnswerFormat]:
     c.typed("answer.column", answer_column, str, "a column name")
     fmt_kw: dict[str, Any] = {}
     choices = {
-        "format": ("tags", "boxed"),
+        "format": ("tags", "boxed", "json"),
         "think": ("none", "optional", "required", "prefilled"),
         "boxed": ("only", "first", "last"),
     }

@@ -18,6 +18,7 @@ from ..episodes.spec import EnvironmentSpec
 from ..errors import ConfigError, DataError, Problem, VerifierError
 from ..rewards import AnswerFormat, Verifier, build_verifier
 from ..rewards.combine import RewardSet, Term
+from ..settings.recipe import RECIPE
 
 MAX_ROW_PROBLEMS = 5
 
@@ -40,17 +41,34 @@ class PromptSpec:
         return self.template is None
 
     def columns(self) -> list[str]:
-        """The columns the prompt's placeholders name. A template that does not parse (an unbalanced
-        ``{``) names the ones before the fault: ``read_prompt`` reports the fault itself."""
-        out: list[str] = []
-        for text in (self.template, self.system, self.user):
+        """The columns the prompt's placeholders name (``placeholders``), sorted, each once."""
+        return sorted({name for _, name in self.placeholders()})
+
+    def placeholders(self) -> list[tuple[str, str]]:
+        """(prompt key, column) for every placeholder, in order. The one rule of what a placeholder
+        is: ``{column}`` with ``column`` an identifier (``is_placeholder_name``); every other
+        ``{...}`` is a fault ``rlvr.task.sections.prompt_problems`` reports, never a column. A text
+        that does not parse (an unbalanced ``{``) gives the placeholders before the fault."""
+        out: list[tuple[str, str]] = []
+        for key in PROMPT_KEYS:
             try:
-                for _, f, _, _ in string.Formatter().parse(text or ""):
-                    if f and not f.isdigit() and not any(ch in f for ch in ".[]"):
-                        out.append(f)
+                for _, f, _, _ in string.Formatter().parse(getattr(self, key) or ""):
+                    if f is not None and is_placeholder_name(f):
+                        out.append((f"prompt.{key}", f))
             except ValueError:
                 continue
-        return sorted(set(out))
+        return out
+
+
+PROMPT_KEYS = ("template", "system", "user")
+
+
+def is_placeholder_name(name: str) -> bool:
+    """Whether the text between a prompt's braces names a column: an identifier (letters, digits and
+    ``_``, not starting with a digit). Anything else between single braces -- JSON (``{"name": 1}``),
+    a set, code -- is refused at load with the fix ``{{ }}``, so literal braces can never be read as
+    a column that happens to be missing."""
+    return name.isidentifier()
 
 
 @dataclass(frozen=True)
@@ -63,9 +81,10 @@ class TermSpec:
 
 @dataclass(frozen=True)
 class GenerationSpec:
-    temperature: float = 0.7
-    max_completion_length: int = 256
-    top_p: float = 1.0
+    # The recipe's values (rlvr.settings.recipe: each default written once).
+    temperature: float = RECIPE["temperature"]
+    max_completion_length: int = RECIPE["max_completion_length"]
+    top_p: float = RECIPE["top_p"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +124,7 @@ class Task:
     sft: Mapping[str, Any] = field(default_factory=dict)
     probe: ProbeSpec = ProbeSpec()
     eval: EvalSpec = EvalSpec()
-    seed: int = 3407
+    seed: int = RECIPE["seed"]
     success: str = ""  # resolved by load_task: declared, or the only non-shaping term
     success_problem: Problem | None = None  # why there is none (ambiguous, or no term checks the answer)
     environment: EnvironmentSpec | None = None  # tools and episode limits (multi-turn tasks): rlvr.episodes

@@ -138,9 +138,15 @@ def check_rewards(c: Checker, raw: Any) -> list[TermSpec]:
     return terms
 
 
+# The verifier kinds that read the answer span as text (exact, math; code): under the json format
+# the span is a JSON record, and comparing its text would score formatting, not the answer.
+TEXT_SPAN_KINDS = ("answer", "code")
+
+
 def check_terms_build(c: Checker, task: Task) -> dict[str, bool]:
     """Build every term (reporting the ones that fail); returns term name -> is a shaping term."""
     from ..rewards import BUILTINS
+    from ..rewards.base import kind_of
     from ..rewards.format import FormatVerifier
     from ..rewards.length import LengthPenalty, OverlongPenalty, RepetitionPenalty
 
@@ -158,6 +164,12 @@ def check_terms_build(c: Checker, task: Task) -> dict[str, bool]:
         try:
             v = task.term_verifier(t)
             shaping[t.name] |= isinstance(v, (FormatVerifier, LengthPenalty, OverlongPenalty, RepetitionPenalty))
+            if task.answer.style == "json" and kind_of(v) in TEXT_SPAN_KINDS:
+                c.add(
+                    f"rewards[{i}]",
+                    f"{t.verifier!r} reads a text answer span, which answer.format json does not have",
+                    "use answer.format tags or boxed for it, or a JSON term (json_schema, tool_call)",
+                )
         except VerifierError as exc:
             if t.verifier not in BUILTINS and "." not in t.verifier and ":" not in t.verifier:
                 close = difflib.get_close_matches(t.verifier, sorted(BUILTINS), n=1)

@@ -3,14 +3,14 @@
 One run directory holds everything about a run::
 
     <run>/config.yaml        every resolved GRPOConfig value (grpo:) and rlvr's own (rlvr:): one
-                             rlvr.plan.runconfig.RunConfig, read back by --config, --resume, the doctor
+                             rlvr.settings.RunConfig, read back by --config, --resume, the doctor
     <run>/metrics.jsonl      one line per logging step (every TRL metric, per-term rewards and
                              verifier error rates) and one per held-out eval (eval/accuracy, ...)
     <run>/checkpoints/       TRL checkpoints, each marked complete once saved (rlvr.train.checkpoints);
                              --resume continues from the newest complete one (with the online
                              filter's state, rlvr_dynamic.json, when dynamic sampling filters)
     <run>/rollouts/          a bounded sample of completions per logging step with every verdict
-                             (rlvr.rollouts)
+                             (rlvr.keptrollouts)
     <run>/final/             the trained model and tokenizer
     <run>/run.json           status, versions, timings, one entry per session (start or resume)
 
@@ -20,7 +20,7 @@ recorded in the config and in the metrics.
 
 Fail loud: a run that cannot learn is stopped, not finished. When the masked rate (samples some
 term could not decide) or the share of zero-variance groups stays at or above the recipe's
-thresholds (``rlvr.plan.recipe.StopRules``) for that many logging steps in a row, training raises
+thresholds (``rlvr.settings.StopRules``) for that many logging steps in a row, training raises
 ``RunStopped`` with the evidence (``grpo: {stop: {...}}`` in the task, or ``rlvr: {stop: ...}`` in
 a config file, changes them; the run's config records them). A held-out eval that decides no sample raises too.
 
@@ -59,7 +59,6 @@ from .settings import (
     layered_settings,
     peft_setup,
     resolve_settings,
-    validate_config,
 )
 from .stopping import RunStopped, StopRules, StopWatch
 
@@ -114,5 +113,4 @@ __all__ = [
     "layered_settings",
     "peft_setup",
     "train",
-    "validate_config",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 
 from .rundir import MetricsLog
 from .stopping import RunStopped, StopWatch, stop_evidence
+from .tripwire import Tripwire
 
 
 @contextmanager
@@ -32,11 +33,18 @@ def quiet_own_warnings() -> Iterator[None]:
 
 
 def rlvr_callback(
-    run_dir: Path, log: MetricsLog, watch: StopWatch, run_eval: Callable[[int], None], eval_every: int
+    run_dir: Path,
+    log: MetricsLog,
+    watch: StopWatch,
+    run_eval: Callable[[int], None],
+    eval_every: int,
+    tripwire: Tripwire | None = None,
 ) -> Any:
     """A ``TrainerCallback`` that appends every log line to ``log``, runs the held-out eval at the
     start, every ``eval_every`` steps and at the end, stops a run that cannot learn (``watch``),
-    and marks each saved checkpoint complete."""
+    runs the reward-hack tripwire's rounds (``rlvr.train.tripwire``: on a trip it saves a
+    checkpoint at that step and ends training; ``run_grpo`` then raises ``RunStopped``), and marks
+    each saved checkpoint complete."""
     from transformers import TrainerCallback
 
     from .checkpoints import mark_complete
@@ -63,6 +71,17 @@ def rlvr_callback(
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if eval_every and state.global_step % eval_every == 0 and state.is_world_process_zero:
                 run_eval(state.global_step)
+            if tripwire is None:
+                return
+            trip = tripwire.check(state.global_step)
+            # Each process probes its own share of the batch: any one that trips stops them all.
+            if any_process(trip is not None):
+                tripwire.halted = True
+                control.should_save = True  # the checkpoint a fixed reward resumes from
+                control.should_training_stop = True
+                if state.is_world_process_zero:
+                    why = trip.reason if trip is not None else "another process's tripwire"
+                    log.write(state.global_step, {"event": "stopped", "reason": why, "tripwire": True})
 
         def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             # The Trainer has written every file of this checkpoint: mark it complete.
@@ -193,3 +212,17 @@ def end_distributed(trainer: Any) -> None:
     if dist.is_available() and dist.is_initialized():
         trainer.accelerator.wait_for_everyone()
         dist.destroy_process_group()
+
+
+def any_process(flag: bool) -> bool:
+    """Whether ``flag`` is true on any training process (itself when there is one)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return flag
+    import torch
+
+    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())

@@ -60,35 +60,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, Problem
-from ..plan.recipe import DynamicSampling
+from ..settings.recipe import DynamicSampling
 from .resample import assemble, pick_groups, refill
 
 STATE_FILE = "rlvr_dynamic.json"
-
-
-def check_batch(settings: DynamicSampling, cfg: Mapping[str, Any], processes: int) -> None:
-    """Resample joins whole groups per process: refused before the model loads when a process's
-    generation batch (per_device_train_batch_size x steps_per_generation, or generation_batch_size
-    / processes) is not a multiple of num_generations (TRL lets a group span two processes)."""
-    if settings.mode != "resample":
-        return
-    g = int(cfg.get("num_generations") or 8)
-    if cfg.get("generation_batch_size"):
-        local = int(cfg["generation_batch_size"]) // max(processes, 1)
-    else:
-        local = int(cfg.get("per_device_train_batch_size") or 8) * int(
-            cfg.get("steps_per_generation") or cfg.get("gradient_accumulation_steps") or 1
-        )
-    if local % g:
-        raise ConfigError(
-            Problem(
-                "grpo.dynamic.mode",
-                f"resample needs whole groups on every process: {local} completions per process and generation is not "
-                f"a multiple of num_generations {g}",
-                f"make per_device_train_batch_size x steps_per_generation a multiple of {g}, or use mode: filter",
-            )
-        )
 
 
 def spread(rewards: Sequence[float | None]) -> float:

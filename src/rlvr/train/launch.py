@@ -1,7 +1,7 @@
 """The launch into TRL: settings already resolved and checked -> a ``GRPOTrainer`` that trains,
 logs, evaluates, checkpoints and saves ``final/``.
 
-Writes the run's ``config.yaml`` (a ``rlvr.plan.runconfig.RunConfig``: every value set, as TRL
+Writes the run's ``config.yaml`` (a ``rlvr.settings.file.RunConfig``: every value set, as TRL
 normalised it, plus rlvr's record), ``run.json`` (status, versions, one entry per session) and
 ``final/`` (written beside it as ``final.partial`` and renamed into place: a run killed while saving
 leaves the old ``final/``, or none, never half of one).
@@ -9,6 +9,7 @@ leaves the old ``final/``, or none, never half of one).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -17,15 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..audit.tripwire import rules_for as tripwire_rules
 from ..data import TRAINED_ROWS_NAME, TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem, disk_full
-from ..plan.runconfig import RunConfig
+from ..settings.file import RunConfig
 from ..task import Task
 from .callbacks import end_distributed, quiet_own_warnings, quiet_progress, rlvr_callback
 from .checkpoints import disk_full_note
 from .rundir import MetricsLog, ResumeStart, truncate_metrics, versions
 from .settings import LORA, RunSettings, TrainOptions
 from .stopping import RunStopped, StopWatch
+from .tripwire import Feed, Tripwire
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def run_config(
     eval_every: int,
 ) -> RunConfig:
     """What the run writes into its config.yaml: every value set and rlvr's record."""
-    from .. import rollouts
+    from .. import keptrollouts
 
     record: dict[str, Any] = {
         "reward_terms": settings.rewards.names,
@@ -160,7 +163,7 @@ def run_config(
             "term": task.success_term,
             "temperature": task.eval.temperature,
         },
-        "rollouts": {"per_step": rollouts.PER_STEP, "max_bytes": rollouts.MAX_BYTES, "keep": rollouts.KEEP},
+        "rollouts": {"per_step": keptrollouts.PER_STEP, "max_bytes": keptrollouts.MAX_BYTES, "keep": keptrollouts.KEEP},
         "hardware": dict(settings.hardware),
         "origin": dict(sorted(settings.origin.items())),  # where each value came from (rlvr plan prints the same)
     }
@@ -197,7 +200,7 @@ def run_grpo(
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from .. import rollouts
+    from .. import keptrollouts
     from ..evaluate import evaluate, evaluate_sampled
     from ..models import load_model, load_tokenizer
 
@@ -226,8 +229,10 @@ def run_grpo(
     explicit = {k: resolved.get(k) for k in cfg}  # what we set, as TRL normalised it
     train_rows = task.load_split("train")
     dataset = build_dataset(task, train_rows)  # before the model loads: a bad column fails in seconds
+    rules = tripwire_rules(task.grpo, str(task.path), settings.config_file)  # likewise
     if main:
-        run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every).write(
+        config = run_config(task, opts, settings, gate, explicit, resolved, len(eval_rows), eval_every)
+        dataclasses.replace(config, record={**config.record, "tripwire": rules.to_json()}).write(
             run_dir / "config.yaml"
         )
     # The rows this run scores, recorded as they come (the probe measures the others); a resumed
@@ -256,6 +261,16 @@ def run_grpo(
             start.step,
             {"event": "resume", "resumed_from": start.checkpoint.name, "skipped": [p.name for p in start.skipped]},
         )
+    wire = Tripwire(
+        rules,
+        settings.rewards,
+        fmt=task.answer,
+        column=task.answer_column,
+        success=task.success_term,
+        run_dir=run_dir if main else None,
+        seed=int(args.seed),
+        where=f"{task.path}: grpo.tripwire",
+    )
     tokenizer = load_tokenizer(settings.model_ref)
     model = load_model(settings.model_ref, **load_kwargs)
     evals: list[dict[str, Any]] = []
@@ -271,6 +286,8 @@ def run_grpo(
             ).metrics()
         evals.append({"step": step, **line})
         log.write(step, line)
+        # The tripwire compares the training success rate with the sampled pass@1 where there is one.
+        wire.observe_eval(step, float(line.get("eval/pass@1", line["eval/accuracy"])), int(line["eval/n"]))
         res.raise_if_undecided(f"held-out eval at step {step}")
 
     rewards = settings.rewards
@@ -279,10 +296,10 @@ def run_grpo(
         from ..episodes.training import trainer_setup
 
         episode_kwargs = trainer_setup(task.environment, str(task.path), tokenizer, args)
-    recorder = rollouts.Recorder(
+    recorder = keptrollouts.Recorder(
         run_dir,
         rewards,
-        group_size=int(cfg.get("num_generations", 8)),
+        group_size=int(cfg["num_generations"]),
         logging_steps=int(args.logging_steps or 1),
         session=len(sessions) + 1,
         enabled=main,
@@ -295,11 +312,11 @@ def run_grpo(
     with quiet_own_warnings():
         trainer = trainer_cls(
             model=model,
-            reward_funcs=seen.wrap(recorder.wrap(rewards.trl_functions())),
+            reward_funcs=seen.wrap(recorder.wrap(Feed(wire).wrap(rewards.trl_functions()))),
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every)],
+            callbacks=[rlvr_callback(run_dir, log, StopWatch(settings.stop), run_eval, eval_every, wire)],
             peft_config=peft_config,
             **episode_kwargs,
         )
@@ -339,6 +356,10 @@ def run_grpo(
     t0 = time.time()
     try:
         trainer.train(resume_from_checkpoint=str(start.checkpoint) if start.checkpoint else None)
+        if wire.tripped is not None or wire.halted:  # stopped at a step end, its checkpoint saved
+            trip = wire.tripped
+            meta["tripwire"] = {"signal": trip.signal, "step": trip.step} if trip else {"signal": "another rank"}
+            raise RunStopped(trip.message() if trip else "tripwire: another process's tripwire stopped the run")
     except BaseException as exc:
         session.update(seconds=round(time.time() - t0, 2), to_step=trainer.state.global_step)
         status = "stopped" if isinstance(exc, RunStopped) else "failed"

@@ -2,7 +2,7 @@
 
 ``metrics.jsonl`` is append-only (``MetricsLog``: one flushed line per event, so a crash loses
 nothing); on resume the lines logged after the checkpoint are moved aside, never lost
-(``truncate_metrics``). ``config.yaml`` is a ``rlvr.plan.runconfig.RunConfig``; ``run.json`` holds
+(``truncate_metrics``). ``config.yaml`` is a ``rlvr.settings.file.RunConfig``; ``run.json`` holds
 the status and one entry per session. Where a resume starts (``resume_start``), which model it
 continues (``resume_model``), and whether there is anything left to train (``run_finished``).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem, RunError
-from ..plan.runconfig import RunConfig
+from ..settings.file import RunConfig
 from ..task import Task
 from .settings import TrainOptions
 

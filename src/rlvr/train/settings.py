@@ -1,27 +1,25 @@
-"""What a GRPO run trains with, resolved and validated before any weights load.
+"""What a GRPO run trains with, resolved and checked before any weights load.
 
 ``resolve_settings`` gathers every value a run uses into one frozen ``RunSettings``: the GRPOConfig
 values, the stop rules and dynamic sampling (layered once, recipe < hardware < task < config file <
-``--set`` < flags, by ``rlvr.plan.recipe.resolve``: see ``layered_settings``), the written
-justifications, the model and the PEFT method. It checks them
-against this machine and this model (``validate_config``), so a wrong value fails in seconds, not
-after the model has loaded. A config file is read once, with ``rlvr.plan.runconfig.RunConfig``.
+``--set`` < flags, by ``rlvr.settings.resolve``: see ``layered_settings``), the written
+justifications, the model and the PEFT method. ``rlvr.settings.check.checked`` checks them against
+this machine and this model, so a wrong value fails in seconds, not after the model has loaded. A
+config file is read once, with ``rlvr.settings.RunConfig``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problem
-from ..plan.recipe import DynamicSampling, Layer, Settings, StopRules
-from ..plan.runconfig import RunConfig
 from ..rewards.combine import RewardSet
+from ..settings import RECIPE, DynamicSampling, Layer, RunConfig, Settings, StopRules, Target, hardware, resolve
+from ..settings.check import checked, report_to_problems, value_type_problems
 from ..task import Task
 
 PEFT_CHOICES = ("none", "lora", "qlora")
@@ -50,7 +48,7 @@ class TrainOptions:
     gate_path: Path | None = None
     eval_every: int | None = None  # None: the task's eval.every
     eval_prompts: int | None = None  # None: the task's eval.max_prompts
-    report_to: str = "none"
+    report_to: str = RECIPE["report_to"]
     progress: bool = True
     peft: str | None = None  # none | lora | qlora; None: the config file's choice (rlvr plan), else none
 
@@ -59,7 +57,7 @@ class TrainOptions:
 class RunSettings:
     """Every value a run trains with, resolved and validated (nothing has loaded yet)."""
 
-    hardware: Mapping[str, Any]  # what this process can use (rlvr.plan.recipe.hardware)
+    hardware: Mapping[str, Any]  # what this process can use (rlvr.settings.hardware)
     grpo: Mapping[str, Any]  # the GRPOConfig values, reward_weights included
     rewards: RewardSet
     justified: Mapping[str, str]  # key -> the written reason for crossing the recipe's floor
@@ -70,7 +68,7 @@ class RunSettings:
     peft: str  # none | lora | qlora
     variant: str
     config_file: RunConfig | None  # the --config file, when one was given
-    origin: Mapping[str, str]  # each value's layer (rlvr.plan.recipe.Settings.origin): config.yaml's record
+    origin: Mapping[str, str]  # each value's layer (rlvr.settings.Settings.origin): config.yaml's record
 
 
 def world_size() -> int:
@@ -90,34 +88,21 @@ def layered_settings(
     file: RunConfig | None = None,
     rewards: RewardSet | None = None,
 ) -> Settings:
-    """Every value of this run with the layer it came from (``rlvr.plan.recipe.resolve``): rlvr's
+    """Every value of this run with the layer it came from (``rlvr.settings.resolve``): rlvr's
     defaults < recipe < hardware < task < config file < ``--set`` < this command's flags < the
     weights of ``rewards`` (the terms training pays). ``file``: the config file already read (else
     ``opts.config_path`` is read here). Sets the loggers' folders in the environment
     (``logging_places``)."""
-    from ..plan import recipe
-
     if file is None and opts.config_path is not None:
         file = RunConfig.read(opts.config_path)
-    above = []
-    if file is not None:
-        grpo = {k: v for k, v in file.grpo.items() if k not in ("output_dir", "reward_weights")}
-        above.append(Layer("config file", grpo, file.stop, file.dynamic, f"{file.source}: ", file.justification))
     # disable_tqdm: our own bar (quiet_progress); the Trainer's prints every log dict
     flags: dict[str, Any] = {"output_dir": str(opts.run_dir / "checkpoints"), "report_to": opts.report_to}
     flags |= {"disable_tqdm": True} | ({"max_steps": opts.max_steps} if opts.max_steps is not None else {})
-    above += [Layer("--set", opts.overrides), Layer("rlvr train", flags)]
+    above = [Layer("--set", opts.overrides), Layer("rlvr train", flags)]
     if rewards is not None:
         above.append(Layer("task rewards", {"reward_weights": rewards.weights}))
     defaults = {"max_steps": -1, **logging_places(opts.report_to, opts.run_dir, task.name)}
-    return recipe.resolve(
-        task.grpo,
-        generation=dataclasses.asdict(task.generation),
-        hw=hw,
-        seed=task.seed,
-        below=[Layer("rlvr default", defaults)],
-        above=above,
-    )
+    return resolve(task, hw=hw, file=file, below=[Layer("rlvr default", defaults)], above=above)
 
 
 def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -165,41 +150,6 @@ def peft_setup(peft: str, hw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     )
 
 
-# The packages each logger of TRL's report_to needs (any one of them); a name not here is left to TRL.
-REPORT_TO_PACKAGES: dict[str, tuple[str, ...]] = {
-    "tensorboard": ("tensorboard", "tensorboardX"),
-    "trackio": ("trackio",),
-    "wandb": ("wandb",),
-    "mlflow": ("mlflow",),
-    "comet_ml": ("comet_ml",),
-    "clearml": ("clearml",),
-    "neptune": ("neptune",),
-    "swanlab": ("swanlab",),
-    "dvclive": ("dvclive",),
-    "codecarbon": ("codecarbon",),
-}
-
-
-def report_to_problems(report_to: str | list[str], flag: str = "--report-to") -> list[Problem]:
-    """A problem for each logger in ``report_to`` whose package is not installed (TRL would fail
-    with a traceback after the model has loaded), naming what to install."""
-    import importlib.util
-
-    names = report_to if isinstance(report_to, list) else [x.strip() for x in str(report_to).split(",")]
-    out = []
-    for name in names:
-        packages = REPORT_TO_PACKAGES.get(name)
-        if packages and not any(importlib.util.find_spec(p) for p in packages):
-            out.append(
-                Problem(
-                    f"{flag} {name}",
-                    f"the {name} logger needs the {packages[0]} package, which is not installed",
-                    f"pip install {packages[0]} (into this environment), or pass {flag} none",
-                )
-            )
-    return out
-
-
 _PLACED: dict[str, str] = {}  # the environment values rlvr set itself (a later run in the process moves them)
 
 
@@ -223,85 +173,25 @@ def logging_places(report_to: str | list[str], run_dir: Path, name: str) -> dict
     return {"project": name, "run_name": name} if names and names != ["none"] else {}
 
 
-def value_type_problems(cfg: Mapping[str, Any], config_class: type, *, prefix: str = "") -> list[Problem]:
-    """A problem for every value whose field in ``config_class`` (TRL's GRPOConfig or SFTConfig) is
-    a number or a flag and the value is not one (``--set learning_rate=fast``), found before any
-    weights load rather than as a traceback from the optimizer. Fields of other types are left to
-    TRL."""
-    import typing
-
-    try:
-        hints = typing.get_type_hints(config_class)
-    except Exception:  # noqa: BLE001 - a TRL whose hints do not resolve: nothing to check against
-        return []
-    out = []
-    for key, value in cfg.items():
-        hint = hints.get(key)
-        args = set(typing.get_args(hint)) if typing.get_origin(hint) in (typing.Union, types.UnionType) else {hint}
-        allow_none = type(None) in args
-        args.discard(type(None))
-        if value is None and allow_none or len(args) != 1:
-            continue
-        kind = args.pop()
-        if kind is bool:
-            ok, what, example = isinstance(value, bool), "true or false", "true"
-        elif kind is int:
-            ok, what, example = isinstance(value, int) and not isinstance(value, bool), "a whole number", "8"
-        elif kind is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            what, example = "a number", "5e-7" if "rate" in key else "0.1"
-        else:
-            continue
-        if not ok:
-            out.append(
-                Problem(
-                    f"{prefix}{key}",
-                    f"{value!r} is not {what} ({config_class.__name__}.{key} is {kind.__name__})",
-                    f"e.g. {prefix}{key}={example}" if prefix.startswith("--") else f"e.g. {key}: {example}",
-                )
-            )
-    return out
-
-
-def validate_config(
-    cfg: Mapping[str, Any],
-    task: Task,
-    model_ref: str,
-    hw: Mapping[str, Any],
-    justified: Mapping[str, str],
-    peft: str = "none",
-) -> None:
-    """The recipe's validation (every problem at once) against this machine and this model,
-    before any weights load: unknown keys, batch arithmetic, bf16, vLLM mode, the group-size
-    floor without a written justification, MoE without GSPO, a reference TRL cannot rebuild."""
-    from ..plan.architecture import load_architecture, model_facts
-    from ..plan.recipe import Target
-    from ..plan.validate import check
-
-    try:
-        moe = load_architecture(model_ref).moe
-    except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
-        moe = False
-    target = Target(
+def run_target(hw: Mapping[str, Any]) -> Target:
+    """The hardware this process trains on, as the check reads it."""
+    return Target(
         gpus=int(hw.get("gpus", 0)),
         bf16=bool(hw.get("bf16")),
         processes=world_size(),
         vllm_cpu=bool(hw.get("vllm_cpu")),
     )
-    config = {k: v for k, v in cfg.items() if k not in ("output_dir",)}
-    from trl import GRPOConfig
 
-    wrong = value_type_problems(config, GRPOConfig)
-    if wrong:
-        raise ConfigError(wrong, source=str(task.path))
-    check(
-        config,
-        source=str(task.path),
-        target=target,
-        model=model_facts(model_ref, False, moe),
-        justified=justified,
-        peft=peft,
-    )
+
+def model_facts_of(model_ref: str) -> Any:
+    """What the check needs to know about the model that will load (``rlvr.settings.ModelFacts``)."""
+    from ..plan.architecture import load_architecture, model_facts
+
+    try:
+        moe = load_architecture(model_ref).moe
+    except Exception:  # noqa: BLE001 - an unreadable config is reported when the model loads
+        moe = False
+    return model_facts(model_ref, False, moe)
 
 
 def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
@@ -318,44 +208,36 @@ def enforce_gate(task: Task, opts: TrainOptions) -> dict[str, Any]:
 def resolve_settings(task: Task, opts: TrainOptions) -> RunSettings:
     """Every value the run trains with, checked against this machine and the model before any
     weights load (the gate is checked before this, by ``enforce_gate``)."""
-    from ..lengths import require_fit
-    from ..models import resolve_model
-    from ..plan import recipe
-    from .dynamic import check_batch
-
-    hw = recipe.hardware()
     from trl import GRPOConfig
 
+    from ..lengths import require_fit
+    from ..models import resolve_model
+
+    hw = hardware()
     wrong = value_type_problems(opts.overrides, GRPOConfig, prefix="--set ") + report_to_problems(opts.report_to)
     if wrong:
         raise ConfigError(wrong, source="rlvr train")
     file = RunConfig.read(opts.config_path) if opts.config_path is not None else None
     rewards = task.reward_set()
-    values = layered_settings(task, opts, hw, file, rewards)
-    cfg = values.grpo
-    justified = values.justified
-    dynamic = values.dynamic
-    if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
-        per_step = (
-            int(cfg.get("per_device_train_batch_size", 8))
-            * int(cfg.get("gradient_accumulation_steps", 1))
-            * world_size()
-            // int(cfg.get("num_generations", 8))
-        )
-        dynamic = dynamic.for_epoch(len(task.load_split("train")), per_step)
     model_arg = opts.model or task.model
     model_ref = resolve_model(model_arg)
     peft = opts.peft or (file.peft if file is not None else None) or "none"
-    validate_config(cfg, task, model_ref, hw, justified, peft)
-    check_batch(dynamic, cfg, world_size())
-    require_fit(task, model_ref, budget=cfg.get("max_completion_length"))  # refused before weights load
+    values = checked(
+        layered_settings(task, opts, hw, file, rewards),
+        target=run_target(hw),
+        model=model_facts_of(model_ref),
+        source=str(task.path),
+        prompts=lambda: len(task.load_split("train")),
+        peft=peft,
+    )
+    require_fit(task, model_ref, budget=values.grpo["max_completion_length"])  # refused before weights load
     return RunSettings(
         hardware=hw,
-        grpo=cfg,
+        grpo=values.grpo,
         rewards=rewards,
-        justified=justified,
+        justified=values.justified,
         stop=values.stop,
-        dynamic=dynamic,
+        dynamic=values.dynamic,
         model_arg=model_arg,
         model_ref=model_ref,
         peft=peft,

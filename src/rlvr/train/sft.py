@@ -68,7 +68,6 @@ SFT_DEFAULTS: dict[str, Any] = {
     "max_steps": 1000,
     "logging_steps": 10,
     "weight_decay": 0.0,
-    "seed": 3407,
     "report_to": "none",
     "save_strategy": "no",
     "gradient_checkpointing": False,
@@ -344,7 +343,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     for message in warnings:  # before training: a warning after the run is too late to act on
         (opts.warn or _stderr_warning)(message)
     cfg_kw = {k: v for k, v in settings.items() if k not in ("target_pass_rate",)}
-    for key, value in logging_places(settings.get("report_to", "none"), opts.out_dir, task.name).items():
+    for key, value in logging_places(settings["report_to"], opts.out_dir, task.name).items():
         cfg_kw.setdefault(key, value)
     cfg_kw.update(
         output_dir=str(opts.out_dir / "trainer"), use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True
@@ -381,6 +380,17 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
             reached.update(rate=rate, confirmed=True)
         return rate
 
+    class LogEnds(TrainerCallback):
+        """The first and the last step (the planned last, or the one the target stopped at) are
+        logging steps too, a line each with --no-progress: a run shorter than ``logging_steps`` (10)
+        otherwise logs nothing, and the last loss is the one a reader wants. After StopAtTarget,
+        which decides the stop."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if state.global_step in (1, state.max_steps) or control.should_training_stop:
+                control.should_log = True
+            return control
+
     class StopAtTarget(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
             if low is not None and not state.global_step % opts.check_every and read(state.global_step) is not None:
@@ -400,7 +410,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
         args=config,
         train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
-        callbacks=[StopAtTarget()],
+        callbacks=[StopAtTarget(), LogEnds()],
     )
     from .callbacks import quiet_progress
 

@@ -4,7 +4,7 @@ A GRPO update needs samples the reward could decide and groups whose rewards dif
 sample is masked (a reward that always raises) or every group is uniform, ``grad_norm`` is 0 and
 the run would otherwise finish "successfully" having learnt nothing. ``StopWatch`` counts the
 logging steps in a row at or above each threshold of ``StopRules`` (resolved with every other
-setting by ``rlvr.plan.recipe.resolve``: the recipe's, then the task's ``grpo: {stop: ...}``, then a
+setting by ``rlvr.settings.resolve``: the recipe's, then the task's ``grpo: {stop: ...}``, then a
 config file's) and ``rlvr train`` raises ``RunStopped`` with the reason and, from the kept
 rollouts, the most common verdict detail of the masked samples.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
-from ..plan.recipe import StopRules
+from ..settings.recipe import StopRules
 
 
 class RunStopped(RunError):
@@ -68,7 +68,7 @@ class StopWatch:
 
 def stop_evidence(run_dir: Path, step: int) -> str:
     """The most common verdict detail among the masked rollouts of ``step`` (one line), or ''."""
-    from .. import rollouts
+    from .. import keptrollouts as rollouts
 
     summary = rollouts.error_summary(run_dir, step)
     return f"; {summary} (all: {run_dir / rollouts.FOLDER})" if summary else ""

@@ -259,11 +259,11 @@ def test_no_backtracking_pattern_reads_more_than_an_answer_is_allowed(monkeypatc
 def monkeypatch_seen():
     import re
 
-    from rlvr.rewards.math import chains, core, fast, forms, readings, scalar, text, verifier
+    from rlvr.rewards.math import chains, core, fast, forms, prose, readings, scalar, text, verifier
 
     mp = pytest.MonkeyPatch()
     seen: list[int] = []
-    for mod in (chains, core, fast, forms, readings, scalar, text, verifier):
+    for mod in (chains, core, fast, forms, prose, readings, scalar, text, verifier):
         short = mod.__name__.rsplit(".", 1)[-1]
         if getattr(mod, "re", None) is re:
             mp.setattr(mod, "re", _CountingRe(seen))

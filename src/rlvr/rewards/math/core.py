@@ -76,10 +76,10 @@ from functools import lru_cache
 from typing import Any
 
 from ..rules import untrusted
-from . import chains, forms, nodes, readings
+from . import chains, forms, nodes, prose, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
-from .sym import expr_equal, sym, too_big
+from .sym import expr_equal, renamed_equal, sym, too_big
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
     MAX_ANSWER_CHARS,
@@ -96,8 +96,8 @@ from .text import (  # noqa: F401 - re-exported: callers import the whole pipeli
 )
 
 
-def _apply_flags(value: Any, c: Cleaned, policy: MathPolicy, percent_mode: str) -> Any:
-    if c.degrees and policy.angles == "degrees":
+def _apply_flags(value: Any, c: Cleaned, percent_mode: str, angle_mode: str) -> Any:
+    if c.degrees and angle_mode == "degrees":
         import sympy
 
         value = sym(value) * sympy.pi / 180
@@ -144,11 +144,17 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
     gv = parse_scalar(_scalar_text(cg.text, policy))
     pv = parse_scalar(_scalar_text(cp.text, policy))
     modes = ("strip", "fraction") if policy.percent == "either" else (policy.percent,)
+    angle_modes = ("plain", "degrees") if policy.angles == "either" else (policy.angles,)
     for mode in modes:
-        if expr_equal(_apply_flags(gv, cg, policy, mode), _apply_flags(pv, cp, policy, mode), policy):
-            return True
+        for angle in angle_modes:
+            if expr_equal(_apply_flags(gv, cg, mode, angle), _apply_flags(pv, cp, mode, angle), policy):
+                return True
     if _expansion_of(cg.text, pv) or _expansion_of(cp.text, gv):
         return True  # 0.0833333333333333 is \frac{1}{12} written out to its 16th digit
+    if _rounds_to(cg.text, pv, policy):
+        return True  # 3.14 is \pi to the gold's own precision
+    if policy.rename and renamed_equal(gv, pv, policy):
+        return True  # k(k+1)/2 for n(n+1)/2: the same function of a renamed variable
     if "=" in cg.text and "=" in cp.text and (gv is not parse_scalar(cg.text) or pv is not parse_scalar(cp.text)):
         # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
         return expr_equal(parse_scalar(cg.text), parse_scalar(cp.text), policy)
@@ -181,6 +187,53 @@ def _expansion_of(text: str, other: Any) -> bool:
     except Exception:  # noqa: BLE001 - not a number: not an expansion of one
         return False
     return bool(diff.is_real and diff.is_Number and abs(diff) <= sympy.Rational(ulp.numerator, ulp.denominator))
+
+
+def _rounds_to(gold_text: str, other: Any, policy: MathPolicy) -> bool:
+    """The ``gold_precision`` rule: ``gold_text`` is a decimal of two or more significant digits,
+    the task states no tolerance, and ``other`` is an exact number with no finite decimal
+    expansion that rounds to it (within half a unit in the gold's last digit)."""
+    if not policy.gold_precision or policy.rel_tol > 1e-9 or policy.abs_tol > 0:
+        return False
+    rounded = readings.rounded_decimal(gold_text)
+    if rounded is None:
+        return False
+    value, half = rounded
+    if isinstance(other, Fraction):
+        return not readings.terminates(other) and abs(other - value) <= half
+    import sympy
+
+    if not isinstance(other, sympy.Expr) or other.free_symbols or other.has(sympy.Float) or too_big(other):
+        return False  # a decimal answer is the answer's own rounding: it must equal the gold
+    if other.is_Rational:
+        return (
+            not readings.terminates(Fraction(int(other.p), int(other.q)))
+            and abs(Fraction(int(other.p), int(other.q)) - value) <= half
+        )
+    try:
+        diff = sympy.N(other - sympy.Rational(value.numerator, value.denominator), 30)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001 - not a number: no rounding of one
+        return False
+    if not (diff.is_real and diff.is_Number) or abs(diff) > sympy.Rational(half.numerator, half.denominator):
+        return False
+    rational = sympy.nsimplify(other)
+    # \log_2 8 \cdot \frac{1}{8} is 3/8, a terminating value written another way: not a rounding
+    return not (rational.is_Rational and _exactly_rational(other, rational))
+
+
+def _exactly_rational(expr: Any, rational: Any) -> bool:
+    import sympy
+
+    try:
+        return bool(sympy.simplify(expr - rational) == 0) and readings.terminates(
+            Fraction(int(rational.p), int(rational.q))
+        )
+    except (MemoryError, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _numeral(s: str) -> tuple[str, int] | None:
@@ -304,6 +357,10 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
         union = readings.abs_union(g.label, g.brackets, g.items[0].value, g.items[1].value)
         if union is not None and _node_equal(structure(union), p, policy):
             return True
+    if p.kind == "seq" and g.kind in ("union", "seq") and p.label.startswith("|") and len(p.items) == 2:
+        union = readings.abs_union(p.label, p.brackets, p.items[0].value, p.items[1].value)
+        if union is not None and _node_equal(g, structure(union), policy):
+            return True  # |x| \ge 1 answers (-\infty, -1] \cup [1, \infty)
     if g.kind != p.kind:
         return False
     if g.kind == "scalar":
@@ -377,7 +434,21 @@ def _parse_leaves(node: Node) -> None:
 
 def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     """``(status, detail)`` with status ``equal``, ``unequal``, ``gold_unparseable`` or
-    ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``)."""
+    ``pred_unparseable``. Runs in a worker process (see ``rlvr.rewards.math``).
+
+    A side that does not parse because it is written in words is compared as text
+    (``math.prose``): a text gold is decided, never left undecided."""
+    if prose.ellipsis(gold) or prose.ellipsis(pred):
+        return prose.as_written(gold, pred)
+    status = _compare_math(gold, pred, policy)
+    if status[0] == "gold_unparseable" and prose.wordy(gold):
+        return prose.as_text(gold, pred)
+    if status[0] == "pred_unparseable" and prose.wordy(pred) and prose.normal(gold) == prose.normal(pred):
+        return "equal", ""
+    return status
+
+
+def _compare_math(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if not policy.decimal_comma:
         gold, pred = readings.decimal_comma_pair(gold, pred)
     if policy.chained:
@@ -393,7 +464,10 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     problem = gold_problem(gold, policy)
     if problem:
         return "gold_unparseable", problem
-    g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
+    try:
+        g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
+    except ParseFailure as exc:  # a gold in words (gold_problem passed it): compare_texts reads it as text
+        return "gold_unparseable", str(exc)
     try:
         cg, cp = clean(gold, policy.decimal_comma), clean(pred, policy.decimal_comma)
     except ParseFailure as exc:
@@ -419,9 +493,14 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
         equal = _node_equal(g, p, policy)
         if not equal and policy.assignment and "=" in gold and "=" in pred:
             # "y = 3x - 2" against "3x - y = 2": the same line, written as two equations.
-            equal = _node_equal(
-                parse_answer(gold, False, policy.decimal_comma), parse_answer(pred, False, policy.decimal_comma), policy
-            )
+            try:
+                equal = _node_equal(
+                    parse_answer(gold, False, policy.decimal_comma),
+                    parse_answer(pred, False, policy.decimal_comma),
+                    policy,
+                )
+            except ParseFailure:  # without labels one side is no math ("Maximum = 2"): the labelled reading decided
+                equal = False
     except ParseFailure as exc:
         return "pred_unparseable", str(exc)
     except (MemoryError, RecursionError):
@@ -443,9 +522,13 @@ def gold_problem(gold: str, policy: MathPolicy | None = None) -> str | None:
     Runs the same parse as a comparison, so a gold that passes here never turns every sample
     of its prompt into an ``error`` at training time."""
     policy = policy or MathPolicy()
+    if prose.ellipsis(gold):
+        return None  # a pattern, compared as written (math.prose)
     try:
         g = parse_answer(gold, policy.assignment, policy.decimal_comma, True)
     except ParseFailure as exc:
+        if prose.wordy(gold):
+            return None  # an answer in words: compared as text (math.prose)
         return str(exc)
     if _undefined(g, policy):
         return "the ground truth is undefined (a division by zero)"
@@ -471,7 +554,7 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
         return False  # 12 cm is not 12 m; x = 3 is not y = 3
     if policy.rel_tol > 1e-9 or policy.abs_tol > 0:
         return abs(g - p) <= max(Fraction(policy.abs_tol), Fraction(policy.rel_tol) * max(abs(g), abs(p)))
-    return g == p or _expansion_of(cg.text, p) or _expansion_of(cp.text, g)
+    return g == p or _expansion_of(cg.text, p) or _expansion_of(cp.text, g) or _rounds_to(cg.text, p, policy)
 
 
 def probe_gold(gold: str, policy: MathPolicy) -> bool:

@@ -44,6 +44,15 @@ def strip_money(s: str) -> str:
     return untrusted.strip(s)
 
 
+_EMPHASIS = re.compile(r"\\text\{\s*(?:only|exactly)\s*\}|(?<![A-Za-z\\])(?:only|exactly)(?![A-Za-z])", re.I)
+
+
+def drop_emphasis(s: str) -> str:
+    """``\\text{only } x = 0`` -> ``x = 0``: "only" and "exactly" stress a value, they do not change
+    it (a closed list of two words; any other word stays and is read as text)."""
+    return untrusted.strip(_EMPHASIS.sub(" ", s)) if ("nly" in s or "xactly" in s) else s
+
+
 def join_math_thousands(s: str) -> str:
     """``32,\\! 349`` -> ``32349``: MATH marks a thousands comma with a negative thin space."""
     return _MATH_THOUSANDS.sub(r"\1", s)
@@ -167,12 +176,30 @@ def unit_key(text: str) -> tuple[str, ...]:
     words = _WORD.findall(
         re.sub(r"\\(?:textnormal|textbf|text|mbox|mathrm)", " ", untrusted.fold_case(text)).replace(".", "")
     )
-    out = []
+    out: list[str] = []
     for w in words:
         if w in _UNIT_ALIASES:
-            out.append(_UNIT_ALIASES[w])
+            out.extend(_COMPOUND.get(_UNIT_ALIASES[w], (_UNIT_ALIASES[w],)))
         else:
             out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
+    return _spelled_powers(tuple(w for w in out if w != "per"))
+
+
+# One spelling per compound unit: "kph" is km/h, "per" is the slash the key drops anyway.
+_COMPOUND = {"kph": ("km", "h"), "mph": ("mi", "h")}
+
+
+def _spelled_powers(key: tuple[str, ...]) -> tuple[str, ...]:
+    """``square cm`` and ``sq cm`` are ``cm^2``, ``cubic m`` is ``m^3``: the power after its unit."""
+    out: list[str] = []
+    i = 0
+    while i < len(key):
+        if key[i] in ("sq", "cu") and i + 1 < len(key) and key[i + 1] not in ("sq", "cu", "2", "3"):
+            out += [key[i + 1], "2" if key[i] == "sq" else "3"]
+            i += 2
+            continue
+        out.append(key[i])
+        i += 1
     return tuple(out)
 
 
@@ -205,17 +232,49 @@ _POINTS = (
     r"(?:m?\\angle\s*)?[A-Z]{2,4}|m?\\angle\s*\{[A-Z]{1,4}\}|\\overline\{[A-Z]{2,4}\}|m?\\angle\s*[A-Z]"
     r"|\\frac\{[A-Z]{1,4}\}\{[A-Z]{1,4}\}"  # a ratio of lengths: \frac{NO}{BO}
 )
-_ATOM = rf"(?:{_POINTS}|{_NAME}\([^()=<>]{{1,20}}\)|\|(?:{_NAME}|[A-Z]{{2,4}})\||{_NAME})"
+# a label in words (``clean`` has unwrapped ``\text{}``): Maximum, \max, the minimum value
+_WORDS_LABEL = r"[A-Za-z]{3,30}(?:\s+[A-Za-z]{1,20}){0,3}|\\(?:max|min)(?![a-zA-Z])"
+_ATOM = rf"(?:{_WORDS_LABEL}|{_POINTS}|{_NAME}\([^()=<>]{{1,20}}\)|\|(?:{_NAME}|[A-Z]{{2,4}})\||{_NAME})"
 LABEL = re.compile(rf"^\s*(?:{_ATOM}(?:\s*:\s*{_ATOM})*|\(\s*{_ATOM}(?:\s*,\s*{_ATOM})+\s*\))\s*$")
 _TUPLE_LABEL = re.compile(rf"^\s*\(\s*({_ATOM}(?:\s*,\s*{_ATOM})+)\s*\)\s*$")
 
 
+# Names the parser reads as functions or constants (``sin x = 1/2`` is an equation, not a label).
+MATH_NAMES = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan arccot arcsec arccsc sinh cosh tanh coth sech csch "
+    "log ln lg exp sqrt pi inf infty infinity mod gcd lcm max min det".split()
+)
+_LABEL_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
 def is_label(s: str) -> bool:
-    return len(s) <= 60 and bool(LABEL.match(s))
+    if len(s) > 60 or not LABEL.match(s):
+        return False
+    return all(w.lower() not in MATH_NAMES or w in ("max", "min") for w in _LABEL_WORD.findall(s))
+
+
+_WORD_LABEL = re.compile(r"^(?=[^a-z]*[a-z])([A-Za-z]{3,30}(?:\s+[A-Za-z]{1,30}){0,3})$|^\\(max|min)$")
+# Words that name the same part of an answer: "maximum", "max", "the largest value" are one label.
+_LABEL_SYNONYMS = {
+    "maximum": "max",
+    "largest": "max",
+    "greatest": "max",
+    "minimum": "min",
+    "smallest": "min",
+    "least": "min",
+}
+_LABEL_FILLER = frozenset({"the", "value", "of"})
 
 
 def norm_label(s: str) -> str:
-    """Spaces and braces around a subscript do not change a label: ``a_{37}`` is ``a_37``."""
+    """Spaces and braces around a subscript do not change a label: ``a_{37}`` is ``a_37``; a
+    label in words is its case-folded words, synonyms of maximum and minimum one word
+    (``\\text{Maximum value}`` and ``\\max`` are ``max``)."""
+    m = _WORD_LABEL.match(untrusted.strip(s))
+    if m:
+        words = untrusted.words(untrusted.fold_case(m.group(1) or m.group(2)))
+        kept = [_LABEL_SYNONYMS.get(w, w) for w in words if w not in _LABEL_FILLER]
+        return " ".join(kept)
     return re.sub(r"_\{(\w+)\}", r"_\1", re.sub(r"\s+", "", s))
 
 

@@ -155,16 +155,41 @@ def long_decimal(s: str) -> tuple[Fraction, Fraction] | None:
 
 
 # -- set-builder notation -------------------------------------------------------------------------
-_SET_BUILDER = re.compile(r"^\\\{\s*([a-zA-Z])\s*(?:\||\\mid(?![a-zA-Z])|:)\s*(.+?)\s*\\\}$")
+_SET_BUILDER = re.compile(
+    r"^\\\{\s*([a-zA-Z])\s*(?:\\in\s*(?:\\mathbb\s*\{?\s*R\s*\}?|\\R(?![a-zA-Z]))\s*)?"
+    r"(?:\||\\mid(?![a-zA-Z])|:)\s*(.+?)\s*\\\}$"
+)
 
 
 def set_builder(s: str) -> str | None:
-    """``\\{x \\mid -2 \\le x < 1\\}`` -> ``-2 \\le x < 1``; None for other text."""
+    """``\\{x \\mid -2 \\le x < 1\\}`` and ``\\{x \\in \\mathbb{R} : -2 \\le x < 1\\}`` -> ``-2 \\le x < 1``;
+    ``\\{x \\mid x \\neq 1\\}`` -> ``(-\\infty, 1) \\cup (1, \\infty)``; None for other text."""
     m = _SET_BUILDER.match(untrusted.strip(s))
     if not m:
         return None
-    cond = re.sub(rf"\s*,?\s*{m.group(1)}\s*\\in\s*\\mathbb\s*\{{?\s*R\s*\}}?\s*$", "", m.group(2))
-    return cond if re.search(rf"(?<![a-zA-Z\\]){m.group(1)}(?![a-zA-Z])", cond) else None
+    var = m.group(1)
+    cond = re.sub(rf"\s*,?\s*{var}\s*\\in\s*\\mathbb\s*\{{?\s*R\s*\}}?\s*$", "", m.group(2))
+    ne = re.match(rf"^{var}\s*(?:\\neq?(?![a-zA-Z])|\\ne(?![a-zA-Z])|!=)\s*([^=<>]+)$", cond)
+    if ne:  # the real line without one point
+        point = untrusted.strip(ne.group(1))
+        return f"(-\\infty, {point}) \\cup ({point}, \\infty)"
+    return cond if re.search(rf"(?<![a-zA-Z\\]){var}(?![a-zA-Z])", cond) else None
+
+
+# -- ISO 31-11 intervals ------------------------------------------------------------------------
+_ISO_INTERVAL = re.compile(r"^([\[\]])([^\[\](){},]{1,80}),([^\[\](){},]{1,80})([\[\]])$")
+
+
+def iso_interval(s: str) -> str | None:
+    """``]1, 2]`` -> ``(1, 2]`` and ``[1, 2[`` -> ``[1, 2)``: a square bracket turned outwards is
+    an open end (ISO 31-11, as taught in France and elsewhere). None unless one bracket is turned
+    outwards (``[1, 2]`` is already plain)."""
+    m = _ISO_INTERVAL.match(untrusted.strip(s))
+    if not m or (m.group(1) == "[" and m.group(4) == "]"):
+        return None
+    left = "(" if m.group(1) == "]" else "["
+    right = ")" if m.group(4) == "[" else "]"
+    return f"{left}{m.group(2)},{m.group(3)}{right}"
 
 
 # -- absolute-value inequalities ----------------------------------------------------------------
@@ -210,9 +235,36 @@ _FUNCTION_LABEL = re.compile(r"^[a-zA-Z]\(([a-z])\)$")
 
 
 def same_function(a: str, b: str, value: str) -> bool:
-    """``y`` and ``f(x)`` name one function when the value is an expression in ``x``."""
+    """``y`` and ``f(x)`` name one function when the value is an expression in ``x``; ``f(x)`` and
+    ``f(t)`` name one function (its argument is a bound variable; ``f(2)`` and ``f(3)`` differ)."""
+    ma, mb = _FUNCTION_LABEL.match(a), _FUNCTION_LABEL.match(b)
+    if ma and mb and a[0] == b[0]:
+        return True
     for x, y in ((a, b), (b, a)):
         m = _FUNCTION_LABEL.match(y)
         if x == "y" and m and re.search(rf"(?<![a-zA-Z\\]){m.group(1)}(?![a-zA-Z])", value):
             return True
     return False
+
+
+# -- rounded golds ------------------------------------------------------------------------------------
+_ROUNDED = re.compile(r"^([+-]?)(\d{0,30})\.(\d{1,30})$")
+
+
+def rounded_decimal(s: str) -> tuple[Fraction, Fraction] | None:
+    """A decimal written with a point and at least two significant digits, as (value, half a unit
+    in its last digit): ``3.14`` -> (157/50, 1/200). None for an integer, ``0.3`` or other text."""
+    m = _ROUNDED.match(untrusted.strip(s))
+    if not m or len((m.group(2) + m.group(3)).lstrip("0")) < 2:
+        return None
+    value = Fraction(int(m.group(2) + m.group(3)), 10 ** len(m.group(3)))
+    return (-value if m.group(1) == "-" else value), Fraction(1, 2 * 10 ** len(m.group(3)))
+
+
+def terminates(q: Fraction) -> bool:
+    """Whether ``q`` has a finite decimal expansion (its denominator has no prime but 2 and 5)."""
+    d = q.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1

@@ -253,3 +253,26 @@ def _relation_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
     if not isinstance(a, sympy.Equality) and not (ratio.is_positive):
         return False
     return True
+
+
+MAX_RENAMED = 3  # at most 3! = 6 renamings are tried
+
+
+def renamed_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
+    """Whether some renaming of ``b``'s free variables that ``a`` lacks onto ``a``'s that ``b``
+    lacks (one to one, at most ``MAX_RENAMED``) makes ``b`` equal to ``a``: alpha-equivalence.
+    Shared names are never renamed; a differing count of names is never equal."""
+    import itertools
+
+    import sympy
+
+    if not (isinstance(a, sympy.Basic) and isinstance(b, sympy.Basic)) or a.is_Symbol or b.is_Symbol:
+        return False  # a bare name is a name (\text{A} is not \text{B}), not a function of one
+    fa, fb = a.free_symbols, b.free_symbols
+    only_a, only_b = sorted(fa - fb, key=str), sorted(fb - fa, key=str)
+    if not only_b or len(only_a) != len(only_b) or len(only_b) > MAX_RENAMED:
+        return False
+    for target in itertools.permutations(only_a):
+        if expr_equal(a, b.xreplace(dict(zip(only_b, target, strict=True))), policy):
+            return True
+    return False

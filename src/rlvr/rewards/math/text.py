@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from ..rules import untrusted
 from ..rules.untrusted import strip_invisible
-from . import forms, readings
+from . import forms, glyphs, readings
 from .forms import split_top
 
 MAX_ANSWER_CHARS = 1000
@@ -51,7 +51,7 @@ _IN = re.compile(r"^(.{1,40}?)\s*\\in(?![a-zA-Z])\s*")
 _AND = re.compile(r"\s*,?\s*\\text\{\s*and\s*\}\s*|\s*,?\s+and\s+")
 _LT_GT = re.compile(r"\\[lg]t(?![a-zA-Z])")
 _EMPTY = re.compile(r"\\varnothing|∅|\\\{\s*\\\}|\\O(?![a-zA-Z])")
-_REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)$")
+_REALS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R|(?:all|any) reals?(?: numbers?)?|every real number)$", re.I)
 # A clock time (12:30, 1:05:09): compared as a time, never as a ratio (math.core).
 CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
@@ -62,7 +62,9 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
     the same texts many times."""
     s = untrusted.strip(text)
     if not s.isascii():
-        s = strip_invisible(s)  # what a reader sees: a zero-width space inside "1​0" is not there
+        # what a reader sees: a zero-width space inside "1​0" is not there; ∞, ≤, ②, x² are
+        # \infty, \le, 2, x^{2} (math.glyphs: one table)
+        s = glyphs.to_ascii_math(strip_invisible(s))
     if len(s) > MAX_ANSWER_CHARS:
         raise ParseFailure(f"answer is {len(s)} characters (over {MAX_ANSWER_CHARS}): not a math answer")
     for pre, post in (("$$", "$$"), ("\\(", "\\)"), ("\\[", "\\]")):
@@ -70,6 +72,7 @@ def clean(text: str, decimal_comma: bool = False) -> Cleaned:
             s = untrusted.strip(s[len(pre) : len(s) - len(post)])
             break
     s = forms.strip_money(s)  # $...$ delimiters, \$ and a lone currency $
+    s = forms.drop_emphasis(s)  # "\text{only } x = 0" is x = 0
     if s.startswith("\\boxed{") and s.endswith("}") and _closing(s, len("\\boxed")) == len(s) - 1:
         s = untrusted.strip(s[len("\\boxed{") : -1])
     s = readings.undouble(s)
@@ -202,6 +205,9 @@ def structure(s: str, labels: bool = True) -> Node:
         if names and node.kind == "seq" and len(names) == len(node.items):
             return replace(node, items=tuple(replace(c, label=n) for c, n in zip(node.items, names, strict=True)))
         return replace(node, label=forms.norm_label(lab[0]))
+    iso = readings.iso_interval(s)  # ]1, 2] is (1, 2]
+    if iso is not None:
+        s = iso
     if _REALS.match(s):  # the real line
         return Node("seq", (Node("scalar", value="-\\infty"), Node("scalar", value="\\infty")), brackets="()")
     m = _MATRIX.match(s)
@@ -331,8 +337,22 @@ _NATURAL_LOG = re.compile(r"\\log(?![a-zA-Z])(?!\s*_)")
 _FUNCS = re.compile(r"(?<![\\a-zA-Z])(sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)(?![a-zA-Z])")
 
 
+def paren_exponents(s: str) -> str:
+    """``10^(-10)`` -> ``10^{-10}``: parentheses right after ``^`` group the exponent (plain-text
+    math writes them so; LaTeX needs braces). Unbalanced parentheses are left as written."""
+    i = s.find("^(")
+    while i >= 0:
+        j = _closing(s, i + 1)
+        if j < 0 or s[j] != ")":
+            break
+        s = s[: i + 1] + "{" + s[i + 2 : j] + "}" + s[j + 1 :]
+        i = s.find("^(", i + 1)
+    return s
+
+
 def to_latex(s: str) -> str:
     """Plain-text math to the LaTeX the parser reads."""
+    s = paren_exponents(s)
     s = s.replace("**", "^").replace("×", "\\times ").replace("·", "\\cdot ").replace("√", "\\sqrt")
     s = s.replace("≤", "\\leq ").replace("≥", "\\geq ").replace("≠", "\\neq ").replace("π", "\\pi ")
     m = _SCI.match(s)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ...errors import VerifierError
@@ -40,6 +40,7 @@ from ..format import AnswerFormat, extract
 from ..pool import Result, WorkerPool, shared_pool
 from .core import fast_compare, fast_rational
 from .policy import MathPolicy
+from .question import asks_for_all, renames_a_mentioned_name
 
 PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.math.core")
 _SPACE = re.compile(r"\s+")
@@ -52,6 +53,7 @@ class _Job:
     gold: str
     answer: str
     span: tuple[int, int] | None
+    policy: MathPolicy
 
 
 def _restates_prompt(answer: str, prompt: str) -> bool:
@@ -97,7 +99,7 @@ class MathVerifier(BaseVerifier):
         except TypeError as exc:
             raise VerifierError(f"bad math options: {exc}") from exc
         problems = []
-        for name in ("ordered_lists", "assignment", "decimal_comma", "chained"):
+        for name in ("ordered_lists", "assignment", "decimal_comma", "chained", "rename"):
             if not isinstance(getattr(self.policy, name), bool):
                 problems.append(f"{name} must be true or false, got {getattr(self.policy, name)!r}")
         for name in ("rel_tol", "abs_tol"):
@@ -106,8 +108,8 @@ class MathVerifier(BaseVerifier):
                 problems.append(f"{name} must be a number >= 0, got {value!r}")
         if self.policy.form not in ("equivalent", "structural"):
             problems.append(f"form must be 'equivalent' or 'structural', got {self.policy.form!r}")
-        if self.policy.angles not in ("plain", "degrees"):
-            problems.append(f"angles must be 'plain' or 'degrees', got {self.policy.angles!r}")
+        if self.policy.angles not in ("plain", "degrees", "either"):
+            problems.append(f"angles must be 'plain', 'degrees' or 'either', got {self.policy.angles!r}")
         if self.policy.percent not in ("strip", "fraction", "either"):
             problems.append(f"percent must be 'strip', 'fraction' or 'either', got {self.policy.percent!r}")
         if not timeout or timeout <= 0:
@@ -120,7 +122,7 @@ class MathVerifier(BaseVerifier):
         self.workers = workers
         self.reject_restated = reject_restated
         self._pool = pool
-        self._decided: dict[tuple[str, str], tuple[str, str]] = {}
+        self._decided: dict[tuple[str, str, MathPolicy], tuple[str, str]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -155,23 +157,22 @@ class MathVerifier(BaseVerifier):
                     answer=ex.answer, span=ex.span, detail="the answer restates an expression from the prompt"
                 )
                 continue
-            fast = fast_compare(gold, ex.answer, self.policy)
+            policy = self._policy_for(s.prompt, gold, ex.answer)
+            fast = fast_compare(gold, ex.answer, policy)
             if fast is not None:
                 out[i] = self._verdict(("equal" if fast else "unequal", ""), gold, ex.answer, ex.span)
                 continue
-            cached = self._decided.get((gold, ex.answer))
+            cached = self._decided.get((gold, ex.answer, policy))
             if cached is not None:
                 out[i] = self._verdict(cached, gold, ex.answer, ex.span)
                 continue
-            jobs.append(_Job(i, gold, ex.answer, ex.span))
+            jobs.append(_Job(i, gold, ex.answer, ex.span, policy))
         if jobs:
             # A GRPO group often repeats an answer: compare each distinct pair once.
-            unique = list(dict.fromkeys((j.gold, j.answer) for j in jobs))
+            unique = list(dict.fromkeys((j.gold, j.answer, j.policy) for j in jobs))
             try:
                 answers = self.pool.map(
-                    "rlvr.rewards.math.core:compare_texts",
-                    [(g, a, self.policy) for g, a in unique],
-                    timeout=self.timeout,
+                    "rlvr.rewards.math.core:compare_texts", [(g, a, p) for g, a, p in unique], timeout=self.timeout
                 )
             except Exception as exc:  # noqa: BLE001 - no worker at all: undecided, never wrong
                 answers = [
@@ -180,18 +181,28 @@ class MathVerifier(BaseVerifier):
             results = dict(zip(unique, answers, strict=True))
             self._charge_candidates(results)
             for job in jobs:
-                res = results[(job.gold, job.answer)]
+                res = results[(job.gold, job.answer, job.policy)]
                 if res.ok:
-                    self._remember((job.gold, job.answer), res.value)
+                    self._remember((job.gold, job.answer, job.policy), res.value)
                 out[job.index] = self._from_result(res, job)
         return [v for v in out if v is not None]
 
-    def _charge_candidates(self, results: dict[tuple[str, str], Result]) -> None:
+    def _policy_for(self, prompt: str, gold: str, answer: str) -> MathPolicy:
+        """The task's policy as this question reads it (``math.question``): a question asking for
+        all solutions takes a bare list in any order; a name the question mentions is not renamed."""
+        policy = self.policy
+        if policy.ordered_lists and asks_for_all(prompt):
+            policy = replace(policy, ordered_lists=False)
+        if policy.rename and renames_a_mentioned_name(prompt, gold, answer):
+            policy = replace(policy, rename=False)
+        return policy
+
+    def _charge_candidates(self, results: dict[tuple[str, str, MathPolicy], Result]) -> None:
         """A comparison that timed out is the answer's doing when its ground truth alone is cheap:
         the gold compared with itself and with ``0`` finishes within the timeout. Then the answer
         is wrong (a policy must not mask a wrong answer by writing ``\\Gamma(10^7)``); when the gold
         alone times out too, the sample stays masked (``error``, ``timeout``)."""
-        golds = list(dict.fromkeys(g for (g, _), r in results.items() if not r.ok and r.error_kind == "timeout"))
+        golds = list(dict.fromkeys(g for (g, _, _), r in results.items() if not r.ok and r.error_kind == "timeout"))
         if not golds:
             return
         try:
@@ -206,7 +217,7 @@ class MathVerifier(BaseVerifier):
                 detail = f"the answer takes over {self.timeout:g} s to compare; the ground truth alone does not"
                 results[key] = Result(True, ("unequal", detail))
 
-    def _remember(self, key: tuple[str, str], status: tuple[str, str]) -> None:
+    def _remember(self, key: tuple[str, str, MathPolicy], status: tuple[str, str]) -> None:
         """Decided comparisons are deterministic, so they are cached (timeouts and crashes are
         not: the next try may succeed)."""
         with self._lock:

@@ -31,10 +31,11 @@ import os
 import sys
 import traceback
 import types
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from . import wire
+from . import claims, wire
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
 OPS = {
@@ -43,6 +44,7 @@ OPS = {
         "add sub mul truediv floordiv mod pow matmul and_ or_ xor lshift rshift neg pos abs invert eq ne lt le gt ge"
     ).split()
 }
+OPS["isinstance"], OPS["issubclass"] = isinstance, issubclass  # a class of the program decides, as in CPython
 
 
 class TestCallable:
@@ -65,6 +67,11 @@ class Server:
         self.objs: list[Any] = []
         self.ids: dict[int, int] = {}
         self.tests: dict[int, TestCallable] = {}
+        self.shared: dict[int, list[Any]] = {}  # identity number -> [object, snapshot] (see reply)
+        self.shared_ids: dict[int, int] = {}  # id(object) -> identity number
+        self.next_k = 0
+        wire.NANS = wire.Nans(1)
+        wire.SUBCLASSES = True
         self.module = types.ModuleType("__main__")
         self.ns = self.module.__dict__
 
@@ -84,9 +91,11 @@ class Server:
     def enc(self, x: Any) -> Any:
         return wire.encode(x, self.handle)
 
-    def ref(self, tag: str, n: int) -> Any:
+    def ref(self, tag: str, n: int, *rest: Any) -> Any:
         if tag == "h":
             return self.objs[n]
+        if tag == "S":  # an object this process shared with the test, passed back: itself
+            return self.shared[n][0]
         if n not in self.tests:
             self.tests[n] = TestCallable(self, n)
         return self.tests[n]
@@ -105,7 +114,8 @@ class Server:
         if k == "call":
             return self.call(obj, msg)
         if k == "attr":
-            return ["ok", self.enc(getattr(obj, self.dec(msg[2])))]
+            value = getattr(obj, self.dec(msg[2]))
+            return self.reply(value)
         if k == "setattr":
             setattr(obj, self.dec(msg[2]), self.dec(msg[3]))
             return ["ok", None]
@@ -113,7 +123,8 @@ class Server:
             delattr(obj, self.dec(msg[2]))
             return ["ok", None]
         if k == "item":
-            return ["ok", self.enc(obj[self.dec(msg[2])])]
+            value = obj[self.dec(msg[2])]
+            return self.reply(value)
         if k == "setitem":
             obj[self.dec(msg[2])] = self.dec(msg[3])
             return ["ok", None]
@@ -124,12 +135,14 @@ class Server:
             return ["ok", self.handle(iter(obj))]
         if k == "next":
             try:
-                return ["ok", self.enc(next(obj))]
+                value = next(obj)
             except StopIteration:
                 return ["stop"]
+            return self.reply(value)
         if k == "op":
             fn = OPS[msg[1]]
-            return ["ok", self.enc(fn(*[self.dec(a) for a in msg[2]]))]
+            value = fn(*[self.dec(a) for a in msg[2]])
+            return self.reply(value)
         if k == "format":
             return ["ok", format(obj, self.dec(msg[2]))]
         if k == "contains":
@@ -150,31 +163,85 @@ class Server:
         """Call, then write back every mutable argument the test child named (positions and
         keywords), also when the call raised. A container nested in an argument must come back
         unchanged, and travels back (in the write-backs and in the result) as a reference to the
-        test's own object (``["A", position, *path]``), as does a result that is an argument;
-        any other mutable object the result shares (with the program's state, or twice within
-        itself) is ``unsupported``: a copy would hide what CPython shows."""
+        test's own object (``["A", position, *path]``), as does a result that is an argument.
+        A mutable argument (or a container in one) the program still holds after the call (a
+        closure, a generator or an object kept it) is *kept*: shared under an identity number
+        with the test's own object (``"keep"``), so a later change on either side is refused
+        (``check``) rather than hidden by the copy."""
         args = [self.dec(a) for a in msg[2]]
         kwargs = {name: self.dec(v) for name, v in msg[3]}
         given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
         mut = [p for p in msg[4] if p in given]
         before = {p: [self.enc(x) for x in _inner_mutables(v)] for p, v in given.items()}
         index = _nested_paths(given)
+        held = [x for x in _nested_objects(given) if id(x) not in self.ids and id(x) not in self.shared_ids]
+        counts = _counts(held)
+        claim: list[Any] | None = None
+        value: Any = None
         try:
             value = obj(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - the test sees it, after the write-back
-            return [*describe(exc), self.writes(given, mut, before, index)]
+            claim = describe(exc)
         wb = self.writes(given, mut, before, index)
         if "unsupported" in wb:
             return ["unsupported", wb["unsupported"]]
-        if isinstance(value, _MUTABLES) and id(value) in index:  # an argument, or a container in one
-            return ["ok", ["A", *index[id(value)]], wb]
-        if aliased(value, index):
-            return ["unsupported", f"the result ({type(value).__name__}) shares a mutable object with the program"]
-        wire.ALIASES = index
+        if claim is not None:
+            ans = claim
+        elif isinstance(value, _MUTABLES) and id(value) in index:  # an argument, or a container in one
+            ans = ["ok", ["A", *index[id(value)]]]
+        else:
+            ans = self.reply(value, index)
+        value = None  # the program's own references are what is left
+        after = _counts(held)  # the same calls as before: only the program's new references differ
+        keep = [(held[i], index[id(held[i])]) for i in range(len(held)) if after[i] > counts[i] or _weakly(held[i])]
+        if keep:
+            wb["keep"] = [[self.share(x, snap=True), *path] for x, path in keep]
+        return [*ans, wb] if ans[0] in ("ok", "exc") else ans
+
+    def reply(self, value: Any, skip: dict[int, Any] | None = None) -> list[Any]:
+        """``["ok", value]``, where a mutable object of the value that the program still holds
+        (or that appears twice in it) travels as ``["S", k, ...]``: the test child keeps one
+        copy per identity number ``k``, so the same object answered twice is one object there,
+        and both sides refuse the sample when either changes it later (``check``)."""
+        shared = _sharing(value, skip)
+        why = self.check() if self.shared else None  # before this answer renews any snapshot
+        if why:
+            return ["unsupported", why]
+        wire.ALIASES = skip or {}
+        wire.SHARED = {id(x): self.share(x) for x in shared}
         try:
-            return ["ok", self.enc(value), wb]
+            return ["ok", self.enc(value)]
         finally:
-            wire.ALIASES = {}
+            wire.ALIASES, wire.SHARED = {}, {}
+            for x in shared:
+                self.shared[self.shared_ids[id(x)]][1] = _snapshot(x)
+
+    def share(self, x: Any, snap: bool = False) -> int:
+        k = self.shared_ids.get(id(x))
+        if k is None:
+            k = self.shared_ids[id(x)] = self.next_k
+            self.next_k += 1
+            self.shared[k] = [x, None]  # kept alive, so its id is never reused in this sample
+        if snap:
+            self.shared[k][1] = _snapshot(x)
+        return k
+
+    def check(self) -> str | None:
+        """Why the sample must end, if an object shared with the test changed here since the
+        test last saw it (the test's copy would be stale; CPython shows it one object)."""
+        for x, snap in self.shared.values():
+            if snap is not None and _snapshot(x) != snap:
+                return f"the program changed a {type(x).__name__} it shares with the test (the test holds a copy)"
+        return None
+
+    def release(self) -> list[int]:
+        """Forget the shared objects nothing of the program holds any more (only this registry,
+        no weak reference): the program can never change or return them again, so the test's
+        copies are its own from now on. Their numbers go to the test child (``["rel", ks]``)."""
+        gone = [k for k, entry in self.shared.items() if _alone(entry)]
+        for k in gone:
+            self.shared_ids.pop(id(self.shared.pop(k)[0]), None)
+        return gone
 
     def writes(
         self, given: dict[Any, Any], mut: list[Any], before: dict[Any, list[Any]], index: dict[int, list[Any]]
@@ -206,13 +273,18 @@ class Server:
     def answer(self, msg: list[Any]) -> list[Any]:
         """One request -> its answer (never raises)."""
         try:
-            return self.run(msg)
+            ans = self.run(msg)
         except wire.WireLimit as exc:  # a correct answer the wire cannot carry: refused, not wrong
             return ["unsupported", f"an answer beyond the wire's limits ({exc})"]
         except BaseException as exc:  # noqa: BLE001 - everything the program raises goes to the test
-            return describe(exc)
+            ans = describe(exc)
+        why = self.check() if self.shared else None
+        return ["unsupported", why] if why else ans
 
     def send(self, ans: list[Any]) -> None:
+        gone = self.release() if self.shared else []
+        if gone:
+            wire.send(self.wfd, ["rel", gone])
         try:
             wire.send(self.wfd, ans)
         except (ValueError, TypeError, RecursionError, OverflowError) as exc:
@@ -228,6 +300,10 @@ class Server:
 
     def ask_back(self, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call the test's callable ``n``: ask the test child, serving its requests meanwhile."""
+        why = self.check() if self.shared else None
+        if why:
+            self.send(["unsupported", why])
+            os._exit(0)
         self.send(["cb", n, [self.enc(a) for a in args], [[k, self.enc(v)] for k, v in kwargs.items()]])
         while True:
             msg = wire.recv(self.rfd, MAX_REQUEST)
@@ -267,19 +343,37 @@ def _children(x: Any) -> list[Any]:
     return []
 
 
-def _refcounts(value: Any, skip: dict[int, Any] | None = None) -> list[tuple[bool, int, int]]:
-    """(is the top, id, reference count) of each mutable container of ``value`` (not those in
-    ``skip``, nor inside them), as seen from here: compared with the counts of a fresh value
-    (``_FRESH``), an extra reference is an alias."""
-    out: list[tuple[bool, int, int]] = []
+def _refcounts(value: Any, skip: dict[int, Any] | None = None) -> list[tuple[bool, int, Any]]:
+    """(is the top, reference count, object) of each mutable container of ``value`` (not those
+    in ``skip``, nor inside them), as seen from here: compared with the counts of a fresh value
+    (``_FRESH``), an extra reference is one the program holds."""
+    out: list[tuple[bool, int, Any]] = []
     stack = [(value, True)]
     while stack:
         c, top = stack.pop()
         if skip and id(c) in skip:
             continue
         if isinstance(c, _MUTABLES):
-            out.append((top, id(c), sys.getrefcount(c)))
+            out.append((top, sys.getrefcount(c), c))
         stack.extend((x, False) for x in _children(c))
+    return out
+
+
+def _counts(objs: list[Any]) -> list[int]:
+    return [sys.getrefcount(x) for x in objs]
+
+
+def _nested_objects(given: dict[Any, Any]) -> list[Any]:
+    """Every mutable argument and mutable container nested in one, once each."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    stack = list(given.values())
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _MUTABLES) and id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+        stack.extend(_children(x))
     return out
 
 
@@ -301,22 +395,60 @@ def _nested_paths(given: dict[Any, Any]) -> dict[int, list[Any]]:
     return out
 
 
-def aliased(value: Any, skip: dict[int, Any] | None = None) -> bool:
-    """Does a mutable container of the result (not one nested in an argument, ``skip``) have a
-    reference from outside the result, or appear twice in it? (Counts compared with those of a
-    fresh value seen through the same calls, ``_FRESH``.)"""
+def _sharing(value: Any, skip: dict[int, Any] | None = None, raw: bool = False) -> list[Any]:
+    """The mutable containers of the result (not those nested in an argument, ``skip``) that
+    have a reference from outside the result or appear twice in it (counts compared with those
+    of a fresh value seen through the same calls, ``_FRESH``). ``raw``: the counts themselves."""
     counts = _refcounts(value, skip)
-    if _FRESH is None:
-        return False
-    if len({i for _, i, _ in counts}) != len(counts):
-        return True
-    return any(rc > (_FRESH[0] if top else _FRESH[1]) for top, _, rc in counts)
+    if raw or _FRESH is None:
+        return counts
+    seen: set[int] = set()
+    out: list[Any] = []
+    for top, rc, c in counts:
+        if id(c) in seen or rc > (_FRESH[0] if top else _FRESH[1]) or _weakly(c):
+            if id(c) not in {id(o) for o in out}:
+                out.append(c)
+        seen.add(id(c))
+    return out
+
+
+def _as_reply(value: Any) -> list[Any]:
+    return _sharing(value, None, True)  # the same depth of calls as Server.reply -> _sharing
 
 
 def _fresh_counts() -> tuple[int, int]:
     value = [[0], {1: [2]}]
-    counts = _refcounts(value)  # one call less than aliased(value) -> _refcounts(value)
-    return counts[0][2] + 1, max(rc for top, _, rc in counts if not top)
+    counts = _as_reply(value)  # as Server.run holds its ``value`` and calls reply(value)
+    return counts[0][1], max(rc for top, rc, _ in counts if not top)
+
+
+def _weakly(x: Any) -> bool:
+    """Does anything hold a weak reference to ``x`` (a set or a deque can have them)? Then the
+    program may reach it again, whatever its reference count says."""
+    return weakref.getweakrefcount(x) > 0
+
+
+def _count_entry(entry: list[Any]) -> int:
+    return sys.getrefcount(entry[0])
+
+
+_ALONE = _count_entry([[], None])  # an object held by its registry entry alone
+
+
+def _alone(entry: list[Any]) -> bool:
+    return _count_entry(entry) <= _ALONE and not _weakly(entry[0])
+
+
+def _ident(x: Any) -> list[Any]:
+    return ["?", id(x)]
+
+
+def _snapshot(x: Any) -> Any:
+    """``x``'s whole content now (nested objects included), to compare with a later one."""
+    try:
+        return wire.encode(x, _ident)
+    except (ValueError, RecursionError):
+        return ["?", id(x)]
 
 
 _FRESH: tuple[int, int] | None = None
@@ -324,23 +456,14 @@ _FRESH = _fresh_counts()
 
 
 def describe(exc: BaseException) -> list[Any]:
-    """An exception as ``["exc", names, message, args]``: the builtin classes of its MRO (the
-    test child raises the first one it knows), ``str(exc)`` cut to 2,000 characters, and its
-    arguments when they are plain data (else None)."""
-    try:
-        names = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
-        names = [n for n in names if type(n) is str][:8]
-    except BaseException:  # noqa: BLE001
-        names = ["Exception"]
-    try:
-        text = str.__str__(str(exc))[:2000] if not isinstance(exc, StopIteration) else ""
-    except BaseException:  # noqa: BLE001
-        text = ""
-    try:  # its arguments, when they are plain data (KeyError('a').args[0] is 'a', not "'a'")
-        args: Any = [wire.encode(a, _not_plain) for a in tuple.__iter__(exc.args)][:16]
-    except BaseException:  # noqa: BLE001
-        args = None
-    return ["exc", names, text, args]
+    """An exception as the claim the test child checks (``claims.claim``): its MRO by builtin
+    identity, ``str`` and ``repr`` as the program computes them, and its arguments when they
+    are plain data."""
+    return claims.claim(exc, _plain)
+
+
+def _plain(x: Any) -> Any:
+    return wire.encode(x, _not_plain)
 
 
 def _not_plain(_: Any) -> list[Any]:

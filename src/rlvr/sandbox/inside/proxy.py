@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import wire
+from . import claims, wire
 
 MAX_ANSWER = 64 << 20  # bytes of one answer from the candidate child
 _CALLABLE_TYPES = (
@@ -75,6 +75,14 @@ class Link:
         self.handles: dict[int, Handle] = {}
         self.callables: list[Any] = []
         self.call_args: dict[Any, Any] | None = None  # during a call: position -> the test's object
+        claims.SIDE = claims.Refuse(self.refuse, self.gone, lambda: self.quiet, Quiet)
+        # Objects the program still holds, as the test holds them: identity number -> [object,
+        # snapshot]; sent back as ["S", k, ...] (wire.SHARED), so the program gets its own back.
+        self.shared: dict[int, list[Any]] = {}
+        self.shared_ids: dict[int, int] = wire.SHARED
+        self.released: set[int] = set()  # numbers the program let go of (never reused)
+        self.once: dict[int, Any] = {}  # a released number's copy, within the answer that carries it
+        wire.NANS = wire.Nans(-1)
 
     def gone(self, why: str) -> NoReturn:
         """The candidate ended or broke the protocol: the sample ends here, whatever the test does."""
@@ -87,6 +95,14 @@ class Link:
     def ref(self, tag: str, n: Any, kind: Any = "o", tname: str = "object") -> Any:
         if tag == "A":
             return self.resolve(n, kind)
+        if tag == "S":  # kind: the thunk that decodes the object's content
+            if n in self.shared:
+                return self.shared[n][0]  # the same object of the program: the same object here
+            if n in self.released:  # released before this answer arrived: one object within it
+                if n not in self.once:
+                    self.once[n] = kind()
+                return self.once[n]
+            return self.keep(n, kind())
         if tag == "x":
             if not 0 <= n < len(self.callables):
                 raise wire.WireError("an unknown callable")
@@ -121,6 +137,39 @@ class Link:
                 raise wire.WireError("a reference to a place not in the arguments")
         return x
 
+    def keep(self, k: Any, obj: Any) -> Any:
+        """Hold ``obj`` as the test's side of the program's shared object ``k`` (its snapshot is
+        taken once the answer is settled: ``settle``)."""
+        if type(k) is not int or k < 0 or len(self.shared) > 1_000_000:
+            raise wire.WireError("a malformed identity number")
+        if isinstance(obj, _SHAREABLE):
+            self.shared[k] = [obj, None]
+            self.shared_ids[id(obj)] = k
+        return obj
+
+    def settle(self) -> None:
+        self.once.clear()
+        for entry in self.shared.values():
+            if entry[1] is None:
+                entry[1] = snapshot(entry[0])
+
+    def release(self, msg: list[Any]) -> None:
+        """The program no longer holds these shared objects: the test's copies are its own."""
+        if len(msg) != 2 or type(msg[1]) is not list or not all(type(k) is int for k in msg[1]):
+            raise wire.WireError("a malformed release")
+        for k in msg[1]:
+            self.released.add(k)
+            entry = self.shared.pop(k, None)
+            if entry is not None and self.shared_ids.get(id(entry[0])) == k:
+                del self.shared_ids[id(entry[0])]
+
+    def check_shared(self) -> None:
+        """Refuse the sample when the test changed an object the program still holds (the program
+        would read its stale copy; in CPython it is one object)."""
+        for obj, snap in self.shared.values():
+            if snap is not None and snapshot(obj) != snap:
+                self.refuse(f"the test changed a {type(obj).__name__} the program still holds (it holds a copy)")
+
     def other(self, obj: Any) -> list[Any]:
         """How an object of the test's own travels when it is not plain data: a handle goes back
         as itself; a callable stays here and can only be called (``["x", n]``); anything else is
@@ -140,6 +189,8 @@ class Link:
         test's callables meanwhile."""
         if self.quiet:
             raise Quiet
+        if self.shared:
+            self.check_shared()
         try:
             wire.send(self.wfd, msg)
             while True:
@@ -148,6 +199,9 @@ class Link:
                     self.gone("the candidate's process ended")
                 if type(ans) is not list or not ans or type(ans[0]) is not str:
                     raise wire.WireError("a malformed answer")
+                if ans[0] == "rel":
+                    self.release(ans)
+                    continue
                 if ans[0] != "cb":
                     return ans
                 self.call_back(ans)
@@ -166,6 +220,8 @@ class Link:
             reply: list[Any] = ["ret", self.enc(fn(*args, **kwargs))]
         except Exception as exc:  # noqa: BLE001 - the test's callable raised: the candidate sees it
             reply = ["raise", type(exc).__name__ if hasattr(builtins, type(exc).__name__) else "Exception", str(exc)]
+        if self.shared:
+            self.check_shared()
         wire.send(self.wfd, reply)
 
     def dec(self, x: Any) -> Any:
@@ -184,6 +240,7 @@ class Link:
                 return self._answer(ans, args)
             finally:
                 self.call_args = None
+                self.settle()
         except wire.WireLimit as exc:
             self.refuse(f"an answer beyond the wire's limits ({exc})")
         except wire.WireError as exc:
@@ -196,6 +253,10 @@ class Link:
             # Decode every write-back and the result before changing anything: references
             # (["A", ...]) name places in the arguments as they were passed.
             news = [(pos, self.dec(new)) for pos, new in ans[-1].get("wb", []) if type(pos) in (int, str)]
+            for item in ans[-1].get("keep", []):  # arguments the program still holds
+                if type(item) is not list or len(item) < 2:
+                    raise wire.WireError("a malformed kept argument")
+                self.keep(item[0], self.resolve(item[1], item[2:]))
             value = self.dec(ans[1]) if ans[0] == "ok" and len(ans) >= 2 else None
             for pos, new in news:
                 if pos in args:
@@ -208,25 +269,29 @@ class Link:
             raise StopIteration
         if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
             self.refuse(ans[1])
-        if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+        if ans[0] == "exc":
             raise self.rebuild(ans)
         self.gone("the candidate's process sent a malformed answer")
 
     def rebuild(self, ans: list[Any]) -> BaseException:
-        """The candidate's exception ``["exc", names, text, args]`` as the first builtin class of
-        its MRO, built from its arguments when they are plain data (``KeyError('a').args[0]`` is
-        ``'a'``), else from its message."""
-        args = ans[3] if len(ans) >= 4 and type(ans[3]) is list else None
-        for n in ans[1]:
-            cls = getattr(builtins, n, None) if type(n) is str else None
-            if isinstance(cls, type) and issubclass(cls, BaseException):
-                try:
-                    if args is not None:
-                        return cls(*[self.dec(a) for a in args])
-                    return cls(ans[2]) if ans[2] else cls()
-                except Exception:  # noqa: BLE001 - a class that wants other arguments
-                    continue
-        return Exception(ans[2])
+        """The candidate's exception claim as the exception the test sees (``claims.rebuild``:
+        the real builtin class only where that is exact, else an opaque stand-in)."""
+        return claims.rebuild(ans[:8], self.dec)
+
+
+_SHAREABLE = (list, dict, set, bytearray, collections.deque)
+
+
+def _ident(x: Any) -> list[Any]:
+    return ["?", id(x)]
+
+
+def snapshot(x: Any) -> Any:
+    """``x``'s whole content now, to compare with a later snapshot."""
+    try:
+        return wire.encode(x, _ident)
+    except (ValueError, RecursionError):
+        return ["?", id(x)]
 
 
 LINK: Link | None = None
@@ -376,6 +441,12 @@ class Handle:
 
     def __float__(self) -> float:
         return _ask(self, "float")
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return _op(self, "isinstance", obj, self)  # type: ignore[no-any-return]
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return _op(self, "issubclass", cls, self)  # type: ignore[no-any-return]
 
     def __neg__(self) -> Any:
         return _op(self, "neg", self)

@@ -32,7 +32,7 @@ from importlib.util import MAGIC_NUMBER
 from types import CodeType
 from typing import Any, NoReturn
 
-from . import proxy, wire
+from . import claims, proxy, wire
 from .proxy import Handle, Link
 from .tolerance import numbers_close
 
@@ -80,6 +80,8 @@ class Reporter:
         self, at: list[int], ok: bool, got: Any = None, want: Any = None, exc: BaseException | None = None
     ) -> None:
         key = (at[0], at[1])
+        if proxy.LINK is not None and proxy.LINK.shared:
+            proxy.LINK.check_shared()  # a verdict on a stale copy would not be CPython's
         if ok:
             if key not in self.ok and key not in self.bad:
                 self.ok.add(key)
@@ -210,6 +212,19 @@ class Instrument(ast.NodeTransformer):
         return out
 
 
+class TypeCalls(ast.NodeTransformer):
+    """``type(x)`` -> ``_rlvr_type(x)`` (``claims.exact_type``): refused for an exception that
+    stands in for a builtin class it could not be rebuilt as exactly. Applied only where the
+    test file never binds ``type`` itself."""
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "type" and len(node.args) == 1 and not node.keywords:
+            return ast.copy_location(_call("_rlvr_type", node.args), node)
+        return node
+
+
 class Tolerant(ast.NodeTransformer):
     """With a float tolerance, every ``a == b`` / ``a != b`` inside an assert uses ``close``."""
 
@@ -298,7 +313,7 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
             continue  # left unbound: the test raises NameError
     ask = sorted(wanted - imports.keys())
     ans = link.ask(["load", code, ask])
-    if ans[0] == "exc" and len(ans) >= 3 and type(ans[1]) is list and type(ans[2]) is str:
+    if ans[0] == "exc":
         end_now({"end": "raised", "exc": "the program raised " + describe_exc(link.rebuild(ans))})
     if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
         link.refuse(ans[1])
@@ -335,6 +350,8 @@ def prepare(tests: str, helpers: str, entry: str | None, tolerant: bool) -> tupl
     tree = ast.parse(tests, "<tests>")
     htree = ast.parse(helpers or "", "<prompt>")
     wanted = free_names(tree, htree) | ({entry} if entry else set())
+    if "type" in wanted:
+        tree = TypeCalls().visit(tree)
     tree = ast.fix_missing_locations(Instrument(tolerant).visit(tree))
     return compile(tree, "<tests>", "exec"), compile(htree, "<prompt>", "exec"), wanted
 
@@ -361,6 +378,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         "_rlvr_truth": _rlvr_truth,
         "_rlvr_raised": _rlvr_raised,
         "_rlvr_eq": _rlvr_eq,
+        "_rlvr_type": claims.exact_type,
     }
     try:
         bind(link, job["code"], wanted, ns, entry)
@@ -370,7 +388,9 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         if job.get("check"):
             ns["check"](ns[job["entry"]])
     except BaseException as exc:  # noqa: BLE001 - the test did not complete: it did not pass
+        link.check_shared()
         return {"end": "raised", "exc": describe_exc(exc)}
+    link.check_shared()
     return {"end": "passed"}
 
 

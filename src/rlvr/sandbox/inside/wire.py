@@ -7,14 +7,19 @@ Scalars travel as JSON scalars (``int`` within 63 bits, ``float`` including NaN 
 ambiguous: ``["l", ...]`` list, ``["t", ...]`` tuple, ``["s"|"f", ...]`` set / frozenset,
 ``["d", k, v, ...]`` dict, ``["b"|"B", hex]`` bytes / bytearray, ``["c", re, im]`` complex,
 ``["i", hex]`` a big int, ``["C"|"O", k, v, ...]`` Counter / OrderedDict, ``["D", factory, k, v,
-...]`` defaultdict (factory: a builtin type's name or None), ``["q", maxlen, ...]`` deque,
+...]`` defaultdict (factory: a name in ``FACTORIES``, None, or any other value: a handle or a
+callable of the test), ``["q", maxlen, ...]`` deque,
 ``["n", name, [fields], ...]`` a named tuple, ``["F", num, den]`` Fraction, ``["M", text]``
 Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``["h", n, kind,
 type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
 iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
-n]`` a callable that stays in the test child. Only exact types are plain data: a subclass of a
-builtin (its methods could answer anything) and a named tuple class with methods of its own are
-not.
+n]`` a callable that stays in the test child, ``["N", k, bits]`` a NaN by identity
+(``Nans``), ``["W", base, [name, qualname, module], value]`` a subclass of an immutable
+builtin that adds nothing (``plain_subclass``), ``["S", k, value]`` a mutable object the
+program still holds (identity number ``k``: the same object answered twice is the same object
+in the test; see ``child.Server.reply``). Only exact types are plain data, and those plain
+subclasses: any other subclass of a builtin (its methods could answer anything) and a named
+tuple class with methods of its own are not.
 
 ``decode`` is strict and bounded: it is what the test child applies to everything the candidate
 child sends (see ``MAX_ITEMS``, ``MAX_DEPTH``, ``MAX_INT_HEX``); a malformed or oversized value
@@ -29,6 +34,7 @@ import collections
 import decimal
 import fractions
 import json
+import math
 import os
 import struct
 from collections.abc import Callable
@@ -38,7 +44,7 @@ MAX_ITEMS = 32_000_000  # values in one answer (a 64 MiB frame holds fewer)
 MAX_DEPTH = 200
 MAX_INT_HEX = 16_000_000  # hex digits of one integer (64M bits; base 16 converts in linear time)
 BIG = 1 << 63
-FACTORIES: dict[str, Any] = {
+FACTORIES: dict[str, Any] = {  # a defaultdict's factory by name; any other travels as a value
     "int": int,
     "float": float,
     "str": str,
@@ -47,6 +53,10 @@ FACTORIES: dict[str, Any] = {
     "set": set,
     "tuple": tuple,
     "bool": bool,
+    "Counter": collections.Counter,
+    "OrderedDict": collections.OrderedDict,
+    "deque": collections.deque,
+    "defaultdict": collections.defaultdict,
 }
 _NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], Any] = {}
 _MAPPINGS = {"d": dict, "C": collections.Counter, "O": collections.OrderedDict}
@@ -63,6 +73,7 @@ class WireLimit(WireError):
 
 
 ALIASES: dict[int, list[Any]] = {}  # set by the candidate around a call's answer (see child.Server.call)
+SHARED: dict[int, int] = {}  # id -> identity number of a shared object, set around an answer (child.Server.reply)
 _ALIASABLE = (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict)
 
 
@@ -73,9 +84,17 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     t = type(x)
     if ALIASES and depth and t in _ALIASABLE and id(x) in ALIASES:
         return ["A", *ALIASES[id(x)]]
+    if SHARED and t in _ALIASABLE and id(x) in SHARED:
+        return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+    return _body(x, t, other, depth)
+
+
+def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any:
     if t is int:
         return x if -BIG < x < BIG else ["i", format(x, "x")]
-    if t is str or t is float or t is bool or x is None:
+    if t is float:
+        return x if x == x or NANS is None else NANS.out(x)
+    if t is str or t is bool or x is None:
         return x
     if depth > MAX_DEPTH:
         raise WireLimit(f"nested more than {MAX_DEPTH} deep")
@@ -91,26 +110,33 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     if t is bytes or t is bytearray:
         return ["b" if t is bytes else "B", x.hex()]
     if t is complex:
-        return ["c", x.real, x.imag]
+        # A NaN part makes it unequal to itself: only identity makes [c] == [c], and a copy has
+        # none (``Nans`` covers floats only), so such a value is not plain data.
+        return ["c", x.real, x.imag] if x == x else other(x)
     if t is collections.Counter or t is collections.OrderedDict:
         return _pairs("C" if t is collections.Counter else "O", x, other, d)
     if t is collections.defaultdict:
         f = x.default_factory
         name = next((k for k, v in FACTORIES.items() if v is f), None)
-        return ["D", name, *_pairs("d", x, other, d)[1:]]
+        # Any other factory (a lambda) travels as a value: a handle the test can call, so a
+        # missing key is filled by the program's own factory, as in CPython.
+        return ["D", name if name is not None or f is None else encode(f, other, d), *_pairs("d", x, other, d)[1:]]
     if t is collections.deque:
         return ["q", x.maxlen, *[encode(v, other, d) for v in x]]
     if t is fractions.Fraction:
         return ["F", encode(x.numerator, other), encode(x.denominator, other)]
     if t is decimal.Decimal:
-        return ["M", str(x)]
+        return ["M", str(x)] if not x.is_nan() else other(x)  # as a NaN complex
     if t is range:
         return ["r", encode(x.start, other), encode(x.stop, other), encode(x.step, other)]
     if t is type and BUILTIN_TYPES.get(getattr(x, "__name__", "")) is x:
         return ["T", getattr(x, "__name__", "")]  # a builtin class is the same class in every process
     if isinstance(x, tuple) and plain_namedtuple(t):
-        fields = [str(f) for f in t._fields]
+        fields = [str(f) for f in getattr(t, "_fields", ())]
         return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
+    base = plain_subclass(t) if SUBCLASSES else None
+    if base is not None and _no_state(x) and (base is not float or x == x):
+        return ["W", base.__name__, _names(t), encode(base(x), other, d)]
     # Anything else, a subclass of a builtin included (an IntEnum, a class MyList(list) whose
     # __eq__ may say anything), is not plain data: ``other`` decides (a handle, or a refusal).
     return other(x)
@@ -153,12 +179,127 @@ def plain_namedtuple(t: type) -> bool:
     return known
 
 
+# A subclass of one of these that adds nothing (``class Score(int): pass``) crosses as a value of
+# the same-named plain subclass, rebuilt in the test child: ``==``, arithmetic, ``repr``,
+# ``isinstance(x, int)``, ``type(x).__name__`` and ``type(x) is int`` (False) all stay CPython's.
+SUBCLASS_BASES: dict[str, type] = {c.__name__: c for c in (int, float, complex, str, bytes, tuple, frozenset)}
+SUBCLASSES = False  # set by the candidate child only: the test child's rebuilt classes never go back
+_HARMLESS = frozenset(
+    (
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__orig_bases__",
+        "__firstlineno__",
+        "__static_attributes__",
+    )
+)
+_PLAIN_SUB: dict[type, type | None] = {}
+_TYPE_NAMES = (type.__dict__["__name__"], type.__dict__["__qualname__"], type.__dict__["__module__"])
+
+
+def plain_subclass(t: type) -> type | None:
+    """The builtin base of ``t`` when ``t`` is a subclass of one of ``SUBCLASS_BASES`` that
+    defines nothing (no method, attribute, slot or metaclass of its own in any class between
+    them), else None."""
+    if t in _PLAIN_SUB:
+        return _PLAIN_SUB[t]
+    base = None
+    if type(t) is type:
+        mro = type.__dict__["__mro__"].__get__(t)
+        builtin = [c for c in mro if BUILTIN_TYPES.get(type.__dict__["__name__"].__get__(c)) is c]
+        first = builtin[0] if builtin else None
+        if (
+            first is not None
+            and SUBCLASS_BASES.get(first.__name__) is first
+            and builtin == list(first.__mro__)
+            and all(set(vars(c)) <= _HARMLESS or c in builtin for c in mro)
+            and all(not type.__dict__["__dict__"].__get__(c).get("__slots__") for c in mro if c not in builtin)
+        ):
+            base = first
+    if len(_PLAIN_SUB) < 1024:
+        _PLAIN_SUB[t] = base
+    return base
+
+
+def _no_state(x: Any) -> bool:
+    try:
+        return not object.__getattribute__(x, "__dict__")
+    except AttributeError:
+        return True  # no __dict__ at all (__slots__ = ())
+
+
+def _names(t: type) -> list[str]:
+    return [str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES]
+
+
+_REBUILT: dict[tuple[str, str, str, str], type] = {}
+
+
+def _subclass(base: str, names: Any) -> type:
+    if type(names) is not list or len(names) != 3 or not all(type(n) is str and len(n) <= 200 for n in names):
+        raise WireError("a malformed subclass")
+    key = (base, names[0], names[1], names[2])
+    cls = _REBUILT.get(key)
+    if cls is None:
+        cls = type(names[0], (SUBCLASS_BASES[base],), {"__module__": names[2], "__qualname__": names[1]})
+        if len(_REBUILT) < 256:
+            _REBUILT[key] = cls
+    return cls
+
+
 def _pairs(tag: str, x: Any, other: Callable[[Any], list[Any]], d: int) -> list[Any]:
     out: list[Any] = [tag]
     for k, v in dict.items(x):
         out.append(encode(k, other, d))
         out.append(encode(v, other, d))
     return out
+
+
+class Nans:
+    """NaN floats by identity. ``nan == nan`` is False, but a container compares an item with
+    itself by identity first (``[math.nan] == [math.nan]`` is True in CPython, ``[float('nan')]
+    == [math.nan]`` False), so a NaN travels as ``["N", k, bits]``: the same object on one side
+    is the same object on the other, ``k = 0`` is each side's ``math.nan`` (one object in
+    CPython, where the program and the test share the module), and its sign and payload cross
+    exactly. ``step``: +1 numbers the candidate's own NaNs, -1 the test child's."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.objs: dict[int, float] = {0: math.nan}
+        self.ids: dict[int, int] = {id(math.nan): 0}
+
+    def out(self, x: float) -> list[Any]:
+        k = self.ids.get(id(x))
+        if k is None or self.objs.get(k) is not x:
+            k = self.step * len(self.objs)
+            self.objs[k], self.ids[id(x)] = x, k  # kept alive: its id is never reused
+        return ["N", k, struct.pack(">d", x).hex()]
+
+    def into(self, k: int, bits: str) -> float:
+        x = self.objs.get(k)
+        if x is None:
+            if len(self.objs) > MAX_ITEMS:
+                raise WireLimit("too many NaN objects")
+            x = _nan(bits)
+            self.objs[k], self.ids[id(x)] = x, k
+        return x
+
+
+def _nan(bits: str) -> float:
+    try:
+        x: float = struct.unpack(">d", bytes.fromhex(bits))[0]
+    except ValueError:
+        raise WireError("a malformed NaN") from None
+    if x == x:
+        raise WireError("a malformed NaN")
+    return x
+
+
+NANS: Nans | None = None  # set by each child (child.Server, proxy.Link); None in the trainer
 
 
 def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, depth: int = 0) -> Any:
@@ -182,9 +323,15 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
     if tag in _MAPPINGS or tag == "D":
         if tag == "D":
             name = x[1] if len(x) > 1 else None
-            if name is not None and name not in FACTORIES:
+            if type(name) is list:
+                factory = decode(name, ref, b, d)
+                if not callable(factory):
+                    raise WireError("a malformed defaultdict")
+            elif name is not None and name not in FACTORIES:
                 raise WireError("a malformed defaultdict")
-            out: Any = collections.defaultdict(FACTORIES.get(name) if name else None)
+            else:
+                factory = FACTORIES.get(name) if name else None
+            out: Any = collections.defaultdict(factory)
             rest = x[2:]
         else:
             out = _MAPPINGS[tag]()
@@ -196,6 +343,15 @@ def decode(x: Any, ref: Callable[..., Any], budget: list[int] | None = None, dep
         return out
     if tag == "x" and len(x) == 2 and type(x[1]) is int:
         return ref(tag, x[1])
+    if tag == "N" and len(x) == 3 and type(x[1]) is int and type(x[2]) is str and len(x[2]) == 16:
+        return NANS.into(x[1], x[2]) if NANS is not None else _nan(x[2])
+    if tag == "W" and len(x) == 4 and x[1] in SUBCLASS_BASES:
+        value = decode(x[3], ref, b, d)
+        if type(value) is not SUBCLASS_BASES[x[1]]:
+            raise WireError("a malformed subclass value")
+        return _subclass(x[1], x[2])(value)
+    if tag == "S" and len(x) == 3 and type(x[1]) is int:  # an object the program still holds
+        return ref("S", x[1], lambda: decode(x[2], ref, b, d))
     if tag == "h" and len(x) == 4 and type(x[1]) is int and x[2] in ("f", "i", "c", "o") and type(x[3]) is str:
         return ref(tag, x[1], x[2], x[3])
     if tag == "h" and len(x) == 2 and type(x[1]) is int:  # a handle the test child sent back

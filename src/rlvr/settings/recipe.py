@@ -1,29 +1,22 @@
 """The reference recipe as explicit ``GRPOConfig`` values, the variant overlays, rlvr's own run
-settings (stop rules, dynamic sampling), and the one resolver that layers them: ``resolve``.
+settings (stop rules, dynamic sampling) and the inputs of the check (``Target``, ``ModelFacts``).
+
+Every default a run's settings have is written here, once: a module that needs one reads the
+resolved settings (``rlvr.settings.resolve``), never a restated literal (``tests/test_structure.py``
+refuses a recipe key read with a fallback outside this package).
 
 TRL's defaults have moved between versions (``loss_type`` was sequence-mean GRPO, then "bnpo",
 then "dapo"; ``beta`` went from 0.04 to 0.0; ``vllm_mode`` from "server" to "colocate"), so every
-resolved config states every value that matters. Order of precedence (last wins): recipe <
-hardware (bf16, vLLM mode) < the variant overlay < the task (its generation settings, seed and
-``grpo:`` overrides) < whatever the caller stacks on top (``rlvr train``: a config file, then
-``--set``, then its own flags; ``rlvr plan``: its flags, then the memory fit). ``merge`` is the one
-place a value is taken from a layer: every value keeps the name of the layer it came from, which
-``rlvr plan`` prints.
-
-``Target`` (the hardware a config will run on) and ``ModelFacts`` (what validation needs to know
-about the model) are the inputs of ``rlvr.plan.validate``, which checks a resolved config;
-``rlvr.plan.runconfig`` reads and writes config files.
+resolved config states every value that matters.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from ..errors import ConfigError, Problem
 
 # Plain GRPO, the starting point of every task. A variant (DAPO, Dr. GRPO, GSPO) is applied only
 # when `rlvr doctor` has seen its symptom -- or, for GSPO, when the model is a mixture of experts.
@@ -100,7 +93,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # length bias (set beta: 0 in the task to follow the paper exactly).
     "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"},
     # GSPO (arXiv 2507.18071): sequence-level ratio with the paper's clip range. steps_per_generation
-    # is set to 4 x gradient_accumulation_steps in `resolve` (TRL's docs): when training is fully
+    # is set to 4 x gradient_accumulation_steps in `rlvr.settings.layers.resolve` (TRL's docs): when training is fully
     # on-policy the ratio is 1 and the sequence level changes nothing.
     "gspo": {
         "importance_sampling_level": "sequence",
@@ -183,7 +176,7 @@ SECTION_EXAMPLES = {
     "dynamic": "e.g. dynamic: {mode: filter, visits: 2, recheck_after: 100}",
 }
 # Keys of a task's grpo: section that are not GRPOConfig values.
-TASK_OWN_KEYS = ("reward_weights", "justify", "stop", "dynamic")
+TASK_OWN_KEYS = ("reward_weights", "justify", "stop", "dynamic", "tripwire")  # tripwire: rlvr.train.tripwire
 
 
 @dataclass(frozen=True)
@@ -242,159 +235,6 @@ def _has_vllm() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One source of settings: GRPOConfig values, rlvr's own ``stop`` and ``dynamic`` sections (each
-    a mapping; None: not set here) and written justifications. ``where`` begins the name a bad stop
-    or dynamic value is reported under (``grpo.`` in a task file: ``grpo.stop.masked_rate``;
-    ``plan.yaml: `` in a config file)."""
-
-    name: str  # where the values came from, as rlvr plan prints it: recipe, task, --set, ...
-    grpo: Mapping[str, Any] = field(default_factory=dict)
-    stop: Any = None
-    dynamic: Any = None
-    where: str = ""
-    justify: Any = None  # key -> the written reason for crossing the recipe's floor (a mapping)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Every value a run uses, resolved, and the layer each came from."""
-
-    grpo: dict[str, Any]  # the GRPOConfig values
-    stop: StopRules
-    dynamic: DynamicSampling
-    justified: dict[str, str]  # key -> the written reason for crossing the recipe's floor
-    variant: str  # the variant the values amount to (variant_of)
-    origin: Mapping[str, str]  # learning_rate, stop.masked_rate, dynamic.mode, ... -> the layer's name
-    layers: tuple[Layer, ...]  # lowest first
-
-    def over(self, *layers: Layer) -> Settings:
-        """These settings with ``layers`` on top (a later stage's values: a flag, a memory fit)."""
-        return merge((*self.layers, *layers))
-
-    def values(self) -> dict[str, Any]:
-        """Every value under the name ``origin`` gives it."""
-        own = {f"{name}.{k}": v for name in ("stop", "dynamic") for k, v in getattr(self, name).to_json().items()}
-        return {**self.grpo, **own}
-
-
-def resolve(
-    task_grpo: Mapping[str, Any],
-    *,
-    generation: Mapping[str, Any],
-    hw: Mapping[str, Any],
-    seed: int | None = None,
-    variant: str | None = None,
-    below: Sequence[Layer] = (),
-    above: Sequence[Layer] = (),
-) -> Settings:
-    """The settings of a run of a task: ``below`` (defaults a caller keeps under everything) <
-    recipe < hardware (bf16, vLLM mode) < the variant overlay < the task (``generation``, ``seed``
-    and the ``grpo:`` section's values and ``justify:`` reasons) < ``above`` (a caller's layers,
-    lowest first). The task's ``reward_weights`` is not a value here: the task's terms carry it."""
-    if variant is not None and variant not in VARIANTS:
-        raise ConfigError(Problem("variant", f"unknown variant {variant!r}", f"one of {', '.join(VARIANTS)}"))
-    machine: dict[str, Any] = {"bf16": bool(hw.get("bf16")), "use_cpu": not hw.get("gpus")}
-    if hw.get("gpus") and hw.get("vllm"):
-        machine |= {"use_vllm": True, "vllm_mode": "colocate" if hw["gpus"] == 1 else "server"}
-    own = {k: v for k, v in task_grpo.items() if k not in TASK_OWN_KEYS}
-    task = {k: generation[k] for k in ("temperature", "top_p", "max_completion_length") if k in generation}
-    task |= ({"seed": seed} if seed is not None else {}) | own
-    overlay = dict(VARIANTS[variant or "grpo"])
-    if variant == "gspo" and not {"steps_per_generation", "generation_batch_size"} & own.keys():
-        overlay["steps_per_generation"] = 4 * int(
-            own.get("gradient_accumulation_steps", RECIPE["gradient_accumulation_steps"])
-        )
-    return merge(
-        (
-            *below,
-            Layer("recipe", RECIPE),
-            Layer("hardware", machine),
-            Layer("variant", overlay),
-            Layer("task", task, task_grpo.get("stop"), task_grpo.get("dynamic"), "grpo.", task_grpo.get("justify")),
-            *above,
-        )
-    )
-
-
-def merge(layers: Sequence[Layer]) -> Settings:
-    """THE one place a value is taken from a layer: each is the last layer's that sets it, and
-    ``origin`` names that layer. Stop and dynamic values start from their defaults (the recipe's;
-    a variant's dynamic defaults, from the loss the merged values amount to, over them) and are
-    checked as each layer gives them: every problem at once, named by the layer's ``where``."""
-    grpo: dict[str, Any] = {}
-    origin: dict[str, str] = {}
-    justified: dict[str, str] = {}
-    for layer in layers:
-        grpo.update(layer.grpo)
-        origin.update(dict.fromkeys(layer.grpo, layer.name))
-        if isinstance(layer.justify, Mapping):
-            justified.update({str(k): str(v) for k, v in layer.justify.items()})
-    variant = variant_of(grpo)
-    problems: list[Problem] = []
-    sections: dict[str, dict[str, Any]] = {}
-    for section, defaults in (("stop", STOP), ("dynamic", DYNAMIC)):
-        by_variant = VARIANT_DYNAMIC.get(variant, {}) if section == "dynamic" else {}
-        values = {**defaults, **by_variant}
-        origin.update({f"{section}.{k}": "variant" if k in by_variant else "recipe" for k in defaults})
-        for layer in layers:
-            given, at = getattr(layer, section), f"{layer.where}{section}"
-            if given is None:
-                continue
-            if not isinstance(given, Mapping):
-                problems.append(Problem(at, f"must be a mapping, got {given!r}", SECTION_EXAMPLES[section]))
-                continue
-            for key, value in given.items():
-                wrong = ("unknown key", f"one of {', '.join(defaults)}") if key not in defaults else _wrong(key, value)
-                if wrong:
-                    problems.append(Problem(f"{at}.{key}", *wrong))
-                    continue
-                default = defaults[key]
-                values[key] = value if default is None or value is None else type(default)(value)
-                origin[f"{section}.{key}"] = layer.name
-        sections[section] = values
-    if problems:
-        raise ConfigError(problems)
-    stop, dynamic = StopRules(**sections["stop"]), DynamicSampling(**sections["dynamic"])
-    return Settings(grpo, stop, dynamic, justified, variant, origin, tuple(layers))
-
-
-def _wrong(key: str, value: Any) -> tuple[str, str] | None:
-    """(what is wrong, how to fix it) for a stop or dynamic value, or None when it is allowed."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    count = number and isinstance(value, int)
-    if key in ("masked_steps", "zero_std_steps") and not (count and value >= 0):
-        return f"must be a whole number of logging steps (0 turns the rule off), got {value!r}", ""
-    if key in ("masked_rate", "zero_std") and not (number and 0 < value <= 1):
-        return f"must be a share in (0, 1], got {value!r}", ""
-    if key == "mode" and value not in MODES:
-        return (
-            f"{value!r} is not one of {', '.join(MODES)}",
-            "filter skips prompts whose recent groups were flat; resample drops flat groups and generates more; "
-            "off is plain GRPO",
-        )
-    if key == "short_batch" and value not in SHORT_BATCH:
-        return (
-            f"{value!r} is not one of {', '.join(SHORT_BATCH)}",
-            "kept: train on the kept groups only; best: fill the batch with the least flat dropped groups",
-        )
-    unset = key == "recheck_after" and value is None  # None: two epochs' worth (for_epoch)
-    if key in ("visits", "recheck_after", "max_rounds") and not (count and value >= 1 or unset):
-        return f"must be a whole number of at least 1, got {value!r}", ""
-    if key == "epsilon" and not (number and 0 <= value < math.inf):
-        return f"must be a non-negative number, got {value!r}", ""
-    return None
-
-
-def variant_of(cfg: Mapping[str, Any]) -> str:
-    """The variant a resolved config amounts to (by its loss, not by how it was written)."""
-    if cfg.get("importance_sampling_level") == "sequence":
-        return "gspo"
-    loss = cfg.get("loss_type", "grpo")
-    return loss if loss in VARIANTS else str(loss)
-
-
 def term_patch(variant: str, cfg: Mapping[str, Any], present: set[str]) -> list[dict[str, Any]]:
     """The reward terms ``variant`` adds that the task does not have yet (by verifier name),
     with options from the resolved config: DAPO's cache is a quarter of the budget (the paper's
@@ -403,6 +243,6 @@ def term_patch(variant: str, cfg: Mapping[str, Any], present: set[str]) -> list[
     for term in VARIANT_TERMS.get(variant, []):
         if term["verifier"] in present:
             continue
-        L = int(cfg.get("max_completion_length", 256))
+        L = int(cfg["max_completion_length"])
         out.append({**term, "options": {"max_completion_length": L, "cache": max(1, L // 4)}})
     return out

@@ -1,4 +1,4 @@
-"""One run config (rlvr.plan.runconfig): both forms read by one reader, each key with one spelling."""
+"""One run config (rlvr.settings.file): both forms read by one reader, each key with one spelling."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from rlvr.errors import ConfigError
-from rlvr.plan.runconfig import ConfigMeta, RunConfig, read_config, write_config
+from rlvr.settings.file import ConfigMeta, RunConfig, read_config, write_config
 
 
 def test_a_run_config_reads_back_what_it_wrote(tmp_path: Path) -> None:

@@ -11,11 +11,15 @@ vLLM mode against the GPU count, MoE without GSPO, group size below the recipe's
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from typing import Any
+import types
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, Problem
-from .recipe import ModelFacts, Target
+from .recipe import RECIPE, DynamicSampling, ModelFacts, Target
+
+if TYPE_CHECKING:
+    from .layers import Settings
 
 # The TRL versions this module was tested against (pyproject pins the same range).
 TESTED_TRL = ("1.16", "1.17")  # [low, high)
@@ -26,7 +30,7 @@ IS_LEVELS = ("token", "sequence")
 VLLM_MODES = ("colocate", "server")
 # The recipe's floor for the group size: the advantage is relative to the group mean, and fewer
 # samples make a noisy baseline. Going lower needs a justification stored in the config.
-MIN_GENERATIONS = 8
+MIN_GENERATIONS: int = RECIPE["num_generations"]
 
 
 def grpo_fields() -> dict[str, Any]:
@@ -36,6 +40,17 @@ def grpo_fields() -> dict[str, Any]:
     from trl import GRPOConfig
 
     return {f.name: f for f in dataclasses.fields(GRPOConfig)}
+
+
+def trl_default(key: str) -> Any:
+    """The installed TRL's default of GRPOConfig field ``key``: what TRL uses for a value a config
+    leaves out (read from TRL, never restated here; imports trl)."""
+    import dataclasses
+
+    found = grpo_fields()[key]
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    return found.default
 
 
 def sft_fields() -> set[str]:
@@ -153,26 +168,27 @@ def validate(
             ints[key] = value
 
     # Group size: TRL's hard minimum is 2; the recipe's floor is 8 unless justified.
-    g = ints.get("num_generations", 8)
+    g = ints.get("num_generations") or trl_default("num_generations")
     if "num_generations" in ints and g < 2:
         add(
             "num_generations",
             f"{g} leaves no group to compare against (GRPO needs at least 2 completions per prompt)",
-            "use 8 or more",
+            f"use {MIN_GENERATIONS} or more",
         )
     elif g < MIN_GENERATIONS and not justified.get("num_generations", "").strip():
         add(
             "num_generations",
             f"{g} is below the recipe's floor of {MIN_GENERATIONS}: the advantage is relative to the group mean, so a "
             "small group makes a noisy baseline",
-            "raise it to 8, or write the reason in the task: grpo: {justify: {num_generations: '...'}} (or rlvr plan "
-            "--justify num_generations='...'); it is stored in the config",
+            f"raise it to {MIN_GENERATIONS}, or write the reason in the task: "
+            "grpo: {justify: {num_generations: '...'}} (or rlvr plan --justify num_generations='...'); it is stored "
+            "in the config",
         )
 
     # Batch arithmetic, as TRL's GRPOConfig.__post_init__ does it, with the target's process count.
     procs = target.num_processes
-    bs = ints.get("per_device_train_batch_size", 8)
-    ga = ints.get("gradient_accumulation_steps", 1)
+    bs = ints.get("per_device_train_batch_size") or trl_default("per_device_train_batch_size")
+    ga = ints.get("gradient_accumulation_steps") or trl_default("gradient_accumulation_steps")
     global_batch = bs * procs
     if "generation_batch_size" in ints and "steps_per_generation" in ints:
         add(
@@ -201,7 +217,7 @@ def validate(
         )
     if str(cfg.get("eval_strategy", "no")) not in ("no", "IntervalStrategy.NO"):
         g_eval = ints.get("num_generations_eval", g)
-        eval_bs = ints.get("per_device_eval_batch_size", 8)
+        eval_bs = ints.get("per_device_eval_batch_size") or trl_default("per_device_eval_batch_size")
         if (eval_bs * procs) % g_eval:
             add(
                 "per_device_eval_batch_size",
@@ -290,7 +306,7 @@ def validate(
             )
 
     # The reference model.
-    beta = cfg.get("beta", 0.0)
+    beta = cfg["beta"] if "beta" in cfg else trl_default("beta")
     if isinstance(beta, (int, float)) and beta > 0 and peft == "none" and model is not None and not model.rebuildable:
         add(
             "beta",
@@ -317,7 +333,7 @@ def validate(
         spg = ints.get("steps_per_generation")
         if "generation_batch_size" in ints:
             spg = ints["generation_batch_size"] // max(global_batch, 1)
-        if (spg or ga) <= ga and ints.get("num_iterations", 1) == 1:
+        if (spg or ga) <= ga and (ints.get("num_iterations") or trl_default("num_iterations")) == 1:
             add(
                 "steps_per_generation",
                 "sequence-level importance ratios change nothing when training is fully on-policy "
@@ -332,3 +348,137 @@ def check(cfg: Mapping[str, Any], *, source: str = "config", **kwargs: Any) -> N
     problems = validate(cfg, **kwargs)
     if problems:
         raise ConfigError(problems, source=source)
+
+
+# The packages each logger of TRL's report_to needs (any one of them); a name not here is left to TRL.
+REPORT_TO_PACKAGES: dict[str, tuple[str, ...]] = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "trackio": ("trackio",),
+    "wandb": ("wandb",),
+    "mlflow": ("mlflow",),
+    "comet_ml": ("comet_ml",),
+    "clearml": ("clearml",),
+    "neptune": ("neptune",),
+    "swanlab": ("swanlab",),
+    "dvclive": ("dvclive",),
+    "codecarbon": ("codecarbon",),
+}
+
+
+def report_to_problems(report_to: str | list[str], flag: str = "--report-to") -> list[Problem]:
+    """A problem for each logger in ``report_to`` whose package is not installed (TRL would fail
+    with a traceback after the model has loaded), naming what to install."""
+    import importlib.util
+
+    names = report_to if isinstance(report_to, list) else [x.strip() for x in str(report_to).split(",")]
+    out = []
+    for name in names:
+        packages = REPORT_TO_PACKAGES.get(name)
+        if packages and not any(importlib.util.find_spec(p) for p in packages):
+            out.append(
+                Problem(
+                    f"{flag} {name}",
+                    f"the {name} logger needs the {packages[0]} package, which is not installed",
+                    f"pip install {packages[0]} (into this environment), or pass {flag} none",
+                )
+            )
+    return out
+
+
+def value_type_problems(cfg: Mapping[str, Any], config_class: type, *, prefix: str = "") -> list[Problem]:
+    """A problem for every value whose field in ``config_class`` (TRL's GRPOConfig or SFTConfig) is
+    a number or a flag and the value is not one (``--set learning_rate=fast``), found before any
+    weights load rather than as a traceback from the optimizer. Fields of other types are left to
+    TRL."""
+    import typing
+
+    try:
+        hints = typing.get_type_hints(config_class)
+    except Exception:  # noqa: BLE001 - a TRL whose hints do not resolve: nothing to check against
+        return []
+    out = []
+    for key, value in cfg.items():
+        hint = hints.get(key)
+        args = set(typing.get_args(hint)) if typing.get_origin(hint) in (typing.Union, types.UnionType) else {hint}
+        allow_none = type(None) in args
+        args.discard(type(None))
+        if value is None and allow_none or len(args) != 1:
+            continue
+        kind = args.pop()
+        if kind is bool:
+            ok, what, example = isinstance(value, bool), "true or false", "true"
+        elif kind is int:
+            ok, what, example = isinstance(value, int) and not isinstance(value, bool), "a whole number", "8"
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            what, example = "a number", "5e-7" if "rate" in key else "0.1"
+        else:
+            continue
+        if not ok:
+            out.append(
+                Problem(
+                    f"{prefix}{key}",
+                    f"{value!r} is not {what} ({config_class.__name__}.{key} is {kind.__name__})",
+                    f"e.g. {prefix}{key}={example}" if prefix.startswith("--") else f"e.g. {key}: {example}",
+                )
+            )
+    return out
+
+
+def check_batch(settings: DynamicSampling, cfg: Mapping[str, Any], processes: int) -> None:
+    """Resample joins whole groups per process: refused before the model loads when a process's
+    generation batch (per_device_train_batch_size x steps_per_generation, or generation_batch_size
+    / processes) is not a multiple of num_generations (TRL lets a group span two processes)."""
+    if settings.mode != "resample":
+        return
+    g = int(cfg["num_generations"])
+    if cfg.get("generation_batch_size"):
+        local = int(cfg["generation_batch_size"]) // max(processes, 1)
+    else:
+        local = int(cfg["per_device_train_batch_size"]) * int(
+            cfg.get("steps_per_generation") or cfg["gradient_accumulation_steps"]
+        )
+    if local % g:
+        raise ConfigError(
+            Problem(
+                "grpo.dynamic.mode",
+                f"resample needs whole groups on every process: {local} completions per process and generation is not "
+                f"a multiple of num_generations {g}",
+                f"make per_device_train_batch_size x steps_per_generation a multiple of {g}, or use mode: filter",
+            )
+        )
+
+
+def checked(
+    settings: Settings,
+    *,
+    target: Target,
+    model: ModelFacts,
+    source: str,
+    prompts: Callable[[], int],
+    peft: str = "none",
+) -> Settings:
+    """``settings`` checked for a run on ``target`` with ``model`` (every problem at once, named
+    under ``source``): the GRPOConfig values' types, ``validate``'s rules, dynamic sampling's whole
+    groups; returned with an unset dynamic re-check resolved to two epochs' worth of steps over
+    ``prompts()`` training prompts (``DynamicSampling.for_epoch``; called only then)."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    config = {k: v for k, v in settings.grpo.items() if k != "output_dir"}
+    wrong = value_type_problems(config, GRPOConfig)
+    if wrong:
+        raise ConfigError(wrong, source=source)
+    check(config, source=source, target=target, model=model, justified=settings.justified, peft=peft)
+    dynamic = settings.dynamic
+    if dynamic.mode == "filter":  # an unset re-check becomes two epochs' worth of steps
+        per_step = (
+            int(config["per_device_train_batch_size"])
+            * int(config["gradient_accumulation_steps"])
+            * target.num_processes
+            // int(config["num_generations"])
+        )
+        dynamic = dynamic.for_epoch(prompts(), per_step)
+    check_batch(dynamic, config, target.num_processes)
+    return dataclasses.replace(settings, dynamic=dynamic)

@@ -1,4 +1,4 @@
-"""A run's settings, layered once (``rlvr.plan.recipe.resolve`` and ``merge``): each value is the
+"""A run's settings, layered once (``rlvr.settings.resolve`` and ``merge``): each value is the
 one from the last layer that sets it and names that layer; rlvr's own stop and dynamic values are
 checked as each layer gives them, every problem at once, named where it was written."""
 
@@ -10,17 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rlvr import settings as rs
 from rlvr.errors import ConfigError
-from rlvr.plan import recipe
-from rlvr.plan.recipe import Layer, StopRules
+from rlvr.settings import Layer, Settings, StopRules, merge, recipe
+from support.tasks import task_values
 
 CPU = {"gpus": 0, "bf16": False}
 ONE_GPU = {"gpus": 1, "bf16": True, "vllm": True}
 FILE = "plan.yaml: "
 
 
-def resolve(grpo: dict[str, Any] | None = None, **kw: Any) -> recipe.Settings:
-    return recipe.resolve(grpo or {}, generation={}, hw=kw.pop("hw", CPU), **kw)
+def resolve(grpo: dict[str, Any] | None = None, **kw: Any) -> Settings:
+    return rs.resolve(task_values(grpo or {}), hw=kw.pop("hw", CPU), **kw)
 
 
 # -- precedence and provenance ------------------------------------------------------------------
@@ -36,7 +37,7 @@ PREFIXES = ("", "stop.", "dynamic.")
 
 @given(st.lists(layer_values, max_size=6))
 def test_each_value_comes_from_the_highest_layer_that_sets_it_and_names_it(layers: list[tuple]) -> None:
-    settings = recipe.merge([Layer(f"layer {i}", grpo, stop, dyn) for i, (grpo, stop, dyn) in enumerate(layers)])
+    settings = merge([Layer(f"layer {i}", grpo, stop, dyn) for i, (grpo, stop, dyn) in enumerate(layers)])
     values = settings.values()
     for section, (prefix, defaults) in enumerate(zip(PREFIXES, DEFAULTS, strict=True)):
         for key in GRPO_KEYS if not prefix else defaults:

@@ -20,7 +20,7 @@ Old spellings still read, never written: ``rlvr: {justifications: ...}`` (now ``
 patch once wrote the online filter; it is rlvr's option, not a GRPOConfig field: now
 ``rlvr: {dynamic: ...}``). A malformed file is refused with the file and the key named
 (``ConfigError``); the values of ``stop`` and ``dynamic`` are checked where every layer of a run
-is resolved (``rlvr.plan.recipe.merge``), which names the file too.
+is resolved (``rlvr.settings.layers.merge``), which names the file too.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from typing import Any
 
 from .. import yamlio
 from ..errors import ConfigError, Problem
-from .recipe import EXPLICIT_KEYS, variant_of
+from .layers import variant_of
+from .recipe import EXPLICIT_KEYS
 
 # Keys of the rlvr: section that RunConfig reads into its own fields; the rest is the record.
 OWN_KEYS = ("task", "model", "model_arg", "variant", "peft", "stop", "dynamic", "justification")

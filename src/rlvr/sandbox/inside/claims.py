@@ -1,0 +1,278 @@
+"""Exceptions across the boundary: what the candidate child says about an exception its program
+raised (``claim``), and what the test child builds from what it says (``rebuild``). In the inside
+package (standard library only, see its ``__init__``): both children import it.
+
+The rule: nothing the candidate reports about itself decides more than an honest program could
+achieve. Whatever ``claim`` computes runs in the candidate's process, which the program owns (it
+can patch this module, or write any bytes on the pipe), so the test child trusts none of it
+beyond what an honest program could have made it say:
+
+- The claim lists the exception's whole MRO, each class by its builtin name when it *is* that
+  builtin class (identity against a table taken before the program ran, never its
+  ``__name__`` or ``__module__``, which a class of the program may set to ``ValueError`` and
+  ``builtins``) and ``None`` otherwise. The test child checks it against a closed whitelist,
+  its own ``builtins``: a claim whose named classes are not builtin exception classes, or whose
+  MRO is all builtin names but is not exactly that builtin class's MRO, ends the sample (the
+  candidate broke the protocol).
+- **The real builtin class** reaches the test only when every class of the MRO is builtin, its
+  arguments are plain data, it carries no state beyond them (no ``__dict__``, notes, cause,
+  context, ``AttributeError.obj``) and the class rebuilt from them (``cls(*args, **kw)``) has
+  the claimed ``str`` and ``repr``. Then it is exact: any honest program raising that
+  exception gives the test the same object.
+- **Anything else** arrives as an *opaque* exception: an instance of a class built here whose
+  builtin bases are exactly the builtin classes of the claimed MRO (``class E(KeyError,
+  ValueError)`` is caught by ``except KeyError`` and ``except ValueError``, never narrowed to
+  one), named as the program's class. ``except``, ``isinstance`` and ``issubclass`` against a
+  builtin class answer as in CPython (the interpreter reads the bases at C level); ``str``,
+  ``repr`` and ``args`` are what the program's own ``__str__``, ``__repr__`` and ``args`` said
+  (refused where they raised or were not plain data); every other attribute, ``__class__``,
+  comparison, hashing and setting an attribute end the sample ``unsupported``, as does
+  ``type(e)`` in the test when the exception stands for an exact builtin class (CPython would
+  say ``type(e) is ValueError``; here the class is a stand-in).
+
+So a program that lies in its claim can at most make the test see an exception an honest
+program could have raised: a builtin exception with plain arguments, or a subclass of builtin
+exceptions with a name, a message and a repr of its choosing.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+MAX_TEXT = 1 << 20  # characters of a message or repr; a longer one is refused where it is read
+MAX_MRO = 64
+# Keyword-only attributes of builtin exceptions, set by the interpreter (``import x`` sets
+# ImportError.name; a failed attribute lookup sets AttributeError.name and .obj).
+KW_ATTRS = ("name", "path")
+_KW_CLASSES = (ImportError, NameError, AttributeError)
+# Taken when this module is imported, before any program runs in this process.
+_BUILTIN: dict[int, tuple[type, str]] = {id(v): (v, k) for k, v in vars(builtins).items() if isinstance(v, type)}
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_NAMES = (type.__dict__["__name__"], type.__dict__["__qualname__"], type.__dict__["__module__"])
+_EXC_DICT = BaseException.__dict__["__dict__"]
+_EXC_ARGS = BaseException.__dict__["args"]
+
+
+def builtin_name(c: Any) -> str | None:
+    """The name of ``c`` in ``builtins`` when ``c`` is that very class, else None."""
+    entry = _BUILTIN.get(id(c))
+    return entry[1] if entry is not None and entry[0] is c else None
+
+
+# -- the candidate's side ---------------------------------------------------------------------------
+def claim(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
+    """``["exc", mro, message, args, [name, qualname, module], repr, kw, extra]``: the honest
+    description of ``exc``. ``plain(x)`` encodes plain data and raises on anything else."""
+    t = type(exc)
+    try:
+        mro = [builtin_name(c) for c in _TYPE_MRO.__get__(t)][:MAX_MRO]
+    except BaseException:  # noqa: BLE001 - a class that breaks its MRO: nothing builtin about it
+        mro = [None, "BaseException", "object"]
+    whole = all(n is not None for n in mro)
+    try:
+        names = [str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES]
+    except BaseException:  # noqa: BLE001
+        names = ["Exception", "Exception", "builtins"]
+    try:  # through the class, as the test would read it (a property of the program's included)
+        raw = exc.args if not whole else _EXC_ARGS.__get__(exc)
+        args: Any = [plain(a) for a in tuple.__iter__(raw)] if isinstance(raw, tuple) else None
+    except BaseException:  # noqa: BLE001
+        args = None
+    kw: list[list[Any]] = []
+    extra = not whole
+    if whole:
+        try:
+            extra = bool(_EXC_DICT.__get__(exc)) or exc.__cause__ is not None or exc.__context__ is not None
+            if isinstance(exc, _KW_CLASSES):
+                for a in KW_ATTRS:
+                    v = getattr(exc, a, None)
+                    if v is not None:
+                        kw.append([a, str.__str__(v) if isinstance(v, str) else plain(v)])
+                extra = extra or getattr(exc, "obj", None) is not None
+        except BaseException:  # noqa: BLE001
+            extra = True
+    return ["exc", mro, _text(str, exc), args, names, _text(repr, exc), kw, extra]
+
+
+def _text(fn: Callable[[Any], str], exc: BaseException) -> str | None:
+    try:
+        s = str.__str__(fn(exc))
+    except BaseException:  # noqa: BLE001 - refused where the test reads it
+        return None
+    return s if len(s) <= MAX_TEXT else None
+
+
+# -- the test child's side --------------------------------------------------------------------------
+class Refuse:
+    """What ``rebuild`` needs of the test child: ``refuse(what)`` ends the sample
+    ``unsupported``, ``gone(why)`` ends it as the candidate's fault, ``quiet()`` says a failure
+    report is being made (then nothing is refused: ``Quiet`` is raised instead), ``dec(x)``
+    decodes a value."""
+
+    def __init__(
+        self,
+        refuse: Callable[[str], NoReturn],
+        gone: Callable[[str], NoReturn],
+        quiet: Callable[[], bool],
+        quiet_exc: type[Exception],
+    ) -> None:
+        self.refuse, self.gone, self.quiet, self.quiet_exc = refuse, gone, quiet, quiet_exc
+
+
+SIDE: Refuse | None = None  # set by the test child (proxy.Link)
+_EXC_NAMES = {n: c for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, BaseException)}
+_ALLOWED = frozenset({"with_traceback"})  # unittest's assertRaises calls it (it sets no state we read)
+_CLASS_ALLOWED = frozenset({"__name__", "__qualname__", "__module__"})
+
+
+def _stop(what: str) -> NoReturn:
+    side = SIDE
+    if side is None:
+        raise RuntimeError(what)
+    if side.quiet():
+        raise side.quiet_exc
+    side.refuse(what)
+
+
+class _OpaqueMeta(type):
+    def __getattribute__(cls, name: str) -> Any:
+        if name in _CLASS_ALLOWED or name.startswith("_rlvr"):
+            return type.__getattribute__(cls, name)
+        _stop(f"the test reads {name!r} of the program's exception class {type.__getattribute__(cls, '__name__')}")
+
+
+class _Opaque(metaclass=_OpaqueMeta):
+    """The mixin of every opaque exception class (see the module docstring)."""
+
+    __slots__ = ()
+    _rlvr_exact = False  # stands for an exact builtin class (then type(e) is refused)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _ALLOWED:
+            return BaseException.__getattribute__(self, name)  # type: ignore[arg-type]
+        if name == "args":
+            data = object.__getattribute__(self, "__dict__").get("_rlvr_args")
+            if data is not None:
+                return data
+        _stop(
+            f"the test reads {name!r} of an exception of the program ({_cls_name(self)}), which does not cross exactly"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _stop(f"the test sets {name!r} on an exception of the program ({_cls_name(self)})")
+
+    def __delattr__(self, name: str) -> None:
+        _stop(f"the test deletes {name!r} of an exception of the program ({_cls_name(self)})")
+
+    def __str__(self) -> str:
+        return _opaque_text(self, "_rlvr_str", "str")
+
+    def __repr__(self) -> str:
+        return _opaque_text(self, "_rlvr_repr", "repr")
+
+    def __eq__(self, other: object) -> bool:
+        _stop(f"the test compares an exception of the program ({_cls_name(self)})")
+
+    def __ne__(self, other: object) -> bool:
+        _stop(f"the test compares an exception of the program ({_cls_name(self)})")
+
+    def __hash__(self) -> int:
+        _stop(f"the test hashes an exception of the program ({_cls_name(self)})")
+
+
+def _opaque_text(exc: Any, key: str, what: str) -> str:
+    text = object.__getattribute__(exc, "__dict__").get(key)
+    if type(text) is not str:
+        _stop(f"the test asks {what}() of an exception of the program ({_cls_name(exc)}) that did not cross")
+    return text
+
+
+def _cls_name(x: Any) -> str:
+    return str(type.__getattribute__(type(x), "__name__"))
+
+
+_CLASSES: dict[tuple[Any, ...], type] = {}
+
+
+def _opaque_class(bases: list[str], names: list[str], exact: bool) -> type | None:
+    """A class whose builtin bases are exactly ``bases`` (builtin names, in MRO order), named
+    ``names``; None when no class can have them (a layout conflict)."""
+    key = (tuple(bases), tuple(names), exact)
+    cls = _CLASSES.get(key)
+    if cls is not None:
+        return cls
+    classes = [_EXC_NAMES[n] for n in bases if n != "object"]
+    leaves = tuple(c for c in classes if not any(o is not c and issubclass(o, c) for o in classes))
+    try:
+        cls = _OpaqueMeta(names[0], (_Opaque, *leaves), {"__slots__": (), "_rlvr_exact": exact})
+    except TypeError:
+        return None
+    type.__setattr__(cls, "__qualname__", names[1])
+    type.__setattr__(cls, "__module__", names[2])
+    have = {builtin_name(c) for c in _TYPE_MRO.__get__(cls)} - {None}
+    if have != set(bases):
+        return None
+    if len(_CLASSES) < 256:
+        _CLASSES[key] = cls
+    return cls
+
+
+def rebuild(ans: list[Any], dec: Callable[[Any], Any]) -> BaseException:
+    """The candidate's claim (``claim``'s list) as the exception the test sees (see the module
+    docstring). Needs ``SIDE``."""
+    side = SIDE
+    assert side is not None
+    if len(ans) != 8 or type(ans[1]) is not list or not 2 <= len(ans[1]) <= MAX_MRO or ans[1][-1] != "object":
+        side.gone("the candidate's process sent a malformed exception")
+    mro, message, args, names, shown, kw, extra = ans[1:8]
+    if not all(n is None or (type(n) is str and (n == "object" or n in _EXC_NAMES)) for n in mro):
+        side.gone("the candidate's process named a class that is not a builtin exception")
+    if type(names) is not list or len(names) != 3 or not all(type(n) is str and len(n) <= 200 for n in names):
+        side.gone("the candidate's process sent a malformed exception name")
+    texts = [t if type(t) is str and len(t) <= MAX_TEXT else None for t in (message, shown)]
+    values = [dec(a) for a in args] if type(args) is list else None
+    whole = mro[0] is not None
+    if whole:
+        cls = _EXC_NAMES[mro[0]]
+        if [builtin_name(c) for c in cls.__mro__] != mro or None in mro:
+            side.gone("the candidate's process sent an MRO that is not its builtin class's")
+        exact = _exact(cls, values, kw, extra is not False, texts)
+        if exact is not None:
+            return exact
+    bases = [n for n in mro if n is not None]
+    opaque = _opaque_class(bases, names, whole)
+    if opaque is None:
+        side.refuse(f"an exception of the program with builtin bases no class here can have ({', '.join(bases)})")
+    exc: BaseException = BaseException.__new__(opaque)  # type: ignore[call-overload]
+    d = object.__getattribute__(exc, "__dict__")
+    d["_rlvr_str"], d["_rlvr_repr"] = texts
+    d["_rlvr_args"] = tuple(values) if values is not None else None
+    return exc
+
+
+def _exact(cls: type, values: list[Any] | None, kw: Any, extra: bool, texts: list[str | None]) -> BaseException | None:
+    """``cls(*values, **kw)`` when it is exactly what the claim describes, else None."""
+    if extra or values is None or type(kw) is not list:
+        return None
+    kwargs: dict[str, Any] = {}
+    for pair in kw:
+        if type(pair) is not list or len(pair) != 2 or pair[0] not in KW_ATTRS or type(pair[1]) is not str:
+            return None
+        kwargs[pair[0]] = pair[1]
+    try:
+        exc = cls(*values, **kwargs)
+        same = str(exc) == texts[0] and repr(exc) == texts[1]
+    except Exception:  # noqa: BLE001 - a class that wants other arguments: not exact here
+        return None
+    return exc if same and all(getattr(exc, k, None) == v for k, v in kwargs.items()) else None  # type: ignore[no-any-return]
+
+
+def exact_type(x: Any) -> Any:
+    """``type(x)`` for the test file: refused for an opaque exception that stands for an exact
+    builtin class (CPython would answer that class)."""
+    t = type(x)
+    if issubclass(t, _Opaque) and type.__getattribute__(t, "_rlvr_exact"):
+        _stop(f"the test asks type() of a {type.__getattribute__(t, '__name__')} that did not cross exactly")
+    return t

@@ -1,0 +1,111 @@
+"""Issue 44, item 3: subclasses of builtin types that natural programs return. One that adds
+nothing (``class Score(int): pass``) crosses as a value of a same-named plain subclass rebuilt in
+the test child (``wire.plain_subclass``); any other stays the program's object (only its truth
+is asked, ``unsupported`` beyond that). ``-m slow`` counts the *type-swap mutants* of every
+HumanEval and MBPP reference (the entry point's result wrapped in a plain subclass of its own
+type) by verdict, and prints which types are still refused."""
+
+from __future__ import annotations
+
+import collections
+import sys
+
+import pytest
+
+from rlvr.rewards.base import Outcome, Sample
+from rlvr.rewards.code import UnitTests
+from support.cpython import agrees, plain_cpython, sandbox, unsupported
+
+
+@pytest.mark.parametrize(
+    ("base", "value", "check"),
+    [
+        ("int", "5", "r == 5 and r + 1 == 6 and repr(r) == '5' and isinstance(r, int) and type(r) is not int"),
+        ("float", "2.5", "r == 2.5 and str(r) == '2.5' and type(r).__name__ == 'Sub'"),
+        ("str", "'ab'", "r == 'ab' and r.upper() == 'AB' and type(r.upper()) is str"),
+        ("tuple", "(1, [2])", "r == (1, [2]) and r[1] == [2]"),
+        ("frozenset", "{1, 2}", "r == {1, 2}"),
+        ("bytes", "b'x'", "r == b'x' and len(r) == 1"),
+    ],
+)
+def test_a_subclass_that_adds_nothing_crosses_as_its_value(pool, base, value, check):
+    program = f"class Sub({base}):\n    pass\ndef f():\n    return Sub({value})\n"
+    tests = f"r = f()\nassert {check}\n"
+    assert plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    def __eq__(self, o):\n        return True\n    __hash__ = int.__hash__\n",
+        "    tag = 1\n",
+        "    def __repr__(self):\n        return 'S'\n",
+    ],
+)
+def test_a_subclass_with_anything_of_its_own_stays_the_programs_object(pool, body):
+    program = f"class Sub(int):\n{body}def f():\n    return Sub(5)\n"
+    v = sandbox(pool, program, "assert f() == 5\n")
+    assert unsupported(v), v.detail
+
+
+def test_an_instance_with_attributes_of_its_own_stays_the_programs_object(pool):
+    program = "class Sub(int):\n    pass\ndef f():\n    x = Sub(5)\n    x.tag = 1\n    return x\n"
+    v = sandbox(pool, program, "assert f() == 5 and f().tag == 1\n")
+    assert unsupported(v), v.detail
+
+
+def test_a_class_of_the_program_named_by_the_test_is_still_refused(pool):
+    program = "class Sub(int):\n    pass\ndef f():\n    return Sub(5)\n"
+    v = sandbox(pool, program, "assert isinstance(f(), Sub)\n")
+    assert unsupported(v), v.detail
+
+
+# -- type-swap mutants of the real references (slow) ----------------------------------------------
+SWAP = """
+def _rlvr_swap(v):
+    t = type(v)
+    if t in (int, float, complex, str, bytes, tuple, frozenset, list, dict, set):
+        return type('Swapped' + t.__name__.title(), (t,), {{}})(v)
+    return v
+_rlvr_orig = {entry}
+def {entry}(*a, **k):
+    return _rlvr_swap(_rlvr_orig(*a, **k))
+"""
+
+
+@pytest.mark.slow
+def test_type_swap_mutants_of_the_references_are_correct_or_refused_never_wrong(pool) -> None:
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    import test_real_data as real
+
+    rows = [("humaneval", r) for r in real.humaneval(None)] + [("mbpp", r) for r in real.mbpp(None)]
+    he = UnitTests(column="test", prefix_column="prompt", extract="whole", timeout=10.0, pool=pool)
+    mb = UnitTests(column="tests", extract="whole", timeout=10.0, pool=pool)
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    refused: collections.Counter[str] = collections.Counter()
+    disagree = []
+    for kind, r in rows:
+        if kind == "humaneval":
+            entry, code = r["entry_point"], r["canonical_solution"] + SWAP.format(entry=r["entry_point"])
+            v = he.verify(Sample(code, row=r))
+            plain = plain_cpython(r["prompt"] + code, r["test"] + f"\ncheck({entry})\n")
+        else:
+            entry = real.called_function(r["code"], r["tests"])
+            if entry is None:
+                continue
+            code = r["code"] + SWAP.format(entry=entry)
+            v = mb.verify(Sample(code, row=r))
+            plain = plain_cpython(code, r["tests"])
+        if v.outcome is Outcome.ERROR and v.error_kind == "timeout":
+            continue
+        counts[
+            (f"cpython {'pass' if plain.passed else 'fail'}", "unsupported" if unsupported(v) else v.outcome.value)
+        ] += 1
+        if unsupported(v):
+            refused[v.detail.split("program's ")[-1].split(",")[0][:40]] += 1
+        if not agrees(v, plain):
+            disagree.append((r.get("task_id"), v.detail[:160], plain.why))
+    print("type-swap mutants:", dict(counts), "refused by type:", dict(refused))
+    assert disagree == []
