@@ -145,6 +145,10 @@ def plain_all(programs: list[str]) -> list[tuple[str, float]]:
         return list(ex.map(plain_tests, programs))
 
 
+def timed_out(verdict: Verdict) -> bool:
+    return verdict.outcome is Outcome.ERROR and verdict.error_kind == "timeout"
+
+
 def agrees(verdict: Verdict, plain_result: str, plain_secs: float) -> bool:
     """The sandbox's verdict is plain CPython's; a sample that ran near or past the sandbox's
     deadline under plain CPython may instead be a masked ``timeout`` (the limit, not a verdict)."""
@@ -165,7 +169,13 @@ def check_assert_rows(
 ) -> dict[str, int]:
     refs = verifier.verify_batch([Sample(code_of(r), row=r) for r in rows])
     failing = [(r.get("task_id"), v.outcome.value, v.detail[:200]) for r, v in zip(rows, refs, strict=True)]
-    assert [f for f, v in zip(failing, refs, strict=True) if v.outcome is not Outcome.CORRECT] == []
+    # A reference is correct, or (on a loaded machine: MBPP 123 needs seconds of CPU) a masked
+    # timeout, the limit and not a verdict; never wrong, never refused. Wall time decides only
+    # which of those two it is, and a sandbox that times out more than one in a hundred fails.
+    bad = [f for f, v in zip(failing, refs, strict=True) if v.outcome is not Outcome.CORRECT and not timed_out(v)]
+    assert bad == []
+    assert sum(map(timed_out, refs)) <= max(1, len(rows) // 100), failing
+    print("references correct:", sum(v.outcome is Outcome.CORRECT for v in refs), "of", len(refs))
     cases = [
         (r, kind, m) for r in rows for kind, m in mutants(program_of(r, code_of(r), for_mutation=True), within_of(r))
     ]
