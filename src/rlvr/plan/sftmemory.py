@@ -32,6 +32,10 @@ from .memory import GB, OVERHEAD_BYTES
 if TYPE_CHECKING:
     from ..task import Task
 
+# What rlvr sft runs with unless the task's sft: section says otherwise; rlvr.train.sft.SFT_DEFAULTS
+# reads them from here (the planner sits below train and cannot import it).
+SFT_BATCH_SIZE = 32
+TRL_SFT_MAX_LENGTH = 1024  # TRL's SFTConfig.max_length default (1.16): longer sequences are truncated
 CPU_RUNTIME_BYTES = 0.5 * GB  # python + torch + transformers + TRL (fitted: bench/sft_memory.py)
 BYTES_PER_PARAM = 16.0  # fp32 weights, gradients, AdamW m and v
 LOGIT_COPIES = 5  # logits, shifted and upcast copies, log-softmax, its gradient (fp32)
@@ -78,12 +82,11 @@ def sft_estimate(arch: Architecture, *, batch: int, seq: int, device: Device = "
 
 def sft_estimate_for_task(task: Task, arch: Architecture, prompt_tokens: int, *, device: Device) -> SftEstimate:
     """The estimate for ``task``'s SFT run on ``arch``: its ``sft:`` batch size (default
-    ``SFT_DEFAULTS``), rows of ``prompt_tokens`` plus the longest SFT target at ~3 characters a
+    ``SFT_BATCH_SIZE``), rows of ``prompt_tokens`` plus the longest SFT target at ~3 characters a
     token (what ``rlvr plan`` knows without a tokenizer), capped at SFT's ``max_length``."""
     from ..lengths import reference_completion
-    from ..train.sft import SFT_DEFAULTS, TRL_SFT_MAX_LENGTH
 
-    settings = {**SFT_DEFAULTS, **dict(task.sft)}
+    settings = {"per_device_train_batch_size": SFT_BATCH_SIZE, **dict(task.sft)}
     rows = task.load_split("train")[:2000]
     target = max((len(reference_completion(task, r)) for r in rows), default=8)
     seq = min(prompt_tokens + -(-target // 3) + 1, int(settings.get("max_length", TRL_SFT_MAX_LENGTH)))
