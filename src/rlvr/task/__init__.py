@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -73,6 +74,13 @@ __all__ = [
     "TermSpec",
     "load_task",
 ]
+
+
+def written_keys(raw: Mapping[str, Any]) -> frozenset[str]:
+    """The run settings the task file writes itself: its ``generation:`` keys and ``seed``."""
+    gen = raw.get("generation")
+    keys = {k for k in ("temperature", "top_p", "max_completion_length") if isinstance(gen, Mapping) and k in gen}
+    return frozenset(keys | ({"seed"} if "seed" in raw else set()))
 
 
 def load_task(path: str | Path, *, check_data: bool = True) -> Task:
@@ -143,6 +151,7 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         probe=probe,
         eval=ev,
         seed=seed if isinstance(seed, int) else RECIPE["seed"],
+        written=written_keys(raw),
         environment=environment,
     )
     weights = task.grpo.get("reward_weights")
