@@ -2,7 +2,7 @@
 config and the task's measured lengths, with the point it was checked against.
 
 ``rlvr sft`` trains every weight in fp32 (``bf16=False`` on every device, AdamW, no gradient
-checkpointing: ``rlvr.train.sft.SFT_DEFAULTS``), so its peak is, in bytes:
+checkpointing: ``rlvr.settings.recipe.SFT_DEFAULTS``), so its peak is, in bytes:
 
 - 16 per parameter: fp32 weights (4), gradients (4) and AdamW's m and v (8);
 - activations kept for the backward pass: tokens x layers x (12 x hidden + 4 x intermediate) x 4
@@ -26,16 +26,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ..settings.recipe import SFT_DEFAULTS, TRL_SFT_MAX_LENGTH
 from .architecture import Architecture
 from .memory import GB, OVERHEAD_BYTES
 
 if TYPE_CHECKING:
     from ..task import Task
 
-# What rlvr sft runs with unless the task's sft: section says otherwise; rlvr.train.sft.SFT_DEFAULTS
-# reads them from here (the planner sits below train and cannot import it).
-SFT_BATCH_SIZE = 32
-TRL_SFT_MAX_LENGTH = 1024  # TRL's SFTConfig.max_length default (1.16): longer sequences are truncated
+# What rlvr sft runs with unless the task's sft: section says otherwise (rlvr.settings.recipe, the
+# one place a default is written; rlvr.train.sft reads the same dict).
+SFT_BATCH_SIZE = int(SFT_DEFAULTS["per_device_train_batch_size"])
 CPU_RUNTIME_BYTES = 0.5 * GB  # python + torch + transformers + TRL (fitted: bench/sft_memory.py)
 BYTES_PER_PARAM = 16.0  # fp32 weights, gradients, AdamW m and v
 LOGIT_COPIES = 5  # logits, shifted and upcast copies, log-softmax, its gradient (fp32)
