@@ -19,6 +19,7 @@ guarded path).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -57,7 +58,7 @@ _BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
 # ones go to the grammar, which keeps them unevaluated.
 MAX_FACTORIAL = 1000
 MAX_DIGITS = 4000
-MAX_BINOM = 1000
+MAX_BINOM = 5000  # \binom{5000}{2500} has 1,504 digits
 
 
 class _Unsupported(Exception):
@@ -176,8 +177,8 @@ class _Parser:
                     raise _Unsupported()
                 value = value / den
             elif self._starts_primary():
-                if tok is not None and tok[0] == "num":
-                    raise _Unsupported()  # "x 2" or "2 3": not a product anyone writes
+                if tok is not None and tok[0] == "num" and self.t[self.i - 1] != ("op", ")"):
+                    raise _Unsupported()  # "x 2" or "2 3": not a product anyone writes; (n-2)2^n is
                 value = value * self.power()
             else:
                 return value
@@ -191,23 +192,33 @@ class _Parser:
         return self.power()
 
     def factorial(self, base: Any) -> Any:
-        """``n!``: an integer 0..MAX_FACTORIAL or a letter; ``n!!`` and anything else: the grammar."""
+        """``n!``: an integer 0..MAX_FACTORIAL or an expression in letters; ``n!!`` and anything else:
+        the grammar."""
         self.take("!")
         if self.peek() == ("op", "!"):
             raise _Unsupported()
-        if base.is_Symbol or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
-            return self.sp.factorial(base)
+        if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
+            return self.sp.factorial(base)  # (n-1)! stays unevaluated
         raise _Unsupported()
 
     def _small_power(self, base: Any, exp: Any) -> bool:
+        """Whether ``base^exp`` (a numeric base) stays small when sympy evaluates it: a symbolic
+        exponent builds nothing (``3^n``); a numeric one is estimated under ``MAX_DIGITS`` digits."""
+        if exp.free_symbols:
+            return True
+        if exp.is_Rational and not exp.is_Integer:
+            if exp.q > 1000:
+                return False
+            exp = self.sp.Integer(abs(exp.p) // exp.q + 1)  # 2^{4/3} is 2 \cdot 2^{1/3}
         if not exp.is_Integer:
             return False
-        if abs(int(exp)) <= 1000:
+        n = abs(int(exp))
+        if n <= 1000:
             return True
         if not base.is_Rational or base == 0:
             return False
         digits = max(len(str(abs(base.p))), len(str(base.q)))
-        return digits <= 20 and digits * abs(int(exp)) <= MAX_DIGITS
+        return digits <= 20 and n * math.log10(max(abs(int(base.p)), int(base.q), 2)) <= MAX_DIGITS
 
     def power(self) -> Any:
         base = self.primary()
