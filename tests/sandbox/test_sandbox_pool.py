@@ -235,3 +235,12 @@ def test_a_sample_inherits_no_module_with_a_fork_hook_yet_can_import_one(pool):
     sc = Script(code, call("f"))
     runs(pool, [sc])
     assert value(sc) == [[], [True]]
+
+
+def test_a_sample_sees_exactly_home_path_and_lang_in_its_environment(pool):
+    code = "import os\ndef f():\n    return sorted(os.environ.items())\n"
+    sc = Script(code, call("f"))
+    runs(pool, [sc])
+    env = dict(value(sc))
+    assert sorted(env) == ["HOME", "LANG", "PATH"]
+    assert env["PATH"] == "/nonexistent" and env["LANG"] == "C.UTF-8" and env["HOME"] not in ("", "/")
