@@ -45,7 +45,7 @@ _LATEX = {
 }
 # Greek small letters (U+03B1..U+03C9) as their LaTeX command; Unicode spells lambda "LAMDA".
 for _code in range(0x3B1, 0x3CA):
-    _name = unicodedata.name(chr(_code)).split()[-1].lower().replace("lamda", "lambda")
+    _name = untrusted.fold_case(unicodedata.name(chr(_code)).rsplit(" ", 1)[-1]).replace("lamda", "lambda")
     if _name not in ("omicron", "pi"):
         _LATEX[chr(_code)] = "\\" + _name + " "
 _LATEX["ϕ"] = "\\phi "
