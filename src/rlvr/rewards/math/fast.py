@@ -160,7 +160,7 @@ class _Parser:
         return (
             kind in ("num", "var")
             or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in _GREEK))
-            or (kind == "op" and v in "({")
+            or (kind == "op" and v in "({[")
         )
 
     def term(self) -> Any:
@@ -232,7 +232,7 @@ class _Parser:
                 self.take("}")
             else:
                 kind, v = self.take()
-                if kind == "num" and len(v) == 1:
+                if kind == "num" and v.isdigit():  # 2^12 is 2^{12} to the grammar (plain-text math)
                     exp = self.sp.Integer(int(v))
                 elif kind == "var":
                     exp = self.var(v)
@@ -368,9 +368,9 @@ class _Parser:
                 arg = self.group()
                 return sp.sqrt(arg)
             raise _Unsupported()
-        if (kind, v) == ("op", "("):
+        if (kind, v) in (("op", "("), ("op", "[")):  # 1/[(x+1)(x+2)]: square brackets group too
             inner = self.expr()
-            self.take(")")
+            self.take(")" if v == "(" else "]")
             return inner
         if (kind, v) == ("op", "{"):
             inner = self.expr()
