@@ -43,6 +43,7 @@ from ..rewards.format import AnswerFormat
 from ..rewards.length import ranking_problems
 from .answers import perturb
 from .combined import combined_problems
+from .contract import contract_problems
 from .exploits import EXPLOITS, exploits_for
 from .findings import EPS, finding_for
 from .report import AuditReport, Finding, TermSummary, worst
@@ -153,6 +154,7 @@ def run_audit(
         summaries.append(summary)
         findings.extend(term_findings)
     problems = _success_term_problems(task, reward_set, notes)
+    problems += contract_problems(reward_set, rows, task.answer, task.answer_column, task.success or None, only)
     if only is None:  # the weighted total needs every term
         combined, combined_notes = combined_problems(task, reward_set, rows, lengths, seed)
         problems += combined

@@ -92,11 +92,7 @@ def prompt_problems(prompt: PromptSpec) -> list[tuple[str, str, str]]:
             fields = list(string.Formatter().parse(text or ""))
         except ValueError as exc:
             out.append(
-                (
-                    f"prompt.{key}",
-                    f"bad template {text!r}: {exc}",
-                    f"{RULE}; write {{{{ and }}}} for each literal brace",
-                )
+                (f"prompt.{key}", f"bad template {text!r}: {exc}", f"{RULE}; write {{{{ and }}}} for literal braces")
             )
             continue
         out.extend((f"prompt.{key}", what, fix) for what, fix in field_problems(fields))
