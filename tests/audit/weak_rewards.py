@@ -572,3 +572,30 @@ def crash_on_marker(sample):
 
 
 crash_on_marker.kind = "answer"
+
+
+# -- issue 45: custom verifiers the audit did not flag ---------------------------------------------
+def partial_or_raise(sample):
+    """WEAK: partial credit as a float (0.5 for an answer of the right length), and an IndexError
+    on an empty completion (it reads the span's first character)."""
+    ex = extract(sample.completion, FMT)
+    answer = ex.answer if ex.ok else sample.completion
+    if answer[0] == "-":
+        return 0.0
+    gold = str(sample.row["answer"])
+    return 1.0 if answer == gold else 0.5 if len(answer) == len(gold) else 0.0
+
+
+def none_on_missing_field(sample):
+    """WEAK JSON check: returns None when the model's record lacks a field of the gold."""
+    ex = extract(sample.completion, FMT)
+    try:
+        got = json.loads(ex.answer or "")
+    except ValueError:
+        return 0.0
+    want = json.loads(sample.row["answer"])
+    if not isinstance(got, dict):
+        return 0.0
+    if any(k not in got for k in want):
+        return None
+    return 1.0 if got == want else 0.0

@@ -44,7 +44,7 @@ def test_an_unbalanced_brace_in_the_template_is_one_line(
     code = main([*command.split(), str(task), *(["--no-gate", "t"] if command == "train" else [])])
     assert code == 1
     line = one_line(capsys)
-    assert "prompt: bad template" in line and "write {{ and }} for literal braces" in line
+    assert "prompt.template: bad template" in line and "write {{ and }} for literal braces" in line
 
 
 @pytest.mark.parametrize("command", ["train", "sft"])

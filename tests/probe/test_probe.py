@@ -193,6 +193,17 @@ def test_group_size_comes_from_the_task_grpo_section(tmp_path: Path) -> None:
     assert report.group_size == 4
 
 
+def test_the_group_size_of_a_task_that_sets_none_is_the_recipes_as_training_resolves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlvr.settings import recipe
+
+    monkeypatch.setitem(recipe.RECIPE, "num_generations", 12)  # the recipe's value, wherever it is read from
+    task = make_task(tmp_path / "t")
+    report = run_probe(task, out_dir=tmp_path / "out", k=8, sampler=answering(lambda p: 0.3), progress=False)
+    assert report.group_size == 12
+
+
 BROKEN = """
 from rlvr.rewards.base import Verdict
 

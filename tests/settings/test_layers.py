@@ -141,3 +141,53 @@ def test_every_bad_setting_is_reported_at_once() -> None:
         "grpo.dynamic.short_batch",
     ):
         assert where in text, where
+
+
+WRITABLE = {"temperature": 0.9, "top_p": 0.95, "max_completion_length": 32, "seed": 11}
+
+
+@given(written=st.sets(st.sampled_from(sorted(WRITABLE))))
+def test_a_task_files_generation_and_seed_are_the_tasks_only_where_the_file_writes_them(written: set[str]) -> None:
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from rlvr.task import load_task
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "arithmetic"
+    raw = yaml.safe_load((example / "task.yaml").read_text(encoding="utf-8"))
+    raw["generation"] = {k: WRITABLE[k] for k in written if k != "seed"}
+    raw.pop("seed", None)
+    if "seed" in written:
+        raw["seed"] = WRITABLE["seed"]
+    raw["data"] = {k: str(example / v) for k, v in raw["data"].items() if isinstance(v, str)}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "task.yaml"
+        path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        settings = rs.resolve(load_task(path, check_data=False), hw=CPU)
+    for key, value in WRITABLE.items():
+        assert settings.origin[key] == ("task" if key in written else "recipe"), key
+        assert settings.grpo[key] == (value if key in written else recipe.RECIPE[key]), key
+
+
+@given(key=st.sampled_from(sorted(WRITABLE.keys() - {"seed"})))
+def test_a_generation_setting_under_grpo_is_refused_naming_where_it_belongs(key: str) -> None:
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from rlvr.task import load_task
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "arithmetic"
+    raw = yaml.safe_load((example / "task.yaml").read_text(encoding="utf-8"))
+    raw["grpo"][key] = WRITABLE[key]
+    raw["data"] = {k: str(example / v) for k, v in raw["data"].items() if isinstance(v, str)}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "task.yaml"
+        path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        with pytest.raises(ConfigError) as err:
+            load_task(path, check_data=False)
+    assert [p.where for p in err.value.problems] == [f"{path}: grpo.{key}"]
+    assert f"generation.{key}" in err.value.problems[0].fix

@@ -110,4 +110,7 @@ def task_values(
     the ``generation:`` values it sets (the rest unset) and its seed (None: unset)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(grpo=dict(grpo or {}), generation=SimpleNamespace(**(generation or {})), seed=seed)
+    written = frozenset(generation or {}) | ({"seed"} if seed is not None else frozenset())
+    return SimpleNamespace(
+        grpo=dict(grpo or {}), generation=SimpleNamespace(**(generation or {})), seed=seed, written=written
+    )

@@ -106,3 +106,12 @@ def test_on_an_episode_task_a_bad_reference_call_is_named_in_the_data_file(
     err = capsys.readouterr().err
     assert f"{data}:2" in err and "unknown tool 'lookup'" in err
     assert not (tmp_path / "sft").exists()
+
+
+def test_an_oversized_row_of_the_sft_data_is_one_problem_before_anything_else(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path / "task"))
+    data = _jsonl(tmp_path / "warm.jsonl", [{"question": "1+1", "answer": "2"}, {"question": "x" * 1_500_000}])
+    with pytest.raises(ConfigError) as exc:
+        sft_data_rows(task, data)
+    [problem] = exc.value.problems  # not also its missing answer
+    assert problem.where == f"{data}:2" and "1.5 MB, over the 1 MB a row may hold" in problem.what

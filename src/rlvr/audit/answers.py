@@ -191,7 +191,9 @@ def span_in_think(ctx: Context) -> list[Attempt]:
 
 
 def _bare(ctx: Context, answer: str) -> str:
-    """The answer span without the think block ``wrap`` may add."""
+    """The answer span without the think block ``wrap`` may add (under ``json`` the bare record)."""
+    if ctx.fmt.style == "json":
+        return answer
     if ctx.fmt.style == "tags":
         return f"{ctx.fmt.open_tag}{answer}{ctx.fmt.close_tag}"
     return f"\\boxed{{{answer}}}"

@@ -39,10 +39,11 @@ from ..rewards import FunctionVerifier, TrlFunctionVerifier
 from ..rewards.base import BaseVerifier, Outcome, Sample, Verdict, Verifier, ground_truth, kind_of, reads_of
 from ..rewards.code import UnitTests
 from ..rewards.combine import RewardSet, Term, checked_verdicts, prompt_text
-from ..rewards.format import AnswerFormat
+from ..rewards.format import AnswerFormat, extract
 from ..rewards.length import ranking_problems
 from .answers import perturb
 from .combined import combined_problems
+from .contract import contract_problems
 from .exploits import EXPLOITS, exploits_for
 from .findings import EPS, finding_for
 from .report import AuditReport, Finding, TermSummary, worst
@@ -153,6 +154,7 @@ def run_audit(
         summaries.append(summary)
         findings.extend(term_findings)
     problems = _success_term_problems(task, reward_set, notes)
+    problems += contract_problems(reward_set, rows, task.answer, task.answer_column, task.success or None, only)
     if only is None:  # the weighted total needs every term
         combined, combined_notes = combined_problems(task, reward_set, rows, lengths, seed)
         problems += combined
@@ -240,9 +242,14 @@ def _audit_term(
             if p.gold is None:
                 baselines.append(Baseline(skipped=f"no ground truth in column {column!r}"))
                 continue
-            # A format term's "wrong" completion is the right answer with no span at all.
-            wrong = p.gold if kind == "format" else fmt.wrap(p.wrong or "")
-            baselines.append(Baseline(fmt.wrap(p.gold), wrong))
+            if kind == "format":
+                unspanned = no_span(p.gold, fmt)
+                if unspanned is None:
+                    baselines.append(Baseline(skipped="the ground truth reads as an answer span however written"))
+                    continue
+                baselines.append(Baseline(fmt.wrap(p.gold), unspanned))
+            else:
+                baselines.append(Baseline(fmt.wrap(p.gold), fmt.wrap(p.wrong or "")))
     base_samples: list[Sample] = []
     for p, base in zip(prompts, baselines, strict=True):
         if base.skipped is None:
@@ -414,6 +421,18 @@ def _weaker_notes(verifier: Verifier, prompts: list[PromptCase]) -> list[str]:
         f"{len(weaker)} of {len(prompts)} prompt(s) have tests the sandbox cannot run, "
         f"which score an error (masked) for every sample: {weaker[0][0]}"
     ]
+
+
+def no_span(gold: str, fmt: AnswerFormat) -> str | None:
+    """A format term's "wrong" completion: the right answer written so that the format reads no
+    answer span from it, checked with the format's own extractor rather than assumed. The bare
+    answer has no span under ``tags`` and ``boxed``, but under ``json`` a bare record *is* the
+    span, so there it is put after a line of prose (JSON in prose is no answer). None: every
+    candidate reads as a span."""
+    for candidate in (gold, f"The answer is {gold}"):
+        if not extract(candidate, fmt).ok:
+            return candidate
+    return None
 
 
 def verifier_name(verifier: Verifier) -> str:

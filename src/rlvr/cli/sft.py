@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         from trl import SFTConfig
 
         from ..settings.check import report_to_problems, value_type_problems
-        from ..train.sft import SFT_DEFAULTS
+        from ..settings.recipe import SFT_DEFAULTS
 
         problems = value_type_problems(task.sft, SFTConfig, prefix=f"{task.path}: sft.") + value_type_problems(
             overrides, SFTConfig, prefix="--set "

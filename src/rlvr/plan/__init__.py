@@ -6,13 +6,9 @@ memory (lowering the per-device batch, then sharding, then LoRA/QLoRA, in that o
 preference), and writes the plan YAML with the accelerate files and the commands that launch it,
 plus a rough duration. ``rlvr memory`` runs the memory planner alone.
 
-Which module holds what, bottom to top:
+Which module holds what, bottom to top (the recipe, the config file, the merge of a run's
+settings and their check live in ``rlvr.settings``):
 
-- ``recipe``: the reference recipe, the variants' overlays, and the inputs of validation
-  (``Target``, ``ModelFacts``).
-- ``validate``: validation of a resolved config against the installed TRL and the target hardware.
-- ``runconfig``: config files, read and written in one place (``RunConfig``: a run's config.yaml
-  and the flat plan form).
 - ``architecture``: a model's shape from its ``config.json`` (no weights), the size-class table,
   and ``model_facts`` (what validation needs to know about a model reference).
 - ``memory``: the per-GPU memory estimate of one setting and the search for a setting that fits.

@@ -2,7 +2,7 @@
 config and the task's measured lengths, with the point it was checked against.
 
 ``rlvr sft`` trains every weight in fp32 (``bf16=False`` on every device, AdamW, no gradient
-checkpointing: ``rlvr.train.sft.SFT_DEFAULTS``), so its peak is, in bytes:
+checkpointing: ``rlvr.settings.recipe.SFT_DEFAULTS``), so its peak is, in bytes:
 
 - 16 per parameter: fp32 weights (4), gradients (4) and AdamW's m and v (8);
 - activations kept for the backward pass: tokens x layers x (12 x hidden + 4 x intermediate) x 4
@@ -26,12 +26,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ..settings.recipe import SFT_DEFAULTS, TRL_SFT_MAX_LENGTH
 from .architecture import Architecture
 from .memory import GB, OVERHEAD_BYTES
 
 if TYPE_CHECKING:
     from ..task import Task
 
+# What rlvr sft runs with unless the task's sft: section says otherwise (rlvr.settings.recipe, the
+# one place a default is written; rlvr.train.sft reads the same dict).
+SFT_BATCH_SIZE = int(SFT_DEFAULTS["per_device_train_batch_size"])
 CPU_RUNTIME_BYTES = 0.5 * GB  # python + torch + transformers + TRL (fitted: bench/sft_memory.py)
 BYTES_PER_PARAM = 16.0  # fp32 weights, gradients, AdamW m and v
 LOGIT_COPIES = 5  # logits, shifted and upcast copies, log-softmax, its gradient (fp32)
@@ -78,12 +82,11 @@ def sft_estimate(arch: Architecture, *, batch: int, seq: int, device: Device = "
 
 def sft_estimate_for_task(task: Task, arch: Architecture, prompt_tokens: int, *, device: Device) -> SftEstimate:
     """The estimate for ``task``'s SFT run on ``arch``: its ``sft:`` batch size (default
-    ``SFT_DEFAULTS``), rows of ``prompt_tokens`` plus the longest SFT target at ~3 characters a
+    ``SFT_BATCH_SIZE``), rows of ``prompt_tokens`` plus the longest SFT target at ~3 characters a
     token (what ``rlvr plan`` knows without a tokenizer), capped at SFT's ``max_length``."""
     from ..lengths import reference_completion
-    from ..train.sft import SFT_DEFAULTS, TRL_SFT_MAX_LENGTH
 
-    settings = {**SFT_DEFAULTS, **dict(task.sft)}
+    settings = {"per_device_train_batch_size": SFT_BATCH_SIZE, **dict(task.sft)}
     rows = task.load_split("train")[:2000]
     target = max((len(reference_completion(task, r)) for r in rows), default=8)
     seq = min(prompt_tokens + -(-target // 3) + 1, int(settings.get("max_length", TRL_SFT_MAX_LENGTH)))

@@ -291,7 +291,7 @@ def json_format_hint(task: Task, records: Sequence[ProbeSample]) -> str | None:
     from ..rewards.base import Sample, kind_of
 
     spec = next((t for t in task.rewards if t.name == task.success_term), None)
-    if spec is None or task.answer.style == "json" or task.environment is not None:
+    if spec is None or task.answer.style == "json":
         return None
     as_json = replace(task, answer=replace(task.answer, style="json"))
     try:

@@ -128,8 +128,58 @@ def _think_end(text: str, fmt: AnswerFormat) -> tuple[int, str | None]:
 def answer_start(completion: str, fmt: AnswerFormat) -> tuple[int, str | None]:
     """Where the answer may start (just after the think block), or why nothing in the
     completion can count as an answer (a think block the format requires is missing or
-    malformed)."""
-    return _think_end(completion, fmt)
+    malformed). A completion read through a mention (``_one_reading``) starts where that reading
+    puts it."""
+    start, problem = _think_end(completion, fmt)
+    if (problem or not _after(completion, fmt, start).ok) and "think>" in completion:
+        if (reading := _one_reading(completion, fmt)) is not None:
+            return reading[0], None
+    return start, problem
+
+
+# More </think> tags than this and a completion is not re-read for mentions: each reading is a
+# linear scan, and a completion of thousands of think tags is malformed, not a mention.
+MAX_READINGS = 8
+
+
+def _one_reading(completion: str, fmt: AnswerFormat) -> tuple[int, Extraction] | None:
+    """The one reading of a completion whose think tags include a mention, or None.
+
+    A reading puts the think block's end at the start (no block) or after one ``</think>``; it
+    holds when the part before is a think block the policy allows (``_prefix_ok``: one ``<think>``,
+    none under ``prefilled``; ``</think>`` mentions inside the reasoning are reasoning), the part
+    after has an answer span, and every think tag after the block lies inside that span (a
+    mention in the answer, which the answer term judges). A second block, or a tag between blocks
+    and answer, fits no reading. Several readings with different spans are ambiguous: None, and
+    the policy's own problem stands (fail closed)."""
+    closes = _find_all(completion, "</think>")
+    if len(closes) > MAX_READINGS:
+        return None
+    opens = _find_all(completion, "<think>")
+    tags = sorted([(i, len("<think>")) for i in opens] + [(i, len("</think>")) for i in closes])
+    found: dict[tuple[int, int], tuple[int, Extraction]] = {}
+    for end in [0, *(c + len("</think>") for c in closes)]:
+        if not _prefix_ok(fmt, end, sum(o < end for o in opens)):
+            continue
+        ex = _after(completion, fmt, end)
+        if not ex.ok or ex.span is None:
+            continue
+        a, b = ex.span
+        if any(i >= end and not (a <= i and i + n <= b) for i, n in tags):
+            continue
+        found[ex.span] = (end, ex)  # the later end wins a tie: less text counts as the answer's
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _prefix_ok(fmt: AnswerFormat, end: int, opens: int) -> bool:
+    """Whether ``completion[:end]`` holding ``opens`` ``<think>`` tags is a think block ``fmt`` allows."""
+    if end == 0:
+        return fmt.think in ("none", "optional")
+    if fmt.think == "prefilled":
+        return opens == 0
+    if fmt.think == "required":
+        return opens == 1
+    return opens <= 1  # none and optional: with no <think>, a block the template opened
 
 
 def _boxes(text: str, start: int) -> tuple[list[tuple[int, int]], str | None]:
@@ -166,10 +216,20 @@ def _boxes(text: str, start: int) -> tuple[list[tuple[int, int]], str | None]:
 
 
 def extract(completion: str, fmt: AnswerFormat) -> Extraction:
-    """The answer span of ``completion`` under ``fmt``; ``problem`` says why there is none."""
+    """The answer span of ``completion`` under ``fmt``; ``problem`` says why there is none. A
+    completion whose think tags break the policy's count only because one of them is a *mention*
+    (``</think>`` inside the answer span, or inside the reasoning) is read the one way it parses
+    (``_one_reading``)."""
     start, problem = _think_end(completion, fmt)
-    if problem:
-        return Extraction(None, None, problem)
+    ex = Extraction(None, None, problem) if problem else _after(completion, fmt, start)
+    if ex.ok or "think>" not in completion:
+        return ex
+    reading = _one_reading(completion, fmt)
+    return reading[1] if reading is not None else ex
+
+
+def _after(completion: str, fmt: AnswerFormat, start: int) -> Extraction:
+    """The answer span at or after ``start`` (the end of the think block)."""
     if fmt.style == "json":
         return json_answer(completion, start)
     if fmt.style == "tags":
@@ -301,6 +361,14 @@ class FormatVerifier(BaseVerifier):
         if not ex.ok:
             return Verdict.wrong(detail=ex.problem or "")
         assert ex.span is not None
+        # The form itself: think tags outside the answer span must make the one block the policy
+        # allows. A </think> inside the reasoning reads like a second close (the repeated-block
+        # hack), so the format term refuses it where the answer terms read the answer the one way
+        # it parses (extract); a tag inside the answer span is the answer's content.
+        a, b = ex.span
+        _, problem = _think_end(sample.completion[:a] + " " * (b - a) + sample.completion[b:], self.fmt)
+        if problem:
+            return Verdict.wrong(detail=problem, answer=ex.answer, span=ex.span)
         if self.fmt.style == "json":
             return self._json(sample.completion, ex)
         if self.strict_end:

@@ -4,9 +4,9 @@ the merged value, never a task's raw section or a restated default.
 
 Which module holds what, bottom to top:
 
-- ``recipe``: the reference recipe (every default, written once), the variants' overlays, rlvr's
-  own run settings (``StopRules``, ``DynamicSampling``) and the check's inputs (``Target``,
-  ``ModelFacts``, ``hardware``).
+- ``recipe``: the reference recipe (every default, written once; ``rlvr sft``'s own in
+  ``SFT_DEFAULTS``), the variants' overlays, rlvr's own run settings (``StopRules``,
+  ``DynamicSampling``) and the check's inputs (``Target``, ``ModelFacts``, ``hardware``).
 - ``file``: a run's config file, read and written in one place (``RunConfig``: a run's
   ``config.yaml`` and the flat plan form).
 - ``layers``: ``resolve`` (recipe < hardware < variant < task < config file < a caller's layers)

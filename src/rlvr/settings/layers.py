@@ -42,10 +42,13 @@ class TaskValues(Protocol):
     def grpo(self) -> Mapping[str, Any]: ...
 
     @property
-    def generation(self) -> Any: ...  # temperature, top_p, max_completion_length (None: not set)
+    def generation(self) -> Any: ...  # temperature, top_p, max_completion_length
 
     @property
-    def seed(self) -> int | None: ...
+    def seed(self) -> int: ...
+
+    @property
+    def written(self) -> frozenset[str]: ...  # the generation keys and seed the task file sets itself
 
 
 class FileValues(Protocol):
@@ -132,9 +135,10 @@ def resolve(
         machine |= {"use_vllm": True, "vllm_mode": "colocate" if hw["gpus"] == 1 else "server"}
     grpo = task.grpo
     own = {k: v for k, v in grpo.items() if k not in TASK_OWN_KEYS}
-    gen = task.generation  # a value left None (or absent) is not set by the task: a lower layer's holds
-    values = {k: getattr(gen, k) for k in GENERATION_KEYS if getattr(gen, k, None) is not None}
-    values |= ({"seed": task.seed} if task.seed is not None else {}) | own
+    # Only what the task file writes is the task's: a value it leaves out is the recipe's, and the
+    # origin map says so (the task's own defaults are the recipe's values, rlvr.task.spec).
+    values = {k: getattr(task.generation, k) for k in GENERATION_KEYS if k in task.written}
+    values |= ({"seed": task.seed} if "seed" in task.written else {}) | own
     overlay = dict(VARIANTS[variant or "grpo"])
     if variant == "gspo" and not {"steps_per_generation", "generation_batch_size"} & own.keys():
         overlay["steps_per_generation"] = 4 * int(

@@ -53,6 +53,22 @@ RECIPE: dict[str, Any] = {
     "remove_unused_columns": False,
 }
 
+# rlvr sft's own SFTConfig defaults, sized for a small model on CPU; a real model wants its own (lower)
+# learning rate. The seed is the task's (whose default is the recipe's).
+SFT_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "warmup_steps": 50,
+    "lr_scheduler_type": "constant_with_warmup",
+    "per_device_train_batch_size": 32,
+    "max_steps": 1000,
+    "logging_steps": 10,
+    "weight_decay": 0.0,
+    "report_to": "none",
+    "save_strategy": "no",
+    "gradient_checkpointing": False,
+}
+TRL_SFT_MAX_LENGTH = 1024  # TRL's SFTConfig.max_length default (1.16): longer sequences are truncated
+
 # Values the recipe refuses to leave implicit, checked in every resolved config.
 EXPLICIT_KEYS = (
     "loss_type",

@@ -22,7 +22,7 @@ rewards:                            # composite: a format term plus a correctnes
 success: correct                    # the term whose outcome is success (probe, eval, gate, doctor);
                                     # optional when exactly one term is not a shaping term
 generation: {temperature: 0.7, max_completion_length: 16}
-grpo: {...}                         # any TRL GRPOConfig field, on top of the recipe
+grpo: {...}                         # any TRL GRPOConfig field, on top of the recipe (generation: keys refused)
 sft: {...}                          # settings of the supervised warm start
 probe: {...}                        # routing thresholds
 ```
@@ -48,12 +48,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from .. import yamlio
 from ..data import decode_utf8
 from ..errors import ConfigError, DataError, Problem
+from ..settings.layers import GENERATION_KEYS
 from ..settings.recipe import RECIPE
 from . import datacheck
 from .checker import TOP_KEYS, Checker
@@ -73,6 +75,13 @@ __all__ = [
     "TermSpec",
     "load_task",
 ]
+
+
+def written_keys(raw: Mapping[str, Any]) -> frozenset[str]:
+    """The run settings the task file writes itself: its ``generation:`` keys and ``seed``."""
+    gen = raw.get("generation")
+    keys = {k for k in GENERATION_KEYS if isinstance(gen, Mapping) and k in gen}
+    return frozenset(keys | ({"seed"} if "seed" in raw else set()))
 
 
 def load_task(path: str | Path, *, check_data: bool = True) -> Task:
@@ -143,6 +152,7 @@ def load_task(path: str | Path, *, check_data: bool = True) -> Task:
         probe=probe,
         eval=ev,
         seed=seed if isinstance(seed, int) else RECIPE["seed"],
+        written=written_keys(raw),
         environment=environment,
     )
     weights = task.grpo.get("reward_weights")

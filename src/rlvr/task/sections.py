@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..rewards import AnswerFormat
+from ..settings.recipe import RECIPE
 from .checker import MOVED_KEYS, Checker
 from .spec import PROMPT_KEYS, DataSpec, EvalSpec, GenerationSpec, ProbeSpec, PromptSpec, is_placeholder_name
 
@@ -91,11 +92,7 @@ def prompt_problems(prompt: PromptSpec) -> list[tuple[str, str, str]]:
             fields = list(string.Formatter().parse(text or ""))
         except ValueError as exc:
             out.append(
-                (
-                    f"prompt.{key}",
-                    f"bad template {text!r}: {exc}",
-                    f"{RULE}; write {{{{ and }}}} for each literal brace",
-                )
+                (f"prompt.{key}", f"bad template {text!r}: {exc}", f"{RULE}; write {{{{ and }}}} for literal braces")
             )
             continue
         out.extend((f"prompt.{key}", what, fix) for what, fix in field_problems(fields))
@@ -181,13 +178,14 @@ def read_generation(c: Checker, raw: Mapping[str, Any]) -> GenerationSpec:
                 "generation.temperature",
                 "is 0: every completion of a prompt is then the same, so every group has zero variance and GRPO "
                 "learns nothing (probe and gate would also see one answer per prompt)",
-                "sample at the recipe's 0.7 (greedy decoding belongs to the held-out eval: eval.temperature)",
+                f"sample at the recipe's {RECIPE['temperature']} (greedy decoding belongs to the held-out eval: "
+                "eval.temperature)",
             )
         elif not 0 < g["temperature"] <= 5:
             c.add(
                 "generation.temperature",
                 f"must be above 0 and at most 5, got {g['temperature']}",
-                "the recipe samples at 0.7",
+                f"the recipe samples at {RECIPE['temperature']}",
             )
         gen = replace(gen, temperature=float(g["temperature"]))
     if "top_p" in g and c.typed("generation.top_p", g["top_p"], (int, float), "a number"):

@@ -125,6 +125,7 @@ class Task:
     probe: ProbeSpec = ProbeSpec()
     eval: EvalSpec = EvalSpec()
     seed: int = RECIPE["seed"]
+    written: frozenset[str] = frozenset()  # the generation keys and seed the file sets (the rest: the recipe's)
     success: str = ""  # resolved by load_task: declared, or the only non-shaping term
     success_problem: Problem | None = None  # why there is none (ambiguous, or no term checks the answer)
     environment: EnvironmentSpec | None = None  # tools and episode limits (multi-turn tasks): rlvr.episodes

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, VerifierError
+from ..settings.layers import GENERATION_KEYS
 from .checker import TERM_KEYS, Checker
 from .spec import Task, TermSpec
 
@@ -185,6 +186,15 @@ def check_terms_build(c: Checker, task: Task) -> dict[str, bool]:
 
 
 def check_grpo_overrides(c: Checker, grpo: Mapping[str, Any], n_terms: int) -> None:
+    # One spelling per setting: the probe, the gate, the length check and the held-out eval read the
+    # sampling values from generation:, so a grpo: copy would train on values none of them saw.
+    for key in GENERATION_KEYS:
+        if key in grpo:
+            c.add(
+                f"grpo.{key}",
+                "is a generation setting, written under generation: (probe, inspect and the eval sample with it)",
+                f"move it to generation.{key}",
+            )
     weights = grpo.get("reward_weights")
     if weights is not None:
         if not isinstance(weights, list) or not all(

@@ -278,11 +278,20 @@ def run_grpo(
     def run_eval(step: int) -> None:
         if not eval_rows:
             return
-        res = evaluate(model, tokenizer, task, eval_rows, seed=task.seed)
+        # The run's completion budget and sampling temperature, as resolved (a --set or config file moves them).
+        budget, temperature = int(cfg["max_completion_length"]), float(cfg["temperature"])
+        res = evaluate(model, tokenizer, task, eval_rows, max_new_tokens=budget, seed=task.seed)
         line = res.metrics()
         if task.eval.samples > 0:  # the measure of an RL lift: pass@1 / pass@k at the training temperature
             line |= evaluate_sampled(
-                model, tokenizer, task, eval_rows, samples=task.eval.samples, seed=task.seed
+                model,
+                tokenizer,
+                task,
+                eval_rows,
+                samples=task.eval.samples,
+                temperature=temperature,
+                max_new_tokens=budget,
+                seed=task.seed,
             ).metrics()
         evals.append({"step": step, **line})
         log.write(step, line)

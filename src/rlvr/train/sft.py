@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from ..data import TrainedRows, row_key, trained_rows_of
 from ..errors import ConfigError, Problem
 from ..lengths import reference_completion
+from ..settings.recipe import SFT_DEFAULTS, TRL_SFT_MAX_LENGTH
 from ..task import Task
 from .settings import logging_places
 from .sftdata import sft_data_rows
@@ -55,23 +56,6 @@ from .sftstop import StopRule, overshoot, percent_text
 
 if TYPE_CHECKING:
     from ..episodes.tools import CallWatch
-
-# TRL's SFTConfig.max_length default (1.16): longer prompt + completion sequences are truncated.
-TRL_SFT_MAX_LENGTH = 1024
-
-# Defaults sized for a small model on CPU; a real model wants its own (lower) learning rate.
-SFT_DEFAULTS: dict[str, Any] = {
-    "learning_rate": 1e-3,
-    "warmup_steps": 50,
-    "lr_scheduler_type": "constant_with_warmup",
-    "per_device_train_batch_size": 32,
-    "max_steps": 1000,
-    "logging_steps": 10,
-    "weight_decay": 0.0,
-    "report_to": "none",
-    "save_strategy": "no",
-    "gradient_checkpointing": False,
-}
 
 
 @dataclass(frozen=True)
@@ -324,7 +308,7 @@ def run_sft(task: Task, opts: SftOptions) -> SftResult:
     say(split.describe())
     dev, train_rows = split.dev, split.train
     tokenizer = load_tokenizer(model_ref)
-    settings = {**SFT_DEFAULTS, **dict(task.sft), **dict(opts.overrides)}
+    settings = {**SFT_DEFAULTS, **dict(task.sft), **dict(opts.overrides)}  # rlvr.settings.recipe: SFT's own
     settings.setdefault("seed", task.seed)
     from ..lengths import max_positions
 

@@ -39,6 +39,10 @@ def sft_data_rows(task: Task, path: str | Path) -> tuple[list[dict[str, Any]], l
     rows = read_rows(str(path))
     if not rows:
         raise ConfigError(Problem(f"{path}", "--data: the file has no rows", "point --data at a file with rows"))
+    from ..task.rowchecks import rows_size_problems
+
+    if oversized := rows_size_problems(rows, str(path)):  # the one size rule, before anything tokenizes
+        raise ConfigError(oversized, source="rlvr sft --data")
     needed = [*task.prompt.columns(), task.answer_column]
     problems = []
     for i, row in enumerate(rows, 1):

@@ -44,7 +44,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audit.tripwire import MEANING, Hit, Probed, ProbeRound, TripwireRules, probe_rollouts
 from ..rewards.base import Outcome, Sample, Verdict
@@ -52,6 +52,9 @@ from ..rewards.code import UNSUPPORTED
 from ..rewards.combine import RewardSet, Scored
 from ..rewards.fault import is_charged
 from ..rewards.format import AnswerFormat
+
+if TYPE_CHECKING:
+    from ..task import Task
 
 ROUNDS = "tripwire.jsonl"
 REPORT = "tripwire.json"
@@ -407,7 +410,7 @@ class ServedTripwire:
         self.lock = threading.Lock()  # batches are scored concurrently; a round sees them in order
 
     @classmethod
-    def for_task(cls, task: Any, reward_set: RewardSet) -> ServedTripwire:
+    def for_task(cls, task: Task, reward_set: RewardSet) -> ServedTripwire:
         from ..audit.tripwire import rules_for
 
         rules = rules_for(task.grpo, str(task.path))

@@ -50,7 +50,9 @@ def test_corpus_is_large_labelled_and_one_third_negative(corpus):
     labels = Counter(c["label"] for c in corpus)
     assert set(labels) == {"equal", "unequal"} and labels["unequal"] * 3 >= len(corpus)
     assert all(
-        c["reason"] and c["form"] and c["source"] in {"MATH", "NuminaMath", "AIME", "olympiad", "GSM8K", "adversarial"}
+        c["reason"]
+        and c["form"]
+        and c["source"] in {"MATH", "NuminaMath", "AIME", "olympiad", "GSM8K", "adversarial", "issue45"}
         for c in corpus
     )
     assert len({(c["gold"], c["pred"]) for c in corpus}) == len(corpus)
@@ -86,3 +88,9 @@ def test_the_in_process_shortcut_agrees_with_the_worker_wherever_it_decides(corp
         ):
             disagree.append((c["gold"], c["pred"]))
     assert disagree == []
+
+
+def test_every_issue45_row_is_decided_as_labelled(corpus, verdicts):
+    # issue 45's hard pairs (one rule a class, labelled both ways): none may miss
+    rows = [(c, v) for c, v in zip(corpus, verdicts, strict=True) if c["source"] == "issue45"]
+    assert len(rows) >= 50 and [(c["gold"], c["pred"], v) for c, v in rows if v != c["label"]] == []

@@ -388,3 +388,15 @@ def test_angles_either_reads_a_degree_sign_both_ways_and_plain_stays_the_default
     )
     assert decide("\\frac{\\pi}{4}", "45^\\circ") == "unequal"
     assert decide("\\frac{\\pi}{4}", "45°", angles="degrees") == "equal"
+
+
+def test_the_argument_of_a_function_the_answer_defines_is_bound_whatever_the_question_calls_it():
+    from rlvr.rewards import Outcome, Sample
+    from rlvr.rewards.math import MathVerifier
+
+    v = MathVerifier(pool=_NoPool())
+    asked = "Find all f such that f(x + f(y)) = f(x + y) + f(y) for all x, y > 0."
+    row = {"answer": "f(x) = 2x"}
+    assert v.verify(Sample("<answer>f(y) = 2y</answer>", row, prompt=asked)).outcome is Outcome.CORRECT
+    assert v.verify(Sample("<answer>f(y) = 3y</answer>", row, prompt=asked)).outcome is Outcome.WRONG
+    assert v.verify(Sample("<answer>f(x) = 2y</answer>", row, prompt=asked)).outcome is Outcome.WRONG

@@ -44,10 +44,7 @@ it lists points (``(1,2), (3,4)``), came from ``\\pm`` or is a ground truth join
 (``(11,7) or (7,11)``: every alternative must be given). When both sides give labels they
 match label by label in any order; when one side does, the values compare in the gold's order.
 
-Policies (``MathPolicy``): ordered vs unordered bare lists, tolerance, structural form
-(``x^2-1`` is not ``(x-1)(x+1)`` for a "factor" task), degrees (45° equals π/4 only when
-``angles="degrees"``), percent handling, whether ``x = 3`` counts as ``3``, and the opt-ins
-``decimal_comma`` and ``chained``.
+Policies: every field of ``MathPolicy`` (``math.policy``, each one documented there).
 
 Hedges: ``3 or 5`` against a scalar ground truth is ``unequal``; against a list or set, ``or``
 separates solutions (``x = -2 or x = 3`` answers ``-2, 3``). ``x \\in S`` is ``S``.
@@ -76,10 +73,10 @@ from functools import lru_cache
 from typing import Any
 
 from ..rules import untrusted
-from . import chains, forms, nodes, prose, readings
+from . import chains, decimals, forms, nodes, prose, readings
 from .policy import MathPolicy
 from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
-from .sym import expr_equal, renamed_equal, sym, too_big
+from .sym import expr_equal, renamed_equal, sym
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
     MAX_ANSWER_CHARS,
@@ -149,9 +146,9 @@ def _scalar_equal(g: str, p: str, policy: MathPolicy) -> bool:
         for angle in angle_modes:
             if expr_equal(_apply_flags(gv, cg, mode, angle), _apply_flags(pv, cp, mode, angle), policy):
                 return True
-    if _expansion_of(cg.text, pv) or _expansion_of(cp.text, gv):
+    if decimals.expansion_of(cg.text, pv) or decimals.expansion_of(cp.text, gv):
         return True  # 0.0833333333333333 is \frac{1}{12} written out to its 16th digit
-    if _rounds_to(cg.text, pv, policy):
+    if decimals.rounds_to(cg.text, pv, policy):
         return True  # 3.14 is \pi to the gold's own precision
     if policy.rename and renamed_equal(gv, pv, policy):
         return True  # k(k+1)/2 for n(n+1)/2: the same function of a renamed variable
@@ -168,74 +165,6 @@ def _units_differ(cg: Cleaned, cp: Cleaned) -> bool:
     return bool(cg.unit and cp.unit and cg.unit != cp.unit)
 
 
-def _expansion_of(text: str, other: Any) -> bool:
-    """``text`` is a decimal of at least 10 significant digits that is ``other``'s value correctly
-    rounded to its last digit (``0.0833333333333333`` for 1/12)."""
-    long = readings.long_decimal(text)
-    if long is None or readings.long_decimal(str(other)) is not None or too_big(sym(other)):
-        return False
-    value, ulp = long
-    ulp /= 2  # the correctly rounded expansion only: 0.99999999999999999999 is not 1
-    if isinstance(other, Fraction):
-        return abs(other - value) <= ulp
-    import sympy
-
-    try:
-        diff = sympy.N(sym(other) - sym(value), 40)
-    except (MemoryError, RecursionError):
-        raise
-    except Exception:  # noqa: BLE001 - not a number: not an expansion of one
-        return False
-    return bool(diff.is_real and diff.is_Number and abs(diff) <= sympy.Rational(ulp.numerator, ulp.denominator))
-
-
-def _rounds_to(gold_text: str, other: Any, policy: MathPolicy) -> bool:
-    """The ``gold_precision`` rule: ``gold_text`` is a decimal of two or more significant digits,
-    the task states no tolerance, and ``other`` is an exact number with no finite decimal
-    expansion that rounds to it (within half a unit in the gold's last digit)."""
-    if not policy.gold_precision or policy.rel_tol > 1e-9 or policy.abs_tol > 0:
-        return False
-    rounded = readings.rounded_decimal(gold_text)
-    if rounded is None:
-        return False
-    value, half = rounded
-    if isinstance(other, Fraction):
-        return not readings.terminates(other) and abs(other - value) <= half
-    import sympy
-
-    if not isinstance(other, sympy.Expr) or other.free_symbols or other.has(sympy.Float) or too_big(other):
-        return False  # a decimal answer is the answer's own rounding: it must equal the gold
-    if other.is_Rational:
-        return (
-            not readings.terminates(Fraction(int(other.p), int(other.q)))
-            and abs(Fraction(int(other.p), int(other.q)) - value) <= half
-        )
-    try:
-        diff = sympy.N(other - sympy.Rational(value.numerator, value.denominator), 30)
-    except (MemoryError, RecursionError):
-        raise
-    except Exception:  # noqa: BLE001 - not a number: no rounding of one
-        return False
-    if not (diff.is_real and diff.is_Number) or abs(diff) > sympy.Rational(half.numerator, half.denominator):
-        return False
-    rational = sympy.nsimplify(other)
-    # \log_2 8 \cdot \frac{1}{8} is 3/8, a terminating value written another way: not a rounding
-    return not (rational.is_Rational and _exactly_rational(other, rational))
-
-
-def _exactly_rational(expr: Any, rational: Any) -> bool:
-    import sympy
-
-    try:
-        return bool(sympy.simplify(expr - rational) == 0) and readings.terminates(
-            Fraction(int(rational.p), int(rational.q))
-        )
-    except (MemoryError, RecursionError):
-        raise
-    except Exception:  # noqa: BLE001
-        return False
-
-
 def _numeral(s: str) -> tuple[str, int] | None:
     """A numeral written in a base other than ten (``1011_2``, ``2A_{12}``); ``123_{10}`` is
     plain 123. Letters alone (``a_3``) are a name, not a numeral."""
@@ -247,32 +176,9 @@ def _numeral(s: str) -> tuple[str, int] | None:
     return b
 
 
-def _match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPolicy) -> bool:
-    if len(gs) != len(ps):
-        return False
-    used = [False] * len(ps)
-    for g in gs:
-        for j, p in enumerate(ps):
-            if not used[j] and _node_equal(g, p, policy):
-                used[j] = True
-                break
-        else:
-            return False
-    return True
-
-
 # A column written as a tuple: in parentheses, or in square brackets for a bmatrix (or a plain
 # matrix, which has no brackets of its own); [1, 2] for a pmatrix reads as a closed interval.
 _VECTOR_BRACKETS = {"pmatrix": ("()",), "bmatrix": ("[]",), "matrix": ("()", "[]")}
-
-
-def _cover(gs: tuple[Node, ...], ps: tuple[Node, ...], policy: MathPolicy) -> bool:
-    """Every item of each side equals one of the other's (sets: repeats do not count)."""
-    if len(ps) > 4 * max(len(gs), 1):
-        return False
-    return all(any(_node_equal(g, p, policy) for p in ps) for g in gs) and all(
-        any(_node_equal(g, p, policy) for g in gs) for p in ps
-    )
 
 
 _REL = re.compile(r"[<>]|\\[lg]eq?(?![a-zA-Z])|\\[lg]eqslant")
@@ -320,11 +226,15 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
             _node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True)
         )
     if g.kind == "set" and p.kind == "list":
-        return _match_unordered(g.items, p.items, policy)  # "3, -2" answers {-2, 3}
+        return nodes.match_unordered(
+            g.items, p.items, lambda x, y: _node_equal(x, y, policy)
+        )  # "3, -2" answers {-2, 3}
     if g.kind == "list" and p.kind == "set" and p.brackets != "±" and not nodes.unordered_gold(g):
         p = replace(p, kind="list")  # a set for a list: compared in the order it is written
     if g.kind == "list" and p.kind == "set":
-        return _match_unordered(g.items, p.items, policy)  # \\pm readings have no written order
+        return nodes.match_unordered(
+            g.items, p.items, lambda x, y: _node_equal(x, y, policy)
+        )  # \\pm readings have no written order
     if {g.kind, p.kind} == {"matrix", "seq"}:
         # a column vector written as a tuple: (1, 2) for \\begin{pmatrix}1\\\\2\\end{pmatrix}
         m, t = (g, p) if g.kind == "matrix" else (p, g)
@@ -371,9 +281,11 @@ def _node_equal(g: Node, p: Node, policy: MathPolicy) -> bool:
     if g.kind in ("set", "union") or points:
         # a list of points or solution pairs has no order either: (1,2), (3,4) is (3,4), (1,2);
         # a solution written twice is one solution
-        return _cover(g.items, p.items, policy)
+        return nodes.cover(g.items, p.items, lambda x, y: _node_equal(x, y, policy))
     if g.kind == "list" and (not policy.ordered_lists or (g.label and not _record(g))):
-        return _match_unordered(g.items, p.items, policy)  # a = 4, -8, -10: the values of a
+        return nodes.match_unordered(
+            g.items, p.items, lambda x, y: _node_equal(x, y, policy)
+        )  # a = 4, -8, -10: the values of a
     if g.kind == "seq" and g.brackets != p.brackets or len(g.items) != len(p.items):
         return False
     return all(_node_equal(x, y, policy) for x, y in zip(g.items, p.items, strict=True))
@@ -554,7 +466,12 @@ def fast_compare(gold: str, pred: str, policy: MathPolicy) -> bool | None:
         return False  # 12 cm is not 12 m; x = 3 is not y = 3
     if policy.rel_tol > 1e-9 or policy.abs_tol > 0:
         return abs(g - p) <= max(Fraction(policy.abs_tol), Fraction(policy.rel_tol) * max(abs(g), abs(p)))
-    return g == p or _expansion_of(cg.text, p) or _expansion_of(cp.text, g) or _rounds_to(cg.text, p, policy)
+    return (
+        g == p
+        or decimals.expansion_of(cg.text, p)
+        or decimals.expansion_of(cp.text, g)
+        or decimals.rounds_to(cg.text, p, policy)
+    )
 
 
 def probe_gold(gold: str, policy: MathPolicy) -> bool:

@@ -19,6 +19,7 @@ guarded path).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -27,14 +28,37 @@ from ..rules import untrusted
 MAX_CHARS = 300
 MAX_DEPTH = 30
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?|\.\d+)|(\\[a-zA-Z]+)|([a-zA-Z])|(.))")
-_COMMANDS = {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"}
+_FUNCTIONS = {
+    "\\sin": "sin",
+    "\\cos": "cos",
+    "\\tan": "tan",
+    "\\cot": "cot",
+    "\\sec": "sec",
+    "\\csc": "csc",
+    "\\arcsin": "asin",
+    "\\arccos": "acos",
+    "\\arctan": "atan",
+    "\\ln": "log",
+    "\\log": "log",
+    "\\exp": "exp",
+}
+_GREEK = {
+    "\\" + g
+    for g in (
+        "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi rho "
+        "sigma tau upsilon phi varphi chi psi omega"
+    ).split()
+}
+_COMMANDS = (
+    {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"} | set(_FUNCTIONS) | _GREEK
+)
 _BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
 # Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
 # n <= 1000 (2,568 digits), a rational power whose estimated size is under 4,000 digits; larger
 # ones go to the grammar, which keeps them unevaluated.
 MAX_FACTORIAL = 1000
 MAX_DIGITS = 4000
-MAX_BINOM = 1000
+MAX_BINOM = 5000  # \binom{5000}{2500} has 1,504 digits
 
 
 class _Unsupported(Exception):
@@ -64,12 +88,13 @@ def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
                 raise _Unsupported()  # I, E, ... and an index i: let the grammar decide
             out.append(("var", letter))
         else:
-            if other not in "+-*/^(){}[]=!":
+            if other not in "+-*/^(){}[]=!_":
                 raise _Unsupported()
             out.append(("op", other))
+    for (k1, _), (k2, _), (k3, _) in zip(out, out[1:], out[2:], strict=False):
+        if k1 == k2 == k3 == "var":
+            raise _Unsupported()  # "min", "abc": a name or a word, never a product of letters
     for (k1, _), (k2, _) in zip(out, out[1:], strict=False):
-        if k1 == "var" and k2 == "var":
-            raise _Unsupported()  # "sin", "ab": function names and products are ambiguous
         if k1 == "num" and k2 == "num":
             raise _Unsupported()
     for (k1, _), (k2, v2) in zip(out, out[1:], strict=False):
@@ -134,8 +159,8 @@ class _Parser:
         kind, v = tok
         return (
             kind in ("num", "var")
-            or (kind == "cmd" and v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS))
-            or (kind == "op" and v in "({")
+            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in _GREEK))
+            or (kind == "op" and v in "({[")
         )
 
     def term(self) -> Any:
@@ -152,8 +177,8 @@ class _Parser:
                     raise _Unsupported()
                 value = value / den
             elif self._starts_primary():
-                if tok is not None and tok[0] == "num":
-                    raise _Unsupported()  # "x 2" or "2 3": not a product anyone writes
+                if tok is not None and tok[0] == "num" and self.t[self.i - 1] != ("op", ")"):
+                    raise _Unsupported()  # "x 2" or "2 3": not a product anyone writes; (n-2)2^n is
                 value = value * self.power()
             else:
                 return value
@@ -167,23 +192,33 @@ class _Parser:
         return self.power()
 
     def factorial(self, base: Any) -> Any:
-        """``n!``: an integer 0..MAX_FACTORIAL or a letter; ``n!!`` and anything else: the grammar."""
+        """``n!``: an integer 0..MAX_FACTORIAL or an expression in letters; ``n!!`` and anything else:
+        the grammar."""
         self.take("!")
         if self.peek() == ("op", "!"):
             raise _Unsupported()
-        if base.is_Symbol or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
-            return self.sp.factorial(base)
+        if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
+            return self.sp.factorial(base)  # (n-1)! stays unevaluated
         raise _Unsupported()
 
     def _small_power(self, base: Any, exp: Any) -> bool:
+        """Whether ``base^exp`` (a numeric base) stays small when sympy evaluates it: a symbolic
+        exponent builds nothing (``3^n``); a numeric one is estimated under ``MAX_DIGITS`` digits."""
+        if exp.free_symbols:
+            return True
+        if exp.is_Rational and not exp.is_Integer:
+            if exp.q > 1000:
+                return False
+            exp = self.sp.Integer(abs(exp.p) // exp.q + 1)  # 2^{4/3} is 2 \cdot 2^{1/3}
         if not exp.is_Integer:
             return False
-        if abs(int(exp)) <= 1000:
+        n = abs(int(exp))
+        if n <= 1000:
             return True
         if not base.is_Rational or base == 0:
             return False
         digits = max(len(str(abs(base.p))), len(str(base.q)))
-        return digits <= 20 and digits * abs(int(exp)) <= MAX_DIGITS
+        return digits <= 20 and n * math.log10(max(abs(int(base.p)), int(base.q), 2)) <= MAX_DIGITS
 
     def power(self) -> Any:
         base = self.primary()
@@ -197,7 +232,7 @@ class _Parser:
                 self.take("}")
             else:
                 kind, v = self.take()
-                if kind == "num" and len(v) == 1:
+                if kind == "num" and v.isdigit():  # 2^12 is 2^{12} to the grammar (plain-text math)
                     exp = self.sp.Integer(int(v))
                 elif kind == "var":
                     exp = self.var(v)
@@ -228,14 +263,88 @@ class _Parser:
             return self.var(v)
         raise _Unsupported()
 
+    def subscript(self, name: str) -> Any:
+        """``v_0``, ``c_{1}``, ``\\theta_1``, ``x_{12}``: one symbol, named as the grammar names it
+        (a one-character subscript without braces, a longer one with them)."""
+        self.take("_")
+        if self.peek() == ("op", "{"):
+            self.take()
+            parts = []
+            while self.peek() is not None and self.peek() != ("op", "}"):
+                kind, v = self.take()
+                if kind not in ("num", "var"):
+                    raise _Unsupported()
+                parts.append(v)
+            self.take("}")
+            sub = "".join(parts)
+        else:
+            kind, sub = self.take()
+            if kind not in ("num", "var") or len(sub) != 1:
+                raise _Unsupported()
+        if not sub:
+            raise _Unsupported()
+        if self.peek() == ("op", "_"):
+            raise _Unsupported()
+        return self.sp.Symbol(f"{name}_{sub}" if len(sub) == 1 else f"{name}_{{{sub}}}")
+
+    def function(self, v: str) -> Any:
+        """``\\sin x``, ``\\cos^3 x``, ``\\ln(e - 1)``, ``\\log_2 8``. A bare argument is the
+        product of the factors after the name (``\\sin 2x`` is sin(2x), as the grammar reads it);
+        where the grammar reads more into it (``\\sin x / 2``, ``\\sin x \\cdot y``) or a plain
+        ``\\log`` (base 10 to the grammar) or ``\\sin^{-1}``, the grammar decides."""
+        sp = self.sp
+        base = None
+        if v == "\\log":
+            if self.peek() != ("op", "_"):
+                raise _Unsupported()
+            self.take()
+            base = self.group()
+        power = None
+        if self.peek() == ("op", "^"):
+            self.take()
+            power = self.group()
+            if not (power.is_Integer and 1 <= int(power) <= 10):
+                raise _Unsupported()  # \sin^{-1} x is arcsin
+        if self.peek() == ("op", "("):
+            self.take()
+            arg = self.expr()
+            self.take(")")
+        elif self.peek() == ("op", "{"):
+            arg = self.group()
+        else:
+            arg = self.power()
+            while self._starts_primary():
+                tok = self.peek()
+                if tok is not None and (tok[0] == "num" or tok[1] in _FUNCTIONS):
+                    raise _Unsupported()
+                arg = arg * self.power()
+            if self.peek() in (("op", "*"), ("op", "/"), ("cmd", "\\cdot"), ("cmd", "\\times"), ("op", "!")):
+                raise _Unsupported()
+        name = _FUNCTIONS[v]
+        if name == "log":
+            if arg.is_number and arg.is_zero:
+                raise _Unsupported()
+            value = sp.log(arg) if base is None else sp.log(arg, base)
+        else:
+            value = getattr(sp, name)(arg)
+        return value**power if power is not None else value
+
     def primary(self) -> Any:
         kind, v = self.take()
         sp = self.sp
         if kind == "num":
             return sp.Rational(v)
         if kind == "var":
+            if self.peek() == ("op", "_"):
+                return self.subscript(v)
             return self.var(v)
         if kind == "cmd":
+            if v in _GREEK:
+                if self.peek() == ("op", "_"):
+                    return self.subscript(v[1:])
+                return sp.Symbol(v[1:])
+            if v in _FUNCTIONS:
+                return self.function(v)
             if v == "\\pi":
                 return sp.pi
             if v == "\\frac":
@@ -249,14 +358,19 @@ class _Parser:
                     raise _Unsupported()
                 return sp.binomial(n, k)
             if v == "\\sqrt":
-                if self.peek() == ("op", "["):
-                    raise _Unsupported()  # n-th roots: the grammar
+                if self.peek() == ("op", "["):  # \sqrt[3]{4}: an n-th root, n a whole number 2..100
+                    self.take()
+                    kind, n = self.take()
+                    self.take("]")
+                    if kind != "num" or not n.isdigit() or not 2 <= int(n) <= 100:
+                        raise _Unsupported()
+                    return sp.Pow(self.group(), sp.Rational(1, int(n)))
                 arg = self.group()
                 return sp.sqrt(arg)
             raise _Unsupported()
-        if (kind, v) == ("op", "("):
+        if (kind, v) in (("op", "("), ("op", "[")):  # 1/[(x+1)(x+2)]: square brackets group too
             inner = self.expr()
-            self.take(")")
+            self.take(")" if v == "(" else "]")
             return inner
         if (kind, v) == ("op", "{"):
             inner = self.expr()

@@ -250,7 +250,7 @@ _LABEL_WORD = re.compile(r"[A-Za-z]{3,}")
 def is_label(s: str) -> bool:
     if len(s) > 60 or not LABEL.match(s):
         return False
-    return all(w.lower() not in MATH_NAMES or w in ("max", "min") for w in _LABEL_WORD.findall(s))
+    return all(untrusted.fold_case(w) not in MATH_NAMES or w in ("max", "min") for w in _LABEL_WORD.findall(s))
 
 
 _WORD_LABEL = re.compile(r"^(?=[^a-z]*[a-z])([A-Za-z]{3,30}(?:\s+[A-Za-z]{1,30}){0,3})$|^\\(max|min)$")

@@ -3,7 +3,8 @@
 A model writes ``(2, ∞)``, ``x ∈ ℝ``, ``3 × 10⁻⁵``, ``②`` or ``½``; graders read them as
 ``(2, \\infty)``, ``x \\in \\mathbb{R}``, ``3 \\times 10^{-5}``, ``2`` and ``1/2``. The rule:
 
-- the operators, relations and constants below map to their LaTeX command (each one meaning only);
+- the operators, relations and constants below, and the Greek small letters, map to their LaTeX
+  command (each one meaning only);
 - superscript digits and signs are an exponent (``x²`` is ``x^{2}``, never ``x2``);
 - every other character goes through NFKC compatibility folding (``rules.untrusted.fold_width``):
   circled and full-width digits are digits, ``½`` is ``1/2``. Characters NFKC keeps (a Greek
@@ -13,6 +14,8 @@ Linear in the text: one pass over its characters.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 from ..rules import untrusted
 
@@ -40,6 +43,13 @@ _LATEX = {
     "∓": "\\mp ",
     "°": "^\\circ ",
 }
+# Greek small letters (U+03B1..U+03C9) as their LaTeX command; Unicode spells lambda "LAMDA".
+for _code in range(0x3B1, 0x3CA):
+    _name = untrusted.fold_case(unicodedata.name(chr(_code)).rsplit(" ", 1)[-1]).replace("lamda", "lambda")
+    if _name not in ("omicron", "pi"):
+        _LATEX[chr(_code)] = "\\" + _name + " "
+_LATEX["ϕ"] = "\\phi "
+_LATEX["ϑ"] = "\\vartheta "
 _SUPER = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-", strict=True))
 
 

@@ -3,6 +3,8 @@ for an order, whether a pair is an interval or may be a point."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..rules.patterns import compile_linear
 from .text import Node, clean, fast_rational
 
@@ -32,3 +34,25 @@ def plainly_interval(n: Node) -> bool:
     """A written pair that can only be an interval: a square bracket or an infinite end. ``(0, 1)``
     may be a point, so an inequality never equals it."""
     return "[" in n.brackets or "]" in n.brackets or any("infty" in c.value or "∞" in c.value for c in n.items)
+
+
+def match_unordered(gs: tuple[Node, ...], ps: tuple[Node, ...], equal: Callable[[Node, Node], bool]) -> bool:
+    """A one-to-one matching of the items in any order."""
+    if len(gs) != len(ps):
+        return False
+    used = [False] * len(ps)
+    for g in gs:
+        for j, p in enumerate(ps):
+            if not used[j] and equal(g, p):
+                used[j] = True
+                break
+        else:
+            return False
+    return True
+
+
+def cover(gs: tuple[Node, ...], ps: tuple[Node, ...], equal: Callable[[Node, Node], bool]) -> bool:
+    """Every item of each side equals one of the other's (sets: repeats do not count)."""
+    if len(ps) > 4 * max(len(gs), 1):
+        return False
+    return all(any(equal(g, p) for p in ps) for g in gs) and all(any(equal(g, p) for g in gs) for p in ps)

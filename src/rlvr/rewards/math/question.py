@@ -39,8 +39,16 @@ def _names(text: str) -> set[str]:
     return {m.group(0) for m in _LETTERS.finditer(text) if len(m.group(0)) == 1}
 
 
+_BOUND = compile_linear(r"^\s*[A-Za-z]\s*\(\s*([a-z])\s*\)\s*=")
+
+
 def renames_a_mentioned_name(prompt: str, gold: str, answer: str) -> bool:
     """Whether the answer uses a single-letter name the gold does not and the question mentions:
-    renaming it onto the gold's would change what the question means by it."""
+    renaming it onto the gold's would change what the question means by it. The argument of a
+    function the answer defines (``y`` in ``f(y) = 2y``) is bound there, whatever the question
+    calls ``y``."""
     new = _names(answer) - _names(gold)
+    bound = _BOUND.match(answer)
+    if bound is not None:
+        new.discard(bound.group(1))
     return bool(new & _names(prompt))

@@ -3,13 +3,14 @@ candidate and test children the worker forks from it: the processes that hold or
 code, under the isolation layers, never the trainer's process.
 
 Inside (this package): the worker (``harness.py``; its relay ``relay.py``; the layers it
-applies, ``isolation.py``, and probes, ``probing.py``), the candidate child (``child.py``;
-``script.py`` on stdin/stdout rows) and the test child (``testchild.py``, its ``proxy.py``), and
-what the children share: ``wire.py`` (values and frames between them) and ``tolerance.py`` (the
-one float tolerance; the trainer's stdout checkers use it too). Trainer side (``rlvr.sandbox``):
-the pool and its worker handle (``pool.py``, ``worker.py``), the choice of interpreter
-(``interpreter.py``), parsing a row's tests (``plans.py``) and turning what came back into a
-verdict (``checks.py``, ``checkers.py``).
+applies, ``isolation.py``, and probes, ``probing.py``), the candidate child (``child.py``; which
+of its objects it shares with the test, ``sharing.py``; ``script.py`` on stdin/stdout rows) and
+the test child (``testchild.py``, its ``proxy.py``), and what the children share: ``wire.py``
+(values and frames between them), ``claims.py`` (exceptions as claims the test child checks) and
+``tolerance.py`` (the one float tolerance; the trainer's stdout checkers use it too). Trainer
+side (``rlvr.sandbox``): the pool and its worker handle (``pool.py``, ``worker.py``), the choice
+of interpreter (``interpreter.py``), parsing a row's tests (``plans.py``) and turning what came
+back into a verdict (``checks.py``, ``checkers.py``).
 
 The rule, kept by ``tests/test_structure.py``: these modules import the standard library and
 each other (relatively), nothing else; the trainer side may import them, never the reverse. The

@@ -8,9 +8,10 @@ It decides nothing. Two ways to run:
   test child asked for, each as plain data or a handle with its kind), ``call``, ``attr``,
   ``setattr``, ``delattr``, ``item``, ``setitem``, ``delitem``, ``iter``, ``next``, ``len``,
   ``bool``, ``hash``, ``str``, ``repr``, ``format``, ``contains``, ``op`` (an operator) on
-  handles. Answers: ``["ok", value, write-backs]``, ``["exc", [builtin class names of its MRO],
-  message, args]`` or
-  ``["stop"]``. A call's mutable arguments are sent back after the call (``write-backs``), so the
+  handles. Answers: ``["ok", value, write-backs]``, ``["exc", ...]`` (the exception's claim,
+  ``claims.claim``), ``["unsupported", why]`` or ``["stop"]``, each possibly preceded by
+  ``["rel", numbers]`` (shared objects the program let go of: ``sharing``).
+  A call's mutable arguments are sent back after the call (``write-backs``), so the
   test sees in-place changes in order. A callable of the test's (``["x", n]``) can be called:
   the child asks back (``["cb", n, args, kwargs]``) and serves nested requests until it gets
   ``["ret", value]`` or ``["raise", names, message]``. Whatever this process sends, the test
@@ -21,16 +22,14 @@ It decides nothing. Two ways to run:
 from __future__ import annotations
 
 import builtins
-import collections
 import operator
 import os
 import sys
 import types
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from . import claims, wire
+from . import claims, sharing, wire
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
 OPS = {
@@ -167,10 +166,10 @@ class Server:
         kwargs = {name: self.dec(v) for name, v in msg[3]}
         given: dict[Any, Any] = {**dict(enumerate(args)), **kwargs}
         mut = [p for p in msg[4] if p in given]
-        before = {p: [self.enc(x) for x in _inner_mutables(v)] for p, v in given.items()}
-        index = _nested_paths(given)
-        held = [x for x in _nested_objects(given) if id(x) not in self.ids and id(x) not in self.shared_ids]
-        counts = _counts(held)
+        before = {p: [self.enc(x) for x in sharing.inner_mutables(v)] for p, v in given.items()}
+        index = sharing.nested_paths(given)
+        held = [x for x in sharing.nested_objects(given) if id(x) not in self.ids and id(x) not in self.shared_ids]
+        counts = sharing.counts(held)
         claim: list[Any] | None = None
         value: Any = None
         try:
@@ -182,13 +181,15 @@ class Server:
             return ["unsupported", wb["unsupported"]]
         if claim is not None:
             ans = claim
-        elif isinstance(value, _MUTABLES) and id(value) in index:  # an argument, or a container in one
+        elif isinstance(value, sharing.MUTABLES) and id(value) in index:  # an argument, or a container in one
             ans = ["ok", ["A", *index[id(value)]]]
         else:
             ans = self.reply(value, index)
         value = None  # the program's own references are what is left
-        after = _counts(held)  # the same calls as before: only the program's new references differ
-        keep = [(held[i], index[id(held[i])]) for i in range(len(held)) if after[i] > counts[i] or _weakly(held[i])]
+        after = sharing.counts(held)  # the same calls as before: only the program's new references differ
+        keep = [
+            (held[i], index[id(held[i])]) for i in range(len(held)) if after[i] > counts[i] or sharing.weakly(held[i])
+        ]
         if keep:
             wb["keep"] = [[self.share(x, snap=True), *path] for x, path in keep]
         return [*ans, wb] if ans[0] in ("ok", "exc") else ans
@@ -198,7 +199,7 @@ class Server:
         (or that appears twice in it) travels as ``["S", k, ...]``: the test child keeps one
         copy per identity number ``k``, so the same object answered twice is one object there,
         and both sides refuse the sample when either changes it later (``check``)."""
-        shared = _sharing(value, skip)
+        shared = sharing.sharing(value, skip)
         why = self.check() if self.shared else None  # before this answer renews any snapshot
         if why:
             return ["unsupported", why]
@@ -209,7 +210,7 @@ class Server:
         finally:
             wire.ALIASES, wire.SHARED = {}, {}
             for x in shared:
-                self.shared[self.shared_ids[id(x)]][1] = _snapshot(x)
+                self.shared[self.shared_ids[id(x)]][1] = sharing.snapshot(x)
 
     def share(self, x: Any, snap: bool = False) -> int:
         k = self.shared_ids.get(id(x))
@@ -218,14 +219,14 @@ class Server:
             self.next_k += 1
             self.shared[k] = [x, None]  # kept alive, so its id is never reused in this sample
         if snap:
-            self.shared[k][1] = _snapshot(x)
+            self.shared[k][1] = sharing.snapshot(x)
         return k
 
     def check(self) -> str | None:
         """Why the sample must end, if an object shared with the test changed here since the
         test last saw it (the test's copy would be stale; CPython shows it one object)."""
         for x, snap in self.shared.values():
-            if snap is not None and _snapshot(x) != snap:
+            if snap is not None and sharing.snapshot(x) != snap:
                 return f"the program changed a {type(x).__name__} it shares with the test (the test holds a copy)"
         return None
 
@@ -233,7 +234,7 @@ class Server:
         """Forget the shared objects nothing of the program holds any more (only this registry,
         no weak reference): the program can never change or return them again, so the test's
         copies are its own from now on. Their numbers go to the test child (``["rel", ks]``)."""
-        gone = [k for k, entry in self.shared.items() if _alone(entry)]
+        gone = [k for k, entry in self.shared.items() if sharing.alone(entry)]
         for k in gone:
             self.shared_ids.pop(id(self.shared.pop(k)[0]), None)
         return gone
@@ -242,7 +243,7 @@ class Server:
         self, given: dict[Any, Any], mut: list[Any], before: dict[Any, list[Any]], index: dict[int, list[Any]]
     ) -> dict[str, Any]:
         for p, v in given.items():  # a tuple's list too: f(([1],)) may change it
-            if [self.enc(x) for x in _inner_mutables(v)] != before[p]:
+            if [self.enc(x) for x in sharing.inner_mutables(v)] != before[p]:
                 return {"unsupported": "the program changed a container nested inside an argument"}
         wire.ALIASES = index
         try:
@@ -312,142 +313,6 @@ class Server:
                     cls = Exception
                 raise cls(msg[2])
             self.send(self.answer(msg))
-
-
-_CONTAINERS = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
-_MUTABLES = (list, dict, set, bytearray, collections.deque)
-
-
-def _inner_mutables(top: Any) -> list[Any]:
-    """The mutable containers nested inside ``top`` (not ``top`` itself)."""
-    out: list[Any] = []
-    stack = _children(top)
-    while stack:
-        x = stack.pop()
-        if isinstance(x, _MUTABLES):
-            out.append(x)
-        stack.extend(_children(x))
-    return out
-
-
-def _children(x: Any) -> list[Any]:
-    if isinstance(x, dict):
-        return [v for v in dict.values(x) if isinstance(v, _CONTAINERS)]
-    if isinstance(x, (list, tuple, set, frozenset, collections.deque)):
-        return [v for v in x if isinstance(v, _CONTAINERS)]
-    return []
-
-
-def _refcounts(value: Any, skip: dict[int, Any] | None = None) -> list[tuple[bool, int, Any]]:
-    """(is the top, reference count, object) of each mutable container of ``value`` (not those
-    in ``skip``, nor inside them), as seen from here: compared with the counts of a fresh value
-    (``_FRESH``), an extra reference is one the program holds."""
-    out: list[tuple[bool, int, Any]] = []
-    stack = [(value, True)]
-    while stack:
-        c, top = stack.pop()
-        if skip and id(c) in skip:
-            continue
-        if isinstance(c, _MUTABLES):
-            out.append((top, sys.getrefcount(c), c))
-        stack.extend((x, False) for x in _children(c))
-    return out
-
-
-def _counts(objs: list[Any]) -> list[int]:
-    return [sys.getrefcount(x) for x in objs]
-
-
-def _nested_objects(given: dict[Any, Any]) -> list[Any]:
-    """Every mutable argument and mutable container nested in one, once each."""
-    seen: set[int] = set()
-    out: list[Any] = []
-    stack = list(given.values())
-    while stack:
-        x = stack.pop()
-        if isinstance(x, _MUTABLES) and id(x) not in seen:
-            seen.add(id(x))
-            out.append(x)
-        stack.extend(_children(x))
-    return out
-
-
-def _nested_paths(given: dict[Any, Any]) -> dict[int, list[Any]]:
-    """id -> [position, *path] of every mutable argument and mutable container nested in one
-    (through lists, tuples, deques and dict values); they stay alive in ``given``."""
-    out: dict[int, list[Any]] = {}
-    stack: list[tuple[Any, list[Any]]] = [(v, [p]) for p, v in given.items()]
-    while stack:
-        x, path = stack.pop()
-        if isinstance(x, _MUTABLES) and id(x) not in out:
-            out[id(x)] = path
-        if isinstance(x, dict):
-            for k, v in dict.items(x):
-                if isinstance(v, _CONTAINERS) and type(k) in (int, str, bool, float):
-                    stack.append((v, [*path, k]))
-        elif isinstance(x, (list, tuple, collections.deque)):
-            stack.extend((v, [*path, i]) for i, v in enumerate(x) if isinstance(v, _CONTAINERS))
-    return out
-
-
-def _sharing(value: Any, skip: dict[int, Any] | None = None, raw: bool = False) -> list[Any]:
-    """The mutable containers of the result (not those nested in an argument, ``skip``) that
-    have a reference from outside the result or appear twice in it (counts compared with those
-    of a fresh value seen through the same calls, ``_FRESH``). ``raw``: the counts themselves."""
-    counts = _refcounts(value, skip)
-    if raw or _FRESH is None:
-        return counts
-    seen: set[int] = set()
-    out: list[Any] = []
-    for top, rc, c in counts:
-        if id(c) in seen or rc > (_FRESH[0] if top else _FRESH[1]) or _weakly(c):
-            if id(c) not in {id(o) for o in out}:
-                out.append(c)
-        seen.add(id(c))
-    return out
-
-
-def _as_reply(value: Any) -> list[Any]:
-    return _sharing(value, None, True)  # the same depth of calls as Server.reply -> _sharing
-
-
-def _fresh_counts() -> tuple[int, int]:
-    value = [[0], {1: [2]}]
-    counts = _as_reply(value)  # as Server.run holds its ``value`` and calls reply(value)
-    return counts[0][1], max(rc for top, rc, _ in counts if not top)
-
-
-def _weakly(x: Any) -> bool:
-    """Does anything hold a weak reference to ``x`` (a set or a deque can have them)? Then the
-    program may reach it again, whatever its reference count says."""
-    return weakref.getweakrefcount(x) > 0
-
-
-def _count_entry(entry: list[Any]) -> int:
-    return sys.getrefcount(entry[0])
-
-
-_ALONE = _count_entry([[], None])  # an object held by its registry entry alone
-
-
-def _alone(entry: list[Any]) -> bool:
-    return _count_entry(entry) <= _ALONE and not _weakly(entry[0])
-
-
-def _ident(x: Any) -> list[Any]:
-    return ["?", id(x)]
-
-
-def _snapshot(x: Any) -> Any:
-    """``x``'s whole content now (nested objects included), to compare with a later one."""
-    try:
-        return wire.encode(x, _ident)
-    except (ValueError, RecursionError):
-        return ["?", id(x)]
-
-
-_FRESH: tuple[int, int] | None = None
-_FRESH = _fresh_counts()
 
 
 def describe(exc: BaseException) -> list[Any]:
