@@ -182,3 +182,22 @@ def test_identical_completions_of_a_prompt_are_shown_once_with_their_count(task:
     n = review(store, reviewer="tty", stdin=io.StringIO("r\n" * 100), stdout=out, color=False)
     assert n == len(store.samples()) and out.getvalue().count("── sample ") == len(groups) < n
     assert "identical completions of this prompt" in out.getvalue()
+
+
+@pytest.mark.parametrize("bad", ["zzz", "a", "a no disagreement here", "right"])
+@pytest.mark.parametrize("at", [1, 2, 4])
+def test_a_scripted_review_stops_at_a_line_it_cannot_obey(
+    task: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, bad: str, at: int
+) -> None:
+    """Skipping the line would put every later verdict on the sample before the one it was meant for."""
+    store = gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
+    lines = ["r"] * (at - 1) + [bad] + ["h"] * 10
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{x}\n" for x in lines)))
+    assert main(["inspect", "review", str(task.path), "--no-tty", "--reviewer", "bot"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"stdin line {at}:" in err
+    labels = [r.label for r in store.latest_reviews().values()]
+    assert "higher" not in labels  # nothing after the refused line was recorded
+    assert len(labels) >= at - 1  # what came before it was (identical copies share a verdict)
+    exported = gate.db_path(task).with_suffix(".jsonl").read_text()
+    assert exported.count('"right"') >= at - 1

@@ -274,8 +274,10 @@ def _review(task: Task, args: argparse.Namespace) -> int:
             source="rlvr inspect review",
         )
     reviewer = args.reviewer + (NO_TTY_MARK if args.no_tty else "")
-    n = review(store, reviewer=reviewer, flt=flt)
-    gate.export_jsonl(store)
+    try:
+        n = review(store, reviewer=reviewer, flt=flt, scripted=args.no_tty)
+    finally:  # the verdicts given before a refused line are committed: export them too
+        gate.export_jsonl(store)
     print(f"{n} verdicts recorded")
     return 0
 

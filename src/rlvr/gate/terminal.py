@@ -3,8 +3,11 @@
 One line per verdict: ``r`` (reward is right), ``h`` (should be higher) or ``l`` (should be
 lower), optionally followed by a note on the same line (``l accepts 4 2 as 42``); ``a REASON``
 accepts an open disagreement; ``j``/``k`` next/previous; ``s`` status; ``q`` (or end of input)
-quits. Each verdict is committed before the next sample is shown. The extracted answer is
-marked ``⟦…⟧`` (reverse video on a colour terminal) and invisible characters are drawn as
+quits. Each verdict is committed before the next sample is shown. Read from a script
+(``scripted``: ``--no-tty``), a line that records nothing it asks for (an unknown command, an
+``a`` with nothing to accept or no reason) stops the review with an error naming the line: were
+it skipped, every later line's verdict would land on the sample before the one it was written for.
+The extracted answer is marked ``⟦…⟧`` (reverse video on a colour terminal) and invisible characters are drawn as
 ``⟨U+200B⟩`` markers.
 
 Identical completions of one prompt (a small model repeats itself: ``\\boxed{89}`` nine times) are
@@ -18,6 +21,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from ..errors import GateError
 from .agreement import SampleStatus, agreement, format_agreement, statuses
 from .codeview import code_view
 from .codeview import terminal_lines as code_lines
@@ -97,9 +101,11 @@ def review(
     stdin: IO[str] | None = None,
     stdout: IO[str] | None = None,
     color: bool | None = None,
+    scripted: bool = False,
 ) -> int:
     """Review interactively until nothing matches the filter or the reviewer quits. Returns the
-    number of verdicts recorded."""
+    number of verdicts recorded. ``scripted``: a line that is not obeyed raises ``GateError``
+    naming it (the verdicts before it stay recorded)."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     flt = flt or Filter()
@@ -107,6 +113,7 @@ def review(
     meta = store.meta()
     term, column = meta.get("correctness_term", ""), meta.get("answer_column", "answer")
     given = 0
+    lineno = 0
     current: int | None = None
     direction = 1
     while True:
@@ -132,9 +139,11 @@ def review(
         )
         stdout.flush()
         line = stdin.readline()
+        lineno += 1
         if not line:
             stdout.write("\n")
             return given
+        refused = None
         cmd, _, rest = line.strip().partition(" ")
         rest = rest.strip()
         if cmd in ("q", "quit"):
@@ -161,9 +170,9 @@ def review(
             direction = 1
         elif cmd == "a":
             if not (st.is_disagreement and st.review is not None and st.review.label != "right"):
-                stdout.write("nothing to accept: 'a' accepts an open higher/lower disagreement\n")
+                refused = "nothing to accept: 'a' accepts an open higher/lower disagreement"
             elif not rest:
-                stdout.write("accepting needs a reason: a REASON\n")
+                refused = "accepting needs a reason: a REASON"
             else:
                 try:
                     store.add_review(
@@ -186,4 +195,12 @@ def review(
         elif cmd == "s":
             stdout.write(format_agreement(agreement(store.samples(), store.latest_reviews())) + "\n")
         else:
-            stdout.write(f"unknown command {cmd!r}\n")
+            refused = f"unknown command {cmd!r}"
+        if refused is not None:
+            stdout.write(refused + "\n")
+            if scripted:
+                raise GateError(
+                    f"stdin line {lineno}: {refused} (sample {current}); nothing after it was read, the {given} "
+                    "verdicts before it are recorded (fix: correct that line and run the review again: it "
+                    "continues with the samples still unreviewed)"
+                )

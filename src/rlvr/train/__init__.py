@@ -42,6 +42,7 @@ from ..task import Task
 from .launch import TrainResult, build_dataset, run_grpo
 from .rundir import (
     ResumeStart,
+    claimed,
     latest_checkpoint,
     previous_run,
     refuse_existing,
@@ -80,23 +81,24 @@ def train(task: Task, opts: TrainOptions) -> TrainResult:
 
     check_trained(gate, settings.rewards)  # the terms TRL will pay are the ones the gate signed
     peft = peft_setup(settings.peft, settings.hardware)
-    if not opts.resume:
-        refuse_existing(run_dir)
-    final = run_dir / "final"
     main = is_main_process()
-    if opts.resume and run_finished(previous_meta, int(settings.grpo["max_steps"]), final):
-        return TrainResult(
-            run_dir,
-            final,
-            int(previous_meta.get("steps") or 0),
-            float(previous_meta.get("seconds") or 0.0),
-            [],
-            main,
-            already_done=True,
-        )
-    start = resume_start(run_dir, main) if opts.resume else ResumeStart()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_grpo(task, opts, settings, gate, start, previous_meta, peft, main)
+    with claimed(run_dir, main):  # one session per run folder, from the check to the end
+        if not opts.resume:
+            refuse_existing(run_dir)
+        final = run_dir / "final"
+        if opts.resume and run_finished(previous_meta, int(settings.grpo["max_steps"]), final):
+            return TrainResult(
+                run_dir,
+                final,
+                int(previous_meta.get("steps") or 0),
+                float(previous_meta.get("seconds") or 0.0),
+                [],
+                main,
+                already_done=True,
+            )
+        start = resume_start(run_dir, main) if opts.resume else ResumeStart()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return run_grpo(task, opts, settings, gate, start, previous_meta, peft, main)
 
 
 __all__ = [

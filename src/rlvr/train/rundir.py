@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,7 @@ def run_finished(meta: Mapping[str, Any], max_steps: int, final: Path) -> bool:
 
 def refuse_existing(run_dir: Path) -> None:
     """A new run (no --resume) never writes over a folder that already holds one."""
-    if not (run_dir.exists() and any(run_dir.iterdir())):
+    if not (run_dir.exists() and any(p.name != LOCK for p in run_dir.iterdir())):
         return
     if (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists():
         if latest_checkpoint(run_dir) is None:
@@ -184,6 +185,45 @@ def refuse_existing(run_dir: Path) -> None:
                 "choose another --run-dir, or delete it"
             )
         raise RunError(f"{run_dir} already holds a run; pass --resume to continue it, or choose another --run-dir")
+
+
+LOCK = ".rlvr-train.lock"
+
+
+@contextmanager
+def claimed(run_dir: Path, main: bool = True) -> Iterator[None]:
+    """Hold the run folder for one session: an exclusive ``flock`` on ``run_dir/.rlvr-train.lock``
+    (the holder's pid written in it), taken before the folder is checked for an earlier run and
+    released when the session ends or its process dies. Without it two ``rlvr train`` on one
+    ``--run-dir`` both passed the check and interleaved one ``metrics.jsonl``, checkpoints and
+    ``final/``. Only the main process of a multi-process launch takes it. A file system without
+    locks (some network mounts) runs unlocked: the lock guards against a mistake, not an attacker."""
+    if not main:
+        yield
+        return
+    import errno
+    import fcntl
+    import os
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                yield  # no locks on this file system
+                return
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise RunError(
+                f"{run_dir} is in use by another rlvr train (pid {holder}): wait for it to end, or choose "
+                "another --run-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 @dataclass(frozen=True)

@@ -400,3 +400,19 @@ def test_the_argument_of_a_function_the_answer_defines_is_bound_whatever_the_que
     assert v.verify(Sample("<answer>f(y) = 2y</answer>", row, prompt=asked)).outcome is Outcome.CORRECT
     assert v.verify(Sample("<answer>f(y) = 3y</answer>", row, prompt=asked)).outcome is Outcome.WRONG
     assert v.verify(Sample("<answer>f(x) = 2y</answer>", row, prompt=asked)).outcome is Outcome.WRONG
+
+
+def test_greek_letters_in_unicode_are_their_latex_names():
+    check([("\\sin \\alpha + \\beta", "\\sin α + β"), ("2\\theta", "2θ")], "equal")
+    check([("\\sin \\alpha", "\\cos α")], "unequal")
+
+
+def test_a_greek_letter_the_question_mentions_is_not_renamed():
+    from rlvr.rewards import Outcome, Sample
+    from rlvr.rewards.math import MathVerifier
+
+    v = MathVerifier(pool=_NoPool())
+    asked = "Let α and β be the angles of the triangle. Find sin α."
+    row = {"answer": "\\sin \\alpha"}
+    assert v.verify(Sample("<answer>\\sin β</answer>", row, prompt=asked)).outcome is Outcome.WRONG
+    assert v.verify(Sample("<answer>\\sin α</answer>", row, prompt=asked)).outcome is Outcome.CORRECT

@@ -42,7 +42,7 @@ _FUNCTIONS = {
     "\\log": "log",
     "\\exp": "exp",
 }
-_GREEK = {
+GREEK = {
     "\\" + g
     for g in (
         "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi rho "
@@ -50,7 +50,7 @@ _GREEK = {
     ).split()
 }
 _COMMANDS = (
-    {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"} | set(_FUNCTIONS) | _GREEK
+    {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"} | set(_FUNCTIONS) | GREEK
 )
 _BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
 # Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
@@ -159,7 +159,7 @@ class _Parser:
         kind, v = tok
         return (
             kind in ("num", "var")
-            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in _GREEK))
+            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in GREEK))
             or (kind == "op" and v in "({[")
         )
 
@@ -339,7 +339,7 @@ class _Parser:
                 return self.subscript(v)
             return self.var(v)
         if kind == "cmd":
-            if v in _GREEK:
+            if v in GREEK:
                 if self.peek() == ("op", "_"):
                     return self.subscript(v[1:])
                 return sp.Symbol(v[1:])

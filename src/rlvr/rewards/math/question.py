@@ -10,8 +10,8 @@ pair of named values) do not match, so their lists keep their order.
 
 A second: a letter the question mentions has the question's meaning, so an answer may not rename
 it (``rename``): "y = 2x + 1 ... find y in terms of x" keeps ``2y + 1`` from answering ``2x + 1``.
-``fixed_names`` are the single letters that stand alone in the answer and the question (a letter
-inside a word or a command is none).
+The names are the single letters and Greek letters (``\\beta``, ``β``) that stand alone in the
+answer and the question (a letter inside a word or another command is none).
 
 Linear: RE2 patterns over the prompt and the answer (``rules.patterns``).
 """
@@ -19,6 +19,8 @@ Linear: RE2 patterns over the prompt and the answer (``rules.patterns``).
 from __future__ import annotations
 
 from ..rules.patterns import compile_linear
+from . import glyphs
+from .fast import GREEK
 
 _ASKS_ALL = compile_linear(
     r"(?i)\b(?:find|determine|list|give|compute|enter)\s+all\b"
@@ -36,7 +38,9 @@ _LETTERS = compile_linear(r"\\?[A-Za-z]+")
 
 
 def _names(text: str) -> set[str]:
-    return {m.group(0) for m in _LETTERS.finditer(text) if len(m.group(0)) == 1}
+    """Single letters and Greek letters (``\\beta`` or ``β``) standing alone in ``text``."""
+    text = glyphs.to_ascii_math(text)
+    return {m.group(0) for m in _LETTERS.finditer(text) if len(m.group(0)) == 1 or m.group(0) in GREEK}
 
 
 _BOUND = compile_linear(r"^\s*[A-Za-z]\s*\(\s*([a-z])\s*\)\s*=")
