@@ -163,7 +163,7 @@ def _rlvr_session(cells, cell, timeout, seed, begin, end):
             if t is not main_thread and not t.daemon:
                 t.join()
 
-    def status_of(exc):  # as python reports SystemExit (rlvr.sandbox child.exit_status)
+    def status_of(exc):  # as python reports SystemExit (rlvr.sandbox.inside.script.exit_status)
         code = exc.code
         if code is None:
             return 0, ""
