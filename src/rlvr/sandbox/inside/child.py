@@ -210,7 +210,7 @@ class Server:
         finally:
             wire.ALIASES, wire.SHARED = {}, {}
             for x in shared:
-                self.shared[self.shared_ids[id(x)]][1] = sharing.snapshot(x)
+                self.shared[self.shared_ids[id(x)]][1] = wire.snapshot(x)
 
     def share(self, x: Any, snap: bool = False) -> int:
         k = self.shared_ids.get(id(x))
@@ -219,14 +219,14 @@ class Server:
             self.next_k += 1
             self.shared[k] = [x, None]  # kept alive, so its id is never reused in this sample
         if snap:
-            self.shared[k][1] = sharing.snapshot(x)
+            self.shared[k][1] = wire.snapshot(x)
         return k
 
     def check(self) -> str | None:
         """Why the sample must end, if an object shared with the test changed here since the
         test last saw it (the test's copy would be stale; CPython shows it one object)."""
         for x, snap in self.shared.values():
-            if snap is not None and sharing.snapshot(x) != snap:
+            if snap is not None and wire.snapshot(x) != snap:
                 return f"the program changed a {type(x).__name__} it shares with the test (the test holds a copy)"
         return None
 

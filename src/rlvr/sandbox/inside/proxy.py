@@ -151,7 +151,7 @@ class Link:
         self.once.clear()
         for entry in self.shared.values():
             if entry[1] is None:
-                entry[1] = snapshot(entry[0])
+                entry[1] = wire.snapshot(entry[0])
 
     def release(self, msg: list[Any]) -> None:
         """The program no longer holds these shared objects: the test's copies are its own."""
@@ -167,7 +167,7 @@ class Link:
         """Refuse the sample when the test changed an object the program still holds (the program
         would read its stale copy; in CPython it is one object)."""
         for obj, snap in self.shared.values():
-            if snap is not None and snapshot(obj) != snap:
+            if snap is not None and wire.snapshot(obj) != snap:
                 self.refuse(f"the test changed a {type(obj).__name__} the program still holds (it holds a copy)")
 
     def other(self, obj: Any) -> list[Any]:
@@ -280,18 +280,6 @@ class Link:
 
 
 _SHAREABLE = (list, dict, set, bytearray, collections.deque)
-
-
-def _ident(x: Any) -> list[Any]:
-    return ["?", id(x)]
-
-
-def snapshot(x: Any) -> Any:
-    """``x``'s whole content now, to compare with a later snapshot."""
-    try:
-        return wire.encode(x, _ident)
-    except (ValueError, RecursionError):
-        return ["?", id(x)]
 
 
 LINK: Link | None = None

@@ -17,8 +17,6 @@ import sys
 import weakref
 from typing import Any
 
-from . import wire
-
 CONTAINERS = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
 MUTABLES = (list, dict, set, bytearray, collections.deque)
 
@@ -137,18 +135,6 @@ _ALONE = _count_entry([[], None])  # an object held by its registry entry alone
 
 def alone(entry: list[Any]) -> bool:
     return _count_entry(entry) <= _ALONE and not weakly(entry[0])
-
-
-def _ident(x: Any) -> list[Any]:
-    return ["?", id(x)]
-
-
-def snapshot(x: Any) -> Any:
-    """``x``'s whole content now (nested objects included), to compare with a later one."""
-    try:
-        return wire.encode(x, _ident)
-    except (ValueError, RecursionError):
-        return ["?", id(x)]
 
 
 _FRESH: tuple[int, int] | None = None

@@ -89,6 +89,19 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     return _body(x, t, other, depth)
 
 
+def _ident(x: Any) -> list[Any]:
+    return ["?", id(x)]
+
+
+def snapshot(x: Any) -> Any:
+    """``x``'s whole content now (nested objects included, other objects by identity), to compare
+    with a later snapshot: how each side sees that a shared object changed."""
+    try:
+        return encode(x, _ident)
+    except (ValueError, RecursionError):
+        return ["?", id(x)]
+
+
 def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any:
     if t is int:
         return x if -BIG < x < BIG else ["i", format(x, "x")]
