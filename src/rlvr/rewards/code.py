@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .base import BaseVerifier, Outcome, Reads, Sample, Verdict
 from .codeoptions import CodeOptions
 from .fault import charge
-from .format import AnswerFormat, answer_start, extract
+from .format import AnswerFormat, read_answer
 from .rules import untrusted
 
 if TYPE_CHECKING:  # the sandbox is imported where it runs: `rlvr --help` and light terms stay fast
@@ -118,8 +118,8 @@ def extract_code(
         return (
             (completion, (0, len(completion)), "") if untrusted.strip(completion) else (None, None, "empty completion")
         )
+    start, problem, ex = read_answer(completion, fmt)
     if how in ("auto", "answer"):
-        ex = extract(completion, fmt)
         if ex.ok and ex.answer is not None:
             blocks = [b for lang, b in fenced_blocks(ex.answer) if lang in ("", "python", "py", "python3")]
             return (blocks[-1] if blocks else ex.answer), ex.span, ""
@@ -127,7 +127,6 @@ def extract_code(
             return None, None, ex.problem or "no answer span"
     # Only after the think block: code drafted while thinking is not the answer (and under
     # think: required a completion without the block has no answer at all).
-    start, problem = answer_start(completion, fmt)
     if problem:
         return None, None, problem
     blocks = [b for lang, b in fenced_blocks(completion[start:]) if lang in ("", "python", "py", "python3")]

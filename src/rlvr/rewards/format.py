@@ -125,16 +125,19 @@ def _think_end(text: str, fmt: AnswerFormat) -> tuple[int, str | None]:
     return closes[0] + len("</think>"), None
 
 
-def answer_start(completion: str, fmt: AnswerFormat) -> tuple[int, str | None]:
-    """Where the answer may start (just after the think block), or why nothing in the
-    completion can count as an answer (a think block the format requires is missing or
-    malformed). A completion read through a mention (``_one_reading``) starts where that reading
-    puts it."""
+def read_answer(completion: str, fmt: AnswerFormat) -> tuple[int, str | None, Extraction]:
+    """The one reading of ``completion`` under ``fmt``: where the answer may start (just after the
+    think block), why nothing can count as an answer (a think block the format requires is
+    missing or malformed; None when there is none), and the answer span (``extract``). A
+    completion whose think tags break the policy's count only because one of them is a *mention*
+    (``</think>`` inside the answer span, or inside the reasoning) is read the one way it parses
+    (``_one_reading``), and starts where that reading puts it. A reader that needs both the start
+    and the span calls this once."""
     start, problem = _think_end(completion, fmt)
-    if (problem or not _after(completion, fmt, start).ok) and "think>" in completion:
-        if (reading := _one_reading(completion, fmt)) is not None:
-            return reading[0], None
-    return start, problem
+    ex = Extraction(None, None, problem) if problem else _after(completion, fmt, start)
+    if not ex.ok and "think>" in completion and (reading := _one_reading(completion, fmt)) is not None:
+        return reading[0], None, reading[1]
+    return start, problem, ex
 
 
 # More </think> tags than this and a completion is not re-read for mentions: each reading is a
@@ -216,16 +219,9 @@ def _boxes(text: str, start: int) -> tuple[list[tuple[int, int]], str | None]:
 
 
 def extract(completion: str, fmt: AnswerFormat) -> Extraction:
-    """The answer span of ``completion`` under ``fmt``; ``problem`` says why there is none. A
-    completion whose think tags break the policy's count only because one of them is a *mention*
-    (``</think>`` inside the answer span, or inside the reasoning) is read the one way it parses
-    (``_one_reading``)."""
-    start, problem = _think_end(completion, fmt)
-    ex = Extraction(None, None, problem) if problem else _after(completion, fmt, start)
-    if ex.ok or "think>" not in completion:
-        return ex
-    reading = _one_reading(completion, fmt)
-    return reading[1] if reading is not None else ex
+    """The answer span of ``completion`` under ``fmt``; ``problem`` says why there is none
+    (``read_answer``)."""
+    return read_answer(completion, fmt)[2]
 
 
 def _after(completion: str, fmt: AnswerFormat, start: int) -> Extraction:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .format import FENCE, AnswerFormat, answer_start, extract, fenced_json
+from .format import FENCE, AnswerFormat, Extraction, fenced_json, read_answer
 from .rules import untrusted
 from .rules.patterns import compile_linear
 from .rules.strictjson import MAX_DEPTH, MAX_DIGITS, JsonError, depth, has_lone_surrogate, read_json
@@ -46,9 +46,9 @@ def find_json(
     lone surrogate is not valid text: a problem with a span."""
     if has_lone_surrogate(completion):
         return None, (0, len(completion)), "not valid JSON: the completion holds a lone surrogate (not valid Unicode)"
-    text, span, problem = _find(completion, fmt, max_chars, tool_tags)
+    start, think_problem, ex = read_answer(completion, fmt)
+    text, span, problem = _find(completion, fmt, max_chars, tool_tags, (start, think_problem, ex))
     if tool_tags and problem is None and span is not None:
-        start, _ = answer_start(completion, fmt)
         region = completion[start:]
         carriers = [(start + m.start(), start + m.end()) for m in _TOOL_TAG.finditer(region)]
         carriers += [
@@ -63,16 +63,15 @@ def find_json(
 
 
 def _find(
-    completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool
+    completion: str, fmt: AnswerFormat, max_chars: int, tool_tags: bool, reading: tuple[int, str | None, Extraction]
 ) -> tuple[str | None, tuple[int, int] | None, str | None]:
-    ex = extract(completion, fmt)
+    start, problem, ex = reading  # rlvr.rewards.format.read_answer: read once for the caller too
     if fmt.style != "json" and ex.ok and ex.answer is not None:
         text, span = ex.answer, ex.span
         m = _FENCE.search(text) if text.startswith("```") else None
         if m:  # a fenced block inside the answer span
             text = m.group(1)
     else:
-        start, problem = answer_start(completion, fmt)
         if problem:
             return None, None, problem
         region = completion[start:]
