@@ -62,14 +62,6 @@ def _capped(problems: list[Problem], where: str, what: str, fix: str) -> list[Pr
     return [*problems[:MAX_ROW_PROBLEMS], Problem(where, f"{len(problems)} {what} in all (the first listed)", fix)]
 
 
-def size_problems(task: Task, limit: int = MAX_ROW_BYTES) -> list[Problem]:
-    """Rows whose JSON is over ``limit`` bytes, each named with its size, over the local splits."""
-    out: list[Problem] = []
-    for _, where, rows in local_splits(task):
-        out += rows_size_problems(rows, where, limit)
-    return out
-
-
 def rows_size_problems(rows: Rows, where: str, limit: int = MAX_ROW_BYTES) -> list[Problem]:
     """The one size rule: each row whose JSON is over ``limit`` bytes, named with its file, row,
     size and widest column. Checked before anything tokenizes (``load_task`` for local files,
