@@ -213,7 +213,7 @@ class RewardSet:
         self.terms = list(terms)
         self.read_episodes = read_episodes
         self._cache_key: tuple[Any, ...] | None = None
-        self._cache: list[Scored] = []
+        self._cache: tuple[list[Sample], list[Scored]] = ([], [])
 
     @property
     def names(self) -> list[str]:
@@ -275,7 +275,7 @@ class RewardSet:
         return sum(t.weight * (scored.verdicts[t.name].score or 0.0) for t in self.terms)
 
     # -- TRL ---------------------------------------------------------------------------------
-    def _score_trl_batch(self, kwargs: Mapping[str, Any]) -> list[Scored]:
+    def _score_trl_batch(self, kwargs: Mapping[str, Any]) -> tuple[list[Sample], list[Scored]]:
         prompts = kwargs.get("prompts") or []
         completions = kwargs["completions"]
         # The step is part of the key: two steps that happen to sample identical text are still
@@ -327,12 +327,17 @@ class RewardSet:
                 for part, values in parts.items():
                     log_metric(f"rewards/{name}/{part}/mean", sum(values) / len(values))
             log_metric("rewards/masked_rate", sum(s.masked for s in scored) / n)
-        self._cache_key, self._cache = key, scored
-        return scored
+        self._cache_key, self._cache = key, (samples, scored)
+        return samples, scored
 
     def scored_trl_batch(self, **kwargs: Any) -> list[Scored]:
         """The verdicts behind one TRL call's rewards (scored once per batch, then cached): what
         ``rlvr train`` keeps as rollouts."""
+        return self._score_trl_batch(kwargs)[1]
+
+    def trl_batch(self, **kwargs: Any) -> tuple[list[Sample], list[Scored]]:
+        """The samples one TRL call's completions were read as, and their verdicts (the same
+        cached batch as ``scored_trl_batch``): what the tripwire re-scores."""
         return self._score_trl_batch(kwargs)
 
     def trl_functions(self) -> list[Callable[..., list[float | None]]]:

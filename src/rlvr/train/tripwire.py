@@ -358,22 +358,10 @@ class Feed:
         return [fed, *funcs[1:]]
 
     def observe(self, kwargs: Mapping[str, Any]) -> None:
-        from ..rewards.combine import trl_columns
-
-        rs = self.tripwire.reward_set
         state = kwargs.get("trainer_state")
         step = int(getattr(state, "global_step", 0)) + 1  # the optimizer step these completions train
-        completions = kwargs.get("completions") or []
-        n = len(completions)
-        scored = rs.scored_trl_batch(**kwargs)
-        prompts = kwargs.get("prompts") or [""] * n
-        ids = kwargs.get("completion_ids") or [None] * n
-        envs = kwargs.get("environments") or [None] * n
-        columns = trl_columns(kwargs, n)
-        samples = [
-            rs.sample(completions[i], {k: v[i] for k, v in columns.items()}, prompts[i], ids[i], envs[i])
-            for i in range(n)
-        ]
+        # The batch as the reward set read and scored it (cached): never read a second time here.
+        samples, scored = self.tripwire.reward_set.trl_batch(**kwargs)
         self.tripwire.observe(step, samples, scored)
 
 
