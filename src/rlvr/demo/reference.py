@@ -8,7 +8,11 @@ so that a bug in the reward code shows up as a disagreement instead of being cop
 - an answer span is ``<answer>...</answer>``; exactly one opening and one closing tag, in that
   order, and a span holding only invisible characters is empty;
 - a ``<think>...</think>`` block is tolerated before the answer (the task says ``think: none``);
-  a second block, an unclosed one or an answer inside it leaves no answer;
+  an answer inside it, or a think tag after it outside the answer span, leaves no answer;
+- a think tag written inside the answer span is part of the answer, and a ``</think>`` mentioned
+  inside the reasoning leaves the answer after the block's own close (docs/verifiers.md): the
+  answer terms read such a completion, while the *format* term wants the tags outside the span to
+  make one block (none, or one ``<think>`` before one ``</think>``);
 - the *correctness* term reads the span and compares it, outer whitespace stripped, with the true
   result, computed here from the question (never from the dataset's answer column);
 - the *format* term also requires that nothing but invisible characters or closers (``$``,
@@ -40,32 +44,44 @@ def _blank(text: str) -> bool:
     return all(_shows_nothing(ch) for ch in text)
 
 
+def _think_tags(text: str) -> list[tuple[int, str]]:
+    """(offset, tag) of every ``<think>`` and ``</think>`` in ``text``, in order."""
+    return [(m.start(), m.group()) for m in re.finditer(r"</?think>", text)]
+
+
+def _read(completion: str) -> tuple[str | None, str, bool]:
+    """(the span's text, what follows its closing tag, whether the think tags outside the span
+    make one block), or (None, "", False) when the rules give no answer."""
+    if completion.count(OPEN) != 1 or completion.count(CLOSE) != 1:
+        return None, "", False
+    start, end = completion.index(OPEN), completion.index(CLOSE)
+    if end < start:
+        return None, "", False
+    # Think tags inside the span are the answer's own text; the rest must end before the answer,
+    # the last of them closing the block (the reasoning, with any mention, lies before it).
+    outside = [(i, t) for i, t in _think_tags(completion) if not start + len(OPEN) <= i < end]
+    if outside and (outside[-1][0] > start or outside[-1][1] != "</think>"):
+        return None, "", False
+    if sum(t == "<think>" for _, t in outside) > 1:
+        return None, "", False
+    one_block = not outside or [t for _, t in outside] == ["<think>", "</think>"]
+    inner = completion[start + len(OPEN) : end]
+    if _blank(inner):
+        return None, "", False
+    return inner.strip(), completion[end + len(CLOSE) :], one_block
+
+
 def answer_span(completion: str) -> tuple[str | None, str]:
     """(the span's text, what follows its closing tag), or (None, "") when the rules give no answer."""
-    opens, closes = completion.count("<think>"), completion.count("</think>")
-    body = completion
-    if opens or closes:
-        if opens != 1 or closes != 1 or completion.index("</think>") < completion.index("<think>"):
-            return None, ""
-        if OPEN in completion[: completion.index("</think>")]:
-            return None, ""
-        body = completion[completion.index("</think>") + len("</think>") :]
-    if completion.count(OPEN) != 1 or completion.count(CLOSE) != 1:
-        return None, ""
-    start, end = body.find(OPEN), body.find(CLOSE)
-    if start == -1 or end < start:
-        return None, ""
-    inner = body[start + len(OPEN) : end]
-    if _blank(inner):
-        return None, ""
-    return inner.strip(), body[end + len(CLOSE) :]
+    answer, rest, _ = _read(completion)
+    return answer, rest
 
 
 def deserved(row: Mapping[str, Any], completion: str) -> dict[str, bool]:
     """Which terms the completion deserves under the documented rules: ``format`` and ``correct``."""
     truth = reference_answer(str(row.get("question", "")) + "=")
-    answer, rest = answer_span(completion)
-    clean_end = answer is not None and _blank(_CLOSERS.sub("", rest))
+    answer, rest, one_block = _read(completion)
+    clean_end = answer is not None and one_block and _blank(_CLOSERS.sub("", rest))
     return {"format": clean_end, "correct": answer is not None and truth is not None and answer == truth}
 
 
