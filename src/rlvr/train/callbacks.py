@@ -172,13 +172,16 @@ def quiet_progress(
 
 class Throughput:
     """Samples (completions) per second since this session's first step, and tokens per second
-    where the trainer logs its running token count (``num_tokens``), for the progress line."""
+    where the trainer logs its running token count (``num_tokens``), for the progress line. A
+    fresh run counts tokens from 0 at its start; a resumed one has no count at its start, so its
+    first log sets the baseline and shows no token rate, and later logs count from there."""
 
     def __init__(self) -> None:
         self.t0 = 0.0
         self.step0 = self.step = 0
         self.per_step = 0
         self.tokens0: float | None = None
+        self.tokens_t0 = 0.0
 
     def start(self, step: int, per_step: int) -> None:
         self.t0, self.step0, self.step, self.per_step = time.monotonic(), step, step, per_step
@@ -190,9 +193,14 @@ class Throughput:
         out = {"samples/s": f"{(self.step - self.step0) * self.per_step / seconds:.3g}"}
         tokens = logs.get("num_tokens")
         if isinstance(tokens, (int, float)):
+            if self.tokens0 is None and self.step0 > 0:  # resumed: this log is the baseline
+                self.tokens0, self.tokens_t0 = float(tokens), time.monotonic()
+                return out
             if self.tokens0 is None:
-                self.tokens0 = 0.0 if self.step0 == 0 else float(tokens)
-            out["tokens/s"] = f"{(float(tokens) - self.tokens0) / seconds:.3g}"
+                self.tokens0, self.tokens_t0 = 0.0, self.t0
+            elapsed = time.monotonic() - self.tokens_t0
+            if elapsed > 0:
+                out["tokens/s"] = f"{(float(tokens) - self.tokens0) / elapsed:.3g}"
         return out
 
 
