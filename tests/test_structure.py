@@ -22,7 +22,7 @@ SRC = Path(rlvr.__file__).parent
 # Bottom to top, in the order a user works (DESIGN.md, Layout): a module may import from its own
 # layer or any layer below it, never from a layer above. Names are the first part after ``rlvr.``.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "yamlio", "data"),
+    ("errors", "yamlio", "data", "atomic"),
     ("sandbox",),  # a leaf: it imports nothing above the errors
     ("engines",),  # adapters for generation/training engines (vLLM, verl) on platforms they lack
     ("models", "bpe"),

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .doctor import Diagnosis, Run, Series, diagnose
 from .doctor.readings import held_out_accuracy, step_of
 
@@ -274,9 +275,7 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
         if len(drawn) > 1:
             ax.legend(fontsize=8)
         fig.tight_layout()
-        tmp = path.with_name(path.name + ".tmp")
-        fig.savefig(tmp, format="png")
-        tmp.replace(path)
+        atomic.replace_file(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png"))
         plots.append(Plot(name, title, path))
     return tuple(plots)
 
@@ -444,9 +443,7 @@ def write_report(run: Run, out_dir: str | Path) -> Report:
     plots = plot_run(run, out)
     d = diagnose(run)
     path = out / "report.html"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(d, plots), encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(path, render_html(d, plots))
     return Report(path, plots, d)
 
 

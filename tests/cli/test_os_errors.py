@@ -60,6 +60,7 @@ def test_an_unwritable_output_is_one_line_naming_the_path_and_cause_with_status_
     assert len(err) == 1, err
     fault = str(tmp_path / "blocker") if kind == "file-in-the-way" else str(tmp_path / "disk" / kind)
     assert fault in err[0] and CAUSE[kind] in err[0], err[0]
+    assert ".tmp" not in err[0], err[0]  # the file being written is named, never its temporary (rlvr.atomic)
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from .. import yamlio
+from .. import atomic, yamlio
 from ..errors import ConfigError, Problem, RunError
 from .checks import CHECKS
 from .findings import SEVERITY_ORDER, Finding, Note, Patch
@@ -218,9 +218,7 @@ def write_patch(
     if path.exists() and not force:
         raise RunError(f"{path}: already exists (fix: pass --out elsewhere, or --force to replace it)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_patch(config, finding, source=run.config_path))
-    tmp.replace(path)  # atomic: a crash leaves the old file or the new one, never half of one
+    atomic.write_text(path, render_patch(config, finding, source=run.config_path))
     return path, finding
 
 

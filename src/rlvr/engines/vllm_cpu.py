@@ -51,6 +51,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import atomic
 from ..errors import ConfigError, Problem, RunError
 
 # The versions the shims were written for and tested with (`make test-vllm-cpu`); others are refused.
@@ -136,15 +137,13 @@ def colocate_runner(llm: Any) -> Any:
 
 
 def write_weights(weights: Iterable[tuple[str, Any]], folder: Path) -> Path:
-    """``weights`` as one ``model.safetensors`` in ``folder`` (written beside and renamed, so a reader
-    never sees half a file); returns the folder."""
+    """``weights`` as one ``model.safetensors`` in ``folder`` (``rlvr.atomic``: a reader never sees
+    half a file); returns the folder."""
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {name: tensor.detach().to("cpu").contiguous().clone() for name, tensor in weights}
-    partial = folder / "model.safetensors.partial"
-    save_file(tensors, str(partial))
-    partial.replace(folder / "model.safetensors")
+    atomic.replace_file(folder / "model.safetensors", lambda tmp: save_file(tensors, str(tmp)))
     return folder
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import atomic
 from ..errors import DataError, GateError
 from ..probe import ProbeSettings, read_samples, read_settings
 from ..rewards.base import Sample, Verdict
@@ -302,13 +303,15 @@ def export_jsonl(store: Store, path: str | Path | None = None) -> Path:
     to a temporary file and renamed, so a reader never sees half a file)."""
     path = Path(path) if path else store.path.with_suffix(".jsonl")
     latest = store.latest_reviews()
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for s in store.samples():
-            rec = s.to_json()
-            review = latest.get(s.id)
-            rec["review"] = review.to_json() if review else None
-            rec["review_state"] = sample_state(s, review)
-            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
-    tmp.replace(path)
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for s in store.samples():
+                rec = s.to_json()
+                review = latest.get(s.id)
+                rec["review"] = review.to_json() if review else None
+                rec["review_state"] = sample_state(s, review)
+                fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+
+    atomic.replace_file(path, write)
     return path

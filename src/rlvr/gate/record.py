@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import atomic
 from ..errors import GateError
 from ..rewards import source_module
 from .agreement import Agreement, agreement
@@ -249,9 +250,7 @@ def sign(
     }
     record["record_sha256"] = sha256_json(record)
     path = record_path(task, gate_path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     export_jsonl(store)
     return path
 

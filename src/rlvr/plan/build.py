@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import atomic
 from ..audit.tripwire import TripwireRules, plan_env
 from ..audit.tripwire import rules_for as tripwire_rules
 from ..errors import ConfigError, Problem
@@ -279,10 +280,7 @@ def write_plan(plan: Plan, output: str | Path) -> list[Path]:
     written = [doc.write(output, header="\n".join(header))]
     for name, text in plan.launch.files.items():
         path = output.parent / name
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
+        written.append(atomic.write_text(path, text))
     return written
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import atomic
 from ..data import read_objects
 from ..errors import DataError
 from .base import Sample
@@ -149,10 +149,7 @@ def calibrate(
 def write_record(record: CalibrationRecord, path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(record.to_json(), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, p)
-    return p
+    return atomic.write_text(p, json.dumps(record.to_json(), indent=2) + "\n")
 
 
 def check_record(path: str | Path, cfg: JudgeConfig, min_kappa: float) -> list[str]:

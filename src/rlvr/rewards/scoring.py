@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import atomic
 from ..data import read_objects
 from ..errors import DataError
 from .base import Outcome, Sample
@@ -189,19 +189,17 @@ def json_line(value: Any) -> str:
 
 
 def write_jsonl(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename. Every line is
+    """Write atomically (``rlvr.atomic``). Every line is
     strict JSON (see ``json_line``)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as f:
             for r in rows:
                 f.write(json_line(r) + "\n")
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    atomic.replace_file(p, write)
 
 
 def default_output(path: str | Path) -> Path:

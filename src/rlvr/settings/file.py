@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import yamlio
+from .. import atomic, yamlio
 from ..errors import ConfigError, Problem
 from .layers import variant_of
 from .recipe import EXPLICIT_KEYS
@@ -296,10 +296,7 @@ def write_yaml(path: str | Path, body: Mapping[str, Any], *, header: str = "") -
     text = yaml.safe_dump(dict(body), sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(comments + text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic.write_text(path, comments + text)
 
 
 def write_config(path: str | Path, cfg: Mapping[str, Any], meta: ConfigMeta, *, header: str = "") -> Path:

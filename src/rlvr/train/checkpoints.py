@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import atomic
+
 MARKER = "rlvr-complete.json"
 PREFIX = "checkpoint-"
 SET_ASIDE = "incomplete-"
@@ -79,9 +81,7 @@ def _read_marker(path: Path) -> dict[str, Any] | None:
 
 def mark_complete(path: Path, *, step: int, elapsed: float) -> None:
     """Write the completeness marker into a checkpoint the Trainer has finished saving."""
-    tmp = path / (MARKER + ".tmp")
-    tmp.write_text(json.dumps({"step": step, "elapsed": round(elapsed, 3)}) + "\n")
-    tmp.replace(path / MARKER)
+    atomic.write_text(path / MARKER, json.dumps({"step": step, "elapsed": round(elapsed, 3)}) + "\n")
 
 
 @dataclass(frozen=True)
