@@ -20,6 +20,9 @@ checks that import TRL or score the data, so a task that passes it does not fail
   terms on purpose (it judges a negative-weight term by the reward it gives), so ``load_task``
   accepts them and task check reports them.
 - ``sft:`` -- its keys against the installed TRL's ``SFTConfig``, with the closest name.
+- JSON references -- each ``json_schema`` term (kind ``json``) scores every row whose answer
+  column holds a JSON object or array, as a completion in the task's answer format; a reference
+  its schema does not accept is reported (``json_reference_problems``).
 - ground truths -- every row of each answer-checking term: ``math`` golds go through the math
   verifier's own gold check (``rewards.math.gold_problem``: the parse a comparison runs);
   other terms of kind ``answer`` (``exact``, custom ones) are run with the ground truth itself as
@@ -96,6 +99,9 @@ def gold_problems(task: Task) -> list[Problem]:
     for t in task.rewards:
         verifier = task.term_verifier(t)
         column = getattr(verifier, "column", task.answer_column)
+        if getattr(verifier, "kind", "") == "json":
+            problems += json_reference_problems(task, t.name, verifier)
+            continue
         if getattr(verifier, "kind", "") != "answer":
             continue
         for split, ref in splits:
@@ -151,6 +157,53 @@ def gold_problems(task: Task) -> list[Problem]:
                         "check answer.column and the verifier's options",
                     )
                 )
+    return problems
+
+
+def json_reference_problems(task: Task, name: str, verifier: Any) -> list[Problem]:
+    """Rows whose reference answer (a JSON object or array in the answer column) a ``json_schema``
+    term does not accept: a correct answer written like it would score 0 there. A row whose
+    answer column holds no JSON record is not a reference for the schema and is left to the
+    term's note (``gold_note``)."""
+    import json
+
+    from .rewards import Outcome, Sample
+
+    problems: list[Problem] = []
+    column = task.answer_column
+    for split, ref in [("train", task.data.train), *([("eval", task.data.eval)] if task.data.eval else [])]:
+        if ref.startswith("hf:"):
+            continue
+        rows, texts = [], []
+        for i, r in enumerate(task.load_split(split), 1):
+            value = r.get(column)
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    continue
+            if isinstance(value, dict | list):
+                rows.append((i, r))
+                texts.append(json.dumps(value, ensure_ascii=False))
+        pairs = zip(rows, texts, strict=True)
+        samples = [Sample(task.answer.wrap(t), row=r, prompt=_prompt(task, r)) for (_, r), t in pairs]
+        verdicts = verifier.verify_batch(samples) if samples else []
+        scored = zip(rows, texts, verdicts, strict=True)
+        bad = [(i, text, v) for (i, _), text, v in scored if v.outcome is not Outcome.CORRECT]
+        where = task.resolve(ref)
+        for i, text, v in bad[:MAX_ROW_PROBLEMS]:
+            problems.append(
+                Problem(
+                    f"{where}:{i}",
+                    f"row {i}: term {name!r}: the reference answer in column {column!r} ({text[:80]}) is not accepted "
+                    f"by its schema ({v.outcome.value}): {v.detail}",
+                    "fix the schema or the reference answer: an answer written like it scores 0 on this term",
+                )
+            )
+        if len(bad) > MAX_ROW_PROBLEMS:
+            problems.append(
+                Problem(where, f"term {name!r}: {len(bad)} reference answers its schema refuses in all", "see above")
+            )
     return problems
 
 
