@@ -64,6 +64,21 @@ def test_building_over_a_reviewed_set_refuses_without_overwrite(task: Any) -> No
     assert len(gate.open_store(task).reviews()) == SMALL
 
 
+def test_a_set_that_would_be_refused_is_refused_before_sampling(task: Any, tmp_path: Path) -> None:
+    """Over a reviewed set, and into a folder it cannot write, ``build_set`` stops before its
+    sampler is called (it sampled and scored the whole pool first)."""
+    build_and_review(task)
+    sampler = arithmetic_sampler()
+    with pytest.raises(GateError):
+        gate.build_set(task, gate.db_path(task), sampler=sampler, size=SMALL)
+    blocked = tmp_path / "blocker"
+    blocked.write_text("a file where the gate folder should be")
+    with pytest.raises(OSError) as info:
+        gate.build_set(task, blocked / "gate.db", sampler=sampler, size=SMALL)
+    assert str(blocked) in str(info.value.filename)
+    assert sampler.calls == []
+
+
 def _write_probe(folder: Path, task: Any, temperature: float) -> Path:
     """A probe folder as ``rlvr probe`` writes it (through the probe's types), with a claimed
     success on every line that the current reward must not trust."""
@@ -267,7 +282,7 @@ def test_inspect_build_at_a_step_without_rollouts_names_the_kept_steps(task: Any
 def test_inspect_build_run_needs_a_step(task: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rlvr.cli.main import main
 
-    assert main(["inspect", "build", str(task.path), "--run", str(tmp_path)]) == 1
+    assert main(["inspect", "build", str(task.path), "--run", str(tmp_path)]) == 2
     assert "--run/--step: go together" in capsys.readouterr().err
 
 

@@ -201,6 +201,7 @@ def build_set(
     """
     if size < 1:
         raise GateError(f"the inspection set needs at least one sample, got size {size}")
+    Store.preflight(db_path, overwrite=overwrite)  # refused now, not after sampling and scoring
     gen = task.generation
     seed = task.seed if seed is None else seed
     say = progress or (lambda _msg: None)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -191,11 +192,10 @@ class Store:
 
     # -- creating ------------------------------------------------------------------------------
     @classmethod
-    def create(
-        cls, path: str | Path, meta: Mapping[str, Any], samples: Sequence[InspectionSample], *, overwrite: bool = False
-    ) -> Store:
-        """Write a new set (each sample under its ``id``). Refuses to replace a set that already holds verdicts unless
-        ``overwrite`` (the reviewer's work would be lost)."""
+    def preflight(cls, path: str | Path, *, overwrite: bool = False) -> None:
+        """What ``create`` refuses, checked before anything is sampled or scored (``build_set``
+        calls it first): a set that already holds verdicts (without ``overwrite``), and a folder
+        this process cannot write a file in (its ``OSError`` names ``path``)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
@@ -206,6 +206,22 @@ class Store:
                     f"{path} already holds {n} reviewer verdicts; building a new set would discard them "
                     "(pass --overwrite to start over, or rlvr inspect rescore to re-score the same set)"
                 )
+        probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
+        try:
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+    @classmethod
+    def create(
+        cls, path: str | Path, meta: Mapping[str, Any], samples: Sequence[InspectionSample], *, overwrite: bool = False
+    ) -> Store:
+        """Write a new set (each sample under its ``id``). Refuses to replace a set that already holds verdicts unless
+        ``overwrite`` (the reviewer's work would be lost)."""
+        path = Path(path)
+        cls.preflight(path, overwrite=overwrite)
+        if path.exists():
             for suffix in ("", "-wal", "-shm"):
                 Path(str(path) + suffix).unlink(missing_ok=True)
         tmp = path.with_name(path.name + ".tmp")
