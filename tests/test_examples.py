@@ -131,7 +131,7 @@ def test_the_judge_example_is_refused_until_its_judge_is_calibrated(
     tmp_path: Path, fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["task", "check", str(EXAMPLES / "judge")]) == 1
+    assert main(["task", "check", str(EXAMPLES / "judge")]) == 2
     assert "no calibration record at calibration.json" in capsys.readouterr().err
     task = calibrated_judge_example(tmp_path, fake_judge, monkeypatch)
     record = json.loads((task.parent / "calibration.json").read_text())

@@ -310,7 +310,7 @@ def test_task_check_refuses_a_budget_beyond_the_models_positions(
 ) -> None:
     from rlvr.cli.main import main
 
-    assert main(["task", "check", str(make_task(tmp_path / "t", budget=100000))]) == 1
+    assert main(["task", "check", str(make_task(tmp_path / "t", budget=100000))]) == 2
     err = capsys.readouterr().err
     assert "generation.max_completion_length" in err and "256 positions" in err
 

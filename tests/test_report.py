@@ -86,10 +86,10 @@ def test_report_cli_writes_the_html_and_lists_plots(capsys: pytest.CaptureFixtur
     assert (tmp_path / "report.html").is_file()
 
 
-def test_report_cli_bad_input_is_one_line_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_report_cli_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "m.csv"
     bad.write_text("step,reward\n1,nope\n")
-    assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 1
+    assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "row 2, column 'reward'" in err[0]
     assert not (tmp_path / "o").exists(), "nothing is written for input that cannot be read"

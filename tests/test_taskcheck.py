@@ -115,7 +115,7 @@ def test_every_unparseable_math_gold_is_named_with_its_row(tmp_path: Path) -> No
     assert "train.jsonl:4: row 4" in msgs[1] and "'x^2+'" in msgs[1]
 
 
-def test_task_check_exits_1_and_lists_each_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_task_check_exits_2_and_lists_each_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make_task(
         tmp_path,
         extra={
@@ -123,7 +123,7 @@ def test_task_check_exits_1_and_lists_each_problem(tmp_path: Path, capsys: pytes
             "sft": {"lerning_rate": 1},
         },
     )
-    assert main(["task", "check", str(path)]) == 1
+    assert main(["task", "check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "learning_rat" in err and "lerning_rate" in err and "2 problems" in err
 

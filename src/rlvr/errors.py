@@ -25,7 +25,11 @@ from dataclasses import dataclass
 
 
 class RlvrError(Exception):
-    """The root of every error rlvr raises on purpose."""
+    """The root of every error rlvr raises on purpose. ``exit_status`` is the command's status
+    when one reaches ``rlvr.cli.main``: 2 for bad input (the classes that say what in a file,
+    row, field or argument is wrong), 1 for a refusal or a failure of what rlvr runs."""
+
+    exit_status = 1
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Problem:
 
 class ConfigError(RlvrError):
     """A task file, config or argument is wrong. Holds every problem found, not just the first."""
+
+    exit_status = 2
 
     def __init__(self, problems: list[Problem] | Problem | str, *, source: str = "") -> None:
         if isinstance(problems, str):
@@ -63,6 +69,8 @@ class ConfigError(RlvrError):
 class DataError(RlvrError):
     """A dataset or JSONL file cannot be read, or one of its rows is malformed."""
 
+    exit_status = 2
+
 
 class ModelError(RlvrError):
     """A model or tokenizer cannot be built or loaded."""
@@ -70,6 +78,8 @@ class ModelError(RlvrError):
 
 class VerifierError(RlvrError):
     """A reward term cannot be built: unknown name, bad options, failed import."""
+
+    exit_status = 2
 
 
 class SandboxError(RlvrError):

@@ -285,8 +285,8 @@ def test_cli_bad_max_prompts_is_one_line_and_exit_2(capsys):
     assert exc.value.code == 2 and err.count("\n") == 1 and "--max-prompts" in err
 
 
-def test_cli_missing_task_file_is_one_line_and_exit_1(capsys, tmp_path):
-    assert main(["audit", str(tmp_path / "nope.yaml")]) == 1
+def test_cli_missing_task_file_is_one_line_and_exit_2(capsys, tmp_path):
+    assert main(["audit", str(tmp_path / "nope.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such task file" in err
 
@@ -702,7 +702,7 @@ def test_no_format_exploit_is_well_formed_under_the_format_term(gold, style, thi
 
 
 def test_cli_unknown_term_is_one_line_naming_the_terms(capsys):
-    assert main(["audit", str(ARITHMETIC), "--term", "nope"]) == 1
+    assert main(["audit", str(ARITHMETIC), "--term", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown term(s) nope" in err and "format, correct" in err
 

@@ -44,7 +44,7 @@ def test_config_error_prints_every_problem_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = make_task(tmp_path, extra={"generation": {"temperature": "hot"}, "colour": "red"})
-    assert main(["task", "check", str(path)]) == 1
+    assert main(["task", "check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "generation.temperature" in err and "colour" in err
 
@@ -69,7 +69,7 @@ def test_train_without_a_gate_fails_with_one_line(tmp_path: Path, capsys: pytest
 
 def test_train_set_needs_key_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make_task(tmp_path / "task")
-    assert main(["train", str(path), "--set", "learning_rate", "--no-gate", "x"]) == 1
+    assert main(["train", str(path), "--set", "learning_rate", "--no-gate", "x"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
 
 
@@ -161,7 +161,7 @@ def test_no_command_spells_its_output_flag_output() -> None:
 
 def test_sft_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make_task(tmp_path / "task")
-    assert main(["sft", str(path), "--set", "lerning_rate=1", "--out", str(tmp_path / "sft")]) == 1
+    assert main(["sft", str(path), "--set", "lerning_rate=1", "--out", str(tmp_path / "sft")]) == 2
     err = capsys.readouterr().err
     assert (
         "Traceback" not in err
@@ -172,7 +172,7 @@ def test_sft_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys: 
 
 def test_sft_with_a_misspelt_sft_key_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make_task(tmp_path / "task", extra={"sft": {"warmup_stepz": 3}})
-    assert main(["sft", str(path), "--out", str(tmp_path / "sft")]) == 1
+    assert main(["sft", str(path), "--out", str(tmp_path / "sft")]) == 2
     err = capsys.readouterr().err
     assert "sft.warmup_stepz: not a SFTConfig field" in err and "did you mean 'warmup_steps'" in err
 
@@ -181,7 +181,7 @@ def test_train_with_a_misspelt_set_key_is_one_clear_error(tmp_path: Path, capsys
     path = make_task(tmp_path / "task")
     assert (
         main(["train", str(path), "--set", "lerning_rate=1", "--no-gate", "test", "--run-dir", str(tmp_path / "run")])
-        == 1
+        == 2
     )
     err = capsys.readouterr().err
     assert (
@@ -201,7 +201,7 @@ def test_an_unknown_verifier_option_lists_the_valid_ones(tmp_path: Path, capsys:
             ]
         },
     )
-    assert main(["task", "check", str(path)]) == 1
+    assert main(["task", "check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "unknown option 'normalise' for reward 'exact' (did you mean 'normalize' for 'normalise'?)" in err
     assert "its options: answer_format (default None), column (default 'answer'), normalize (default ())" in err
@@ -233,5 +233,36 @@ def test_commands_that_count_successes_refuse_an_ambiguous_task_before_loading_a
     path = make_task(tmp_path / "task", extra=AMBIGUOUS)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(rlvr.models, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
-    assert main([str(path) if a == "TASK" else a for a in argv]) == 1
+    assert main([str(path) if a == "TASK" else a for a in argv]) == 2
     assert "could decide success" in capsys.readouterr().err
+
+
+def test_bad_input_exits_2_and_a_refusal_exits_1_for_every_error_class(monkeypatch, capsys) -> None:
+    """``RlvrError.exit_status``, as ``rlvr.cli.main`` documents it: the classes that say what in
+    the input is wrong exit 2, every other error rlvr raises exits 1. A new error class must be
+    put on one side here."""
+    from rlvr import errors
+    from rlvr.cli import main as cli_main
+
+    bad_input = {errors.ConfigError, errors.DataError, errors.VerifierError}
+    classes = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.RlvrError)}
+    assert bad_input < classes
+    for cls in sorted(classes, key=lambda c: c.__name__):
+        exc = cls("x")
+
+        def run(args, exc=exc):
+            raise exc
+
+        monkeypatch.setattr(cli_main, "build_parser", lambda run=run: _parser_running(run))
+        assert cli_main.main(["x"]) == (2 if cls in bad_input else 1), cls.__name__
+        assert capsys.readouterr().err == f"rlvr x: error: {exc}\n"
+
+
+def _parser_running(run):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="rlvr")
+    parser.add_argument("--debug", action="store_true")
+    parser.add_argument("command")
+    parser.set_defaults(_run=run)
+    return parser

@@ -42,7 +42,7 @@ def test_an_unbalanced_brace_in_the_template_is_one_line(
 ) -> None:
     task = with_template(tmp_path, template)
     code = main([*command.split(), str(task), *(["--no-gate", "t"] if command == "train" else [])])
-    assert code == 1
+    assert code == 2
     line = one_line(capsys)
     assert "prompt.template: bad template" in line and "write {{ and }} for literal braces" in line
 
@@ -59,7 +59,7 @@ def test_a_learning_rate_that_is_not_a_number_is_refused_before_the_model_loads(
     monkeypatch.setattr(rlvr.models, "load_model", no_load)
     task = make_task(tmp_path / "task")
     extra = ["--no-gate", "t", "--run-dir", str(tmp_path / "run")] if command == "train" else ["--out", str(tmp_path)]
-    assert main([command, str(task), "--set", "learning_rate=fast", *extra]) == 1
+    assert main([command, str(task), "--set", "learning_rate=fast", *extra]) == 2
     line = one_line(capsys)
     assert "--set learning_rate: 'fast' is not a number" in line and "e.g. --set learning_rate=5e-7" in line
 
@@ -73,7 +73,7 @@ def test_a_logger_whose_package_is_absent_is_one_line(
         pytest.skip(f"{logger} is installed here")
     task = make_task(tmp_path / "task")
     code = main(["train", str(task), "--report-to", logger, "--no-gate", "t", "--run-dir", str(tmp_path / "run")])
-    assert code == 1
+    assert code == 2
     assert f"the {logger} logger needs the {needs[0]} package, which is not installed" in one_line(capsys)
     assert not (tmp_path / "run" / "final").exists()
 

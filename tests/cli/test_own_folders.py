@@ -33,7 +33,7 @@ def test_demo_refuses_a_folder_of_the_users_files_and_leaves_them(
     mine = tmp_path / "project"
     mine.mkdir()
     (mine / "notes.txt").write_text("mine\n")
-    assert main(["demo", "--out", str(mine)]) == 1
+    assert main(["demo", "--out", str(mine)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--out {mine}" in err and MARKER in err
     assert (mine / "notes.txt").read_text() == "mine\n" and not ran

@@ -545,9 +545,9 @@ def test_doctor_cli_unknown_finding_and_stray_flags_are_one_line_errors(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     run = _copy("moe", tmp_path)
-    assert main(["doctor", str(run), "--patch", "--finding", "entropy_collapse"]) == 1
+    assert main(["doctor", str(run), "--patch", "--finding", "entropy_collapse"]) == 2
     assert "not among this run's findings" in capsys.readouterr().err
-    assert main(["doctor", str(run), "--out", str(tmp_path / "x.yaml")]) == 1
+    assert main(["doctor", str(run), "--out", str(tmp_path / "x.yaml")]) == 2
     assert "only mean something with --patch" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
 

@@ -33,7 +33,7 @@ def test_each_action_has_help(action: str, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_bad_size_is_one_clear_line_and_a_non_zero_exit(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["inspect", "build", str(task.path), "--size", "0"]) == 1
+    assert main(["inspect", "build", str(task.path), "--size", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "rlvr inspect: error: --size: must be at least 1, got 0 (fix: the gate asks for 50-100)"
 
@@ -54,13 +54,13 @@ def test_status_before_build_says_to_build(task: Any, capsys: pytest.CaptureFixt
 
 def test_malformed_accept_exploit_is_refused(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
     build_and_review(task)
-    assert main(["inspect", "sign", str(task.path), "--accept-exploit", "format"]) == 1
+    assert main(["inspect", "sign", str(task.path), "--accept-exploit", "format"]) == 2
     assert "'format' is not TERM=REASON" in capsys.readouterr().err
 
 
 def test_review_with_an_unknown_term_is_refused(task: Any, capsys: pytest.CaptureFixture[str]) -> None:
     build_and_review(task)
-    assert main(["inspect", "review", str(task.path), "--term", "nope"]) == 1
+    assert main(["inspect", "review", str(task.path), "--term", "nope"]) == 2
     assert "--term: names no reward term ('nope')" in capsys.readouterr().err
 
 
@@ -154,7 +154,7 @@ def test_a_piped_review_is_refused_without_no_tty(
 ) -> None:
     gate.build_set(task, gate.db_path(task), sampler=arithmetic_sampler(), size=SMALL)
     monkeypatch.setattr("sys.stdin", io.StringIO("r\n" * 100))  # yes r | rlvr inspect review
-    assert main(["inspect", "review", str(task.path)]) == 1
+    assert main(["inspect", "review", str(task.path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "stdin: is not a terminal" in err and "--no-tty" in err
     assert not gate.open_store(task, None).latest_reviews()

@@ -197,7 +197,7 @@ def test_more_gpus_take_fewer_hours_for_the_same_work():
 
 
 def test_num_processes_without_launch_is_one_line_and_nonzero(capsys):
-    assert main(["train", str(ARITH), "--num-processes", "2", "--no-gate", "x"]) == 1
+    assert main(["train", str(ARITH), "--num-processes", "2", "--no-gate", "x"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--launch" in err
 
@@ -217,7 +217,7 @@ def test_launch_with_a_missing_accelerate_config_is_one_line(tmp_path: Path, cap
             "x",
         ]
     )
-    assert code == 1 and "no such file" in capsys.readouterr().err
+    assert code == 2 and "no such file" in capsys.readouterr().err
 
 
 def test_grpo_runs_under_accelerate_with_two_cpu_processes(tmp_path: Path, capsys):

@@ -264,7 +264,7 @@ def test_memory_json_reports_nothing_fits_with_exit_1(capsys):
 
 
 def test_memory_bad_gpu_memory_is_one_line_and_nonzero(capsys):
-    assert main(["memory", "7B", "--gpu-memory", "-3"]) == 1
+    assert main(["memory", "7B", "--gpu-memory", "-3"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--gpu-memory" in err
 

@@ -42,8 +42,8 @@ def test_plan_bad_variant_is_one_line_and_exit_2(capsys):
     assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
 
 
-def test_plan_missing_task_is_one_line_and_exit_1(tmp_path: Path, capsys):
-    assert main(["plan", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "p.yaml")]) == 1
+def test_plan_missing_task_is_one_line_and_exit_2(tmp_path: Path, capsys):
+    assert main(["plan", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "p.yaml")]) == 2
     err = capsys.readouterr().err
     assert "no such task file" in err and not (tmp_path / "p.yaml").exists()
 
@@ -151,7 +151,7 @@ def test_small_group_needs_a_justification_and_it_is_stored(tmp_path: Path, caps
         tmp_path, {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}
     )
     out = tmp_path / "p.yaml"
-    assert main(["plan", str(task), "--gpus", "0", "-o", str(out)]) == 1
+    assert main(["plan", str(task), "--gpus", "0", "-o", str(out)]) == 2
     assert "num_generations" in capsys.readouterr().err and not out.exists()
     assert (
         main(["plan", str(task), "--gpus", "0", "-o", str(out), "--justify", "num_generations=one-token answers"]) == 0
@@ -184,7 +184,7 @@ def test_plan_lists_every_problem_at_once(tmp_path: Path, capsys):
             "loss_type": "ppo",
         },
     )
-    assert main(["plan", str(task), "--gpus", "0", "-o", str(tmp_path / "p.yaml")]) == 1
+    assert main(["plan", str(task), "--gpus", "0", "-o", str(tmp_path / "p.yaml")]) == 2
     err = capsys.readouterr().err
     assert "problems" in err
     for where in ("learnig_rate", "loss_type", "num_generations"):
@@ -260,7 +260,7 @@ def test_plan_overwrites_an_old_plan_only_when_the_new_one_is_valid(tmp_path: Pa
     out = tmp_path / "p.yaml"
     assert main(["plan", str(ARITH), "--gpus", "0", "-o", str(out)]) == 0
     before = out.read_text()
-    assert main(["plan", str(ARITH), "--model", "30B-A3B", "--gpus", "8", "-o", str(out)]) == 1
+    assert main(["plan", str(ARITH), "--model", "30B-A3B", "--gpus", "8", "-o", str(out)]) == 2
     assert out.read_text() == before
 
 

@@ -38,7 +38,7 @@ def test_plan_prints_the_tripwire_and_the_plan_file_carries_it_back(tmp_path: Pa
 
 def test_a_bad_tripwire_value_in_the_task_is_refused_by_the_plan(tmp_path: Path, capsys) -> None:
     task = task_with(tmp_path, {"every": -1})
-    assert main(["plan", str(task), "--gpus", "0", "-o", str(tmp_path / "p.yaml")]) == 1
+    assert main(["plan", str(task), "--gpus", "0", "-o", str(tmp_path / "p.yaml")]) == 2
     err = capsys.readouterr().err
     assert "grpo.tripwire.every" in err and err.count("\n") == 1
     assert not (tmp_path / "p.yaml").exists()

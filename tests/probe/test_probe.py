@@ -514,7 +514,7 @@ def test_cli_help_describes_the_command(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_cli_bad_argument_is_one_line_and_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(["probe", str(make_task(tmp_path / "t")), "-k", "0", "--out", str(tmp_path / "o")]) == 1
+    assert cli(["probe", str(make_task(tmp_path / "t")), "-k", "0", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "-k" in err
     with pytest.raises(SystemExit) as exit_:
@@ -523,7 +523,7 @@ def test_cli_bad_argument_is_one_line_and_nonzero(tmp_path: Path, capsys: pytest
 
 
 def test_cli_missing_task_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(["probe", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")]) == 1
+    assert cli(["probe", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert "nope.yaml" in err and err.count("\n") == 0
 

@@ -202,7 +202,7 @@ def test_cli_judge_calibrate_writes_the_record(fake, tmp_path, capsys):
 
 
 def test_cli_judge_without_model_is_one_line_error(tmp_path, capsys):
-    assert main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--out", str(tmp_path / "c.json")]) == 1
+    assert main(["judge", "calibrate", "--labels", str(labels(tmp_path)), "--out", str(tmp_path / "c.json")]) == 2
     assert "--model" in capsys.readouterr().err
 
 

@@ -99,20 +99,20 @@ def test_cli_score_option_reaches_the_verifier(tmp_path, capsys):
 
 def test_cli_score_without_reward_or_task_is_one_line_error(tmp_path, capsys):
     src = write(tmp_path / "c.jsonl", ROWS)
-    assert main(["score", str(src)]) == 1
+    assert main(["score", str(src)]) == 2
     err = capsys.readouterr().err.strip()
     assert "--task" in err and len(err.splitlines()) == 1
 
 
 def test_cli_score_unknown_reward_is_one_line_error(tmp_path, capsys):
     src = write(tmp_path / "c.jsonl", ROWS)
-    assert main(["score", str(src), "--reward", "nope"]) == 1
+    assert main(["score", str(src), "--reward", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
 
 
 def test_cli_score_bad_option_syntax_is_an_error(tmp_path, capsys):
     src = write(tmp_path / "c.jsonl", ROWS)
-    assert main(["score", str(src), "--reward", "math", "--option", "timeout=3"]) == 1
+    assert main(["score", str(src), "--reward", "math", "--option", "timeout=3"]) == 2
     assert "NAME.KEY=VALUE" in capsys.readouterr().err
 
 
@@ -135,5 +135,5 @@ def test_cli_score_with_a_task_uses_its_terms(tmp_path, capsys):
 
 def test_cli_score_rejects_options_with_a_task(tmp_path, capsys):
     src = write(tmp_path / "c.jsonl", ROWS)
-    assert main(["score", str(src), "--task", "t.yaml", "--option", "math.x=1"]) == 1
+    assert main(["score", str(src), "--task", "t.yaml", "--option", "math.x=1"]) == 2
     assert "--option" in capsys.readouterr().err

@@ -16,7 +16,7 @@ def test_sandbox_help_works(capsys):
 
 
 def test_bad_worker_count_is_one_line_and_non_zero(capsys):
-    assert main(["sandbox", "check", "--workers", "0"]) == 1
+    assert main(["sandbox", "check", "--workers", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--workers" in err
 

@@ -145,7 +145,7 @@ def test_the_cli_writes_adapter_data_and_an_executable_launch_script(
 
 
 def test_launch_without_an_adapter_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", str(write_task(tmp_path / "t")), "--no-gate", "x", "--launch"]) == 1
+    assert main(["serve", str(write_task(tmp_path / "t")), "--no-gate", "x", "--launch"]) == 2
     assert "--launch" in capsys.readouterr().err
 
 

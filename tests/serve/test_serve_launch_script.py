@@ -114,7 +114,7 @@ def _script(tmp_path: Path) -> Path:
 def test_openrlhf_on_the_cpu_route_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "e" / "reward_func.py"
     argv = ["serve", str(write_task(tmp_path / "t")), "--no-gate", "x", "--write-adapter", "openrlhf", str(out)]
-    assert main([*argv, "--launch", "--gpus", "0"]) == 1
+    assert main([*argv, "--launch", "--gpus", "0"]) == 2
     assert "OpenRLHF needs CUDA" in capsys.readouterr().err and not out.exists()
 
 

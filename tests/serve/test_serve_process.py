@@ -38,7 +38,7 @@ def test_the_cli_refuses_a_public_bind_without_a_token_before_loading_anything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("RLVR_SERVE_TOKEN", raising=False)
-    assert main(["serve", str(tmp_path / "missing.yaml"), "--host", "0.0.0.0", "--allow-remote"]) == 1
+    assert main(["serve", str(tmp_path / "missing.yaml"), "--host", "0.0.0.0", "--allow-remote"]) == 2
     err = capsys.readouterr().err
     assert "needs a token" in err and "Traceback" not in err
 
@@ -111,6 +111,6 @@ def test_kill_9_mid_batch_fails_that_request_and_a_restart_serves_again(task_pat
 def test_bad_serve_options_are_refused_with_one_line_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
-    assert main(["serve", str(tmp_path / "task.yaml"), "--no-gate", "x", *args]) == 1
+    assert main(["serve", str(tmp_path / "task.yaml"), "--no-gate", "x", *args]) == 2
     err = capsys.readouterr().err
     assert args[0] in err and "Traceback" not in err

@@ -57,7 +57,7 @@ def test_an_empty_brace_pair_is_one_line_naming_the_file_the_key_and_the_literal
     text = "Put the answer inside \\boxed{}. {question}"
     prompt = {"template": text} if key == "template" else {"user": "{question}", key: text}
     path = with_prompt(tmp_path / "t", prompt)
-    assert main([*command.split(), str(path)]) == 1
+    assert main([*command.split(), str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert str(path) in err[0] and f"prompt.{key}: {{}} is a positional field" in err[0]
@@ -112,7 +112,7 @@ def test_the_json_prompt_users_write_first_is_one_line_stating_the_rule_and_the_
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = with_prompt(tmp_path / "t", {"user": 'Extract {"name": str, "age": int} from: {question}'})
-    assert main(["task", "check", str(path)]) == 1
+    assert main(["task", "check", str(path)]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert f'{path}: prompt.user: {{"name": str, "age": int}} is not a placeholder' in line
     assert "a placeholder is {column} with column an identifier" in line

@@ -172,11 +172,11 @@ def test_a_hub_model_missing_from_the_cache_while_offline_is_reported(
     assert offline_model_problems(load_task(path)) == []
 
 
-def test_task_check_on_the_broken_code_task_exits_1_naming_each_row(
+def test_task_check_on_the_broken_code_task_exits_2_naming_each_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [*GOOD, {**GOOD[0], "solution": "def double(x):\n    return x"}]
-    assert main(["task", "check", str(code_task(tmp_path, rows))]) == 1
+    assert main(["task", "check", str(code_task(tmp_path, rows))]) == 2
     err = capsys.readouterr().err
     assert "row 4: term 'tests': the reference solution in column 'solution' fails its own tests" in err
 

@@ -2,14 +2,17 @@
 
 Each command module defines ``HELP`` (one line), ``configure(parser)`` and ``run(args) -> int``,
 and imports heavy libraries only inside ``run`` so ``rlvr --help`` stays fast. Errors that rlvr
-raises on purpose print as one line (a ``ConfigError`` lists each problem) and exit 1; a
-traceback appears only with ``--debug`` (accepted after any command, nested ones too). A bad
-argument prints one line and exits 2. Output piped into a reader that stops early (``| head``)
-ends quietly with status 141, as a shell tool killed by SIGPIPE does. SIGINT interrupts any
-command (status 130), even one started with SIGINT ignored. An operating-system error (a read-only
-or full disk, a file where a folder should be, no permission) is one line naming the path and the
-cause, status 2 (``rlvr.cli.oserrors``, the one place that words them). ``main`` puts the command
-line it parsed on ``args.argv``, so a command can rerun itself with it.
+raises on purpose print as one line (a ``ConfigError`` lists each problem) and exit with the
+error's ``exit_status``: 2 for bad input (a bad argument, task file, config, dataset row or reward
+option: ``ConfigError``, ``DataError``, ``VerifierError``), 1 for a refusal or a failure of what
+rlvr runs (a gate not signed, a run that cannot resume, a model that does not load). A traceback
+appears only with ``--debug`` (accepted after any command, nested ones too). Output piped into a
+reader that stops early (``| head``) ends quietly with status 141, as a shell tool killed by
+SIGPIPE does. SIGINT interrupts any command (status 130), even one started with SIGINT ignored.
+An operating-system error (a read-only or full disk, a file where a folder should be, no
+permission) is one line naming the path and the cause, status 2 (``rlvr.cli.oserrors``, the one
+place that words them). ``main`` puts the command line it parsed on ``args.argv``, so a command
+can rerun itself with it.
 """
 
 from __future__ import annotations
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         sys.stderr.write(f"rlvr {args.command}: error: {exc}\n")
-        return 1
+        return exc.exit_status
     except KeyboardInterrupt:
         sys.stderr.write(f"rlvr {args.command}: interrupted\n")
         return 130
