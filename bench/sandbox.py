@@ -40,6 +40,7 @@ sandbox as it was at git commit REF (``git archive`` into a temporary folder, pu
     .venv/bin/python bench/sandbox.py [--trivial N] [--repeat R] [--only humaneval,mbpp] [--per-row G] [--before REF]
     .venv/bin/python bench/sandbox.py --checkers   # the stdout checkers on adversarial 1 MiB outputs
     .venv/bin/python bench/sandbox.py --start 20 [--before REF]   # CPU to start one worker
+    .venv/bin/python bench/sandbox.py --protocol 40 [--before REF]   # CPU of the protocol, cold vs warm
 """
 
 from __future__ import annotations
@@ -312,6 +313,77 @@ def run_start(rounds: int) -> None:
         print(f"worker start {label:<4}: {total - choose:.1f} cpu ms (median of {rounds})")
 
 
+PROTOCOL = r"""
+import importlib.util as u, os, sys, time
+spec = u.spec_from_file_location("inside", sys.argv[1], submodule_search_locations=[])
+sys.modules["inside"] = u.module_from_spec(spec)
+spec.loader.exec_module(sys.modules["inside"])
+from inside import child, harness, proxy
+for name in harness.PREIMPORT:
+    __import__(name)
+import gc
+gc.collect()
+gc.freeze()
+CODE = "def f(x, y):\n    return sorted(x)[:y]\n"
+
+def cpu(usage):
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+def protocol(calls):
+    # The real candidate side (child.Server) and test side (proxy.Link), each a fresh fork of
+    # this process, no isolation layer and no harness: load, then ``calls`` calls.
+    req_r, req_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    c = os.fork()
+    if c == 0:
+        os.close(req_w); os.close(ans_r)
+        child.Server(req_r, ans_w).serve()
+        os._exit(0)
+    t = os.fork()
+    if t == 0:
+        os.close(req_r); os.close(ans_w)
+        link = proxy.LINK = proxy.Link(req_w, ans_r, lambda rec: os._exit(1))
+        f = link.dec(link.ask(["load", CODE, ["f"]])[1][0][1])
+        for i in range(calls):
+            f([3, 1, 2, i], 2)
+        os._exit(0)
+    for fd in (req_r, req_w, ans_r, ans_w):
+        os.close(fd)
+    return cpu(os.wait4(c, 0)[2]), cpu(os.wait4(t, 0)[2])
+
+def minimal(calls):
+    # One fresh fork that does the same work in its own process (the minimal worker's child).
+    c = os.fork()
+    if c == 0:
+        ns = {}
+        exec(CODE, ns)
+        for i in range(calls):
+            ns["f"]([3, 1, 2, i], 2)
+        os._exit(0)
+    return cpu(os.wait4(c, 0)[2])
+
+rounds, calls = int(sys.argv[2]), int(sys.argv[3])
+m = sorted(minimal(calls) for _ in range(rounds))[rounds // 2]
+runs = sorted((protocol(calls) for _ in range(rounds)), key=sum)[rounds // 2]
+print(f"{calls:>5} calls: minimal child {m:6.2f} cpu ms | candidate {runs[0]:6.2f} + test side {runs[1]:6.2f} cpu ms")
+"""
+
+
+def run_protocol(rounds: int) -> None:
+    """CPU milliseconds of the sandbox's protocol alone: the real ``child.Server`` and
+    ``proxy.Link`` in two fresh forks of an interpreter with the worker's imports (no isolation
+    layer, no harness, no trainer), loading a one-line function and calling it N times, beside one
+    fresh fork that does the same calls in its own process (the minimal worker's child). The
+    median of ``rounds``. Between N=1 and N=1000 the per-call cost is the warm cost; what N=1 costs
+    is what a fresh process pays to run the code paths once."""
+    from rlvr.sandbox.interpreter import choose_python
+    from rlvr.sandbox.worker import INSIDE
+
+    python = choose_python()[0]
+    for calls in (1, 12, 1000):
+        subprocess.run([python, "-I", "-S", "-c", PROTOCOL, str(INSIDE), str(rounds), str(calls)], check=True)
+
+
 def run_before(args: argparse.Namespace) -> None:
     here = Path(__file__).resolve().parents[1]
     old = Path(tempfile.mkdtemp(prefix="rlvr-bench-before-"))
@@ -332,6 +404,7 @@ def run_before(args: argparse.Namespace) -> None:
             "--workers",
             str(args.workers),
             *(["--start", str(args.start)] if args.start else []),
+            *(["--protocol", str(args.protocol)] if args.protocol else []),
             *(["--only", args.only] if args.only else []),
             *(["--per-row", str(args.per_row)] if args.per_row else []),
         ]
@@ -362,6 +435,7 @@ def main() -> None:
         help="also score each workload with every row G times in a row, as GRPO's groups do (default: off)",
     )
     ap.add_argument("--checkers", action="store_true", help="time the stdout checkers on 1 MiB outputs, then stop")
+    ap.add_argument("--protocol", type=int, default=0, metavar="N", help="time the protocol alone, N rounds, then stop")
     ap.add_argument("--start", type=int, default=0, metavar="N", help="time N worker starts, then stop")
     args = ap.parse_args()
     if args.checkers:
@@ -371,6 +445,9 @@ def main() -> None:
         run_before(args)
     if args.start:
         run_start(args.start)
+        return
+    if args.protocol:
+        run_protocol(args.protocol)
         return
 
     loads = workloads(args.trivial)
