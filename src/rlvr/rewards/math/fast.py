@@ -49,8 +49,16 @@ GREEK = {
         "sigma tau upsilon phi varphi chi psi omega"
     ).split()
 }
+# Uppercase Greek letters and \\hbar are symbols named in lowercase, as the grammar names them
+# (\\Delta is delta); \\Gamma (Euler's constant to the grammar) and \\Pi (pi) are not among them.
+UPPER_GREEK = {"\\" + g for g in "Delta Theta Lambda Xi Sigma Upsilon Phi Psi Omega".split()}
+NAMES = GREEK | UPPER_GREEK | {"\\hbar"}
+_RELATIONS = {"<": "Lt", ">": "Gt", "\\le": "Le", "\\leq": "Le", "\\ge": "Ge", "\\geq": "Ge"}
 _COMMANDS = (
-    {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"} | set(_FUNCTIONS) | GREEK
+    {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"}
+    | set(_FUNCTIONS)
+    | NAMES
+    | {r for r in _RELATIONS if r.startswith("\\")}
 )
 _BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
 # Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
@@ -63,6 +71,11 @@ MAX_BINOM = 5000  # \binom{5000}{2500} has 1,504 digits
 
 class _Unsupported(Exception):
     pass
+
+
+class _Big(Exception):
+    """A power, factorial or binomial too large to evaluate: the answer is read again with sympy's
+    evaluation off, so that nothing is ever computed while parsing."""
 
 
 def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
@@ -84,19 +97,24 @@ def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
                 raise _Unsupported()
             out.append(("cmd", cmd))
         elif letter is not None:
-            if letter.isupper() or (letter == "i" and not imaginary):
-                raise _Unsupported()  # I, E, ... and an index i: let the grammar decide
+            if letter in "EI" or (letter == "i" and not imaginary):
+                raise _Unsupported()  # E (e or Euler's number?), I (the unit?), an index i: undecided
             out.append(("var", letter))
         else:
-            if other not in "+-*/^(){}[]=!_":
+            if other not in "+-*/^(){}[]=!_|<>":
                 raise _Unsupported()
             out.append(("op", other))
     for (k1, _), (k2, _), (k3, _) in zip(out, out[1:], out[2:], strict=False):
         if k1 == k2 == k3 == "var":
             raise _Unsupported()  # "min", "abc": a name or a word, never a product of letters
-    for (k1, _), (k2, _) in zip(out, out[1:], strict=False):
+    for (k1, v1), (k2, v2) in zip(out, out[1:], strict=False):
         if k1 == "num" and k2 == "num":
             raise _Unsupported()
+        if v1 in UPPER_GREEK and (k2, v2) == ("op", "("):
+            raise _Unsupported()  # \Phi(x): a function to the grammar, not a product
+    named = {v for k, v in out if k == "var" or v in NAMES}
+    if len({v.lstrip("\\").lower() for v in named}) != len(named):
+        raise _Unsupported()  # r and R, \phi and \Phi: one symbol to the grammar, two to a reader
     for (k1, _), (k2, v2) in zip(out, out[1:], strict=False):
         if k1 == "num" and (k2, v2) == ("cmd", "\\frac"):
             raise _Unsupported()  # 1\frac{1}{2}: a mixed number to the grammar, not a product
@@ -104,7 +122,7 @@ def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
 
 
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]], imaginary: bool = False) -> None:
+    def __init__(self, tokens: list[tuple[str, str]], imaginary: bool = False, big: bool = False) -> None:
         import sympy
 
         self.sp = sympy
@@ -112,11 +130,13 @@ class _Parser:
         self.t = tokens
         self.i = 0
         self.depth = 0
+        self.bars = 0  # open |...| around the current position
+        self.big = big
 
     def var(self, v: str) -> Any:
         if v == "i" and self.imaginary:
             return self.sp.I
-        return self.sp.E if v == "e" else self.sp.Symbol(v)
+        return self.sp.E if v == "e" else self.sp.Symbol(v.lower())
 
     def peek(self) -> tuple[str, str] | None:
         return self.t[self.i] if self.i < len(self.t) else None
@@ -129,13 +149,18 @@ class _Parser:
         return tok
 
     def relation(self) -> Any:
+        """One expression, or one relation between two (``=``, ``<``, ``\\le``...); a chain such as
+        ``a = b = c`` or ``1 < x < 2`` is not read here."""
         lhs = self.expr()
-        if self.peek() == ("op", "="):
+        tok = self.peek()
+        if tok is not None and (tok[1] == "=" or tok[1] in _RELATIONS):
             self.take()
             rhs = self.expr()
             if self.peek() is not None:
                 raise _Unsupported()
-            return self.sp.Eq(lhs, rhs, evaluate=False)
+            if tok[1] == "=":
+                return self.sp.Eq(lhs, rhs, evaluate=False)
+            return getattr(self.sp, _RELATIONS[tok[1]])(lhs, rhs, evaluate=False)
         if self.peek() is not None:
             raise _Unsupported()
         return lhs
@@ -159,8 +184,8 @@ class _Parser:
         kind, v = tok
         return (
             kind in ("num", "var")
-            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in GREEK))
-            or (kind == "op" and v in "({[")
+            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in NAMES))
+            or (kind == "op" and (v in "({[" or (v == "|" and not self.bars)))
         )
 
     def term(self) -> Any:
@@ -199,6 +224,10 @@ class _Parser:
             raise _Unsupported()
         if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
             return self.sp.factorial(base)  # (n-1)! stays unevaluated
+        if base.is_integer and base.is_nonnegative:
+            if not self.big:
+                raise _Big()
+            return self.sp.factorial(base)  # 2016!: unevaluated, as the grammar keeps it
         raise _Unsupported()
 
     def _small_power(self, base: Any, exp: Any) -> bool:
@@ -240,12 +269,16 @@ class _Parser:
                     exp = self.sp.pi
                 else:
                     raise _Unsupported()
-            if base.is_number and not self._small_power(base, exp):
-                raise _Unsupported()  # could be a tower: the guarded path handles it
+            if base.is_number and not self._small_power(base, exp) and not self.big:
+                raise _Big()  # 2013^{2013}, a tower: built unevaluated
             if base == 0 and exp.is_number and exp.is_negative:
                 raise _Unsupported()
             if self.peek() == ("op", "!"):
                 raise _Unsupported()  # x^2! : the grammar decides
+            if self.peek() == ("op", "_"):
+                if not (base.is_Symbol and "_" not in base.name):
+                    raise _Unsupported()
+                base = self.subscript(base.name)  # v^2_0 is (v_0)^2, as the grammar reads it
             return self.sp.Pow(base, exp)
         return base
 
@@ -285,6 +318,7 @@ class _Parser:
             raise _Unsupported()
         if self.peek() == ("op", "_"):
             raise _Unsupported()
+        name, sub = name.lower(), sub.lower()  # P_{N} is p_n to the grammar
         return self.sp.Symbol(f"{name}_{sub}" if len(sub) == 1 else f"{name}_{{{sub}}}")
 
     def function(self, v: str) -> Any:
@@ -339,10 +373,10 @@ class _Parser:
                 return self.subscript(v)
             return self.var(v)
         if kind == "cmd":
-            if v in GREEK:
+            if v in NAMES:
                 if self.peek() == ("op", "_"):
-                    return self.subscript(v[1:])
-                return sp.Symbol(v[1:])
+                    return self.subscript(v[1:].lower())
+                return sp.Symbol(v[1:].lower())
             if v in _FUNCTIONS:
                 return self.function(v)
             if v == "\\pi":
@@ -354,8 +388,10 @@ class _Parser:
                 return num / den
             if v in _BINOMS:
                 n, k = self.group(), self.group()
-                if any(x.is_number and not (x.is_Integer and 0 <= int(x) <= MAX_BINOM) for x in (n, k)):
+                if any(x.is_number and not (x.is_integer and x.is_nonnegative) for x in (n, k)):
                     raise _Unsupported()
+                if any(x.is_number and not (x.is_Integer and int(x) <= MAX_BINOM) for x in (n, k)) and not self.big:
+                    raise _Big()
                 return sp.binomial(n, k)
             if v == "\\sqrt":
                 if self.peek() == ("op", "["):  # \sqrt[3]{4}: an n-th root, n a whole number 2..100
@@ -376,6 +412,12 @@ class _Parser:
             inner = self.expr()
             self.take("}")
             return inner
+        if (kind, v) == ("op", "|"):  # |x - y|: an absolute value; inside it a bar closes, never opens
+            self.bars += 1
+            inner = self.expr()
+            self.take("|")
+            self.bars -= 1
+            return sp.Abs(inner)
         raise _Unsupported()
 
 
@@ -388,6 +430,12 @@ def parse(s: str, imaginary: bool = False) -> Any:
         tokens = _tokens(s, imaginary)
         if not tokens:
             return None
-        return _Parser(tokens, imaginary).relation()
-    except (_Unsupported, RecursionError, ZeroDivisionError, ValueError, TypeError):
+        try:
+            return _Parser(tokens, imaginary).relation()
+        except _Big:
+            import sympy
+
+            with sympy.evaluate(False):  # nothing is computed: a huge power stays a tree for too_big
+                return _Parser(tokens, imaginary, big=True).relation()
+    except (_Unsupported, _Big, RecursionError, ZeroDivisionError, ValueError, TypeError):
         return None
