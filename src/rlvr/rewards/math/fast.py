@@ -27,7 +27,11 @@ from ..rules import untrusted
 
 MAX_CHARS = 300
 MAX_DEPTH = 30
-_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?|\.\d+)|(\\[a-zA-Z]+)|([a-zA-Z])|(.))")
+_TOKEN = re.compile(
+    r"\s*(?:(\d+(?:\.\d+)?|\.\d+)"
+    r"|(\\(?:begin|end)\{[pbvB]?matrix\}|\\angle\s*(?:\{[A-Z]{1,4}\}|[A-Z]{1,4})|\\[a-zA-Z]+)"
+    r"|([a-zA-Z])|(\\\\|<=|>=|\\\{|\\\}|.))"
+)
 _FUNCTIONS = {
     "\\sin": "sin",
     "\\cos": "cos",
@@ -53,12 +57,26 @@ GREEK = {
 # (\\Delta is delta); \\Gamma (Euler's constant to the grammar) and \\Pi (pi) are not among them.
 UPPER_GREEK = {"\\" + g for g in "Delta Theta Lambda Xi Sigma Upsilon Phi Psi Omega".split()}
 NAMES = GREEK | UPPER_GREEK | {"\\hbar"}
-_RELATIONS = {"<": "Lt", ">": "Gt", "\\le": "Le", "\\leq": "Le", "\\ge": "Ge", "\\geq": "Ge"}
+_RELATIONS = {
+    "=": "Eq",
+    "\\approx": "Eq",  # read by relation(): the exact statement before it, or the value after it
+    "<": "Lt",
+    ">": "Gt",
+    "<=": "Le",
+    ">=": "Ge",
+    "\\le": "Le",
+    "\\leq": "Le",
+    "\\ge": "Ge",
+    "\\geq": "Ge",
+}
+_MATRIX = re.compile(r"\\begin\{([pbvB]?matrix)\}")
+_OPS = {"\\\\", "<=", ">=", "\\{", "\\}", *"+-*/^(){}[]=!_|<>&:"}
 _COMMANDS = (
     {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"}
     | set(_FUNCTIONS)
     | NAMES
     | {r for r in _RELATIONS if r.startswith("\\")}
+    | {"\\emptyset", "\\varnothing", "\\prime", "\\sum"}
 )
 _BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
 # Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
@@ -79,7 +97,8 @@ class _Big(Exception):
 
 
 def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
+    glued: dict[str, set[str]] = {}
     pos = 0
     s = untrusted.rstrip(s)
     while pos < len(s):
@@ -91,38 +110,53 @@ def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
         if num is not None:
             if len(num) > 200:
                 raise _Unsupported()
+            if out and out[-1][0] == "var" and num.isdigit() and not m.group(0)[0].isspace():
+                glued.setdefault(out[-1][1], set()).add(num)
+                out.append(("op", "glued"))  # x2: a letter and a number written together, a product
             out.append(("num", num))
         elif cmd is not None:
-            if cmd not in _COMMANDS:
+            if cmd.startswith("\\angle") and cmd != "\\angle":  # \angle CAB, \angle{APD}: one name
+                out.append(("angle", re.sub(r"[^A-Z]", "", cmd)))
+                continue
+            if cmd not in _COMMANDS and not re.fullmatch(r"\\(?:begin|end)\{[pbvB]?matrix\}", cmd):
                 raise _Unsupported()
             out.append(("cmd", cmd))
         elif letter is not None:
-            if letter in "EI" or (letter == "i" and not imaginary):
-                raise _Unsupported()  # E (e or Euler's number?), I (the unit?), an index i: undecided
+            if letter == "I" or (letter == "i" and not imaginary):
+                raise _Unsupported()  # I (the unit?), an index i: undecided
             out.append(("var", letter))
         else:
-            if other not in "+-*/^(){}[]=!_|<>":
+            if other not in _OPS:
                 raise _Unsupported()
             out.append(("op", other))
     for (k1, _), (k2, _), (k3, _) in zip(out, out[1:], out[2:], strict=False):
         if k1 == k2 == k3 == "var":
             raise _Unsupported()  # "min", "abc": a name or a word, never a product of letters
-    for (k1, v1), (k2, v2) in zip(out, out[1:], strict=False):
-        if k1 == "num" and k2 == "num":
-            raise _Unsupported()
+    for j, ((k1, v1), (k2, v2)) in enumerate(zip(out, out[1:], strict=False)):
+        if k1 == "num" and k2 == "num" and out[j - 2 : j] != [("cmd", "\\log"), ("op", "_")]:
+            raise _Unsupported()  # "2 3"; \log_2 8 is log base 2 of 8
         if v1 in UPPER_GREEK and (k2, v2) == ("op", "("):
             raise _Unsupported()  # \Phi(x): a function to the grammar, not a product
-    named = {v for k, v in out if k == "var" or v in NAMES}
-    if len({v.lstrip("\\").lower() for v in named}) != len(named):
-        raise _Unsupported()  # r and R, \phi and \Phi: one symbol to the grammar, two to a reader
-    for (k1, _), (k2, v2) in zip(out, out[1:], strict=False):
-        if k1 == "num" and (k2, v2) == ("cmd", "\\frac"):
-            raise _Unsupported()  # 1\frac{1}{2}: a mixed number to the grammar, not a product
+    if any(len(nums) > 1 for nums in glued.values()):
+        raise _Unsupported()  # z1 + z2: indices, not the products z*1 and z*2 the grammar reads
     return out
+
+
+def _name(value: Any) -> bool:
+    """Whether ``value`` is a name: a symbol or a product of symbols (x, \\Delta p)."""
+    return bool(value.is_Symbol or (value.is_Mul and all(a.is_Symbol for a in value.args)))
+
+
+def _keep_case(tokens: list[tuple[str, str]]) -> bool:
+    """Whether a letter appears in both cases (r and R, \\phi and \\Phi): then each case is its
+    own symbol. Otherwise names are lowercase, as the grammar names them (N is n)."""
+    named = {v for k, v in tokens if k == "var" or v in NAMES}
+    return len({v.lstrip("\\").lower() for v in named}) != len(named)
 
 
 class _Parser:
     def __init__(self, tokens: list[tuple[str, str]], imaginary: bool = False, big: bool = False) -> None:
+        self.keep_case = _keep_case(tokens)
         import sympy
 
         self.sp = sympy
@@ -136,7 +170,10 @@ class _Parser:
     def var(self, v: str) -> Any:
         if v == "i" and self.imaginary:
             return self.sp.I
-        return self.sp.E if v == "e" else self.sp.Symbol(v.lower())
+        return self.sp.E if v == "e" else self.sp.Symbol(self.case(v))
+
+    def case(self, name: str) -> str:
+        return name if self.keep_case else name.lower()
 
     def peek(self) -> tuple[str, str] | None:
         return self.t[self.i] if self.i < len(self.t) else None
@@ -151,19 +188,31 @@ class _Parser:
     def relation(self) -> Any:
         """One expression, or one relation between two (``=``, ``<``, ``\\le``...); a chain such as
         ``a = b = c`` or ``1 < x < 2`` is not read here."""
-        lhs = self.expr()
-        tok = self.peek()
-        if tok is not None and (tok[1] == "=" or tok[1] in _RELATIONS):
-            self.take()
-            rhs = self.expr()
-            if self.peek() is not None:
-                raise _Unsupported()
-            if tok[1] == "=":
-                return self.sp.Eq(lhs, rhs, evaluate=False)
-            return getattr(self.sp, _RELATIONS[tok[1]])(lhs, rhs, evaluate=False)
+        sides, ops = [self.expr()], []
+        while self.peek() is not None and self.peek()[1] in _RELATIONS:  # type: ignore[index]
+            ops.append(self.take()[1])
+            sides.append(self.expr())
         if self.peek() is not None:
             raise _Unsupported()
-        return lhs
+        if "\\approx" in ops:
+            # what is stated exactly comes before it (x = 1/3 \approx 0.33 is x = 1/3, 1/3 \approx 0.33
+            # is 1/3), unless that is a name (x \approx 11 is 11, \Delta p \approx -\hbar/c is -\hbar/c)
+            k = ops.index("\\approx")
+            if ops.count("\\approx") > 1 or len(sides) > k + 2 and not k:
+                raise _Unsupported()
+            if k:
+                sides, ops = sides[: k + 1], ops[:k]
+            elif _name(sides[0]) and not _name(sides[1]):
+                sides, ops = sides[1:], []
+            else:
+                sides, ops = sides[:1], []
+        if not ops:
+            return sides[0]
+        rels = [
+            getattr(self.sp, _RELATIONS[op])(a, b, evaluate=False)
+            for op, a, b in zip(ops, sides, sides[1:], strict=False)
+        ]
+        return rels[0] if len(rels) == 1 else self.sp.And(*rels, evaluate=False)  # x = y = z, 1 < x < 2
 
     def expr(self) -> Any:
         self.depth += 1
@@ -185,17 +234,19 @@ class _Parser:
         return (
             kind in ("num", "var")
             or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in NAMES))
-            or (kind == "op" and (v in "({[" or (v == "|" and not self.bars)))
+            or (kind == "cmd" and (v.startswith("\\begin") or v in ("\\emptyset", "\\varnothing", "\\sum")))
+            or kind == "angle"
+            or (kind == "op" and (v in ("(", "{", "[", "\\{") or (v == "|" and not self.bars)))
         )
 
     def term(self) -> Any:
         value = self.unary()
         while True:
             tok = self.peek()
-            if tok in (("op", "*"), ("cmd", "\\times"), ("cmd", "\\cdot")):
+            if tok in (("op", "*"), ("cmd", "\\times"), ("cmd", "\\cdot"), ("op", "glued")):
                 self.take()
                 value = value * self.unary()
-            elif tok == ("op", "/"):
+            elif tok in (("op", "/"), ("op", ":")):  # 12:1, a ratio, is 12/1 to the grammar
                 self.take()
                 den = self.unary()
                 if den == 0:
@@ -305,11 +356,13 @@ class _Parser:
             parts = []
             while self.peek() is not None and self.peek() != ("op", "}"):
                 kind, v = self.take()
-                if kind not in ("num", "var"):
+                if kind not in ("num", "var") and not (v in "+-" and parts and parts[-1] not in "+-"):
                     raise _Unsupported()
                 parts.append(v)
             self.take("}")
-            sub = "".join(parts)
+            sub = "".join(parts)  # F_{n-k-1}: one symbol named by its subscript's text
+            if sub[-1:] in ("+", "-"):
+                raise _Unsupported()
         else:
             kind, sub = self.take()
             if kind not in ("num", "var") or len(sub) != 1:
@@ -318,7 +371,7 @@ class _Parser:
             raise _Unsupported()
         if self.peek() == ("op", "_"):
             raise _Unsupported()
-        name, sub = name.lower(), sub.lower()  # P_{N} is p_n to the grammar
+        name, sub = self.case(name), self.case(sub)  # P_{N} is p_n to the grammar
         return self.sp.Symbol(f"{name}_{sub}" if len(sub) == 1 else f"{name}_{{{sub}}}")
 
     def function(self, v: str) -> Any:
@@ -363,11 +416,71 @@ class _Parser:
             value = getattr(sp, name)(arg)
         return value**power if power is not None else value
 
+    def matrix(self, begin: str) -> Any:
+        """``\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}`` (also ``bmatrix``, ``vmatrix``...,
+        ``matrix``): rows of equal length, each entry an expression."""
+        end = "\\end" + begin[len("\\begin") :]
+        rows: list[list[Any]] = [[]]
+        while True:
+            rows[-1].append(self.expr())
+            kind, v = self.take()
+            if v == "&":
+                continue
+            if v == "\\\\":
+                if self.peek() == ("cmd", end):
+                    self.take()
+                    break
+                rows.append([])
+                continue
+            if v == end:
+                break
+            raise _Unsupported()
+        if len({len(r) for r in rows}) != 1 or begin == "\\begin{vmatrix}":
+            raise _Unsupported()  # ragged rows; a vmatrix is a determinant
+        return self.sp.Matrix(rows)
+
+    def summation(self) -> Any:
+        """``\\sum_{k=0}^{n-1} F_k F_{n-k-1}``: a sum kept unevaluated; its body is the product of
+        the factors after the bounds (as a bare function argument is), the index one letter."""
+        self.take("_")
+        self.take("{")
+        kind, k = self.take()
+        if kind != "var":
+            raise _Unsupported()
+        self.take("=")
+        lo = self.expr()
+        self.take("}")
+        self.take("^")
+        hi = self.group()
+        body = self.power()
+        while self._starts_primary():
+            body = body * self.power()
+        return self.sp.Sum(body, (self.sp.Symbol(self.case(k)), lo, hi))
+
     def primary(self) -> Any:
         kind, v = self.take()
         sp = self.sp
         if kind == "num":
+            if v.isdigit() and self.t[self.i : self.i + 7] == [
+                ("cmd", "\\frac"),
+                ("op", "{"),
+                *self.t[self.i + 2 : self.i + 3],
+                ("op", "}"),
+                ("op", "{"),
+                *self.t[self.i + 5 : self.i + 6],
+                ("op", "}"),
+            ]:
+                if self.t[self.i + 2][0] == "num" == self.t[self.i + 5][0]:  # 3\frac{1}{2}: a mixed number
+                    self.take()
+                    whole = sp.Integer(int(v))
+                    frac = self.group() / self.group()
+                    return whole + frac if not self.big else sp.Add(whole, frac)
+            if v.isdigit() and self.peek() == ("op", "_") and self.t[self.i + 1][0] == "var":
+                self.take()  # 100100_b: a numeral in base b, read as its digits (as the grammar reads it)
+                self.take()
             return sp.Rational(v)
+        if kind == "angle":
+            return sp.Symbol(f"angle_{v}")
         if kind == "var":
             if self.peek() == ("op", "_"):
                 return self.subscript(v)
@@ -375,12 +488,20 @@ class _Parser:
         if kind == "cmd":
             if v in NAMES:
                 if self.peek() == ("op", "_"):
-                    return self.subscript(v[1:].lower())
-                return sp.Symbol(v[1:].lower())
+                    return self.subscript(self.case(v[1:]))
+                return sp.Symbol(self.case(v[1:]))
             if v in _FUNCTIONS:
                 return self.function(v)
             if v == "\\pi":
                 return sp.pi
+            if v == "\\sum":
+                return self.summation()
+            if v in ("\\emptyset", "\\varnothing"):
+                return sp.EmptySet
+            if v == "\\prime":  # \omega^{\prime}: a symbol named prime, as the grammar reads it
+                return sp.Symbol("prime")
+            if v.startswith("\\begin"):
+                return self.matrix(v)
             if v == "\\frac":
                 num, den = self.group(), self.group()
                 if den == 0:
@@ -412,6 +533,9 @@ class _Parser:
             inner = self.expr()
             self.take("}")
             return inner
+        if (kind, v) == ("op", "\\{"):
+            self.take("\\}")  # \{\}: the empty set
+            return sp.EmptySet
         if (kind, v) == ("op", "|"):  # |x - y|: an absolute value; inside it a bar closes, never opens
             self.bars += 1
             inner = self.expr()
@@ -437,5 +561,5 @@ def parse(s: str, imaginary: bool = False) -> Any:
 
             with sympy.evaluate(False):  # nothing is computed: a huge power stays a tree for too_big
                 return _Parser(tokens, imaginary, big=True).relation()
-    except (_Unsupported, _Big, RecursionError, ZeroDivisionError, ValueError, TypeError):
+    except (_Unsupported, _Big, RecursionError, ZeroDivisionError, ValueError, TypeError, AttributeError):
         return None
