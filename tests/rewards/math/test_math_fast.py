@@ -169,7 +169,10 @@ def test_huge_powers_factorials_and_binomials_are_read_as_the_grammar_reads_them
         (r"\frac{16}{25}N", sympy.Rational(16, 25) * sympy.Symbol("n")),
         ("A_1 + P_{N}", sympy.Symbol("a_1") + sympy.Symbol("p_n")),
         (r"\hbar \omega + \Delta", sympy.Symbol("hbar") * sympy.Symbol("omega") + sympy.Symbol("delta")),
-        ("|x-y||y-z|", sympy.Abs(sympy.Symbol("x") - sympy.Symbol("y")) * sympy.Abs(sympy.Symbol("y") - sympy.Symbol("z"))),
+        (
+            "|x-y||y-z|",
+            sympy.Abs(sympy.Symbol("x") - sympy.Symbol("y")) * sympy.Abs(sympy.Symbol("y") - sympy.Symbol("z")),
+        ),
         ("||x|-1|", sympy.Abs(sympy.Abs(sympy.Symbol("x")) - 1)),
         (r"x \leq 3", sympy.Le(sympy.Symbol("x"), 3)),
         (r"A_1 \ge A_2", sympy.Ge(sympy.Symbol("a_1"), sympy.Symbol("a_2"))),

@@ -75,7 +75,7 @@ def parse_scalar(s: str) -> Any:
     if word is not None:
         raise ParseFailure(f"{word!r} is a word, not math")
     inf = _INFINITY.match(latex)
-    if inf:  # an interval's open end: as the grammar reads it, without the grammar
+    if inf:  # an interval's open end
         import sympy
 
         return -sympy.oo if inf.group(1) == "-" else sympy.oo
