@@ -78,7 +78,7 @@ from typing import Any
 from ..rules import untrusted
 from . import chains, decimals, forms, nodes, prose, readings
 from .policy import MathPolicy
-from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
+from .scalar import OUTSIDE, imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
 from .sym import expr_equal, renamed_equal, sym
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
@@ -358,7 +358,11 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     status = _compare_math(gold, pred, policy)
     if status[0] == "gold_unparseable" and prose.wordy(gold):
         return prose.as_text(gold, pred)
-    if status[0] == "gold_unparseable" and _as_written(gold, policy) == _as_written(pred, policy) is not None:
+    if (
+        status[0] == "gold_unparseable"
+        and OUTSIDE in status[1]
+        and _as_written(gold, policy) == _as_written(pred, policy)
+    ):
         return "equal", "written as the gold"  # \frac{a+b}{\gcd(a,b)}: a form no parser here reads
     if status[0] == "pred_unparseable" and prose.wordy(pred) and prose.normal(gold) == prose.normal(pred):
         return "equal", ""

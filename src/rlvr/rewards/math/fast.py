@@ -1,21 +1,33 @@
-"""A small, strict parser for the LaTeX most answers are written in, straight to sympy.
+"""The one parser of math answers on the scoring path: strict, hand-written, straight to sympy.
 
-``latex2sympy2_extended`` (an ANTLR grammar) costs about 20-40 ms per new string in Python;
-most answers are short arithmetic: numbers, ``+ - * / ^``, ``\\frac``, ``\\sqrt``, ``\\pi``,
-``e``, single-letter variables, implicit products, parentheses, one ``=``, ``n!`` and
-``\\binom`` (issue 34: on real completions these, and powers such as ``2^{4012}``, were most of
-the grammar's work). This recursive-descent parser handles exactly that subset in well under a
-millisecond and returns ``None`` for anything else (another command, two adjacent letters such as
-``sin``, uppercase letters, ``n!!``, decimals with more than 200 digits...), so the full grammar
-still decides every case it is not *sure* about. It follows ``latex2sympy2_extended``'s conventions where they
-matter: ``e`` is Euler's number, symbols are lowercase, ``2x`` is a product.
+It reads numbers, ``+ - * / ^``, ``:`` (a ratio, ``12:1`` is 12), ``\\frac``, ``\\sqrt`` and
+``\\sqrt[n]``, ``\\pi``, ``e``, letters (a letter's case is ignored, ``N`` is ``n`` as the ANTLR
+grammar ``latex2sympy2_extended`` names it, unless one answer writes the same letter in both cases:
+then ``r`` and ``R`` are two symbols; ``E`` is a symbol named e, ``I`` is refused), Greek letters
+(capitals too; ``\\Gamma(x)`` is the gamma function, ``\\Pi`` is refused), ``\\hbar``, ``\\prime``,
+subscripts (``v_0``, ``x_{12}``, ``F_{n-k-1}``, ``v^2_0``), implicit products (``x2`` too, unless
+one letter carries two numbers: ``z1 + z2`` are indices), parentheses and brackets, ``|x|``, the
+functions ``\\sin`` ... ``\\arctan``, ``\\ln``, ``\\log_b``, ``\\exp``, ``n!``, ``n!!`` (the double
+factorial), ``\\binom``, mixed numbers (``3\\frac{1}{2}``), ``\\sum_{k=a}^{b}``, matrices
+(``\\begin{pmatrix}``, ``bmatrix``, ``matrix``; scalar and matrix products evaluated), the empty
+set, ``\\angle ABC`` as one name, a numeral's base subscript (``100100_b``), and one relation or a
+chain of them (``=``, ``<``, ``\\le``, ``>=``...; ``\\approx`` keeps the exact statement before it,
+or the value after a name: ``x \\approx 11`` is 11). It follows the grammar's conventions where they
+matter (``e`` is Euler's number, ``2x`` is a product, ``\\sin 2x`` is sin(2x));
+``tests/rewards/math/test_math_fast.py`` and ``test_math_handparser.py`` check its readings against
+the grammar's on generated forms.
 
-Bounded: one pass over at most ``MAX_CHARS`` characters, recursion depth capped, and a power
-with a numeric base is built only for small integer exponents (|n| <= 1000, or a rational power
-estimated under ``MAX_DIGITS`` digits), ``n!`` and ``\\binom`` only up to ``MAX_FACTORIAL`` and
-``MAX_BINOM``, so nothing here can build a huge integer (``10^{10^{10}}`` falls through to the
-guarded path).
-"""
+Anything else is ``None`` (another command, ``\\gcd``, ``\\Phi(x, y)``, ``\\sin x / 2``,
+``\\sin^{-1}``, a plain ``\\log``, a word, decimals with more than 200 digits...): the caller
+(``math.scalar.parse_scalar``) raises ``ParseFailure``; there is no second, looser reading.
+
+Bounded in time and memory in any thread: one pass over at most ``MAX_CHARS`` characters, recursion
+depth capped, and nothing large is ever computed while parsing. A power with a numeric base is
+evaluated only for small exponents (|n| <= 1000, or a rational power estimated under ``MAX_DIGITS``
+digits), ``n!`` and ``\\binom`` only up to ``MAX_FACTORIAL`` and ``MAX_BINOM``; a larger one
+(``2013^{2013}``, ``2016!``, ``10^{10^{10}}``, ``\\binom{10^6}{5 \\cdot 10^5}``) makes the whole
+answer be read again with sympy's evaluation off, as the unevaluated tree the grammar built, which
+``math.sym.too_big`` sizes before anything is evaluated."""
 
 from __future__ import annotations
 
@@ -76,7 +88,7 @@ _COMMANDS = (
     | set(_FUNCTIONS)
     | NAMES
     | {r for r in _RELATIONS if r.startswith("\\")}
-    | {"\\emptyset", "\\varnothing", "\\prime", "\\sum"}
+    | {"\\emptyset", "\\varnothing", "\\prime", "\\sum", "\\Gamma", "\\int"}
 )
 _BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
 # Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
@@ -89,6 +101,10 @@ MAX_BINOM = 5000  # \binom{5000}{2500} has 1,504 digits
 
 class _Unsupported(Exception):
     pass
+
+
+class Undefined(Exception):
+    """The answer is read, and its value is undefined (``\\frac{1}{0}``, ``\\ln 0``)."""
 
 
 class _Big(Exception):
@@ -129,8 +145,8 @@ def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
             if other not in _OPS:
                 raise _Unsupported()
             out.append(("op", other))
-    for (k1, _), (k2, _), (k3, _) in zip(out, out[1:], out[2:], strict=False):
-        if k1 == k2 == k3 == "var":
+    for (k1, _), (k2, v2), (k3, _) in zip(out, out[1:], out[2:], strict=False):
+        if k1 == k2 == k3 == "var" and not (v2 == "d" and ("cmd", "\\int") in out):
             raise _Unsupported()  # "min", "abc": a name or a word, never a product of letters
     for j, ((k1, v1), (k2, v2)) in enumerate(zip(out, out[1:], strict=False)):
         if k1 == "num" and k2 == "num" and out[j - 2 : j] != [("cmd", "\\log"), ("op", "_")]:
@@ -165,6 +181,7 @@ class _Parser:
         self.i = 0
         self.depth = 0
         self.bars = 0  # open |...| around the current position
+        self.integrand: list[str] = []  # the variables of the integrals open here
         self.big = big
 
     def var(self, v: str) -> Any:
@@ -231,10 +248,15 @@ class _Parser:
         if tok is None:
             return False
         kind, v = tok
+        if self.integrand and tok == ("var", "d") and self.t[self.i + 1 : self.i + 2] == [("var", self.integrand[-1])]:
+            return False  # the dx that ends an integrand
         return (
             kind in ("num", "var")
             or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in NAMES))
-            or (kind == "cmd" and (v.startswith("\\begin") or v in ("\\emptyset", "\\varnothing", "\\sum")))
+            or (
+                kind == "cmd"
+                and (v.startswith("\\begin") or v in ("\\emptyset", "\\varnothing", "\\sum", "\\Gamma", "\\int"))
+            )
             or kind == "angle"
             or (kind == "op" and (v in ("(", "{", "[", "\\{") or (v == "|" and not self.bars)))
         )
@@ -250,7 +272,7 @@ class _Parser:
                 self.take()
                 den = self.unary()
                 if den == 0:
-                    raise _Unsupported()
+                    raise Undefined("division by zero")
                 value = value / den
             elif self._starts_primary():
                 if tok is not None and tok[0] == "num" and self.t[self.i - 1] != ("op", ")"):
@@ -268,10 +290,17 @@ class _Parser:
         return self.power()
 
     def factorial(self, base: Any) -> Any:
-        """``n!``: an integer 0..MAX_FACTORIAL or an expression in letters; ``n!!`` and anything else:
-        the grammar."""
+        """``n!`` and ``n!!``: an integer 0..MAX_FACTORIAL or an expression in letters, evaluated; a
+        larger integer (``2016!``) unevaluated; anything else (``(-1)!``, ``x^2!``) is not read."""
         self.take("!")
-        if self.peek() == ("op", "!"):
+        if self.peek() == ("op", "!"):  # 5!!: the double factorial
+            self.take()
+            if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
+                return self.sp.factorial2(base)
+            if base.is_integer and base.is_nonnegative:
+                if not self.big:
+                    raise _Big()
+                return self.sp.factorial2(base)
             raise _Unsupported()
         if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
             return self.sp.factorial(base)  # (n-1)! stays unevaluated
@@ -325,7 +354,7 @@ class _Parser:
             if base == 0 and exp.is_number and exp.is_negative:
                 raise _Unsupported()
             if self.peek() == ("op", "!"):
-                raise _Unsupported()  # x^2! : the grammar decides
+                raise _Unsupported()  # x^2! : not read
             if self.peek() == ("op", "_"):
                 if not (base.is_Symbol and "_" not in base.name):
                     raise _Unsupported()
@@ -377,8 +406,9 @@ class _Parser:
     def function(self, v: str) -> Any:
         """``\\sin x``, ``\\cos^3 x``, ``\\ln(e - 1)``, ``\\log_2 8``. A bare argument is the
         product of the factors after the name (``\\sin 2x`` is sin(2x), as the grammar reads it);
-        where the grammar reads more into it (``\\sin x / 2``, ``\\sin x \\cdot y``) or a plain
-        ``\\log`` (base 10 to the grammar) or ``\\sin^{-1}``, the grammar decides."""
+        where the grammar reads more into it (``\\sin x / 2``, ``\\sin x \\cdot y``: sin(x/2) and
+        sin(xy) to it), a plain ``\\log`` (base 10 or e?) or ``\\sin^{-1}``, the answer is not read. A
+        lone number's function times what follows is a product (``\\log_2 8 \\cdot \\frac{1}{8}``)."""
         sp = self.sp
         base = None
         if v == "\\log":
@@ -399,18 +429,22 @@ class _Parser:
         elif self.peek() == ("op", "{"):
             arg = self.group()
         else:
+            lone = self.peek() is not None and self.peek()[0] == "num"  # type: ignore[index]
             arg = self.power()
             while self._starts_primary():
                 tok = self.peek()
                 if tok is not None and (tok[0] == "num" or tok[1] in _FUNCTIONS):
                     raise _Unsupported()
                 arg = arg * self.power()
+                lone = False
             if self.peek() in (("op", "*"), ("op", "/"), ("cmd", "\\cdot"), ("cmd", "\\times"), ("op", "!")):
-                raise _Unsupported()
+                if not (lone and self.peek() in (("cmd", "\\cdot"), ("cmd", "\\times"))):
+                    raise _Unsupported()  # \sin x / 2: sin(x/2) to the grammar, (sin x)/2 to many readers
+                # \log_2 8 \cdot \frac{1}{8}: a number's function times what follows
         name = _FUNCTIONS[v]
         if name == "log":
             if arg.is_number and arg.is_zero:
-                raise _Unsupported()
+                raise Undefined("the logarithm of 0")
             value = sp.log(arg) if base is None else sp.log(arg, base)
         else:
             value = getattr(sp, name)(arg)
@@ -438,6 +472,25 @@ class _Parser:
         if len({len(r) for r in rows}) != 1 or begin == "\\begin{vmatrix}":
             raise _Unsupported()  # ragged rows; a vmatrix is a determinant
         return self.sp.Matrix(rows)
+
+    def integral(self) -> Any:
+        """``\\int_a^b f(x) dx``: a definite integral kept unevaluated (sympy evaluates it when the
+        values are compared, under the verifier's timeout); the variable is the letter after the
+        last ``d``; an indefinite integral is not read."""
+        self.take("_")
+        lo = self.group()
+        self.take("^")
+        hi = self.group()
+        ds = [j for j in range(self.i, len(self.t) - 1) if self.t[j] == ("var", "d") and self.t[j + 1][0] == "var"]
+        if not ds:
+            raise _Unsupported()
+        var = self.t[ds[-1] + 1][1]
+        self.integrand.append(var)
+        body = self.expr()
+        self.integrand.pop()
+        self.take("d")
+        self.take(var)
+        return self.sp.Integral(body, (self.sp.Symbol(self.case(var)), lo, hi))
 
     def summation(self) -> Any:
         """``\\sum_{k=0}^{n-1} F_k F_{n-k-1}``: a sum kept unevaluated; its body is the product of
@@ -475,7 +528,11 @@ class _Parser:
                     whole = sp.Integer(int(v))
                     frac = self.group() / self.group()
                     return whole + frac if not self.big else sp.Add(whole, frac)
-            if v.isdigit() and self.peek() == ("op", "_") and self.t[self.i + 1][0] == "var":
+            if (
+                v.isdigit()
+                and self.peek() == ("op", "_")
+                and [k for k, _ in self.t[self.i + 1 : self.i + 2]] == ["var"]
+            ):
                 self.take()  # 100100_b: a numeral in base b, read as its digits (as the grammar reads it)
                 self.take()
             return sp.Rational(v)
@@ -496,6 +553,18 @@ class _Parser:
                 return sp.pi
             if v == "\\sum":
                 return self.summation()
+            if v == "\\int":
+                return self.integral()
+            if v == "\\Gamma" and self.peek() == ("op", "("):  # \Gamma(x): the gamma function
+                self.take()
+                arg = self.expr()
+                self.take(")")
+                if arg.is_number and not (arg.is_Integer and 1 <= int(arg) <= MAX_FACTORIAL + 1):
+                    if not (arg.is_integer and arg.is_positive):
+                        raise _Unsupported()
+                    if not self.big:
+                        raise _Big()
+                return sp.gamma(arg)
             if v in ("\\emptyset", "\\varnothing"):
                 return sp.EmptySet
             if v == "\\prime":  # \omega^{\prime}: a symbol named prime, as the grammar reads it
@@ -505,7 +574,7 @@ class _Parser:
             if v == "\\frac":
                 num, den = self.group(), self.group()
                 if den == 0:
-                    raise _Unsupported()
+                    raise Undefined("division by zero")
                 return num / den
             if v in _BINOMS:
                 n, k = self.group(), self.group()
@@ -546,8 +615,9 @@ class _Parser:
 
 
 def parse(s: str, imaginary: bool = False) -> Any:
-    """The sympy value of ``s``, or None when it is outside the subset. With ``imaginary``, the
-    letter ``i`` is the imaginary unit (the caller decides: ``rlvr.rewards.math.core.imaginary``)."""
+    """The sympy value of ``s``, or None when it is outside the forms read here; ``Undefined`` when
+    it is read and has no value (``\\frac{1}{0}``). With ``imaginary``, the letter ``i`` is the
+    imaginary unit (the caller decides: ``rlvr.rewards.math.core.imaginary``)."""
     if len(s) > MAX_CHARS or not untrusted.strip(s):
         return None
     try:

@@ -62,6 +62,9 @@ def text_answer(s: str) -> str | None:
     return letters if len(letters) >= 2 else None
 
 
+OUTSIDE = "outside the forms rlvr.rewards.math.fast reads"
+
+
 @lru_cache(maxsize=8192)
 def parse_scalar(s: str) -> Any:
     """A scalar's value: a ``Fraction`` or a sympy object. Cached: ground truths repeat."""
@@ -80,7 +83,10 @@ def parse_scalar(s: str) -> Any:
 
         return -sympy.oo if inf.group(1) == "-" else sympy.oo
     imag = imaginary(latex)
-    value = mathfast.parse(latex, imaginary=imag)
+    try:
+        value = mathfast.parse(latex, imaginary=imag)
+    except mathfast.Undefined as exc:
+        raise ParseFailure(f"{s[:80]!r} is undefined: {exc}") from None
     if value is not None:
         return value
-    raise ParseFailure(f"cannot parse {s[:80]!r}: outside the forms rlvr.rewards.math.fast reads")
+    raise ParseFailure(f"cannot parse {s[:80]!r}: {OUTSIDE}")
