@@ -33,7 +33,7 @@ def grammar(s: str):
 
 def _value(v, names):
     values = [sympy.Rational(37, 100), sympy.Rational(-53, 100), sympy.Rational(171, 100), sympy.Rational(29, 10)]
-    return sympy.N(v.subs({s: values[names.index(str(s)) % 4] for s in v.free_symbols}), 30)
+    return sympy.N(v.subs({s: values[names.index(str(s)) % 4] for s in v.free_symbols}).doit(), 30)
 
 
 def same_reading(a, b) -> bool:
@@ -76,7 +76,7 @@ FORMS = st.one_of(
     st.tuples(letter, expr, expr).map(lambda t: f"{t[0]} = {t[1]} = {t[2]}"),
     st.tuples(n, n, st.integers(2, 9).map(str)).map(lambda t: rf"{t[0]}\frac{{{t[1]}}}{{{t[2]}}}"),
     st.tuples(n, n).map(lambda t: f"{t[0]}:{t[1]}"),
-    st.tuples(expr, n).map(lambda t: rf"{t[0]} \approx {t[1]}"),
+    st.tuples(st.sampled_from(["x", "A", r"\Delta p"]), n).map(lambda t: rf"{t[0]} \approx {t[1]}"),
     st.tuples(n, n, n, n).map(lambda t: rf"\begin{{pmatrix}} {t[0]} & {t[1]} \\ {t[2]} & {t[3]} \end{{pmatrix}}"),
     st.tuples(n, n, n).map(lambda t: rf"{t[0]}\begin{{bmatrix}} {t[1]} \\ {t[2]} \end{{bmatrix}}"),
     st.tuples(n, expr).map(lambda t: rf"\sum_{{k=1}}^{{{t[0]}}} \frac{{{t[1]}}}{{k}}"),
@@ -114,6 +114,8 @@ def test_a_perturbed_form_is_not_equal(text):
     other = _perturbed(text)
     if other == text:
         return
+    if same_reading(mathfast.parse(text), mathfast.parse(other)):
+        return  # \frac{1-1}{k}: the changed number changed nothing
     fast = fast_compare(text, other, policy)
     verdict = ("equal" if fast else "unequal") if fast is not None else compare_texts(text, other, policy)[0]
     assert compare_texts(text, text, policy)[0] == "equal", text

@@ -297,14 +297,14 @@ class _Parser:
             self.take()
             if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
                 return self.sp.factorial2(base)
-            if base.is_integer and base.is_nonnegative:
+            if base.is_integer and not base.is_negative:
                 if not self.big:
                     raise _Big()
                 return self.sp.factorial2(base)
             raise _Unsupported()
         if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
             return self.sp.factorial(base)  # (n-1)! stays unevaluated
-        if base.is_integer and base.is_nonnegative:
+        if base.is_integer and not base.is_negative:
             if not self.big:
                 raise _Big()
             return self.sp.factorial(base)  # 2016!: unevaluated, as the grammar keeps it
@@ -528,13 +528,14 @@ class _Parser:
                     whole = sp.Integer(int(v))
                     frac = self.group() / self.group()
                     return whole + frac if not self.big else sp.Add(whole, frac)
-            if (
-                v.isdigit()
-                and self.peek() == ("op", "_")
-                and [k for k, _ in self.t[self.i + 1 : self.i + 2]] == ["var"]
-            ):
-                self.take()  # 100100_b: a numeral in base b, read as its digits (as the grammar reads it)
-                self.take()
+            if v.isdigit() and self.peek() == ("op", "_"):
+                after = self.t[self.i + 1 : self.i + 4]
+                if after[:1] == [("num", "10")]:  # 123_10, 123_{10}: a numeral in base ten
+                    self.i += 2
+                elif after == [("op", "{"), ("num", "10"), ("op", "}")]:
+                    self.i += 4
+                elif after[:1] and after[0][0] == "var":  # 100100_b: in base b, read as its digits (as the grammar)
+                    self.i += 2
             return sp.Rational(v)
         if kind == "angle":
             return sp.Symbol(f"angle_{v}")
@@ -578,7 +579,7 @@ class _Parser:
                 return num / den
             if v in _BINOMS:
                 n, k = self.group(), self.group()
-                if any(x.is_number and not (x.is_integer and x.is_nonnegative) for x in (n, k)):
+                if any(x.is_number and not (x.is_integer and not x.is_negative) for x in (n, k)):
                     raise _Unsupported()
                 if any(x.is_number and not (x.is_Integer and int(x) <= MAX_BINOM) for x in (n, k)) and not self.big:
                     raise _Big()
@@ -614,10 +615,11 @@ class _Parser:
         raise _Unsupported()
 
 
-def parse(s: str, imaginary: bool = False) -> Any:
+def parse(s: str, imaginary: bool = False, undefined: bool = False) -> Any:
     """The sympy value of ``s``, or None when it is outside the forms read here; ``Undefined`` when
-    it is read and has no value (``\\frac{1}{0}``). With ``imaginary``, the letter ``i`` is the
-    imaginary unit (the caller decides: ``rlvr.rewards.math.core.imaginary``)."""
+    it is read and has no value (``\\frac{1}{0}``) and ``undefined`` is set, else None. With
+    ``imaginary``, the letter ``i`` is the imaginary unit (the caller decides:
+    ``rlvr.rewards.math.core.imaginary``)."""
     if len(s) > MAX_CHARS or not untrusted.strip(s):
         return None
     try:
@@ -631,5 +633,9 @@ def parse(s: str, imaginary: bool = False) -> Any:
 
             with sympy.evaluate(False):  # nothing is computed: a huge power stays a tree for too_big
                 return _Parser(tokens, imaginary, big=True).relation()
+    except Undefined:
+        if undefined:
+            raise
+        return None
     except (_Unsupported, _Big, RecursionError, ZeroDivisionError, ValueError, TypeError, AttributeError):
         return None

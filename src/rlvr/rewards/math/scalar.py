@@ -84,7 +84,7 @@ def parse_scalar(s: str) -> Any:
         return -sympy.oo if inf.group(1) == "-" else sympy.oo
     imag = imaginary(latex)
     try:
-        value = mathfast.parse(latex, imaginary=imag)
+        value = mathfast.parse(latex, imaginary=imag, undefined=True)
     except mathfast.Undefined as exc:
         raise ParseFailure(f"{s[:80]!r} is undefined: {exc}") from None
     if value is not None:
