@@ -382,7 +382,7 @@ class _Parser:
         self.take("_")
         if self.peek() == ("op", "{"):
             self.take()
-            parts = []
+            parts: list[str] = []
             while self.peek() is not None and self.peek() != ("op", "}"):
                 kind, v = self.take()
                 if kind not in ("num", "var") and not (v in "+-" and parts and parts[-1] not in "+-"):
