@@ -87,6 +87,7 @@ from .text import (  # noqa: F401 - re-exported: callers import the whole pipeli
     Cleaned,
     Node,
     ParseFailure,
+    as_written,
     clean,
     fast_rational,
     split_top,
@@ -361,25 +362,12 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     if (
         status[0] == "gold_unparseable"
         and OUTSIDE in status[1]
-        and _as_written(gold, policy) == _as_written(pred, policy)
+        and as_written(gold, policy.decimal_comma) == as_written(pred, policy.decimal_comma)
     ):
         return "equal", "written as the gold"  # \frac{a+b}{\gcd(a,b)}: a form no parser here reads
     if status[0] == "pred_unparseable" and prose.wordy(pred) and prose.normal(gold) == prose.normal(pred):
         return "equal", ""
     return status
-
-
-_SPACE = re.compile(r"(?<![A-Za-z])\s+|\s+(?![A-Za-z])")
-
-
-def _as_written(text: str, policy: MathPolicy) -> str | None:
-    """``text`` cleaned (``math.text.clean``) with the spaces that separate nothing removed (a
-    space between two letters is kept: ``\\sin x`` is not ``\\sinx``), or None if it does not
-    clean. Two answers written alike are the same answer even where neither parses."""
-    try:
-        return _SPACE.sub("", clean(text, policy.decimal_comma).text)
-    except ParseFailure:
-        return None
 
 
 def _compare_math(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:

@@ -32,147 +32,34 @@ answer be read again with sympy's evaluation off, as the unevaluated tree the gr
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from ..rules import untrusted
-
-MAX_CHARS = 300
-MAX_DEPTH = 30
-_TOKEN = re.compile(
-    r"\s*(?:(\d+(?:\.\d+)?|\.\d+)"
-    r"|(\\(?:begin|end)\{[pbvB]?matrix\}|\\angle\s*(?:\{[A-Z]{1,4}\}|[A-Z]{1,4})|\\[a-zA-Z]+)"
-    r"|([a-zA-Z])|(\\\\|<=|>=|\\\{|\\\}|.))"
+from .fastforms import Structures
+from .fastlex import (  # noqa: F401 - the names tests and callers read here
+    BINOMS,
+    FUNCTIONS,
+    GREEK,
+    MAX_BINOM,
+    MAX_CHARS,
+    MAX_DEPTH,
+    MAX_DIGITS,
+    MAX_FACTORIAL,
+    NAMES,
+    RELATIONS,
+    UPPER_GREEK,
+    TooBig,
+    Undefined,
+    Unsupported,
+    is_name,
+    keep_case,
+    lex,
 )
-_FUNCTIONS = {
-    "\\sin": "sin",
-    "\\cos": "cos",
-    "\\tan": "tan",
-    "\\cot": "cot",
-    "\\sec": "sec",
-    "\\csc": "csc",
-    "\\arcsin": "asin",
-    "\\arccos": "acos",
-    "\\arctan": "atan",
-    "\\ln": "log",
-    "\\log": "log",
-    "\\exp": "exp",
-}
-GREEK = {
-    "\\" + g
-    for g in (
-        "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi rho "
-        "sigma tau upsilon phi varphi chi psi omega"
-    ).split()
-}
-# Uppercase Greek letters and \\hbar are symbols named in lowercase, as the grammar names them
-# (\\Delta is delta); \\Gamma (Euler's constant to the grammar) and \\Pi (pi) are not among them.
-UPPER_GREEK = {"\\" + g for g in "Delta Theta Lambda Xi Sigma Upsilon Phi Psi Omega".split()}
-NAMES = GREEK | UPPER_GREEK | {"\\hbar"}
-_RELATIONS = {
-    "=": "Eq",
-    "\\approx": "Eq",  # read by relation(): the exact statement before it, or the value after it
-    "<": "Lt",
-    ">": "Gt",
-    "<=": "Le",
-    ">=": "Ge",
-    "\\le": "Le",
-    "\\leq": "Le",
-    "\\ge": "Ge",
-    "\\geq": "Ge",
-}
-_MATRIX = re.compile(r"\\begin\{([pbvB]?matrix)\}")
-_OPS = {"\\\\", "<=", ">=", "\\{", "\\}", *"+-*/^(){}[]=!_|<>&:"}
-_COMMANDS = (
-    {"\\frac", "\\sqrt", "\\pi", "\\times", "\\cdot", "\\binom", "\\dbinom", "\\tbinom"}
-    | set(_FUNCTIONS)
-    | NAMES
-    | {r for r in _RELATIONS if r.startswith("\\")}
-    | {"\\emptyset", "\\varnothing", "\\prime", "\\sum", "\\Gamma", "\\int"}
-)
-_BINOMS = ("\\binom", "\\dbinom", "\\tbinom")
-# Values built here stay under 4,000 digits (Python refuses to print an int over 4,300): n! for
-# n <= 1000 (2,568 digits), a rational power whose estimated size is under 4,000 digits; larger
-# ones go to the grammar, which keeps them unevaluated.
-MAX_FACTORIAL = 1000
-MAX_DIGITS = 4000
-MAX_BINOM = 5000  # \binom{5000}{2500} has 1,504 digits
 
 
-class _Unsupported(Exception):
-    pass
-
-
-class Undefined(Exception):
-    """The answer is read, and its value is undefined (``\\frac{1}{0}``, ``\\ln 0``)."""
-
-
-class _Big(Exception):
-    """A power, factorial or binomial too large to evaluate: the answer is read again with sympy's
-    evaluation off, so that nothing is ever computed while parsing."""
-
-
-def _tokens(s: str, imaginary: bool = False) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    glued: dict[str, set[str]] = {}
-    pos = 0
-    s = untrusted.rstrip(s)
-    while pos < len(s):
-        m = _TOKEN.match(s, pos)
-        if not m or m.end() == pos:
-            raise _Unsupported()
-        pos = m.end()
-        num, cmd, letter, other = m.groups()
-        if num is not None:
-            if len(num) > 200:
-                raise _Unsupported()
-            if out and out[-1][0] == "var" and num.isdigit() and not m.group(0)[0].isspace():
-                glued.setdefault(out[-1][1], set()).add(num)
-                out.append(("op", "glued"))  # x2: a letter and a number written together, a product
-            out.append(("num", num))
-        elif cmd is not None:
-            if cmd.startswith("\\angle") and cmd != "\\angle":  # \angle CAB, \angle{APD}: one name
-                out.append(("angle", re.sub(r"[^A-Z]", "", cmd)))
-                continue
-            if cmd not in _COMMANDS and not re.fullmatch(r"\\(?:begin|end)\{[pbvB]?matrix\}", cmd):
-                raise _Unsupported()
-            out.append(("cmd", cmd))
-        elif letter is not None:
-            if letter == "I" or (letter == "i" and not imaginary):
-                raise _Unsupported()  # I (the unit?), an index i: undecided
-            out.append(("var", letter))
-        else:
-            if other not in _OPS:
-                raise _Unsupported()
-            out.append(("op", other))
-    for (k1, _), (k2, v2), (k3, _) in zip(out, out[1:], out[2:], strict=False):
-        if k1 == k2 == k3 == "var" and not (v2 == "d" and ("cmd", "\\int") in out):
-            raise _Unsupported()  # "min", "abc": a name or a word, never a product of letters
-    for j, ((k1, v1), (k2, v2)) in enumerate(zip(out, out[1:], strict=False)):
-        if k1 == "num" and k2 == "num" and out[j - 2 : j] != [("cmd", "\\log"), ("op", "_")]:
-            raise _Unsupported()  # "2 3"; \log_2 8 is log base 2 of 8
-        if v1 in UPPER_GREEK and (k2, v2) == ("op", "("):
-            raise _Unsupported()  # \Phi(x): a function to the grammar, not a product
-    if any(len(nums) > 1 for nums in glued.values()):
-        raise _Unsupported()  # z1 + z2: indices, not the products z*1 and z*2 the grammar reads
-    return out
-
-
-def _name(value: Any) -> bool:
-    """Whether ``value`` is a name: a symbol or a product of symbols (x, \\Delta p)."""
-    return bool(value.is_Symbol or (value.is_Mul and all(a.is_Symbol for a in value.args)))
-
-
-def _keep_case(tokens: list[tuple[str, str]]) -> bool:
-    """Whether a letter appears in both cases (r and R, \\phi and \\Phi): then each case is its
-    own symbol. Otherwise names are lowercase, as the grammar names them (N is n)."""
-    named = {v for k, v in tokens if k == "var" or v in NAMES}
-    return len({v.lstrip("\\").lower() for v in named}) != len(named)
-
-
-class _Parser:
+class _Parser(Structures):
     def __init__(self, tokens: list[tuple[str, str]], imaginary: bool = False, big: bool = False) -> None:
-        self.keep_case = _keep_case(tokens)
+        self.keep_case = keep_case(tokens)
         import sympy
 
         self.sp = sympy
@@ -198,7 +85,7 @@ class _Parser:
     def take(self, value: str | None = None) -> tuple[str, str]:
         tok = self.peek()
         if tok is None or (value is not None and tok[1] != value):
-            raise _Unsupported()
+            raise Unsupported()
         self.i += 1
         return tok
 
@@ -206,27 +93,27 @@ class _Parser:
         """One expression, or one relation between two (``=``, ``<``, ``\\le``...); a chain such as
         ``a = b = c`` or ``1 < x < 2`` is not read here."""
         sides, ops = [self.expr()], []
-        while self.peek() is not None and self.peek()[1] in _RELATIONS:  # type: ignore[index]
+        while self.peek() is not None and self.peek()[1] in RELATIONS:  # type: ignore[index]
             ops.append(self.take()[1])
             sides.append(self.expr())
         if self.peek() is not None:
-            raise _Unsupported()
+            raise Unsupported()
         if "\\approx" in ops:
             # what is stated exactly comes before it (x = 1/3 \approx 0.33 is x = 1/3, 1/3 \approx 0.33
             # is 1/3), unless that is a name (x \approx 11 is 11, \Delta p \approx -\hbar/c is -\hbar/c)
             k = ops.index("\\approx")
             if ops.count("\\approx") > 1 or len(sides) > k + 2 and not k:
-                raise _Unsupported()
+                raise Unsupported()
             if k:
                 sides, ops = sides[: k + 1], ops[:k]
-            elif _name(sides[0]) and not _name(sides[1]):
+            elif is_name(sides[0]) and not is_name(sides[1]):
                 sides, ops = sides[1:], []
             else:
                 sides, ops = sides[:1], []
         if not ops:
             return sides[0]
         rels = [
-            getattr(self.sp, _RELATIONS[op])(a, b, evaluate=False)
+            getattr(self.sp, RELATIONS[op])(a, b, evaluate=False)
             for op, a, b in zip(ops, sides, sides[1:], strict=False)
         ]
         return rels[0] if len(rels) == 1 else self.sp.And(*rels, evaluate=False)  # x = y = z, 1 < x < 2
@@ -234,7 +121,7 @@ class _Parser:
     def expr(self) -> Any:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise _Unsupported()
+            raise Unsupported()
         value = self.term()
         while self.peek() in (("op", "+"), ("op", "-")):
             op = self.take()[1]
@@ -252,7 +139,7 @@ class _Parser:
             return False  # the dx that ends an integrand
         return (
             kind in ("num", "var")
-            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *_BINOMS) or v in _FUNCTIONS or v in NAMES))
+            or (kind == "cmd" and (v in ("\\frac", "\\sqrt", "\\pi", *BINOMS) or v in FUNCTIONS or v in NAMES))
             or (
                 kind == "cmd"
                 and (v.startswith("\\begin") or v in ("\\emptyset", "\\varnothing", "\\sum", "\\Gamma", "\\int"))
@@ -276,7 +163,7 @@ class _Parser:
                 value = value / den
             elif self._starts_primary():
                 if tok is not None and tok[0] == "num" and self.t[self.i - 1] != ("op", ")"):
-                    raise _Unsupported()  # "x 2" or "2 3": not a product anyone writes; (n-2)2^n is
+                    raise Unsupported()  # "x 2" or "2 3": not a product anyone writes; (n-2)2^n is
                 value = value * self.power()
             else:
                 return value
@@ -299,16 +186,16 @@ class _Parser:
                 return self.sp.factorial2(base)
             if base.is_integer and not base.is_negative:
                 if not self.big:
-                    raise _Big()
+                    raise TooBig()
                 return self.sp.factorial2(base)
-            raise _Unsupported()
+            raise Unsupported()
         if base.free_symbols or (base.is_Integer and 0 <= int(base) <= MAX_FACTORIAL):
             return self.sp.factorial(base)  # (n-1)! stays unevaluated
         if base.is_integer and not base.is_negative:
             if not self.big:
-                raise _Big()
+                raise TooBig()
             return self.sp.factorial(base)  # 2016!: unevaluated, as the grammar keeps it
-        raise _Unsupported()
+        raise Unsupported()
 
     def _small_power(self, base: Any, exp: Any) -> bool:
         """Whether ``base^exp`` (a numeric base) stays small when sympy evaluates it: a symbolic
@@ -348,16 +235,16 @@ class _Parser:
                 elif (kind, v) == ("cmd", "\\pi"):
                     exp = self.sp.pi
                 else:
-                    raise _Unsupported()
+                    raise Unsupported()
             if base.is_number and not self._small_power(base, exp) and not self.big:
-                raise _Big()  # 2013^{2013}, a tower: built unevaluated
+                raise TooBig()  # 2013^{2013}, a tower: built unevaluated
             if base == 0 and exp.is_number and exp.is_negative:
-                raise _Unsupported()
+                raise Unsupported()
             if self.peek() == ("op", "!"):
-                raise _Unsupported()  # x^2! : not read
+                raise Unsupported()  # x^2! : not read
             if self.peek() == ("op", "_"):
                 if not (base.is_Symbol and "_" not in base.name):
-                    raise _Unsupported()
+                    raise Unsupported()
                 base = self.subscript(base.name)  # v^2_0 is (v_0)^2, as the grammar reads it
             return self.sp.Pow(base, exp)
         return base
@@ -374,7 +261,7 @@ class _Parser:
             return self.sp.Integer(int(v))
         if kind == "var":
             return self.var(v)
-        raise _Unsupported()
+        raise Unsupported()
 
     def subscript(self, name: str) -> Any:
         """``v_0``, ``c_{1}``, ``\\theta_1``, ``x_{12}``: one symbol, named as the grammar names it
@@ -386,20 +273,20 @@ class _Parser:
             while self.peek() is not None and self.peek() != ("op", "}"):
                 kind, v = self.take()
                 if kind not in ("num", "var") and not (v in "+-" and parts and parts[-1] not in "+-"):
-                    raise _Unsupported()
+                    raise Unsupported()
                 parts.append(v)
             self.take("}")
             sub = "".join(parts)  # F_{n-k-1}: one symbol named by its subscript's text
             if sub[-1:] in ("+", "-"):
-                raise _Unsupported()
+                raise Unsupported()
         else:
             kind, sub = self.take()
             if kind not in ("num", "var") or len(sub) != 1:
-                raise _Unsupported()
+                raise Unsupported()
         if not sub:
-            raise _Unsupported()
+            raise Unsupported()
         if self.peek() == ("op", "_"):
-            raise _Unsupported()
+            raise Unsupported()
         name, sub = self.case(name), self.case(sub)  # P_{N} is p_n to the grammar
         return self.sp.Symbol(f"{name}_{sub}" if len(sub) == 1 else f"{name}_{{{sub}}}")
 
@@ -413,7 +300,7 @@ class _Parser:
         base = None
         if v == "\\log":
             if self.peek() != ("op", "_"):
-                raise _Unsupported()
+                raise Unsupported()
             self.take()
             base = self.group()
         power = None
@@ -421,7 +308,7 @@ class _Parser:
             self.take()
             power = self.group()
             if not (power.is_Integer and 1 <= int(power) <= 10):
-                raise _Unsupported()  # \sin^{-1} x is arcsin
+                raise Unsupported()  # \sin^{-1} x is arcsin
         if self.peek() == ("op", "("):
             self.take()
             arg = self.expr()
@@ -433,15 +320,15 @@ class _Parser:
             arg = self.power()
             while self._starts_primary():
                 tok = self.peek()
-                if tok is not None and (tok[0] == "num" or tok[1] in _FUNCTIONS):
-                    raise _Unsupported()
+                if tok is not None and (tok[0] == "num" or tok[1] in FUNCTIONS):
+                    raise Unsupported()
                 arg = arg * self.power()
                 lone = False
             if self.peek() in (("op", "*"), ("op", "/"), ("cmd", "\\cdot"), ("cmd", "\\times"), ("op", "!")):
                 if not (lone and self.peek() in (("cmd", "\\cdot"), ("cmd", "\\times"))):
-                    raise _Unsupported()  # \sin x / 2: sin(x/2) to the grammar, (sin x)/2 to many readers
+                    raise Unsupported()  # \sin x / 2: sin(x/2) to the grammar, (sin x)/2 to many readers
                 # \log_2 8 \cdot \frac{1}{8}: a number's function times what follows
-        name = _FUNCTIONS[v]
+        name = FUNCTIONS[v]
         if name == "log":
             if arg.is_number and arg.is_zero:
                 raise Undefined("the logarithm of 0")
@@ -449,66 +336,6 @@ class _Parser:
         else:
             value = getattr(sp, name)(arg)
         return value**power if power is not None else value
-
-    def matrix(self, begin: str) -> Any:
-        """``\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}`` (also ``bmatrix``, ``vmatrix``...,
-        ``matrix``): rows of equal length, each entry an expression."""
-        end = "\\end" + begin[len("\\begin") :]
-        rows: list[list[Any]] = [[]]
-        while True:
-            rows[-1].append(self.expr())
-            kind, v = self.take()
-            if v == "&":
-                continue
-            if v == "\\\\":
-                if self.peek() == ("cmd", end):
-                    self.take()
-                    break
-                rows.append([])
-                continue
-            if v == end:
-                break
-            raise _Unsupported()
-        if len({len(r) for r in rows}) != 1 or begin == "\\begin{vmatrix}":
-            raise _Unsupported()  # ragged rows; a vmatrix is a determinant
-        return self.sp.Matrix(rows)
-
-    def integral(self) -> Any:
-        """``\\int_a^b f(x) dx``: a definite integral kept unevaluated (sympy evaluates it when the
-        values are compared, under the verifier's timeout); the variable is the letter after the
-        last ``d``; an indefinite integral is not read."""
-        self.take("_")
-        lo = self.group()
-        self.take("^")
-        hi = self.group()
-        ds = [j for j in range(self.i, len(self.t) - 1) if self.t[j] == ("var", "d") and self.t[j + 1][0] == "var"]
-        if not ds:
-            raise _Unsupported()
-        var = self.t[ds[-1] + 1][1]
-        self.integrand.append(var)
-        body = self.expr()
-        self.integrand.pop()
-        self.take("d")
-        self.take(var)
-        return self.sp.Integral(body, (self.sp.Symbol(self.case(var)), lo, hi))
-
-    def summation(self) -> Any:
-        """``\\sum_{k=0}^{n-1} F_k F_{n-k-1}``: a sum kept unevaluated; its body is the product of
-        the factors after the bounds (as a bare function argument is), the index one letter."""
-        self.take("_")
-        self.take("{")
-        kind, k = self.take()
-        if kind != "var":
-            raise _Unsupported()
-        self.take("=")
-        lo = self.expr()
-        self.take("}")
-        self.take("^")
-        hi = self.group()
-        body = self.power()
-        while self._starts_primary():
-            body = body * self.power()
-        return self.sp.Sum(body, (self.sp.Symbol(self.case(k)), lo, hi))
 
     def primary(self) -> Any:
         kind, v = self.take()
@@ -548,7 +375,7 @@ class _Parser:
                 if self.peek() == ("op", "_"):
                     return self.subscript(self.case(v[1:]))
                 return sp.Symbol(self.case(v[1:]))
-            if v in _FUNCTIONS:
+            if v in FUNCTIONS:
                 return self.function(v)
             if v == "\\pi":
                 return sp.pi
@@ -562,9 +389,9 @@ class _Parser:
                 self.take(")")
                 if arg.is_number and not (arg.is_Integer and 1 <= int(arg) <= MAX_FACTORIAL + 1):
                     if not (arg.is_integer and arg.is_positive):
-                        raise _Unsupported()
+                        raise Unsupported()
                     if not self.big:
-                        raise _Big()
+                        raise TooBig()
                 return sp.gamma(arg)
             if v in ("\\emptyset", "\\varnothing"):
                 return sp.EmptySet
@@ -577,12 +404,12 @@ class _Parser:
                 if den == 0:
                     raise Undefined("division by zero")
                 return num / den
-            if v in _BINOMS:
+            if v in BINOMS:
                 n, k = self.group(), self.group()
                 if any(x.is_number and not (x.is_integer and not x.is_negative) for x in (n, k)):
-                    raise _Unsupported()
+                    raise Unsupported()
                 if any(x.is_number and not (x.is_Integer and int(x) <= MAX_BINOM) for x in (n, k)) and not self.big:
-                    raise _Big()
+                    raise TooBig()
                 return sp.binomial(n, k)
             if v == "\\sqrt":
                 if self.peek() == ("op", "["):  # \sqrt[3]{4}: an n-th root, n a whole number 2..100
@@ -590,11 +417,11 @@ class _Parser:
                     kind, n = self.take()
                     self.take("]")
                     if kind != "num" or not n.isdigit() or not 2 <= int(n) <= 100:
-                        raise _Unsupported()
+                        raise Unsupported()
                     return sp.Pow(self.group(), sp.Rational(1, int(n)))
                 arg = self.group()
                 return sp.sqrt(arg)
-            raise _Unsupported()
+            raise Unsupported()
         if (kind, v) in (("op", "("), ("op", "[")):  # 1/[(x+1)(x+2)]: square brackets group too
             inner = self.expr()
             self.take(")" if v == "(" else "]")
@@ -612,7 +439,7 @@ class _Parser:
             self.take("|")
             self.bars -= 1
             return sp.Abs(inner)
-        raise _Unsupported()
+        raise Unsupported()
 
 
 def parse(s: str, imaginary: bool = False, undefined: bool = False) -> Any:
@@ -623,12 +450,12 @@ def parse(s: str, imaginary: bool = False, undefined: bool = False) -> Any:
     if len(s) > MAX_CHARS or not untrusted.strip(s):
         return None
     try:
-        tokens = _tokens(s, imaginary)
+        tokens = lex(s, imaginary)
         if not tokens:
             return None
         try:
             return _Parser(tokens, imaginary).relation()
-        except _Big:
+        except TooBig:
             import sympy
 
             with sympy.evaluate(False):  # nothing is computed: a huge power stays a tree for too_big
@@ -637,5 +464,5 @@ def parse(s: str, imaginary: bool = False, undefined: bool = False) -> Any:
         if undefined:
             raise
         return None
-    except (_Unsupported, _Big, RecursionError, ZeroDivisionError, ValueError, TypeError, AttributeError):
+    except (Unsupported, TooBig, RecursionError, ZeroDivisionError, ValueError, TypeError, AttributeError):
         return None
