@@ -21,12 +21,15 @@ Pipeline for one (gold, prediction) pair:
    it, which then has no order. Structures of different kinds are never equal.
 3. Scalars: plain rationals (``-12``, ``3.25``, ``1e-3``, ``7/8``, ``\\frac{7}{8}``,
    ``0.1\\overline{6}``) become ``Fraction`` and compare exactly; numerals in a base
-   (``1011_2``) compare digit by digit; the common LaTeX subset goes through ``math.fast`` (a
-   strict recursive-descent parser, 50x faster); everything else is parsed by
-   ``latex2sympy2_extended`` (its ANTLR grammar; nothing is ever ``eval``-ed) after a few
-   plain-text rewrites (``sqrt(2)``, ``pi``, ``**``, ``3e5``). A standalone ``i`` is the
-   imaginary unit unless something binds it as an index (``\\sum_{i=1}``, ``a_i``); matrix
-   arithmetic (``2\\begin{pmatrix}…\\end{pmatrix}``, a product of two) is evaluated.
+   (``1011_2``) compare digit by digit; everything else, after a few plain-text rewrites
+   (``sqrt(2)``, ``pi``, ``**``, ``3e5``), is read by ``math.fast``, a strict hand-written
+   recursive-descent parser (nothing is ever ``eval``-ed; its docstring lists the forms it
+   reads). What it does not read is not math to this verifier: an answer that fails is not equal,
+   a gold that fails is the task's, unless the two are written alike (spaces aside). There is
+   no second, looser reading: the ANTLR grammar ``latex2sympy2_extended`` is not on the scoring
+   path (a test oracle only). A standalone ``i`` is the imaginary unit unless something binds it
+   as an index (``\\sum_{i=1}``, ``a_i``); matrix arithmetic (``2\\begin{pmatrix}…\\end{pmatrix}``, a
+   product of two) is evaluated.
 4. Comparison of two sympy values (``math.sym``): rational values (after sympy's own evaluation,
    so ``2^{10}`` is 1024) compare exactly; other numbers are evaluated to 30 significant digits
    and compared *relatively* (``|a-b| <= max(abs_tol, rel_tol*max(|a|,|b|))``, default
@@ -75,7 +78,7 @@ from typing import Any
 from ..rules import untrusted
 from . import chains, decimals, forms, nodes, prose, readings
 from .policy import MathPolicy
-from .scalar import imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
+from .scalar import OUTSIDE, imaginary, parse_scalar, text_answer  # noqa: F401 - re-exported
 from .sym import expr_equal, renamed_equal, sym
 from .text import (  # noqa: F401 - re-exported: callers import the whole pipeline from here
     CLOCK_TIME,
@@ -84,6 +87,7 @@ from .text import (  # noqa: F401 - re-exported: callers import the whole pipeli
     Cleaned,
     Node,
     ParseFailure,
+    as_written,
     clean,
     fast_rational,
     split_top,
@@ -355,6 +359,12 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     status = _compare_math(gold, pred, policy)
     if status[0] == "gold_unparseable" and prose.wordy(gold):
         return prose.as_text(gold, pred)
+    if (
+        status[0] == "gold_unparseable"
+        and OUTSIDE in status[1]
+        and as_written(gold, policy.decimal_comma) == as_written(pred, policy.decimal_comma)
+    ):
+        return "equal", "written as the gold"  # \frac{a+b}{\gcd(a,b)}: a form no parser here reads
     if status[0] == "pred_unparseable" and prose.wordy(pred) and prose.normal(gold) == prose.normal(pred):
         return "equal", ""
     return status
@@ -483,7 +493,7 @@ def probe_gold(gold: str, policy: MathPolicy) -> bool:
 
 
 def warm() -> None:
-    """Import sympy and the LaTeX grammar and parse once, so the first real call is fast."""
+    """Import sympy and parse once, so the first real call is fast."""
     compare_texts("\\frac{1}{2}", "0.5", MathPolicy())
     compare_texts("x^2", "x \\cdot x", MathPolicy())
-    compare_texts("\\sin x", "\\sin(x)", MathPolicy())  # loads the grammar (latex2sympy2_extended)
+    compare_texts("\\sin x", "\\sin(x)", MathPolicy())

@@ -1,6 +1,9 @@
-"""A scalar's value: a plain rational as an exact ``Fraction``, the common LaTeX subset through
-``math.fast``, anything else through ``latex2sympy2_extended`` (its ANTLR grammar; nothing is ever
-``eval``-ed). Runs in the worker processes of ``rlvr.rewards.math``; sympy is imported lazily."""
+"""A scalar's value: a plain rational as an exact ``Fraction``, anything else through the
+hand-written parser ``math.fast`` (nothing is ever ``eval``-ed). What that parser does not read is
+a ``ParseFailure`` with its reason (the answer is not equal; a gold that fails is the task's), never
+a second, looser reading: the ANTLR grammar ``latex2sympy2_extended`` is not on this path (it stays
+a test oracle, ``tests/rewards/math/test_math_fast.py``). Runs in the worker processes of
+``rlvr.rewards.math``; sympy is imported lazily."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from functools import lru_cache
 from typing import Any
 
 from ..rules import untrusted
-from .sym import too_big
 from .text import ParseFailure, fast_rational, to_latex
 
 _IMAGINARY = re.compile(r"(?<![\\a-zA-Z])i(?![a-zA-Z])")
@@ -60,6 +62,9 @@ def text_answer(s: str) -> str | None:
     return letters if len(letters) >= 2 else None
 
 
+OUTSIDE = "outside the forms rlvr.rewards.math.fast reads"
+
+
 @lru_cache(maxsize=8192)
 def parse_scalar(s: str) -> Any:
     """A scalar's value: a ``Fraction`` or a sympy object. Cached: ground truths repeat."""
@@ -73,37 +78,15 @@ def parse_scalar(s: str) -> Any:
     if word is not None:
         raise ParseFailure(f"{word!r} is a word, not math")
     inf = _INFINITY.match(latex)
-    if inf:  # an interval's open end: as the grammar reads it, without the grammar
+    if inf:  # an interval's open end
         import sympy
 
         return -sympy.oo if inf.group(1) == "-" else sympy.oo
     imag = imaginary(latex)
-    value = mathfast.parse(latex, imaginary=imag)  # the common subset, 50x faster than the grammar
+    try:
+        value = mathfast.parse(latex, imaginary=imag, undefined=True)
+    except mathfast.Undefined as exc:
+        raise ParseFailure(f"{s[:80]!r} is undefined: {exc}") from None
     if value is not None:
         return value
-    from latex2sympy2_extended import latex2sympy
-    from latex2sympy2_extended.math_normalization import NormalizationConfig
-
-    config = NormalizationConfig(
-        basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False
-    )
-    try:
-        value = latex2sympy(latex, normalization_config=config)
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - the grammar raises plain Exception
-        raise ParseFailure(f"cannot parse {s[:80]!r}: {untrusted.text_lines(str(exc))[0][:120]}") from None
-    if value is None:
-        raise ParseFailure(f"cannot parse {s[:80]!r}")
-    try:
-        if imag and hasattr(value, "subs"):
-            import sympy
-
-            value = value.subs(sympy.Symbol("i"), sympy.I)
-        if hasattr(value, "doit") and type(value).__name__ in ("MatMul", "MatAdd", "MatPow") and not too_big(value):
-            value = value.doit()  # 2\\begin{pmatrix}1\\\\2\\end{pmatrix} is a matrix
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - sympy refusing the text's meaning (i < 0): not math we read
-        raise ParseFailure(f"cannot read {s[:80]!r}: {type(exc).__name__}: {str(exc)[:120]}") from None
-    return value
+    raise ParseFailure(f"cannot parse {s[:80]!r}: {OUTSIDE}")

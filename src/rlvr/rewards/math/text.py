@@ -367,3 +367,16 @@ def to_latex(s: str) -> str:
     s = _INF.sub(r"\\infty ", s)
     s = _FUNCS.sub(lambda mm: "\\" + mm.group(1) + " ", s)
     return _NATURAL_LOG.sub(r"\\ln ", s)  # \log without a base is the natural logarithm
+
+
+_SEPARATING_NOTHING = re.compile(r"(?<![A-Za-z])\s+|\s+(?![A-Za-z])")
+
+
+def as_written(text: str, decimal_comma: bool = False) -> str | None:
+    """``text`` cleaned (``clean``) with the spaces that separate nothing removed (a space between
+    two letters is kept: ``\\sin x`` is not ``\\sinx``), or None if it does not clean. Two answers
+    written alike are the same answer even where neither parses."""
+    try:
+        return _SEPARATING_NOTHING.sub("", clean(text, decimal_comma).text)
+    except ParseFailure:
+        return None

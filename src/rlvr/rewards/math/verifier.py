@@ -42,7 +42,7 @@ from .core import fast_compare, fast_rational
 from .policy import MathPolicy
 from .question import asks_for_all, renames_a_mentioned_name
 
-PRELOAD = ("sympy", "latex2sympy2_extended", "rlvr.rewards.math.core")
+PRELOAD = ("sympy", "rlvr.rewards.math.core")
 _SPACE = re.compile(r"\s+")
 _OPERATOR = re.compile(r"[-+*/^]|\\frac|\\times|\\cdot|\\sqrt")
 
