@@ -283,6 +283,26 @@ def test_a_renamed_polynomial_is_equal_and_a_perturbed_one_is_not(old, new, a, b
     assert decide(gold, f"{a}{new}^2 + {b + 1}{new}") == "unequal"
 
 
+def test_a_subscripted_name_is_one_member_of_a_family_and_never_renamed():
+    check(
+        [
+            ("a_1 + b", "a_2 + b"),
+            ("a_{n-1}+a_{n+1}", "a_{n-2}+a_{n+1}"),
+            ("v_0 t + 1", "v_1 t + 1"),
+            ("x_1 + 1", "y_1 + 1"),
+        ],
+        "unequal",
+    )
+    assert decide("a_{n-1}+a_{n+1}", "a_{n+1}+a_{n-1}") == "equal"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from("abcxyz"), st.integers(0, 9), st.integers(0, 9), st.integers(1, 9))
+def test_two_members_of_one_family_are_never_renamed_into_each_other(base, i, j, c):
+    gold, pred = f"{c}{base}_{{{i}}} + 1", f"{c}{base}_{{{j}}} + 1"
+    assert decide(gold, pred) == ("equal" if i == j else "unequal")
+
+
 def test_a_name_the_question_mentions_is_not_renamed():
     from rlvr.rewards import Outcome, Sample
     from rlvr.rewards.math import MathVerifier

@@ -261,7 +261,10 @@ MAX_RENAMED = 3  # at most 3! = 6 renamings are tried
 def renamed_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
     """Whether some renaming of ``b``'s free variables that ``a`` lacks onto ``a``'s that ``b``
     lacks (one to one, at most ``MAX_RENAMED``) makes ``b`` equal to ``a``: alpha-equivalence.
-    Shared names are never renamed; a differing count of names is never equal."""
+    Shared names are never renamed; a differing count of names is never equal. A subscripted
+    name (``a_1``, ``a_{n-1}``, ``v_0``) names one member of an indexed family, not a variable
+    the answer is free to call otherwise, so an answer whose subscripted names differ is never
+    renamed equal (``a_{n-1}+a_{n+1}`` is not ``a_{n-2}+a_{n+1}``)."""
     import itertools
 
     import sympy
@@ -271,6 +274,8 @@ def renamed_equal(a: Any, b: Any, policy: MathPolicy) -> bool:
     fa, fb = a.free_symbols, b.free_symbols
     only_a, only_b = sorted(fa - fb, key=str), sorted(fb - fa, key=str)
     if not only_b or len(only_a) != len(only_b) or len(only_b) > MAX_RENAMED:
+        return False
+    if any("_" in str(name) for name in (*only_a, *only_b)):
         return False
     for target in itertools.permutations(only_a):
         if expr_equal(a, b.xreplace(dict(zip(only_b, target, strict=True))), policy):
