@@ -26,6 +26,10 @@ from support.cpython import agrees, plain_cpython, sandbox, unsupported
         ("tuple", "(1, [2])", "r == (1, [2]) and r[1] == [2]"),
         ("frozenset", "{1, 2}", "r == {1, 2}"),
         ("bytes", "b'x'", "r == b'x' and len(r) == 1"),
+        ("list", "[1, [2]]", "r == [1, [2]] and isinstance(r, list) and type(r) is not list and repr(r) == '[1, [2]]'"),
+        ("dict", "{1: 2}", "r == {1: 2} and r[1] == 2 and type(r).__name__ == 'Sub' and str(r) == '{1: 2}'"),
+        ("set", "{1, 2}", "r == {1, 2} and repr(r) == 'Sub({1, 2})' and type(r | {3}) is set"),
+        ("bytearray", "b'x'", "r == b'x' and repr(r) == \"Sub(b'x')\""),
     ],
 )
 def test_a_subclass_that_adds_nothing_crosses_as_its_value(pool, base, value, check):
@@ -48,6 +52,49 @@ def test_a_subclass_with_anything_of_its_own_stays_the_programs_object(pool, bod
     program = f"class Sub(int):\n{body}def f():\n    return Sub(5)\n"
     v = sandbox(pool, program, "assert f() == 5\n")
     assert unsupported(v), v.detail
+
+
+# A mutable plain subclass shares like a list: the program's object by identity while it is the
+# same, a refusal once either side changes it and the other would read it.
+@pytest.mark.parametrize(
+    ("program", "tests", "exact"),
+    [
+        # the same object answered twice is one object in the test
+        ("class Rows(list):\n    pass\nR = Rows([1])\ndef f():\n    return R\n", "assert f() is f()\n", True),
+        # yielded twice, one working object (the backtracking bug) shows the final value twice
+        (
+            "class Rows(list):\n    pass\ndef g():\n    r = Rows()\n    for i in range(3):\n"
+            "        r.append(i)\n        yield r\n",
+            "assert list(g()) == [[0, 1, 2]] * 3\n",
+            False,
+        ),
+        # the program changes what it shared: refused, never a stale pass
+        (
+            "class Rows(dict):\n    pass\nR = Rows()\ndef f():\n    return R\ndef add(k):\n    R[k] = 1\n",
+            "r = f()\nadd(1)\nassert r == {1: 1}\n",
+            False,
+        ),
+        # the test changes what the program holds: refused, never a stale pass
+        (
+            "class Rows(set):\n    pass\nR = Rows()\ndef f():\n    return R\ndef n():\n    return len(R)\n",
+            "f().add(1)\nassert n() == 1\n",
+            False,
+        ),
+        (
+            "class Rows(list):\n    pass\nR = Rows([[1]])\ndef f():\n    return R\ndef n():\n    return R[0]\n",
+            "f()[0].append(2)\nassert n() == [1, 2]\n",
+            False,
+        ),
+    ],
+)
+def test_a_mutable_plain_subclass_is_shared_like_a_list(pool, program, tests, exact):
+    plain = plain_cpython(program, tests)
+    v = sandbox(pool, program, tests)
+    assert agrees(v, plain), (v.detail, plain.why)
+    if exact:
+        assert v.outcome is Outcome.CORRECT, v.detail
+    else:
+        assert plain.passed and unsupported(v), v.detail
 
 
 def test_an_instance_with_attributes_of_its_own_stays_the_programs_object(pool):

@@ -84,9 +84,23 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     t = type(x)
     if ALIASES and depth and t in _ALIASABLE and id(x) in ALIASES:
         return ["A", *ALIASES[id(x)]]
-    if SHARED and t in _ALIASABLE and id(x) in SHARED:
-        return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+    if SHARED and id(x) in SHARED and (t in _ALIASABLE or _mutable_subclass(t)):
+        if SUBCLASSES or REBUILT[0]:
+            return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+        REBUILT[0] = True  # the test child's copy of the program's object, going back as itself
+        try:
+            return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+        finally:
+            REBUILT[0] = False
     return _body(x, t, other, depth)
+
+
+def _mutable_subclass(t: type) -> bool:
+    """A plain subclass of a mutable builtin: the candidate's own (``plain_subclass``), or in the
+    test child one rebuilt here (``_subclass``). Such an object is shared by identity like a
+    list."""
+    base = plain_subclass(t) if SUBCLASSES else _REBUILT_BASE.get(t)
+    return base is not None and base in _MUTABLE_BASES
 
 
 def _ident(x: Any) -> list[Any]:
@@ -96,10 +110,13 @@ def _ident(x: Any) -> list[Any]:
 def snapshot(x: Any) -> Any:
     """``x``'s whole content now (nested objects included, other objects by identity), to compare
     with a later snapshot: how each side sees that a shared object changed."""
+    old, REBUILT[0] = REBUILT[0], True  # the test child's rebuilt subclasses by content too
     try:
         return encode(x, _ident)
     except (ValueError, RecursionError):
         return ["?", id(x)]
+    finally:
+        REBUILT[0] = old
 
 
 def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any:
@@ -147,7 +164,7 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     if isinstance(x, tuple) and plain_namedtuple(t):
         fields = [str(f) for f in getattr(t, "_fields", ())]
         return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
-    base = plain_subclass(t) if SUBCLASSES else None
+    base = plain_subclass(t) if SUBCLASSES else _REBUILT_BASE.get(t) if REBUILT[0] else None
     if base is not None and _no_state(x) and (base is not float or x == x):
         return ["W", base.__name__, _names(t), encode(base(x), other, d)]
     # Anything else, a subclass of a builtin included (an IntEnum, a class MyList(list) whose
@@ -195,8 +212,17 @@ def plain_namedtuple(t: type) -> bool:
 # A subclass of one of these that adds nothing (``class Score(int): pass``) crosses as a value of
 # the same-named plain subclass, rebuilt in the test child: ``==``, arithmetic, ``repr``,
 # ``isinstance(x, int)``, ``type(x).__name__`` and ``type(x) is int`` (False) all stay CPython's.
-SUBCLASS_BASES: dict[str, type] = {c.__name__: c for c in (int, float, complex, str, bytes, tuple, frozenset)}
+# A mutable one (``class Rows(list): pass``) crosses the same way, under the same sharing rules as
+# a list (``["S", k, ["W", ...]]`` when the program still holds it): its copy in the test child is
+# the program's object, by identity, as long as neither side changes it (``snapshot``).
+SUBCLASS_BASES: dict[str, type] = {
+    c.__name__: c for c in (int, float, complex, str, bytes, tuple, frozenset, list, dict, set, bytearray)
+}
+_MUTABLE_BASES = (list, dict, set, bytearray)
 SUBCLASSES = False  # set by the candidate child only: the test child's rebuilt classes never go back
+# True in the test child while it encodes what is not sent as a value: a snapshot, or the content
+# of a shared object going back as itself (the candidate takes its own object, not the content).
+REBUILT = [False]
 _HARMLESS = frozenset(
     (
         "__module__",
@@ -250,6 +276,7 @@ def _names(t: type) -> list[str]:
 
 
 _REBUILT: dict[tuple[str, str, str, str], type] = {}
+_REBUILT_BASE: dict[type, type] = {}  # each class rebuilt here -> its builtin base
 
 
 def _subclass(base: str, names: Any) -> type:
@@ -259,6 +286,7 @@ def _subclass(base: str, names: Any) -> type:
     cls = _REBUILT.get(key)
     if cls is None:
         cls = type(names[0], (SUBCLASS_BASES[base],), {"__module__": names[2], "__qualname__": names[1]})
+        _REBUILT_BASE[cls] = SUBCLASS_BASES[base]  # kept alive: a snapshot must know it
         if len(_REBUILT) < 256:
             _REBUILT[key] = cls
     return cls
