@@ -97,6 +97,24 @@ def test_a_mutable_plain_subclass_is_shared_like_a_list(pool, program, tests, ex
         assert plain.passed and unsupported(v), v.detail
 
 
+def test_two_classes_with_one_name_stay_two_classes(pool):
+    program = (
+        "def make():\n    return type('Rows', (list,), {})\nA, B = make(), make()\n"
+        "def f(i):\n    return (A if i else B)([i])\n"
+    )
+    tests = "assert type(f(0)) is not type(f(1)) and type(f(1)) is type(f(1)) and type(f(0)).__name__ == 'Rows'\n"
+    assert plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_a_class_renamed_after_it_crossed_is_refused(pool):
+    program = "class Rows(list):\n    pass\ndef f():\n    return Rows()\ndef rename():\n    Rows.__name__ = 'X'\n"
+    tests = "a = f()\nrename()\nassert type(f()).__name__ == 'X' and type(a) is type(f())\n"
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests))
+
+
 def test_an_instance_with_attributes_of_its_own_stays_the_programs_object(pool):
     program = "class Sub(int):\n    pass\ndef f():\n    x = Sub(5)\n    x.tag = 1\n    return x\n"
     v = sandbox(pool, program, "assert f() == 5 and f().tag == 1\n")

@@ -271,24 +271,45 @@ def _no_state(x: Any) -> bool:
         return True  # no __dict__ at all (__slots__ = ())
 
 
-def _names(t: type) -> list[str]:
-    return [str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES]
+_CLASS_NUMBERS: dict[int, int] = {}  # the candidate's side: id(class) -> its number in this sample
+_CLASSES_KEPT: list[type] = []  # ... kept alive, so an id is never reused for another class
+MAX_CLASSES = 100_000  # distinct plain subclasses in one sample
 
 
-_REBUILT: dict[tuple[str, str, str, str], type] = {}
+def _names(t: type) -> list[Any]:
+    """``[name, qualname, module, number]``: the number is the class's own in this sample, so two
+    classes of the program with one name stay two classes in the test, one class stays one."""
+    k = _CLASS_NUMBERS.get(id(t))
+    if k is None:
+        if len(_CLASSES_KEPT) >= MAX_CLASSES:
+            raise WireLimit(f"more than {MAX_CLASSES} subclasses of builtins")
+        k = _CLASS_NUMBERS[id(t)] = len(_CLASSES_KEPT)
+        _CLASSES_KEPT.append(t)
+    return [*(str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES), k]
+
+
+_REBUILT: dict[tuple[str, int], type] = {}  # the test child's side: (base, number) -> the class built here
 _REBUILT_BASE: dict[type, type] = {}  # each class rebuilt here -> its builtin base
 
 
 def _subclass(base: str, names: Any) -> type:
-    if type(names) is not list or len(names) != 3 or not all(type(n) is str and len(n) <= 200 for n in names):
+    if (
+        type(names) is not list
+        or len(names) != 4
+        or not all(type(n) is str and len(n) <= 200 for n in names[:3])
+        or type(names[3]) is not int
+    ):
         raise WireError("a malformed subclass")
-    key = (base, names[0], names[1], names[2])
+    key = (base, names[3])
     cls = _REBUILT.get(key)
     if cls is None:
+        if len(_REBUILT) >= MAX_CLASSES:
+            raise WireLimit(f"more than {MAX_CLASSES} subclasses of builtins")
         cls = type(names[0], (SUBCLASS_BASES[base],), {"__module__": names[2], "__qualname__": names[1]})
         _REBUILT_BASE[cls] = SUBCLASS_BASES[base]  # kept alive: a snapshot must know it
-        if len(_REBUILT) < 256:
-            _REBUILT[key] = cls
+        _REBUILT[key] = cls
+    elif [cls.__name__, cls.__qualname__, cls.__module__] != names[:3]:
+        raise WireLimit("a class of the program renamed after it crossed")  # refused: not exact here
     return cls
 
 
