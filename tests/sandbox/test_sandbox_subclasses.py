@@ -11,6 +11,8 @@ import collections
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlvr.rewards.base import Outcome, Sample
 from rlvr.rewards.code import UnitTests
@@ -108,6 +110,36 @@ def test_two_classes_with_one_name_stay_two_classes(pool):
     assert v.outcome is Outcome.CORRECT, v.detail
 
 
+def test_type_of_a_program_object_is_the_programs_type_or_refused(pool):
+    # type() of a handle was the proxy's class ('Handle'): a correct program scored wrong.
+    program = "class Sub(list):\n    def __repr__(self):\n        return 'R'\ndef f():\n    return Sub()\n"
+    tests = "assert type(f()).__name__ == 'Sub'\n"
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests))
+    tests = "r = f()\nassert type(r).__name__ == 'Sub' and type(r) is type(f()) and type(r) is not list\n"
+    v = sandbox(pool, program, tests, program_objects=True)
+    assert v.outcome is Outcome.CORRECT, v.detail
+    program = "class A:\n    @property\n    def __class__(self):\n        return int\ndef f():\n    return A()\n"
+    tests = "assert type(f()).__name__ == 'A' and isinstance(f(), int)\n"
+    assert plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests, program_objects=True)
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_isinstance_of_a_program_object_against_a_builtin_is_the_programs_answer_or_refused(pool):
+    # It was the proxy's answer (False): ``assert not isinstance(f(), list)`` was a forged pass.
+    program = "class Sub(list):\n    def __repr__(self):\n        return 'R'\ndef f():\n    return Sub()\n"
+    tests = "assert not isinstance(f(), list)\n"
+    assert not plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is not Outcome.CORRECT, v.detail
+    v = sandbox(pool, program, tests, program_objects=True)
+    assert v.outcome is Outcome.WRONG and not unsupported(v), v.detail
+    tests = "assert isinstance(f(), (int, list)) and not isinstance(f(), dict)\n"
+    assert unsupported(sandbox(pool, program, tests))
+    assert sandbox(pool, program, tests, program_objects=True).outcome is Outcome.CORRECT
+
+
 def test_a_class_renamed_after_it_crossed_is_refused(pool):
     program = "class Rows(list):\n    pass\ndef f():\n    return Rows()\ndef rename():\n    Rows.__name__ = 'X'\n"
     tests = "a = f()\nrename()\nassert type(f()).__name__ == 'X' and type(a) is type(f())\n"
@@ -174,3 +206,66 @@ def test_type_swap_mutants_of_the_references_are_correct_or_refused_never_wrong(
             disagree.append((r.get("task_id"), v.detail[:160], plain.why))
     print("type-swap mutants:", dict(counts), "refused by type:", dict(refused))
     assert disagree == []
+
+
+# -- generated programs against plain CPython -------------------------------------------------------
+VALUES = {"list": "[1, [2]]", "dict": "{1: 2}", "set": "{1, 2}", "bytearray": "b'ab'", "int": "5", "str": "'ab'"}
+CHANGES = {"list": "{}.append(3)", "dict": "{}[3] = 4", "set": "{}.add(3)", "bytearray": "{}.append(99)"}
+BODIES = [
+    "    pass\n",
+    "    def __repr__(self):\n        return 'R'\n",
+    "    def __eq__(self, o):\n        return True\n    __hash__ = None\n",
+    "    tag = 1\n",
+    "    def __len__(self):\n        return 99\n",
+]
+VIEWS = [
+    "r == {value}",
+    "repr(r)",
+    "str(r)",
+    "type(r).__name__",
+    "isinstance(r, {base})",
+    "type(r) is {base}",
+    "len(r)",
+    "r is f()",
+    "type(r) is type(f())",
+    "sorted(r) if not isinstance(r, int) else r",
+]
+
+
+def _truth(program: str, prefix: str, view: str) -> str:
+    """What plain CPython says ``view`` is after ``prefix`` (our own generated code, run here)."""
+    ns: dict = {}
+    try:
+        exec(program + prefix, ns)  # noqa: S102 - generated here
+        return repr(eval(view, ns))  # noqa: S307
+    except Exception:  # noqa: BLE001
+        return "None"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    base=st.sampled_from(sorted(VALUES)),
+    body=st.sampled_from(BODIES),
+    held=st.booleans(),
+    change=st.sampled_from(["none", "program", "test"]),
+    view=st.sampled_from(VIEWS),
+    honest=st.booleans(),
+)
+def test_a_subclass_of_a_builtin_gets_plain_cpythons_verdict_or_is_refused(
+    pool, base, body, held, change, view, honest
+):
+    value = VALUES[base]
+    op = CHANGES.get(base)
+    program = f"class Sub({base}):\n{body}"
+    program += f"R = Sub({value})\ndef f():\n    return R\n" if held else f"def f():\n    return Sub({value})\n"
+    program += "def change():\n    " + (op.format("R") if op and held else "pass") + "\n"
+    prefix = "r = f()\n" + {"none": "", "program": "change()\n", "test": (op.format("r") + "\n") if op else ""}[change]
+    view = view.format(value=value, base=base)
+    want = _truth(program, prefix, view) if honest else "'no such value'"
+    tests = prefix + f"assert ({view}) == {want}\n"
+    v = sandbox(pool, program, tests)
+    plain = plain_cpython(program, tests)
+    assert agrees(v, plain), (program, tests, v.detail, plain.why)
+    # A subclass that adds nothing, unchanged, crosses exactly: whatever the test reads is CPython's.
+    if body == "    pass\n" and (change == "none" or not held) and honest:
+        assert v.outcome is Outcome.CORRECT, (program, tests, v.detail)

@@ -369,10 +369,27 @@ def _exact(cls: type, values: list[Any] | None, kw: Any, extra: bool, texts: lis
     return exc if same and all(getattr(exc, k, None) == v for k, v in kwargs.items()) else None  # type: ignore[no-any-return]
 
 
+# Set by the test child: (Handle, type() of one, isinstance() of one) as the program answers them.
+PROXY: tuple[type, Callable[[Any], Any], Callable[[Any, Any], bool]] | None = None
+
+
+def exact_isinstance(x: Any, classes: Any) -> bool:
+    """``isinstance(x, classes)`` for the test file: of an object of the program (a handle), the
+    program's own answer (its ``__class__`` and metaclass decide, as in CPython; refused without
+    ``program_objects``), never the proxy's class's."""
+    if PROXY is not None and type(x) is PROXY[0]:
+        return PROXY[2](x, classes)
+    return isinstance(x, classes)
+
+
 def exact_type(x: Any) -> Any:
     """``type(x)`` for the test file: refused for an opaque exception that stands for an exact
-    builtin class (CPython would answer that class)."""
+    builtin class (CPython would answer that class); for an object of the program (a handle),
+    the program's own ``type()`` of it (``PROXY``: refused without ``program_objects``), never
+    the proxy's class."""
     t = type(x)
+    if PROXY is not None and t is PROXY[0]:
+        return PROXY[1](x)
     if issubclass(t, _Opaque) and type.__getattribute__(t, "_rlvr_exact"):
         _stop(f"the test asks type() of a {type.__getattribute__(t, '__name__')} that did not cross exactly")
     return t

@@ -323,6 +323,12 @@ def _ask(h: Handle, kind: str, *rest: Any) -> Any:
     return link.value([kind, object.__getattribute__(h, "_n"), *[link.enc(r) for r in rest]])
 
 
+def type_of(h: Handle) -> Any:
+    """``type(h)`` as the program's interpreter answers it (not its ``__class__``): a class of
+    the program (a handle) or a builtin class. Needs ``program_objects`` (``_gate``)."""
+    return _ask(h, "type")
+
+
 def _op(h: Handle, name: str, *values: Any) -> Any:
     link = _gate(h, name)
     return link.value(["op", name, [link.enc(v) for v in values]])
@@ -490,3 +496,7 @@ for _name in (
     _fn = _name + "_" if _name in ("and", "or") else _name
     setattr(Handle, f"__{_name}__", _forward(_fn, False))
     setattr(Handle, f"__r{_name}__", _forward(_fn, True))
+
+
+# type(h) and isinstance(h, c) in the test file (claims.exact_type, claims.exact_isinstance)
+claims.PROXY = (Handle, type_of, lambda h, c: bool(_op(h, "isinstance", h, c)))
