@@ -138,6 +138,9 @@ def test_isinstance_of_a_program_object_against_a_builtin_is_the_programs_answer
     tests = "assert isinstance(f(), (int, list)) and not isinstance(f(), dict)\n"
     assert unsupported(sandbox(pool, program, tests))
     assert sandbox(pool, program, tests, program_objects=True).outcome is Outcome.CORRECT
+    tests = "import collections.abc\nassert isinstance(f(), collections.abc.Sequence)\n"
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests, program_objects=True))
 
 
 def test_a_class_renamed_after_it_crossed_is_refused(pool):

@@ -378,8 +378,18 @@ def exact_isinstance(x: Any, classes: Any) -> bool:
     program's own answer (its ``__class__`` and metaclass decide, as in CPython; refused without
     ``program_objects``), never the proxy's class's."""
     if PROXY is not None and type(x) is PROXY[0]:
+        if not _askable(classes):  # an ABC of the test's (collections.abc.Sequence) would ask type(h)
+            _stop("the test asks isinstance() of an object of the program against a class of its own")
         return PROXY[2](x, classes)
     return isinstance(x, classes)
+
+
+def _askable(c: Any, depth: int = 0) -> bool:
+    """A builtin class, a class of the program (a handle), or a tuple of those: what the program
+    can be asked ``isinstance`` against."""
+    if type(c) is tuple and depth < 20:
+        return all(_askable(i, depth + 1) for i in c)
+    return builtin_name(c) is not None or (PROXY is not None and type(c) is PROXY[0])
 
 
 def exact_type(x: Any) -> Any:
