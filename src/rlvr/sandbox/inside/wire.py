@@ -14,8 +14,9 @@ Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``
 type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
 iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
 n]`` a callable that stays in the test child, ``["N", k, bits]`` a NaN by identity
-(``Nans``), ``["W", base, [name, qualname, module], value]`` a subclass of an immutable
-builtin that adds nothing (``plain_subclass``), ``["S", k, value]`` a mutable object the
+(``Nans``), ``["W", base, [name, qualname, module, number], value]`` a subclass of a
+builtin of ``SUBCLASS_BASES`` that adds nothing (``plain_subclass``; ``number``: its class's in
+the sample, so one class is one class in the test), ``["S", k, value]`` a mutable object the
 program still holds (identity number ``k``: the same object answered twice is the same object
 in the test; see ``child.Server.reply``). Only exact types are plain data, and those plain
 subclasses: any other subclass of a builtin (its methods could answer anything) and a named
