@@ -298,6 +298,7 @@ def differential(pool: Any, cases: list[Case]) -> dict[str, Any]:
         LIMIT[0] = PLAIN_TIMEOUT
     forged = []
     converse: collections.Counter[str] = collections.Counter()
+    refused: collections.Counter[str] = collections.Counter()  # plain CPython passes: why unsupported
     table: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
     for i, (c, (truth, _secs)) in enumerate(zip(cases, truths, strict=True)):
         v = by_index[i]
@@ -307,9 +308,12 @@ def differential(pool: Any, cases: list[Case]) -> dict[str, Any]:
             forged.append((c.source, c.label, c.row_id, truth, v.detail[:120]))
         if truth == "pass" and v.outcome is not Outcome.CORRECT:
             converse[name] += 1
+            if name == "unsupported":
+                refused[_reason(v.detail)] += 1
     result = {
         "table": dict(table),
         "converse": dict(converse),
+        "refused": dict(refused),
         "cases": len(cases),
         "verdicts": by_index,
         "truths": truths,
@@ -317,6 +321,12 @@ def differential(pool: Any, cases: list[Case]) -> dict[str, Any]:
     report("differential", result)
     assert forged == [], forged
     return result
+
+
+def _reason(detail: str) -> str:
+    """An ``unsupported`` detail without its particulars (names, numbers): the class of refusal."""
+    text = detail.removeprefix("unsupported: ").split(" (")[0]
+    return " ".join("_" if any(ch.isdigit() for ch in w) or w[:1].isupper() else w for w in text.split())[:100]
 
 
 def _outcome(v: Verdict) -> str:
@@ -331,6 +341,8 @@ def report(name: str, result: dict[str, Any]) -> None:
     print(f"\n{name}: {result['cases']} programs; plain CPython passes but rlvr does not: {result['converse']}")
     for key, n in sorted(result["table"].items()):
         print("  ", *key, n)
+    for why, n in sorted(result["refused"].items(), key=lambda kv: -kv[1]):
+        print("   unsupported where plain CPython passes:", n, why)
     path = os.environ.get("RLVR_DIFF_REPORT")
     if path:
         with open(path, "a", encoding="utf-8") as f:

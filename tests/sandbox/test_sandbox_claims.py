@@ -29,12 +29,16 @@ def test_a_class_named_like_a_builtin_is_not_caught_as_that_builtin(pool):
     assert v.outcome is not Outcome.CORRECT and not plain_cpython(program, tests).passed, v.detail
 
 
+W = "[[None, None, False]]"  # a claim's chain wiring: no cause, no context
+
+
 @pytest.mark.parametrize(
     "forge",
     [
-        "lambda e: ['exc', ['ValueError', 'object'], 'x', ['x'], ['ValueError'] * 2 + ['builtins'], 'x', [], False]",
-        "lambda e: ['exc', ['int', 'object'], 'x', ['x'], ['int', 'int', 'builtins'], 'x', [], False]",
-        "lambda e: ['exc', ['AssertionError', 'Exception'], 'x', None, ['A', 'A', 'm'], 'x', [], False]",
+        f"lambda e: ['exc', ['ValueError', 'object'], 'x', ['x'], ['ValueError'] * 2 + ['builtins'], 'x', [], False,"
+        f" [], {W}]",
+        f"lambda e: ['exc', ['int', 'object'], 'x', ['x'], ['int', 'int', 'builtins'], 'x', [], False, [], {W}]",
+        f"lambda e: ['exc', ['AssertionError', 'Exception'], 'x', None, ['A', 'A', 'm'], 'x', [], False, [], {W}]",
         "lambda e: ['exc', 'ValueError']",
     ],
 )
@@ -54,7 +58,7 @@ def test_a_patched_claim_gains_no_more_than_raising_the_builtin_would(pool):
     # arguments, exactly what ``raise ValueError('x')`` gives an honest program.
     forge = (
         "lambda e, p: ['exc', ['ValueError', 'Exception', 'BaseException', 'object'], 'x', ['x'], "
-        "['ValueError', 'ValueError', 'builtins'], \"ValueError('x')\", [], False]"
+        "['ValueError', 'ValueError', 'builtins'], \"ValueError('x')\", [], False, [], [[None, None, False]]]"
     )
     program = (
         f"import sys\nsys.modules['inside.claims'].claim = {forge}\n"
@@ -110,8 +114,15 @@ def test_the_name_of_a_missing_module_crosses_with_import_error(pool):
         ("def f():\n    e = ValueError('a')\n    e.code = 3\n    raise e\n", "assert e.code == 3"),
         ("def f():\n    e = ValueError('a')\n    e.code = 3\n    raise e\n", "assert type(e) is ValueError"),
         (
-            "def f():\n    try:\n        {}[1]\n    except KeyError as k:\n        raise ValueError('b') from k\n",
-            "assert type(e.__cause__) is KeyError",
+            "class E(KeyError):\n    code = 1\n"
+            "def f():\n    try:\n        {}[1]\n    except KeyError as k:\n        raise ValueError('b') from E(2)\n",
+            "assert type(e.__cause__) is E",
+        ),
+        (
+            "def f():\n    e = ValueError('a')\n    for i in range(40):\n        e = ValueError(i)\n"
+            "        e.__cause__ = ValueError(i)\n        e.__context__ = p if i else None\n"
+            "        p = e\n    raise e\n",
+            "assert e.__context__ is not None",
         ),
         (
             "class E(ValueError):\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
@@ -129,6 +140,63 @@ def test_what_does_not_cross_exactly_is_refused_where_the_test_reads_it(pool, pr
     assert plain_cpython(program, tests).passed or "str(e)" in check
     v = sandbox(pool, program, tests)
     assert unsupported(v), v.detail
+
+
+# -- chains: __cause__ and __context__ (each link a claim of its own) ---------------------------------
+@pytest.mark.parametrize(
+    ("program", "check"),
+    [
+        (
+            "def f():\n    try:\n        {}[1]\n    except KeyError as k:\n        raise ValueError('b') from k\n",
+            "assert type(e.__cause__) is KeyError and e.__cause__ is e.__context__ and e.__suppress_context__",
+        ),
+        (
+            "def f():\n    try:\n        1 / 0\n    except ZeroDivisionError:\n        raise ValueError('b')\n",
+            "assert type(e.__context__) is ZeroDivisionError and e.__cause__ is None and not e.__suppress_context__"
+            " and str(e.__context__) == 'division by zero' and e.__context__.__context__ is None",
+        ),
+        (
+            "def f():\n    try:\n        [][1]\n    except IndexError:\n        raise ValueError('b') from None\n",
+            "assert e.__cause__ is None and type(e.__context__) is IndexError and e.__suppress_context__",
+        ),
+        (
+            "class E(KeyError):\n    pass\n"
+            "def f():\n    try:\n        raise E('k')\n    except E as k:\n        raise ValueError('b') from k\n",
+            "assert isinstance(e.__cause__, KeyError) and type(e.__cause__).__name__ == 'E'"
+            " and repr(e.__cause__) == \"E('k')\"",
+        ),
+        ("def f():\n    e = ValueError('a')\n    e.__cause__ = e\n    raise e\n", "assert e.__cause__ is e"),
+    ],
+)
+def test_a_chained_exception_reaches_the_test_with_cpythons_chain(pool, program, check):
+    tests = caught("f()", check=check) + (
+        "import unittest\nclass T(unittest.TestCase):\n    def test(self):\n"
+        "        with self.assertRaises(ValueError) as cm:\n            f()\n"
+        f"        e = cm.exception\n        {check}\n"
+        "r = unittest.main(exit=False, argv=['t']).result\nassert r.wasSuccessful(), r.failures\n"
+    )
+    assert plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_a_chained_exception_raised_while_the_test_handles_one_is_refused(pool):
+    # CPython would chain the test's own KeyError into the program's ZeroDivisionError.
+    program = "def f():\n    try:\n        1 / 0\n    except ZeroDivisionError:\n        raise ValueError('b')\n"
+    tests = (
+        "try:\n    {}[0]\nexcept KeyError:\n    try:\n        f()\n    except ValueError as e:\n"
+        "        assert type(e.__context__.__context__) is KeyError\n"
+    )
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests))
+    # unchained, the raise in the test child adds the test's exception as CPython does
+    program = "def f():\n    raise ValueError('b')\n"
+    tests = (
+        "try:\n    {}[0]\nexcept KeyError:\n    try:\n        f()\n    except ValueError as e:\n"
+        "        assert type(e.__context__) is KeyError\n"
+    )
+    assert plain_cpython(program, tests).passed
+    assert sandbox(pool, program, tests).outcome is Outcome.CORRECT
 
 
 def test_a_broad_except_of_an_opaque_exception_is_exact(pool):
@@ -160,7 +228,13 @@ BODIES = [
     "    code = 7\n",
     "    def __init__(self, *a):\n        super().__init__('fixed')\n",
 ]
-RAISES = ["raise {cls}({args})", "try:\n        {{}}[0]\n    except KeyError:\n        raise {cls}({args})"]
+RAISES = [
+    "raise {cls}({args})",
+    "try:\n        {{}}[0]\n    except KeyError:\n        raise {cls}({args})",
+    "try:\n        {{}}[0]\n    except KeyError as k:\n        raise {cls}({args}) from k",
+    "try:\n        1 / 0\n    except ZeroDivisionError:\n        raise {cls}({args}) from None",
+    "raise {cls}({args}) from {cls}(1)",
+]
 HANDLERS = ["Exception", "ValueError", "KeyError", "LookupError", "(TypeError, IndexError)", "ArithmeticError"]
 VIEWS = [
     "str(e)",
@@ -170,6 +244,11 @@ VIEWS = [
     "isinstance(e, KeyError)",
     "type(e) is ValueError",
     "e.code",
+    "type(e.__cause__).__name__",
+    "repr(e.__context__)",
+    "e.__suppress_context__",
+    "e.__cause__ is e.__context__",
+    "str(e.__cause__)",
 ]
 
 

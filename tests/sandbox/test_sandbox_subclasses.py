@@ -11,6 +11,8 @@ import collections
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlvr.rewards.base import Outcome, Sample
 from rlvr.rewards.code import UnitTests
@@ -26,6 +28,10 @@ from support.cpython import agrees, plain_cpython, sandbox, unsupported
         ("tuple", "(1, [2])", "r == (1, [2]) and r[1] == [2]"),
         ("frozenset", "{1, 2}", "r == {1, 2}"),
         ("bytes", "b'x'", "r == b'x' and len(r) == 1"),
+        ("list", "[1, [2]]", "r == [1, [2]] and isinstance(r, list) and type(r) is not list and repr(r) == '[1, [2]]'"),
+        ("dict", "{1: 2}", "r == {1: 2} and r[1] == 2 and type(r).__name__ == 'Sub' and str(r) == '{1: 2}'"),
+        ("set", "{1, 2}", "r == {1, 2} and repr(r) == 'Sub({1, 2})' and type(r | {3}) is set"),
+        ("bytearray", "b'x'", "r == b'x' and repr(r) == \"Sub(b'x')\""),
     ],
 )
 def test_a_subclass_that_adds_nothing_crosses_as_its_value(pool, base, value, check):
@@ -48,6 +54,100 @@ def test_a_subclass_with_anything_of_its_own_stays_the_programs_object(pool, bod
     program = f"class Sub(int):\n{body}def f():\n    return Sub(5)\n"
     v = sandbox(pool, program, "assert f() == 5\n")
     assert unsupported(v), v.detail
+
+
+# A mutable plain subclass shares like a list: the program's object by identity while it is the
+# same, a refusal once either side changes it and the other would read it.
+@pytest.mark.parametrize(
+    ("program", "tests", "exact"),
+    [
+        # the same object answered twice is one object in the test
+        ("class Rows(list):\n    pass\nR = Rows([1])\ndef f():\n    return R\n", "assert f() is f()\n", True),
+        # yielded twice, one working object (the backtracking bug) shows the final value twice
+        (
+            "class Rows(list):\n    pass\ndef g():\n    r = Rows()\n    for i in range(3):\n"
+            "        r.append(i)\n        yield r\n",
+            "assert list(g()) == [[0, 1, 2]] * 3\n",
+            False,
+        ),
+        # the program changes what it shared: refused, never a stale pass
+        (
+            "class Rows(dict):\n    pass\nR = Rows()\ndef f():\n    return R\ndef add(k):\n    R[k] = 1\n",
+            "r = f()\nadd(1)\nassert r == {1: 1}\n",
+            False,
+        ),
+        # the test changes what the program holds: refused, never a stale pass
+        (
+            "class Rows(set):\n    pass\nR = Rows()\ndef f():\n    return R\ndef n():\n    return len(R)\n",
+            "f().add(1)\nassert n() == 1\n",
+            False,
+        ),
+        (
+            "class Rows(list):\n    pass\nR = Rows([[1]])\ndef f():\n    return R\ndef n():\n    return R[0]\n",
+            "f()[0].append(2)\nassert n() == [1, 2]\n",
+            False,
+        ),
+    ],
+)
+def test_a_mutable_plain_subclass_is_shared_like_a_list(pool, program, tests, exact):
+    plain = plain_cpython(program, tests)
+    v = sandbox(pool, program, tests)
+    assert agrees(v, plain), (v.detail, plain.why)
+    if exact:
+        assert v.outcome is Outcome.CORRECT, v.detail
+    else:
+        assert plain.passed and unsupported(v), v.detail
+
+
+def test_two_classes_with_one_name_stay_two_classes(pool):
+    program = (
+        "def make():\n    return type('Rows', (list,), {})\nA, B = make(), make()\n"
+        "def f(i):\n    return (A if i else B)([i])\n"
+    )
+    tests = "assert type(f(0)) is not type(f(1)) and type(f(1)) is type(f(1)) and type(f(0)).__name__ == 'Rows'\n"
+    assert plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_type_of_a_program_object_is_the_programs_type_or_refused(pool):
+    # type() of a handle was the proxy's class ('Handle'): a correct program scored wrong.
+    program = "class Sub(list):\n    def __repr__(self):\n        return 'R'\ndef f():\n    return Sub()\n"
+    tests = "assert type(f()).__name__ == 'Sub'\n"
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests))
+    tests = "r = f()\nassert type(r).__name__ == 'Sub' and type(r) is type(f()) and type(r) is not list\n"
+    v = sandbox(pool, program, tests, program_objects=True)
+    assert v.outcome is Outcome.CORRECT, v.detail
+    program = "class A:\n    @property\n    def __class__(self):\n        return int\ndef f():\n    return A()\n"
+    tests = "assert type(f()).__name__ == 'A' and isinstance(f(), int)\n"
+    assert plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests, program_objects=True)
+    assert v.outcome is Outcome.CORRECT, v.detail
+
+
+def test_isinstance_of_a_program_object_against_a_builtin_is_the_programs_answer_or_refused(pool):
+    # It was the proxy's answer (False): ``assert not isinstance(f(), list)`` was a forged pass.
+    program = "class Sub(list):\n    def __repr__(self):\n        return 'R'\ndef f():\n    return Sub()\n"
+    tests = "assert not isinstance(f(), list)\n"
+    assert not plain_cpython(program, tests).passed
+    v = sandbox(pool, program, tests)
+    assert v.outcome is not Outcome.CORRECT, v.detail
+    v = sandbox(pool, program, tests, program_objects=True)
+    assert v.outcome is Outcome.WRONG and not unsupported(v), v.detail
+    tests = "assert isinstance(f(), (int, list)) and not isinstance(f(), dict)\n"
+    assert unsupported(sandbox(pool, program, tests))
+    assert sandbox(pool, program, tests, program_objects=True).outcome is Outcome.CORRECT
+    tests = "import collections.abc\nassert isinstance(f(), collections.abc.Sequence)\n"
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests, program_objects=True))
+
+
+def test_a_class_renamed_after_it_crossed_is_refused(pool):
+    program = "class Rows(list):\n    pass\ndef f():\n    return Rows()\ndef rename():\n    Rows.__name__ = 'X'\n"
+    tests = "a = f()\nrename()\nassert type(f()).__name__ == 'X' and type(a) is type(f())\n"
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests))
 
 
 def test_an_instance_with_attributes_of_its_own_stays_the_programs_object(pool):
@@ -109,3 +209,66 @@ def test_type_swap_mutants_of_the_references_are_correct_or_refused_never_wrong(
             disagree.append((r.get("task_id"), v.detail[:160], plain.why))
     print("type-swap mutants:", dict(counts), "refused by type:", dict(refused))
     assert disagree == []
+
+
+# -- generated programs against plain CPython -------------------------------------------------------
+VALUES = {"list": "[1, [2]]", "dict": "{1: 2}", "set": "{1, 2}", "bytearray": "b'ab'", "int": "5", "str": "'ab'"}
+CHANGES = {"list": "{}.append(3)", "dict": "{}[3] = 4", "set": "{}.add(3)", "bytearray": "{}.append(99)"}
+BODIES = [
+    "    pass\n",
+    "    def __repr__(self):\n        return 'R'\n",
+    "    def __eq__(self, o):\n        return True\n    __hash__ = None\n",
+    "    tag = 1\n",
+    "    def __len__(self):\n        return 99\n",
+]
+VIEWS = [
+    "r == {value}",
+    "repr(r)",
+    "str(r)",
+    "type(r).__name__",
+    "isinstance(r, {base})",
+    "type(r) is {base}",
+    "len(r)",
+    "r is f()",
+    "type(r) is type(f())",
+    "sorted(r) if not isinstance(r, int) else r",
+]
+
+
+def _truth(program: str, prefix: str, view: str) -> str:
+    """What plain CPython says ``view`` is after ``prefix`` (our own generated code, run here)."""
+    ns: dict = {}
+    try:
+        exec(program + prefix, ns)  # noqa: S102 - generated here
+        return repr(eval(view, ns))  # noqa: S307
+    except Exception:  # noqa: BLE001
+        return "None"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    base=st.sampled_from(sorted(VALUES)),
+    body=st.sampled_from(BODIES),
+    held=st.booleans(),
+    change=st.sampled_from(["none", "program", "test"]),
+    view=st.sampled_from(VIEWS),
+    honest=st.booleans(),
+)
+def test_a_subclass_of_a_builtin_gets_plain_cpythons_verdict_or_is_refused(
+    pool, base, body, held, change, view, honest
+):
+    value = VALUES[base]
+    op = CHANGES.get(base)
+    program = f"class Sub({base}):\n{body}"
+    program += f"R = Sub({value})\ndef f():\n    return R\n" if held else f"def f():\n    return Sub({value})\n"
+    program += "def change():\n    " + (op.format("R") if op and held else "pass") + "\n"
+    prefix = "r = f()\n" + {"none": "", "program": "change()\n", "test": (op.format("r") + "\n") if op else ""}[change]
+    view = view.format(value=value, base=base)
+    want = _truth(program, prefix, view) if honest else "'no such value'"
+    tests = prefix + f"assert ({view}) == {want}\n"
+    v = sandbox(pool, program, tests)
+    plain = plain_cpython(program, tests)
+    assert agrees(v, plain), (program, tests, v.detail, plain.why)
+    # A subclass that adds nothing, unchanged, crosses exactly: whatever the test reads is CPython's.
+    if body == "    pass\n" and (change == "none" or not held) and honest:
+        assert v.outcome is Outcome.CORRECT, (program, tests, v.detail)

@@ -125,6 +125,8 @@ class Server:
         if k == "delitem":
             del obj[self.dec(msg[2])]
             return ["ok", None]
+        if k == "type":  # the interpreter's type(), not the object's __class__
+            return ["ok", self.enc(type(obj))]
         if k == "iter":
             return ["ok", self.handle(iter(obj))]
         if k == "next":

@@ -15,17 +15,25 @@ beyond what an honest program could have made it say:
   MRO is all builtin names but is not exactly that builtin class's MRO, ends the sample (the
   candidate broke the protocol).
 - **The real builtin class** reaches the test only when every class of the MRO is builtin, its
-  arguments are plain data, it carries no state beyond them (no ``__dict__``, notes, cause,
-  context, ``AttributeError.obj``) and the class rebuilt from them (``cls(*args, **kw)``) has
-  the claimed ``str`` and ``repr``. Then it is exact: any honest program raising that
-  exception gives the test the same object.
+  arguments are plain data, it carries no state beyond them (no ``__dict__``, notes,
+  ``AttributeError.obj``) and the class rebuilt from them (``cls(*args, **kw)``) has the
+  claimed ``str`` and ``repr``. Then it is exact: any honest program raising that exception
+  gives the test the same object.
+- **Its chain** (``__cause__``, ``__context__``, ``__suppress_context__``) is part of the claim:
+  every exception reachable through it is described by the same rule (each is exact or a
+  stand-in on its own), numbered so that one exception reached twice is one object in the test.
+  A chain longer than ``MAX_CHAIN`` makes the exception a stand-in whose chain is refused.
+  The test child adds what CPython adds at the raise: the test's own exception being handled
+  becomes a context, so a chained claim is refused when the test calls the program while
+  handling one (``proxy.Link``).
 - **Anything else** arrives as an *opaque* exception: an instance of a class built here whose
   builtin bases are exactly the builtin classes of the claimed MRO (``class E(KeyError,
   ValueError)`` is caught by ``except KeyError`` and ``except ValueError``, never narrowed to
   one), named as the program's class. ``except``, ``isinstance`` and ``issubclass`` against a
   builtin class answer as in CPython (the interpreter reads the bases at C level); ``str``,
   ``repr`` and ``args`` are what the program's own ``__str__``, ``__repr__`` and ``args`` said
-  (refused where they raised or were not plain data); every other attribute, ``__class__``,
+  (refused where they raised or were not plain data), and its chain as claimed; every other
+  attribute, ``__class__``,
   comparison, hashing and setting an attribute end the sample ``unsupported``, as does
   ``type(e)`` in the test when the exception stands for an exact builtin class (CPython would
   say ``type(e) is ValueError``; here the class is a stand-in).
@@ -53,6 +61,11 @@ _TYPE_MRO = type.__dict__["__mro__"]
 _TYPE_NAMES = (type.__dict__["__name__"], type.__dict__["__qualname__"], type.__dict__["__module__"])
 _EXC_DICT = BaseException.__dict__["__dict__"]
 _EXC_ARGS = BaseException.__dict__["args"]
+_CAUSE = BaseException.__dict__["__cause__"]
+_CONTEXT = BaseException.__dict__["__context__"]
+_SUPPRESS = BaseException.__dict__["__suppress_context__"]
+MAX_CHAIN = 32  # exceptions in one chain (cause and context links); a longer one is not carried
+_CHAIN_ATTRS = frozenset({"__cause__", "__context__", "__suppress_context__"})
 
 
 def builtin_name(c: Any) -> str | None:
@@ -63,8 +76,43 @@ def builtin_name(c: Any) -> str | None:
 
 # -- the candidate's side ---------------------------------------------------------------------------
 def claim(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
-    """``["exc", mro, message, args, [name, qualname, module], repr, kw, extra]``: the honest
-    description of ``exc``. ``plain(x)`` encodes plain data and raises on anything else."""
+    """``["exc", mro, message, args, [name, qualname, module], repr, kw, extra, links, wiring]``:
+    the honest description of ``exc`` and of its chain. ``links`` are the claims (the first eight
+    items) of every exception reachable through ``__cause__`` and ``__context__``, each once
+    (``exc`` is number 0, the links 1, 2, ...); ``wiring[i]`` is ``[cause, context, suppress]``
+    of exception ``i`` (numbers or None, ``__suppress_context__``), so the same exception
+    reached twice (``raise X from e`` inside ``except E as e``) is one object in the test. A
+    chain of more than ``MAX_CHAIN`` exceptions is not carried (``links`` and ``wiring`` None,
+    ``extra`` true). ``plain(x)`` encodes plain data and raises on anything else."""
+    order, wiring = [exc], []
+    index = {id(exc): 0}
+    whole = True
+    i = 0
+    while i < len(order) and whole:
+        e = order[i]
+        refs: list[Any] = []
+        for d in (_CAUSE, _CONTEXT):
+            c = d.__get__(e)  # the interpreter's fields, not the program's attributes
+            if c is None:
+                refs.append(None)
+            elif id(c) in index:
+                refs.append(index[id(c)])
+            elif len(order) < MAX_CHAIN:
+                index[id(c)] = len(order)
+                order.append(c)
+                refs.append(index[id(c)])
+            else:
+                whole = False
+        wiring.append([*refs, bool(_SUPPRESS.__get__(e))])
+        i += 1
+    top = _one(exc, plain)
+    if not whole:
+        return [*top[:7], True, None, None]
+    return [*top, [_one(e, plain) for e in order[1:]], wiring]
+
+
+def _one(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
+    """``exc`` alone (the first eight items of ``claim``); its chain is wired by ``claim``."""
     t = type(exc)
     try:
         mro = [builtin_name(c) for c in _TYPE_MRO.__get__(t)][:MAX_MRO]
@@ -84,7 +132,7 @@ def claim(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
     extra = not whole
     if whole:
         try:
-            extra = bool(_EXC_DICT.__get__(exc)) or exc.__cause__ is not None or exc.__context__ is not None
+            extra = bool(_EXC_DICT.__get__(exc))
             if isinstance(exc, _KW_CLASSES):
                 for a in KW_ATTRS:
                     v = getattr(exc, a, None)
@@ -156,6 +204,8 @@ class _Opaque(metaclass=_OpaqueMeta):
             data = object.__getattribute__(self, "__dict__").get("_rlvr_args")
             if data is not None:
                 return data
+        if name in _CHAIN_ATTRS and object.__getattribute__(self, "__dict__").get("_rlvr_chain"):
+            return BaseException.__getattribute__(self, name)  # type: ignore[arg-type]
         _stop(
             f"the test reads {name!r} of an exception of the program ({_cls_name(self)}), which does not cross exactly"
         )
@@ -221,10 +271,60 @@ def _opaque_class(bases: list[str], names: list[str], exact: bool) -> type | Non
 
 def rebuild(ans: list[Any], dec: Callable[[Any], Any]) -> BaseException:
     """The candidate's claim (``claim``'s list) as the exception the test sees (see the module
-    docstring). Needs ``SIDE``."""
+    docstring), its chain included: each exception of it is a claim rebuilt by the same rule,
+    and ``__cause__``, ``__context__`` and ``__suppress_context__`` are set as claimed (one
+    object per number). Needs ``SIDE``."""
     side = SIDE
     assert side is not None
-    if len(ans) != 8 or type(ans[1]) is not list or not 2 <= len(ans[1]) <= MAX_MRO or ans[1][-1] != "object":
+    if len(ans) != 10:
+        side.gone("the candidate's process sent a malformed exception")
+    links, wiring = ans[8], ans[9]
+    if links is None and wiring is None:
+        if ans[7] is not True:
+            side.gone("the candidate's process sent a malformed exception chain")
+        return _rebuild_one(ans[:8], dec)  # not carried: an opaque stand-in, its chain refused
+    if (
+        type(links) is not list
+        or type(wiring) is not list
+        or len(wiring) != len(links) + 1
+        or len(wiring) > MAX_CHAIN
+        or not all(_wire_ok(w, len(wiring)) for w in wiring)
+    ):
+        side.gone("the candidate's process sent a malformed exception chain")
+    excs = [_rebuild_one(ans[:8], dec), *[_rebuild_one(link, dec) for link in links]]
+    for exc, (cause, context, suppress) in zip(excs, wiring, strict=True):
+        _CAUSE.__set__(exc, excs[cause] if cause is not None else None)
+        _CONTEXT.__set__(exc, excs[context] if context is not None else None)
+        _SUPPRESS.__set__(exc, suppress)
+        if isinstance(exc, _Opaque):
+            object.__getattribute__(exc, "__dict__")["_rlvr_chain"] = True
+    return excs[0]
+
+
+def _wire_ok(w: Any, n: int) -> bool:
+    return (
+        type(w) is list
+        and len(w) == 3
+        and all(r is None or (type(r) is int and 0 <= r < n) for r in w[:2])
+        and type(w[2]) is bool
+    )
+
+
+def chained(exc: BaseException) -> bool:
+    """Does ``exc`` (a rebuilt claim) carry a cause or a context?"""
+    return _CAUSE.__get__(exc) is not None or _CONTEXT.__get__(exc) is not None
+
+
+def _rebuild_one(ans: Any, dec: Callable[[Any], Any]) -> BaseException:
+    side = SIDE
+    assert side is not None
+    if (
+        type(ans) is not list
+        or len(ans) != 8
+        or type(ans[1]) is not list
+        or not 2 <= len(ans[1]) <= MAX_MRO
+        or ans[1][-1] != "object"
+    ):
         side.gone("the candidate's process sent a malformed exception")
     mro, message, args, names, shown, kw, extra = ans[1:8]
     if not all(n is None or (type(n) is str and (n == "object" or n in _EXC_NAMES)) for n in mro):
@@ -269,10 +369,37 @@ def _exact(cls: type, values: list[Any] | None, kw: Any, extra: bool, texts: lis
     return exc if same and all(getattr(exc, k, None) == v for k, v in kwargs.items()) else None  # type: ignore[no-any-return]
 
 
+# Set by the test child: (Handle, type() of one, isinstance() of one) as the program answers them.
+PROXY: tuple[type, Callable[[Any], Any], Callable[[Any, Any], bool]] | None = None
+
+
+def exact_isinstance(x: Any, classes: Any) -> bool:
+    """``isinstance(x, classes)`` for the test file: of an object of the program (a handle), the
+    program's own answer (its ``__class__`` and metaclass decide, as in CPython; refused without
+    ``program_objects``), never the proxy's class's."""
+    if PROXY is not None and type(x) is PROXY[0]:
+        if not _askable(classes):  # an ABC of the test's (collections.abc.Sequence) would ask type(h)
+            _stop("the test asks isinstance() of an object of the program against a class of its own")
+        return PROXY[2](x, classes)
+    return isinstance(x, classes)
+
+
+def _askable(c: Any, depth: int = 0) -> bool:
+    """A builtin class, a class of the program (a handle), or a tuple of those: what the program
+    can be asked ``isinstance`` against."""
+    if type(c) is tuple and depth < 20:
+        return all(_askable(i, depth + 1) for i in c)
+    return builtin_name(c) is not None or (PROXY is not None and type(c) is PROXY[0])
+
+
 def exact_type(x: Any) -> Any:
     """``type(x)`` for the test file: refused for an opaque exception that stands for an exact
-    builtin class (CPython would answer that class)."""
+    builtin class (CPython would answer that class); for an object of the program (a handle),
+    the program's own ``type()`` of it (``PROXY``: refused without ``program_objects``), never
+    the proxy's class."""
     t = type(x)
+    if PROXY is not None and t is PROXY[0]:
+        return PROXY[1](x)
     if issubclass(t, _Opaque) and type.__getattribute__(t, "_rlvr_exact"):
         _stop(f"the test asks type() of a {type.__getattribute__(t, '__name__')} that did not cross exactly")
     return t

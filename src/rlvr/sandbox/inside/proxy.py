@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import sys
 import types
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -72,6 +73,7 @@ class Link:
         self.end = end
         self.objects = objects
         self.quiet = False
+        self.handling = False  # has the test asked the program anything while handling an exception?
         self.handles: dict[int, Handle] = {}
         self.callables: list[Any] = []
         self.call_args: dict[Any, Any] | None = None  # during a call: position -> the test's object
@@ -191,6 +193,8 @@ class Link:
             raise Quiet
         if self.shared:
             self.check_shared()
+        if sys.exc_info()[1] is not None:
+            self.handling = True  # the program runs while the test handles an exception (see _answer)
         try:
             wire.send(self.wfd, msg)
             while True:
@@ -270,13 +274,21 @@ class Link:
         if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
             self.refuse(ans[1])
         if ans[0] == "exc":
-            raise self.rebuild(ans)
+            exc = self.rebuild(ans)
+            if claims.chained(exc) and (self.handling or sys.exc_info()[1] is not None):
+                # CPython chains the test's handled exception into every exception the call
+                # raised with none of the program's own handled: the candidate never saw it.
+                self.refuse(
+                    "a chained exception of the program reached a test that calls the program while it handles "
+                    "an exception of its own (CPython would chain that one in too)"
+                )
+            raise exc
         self.gone("the candidate's process sent a malformed answer")
 
     def rebuild(self, ans: list[Any]) -> BaseException:
         """The candidate's exception claim as the exception the test sees (``claims.rebuild``:
         the real builtin class only where that is exact, else an opaque stand-in)."""
-        return claims.rebuild(ans[:8], self.dec)
+        return claims.rebuild(ans[:10], self.dec)
 
 
 _SHAREABLE = (list, dict, set, bytearray, collections.deque)
@@ -309,6 +321,12 @@ def _gate(h: Handle, op: str) -> Link:
 def _ask(h: Handle, kind: str, *rest: Any) -> Any:
     link = _gate(h, kind)
     return link.value([kind, object.__getattribute__(h, "_n"), *[link.enc(r) for r in rest]])
+
+
+def type_of(h: Handle) -> Any:
+    """``type(h)`` as the program's interpreter answers it (not its ``__class__``): a class of
+    the program (a handle) or a builtin class. Needs ``program_objects`` (``_gate``)."""
+    return _ask(h, "type")
 
 
 def _op(h: Handle, name: str, *values: Any) -> Any:
@@ -478,3 +496,7 @@ for _name in (
     _fn = _name + "_" if _name in ("and", "or") else _name
     setattr(Handle, f"__{_name}__", _forward(_fn, False))
     setattr(Handle, f"__r{_name}__", _forward(_fn, True))
+
+
+# type(h) and isinstance(h, c) in the test file (claims.exact_type, claims.exact_isinstance)
+claims.PROXY = (Handle, type_of, lambda h, c: bool(_op(h, "isinstance", h, c)))

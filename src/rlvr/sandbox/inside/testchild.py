@@ -214,14 +214,21 @@ class Instrument(ast.NodeTransformer):
 
 class TypeCalls(ast.NodeTransformer):
     """``type(x)`` -> ``_rlvr_type(x)`` (``claims.exact_type``): refused for an exception that
-    stands in for a builtin class it could not be rebuilt as exactly. Applied only where the
-    test file never binds ``type`` itself."""
+    stands in for a builtin class it could not be rebuilt as exactly, the program's answer for
+    its object; ``isinstance(x, c)`` -> ``_rlvr_isinstance`` (``claims.exact_isinstance``).
+    Applied only to the names the test file never binds itself (``names``)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
 
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Name) and f.id == "type" and len(node.args) == 1 and not node.keywords:
-            return ast.copy_location(_call("_rlvr_type", node.args), node)
+        if isinstance(f, ast.Name) and f.id in self.names and not node.keywords:
+            if f.id == "type" and len(node.args) == 1:
+                return ast.copy_location(_call("_rlvr_type", node.args), node)
+            if f.id == "isinstance" and len(node.args) == 2:
+                return ast.copy_location(_call("_rlvr_isinstance", node.args), node)
         return node
 
 
@@ -350,8 +357,8 @@ def prepare(tests: str, helpers: str, entry: str | None, tolerant: bool) -> tupl
     tree = ast.parse(tests, "<tests>")
     htree = ast.parse(helpers or "", "<prompt>")
     wanted = free_names(tree, htree) | ({entry} if entry else set())
-    if "type" in wanted:
-        tree = TypeCalls().visit(tree)
+    if wanted & {"type", "isinstance"}:
+        tree = TypeCalls(wanted & {"type", "isinstance"}).visit(tree)
     tree = ast.fix_missing_locations(Instrument(tolerant).visit(tree))
     return compile(tree, "<tests>", "exec"), compile(htree, "<prompt>", "exec"), wanted
 
@@ -379,6 +386,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         "_rlvr_raised": _rlvr_raised,
         "_rlvr_eq": _rlvr_eq,
         "_rlvr_type": claims.exact_type,
+        "_rlvr_isinstance": claims.exact_isinstance,
     }
     try:
         bind(link, job["code"], wanted, ns, entry)

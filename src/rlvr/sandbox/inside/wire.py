@@ -14,8 +14,9 @@ Decimal, ``["r", start, stop, step]`` range, ``["T", name]`` a builtin class, ``
 type name]`` a handle (an object that stays in the candidate child; kind ``f`` callable, ``i``
 iterator, ``c`` class, ``o`` other; ``["h", n]`` when the test child sends one back), ``["x",
 n]`` a callable that stays in the test child, ``["N", k, bits]`` a NaN by identity
-(``Nans``), ``["W", base, [name, qualname, module], value]`` a subclass of an immutable
-builtin that adds nothing (``plain_subclass``), ``["S", k, value]`` a mutable object the
+(``Nans``), ``["W", base, [name, qualname, module, number], value]`` a subclass of a
+builtin of ``SUBCLASS_BASES`` that adds nothing (``plain_subclass``; ``number``: its class's in
+the sample, so one class is one class in the test), ``["S", k, value]`` a mutable object the
 program still holds (identity number ``k``: the same object answered twice is the same object
 in the test; see ``child.Server.reply``). Only exact types are plain data, and those plain
 subclasses: any other subclass of a builtin (its methods could answer anything) and a named
@@ -84,9 +85,23 @@ def encode(x: Any, other: Callable[[Any], list[Any]], depth: int = 0) -> Any:
     t = type(x)
     if ALIASES and depth and t in _ALIASABLE and id(x) in ALIASES:
         return ["A", *ALIASES[id(x)]]
-    if SHARED and t in _ALIASABLE and id(x) in SHARED:
-        return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+    if SHARED and id(x) in SHARED and (t in _ALIASABLE or _mutable_subclass(t)):
+        if SUBCLASSES or REBUILT[0]:
+            return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+        REBUILT[0] = True  # the test child's copy of the program's object, going back as itself
+        try:
+            return ["S", SHARED[id(x)], _body(x, t, other, depth)]
+        finally:
+            REBUILT[0] = False
     return _body(x, t, other, depth)
+
+
+def _mutable_subclass(t: type) -> bool:
+    """A plain subclass of a mutable builtin: the candidate's own (``plain_subclass``), or in the
+    test child one rebuilt here (``_subclass``). Such an object is shared by identity like a
+    list."""
+    base = plain_subclass(t) if SUBCLASSES else _REBUILT_BASE.get(t)
+    return base is not None and base in _MUTABLE_BASES
 
 
 def _ident(x: Any) -> list[Any]:
@@ -96,10 +111,13 @@ def _ident(x: Any) -> list[Any]:
 def snapshot(x: Any) -> Any:
     """``x``'s whole content now (nested objects included, other objects by identity), to compare
     with a later snapshot: how each side sees that a shared object changed."""
+    old, REBUILT[0] = REBUILT[0], True  # the test child's rebuilt subclasses by content too
     try:
         return encode(x, _ident)
     except (ValueError, RecursionError):
         return ["?", id(x)]
+    finally:
+        REBUILT[0] = old
 
 
 def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any:
@@ -147,7 +165,7 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     if isinstance(x, tuple) and plain_namedtuple(t):
         fields = [str(f) for f in getattr(t, "_fields", ())]
         return ["n", str(t.__name__), fields, *[encode(v, other, d) for v in tuple.__iter__(x)]]
-    base = plain_subclass(t) if SUBCLASSES else None
+    base = plain_subclass(t) if SUBCLASSES else _REBUILT_BASE.get(t) if REBUILT[0] else None
     if base is not None and _no_state(x) and (base is not float or x == x):
         return ["W", base.__name__, _names(t), encode(base(x), other, d)]
     # Anything else, a subclass of a builtin included (an IntEnum, a class MyList(list) whose
@@ -195,8 +213,17 @@ def plain_namedtuple(t: type) -> bool:
 # A subclass of one of these that adds nothing (``class Score(int): pass``) crosses as a value of
 # the same-named plain subclass, rebuilt in the test child: ``==``, arithmetic, ``repr``,
 # ``isinstance(x, int)``, ``type(x).__name__`` and ``type(x) is int`` (False) all stay CPython's.
-SUBCLASS_BASES: dict[str, type] = {c.__name__: c for c in (int, float, complex, str, bytes, tuple, frozenset)}
+# A mutable one (``class Rows(list): pass``) crosses the same way, under the same sharing rules as
+# a list (``["S", k, ["W", ...]]`` when the program still holds it): its copy in the test child is
+# the program's object, by identity, as long as neither side changes it (``snapshot``).
+SUBCLASS_BASES: dict[str, type] = {
+    c.__name__: c for c in (int, float, complex, str, bytes, tuple, frozenset, list, dict, set, bytearray)
+}
+_MUTABLE_BASES = (list, dict, set, bytearray)
 SUBCLASSES = False  # set by the candidate child only: the test child's rebuilt classes never go back
+# True in the test child while it encodes what is not sent as a value: a snapshot, or the content
+# of a shared object going back as itself (the candidate takes its own object, not the content).
+REBUILT = [False]
 _HARMLESS = frozenset(
     (
         "__module__",
@@ -245,22 +272,45 @@ def _no_state(x: Any) -> bool:
         return True  # no __dict__ at all (__slots__ = ())
 
 
-def _names(t: type) -> list[str]:
-    return [str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES]
+_CLASS_NUMBERS: dict[int, int] = {}  # the candidate's side: id(class) -> its number in this sample
+_CLASSES_KEPT: list[type] = []  # ... kept alive, so an id is never reused for another class
+MAX_CLASSES = 100_000  # distinct plain subclasses in one sample
 
 
-_REBUILT: dict[tuple[str, str, str, str], type] = {}
+def _names(t: type) -> list[Any]:
+    """``[name, qualname, module, number]``: the number is the class's own in this sample, so two
+    classes of the program with one name stay two classes in the test, one class stays one."""
+    k = _CLASS_NUMBERS.get(id(t))
+    if k is None:
+        if len(_CLASSES_KEPT) >= MAX_CLASSES:
+            raise WireLimit(f"more than {MAX_CLASSES} subclasses of builtins")
+        k = _CLASS_NUMBERS[id(t)] = len(_CLASSES_KEPT)
+        _CLASSES_KEPT.append(t)
+    return [*(str.__str__(d.__get__(t))[:200] for d in _TYPE_NAMES), k]
+
+
+_REBUILT: dict[tuple[str, int], type] = {}  # the test child's side: (base, number) -> the class built here
+_REBUILT_BASE: dict[type, type] = {}  # each class rebuilt here -> its builtin base
 
 
 def _subclass(base: str, names: Any) -> type:
-    if type(names) is not list or len(names) != 3 or not all(type(n) is str and len(n) <= 200 for n in names):
+    if (
+        type(names) is not list
+        or len(names) != 4
+        or not all(type(n) is str and len(n) <= 200 for n in names[:3])
+        or type(names[3]) is not int
+    ):
         raise WireError("a malformed subclass")
-    key = (base, names[0], names[1], names[2])
+    key = (base, names[3])
     cls = _REBUILT.get(key)
     if cls is None:
+        if len(_REBUILT) >= MAX_CLASSES:
+            raise WireLimit(f"more than {MAX_CLASSES} subclasses of builtins")
         cls = type(names[0], (SUBCLASS_BASES[base],), {"__module__": names[2], "__qualname__": names[1]})
-        if len(_REBUILT) < 256:
-            _REBUILT[key] = cls
+        _REBUILT_BASE[cls] = SUBCLASS_BASES[base]  # kept alive: a snapshot must know it
+        _REBUILT[key] = cls
+    elif [cls.__name__, cls.__qualname__, cls.__module__] != names[:3]:
+        raise WireLimit("a class of the program renamed after it crossed")  # refused: not exact here
     return cls
 
 
