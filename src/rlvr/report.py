@@ -22,6 +22,7 @@ Reads the same inputs as ``rlvr doctor`` (run directory, TRL ``trainer_state.jso
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import math
 from collections.abc import Mapping, Sequence
@@ -275,7 +276,7 @@ def plot_run(run: Run, out_dir: str | Path) -> tuple[Plot, ...]:
         if len(drawn) > 1:
             ax.legend(fontsize=8)
         fig.tight_layout()
-        atomic.replace_file(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png"))
+        atomic.replace_file(path, functools.partial(fig.savefig, format="png"))
         plots.append(Plot(name, title, path))
     return tuple(plots)
 
