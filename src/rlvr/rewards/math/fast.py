@@ -77,7 +77,7 @@ class _Parser(Structures):
         return self.sp.E if v == "e" else self.sp.Symbol(self.case(v))
 
     def case(self, name: str) -> str:
-        return name if self.keep_case else name.lower()
+        return name if self.keep_case else untrusted.fold_case(name)
 
     def peek(self) -> tuple[str, str] | None:
         return self.t[self.i] if self.i < len(self.t) else None

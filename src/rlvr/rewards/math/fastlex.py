@@ -138,4 +138,4 @@ def keep_case(tokens: list[tuple[str, str]]) -> bool:
     """Whether a letter appears in both cases (r and R, \\phi and \\Phi): then each case is its
     own symbol. Otherwise names are lowercase, as the grammar names them (N is n)."""
     named = {v for k, v in tokens if k == "var" or v in NAMES}
-    return len({v.lstrip("\\").lower() for v in named}) != len(named)
+    return len({untrusted.fold_case(v.lstrip("\\")) for v in named}) != len(named)

@@ -6,8 +6,9 @@ Inside (this package): the worker (``harness.py``; its relay ``relay.py``; the l
 applies, ``isolation.py``, and probes, ``probing.py``), the candidate child (``child.py``; which
 of its objects it shares with the test, ``sharing.py``; ``script.py`` on stdin/stdout rows) and
 the test child (``testchild.py``, its ``proxy.py``), and what the children share: ``wire.py``
-(values and frames between them), ``claims.py`` (exceptions as claims the test child checks) and
-``tolerance.py`` (the one float tolerance; the trainer's stdout checkers use it too). Trainer
+(values between them), ``frames.py`` (the frames that carry them), ``claims.py`` (exceptions
+as claims the test child checks) and ``tolerance.py`` (the one float tolerance; the trainer's
+stdout checkers use it too). Trainer
 side (``rlvr.sandbox``): the pool and its worker handle (``pool.py``, ``worker.py``), the choice
 of interpreter (``interpreter.py``), parsing a row's tests (``plans.py``) and turning what came
 back into a verdict (``checks.py``, ``checkers.py``).

@@ -29,7 +29,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import claims, sharing, wire
+from . import claims, frames, sharing, wire
 
 MAX_REQUEST = 1 << 30  # the test child is trusted; this only stops a runaway frame
 OPS = {
@@ -282,16 +282,16 @@ class Server:
     def send(self, ans: list[Any]) -> None:
         gone = self.release() if self.shared else []
         if gone:
-            wire.send(self.wfd, ["rel", gone])
+            frames.send(self.wfd, ["rel", gone])
         try:
-            wire.send(self.wfd, ans)
+            frames.send(self.wfd, ans)
         except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-            wire.send(self.wfd, ["unsupported", f"an answer the wire cannot carry ({type(exc).__name__})"])
+            frames.send(self.wfd, ["unsupported", f"an answer the wire cannot carry ({type(exc).__name__})"])
 
     def serve(self) -> None:
         """Answer requests until the test child closes the pipe."""
         while True:
-            msg = wire.recv(self.rfd, MAX_REQUEST)
+            msg = frames.recv(self.rfd, MAX_REQUEST)
             if msg is None:
                 return
             self.send(self.answer(msg))
@@ -304,7 +304,7 @@ class Server:
             os._exit(0)
         self.send(["cb", n, [self.enc(a) for a in args], [[k, self.enc(v)] for k, v in kwargs.items()]])
         while True:
-            msg = wire.recv(self.rfd, MAX_REQUEST)
+            msg = frames.recv(self.rfd, MAX_REQUEST)
             if msg is None:
                 os._exit(0)
             if msg[0] == "ret":

@@ -37,7 +37,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import claims, wire
+from . import claims, frames, wire
 
 MAX_ANSWER = 64 << 20  # bytes of one answer from the candidate child
 _CALLABLE_TYPES = (
@@ -196,9 +196,9 @@ class Link:
         if sys.exc_info()[1] is not None:
             self.handling = True  # the program runs while the test handles an exception (see _answer)
         try:
-            wire.send(self.wfd, msg)
+            frames.send(self.wfd, msg)
             while True:
-                ans = wire.recv(self.rfd, MAX_ANSWER)
+                ans = frames.recv(self.rfd, MAX_ANSWER)
                 if ans is None:
                     self.gone("the candidate's process ended")
                 if type(ans) is not list or not ans or type(ans[0]) is not str:
@@ -226,7 +226,7 @@ class Link:
             reply = ["raise", type(exc).__name__ if hasattr(builtins, type(exc).__name__) else "Exception", str(exc)]
         if self.shared:
             self.check_shared()
-        wire.send(self.wfd, reply)
+        frames.send(self.wfd, reply)
 
     def dec(self, x: Any) -> Any:
         return wire.decode(x, self.ref)
@@ -321,12 +321,6 @@ def _gate(h: Handle, op: str) -> Link:
 def _ask(h: Handle, kind: str, *rest: Any) -> Any:
     link = _gate(h, kind)
     return link.value([kind, object.__getattribute__(h, "_n"), *[link.enc(r) for r in rest]])
-
-
-def type_of(h: Handle) -> Any:
-    """``type(h)`` as the program's interpreter answers it (not its ``__class__``): a class of
-    the program (a handle) or a builtin class. Needs ``program_objects`` (``_gate``)."""
-    return _ask(h, "type")
 
 
 def _op(h: Handle, name: str, *values: Any) -> Any:
@@ -498,5 +492,6 @@ for _name in (
     setattr(Handle, f"__r{_name}__", _forward(_fn, True))
 
 
-# type(h) and isinstance(h, c) in the test file (claims.exact_type, claims.exact_isinstance)
-claims.PROXY = (Handle, type_of, lambda h, c: bool(_op(h, "isinstance", h, c)))
+# type(h) and isinstance(h, c) in the test file (claims.exact_type, claims.exact_isinstance), as the
+# program's interpreter answers them (not the handle's __class__); both need program_objects (_gate).
+claims.PROXY = (Handle, lambda h: _ask(h, "type"), lambda h, c: bool(_op(h, "isinstance", h, c)))

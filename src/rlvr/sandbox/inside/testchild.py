@@ -32,7 +32,7 @@ from importlib.util import MAGIC_NUMBER
 from types import CodeType
 from typing import Any, NoReturn
 
-from . import claims, proxy, wire
+from . import claims, frames, proxy, wire
 from .proxy import Handle, Link
 from .tolerance import numbers_close
 
@@ -73,7 +73,7 @@ class Reporter:
 
     def put(self, rec: dict[str, Any]) -> None:
         self.pending.append(rec)
-        wire.send_many(self.fd, self.pending)
+        frames.send_many(self.fd, self.pending)
         self.pending = []
 
     def result(
@@ -87,7 +87,7 @@ class Reporter:
                 self.ok.add(key)
                 self.pending.append({"at": at, "ok": True})
                 if len(self.pending) >= 64:
-                    wire.send_many(self.fd, self.pending)
+                    frames.send_many(self.fd, self.pending)
                     self.pending = []
             return
         if key in self.bad:
@@ -405,7 +405,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
 def main(job_fd: int = 3, req_fd: int = 4, ans_fd: int = 5, res_fd: int = 6) -> None:
     """Read the job, run it, report; the worker ends the session when fd 6 closes."""
     global REPORT, TOLERANCE
-    job = wire.recv(job_fd, 1 << 30)
+    job = frames.recv(job_fd, 1 << 30)
     TOLERANCE = float(job.get("tol") or 0.0)
     REPORT = Reporter(res_fd)
     proxy.LINK = link = Link(req_fd, ans_fd, end_now, objects=bool(job.get("objects")))
