@@ -359,11 +359,8 @@ def compare_texts(gold: str, pred: str, policy: MathPolicy) -> tuple[str, str]:
     status = _compare_math(gold, pred, policy)
     if status[0] == "gold_unparseable" and prose.wordy(gold):
         return prose.as_text(gold, pred)
-    if (
-        status[0] == "gold_unparseable"
-        and OUTSIDE in status[1]
-        and as_written(gold, policy.decimal_comma) == as_written(pred, policy.decimal_comma)
-    ):
+    written = as_written(gold, policy.decimal_comma) if status[0] == "gold_unparseable" else None
+    if written is not None and OUTSIDE in status[1] and written == as_written(pred, policy.decimal_comma):
         return "equal", "written as the gold"  # \frac{a+b}{\gcd(a,b)}: a form no parser here reads
     if status[0] == "pred_unparseable" and prose.wordy(pred) and prose.normal(gold) == prose.normal(pred):
         return "equal", ""
