@@ -143,6 +143,55 @@ def test_isinstance_of_a_program_object_against_a_builtin_is_the_programs_answer
     assert unsupported(sandbox(pool, program, tests, program_objects=True))
 
 
+CLASS_PROPERTY = "class A:\n    @property\n    def __class__(self):\n        return int\ndef f():\n    return A()\n"
+
+
+@pytest.mark.parametrize("read", ["f().__class__", "getattr(f(), '__class__')"])
+def test_class_of_a_program_object_is_the_programs_answer_or_refused(pool, read):
+    # It was the proxy's class (Handle), found before any request: ``assert ... is not int``
+    # passed where CPython fails.
+    tests = f"assert {read} is not int\n"
+    assert not plain_cpython(CLASS_PROPERTY, tests).passed
+    assert unsupported(sandbox(pool, CLASS_PROPERTY, tests))
+    v = sandbox(pool, CLASS_PROPERTY, tests, program_objects=True)
+    assert v.outcome is Outcome.WRONG and not unsupported(v), v.detail
+    tests = f"assert {read} is int and type(f()).__name__ == 'A'\n"
+    assert plain_cpython(CLASS_PROPERTY, tests).passed
+    assert sandbox(pool, CLASS_PROPERTY, tests, program_objects=True).outcome is Outcome.CORRECT
+
+
+def test_class_of_plain_data_and_of_the_tests_own_objects_is_unchanged(pool):
+    program = "class Sub(list):\n    pass\ndef f():\n    return [1]\ndef g():\n    return Sub([1])\n"
+    tests = (
+        "class T:\n    @property\n    def __class__(self):\n        return str\n"
+        "getattr = lambda x, n: 7\n"  # the test's own getattr stays its own
+        "assert f().__class__ is list and g().__class__.__name__ == 'Sub' and T().__class__ is str\n"
+        "assert getattr(f(), '__class__') == 7\n"
+    )
+    assert plain_cpython(program, tests).passed
+    assert sandbox(pool, program, tests).outcome is Outcome.CORRECT
+
+
+CLASS_OF = st.sampled_from(["int", "str", "list", "A", "None"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    CLASS_OF, st.sampled_from(["int", "list", "A", "object"]), st.sampled_from(["is", "is not", "=="]), st.booleans()
+)
+def test_generated_class_reads_agree_with_cpython(pool, claimed, against, op, objects):
+    returns = "type(self)" if claimed == "A" else claimed
+    program = (
+        f"class A:\n    @property\n    def __class__(self):\n        return {returns}\n"
+        "def f():\n    return A()\n"
+        "def k():\n    return A\n"
+    )
+    rhs = "k()" if against == "A" else against
+    tests = f"assert (f().__class__ {op} {rhs})\n"
+    v = sandbox(pool, program, tests, program_objects=objects)
+    assert agrees(v, plain_cpython(program, tests)), (program, tests, v.detail)
+
+
 def test_a_class_renamed_after_it_crossed_is_refused(pool):
     program = "class Rows(list):\n    pass\ndef f():\n    return Rows()\ndef rename():\n    Rows.__name__ = 'X'\n"
     tests = "a = f()\nrename()\nassert type(f()).__name__ == 'X' and type(a) is type(f())\n"

@@ -72,7 +72,9 @@ class SessionEnd:
     ``why``: ``ended`` (the test child finished, or every input ran), ``timeout`` (the wall-clock
     deadline, or the candidate's CPU time at the limit), ``output_limit``, or ``sandbox: ...``
     (the infrastructure failed). ``cpu``/``maxrss``: the candidate child's CPU seconds and peak
-    resident memory in bytes, from the kernel; ``tcpu``: the test child's CPU seconds."""
+    resident memory in bytes, from the kernel; ``tcpu``: the test child's CPU seconds; ``faults``
+    and ``tfaults``: the candidate's and the test child's page faults (the kernel's minor-fault
+    counts: each page a fresh child writes is one, the larger part of a short sample's cost)."""
 
     why: str
     wall: float = 0.0
@@ -80,6 +82,8 @@ class SessionEnd:
     maxrss: int = 0
     status: str = ""
     tcpu: float = 0.0
+    faults: int = 0
+    tfaults: int = 0
 
 
 @dataclass(frozen=True)
@@ -269,4 +273,6 @@ def session_end(body: bytes) -> SessionEnd:
         int(d.get("maxrss", 0)),
         str(d.get("status", "")),
         float(d.get("tcpu", 0.0)),
+        int(d.get("faults", 0)),
+        int(d.get("tfaults", 0)),
     )

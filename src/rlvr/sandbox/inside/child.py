@@ -41,6 +41,12 @@ OPS = {
 OPS["isinstance"], OPS["issubclass"] = isinstance, issubclass  # a class of the program decides, as in CPython
 
 
+# Types no class can subclass, none of them an iterator or a class: their handles are functions,
+# told apart by identity (``isinstance(obj, Iterator)``'s first use in a fresh child writes about
+# 60 of the pages it shares with the worker).
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
 class TestCallable:
     """A callable that lives in the test child (a lambda the test passes): calling it asks back."""
 
@@ -78,7 +84,13 @@ class Server:
             n = self.ids[id(obj)] = len(self.objs)
             self.objs.append(obj)  # kept alive, so its id is never reused in this sample
         t = type(obj)
-        kind = "c" if isinstance(obj, type) else "i" if isinstance(obj, Iterator) else "f" if callable(obj) else "o"
+        if t is _FUNCTIONS[0] or t is _FUNCTIONS[1] or t is _FUNCTIONS[2]:
+            kind = "f"  # the usual answer, told apart without the ABC machinery below
+        else:  # by the object's real type (a __class__ property of the program's is not asked)
+            try:
+                kind = "c" if issubclass(t, type) else "i" if issubclass(t, Iterator) else "f" if callable(obj) else "o"
+            except BaseException:  # noqa: BLE001 - a class of the program's answered with an exception
+                kind = "o"
         name = type.__getattribute__(obj if kind == "c" else t, "__qualname__")
         return ["h", n, kind, str.__str__(name)[:80] if isinstance(name, str) else "object"]
 
@@ -183,7 +195,7 @@ class Server:
             return ["unsupported", wb["unsupported"]]
         if claim is not None:
             ans = claim
-        elif isinstance(value, sharing.MUTABLES) and id(value) in index:  # an argument, or a container in one
+        elif sharing.is_a(value, sharing.MUTABLES) and id(value) in index:  # an argument, or a container in one
             ans = ["ok", ["A", *index[id(value)]]]
         else:
             ans = self.reply(value, index)

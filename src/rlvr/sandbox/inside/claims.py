@@ -125,7 +125,7 @@ def _one(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
         names = ["Exception", "Exception", "builtins"]
     try:  # through the class, as the test would read it (a property of the program's included)
         raw = exc.args if not whole else _EXC_ARGS.__get__(exc)
-        args: Any = [plain(a) for a in tuple.__iter__(raw)] if isinstance(raw, tuple) else None
+        args: Any = [plain(a) for a in tuple.__iter__(raw)] if issubclass(type(raw), tuple) else None
     except BaseException:  # noqa: BLE001
         args = None
     kw: list[list[Any]] = []
@@ -133,11 +133,11 @@ def _one(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
     if whole:
         try:
             extra = bool(_EXC_DICT.__get__(exc))
-            if isinstance(exc, _KW_CLASSES):
+            if issubclass(type(exc), _KW_CLASSES):
                 for a in KW_ATTRS:
                     v = getattr(exc, a, None)
                     if v is not None:
-                        kw.append([a, str.__str__(v) if isinstance(v, str) else plain(v)])
+                        kw.append([a, str.__str__(v) if issubclass(type(v), str) else plain(v)])
                 extra = extra or getattr(exc, "obj", None) is not None
         except BaseException:  # noqa: BLE001
             extra = True
@@ -400,6 +400,22 @@ def exact_type(x: Any) -> Any:
     t = type(x)
     if PROXY is not None and t is PROXY[0]:
         return PROXY[1](x)
-    if issubclass(t, _Opaque) and type.__getattribute__(t, "_rlvr_exact"):
-        _stop(f"the test asks type() of a {type.__getattribute__(t, '__name__')} that did not cross exactly")
+    _refuse_opaque(t, "type()")
     return t
+
+
+def exact_class(x: Any) -> Any:
+    """``x.__class__`` for the test file (``testchild.ClassReads``): of an object of the program
+    (a handle), the program's own answer (an attribute read: its ``__class__`` property decides,
+    as in CPython; refused without ``program_objects``), never the proxy's class; refused for an
+    opaque exception as ``exact_type`` refuses; else ``x.__class__``."""
+    t = type(x)
+    if PROXY is not None and t is PROXY[0]:
+        return PROXY[0].__getattr__(x, "__class__")
+    _refuse_opaque(t, "__class__")
+    return x.__class__
+
+
+def _refuse_opaque(t: type, what: str) -> None:
+    if issubclass(t, _Opaque) and type.__getattribute__(t, "_rlvr_exact"):
+        _stop(f"the test asks {what} of a {type.__getattribute__(t, '__name__')} that did not cross exactly")

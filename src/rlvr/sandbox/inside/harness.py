@@ -88,28 +88,41 @@ SECCOMP_BPF = b""
 # -- the children --------------------------------------------------------------------------------
 TEST_UID_OFFSET = 1000  # the test child's uid: the candidate's plus this (never the same uid)
 # A child's whole environment, with HOME (its workdir, or / for the test child). The worker takes
-# it as its own at start-up, once: clearing and refilling os.environ cost each child about 0.25 ms.
+# it as its own at start-up, once, and sets HOME before each fork (``home``): clearing and
+# refilling os.environ cost each child about 0.25 ms, and even setting one variable there writes
+# about 30 pages the child would otherwise share with the worker.
 CHILD_ENV = {"PATH": "/nonexistent", "LANG": "C.UTF-8"}
 RULESET_FD = 9
 
 
+def high(fd: int) -> int:
+    """``fd`` moved above ``RULESET_FD`` (close-on-exec; the children never exec), in the worker:
+    every fd a child is handed comes from here, so ``place_fds`` needs no temporary copies."""
+    if fd > RULESET_FD:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, RULESET_FD + 1)
+    os.close(fd)
+    return moved
+
+
+NULL_FD = -1  # /dev/null, opened once by the worker (``high``)
+
+
 def place_fds(want: dict[int, int]) -> None:
-    """Make this process's fds exactly ``want`` (target -> source), with 0-2 on /dev/null unless
-    given; close every other one."""
-    null = os.open("/dev/null", os.O_RDWR)
-    tmp = {dst: fcntl.fcntl(src, fcntl.F_DUPFD, 100) for dst, src in want.items()}
-    tmp_null = fcntl.fcntl(null, fcntl.F_DUPFD, 100)
-    for dst in range(0, RULESET_FD + 1):
-        if dst in tmp:
-            os.dup2(tmp[dst], dst)
-        elif dst < 3:
-            os.dup2(tmp_null, dst)
-        else:
-            try:
-                os.close(dst)
-            except OSError:
-                pass
-    os.closerange(RULESET_FD + 1, 1 << 16)
+    """Make this process's fds exactly ``want`` (target -> source, every source from ``high``),
+    with 0-2 on /dev/null unless given; close every other one, by ranges: a few plain system
+    calls, none of which can fail on a closed fd (each Python-level step a fresh child takes
+    writes pages it shares with the worker)."""
+    if NULL_FD <= RULESET_FD or min(want.values(), default=NULL_FD) <= RULESET_FD:
+        raise OSError("place_fds: a source fd the worker did not move above the targets")
+    for dst in range(3):
+        os.dup2(want.get(dst, NULL_FD), dst)
+    low = 3
+    for dst in sorted(d for d in want if d >= 3):
+        os.dup2(want[dst], dst)
+        os.closerange(low, dst)
+        low = dst + 1
+    os.closerange(low, 1 << 16)
 
 
 def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], workdir: str, role: str) -> NoReturn:
@@ -145,8 +158,6 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
                 writes_only_beneath(cfg["landlock"], [workdir], ["/dev/null"])
         if cfg["seccomp"]:
             apply_seccomp(SECCOMP_BPF)
-        os.environ["HOME"] = "/" if test else workdir  # the rest is CHILD_ENV, set by the worker
-        sys.argv[:] = [""]
         if role == "candidate":
             child.serve(3, 4)
             code = 0
@@ -158,6 +169,12 @@ def child_main(cfg: dict[str, Any], job_timeout: float, fds: dict[int, int], wor
     except BaseException:  # noqa: BLE001 - the exit code is reported but decides nothing
         code = 70
     os._exit(code)
+
+
+def home(path: str) -> None:
+    """HOME for the children the worker forks next (a sample's own workdir, or / for the test
+    child), set here so that they inherit it."""
+    os.environ["HOME"] = path
 
 
 def make_workdir(cfg: dict[str, Any], seq: int) -> str:
@@ -232,6 +249,7 @@ MAX_STDERR = 64 << 10  # its stderr: kept up to here, the rest dropped
 
 def pipe(size: int = 0) -> tuple[int, int]:
     r, w = os.pipe()
+    r, w = high(r), high(w)
     if size:
         try:
             fcntl.fcntl(w, F_SETPIPE_SZ, size)
@@ -254,9 +272,11 @@ def run_tests(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
     cpid = tpid = -1
     why = "sandbox: the children did not start"
     try:
+        home(workdir)
         cpid = fork_sample(cfg["pidns"], cfg["ipcns"])
         if cpid == 0:
             child_main(cfg, timeout, {3: req_r, 4: ans_w}, workdir, "candidate")
+        home("/")
         tpid = os.fork()
         if tpid == 0:
             child_main(cfg, timeout, {3: job_r, 4: req_w, 5: ans_r, 6: res_w}, workdir, "test")
@@ -286,6 +306,8 @@ def run_tests(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
         "wall": time.monotonic() - t0,
         "cpu": cpu,
         "tcpu": tu.ru_utime + tu.ru_stime if tu else 0.0,
+        "faults": cu.ru_minflt if cu else 0,
+        "tfaults": tu.ru_minflt if tu else 0,
         "maxrss": cu.ru_maxrss * 1024 if cu else 0,
         "status": exit_desc(cstatus),
         "tstatus": exit_desc(tstatus),
@@ -338,6 +360,7 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
                 break
             out_r, out_w = pipe(1 << 20)
             err_r, err_w = pipe()
+            home(workdir)
             pid = fork_sample(cfg["pidns"], cfg["ipcns"])
             if pid == 0:
                 child_main(cfg, timeout, {0: inp, 1: out_w, 2: err_w, 3: src}, workdir, "script")
@@ -370,7 +393,7 @@ def run_stdio(cfg: dict[str, Any], ctl: dict[str, Any], seq: int) -> dict[str, A
 
 def sealed_file(name: str) -> int:
     """An anonymous file in memory (not the sample's workdir, whose space is the program's)."""
-    return os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    return high(os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING))
 
 
 def seal(fd: int) -> None:
@@ -400,8 +423,9 @@ def _kill(pid: int, pidns: bool, group: bool = True) -> None:
 
 def main() -> None:
     """Start the worker: set up the namespaces, probe the layers, say hello, serve sessions."""
-    global SECCOMP_BPF
+    global SECCOMP_BPF, NULL_FD
     cfg = json.loads(sys.argv[1])
+    sys.argv[:] = [""]  # every child's sys.argv, set once here
     # python -S has no exit() or quit(); programs (and tests) call them.
     builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
     builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
@@ -441,8 +465,9 @@ def main() -> None:
     SECCOMP_BPF = probe_layers(cfg, layers)
     cfg["ruleset_fd"] = cfg["ruleset_test"] = -1
     if cfg["landlock"]:
-        cfg["ruleset_fd"] = build_ruleset(cfg["landlock"], cfg["readable"], [cfg["workroot"], "/dev/null"])
-        cfg["ruleset_test"] = build_ruleset(cfg["landlock"], cfg["readable"], ["/dev/null"])
+        cfg["ruleset_fd"] = high(build_ruleset(cfg["landlock"], cfg["readable"], [cfg["workroot"], "/dev/null"]))
+        cfg["ruleset_test"] = high(build_ruleset(cfg["landlock"], cfg["readable"], ["/dev/null"]))
+    NULL_FD = high(os.open("/dev/null", os.O_RDWR))
     layers["workdir"] = (
         "active: a fresh tmpfs per sample, capped"
         if cfg["tmpfs_per_sample"]

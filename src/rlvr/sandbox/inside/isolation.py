@@ -483,11 +483,11 @@ def fork_sample(pidns: bool, ipcns: bool = False) -> int:
         None,
         ctypes.c_ulong(0),
     )
-    errno = ctypes.get_errno()
     if pid == 0:
         pylib.PyOS_AfterFork_Child()
-    else:
-        pylib.PyOS_AfterFork_Parent()
+        return 0
+    errno = ctypes.get_errno() if pid < 0 else 0  # read first: the next foreign call may change it
+    pylib.PyOS_AfterFork_Parent()
     if pid < 0:
         raise OSError(errno, "clone(CLONE_NEWPID): " + os.strerror(errno))
     return pid

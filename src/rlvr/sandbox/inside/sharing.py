@@ -21,23 +21,29 @@ CONTAINERS = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
 MUTABLES = (list, dict, set, bytearray, collections.deque)
 
 
+def is_a(x: Any, classes: type | tuple[type, ...]) -> bool:
+    """``isinstance`` by the object's real type: a ``__class__`` property of the program's cannot
+    make an object look like a list here (it would then be read as one, and raise)."""
+    return issubclass(type(x), classes)
+
+
 def inner_mutables(top: Any) -> list[Any]:
     """The mutable containers nested inside ``top`` (not ``top`` itself)."""
     out: list[Any] = []
     stack = children(top)
     while stack:
         x = stack.pop()
-        if isinstance(x, MUTABLES):
+        if is_a(x, MUTABLES):
             out.append(x)
         stack.extend(children(x))
     return out
 
 
 def children(x: Any) -> list[Any]:
-    if isinstance(x, dict):
-        return [v for v in dict.values(x) if isinstance(v, CONTAINERS)]
-    if isinstance(x, (list, tuple, set, frozenset, collections.deque)):
-        return [v for v in x if isinstance(v, CONTAINERS)]
+    if is_a(x, dict):
+        return [v for v in dict.values(x) if is_a(v, CONTAINERS)]
+    if is_a(x, (list, tuple, set, frozenset, collections.deque)):
+        return [v for v in x if is_a(v, CONTAINERS)]
     return []
 
 
@@ -51,7 +57,7 @@ def refcounts(value: Any, skip: dict[int, Any] | None = None) -> list[tuple[bool
         c, top = stack.pop()
         if skip and id(c) in skip:
             continue
-        if isinstance(c, MUTABLES):
+        if is_a(c, MUTABLES):
             out.append((top, sys.getrefcount(c), c))
         stack.extend((x, False) for x in children(c))
     return out
@@ -68,7 +74,7 @@ def nested_objects(given: dict[Any, Any]) -> list[Any]:
     stack = list(given.values())
     while stack:
         x = stack.pop()
-        if isinstance(x, MUTABLES) and id(x) not in seen:
+        if is_a(x, MUTABLES) and id(x) not in seen:
             seen.add(id(x))
             out.append(x)
         stack.extend(children(x))
@@ -82,14 +88,14 @@ def nested_paths(given: dict[Any, Any]) -> dict[int, list[Any]]:
     stack: list[tuple[Any, list[Any]]] = [(v, [p]) for p, v in given.items()]
     while stack:
         x, path = stack.pop()
-        if isinstance(x, MUTABLES) and id(x) not in out:
+        if is_a(x, MUTABLES) and id(x) not in out:
             out[id(x)] = path
-        if isinstance(x, dict):
+        if is_a(x, dict):
             for k, v in dict.items(x):
-                if isinstance(v, CONTAINERS) and type(k) in (int, str, bool, float):
+                if is_a(v, CONTAINERS) and type(k) in (int, str, bool, float):
                     stack.append((v, [*path, k]))
-        elif isinstance(x, (list, tuple, collections.deque)):
-            stack.extend((v, [*path, i]) for i, v in enumerate(x) if isinstance(v, CONTAINERS))
+        elif is_a(x, (list, tuple, collections.deque)):
+            stack.extend((v, [*path, i]) for i, v in enumerate(x) if is_a(v, CONTAINERS))
     return out
 
 

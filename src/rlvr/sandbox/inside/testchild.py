@@ -232,6 +232,30 @@ class TypeCalls(ast.NodeTransformer):
         return node
 
 
+class ClassReads(ast.NodeTransformer):
+    """``x.__class__`` and ``getattr(x, "__class__")`` read -> ``_rlvr_class(x)``
+    (``claims.exact_class``): the attribute is found on the proxy's own class before any request
+    could ask the program, so it is rewritten where the test file names it (``getattr`` only when
+    the test file never binds that name itself: ``getattr``)."""
+
+    def __init__(self, getattr: bool) -> None:
+        self.getattr = getattr
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        self.generic_visit(node)
+        if node.attr == "__class__" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(_call("_rlvr_class", [node.value]), node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        f, args = node.func, node.args
+        if self.getattr and isinstance(f, ast.Name) and f.id == "getattr" and len(args) == 2 and not node.keywords:
+            if isinstance(args[1], ast.Constant) and args[1].value == "__class__":
+                return ast.copy_location(_call("_rlvr_class", [args[0]]), node)
+        return node
+
+
 class Tolerant(ast.NodeTransformer):
     """With a float tolerance, every ``a == b`` / ``a != b`` inside an assert uses ``close``."""
 
@@ -309,17 +333,15 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
     """The program's names the tests read. A standard import of the program's is this process's
     own import. A name that shadows a builtin (a program's ``isinstance`` that always says True)
     is bound only when it is the row's entry point or, without one, when the tests read no other
-    name of the program (MBPP's ``def sum``): otherwise the test's ``isinstance`` stays Python's."""
-    imports, rebound = program_facts(code)
-    for name in sorted(wanted & imports.keys()):
-        module, attr = imports[name]
-        try:
-            obj: Any = importlib.import_module(module)
-            ns[name] = getattr(obj, attr) if attr else obj
-        except (ImportError, AttributeError):
-            continue  # left unbound: the test raises NameError
-    ask = sorted(wanted - imports.keys())
-    ans = link.ask(["load", code, ask])
+    name of the program (MBPP's ``def sum``): otherwise the test's ``isinstance`` stays Python's.
+
+    The program's text is parsed here (``program_facts``) only when an answer needs it: when
+    every name comes back as a function of the program shadowing no builtin (a row's entry
+    point, nearly always), neither of its facts can change a binding: an imported function
+    bound to that name is the program's to call, as in CPython, and only plain data can go
+    stale. The answers' kinds decide only whether to parse, never what is bound: a program that
+    calls a module or plain value a function gets a handle that can only be called."""
+    ans = link.ask(["load", code, sorted(wanted)])
     if ans[0] == "exc":
         end_now({"end": "raised", "exc": "the program raised " + describe_exc(link.rebuild(ans))})
     if ans[0] == "unsupported" and len(ans) == 2 and type(ans[1]) is str:
@@ -328,9 +350,20 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
         link.gone("the candidate's process sent a malformed answer to load")
     given = {}
     for item in ans[1]:
-        if type(item) is not list or len(item) != 2 or item[0] not in ask:
+        if type(item) is not list or len(item) != 2 or item[0] not in wanted:
             link.gone("the candidate's process sent a malformed name")
         given[item[0]] = item[1]
+    rebound: set[str] = set()
+    if not all(_a_function(value) and not hasattr(builtins, name) for name, value in given.items()):
+        imports, rebound = program_facts(code)
+        for name in sorted(wanted & imports.keys()):
+            given.pop(name, None)
+            module, attr = imports[name]
+            try:
+                obj: Any = importlib.import_module(module)
+                ns[name] = getattr(obj, attr) if attr else obj
+            except (ImportError, AttributeError):
+                continue  # left unbound: the test raises NameError
     shadow = {n for n in given if hasattr(builtins, n)}
     api = set(given) - shadow
     allowed = ({entry} & shadow) if entry else (shadow if not api else set())
@@ -349,6 +382,11 @@ def bind(link: Link, code: str, wanted: set[str], ns: dict[str, Any], entry: str
             link.refuse(f"the test reads the program's global {name!r}, a value a call can change")
 
 
+def _a_function(value: Any) -> bool:
+    """A load answer that is a handle of kind ``f`` (``wire``'s ``["h", n, "f", name]``)."""
+    return type(value) is list and len(value) == 4 and value[0] == "h" and value[2] == "f"
+
+
 def prepare(tests: str, helpers: str, entry: str | None, tolerant: bool) -> tuple[CodeType, CodeType, set[str]]:
     """The row's test file instrumented and compiled, the prompt's helpers compiled, and the names
     to ask the program for (their free names, and ``entry`` when ``check(entry)`` is called).
@@ -359,6 +397,8 @@ def prepare(tests: str, helpers: str, entry: str | None, tolerant: bool) -> tupl
     wanted = free_names(tree, htree) | ({entry} if entry else set())
     if wanted & {"type", "isinstance"}:
         tree = TypeCalls(wanted & {"type", "isinstance"}).visit(tree)
+    if "__class__" in tests:
+        tree = ClassReads("getattr" in wanted).visit(tree)
     tree = ast.fix_missing_locations(Instrument(tolerant).visit(tree))
     return compile(tree, "<tests>", "exec"), compile(htree, "<prompt>", "exec"), wanted
 
@@ -387,6 +427,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         "_rlvr_eq": _rlvr_eq,
         "_rlvr_type": claims.exact_type,
         "_rlvr_isinstance": claims.exact_isinstance,
+        "_rlvr_class": claims.exact_class,
     }
     try:
         bind(link, job["code"], wanted, ns, entry)

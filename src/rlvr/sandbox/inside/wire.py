@@ -36,6 +36,7 @@ import decimal
 import fractions
 import math
 import struct
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -127,6 +128,8 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
         return x
     if depth > MAX_DEPTH:
         raise WireLimit(f"nested more than {MAX_DEPTH} deep")
+    if t is _FUNCTION:  # the usual non-plain value (a program's function), sent without the checks below
+        return other(x)
     d = depth + 1
     if t is list:
         return ["l", *[encode(v, other, d) for v in x]]
@@ -171,6 +174,7 @@ def _body(x: Any, t: type, other: Callable[[Any], list[Any]], depth: int) -> Any
     return other(x)
 
 
+_FUNCTION = types.FunctionType
 BUILTIN_TYPES: dict[str, type] = {n: v for n, v in vars(builtins).items() if isinstance(v, type)}
 _REF_NT = collections.namedtuple("_REF_NT", "a")
 _NT_ATTRS = (frozenset(vars(_REF_NT)) - {"a"}) | frozenset(
