@@ -206,7 +206,10 @@ def claimed(run_dir: Path, main: bool = True) -> Iterator[None]:
     import os
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd, writable = _open_lock(run_dir / LOCK)
+    if fd < 0:
+        yield  # a folder this process can neither write nor lock: it cannot interleave anything there
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -219,11 +222,31 @@ def claimed(run_dir: Path, main: bool = True) -> Iterator[None]:
                 f"{run_dir} is in use by another rlvr train (pid {holder}): wait for it to end, or choose "
                 "another --run-dir"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _open_lock(path: Path) -> tuple[int, bool]:
+    """(the lock file's descriptor, whether it was opened for writing); -1 when it cannot be opened.
+    In a folder this process cannot write (a finished run kept read-only) the lock is opened
+    read-only, so a resume still reports "already finished", or fails at its first write, instead
+    of failing here; an existing lock is still honoured (``flock`` works on a read-only descriptor)."""
+    import errno
+    import os
+
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644), True
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+    try:
+        return os.open(path, os.O_RDONLY), False
+    except OSError:
+        return -1, False
 
 
 @dataclass(frozen=True)
