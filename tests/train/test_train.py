@@ -464,17 +464,13 @@ def test_resume_on_a_finished_run_trains_nothing_and_keeps_final(
     assert (root / "run" / "metrics.jsonl").read_text() == metrics
 
 
-def test_resume_on_a_finished_run_in_a_folder_it_cannot_write_says_already_finished(
-    two_step_run: tuple[Path, object], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # It failed on opening the lock file for writing, with a one-line OS error. CI runs as root,
-    # which writes anywhere: the folder's refusal is simulated where the lock file is opened.
+def refuse_writing_the_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the run folder's lock file one this process cannot open for writing (CI runs as root,
+    which writes anywhere: the folder's refusal is simulated where the lock file is opened)."""
     import os
 
-    from rlvr.cli.main import main
     from rlvr.train.rundir import LOCK
 
-    root, _ = two_step_run
     real_open = os.open
 
     def read_only(path: object, flags: int, *args: object) -> int:
@@ -483,6 +479,16 @@ def test_resume_on_a_finished_run_in_a_folder_it_cannot_write_says_already_finis
         return real_open(path, flags, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", read_only)
+
+
+def test_resume_on_a_finished_run_in_a_folder_it_cannot_write_says_already_finished(
+    two_step_run: tuple[Path, object], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It failed on opening the lock file for writing, with a one-line OS error.
+    from rlvr.cli.main import main
+
+    root, _ = two_step_run
+    refuse_writing_the_lock(monkeypatch)
     args = ["train", str(root / "task" / "task.yaml"), "--run-dir", str(root / "run"), "--resume"]
     code = main([*args, "--max-steps", "2", "--no-gate", "test", "--no-progress"])
     assert code == 0
@@ -492,17 +498,10 @@ def test_resume_on_a_finished_run_in_a_folder_it_cannot_write_says_already_finis
 def test_a_lock_opened_read_only_is_still_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from rlvr.train.rundir import LOCK, claimed
+    from rlvr.train.rundir import claimed
 
     with claimed(tmp_path):  # this session holds the folder, its lock file written
-        real_open = os.open
-
-        def read_only(path: object, flags: int, *args: object) -> int:
-            if str(path).endswith(LOCK) and flags & (os.O_RDWR | os.O_WRONLY | os.O_CREAT):
-                raise PermissionError(13, "Permission denied", str(path))
-            return real_open(path, flags, *args)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(os, "open", read_only)
+        refuse_writing_the_lock(monkeypatch)
         with pytest.raises(RunError, match=rf"in use by another rlvr train \(pid {os.getpid()}\)"):
             with claimed(tmp_path):
                 pass

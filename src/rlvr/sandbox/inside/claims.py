@@ -49,6 +49,8 @@ import builtins
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .sharing import is_a
+
 MAX_TEXT = 1 << 20  # characters of a message or repr; a longer one is refused where it is read
 MAX_MRO = 64
 # Keyword-only attributes of builtin exceptions, set by the interpreter (``import x`` sets
@@ -125,7 +127,7 @@ def _one(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
         names = ["Exception", "Exception", "builtins"]
     try:  # through the class, as the test would read it (a property of the program's included)
         raw = exc.args if not whole else _EXC_ARGS.__get__(exc)
-        args: Any = [plain(a) for a in tuple.__iter__(raw)] if issubclass(type(raw), tuple) else None
+        args: Any = [plain(a) for a in tuple.__iter__(raw)] if is_a(raw, tuple) else None
     except BaseException:  # noqa: BLE001
         args = None
     kw: list[list[Any]] = []
@@ -133,11 +135,11 @@ def _one(exc: BaseException, plain: Callable[[Any], Any]) -> list[Any]:
     if whole:
         try:
             extra = bool(_EXC_DICT.__get__(exc))
-            if issubclass(type(exc), _KW_CLASSES):
+            if is_a(exc, _KW_CLASSES):
                 for a in KW_ATTRS:
                     v = getattr(exc, a, None)
                     if v is not None:
-                        kw.append([a, str.__str__(v) if issubclass(type(v), str) else plain(v)])
+                        kw.append([a, str.__str__(v) if is_a(v, str) else plain(v)])
                 extra = extra or getattr(exc, "obj", None) is not None
         except BaseException:  # noqa: BLE001
             extra = True

@@ -35,10 +35,8 @@ pylib.syscall.restype = ctypes.c_long
 # Every foreign function a child calls, fetched here, in the worker (the library object keeps it as
 # an attribute): a fresh child's first fetch builds the function object, about 70 of the pages it
 # shares with the worker written, where a call of one already fetched writes about 15.
-for _name in ("prctl", "mount", "umount2"):
-    getattr(libc, _name)
-for _name in ("PyOS_BeforeFork", "PyOS_AfterFork_Child", "PyOS_AfterFork_Parent"):
-    getattr(pylib, _name)
+getattr(libc, "prctl")  # noqa: B009 - fetched for its side effect: cached on the library object
+getattr(pylib, "PyOS_AfterFork_Child")  # noqa: B009
 
 
 def os_error(what: str) -> OSError:
