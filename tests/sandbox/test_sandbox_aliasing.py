@@ -232,3 +232,50 @@ def test_identity_and_aliasing_get_plain_cpythons_verdict_or_are_refused(pool, r
     v = sandbox(pool, program, tests)
     plain = plain_cpython(program, tests)
     assert agrees(v, plain), (program, tests, v.detail, plain.why)
+
+
+# -- identity of values that cross as copies (``claims.exact_is``) --------------------------------
+@pytest.mark.parametrize(
+    ("program", "tests"),
+    [
+        # One object in the program, two copies here: `is` answered False where CPython says True.
+        ("class Sub(int):\n    pass\nR = Sub(5)\ndef f():\n    return R\n", "assert f() is f()\n"),
+        ("R = 10 ** 20\ndef f():\n    return R\n", "r = f()\nassert r is f()\n"),
+        ("def f(t):\n    return t\n", "t = ('a', 1000)\nassert f(t) is t\n"),
+    ],
+)
+def test_identity_of_equal_values_that_crossed_as_copies_is_refused(pool, program, tests):
+    assert plain_cpython(program, tests).passed
+    assert unsupported(sandbox(pool, program, tests))
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert f(1) is not f(2)\n",  # unequal values are distinct objects in CPython too
+        "assert f(1) is not 'a'\n",  # and values of different types
+        "assert f(None) is None and f(True) is True\n",  # singletons, as written
+        "assert type(f(1)) is int\n",  # classes cross by identity
+        "x = [1]\nassert f(x) is x\n",  # a list argument comes back as the test's own object
+    ],
+)
+def test_identity_that_crossing_keeps_is_cpythons(pool, tests):
+    program = "def f(v):\n    return v\n"
+    assert plain_cpython(program, tests).passed
+    assert sandbox(pool, program, tests).outcome is Outcome.CORRECT
+
+
+IDENTITY_VALUES = st.sampled_from(["5", "10 ** 20", "'ab'", "'a' * 30", "(1, 'x')", "2.5", "frozenset({1})", "None"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(IDENTITY_VALUES, IDENTITY_VALUES, st.booleans(), st.sampled_from(["is", "is not"]), st.booleans())
+def test_generated_identity_compares_agree_with_cpython(pool, a, b, held, op, honest):
+    program = (
+        f"A = {a}\nB = {b}\ndef f():\n    return A\ndef g():\n    return B\n"
+        if held
+        else f"def f():\n    return {a}\ndef g():\n    return {b}\n"
+    )
+    tests = f"x, y = f(), g()\nassert x {op} y\n" if honest else f"x, y = f(), g()\nassert not (x {op} y)\n"
+    v = sandbox(pool, program, tests)
+    assert agrees(v, plain_cpython(program, tests)), (program, tests, v.detail)

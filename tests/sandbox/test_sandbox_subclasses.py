@@ -318,6 +318,7 @@ def test_a_subclass_of_a_builtin_gets_plain_cpythons_verdict_or_is_refused(
     v = sandbox(pool, program, tests)
     plain = plain_cpython(program, tests)
     assert agrees(v, plain), (program, tests, v.detail, plain.why)
-    # A subclass that adds nothing, unchanged, crosses exactly: whatever the test reads is CPython's.
-    if body == "    pass\n" and (change == "none" or not held) and honest:
+    # A subclass that adds nothing, unchanged, crosses exactly: whatever the test reads is CPython's
+    # (a read CPython itself fails, len() of an int, fails here too; identity is below).
+    if body == "    pass\n" and (change == "none" or not held) and honest and plain.passed and " is " not in view:
         assert v.outcome is Outcome.CORRECT, (program, tests, v.detail)

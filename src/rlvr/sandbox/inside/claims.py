@@ -46,6 +46,8 @@ exceptions with a name, a message and a repr of its choosing.
 from __future__ import annotations
 
 import builtins
+import decimal
+import fractions
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -416,6 +418,31 @@ def exact_class(x: Any) -> Any:
         return PROXY[0].__getattr__(x, "__class__")
     _refuse_opaque(t, "__class__")
     return x.__class__
+
+
+# Values that cross as copies: two distinct ones here may be one object in the program.
+_SCALARS = (int, float, complex, str, bytes, fractions.Fraction, decimal.Decimal)
+_VALUES = (*_SCALARS, tuple, frozenset, range)
+
+
+def exact_is(a: Any, b: Any) -> bool:
+    """``a is b`` for the test file (``testchild.IdentityCompares``). One object here is one object
+    in CPython (handles, shared containers, NaNs, singletons and classes cross by identity); two
+    objects of different types, or unequal values, are two there too. Two equal values that
+    cross as copies (a number, string or tuple the program holds and returns twice, or an
+    argument it returns) may be one object in the program, so CPython's answer is not known here:
+    refused."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b) or t is bool or not issubclass(t, _VALUES):
+        return False
+    if issubclass(t, _SCALARS):
+        if not a == b:  # distinct values (NaNs included: one NaN object here is one there)
+            return False
+    elif issubclass(t, (tuple, frozenset, range)) and len(a) != len(b):
+        return False
+    _stop(f"the test compares two equal {t.__name__} values by identity: they crossed as copies")
 
 
 def _refuse_opaque(t: type, what: str) -> None:

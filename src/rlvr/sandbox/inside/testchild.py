@@ -256,6 +256,25 @@ class ClassReads(ast.NodeTransformer):
         return node
 
 
+class IdentityCompares(ast.NodeTransformer):
+    """``a is b`` / ``a is not b`` (one operator, neither side a ``None``, ``True``, ``False`` or
+    ``...`` literal) -> ``_rlvr_is(a, b)`` (``claims.exact_is``): values cross as copies, so two
+    equal ones are refused rather than answered ``False``. A chain (``a is b is c``) stays as
+    written."""
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        self.generic_visit(node)
+        if len(node.ops) != 1 or type(node.ops[0]) not in (ast.Is, ast.IsNot):
+            return node
+        sides = (node.left, node.comparators[0])
+        if any(isinstance(x, ast.Constant) and any(x.value is c for c in (None, True, False, ...)) for x in sides):
+            return node  # a singleton: exact as written
+        check: ast.expr = _call("_rlvr_is", list(sides))
+        if type(node.ops[0]) is ast.IsNot:
+            check = ast.UnaryOp(ast.Not(), check)
+        return ast.copy_location(check, node)
+
+
 class Tolerant(ast.NodeTransformer):
     """With a float tolerance, every ``a == b`` / ``a != b`` inside an assert uses ``close``."""
 
@@ -399,6 +418,7 @@ def prepare(tests: str, helpers: str, entry: str | None, tolerant: bool) -> tupl
         tree = TypeCalls(wanted & {"type", "isinstance"}).visit(tree)
     if "__class__" in tests:
         tree = ClassReads("getattr" in wanted).visit(tree)
+    tree = IdentityCompares().visit(tree)
     tree = ast.fix_missing_locations(Instrument(tolerant).visit(tree))
     return compile(tree, "<tests>", "exec"), compile(htree, "<prompt>", "exec"), wanted
 
@@ -428,6 +448,7 @@ def run(job: dict[str, Any], link: Link) -> dict[str, Any]:
         "_rlvr_type": claims.exact_type,
         "_rlvr_isinstance": claims.exact_isinstance,
         "_rlvr_class": claims.exact_class,
+        "_rlvr_is": claims.exact_is,
     }
     try:
         bind(link, job["code"], wanted, ns, entry)
